@@ -1,0 +1,137 @@
+// Package endpoint holds the plain data the operator moves between its stages: what the cluster
+// wants (Endpoint) and what the router-hosts server has (Record). It has no I/O and no policy;
+// the normalisation and validation here mirror the server so that bad input is refused before it
+// reaches the wire.
+package endpoint
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// SourceRef identifies one Kubernetes object that claims a hostname. The creation time and UID
+// order competing claims, and the UID becomes the entry's source:<uid> tag.
+type SourceRef struct {
+	Group             string
+	Kind              string
+	Namespace         string
+	Name              string
+	UID               string
+	CreationTimestamp time.Time
+}
+
+// String names the object the way a user reads it in logs and comments: "Ingress default/web".
+func (s SourceRef) String() string {
+	if s.Namespace == "" {
+		return s.Kind + " " + s.Name
+	}
+	return s.Kind + " " + s.Namespace + "/" + s.Name
+}
+
+// Endpoint is one hostname the cluster wants on the router, with every IP it should resolve to.
+// One Endpoint becomes one router-hosts entry per target IP.
+type Endpoint struct {
+	// Hostname is normalised (see NormalizeHostname).
+	Hostname string
+	// Targets are canonical IP texts, sorted. Empty means the source could not resolve an
+	// address right now, and the hostname's existing entries are held as they are.
+	Targets []string
+	// Aliases are normalised hostnames, sorted, without duplicates or the hostname itself.
+	Aliases []string
+	// Tags are the user's tags for the entry (annotation tags, and the --default-tag values
+	// once the registry has added them), sorted and unique.
+	Tags []string
+	// OwnerTags are the ownership tags the registry derives from Sources and its own settings.
+	// Sources leave it empty.
+	OwnerTags []string
+	// Comment is the provenance text written on entries the operator creates; the registry
+	// fills it in.
+	Comment string
+	// Sources are the objects that claim this hostname, oldest first.
+	Sources []SourceRef
+	// GracePeriod overrides the deletion grace period when not nil.
+	GracePeriod *time.Duration
+}
+
+// Held reports whether the endpoint has no address to write, in which case the plan must leave
+// the hostname's entries exactly as they are instead of updating or deleting them.
+func (e *Endpoint) Held() bool { return len(e.Targets) == 0 }
+
+// Record is one router-hosts entry as the server returned it.
+type Record struct {
+	ID       string
+	IP       string
+	Hostname string
+	Aliases  []string
+	Tags     []string
+	Comment  string
+	Version  string
+}
+
+// String is a compact, stable rendering used in logs and dry-run output.
+func (r *Record) String() string {
+	return fmt.Sprintf("%s %s aliases=[%s] tags=[%s]", r.Hostname, r.IP,
+		strings.Join(r.Aliases, ","), strings.Join(r.Tags, ","))
+}
+
+// HasTag reports whether the record carries tag exactly.
+func (r *Record) HasTag(tag string) bool {
+	for _, t := range r.Tags {
+		if t == tag {
+			return true
+		}
+	}
+	return false
+}
+
+// TagValue returns the value of the first tag of the form prefix+value.
+func (r *Record) TagValue(prefix string) (string, bool) {
+	for _, t := range r.Tags {
+		if strings.HasPrefix(t, prefix) {
+			return t[len(prefix):], true
+		}
+	}
+	return "", false
+}
+
+// SortedUnique returns a sorted copy of in without duplicates or empty strings; the stages
+// compare tag and alias lists as sets, and sorted lists make that and the output deterministic.
+func SortedUnique(in []string) []string {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(in))
+	for _, s := range in {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	sort.Strings(out)
+	w := 0
+	for i, s := range out {
+		if i == 0 || s != out[w-1] {
+			out[w] = s
+			w++
+		}
+	}
+	if w == 0 {
+		return nil
+	}
+	return out[:w]
+}
+
+// SameSet reports whether a and b hold the same strings, ignoring order and duplicates.
+func SameSet(a, b []string) bool {
+	a, b = SortedUnique(a), SortedUnique(b)
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,100 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+)
+
+// Action says what a Change does, in the words a user reads in dry-run output and metrics.
+type Action string
+
+// The actions. The plan produces Create, Update and Delete; the registry turns some of them
+// into Adopt, Mark, Unmark and Release, which the provider sends as UpdateHost.
+const (
+	Create  Action = "create"
+	Update  Action = "update"
+	Adopt   Action = "adopt"
+	Mark    Action = "mark"
+	Unmark  Action = "unmark"
+	Delete  Action = "delete"
+	Release Action = "release"
+)
+
+// Change is one write to the router-hosts server. New alone is a create, Old and New an
+// update of Old.ID (only the fields that differ are sent), Old alone a delete.
+type Change struct {
+	Action Action
+	Old    *endpoint.Record
+	New    *endpoint.Record
+}
+
+// Fields returns what an update changes; creates and deletes return 0.
+func (c *Change) Fields() endpoint.Fields {
+	if c.Old == nil || c.New == nil {
+		return 0
+	}
+	return endpoint.Diff(c.Old, c.New)
+}
+
+// Hostname is the hostname the change concerns, for sorting and logs.
+func (c *Change) Hostname() string {
+	if c.New != nil {
+		return c.New.Hostname
+	}
+	return c.Old.Hostname
+}
+
+// String renders one readable line, as --dry-run prints it.
+func (c *Change) String() string {
+	switch {
+	case c.Old == nil:
+		return fmt.Sprintf("%-7s %s %s aliases=[%s] tags=[%s]", c.Action, c.New.Hostname, c.New.IP,
+			strings.Join(c.New.Aliases, ","), strings.Join(c.New.Tags, ","))
+	case c.New == nil:
+		return fmt.Sprintf("%-7s %s %s id=%s", c.Action, c.Old.Hostname, c.Old.IP, c.Old.ID)
+	}
+	var parts []string
+	fs := c.Fields()
+	if fs.Has(endpoint.FieldIP) {
+		parts = append(parts, fmt.Sprintf("ip %s→%s", c.Old.IP, c.New.IP))
+	}
+	if fs.Has(endpoint.FieldHostname) {
+		parts = append(parts, fmt.Sprintf("hostname %s→%s", c.Old.Hostname, c.New.Hostname))
+	}
+	if fs.Has(endpoint.FieldComment) {
+		parts = append(parts, fmt.Sprintf("comment %q→%q", c.Old.Comment, c.New.Comment))
+	}
+	if fs.Has(endpoint.FieldAliases) {
+		parts = append(parts, fmt.Sprintf("aliases [%s]→[%s]", strings.Join(c.Old.Aliases, ","), strings.Join(c.New.Aliases, ",")))
+	}
+	if fs.Has(endpoint.FieldTags) {
+		add, del := setDelta(c.Old.Tags, c.New.Tags)
+		parts = append(parts, fmt.Sprintf("tags +[%s] -[%s]", strings.Join(add, ","), strings.Join(del, ",")))
+	}
+	return fmt.Sprintf("%-7s %s %s id=%s %s", c.Action, c.Old.Hostname, c.Old.IP, c.Old.ID, strings.Join(parts, " "))
+}
+
+// setDelta returns what is in b but not a, and what is in a but not b, both sorted.
+func setDelta(a, b []string) (added, removed []string) {
+	in := func(s []string) map[string]bool {
+		m := make(map[string]bool, len(s))
+		for _, x := range s {
+			m[x] = true
+		}
+		return m
+	}
+	ma, mb := in(a), in(b)
+	for _, x := range endpoint.SortedUnique(b) {
+		if !ma[x] {
+			added = append(added, x)
+		}
+	}
+	for _, x := range endpoint.SortedUnique(a) {
+		if !mb[x] {
+			removed = append(removed, x)
+		}
+	}
+	return added, removed
+}
