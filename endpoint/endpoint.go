@@ -77,7 +77,7 @@ func (r *Record) String() string {
 }
 
 // HasTag reports whether the record carries tag exactly.
-func (r *Record) HasTag(tag string) bool {
+func (r Record) HasTag(tag string) bool {
 	for _, t := range r.Tags {
 		if t == tag {
 			return true
@@ -87,7 +87,7 @@ func (r *Record) HasTag(tag string) bool {
 }
 
 // TagValue returns the value of the first tag of the form prefix+value.
-func (r *Record) TagValue(prefix string) (string, bool) {
+func (r Record) TagValue(prefix string) (string, bool) {
 	for _, t := range r.Tags {
 		if strings.HasPrefix(t, prefix) {
 			return t[len(prefix):], true

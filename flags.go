@@ -1,0 +1,189 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+
+	"github.com/router-hosts-operator/router-hosts-operator/plan"
+	"github.com/router-hosts-operator/router-hosts-operator/source"
+)
+
+// config is everything the command line says. Every flag also reads
+// ROUTER_HOSTS_OPERATOR_<FLAG_IN_CAPS>, so a Deployment can be configured either way.
+type config struct {
+	Sources              []string
+	Provider             string
+	Endpoint             string
+	TLSCA                string
+	TLSCert              string
+	TLSKey               string
+	TLSServerName        string
+	ClusterName          string
+	IPResolution         []string
+	GracePeriod          time.Duration
+	DefaultTags          []string
+	Policy               string
+	Interval             time.Duration
+	MinEventSyncInterval time.Duration
+	WriteConcurrency     int
+	RequestTimeout       time.Duration
+	Once                 bool
+	DryRun               bool
+	Namespace            string
+	Kubeconfig           string
+	LogLevel             string
+	LogFormat            string
+
+	strategies []source.Strategy
+	policy     plan.Policy
+}
+
+// parseFlags reads args and the environment; an invalid value fails with the flag's name.
+func parseFlags(args []string) (*config, error) {
+	cfg := &config{}
+	app := kingpin.New("router-hosts-operator",
+		"Keeps a router-hosts server's host entries in step with annotated Kubernetes resources.")
+	app.Version(version)
+	app.DefaultEnvars()
+	app.HelpFlag.NoEnvar()
+	app.VersionFlag.NoEnvar()
+	app.Flag("source", "Resource kinds to read hostnames from (repeatable).").Default("ingress").SetValue(&enumList{flag: "source", allowed: []string{"ingress"}, target: &cfg.Sources})
+	app.Flag("provider", "Where entries are written: the router-hosts server, or an in-process store for trying the operator out.").
+		Default("router-hosts").SetValue(&enum{flag: "provider", allowed: []string{"router-hosts", "inmemory"}, target: &cfg.Provider})
+	app.Flag("router-hosts-endpoint", "The router-hosts server's gRPC address, host:port.").StringVar(&cfg.Endpoint)
+	app.Flag("tls-ca", "CA certificate file that signed the server's certificate.").StringVar(&cfg.TLSCA)
+	app.Flag("tls-cert", "Client certificate file for mTLS.").StringVar(&cfg.TLSCert)
+	app.Flag("tls-key", "Client private key file for mTLS.").StringVar(&cfg.TLSKey)
+	app.Flag("tls-server-name", "Server name to verify in the server's certificate, when it differs from the endpoint's host.").StringVar(&cfg.TLSServerName)
+	app.Flag("cluster-name", "Name written in the cluster:<name> tag; lets several clusters share one server.").Default("default").StringVar(&cfg.ClusterName)
+	app.Flag("ip-resolution", "Ordered IP resolution chain (repeatable): ingress-status, service:<namespace>/<name>, static:<ip>.").
+		Default("ingress-status").StringsVar(&cfg.IPResolution)
+	app.Flag("grace-period", "How long an entry whose hostname is no longer wanted stays before it is deleted or released.").
+		Default("5m").SetValue(&duration{flag: "grace-period", target: &cfg.GracePeriod})
+	app.Flag("default-tag", "Tag added to every entry the operator creates (repeatable).").StringsVar(&cfg.DefaultTags)
+	app.Flag("policy", "sync (create, update, delete), upsert-only (never delete) or create-only.").Default("sync").SetValue(&enum{flag: "policy", allowed: []string{"sync", "upsert-only", "create-only"}, target: &cfg.Policy})
+	app.Flag("interval", "Period of full resyncs.").Default("1m").SetValue(&duration{flag: "interval", target: &cfg.Interval})
+	app.Flag("min-event-sync-interval", "Least time between the starts of event-triggered syncs.").Default("1s").SetValue(&duration{flag: "min-event-sync-interval", target: &cfg.MinEventSyncInterval})
+	app.Flag("write-concurrency", "Writes sent to the server in parallel.").Default("4").SetValue(&integer{flag: "write-concurrency", target: &cfg.WriteConcurrency})
+	app.Flag("request-timeout", "Deadline of each router-hosts call.").Default("10s").SetValue(&duration{flag: "request-timeout", target: &cfg.RequestTimeout})
+	app.Flag("once", "Run one sync and exit: 0 on success, 1 on failure.").BoolVar(&cfg.Once)
+	app.Flag("dry-run", "Print the plan, one line per change, and write nothing.").BoolVar(&cfg.DryRun)
+	app.Flag("namespace", "Only read resources in this namespace (default: all).").StringVar(&cfg.Namespace)
+	app.Flag("kubeconfig", "Kubeconfig file (default: $KUBECONFIG, else the in-cluster config).").Default(os.Getenv("KUBECONFIG")).StringVar(&cfg.Kubeconfig)
+	app.Flag("log-level", "panic, fatal, error, warn, info, debug or trace.").Default("info").SetValue(&enum{flag: "log-level", allowed: []string{"panic", "fatal", "error", "warn", "info", "debug", "trace"}, target: &cfg.LogLevel})
+	app.Flag("log-format", "text or json.").Default("text").SetValue(&enum{flag: "log-format", allowed: []string{"text", "json"}, target: &cfg.LogFormat})
+	if _, err := app.Parse(args); err != nil {
+		return nil, err
+	}
+	return cfg, cfg.validate()
+}
+
+// validate checks what kingpin cannot, naming the flag at fault.
+func (cfg *config) validate() error {
+	var err error
+	if cfg.strategies, err = source.ParseIPResolution(cfg.IPResolution); err != nil {
+		return fmt.Errorf("--ip-resolution: %w", err)
+	}
+	if cfg.policy, err = plan.ParsePolicy(cfg.Policy); err != nil {
+		return fmt.Errorf("--policy: %w", err)
+	}
+	switch {
+	case cfg.Provider == "router-hosts" && cfg.Endpoint == "":
+		return fmt.Errorf("--router-hosts-endpoint is required with --provider=router-hosts")
+	case cfg.Provider == "router-hosts" && (cfg.TLSCA == "" || cfg.TLSCert == "" || cfg.TLSKey == ""):
+		return fmt.Errorf("--tls-ca, --tls-cert and --tls-key are required: router-hosts only speaks mTLS")
+	case cfg.GracePeriod < 0:
+		return fmt.Errorf("--grace-period must not be negative")
+	case cfg.Interval <= 0:
+		return fmt.Errorf("--interval must be positive")
+	case cfg.MinEventSyncInterval < 0:
+		return fmt.Errorf("--min-event-sync-interval must not be negative")
+	case cfg.WriteConcurrency < 1:
+		return fmt.Errorf("--write-concurrency must be at least 1")
+	case cfg.RequestTimeout <= 0:
+		return fmt.Errorf("--request-timeout must be positive")
+	}
+	return nil
+}
+
+// The flag value types below exist so that a bad value's error names its flag, which kingpin's
+// built-in enum and duration parsers do not do.
+
+// enum is a flag that takes one of a fixed set of words.
+type enum struct {
+	flag    string
+	allowed []string
+	target  *string
+}
+
+func (e *enum) Set(v string) error {
+	if !slices.Contains(e.allowed, v) {
+		return fmt.Errorf("--%s: %q is not one of %s", e.flag, v, strings.Join(e.allowed, ", "))
+	}
+	*e.target = v
+	return nil
+}
+
+func (e *enum) String() string { return *e.target }
+
+// enumList is a repeatable enum.
+type enumList struct {
+	flag    string
+	allowed []string
+	target  *[]string
+}
+
+func (e *enumList) Set(v string) error {
+	if !slices.Contains(e.allowed, v) {
+		return fmt.Errorf("--%s: %q is not one of %s", e.flag, v, strings.Join(e.allowed, ", "))
+	}
+	if !slices.Contains(*e.target, v) {
+		*e.target = append(*e.target, v)
+	}
+	return nil
+}
+
+func (e *enumList) String() string { return strings.Join(*e.target, ",") }
+
+// IsCumulative tells kingpin the flag may repeat.
+func (e *enumList) IsCumulative() bool { return true }
+
+// duration is a Go duration flag ("90s", "5m").
+type duration struct {
+	flag   string
+	target *time.Duration
+}
+
+func (d *duration) Set(v string) error {
+	x, err := time.ParseDuration(v)
+	if err != nil {
+		return fmt.Errorf("--%s: %q is not a duration such as 30s or 5m", d.flag, v)
+	}
+	*d.target = x
+	return nil
+}
+
+func (d *duration) String() string { return d.target.String() }
+
+// integer is a whole-number flag.
+type integer struct {
+	flag   string
+	target *int
+}
+
+func (n *integer) Set(v string) error {
+	x, err := strconv.Atoi(v)
+	if err != nil {
+		return fmt.Errorf("--%s: %q is not a whole number", n.flag, v)
+	}
+	*n.target = x
+	return nil
+}
+
+func (n *integer) String() string { return strconv.Itoa(*n.target) }

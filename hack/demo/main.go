@@ -1,0 +1,219 @@
+// Command demo runs the operator's main job on one machine with no outside infrastructure: a
+// real kube-apiserver and etcd, the example manifests, and the router-hosts test server standing
+// in for a router (or a real router-hosts server when ROUTER_HOSTS_OPERATOR_ROUTER_HOSTS_ENDPOINT
+// and the TLS variables are set). It prints a dry run, syncs for real, prints the resulting
+// entries, and stops every process it started. `make demo` runs it.
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/kubetest"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
+	"github.com/router-hosts-operator/router-hosts-operator/plan"
+	"github.com/router-hosts-operator/router-hosts-operator/provider/routerhosts"
+)
+
+const envPrefix = "ROUTER_HOSTS_OPERATOR_"
+
+func main() {
+	operator := flag.String("operator", "bin/router-hosts-operator", "operator binary")
+	examples := flag.String("examples", "examples", "directory of example manifests")
+	flag.Parse()
+	if err := run(*operator, *examples); err != nil {
+		fmt.Fprintf(os.Stderr, "demo failed: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(operator, examples string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	dir, err := os.MkdirTemp("", "router-hosts-demo-")
+	if err != nil {
+		return fmt.Errorf("temp dir: %w", err)
+	}
+	defer os.RemoveAll(dir)
+
+	step("Starting a local control plane (real kube-apiserver and etcd)")
+	cp, err := kubetest.Start()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = cp.Stop(); step("Stopped the control plane and every process the demo started") }()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
+		return err
+	}
+
+	env := map[string]string{"KUBECONFIG": kubeconfig}
+	var opts routerhosts.Options
+	if ep := os.Getenv(envPrefix + "ROUTER_HOSTS_ENDPOINT"); ep != "" {
+		step("Using the REAL router-hosts server at " + ep)
+		opts = routerhosts.Options{Endpoint: ep, CAFile: os.Getenv(envPrefix + "TLS_CA"), CertFile: os.Getenv(envPrefix + "TLS_CERT"),
+			KeyFile: os.Getenv(envPrefix + "TLS_KEY"), ServerName: os.Getenv(envPrefix + "TLS_SERVER_NAME")}
+	} else {
+		srv, err := rhtestserver.Start(filepath.Join(dir, "rh"), "")
+		if err != nil {
+			return fmt.Errorf("starting the test server: %w", err)
+		}
+		defer srv.Stop()
+		step("Started the router-hosts TEST SERVER at " + srv.Addr() + " (in-memory, standing in for a router; mTLS with a throwaway CA)")
+		opts = routerhosts.Options{Endpoint: srv.Addr(), CAFile: srv.CAFile(), CertFile: srv.CertFile(), KeyFile: srv.KeyFile()}
+		env[envPrefix+"ROUTER_HOSTS_ENDPOINT"], env[envPrefix+"TLS_CA"] = srv.Addr(), srv.CAFile()
+		env[envPrefix+"TLS_CERT"], env[envPrefix+"TLS_KEY"] = srv.CertFile(), srv.KeyFile()
+	}
+	quiet := logrus.New()
+	quiet.SetOutput(io.Discard)
+	opts.Log = quiet
+	client, err := routerhosts.New(opts)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+
+	if os.Getenv(envPrefix+"ROUTER_HOSTS_ENDPOINT") == "" {
+		step("Seeding the router with a hand-made entry, nas.home.lan (no operator tags)")
+		manual := &endpoint.Record{Hostname: "nas.home.lan", IP: "192.168.1.10", Tags: []string{"manual"}, Comment: "added by hand"}
+		if err := client.ApplyChanges(ctx, []plan.Change{{Action: plan.Create, New: manual}}); err != nil {
+			return fmt.Errorf("seeding: %w", err)
+		}
+	}
+
+	step("Applying the manifests in " + examples + "/")
+	if err := applyDir(ctx, cp.Client, examples); err != nil {
+		return err
+	}
+
+	args := []string{"--once", "--cluster-name=demo", "--default-tag=homelab", "--log-level=warn",
+		"--ip-resolution=ingress-status", "--ip-resolution=service:traefik/traefik", "--ip-resolution=static:192.168.1.250"}
+	step("Preflight: " + operator + " " + strings.Join(append(args, "--dry-run"), " "))
+	if err := runOperator(ctx, operator, env, append(args, "--dry-run")...); err != nil {
+		return err
+	}
+	step("Sync for real: " + operator + " " + strings.Join(args, " "))
+	if err := runOperator(ctx, operator, env, args...); err != nil {
+		return err
+	}
+	step("Entries on the router now")
+	if err := printTable(ctx, client); err != nil {
+		return err
+	}
+	step("A second dry run: the cluster and the router agree")
+	return runOperator(ctx, operator, env, append(args, "--dry-run")...)
+}
+
+func step(s string) { fmt.Printf("\n==> %s\n", s) }
+
+// runOperator runs the operator binary with env added to the demo's environment.
+func runOperator(ctx context.Context, bin string, env map[string]string, args ...string) error {
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = os.Environ()
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s %s: %w", bin, strings.Join(args, " "), err)
+	}
+	return nil
+}
+
+// printTable lists every entry on the server, sorted, with its tags.
+func printTable(ctx context.Context, client *routerhosts.Provider) error {
+	recs, err := client.Records(ctx)
+	if err != nil {
+		return err
+	}
+	sort.Slice(recs, func(i, j int) bool {
+		if recs[i].Hostname != recs[j].Hostname {
+			return recs[i].Hostname < recs[j].Hostname
+		}
+		return recs[i].IP < recs[j].IP
+	})
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "HOSTNAME\tIP\tALIASES\tTAGS")
+	for _, r := range recs {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", r.Hostname, r.IP, strings.Join(r.Aliases, ","), strings.Join(endpoint.SortedUnique(r.Tags), ","))
+	}
+	return w.Flush()
+}
+
+// applyDir creates every object in the directory's YAML files, then writes any status they
+// carry (an ingress controller would set it in a real cluster).
+func applyDir(ctx context.Context, c kubernetes.Interface, dir string) error {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil || len(files) == 0 {
+		return fmt.Errorf("no manifests in %s", dir)
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", f, err)
+		}
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		for {
+			var raw runtime.RawExtension
+			if err := dec.Decode(&raw); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				return fmt.Errorf("decoding %s: %w", f, err)
+			}
+			if len(bytes.TrimSpace(raw.Raw)) == 0 {
+				continue
+			}
+			obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(raw.Raw, nil, nil)
+			if err != nil {
+				return fmt.Errorf("decoding %s: %w", f, err)
+			}
+			if err := create(ctx, c, obj); err != nil {
+				return fmt.Errorf("%s: %w", f, err)
+			}
+		}
+	}
+	return nil
+}
+
+func create(ctx context.Context, c kubernetes.Interface, obj runtime.Object) error {
+	switch o := obj.(type) {
+	case *corev1.Namespace:
+		_, err := c.CoreV1().Namespaces().Create(ctx, o, metav1.CreateOptions{})
+		return err
+	case *corev1.Service:
+		_, err := c.CoreV1().Services(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		return err
+	case *networkingv1.Ingress:
+		status := o.Status
+		got, err := c.NetworkingV1().Ingresses(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		if err != nil || len(status.LoadBalancer.Ingress) == 0 {
+			return err
+		}
+		got.Status = status
+		_, err = c.NetworkingV1().Ingresses(o.Namespace).UpdateStatus(ctx, got, metav1.UpdateOptions{})
+		return err
+	}
+	return fmt.Errorf("the demo does not apply %T", obj)
+}

@@ -1,0 +1,56 @@
+// Command router-hosts-operator keeps a router-hosts server's host entries in step with the
+// annotated resources of a Kubernetes cluster, so that services get internal DNS names on the
+// router. See README.md for flags, annotations, tags and the deletion rules.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/sirupsen/logrus"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "router-hosts-operator: %v\n", err)
+		os.Exit(2)
+	}
+	log, err := newLogger(cfg.LogLevel, cfg.LogFormat)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "router-hosts-operator: %v\n", err)
+		os.Exit(2)
+	}
+	// SIGTERM and SIGINT cancel the context; the provider finishes the writes in flight and
+	// the loop returns, so a rolling update never leaves a half-sent change.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := run(ctx, cfg, log, os.Stdout); err != nil {
+		log.WithError(err).Error("router-hosts-operator failed")
+		os.Exit(1)
+	}
+}
+
+// newLogger builds the process logger from --log-level and --log-format.
+func newLogger(level, format string) (*logrus.Logger, error) {
+	log := logrus.New()
+	log.SetOutput(os.Stderr)
+	lvl, err := logrus.ParseLevel(level)
+	if err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	log.SetLevel(lvl)
+	switch format {
+	case "json":
+		log.SetFormatter(&logrus.JSONFormatter{})
+	default:
+		log.SetFormatter(&logrus.TextFormatter{FullTimestamp: true})
+	}
+	return log, nil
+}

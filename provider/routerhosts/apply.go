@@ -1,0 +1,274 @@
+package routerhosts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/sirupsen/logrus"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/plan"
+)
+
+// progressThreshold is the size of an apply from which progress is logged every 10 %.
+const progressThreshold = 100
+
+// ApplyChanges sends the changes: deletes first, then updates, then creates, so that AddHost's
+// uniqueness check sees what was removed. Each phase runs up to WriteConcurrency writes at once.
+// One failed change never stops the others; the result joins every failure. Every change is a
+// single idempotent-by-version call, so an interruption at any point leaves a state the next
+// sync plans from. When ctx ends, no new change starts and the ones in flight finish.
+func (p *Provider) ApplyChanges(ctx context.Context, changes []plan.Change) error {
+	var phases [3][]plan.Change
+	for _, c := range changes {
+		switch {
+		case c.New == nil:
+			phases[0] = append(phases[0], c)
+		case c.Old != nil:
+			phases[1] = append(phases[1], c)
+		default:
+			phases[2] = append(phases[2], c)
+		}
+	}
+	var (
+		mu   sync.Mutex
+		errs []error
+		done atomic.Int64
+	)
+	total := int64(len(changes))
+	step := total / 10
+	for _, phase := range phases {
+		sem := make(chan struct{}, p.opts.WriteConcurrency)
+		var wg sync.WaitGroup
+		for i := range phase {
+			if ctx.Err() != nil {
+				break
+			}
+			sem <- struct{}{}
+			wg.Add(1)
+			go func(c *plan.Change) {
+				defer func() { <-sem; wg.Done() }()
+				if err := p.apply(ctx, c); err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("%s %s: %w", c.Action, describe(c), err))
+					mu.Unlock()
+				}
+				if n := done.Add(1); total >= progressThreshold && step > 0 && n%step == 0 {
+					p.log.WithFields(logrus.Fields{"done": n, "total": total}).Info("applying changes")
+				}
+			}(&phase[i])
+		}
+		wg.Wait()
+	}
+	if err := ctx.Err(); err != nil {
+		errs = append(errs, fmt.Errorf("stopped after %d of %d changes: %w", done.Load(), total, err))
+	}
+	return errors.Join(errs...)
+}
+
+func describe(c *plan.Change) string {
+	if c.Old != nil {
+		return fmt.Sprintf("%s %s (id %s)", c.Old.Hostname, c.Old.IP, c.Old.ID)
+	}
+	return c.New.Hostname + " " + c.New.IP
+}
+
+// callCtx bounds one call. It is detached from the caller's cancellation so that a change
+// already sent when SIGTERM arrives completes instead of being cut off mid-flight.
+func (p *Provider) callCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), p.opts.Timeout)
+}
+
+func (p *Provider) apply(ctx context.Context, c *plan.Change) error {
+	log := p.log.WithFields(logrus.Fields{"action": c.Action, "hostname": c.Hostname()})
+	switch {
+	case c.Old == nil:
+		if err := endpoint.ValidateRecord(c.New); err != nil {
+			return fmt.Errorf("not sent: %w", err)
+		}
+		cctx, cancel := p.callCtx(ctx)
+		defer cancel()
+		resp, err := p.client.AddHost(cctx, addRequest(c.New))
+		if err != nil {
+			return fmt.Errorf("AddHost: %w", err)
+		}
+		log.WithFields(logrus.Fields{"ip": c.New.IP, "id": resp.GetId()}).Debug("created entry")
+		return nil
+	case c.New == nil:
+		return p.delete(ctx, c.Old, log)
+	default:
+		if err := endpoint.ValidateRecord(c.New); err != nil {
+			return fmt.Errorf("not sent: %w", err)
+		}
+		return p.update(ctx, c.Old, c.New, log)
+	}
+}
+
+// update sends the fields in which want differs from have. On Aborted (someone else wrote the
+// entry since it was read) it re-reads the entry, rebases the change onto it, and tries once more.
+func (p *Provider) update(ctx context.Context, have, want *endpoint.Record, log logrus.FieldLogger) error {
+	fields := endpoint.Diff(have, want)
+	if fields == 0 {
+		return nil
+	}
+	err := p.sendUpdate(ctx, have, want, fields)
+	if status.Code(err) != codes.Aborted {
+		if err == nil {
+			log.WithFields(logrus.Fields{"id": have.ID, "fields": fields.String()}).Debug("updated entry")
+		}
+		return err
+	}
+	fresh, gerr := p.get(ctx, have.ID)
+	if gerr != nil {
+		return fmt.Errorf("re-reading after a version conflict: %w", gerr)
+	}
+	rebased := rebase(have, want, fresh)
+	fields = endpoint.Diff(fresh, rebased)
+	log.WithFields(logrus.Fields{"id": have.ID, "fields": fields.String()}).Info("version conflict; retrying on the fresh entry")
+	if fields == 0 {
+		return nil
+	}
+	return p.sendUpdate(ctx, fresh, rebased, fields)
+}
+
+func (p *Provider) sendUpdate(ctx context.Context, have, want *endpoint.Record, fields endpoint.Fields) error {
+	req := &pb.UpdateHostRequest{Id: have.ID, ExpectedVersion: &have.Version}
+	if fields.Has(endpoint.FieldIP) {
+		req.IpAddress = &want.IP
+	}
+	if fields.Has(endpoint.FieldHostname) {
+		req.Hostname = &want.Hostname
+	}
+	if fields.Has(endpoint.FieldComment) {
+		req.Comment = &want.Comment
+	}
+	if fields.Has(endpoint.FieldAliases) {
+		// An empty wrapper clears the list; an absent one would keep it.
+		req.Aliases = &pb.AliasesUpdate{Values: nonNil(want.Aliases)}
+	}
+	if fields.Has(endpoint.FieldTags) {
+		req.Tags = &pb.TagsUpdate{Values: nonNil(want.Tags)}
+	}
+	cctx, cancel := p.callCtx(ctx)
+	defer cancel()
+	if _, err := p.client.UpdateHost(cctx, req); err != nil {
+		return fmt.Errorf("UpdateHost: %w", err)
+	}
+	return nil
+}
+
+// rebase applies the planned change (have→want) to fresh, the entry as it is now: scalar fields
+// the plan changed take the planned value, and tags and aliases get the planned additions and
+// removals, so a concurrent writer's unrelated edits survive.
+func rebase(have, want, fresh *endpoint.Record) *endpoint.Record {
+	out := *fresh
+	fields := endpoint.Diff(have, want)
+	if fields.Has(endpoint.FieldIP) {
+		out.IP = want.IP
+	}
+	if fields.Has(endpoint.FieldHostname) {
+		out.Hostname = want.Hostname
+	}
+	if fields.Has(endpoint.FieldComment) {
+		out.Comment = want.Comment
+	}
+	if fields.Has(endpoint.FieldAliases) {
+		out.Aliases = applyDelta(fresh.Aliases, have.Aliases, want.Aliases)
+	}
+	if fields.Has(endpoint.FieldTags) {
+		out.Tags = applyDelta(fresh.Tags, have.Tags, want.Tags)
+	}
+	return &out
+}
+
+// applyDelta returns cur − (from − to) ∪ (to − from), sorted.
+func applyDelta(cur, from, to []string) []string {
+	inTo := map[string]bool{}
+	for _, s := range to {
+		inTo[s] = true
+	}
+	inFrom := map[string]bool{}
+	for _, s := range from {
+		inFrom[s] = true
+	}
+	var out []string
+	for _, s := range cur {
+		if !(inFrom[s] && !inTo[s]) {
+			out = append(out, s)
+		}
+	}
+	for _, s := range to {
+		if !inFrom[s] {
+			out = append(out, s)
+		}
+	}
+	return endpoint.SortedUnique(out)
+}
+
+// delete removes the entry at the version it was planned against. NotFound means it is gone
+// already, which is what was wanted. On Aborted the entry changed since it was read: it is
+// deleted only if the change touched nothing but its version; otherwise the next sync decides.
+func (p *Provider) delete(ctx context.Context, have *endpoint.Record, log logrus.FieldLogger) error {
+	err := p.sendDelete(ctx, have.ID, have.Version)
+	if status.Code(err) == codes.Aborted {
+		fresh, gerr := p.get(ctx, have.ID)
+		if status.Code(gerr) == codes.NotFound {
+			return nil
+		}
+		if gerr != nil {
+			return fmt.Errorf("re-reading after a version conflict: %w", gerr)
+		}
+		if endpoint.Diff(have, fresh) != 0 {
+			return fmt.Errorf("entry was edited since it was read; not deleting it: %w", err)
+		}
+		err = p.sendDelete(ctx, have.ID, fresh.Version)
+	}
+	if status.Code(err) == codes.NotFound {
+		err = nil
+	}
+	if err == nil {
+		log.WithFields(logrus.Fields{"id": have.ID, "ip": have.IP}).Debug("deleted entry")
+	}
+	return err
+}
+
+func (p *Provider) sendDelete(ctx context.Context, id, version string) error {
+	cctx, cancel := p.callCtx(ctx)
+	defer cancel()
+	if _, err := p.client.DeleteHost(cctx, &pb.DeleteHostRequest{Id: id, ExpectedVersion: &version}); err != nil {
+		return fmt.Errorf("DeleteHost: %w", err)
+	}
+	return nil
+}
+
+func (p *Provider) get(ctx context.Context, id string) (*endpoint.Record, error) {
+	cctx, cancel := p.callCtx(ctx)
+	defer cancel()
+	resp, err := p.client.GetHost(cctx, &pb.GetHostRequest{Id: id})
+	if err != nil {
+		return nil, fmt.Errorf("GetHost: %w", err)
+	}
+	r := fromEntry(resp.GetEntry())
+	return &r, nil
+}
+
+func addRequest(r *endpoint.Record) *pb.AddHostRequest {
+	req := &pb.AddHostRequest{IpAddress: r.IP, Hostname: r.Hostname, Tags: r.Tags, Aliases: r.Aliases}
+	if r.Comment != "" {
+		req.Comment = &r.Comment
+	}
+	return req
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -1,0 +1,136 @@
+// Package routerhosts is the provider for the router-hosts gRPC API. It only talks to the
+// server: one ListHosts per sync, and each change sent with exactly the fields that differ and
+// the version it was planned against. Ownership policy lives in the registry, not here.
+package routerhosts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
+
+	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+)
+
+// Options configures the connection and the write behaviour.
+type Options struct {
+	// Endpoint is the server's host:port.
+	Endpoint string
+	// CAFile, CertFile and KeyFile are the mTLS files; they are re-read when they change.
+	CAFile, CertFile, KeyFile string
+	// ServerName overrides the name verified in the server's certificate.
+	ServerName string
+	// Timeout is the deadline of each unary call; ListHosts, which streams everything, gets 3×.
+	Timeout time.Duration
+	// WriteConcurrency is the number of writes in flight at once.
+	WriteConcurrency int
+	Log              logrus.FieldLogger
+}
+
+// Provider reads and writes router-hosts entries.
+type Provider struct {
+	client pb.HostsServiceClient
+	conn   *grpc.ClientConn // nil when the caller owns the connection
+	opts   Options
+	log    logrus.FieldLogger
+}
+
+// New dials the server with mutual TLS. The connection is lazy: an unreachable server shows
+// up as a failed call (and a failed sync), not as a failed start.
+func New(opts Options) (*Provider, error) {
+	if opts.Endpoint == "" {
+		return nil, errors.New("router-hosts endpoint is empty")
+	}
+	tlsCfg, err := newTLSConfig(opts.CAFile, opts.CertFile, opts.KeyFile, opts.ServerName)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := grpc.NewClient(opts.Endpoint,
+		grpc.WithTransportCredentials(credentials.NewTLS(tlsCfg)),
+		// The server disconnects clients that ping more often than every 15 s.
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("dialing %s: %w", opts.Endpoint, err)
+	}
+	p := NewFromConn(conn, opts)
+	p.conn = conn
+	return p, nil
+}
+
+// NewFromConn uses an existing connection, e.g. the in-process one of --provider=inmemory.
+// Close does not close it.
+func NewFromConn(conn grpc.ClientConnInterface, opts Options) *Provider {
+	if opts.Timeout <= 0 {
+		opts.Timeout = 10 * time.Second
+	}
+	if opts.WriteConcurrency <= 0 {
+		opts.WriteConcurrency = 4
+	}
+	if opts.Log == nil {
+		opts.Log = logrus.StandardLogger()
+	}
+	return &Provider{client: pb.NewHostsServiceClient(conn), opts: opts, log: opts.Log}
+}
+
+// Close releases the connection New made.
+func (p *Provider) Close() error {
+	if p.conn == nil {
+		return nil
+	}
+	return p.conn.Close()
+}
+
+// Records returns every live entry with one ListHosts call. The server ignores filters and
+// streams everything, so ownership filtering is the registry's job.
+func (p *Provider) Records(ctx context.Context) ([]endpoint.Record, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*p.opts.Timeout)
+	defer cancel()
+	stream, err := p.client.ListHosts(ctx, &pb.ListHostsRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("ListHosts: %w", err)
+	}
+	var out []endpoint.Record
+	for {
+		resp, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			// A partial list must never be mistaken for the whole: fail the read.
+			return nil, fmt.Errorf("ListHosts after %d entries: %w", len(out), err)
+		}
+		if e := resp.GetEntry(); e != nil {
+			out = append(out, fromEntry(e))
+		}
+	}
+}
+
+// Ping asks the server whether it is ready, for health checks.
+func (p *Provider) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, p.opts.Timeout)
+	defer cancel()
+	resp, err := p.client.Readiness(ctx, &pb.ReadinessRequest{})
+	if err != nil {
+		return fmt.Errorf("Readiness: %w", err)
+	}
+	if !resp.GetReady() {
+		return fmt.Errorf("router-hosts is not ready: %s", resp.GetReason())
+	}
+	return nil
+}
+
+func fromEntry(e *pb.HostEntry) endpoint.Record {
+	return endpoint.Record{
+		ID: e.GetId(), IP: e.GetIpAddress(), Hostname: e.GetHostname(), Aliases: e.GetAliases(),
+		Tags: e.GetTags(), Comment: e.GetComment(), Version: e.GetVersion(),
+	}
+}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/sirupsen/logrus"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/router-hosts-operator/router-hosts-operator/controller"
+	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
+	"github.com/router-hosts-operator/router-hosts-operator/provider/routerhosts"
+	"github.com/router-hosts-operator/router-hosts-operator/registry"
+	"github.com/router-hosts-operator/router-hosts-operator/source"
+)
+
+// run wires sources, registry, provider and controller from cfg, then runs one sync (--once)
+// or the loop until ctx ends. Plan lines of --dry-run go to out.
+func run(ctx context.Context, cfg *config, log *logrus.Logger, out io.Writer) error {
+	restCfg, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	restCfg.UserAgent = "router-hosts-operator/" + version
+	kube, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return fmt.Errorf("creating Kubernetes client: %w", err)
+	}
+
+	prov, closeProv, err := newProvider(cfg, log)
+	if err != nil {
+		return err
+	}
+	defer closeProv()
+
+	reg, err := registry.New(registry.Config{
+		ClusterName: cfg.ClusterName, DefaultTags: cfg.DefaultTags, GracePeriod: cfg.GracePeriod,
+		Policy: cfg.policy, Log: log.WithField("component", "registry"),
+	})
+	if err != nil {
+		return fmt.Errorf("--cluster-name/--default-tag: %w", err)
+	}
+
+	var sources []controller.Source
+	for _, name := range cfg.Sources {
+		switch name {
+		case "ingress":
+			s, err := source.NewIngressSource(ctx, kube, source.Config{
+				Namespace: cfg.Namespace, IPResolution: cfg.strategies, Log: log.WithField("source", "ingress"),
+			})
+			if err != nil {
+				return fmt.Errorf("starting the ingress source: %w", err)
+			}
+			sources = append(sources, s)
+		}
+	}
+
+	ctrl := controller.New(controller.Config{
+		Sources: sources, Registry: reg, Provider: prov, Policy: cfg.policy,
+		Interval: cfg.Interval, MinEventSyncInterval: cfg.MinEventSyncInterval,
+		DryRun: cfg.DryRun, Out: out, Log: log.WithField("component", "controller"),
+	})
+	log.WithFields(logrus.Fields{
+		"version": version, "sources": cfg.Sources, "provider": cfg.Provider, "cluster": cfg.ClusterName,
+		"policy": cfg.Policy, "dry_run": cfg.DryRun, "once": cfg.Once,
+	}).Info("router-hosts-operator starting")
+	if cfg.Once {
+		if _, err := ctrl.SyncOnce(ctx); err != nil {
+			return fmt.Errorf("sync: %w", err)
+		}
+		return nil
+	}
+	return ctrl.Run(ctx)
+}
+
+// newProvider connects to the router-hosts server, or starts the in-process store.
+func newProvider(cfg *config, log *logrus.Logger) (*routerhosts.Provider, func(), error) {
+	opts := routerhosts.Options{
+		Endpoint: cfg.Endpoint, CAFile: cfg.TLSCA, CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey,
+		ServerName: cfg.TLSServerName, Timeout: cfg.RequestTimeout, WriteConcurrency: cfg.WriteConcurrency,
+		Log: log.WithField("component", "provider"),
+	}
+	if cfg.Provider == "inmemory" {
+		// Entries live only as long as the process: for trying the operator out.
+		conn, stop, err := inmemory.Dial(inmemory.NewService(inmemory.NewStore()))
+		if err != nil {
+			return nil, nil, fmt.Errorf("starting the in-memory provider: %w", err)
+		}
+		return routerhosts.NewFromConn(conn, opts), stop, nil
+	}
+	p, err := routerhosts.New(opts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connecting to router-hosts at %s: %w", cfg.Endpoint, err)
+	}
+	return p, func() { _ = p.Close() }, nil
+}
