@@ -71,7 +71,12 @@ func (c *Change) String() string {
 	}
 	if fs.Has(endpoint.FieldTags) {
 		add, del := setDelta(c.Old.Tags, c.New.Tags)
-		parts = append(parts, fmt.Sprintf("tags +[%s] -[%s]", strings.Join(add, ","), strings.Join(del, ",")))
+		if len(add) > 0 {
+			parts = append(parts, fmt.Sprintf("tags +[%s]", strings.Join(add, ",")))
+		}
+		if len(del) > 0 {
+			parts = append(parts, fmt.Sprintf("tags -[%s]", strings.Join(del, ",")))
+		}
 	}
 	return fmt.Sprintf("%-7s %s %s id=%s %s", c.Action, c.Old.Hostname, c.Old.IP, c.Old.ID, strings.Join(parts, " "))
 }

@@ -122,7 +122,17 @@ func run(operator, examples string) error {
 		return err
 	}
 	step("A second dry run: the cluster and the router agree")
-	return runOperator(ctx, operator, env, append(args, "--dry-run")...)
+	if err := runOperator(ctx, operator, env, append(args, "--dry-run")...); err != nil {
+		return err
+	}
+	step("Deleting Ingress default/whoami; the next sync marks its entry pending deletion (deleted after --grace-period)")
+	if err := cp.Client.NetworkingV1().Ingresses("default").Delete(ctx, "whoami", metav1.DeleteOptions{}); err != nil {
+		return fmt.Errorf("deleting whoami: %w", err)
+	}
+	if err := runOperator(ctx, operator, env, args...); err != nil {
+		return err
+	}
+	return printTable(ctx, client)
 }
 
 func step(s string) { fmt.Printf("\n==> %s\n", s) }

@@ -63,6 +63,8 @@ func Start(crdDirs ...string) (*ControlPlane, error) {
 	}
 	// Tests create objects quickly; the default client-side limits would slow them down.
 	cfg.QPS, cfg.Burst = 500, 1000
+	// Deprecation warnings (spec.externalIPs) are noise in test and demo output.
+	cfg.WarningHandler = rest.NoWarnings{}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		_ = env.Stop()
