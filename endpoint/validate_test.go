@@ -1,0 +1,138 @@
+package endpoint
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestNormalizeHostname(t *testing.T) {
+	tests := []struct {
+		in, want string
+		ok       bool
+	}{
+		{"web.example.com", "web.example.com", true},
+		{"Web.Example.COM", "web.example.com", true},
+		{"web.example.com.", "web.example.com", true},
+		{"  nas.lan ", "nas.lan", true},
+		{"single", "single", true},
+		{"bücher.example", "xn--bcher-kva.example", true},
+		{"ÉCOLE.fr", "xn--cole-9oa.fr", true},
+		{"a-b.c-d.lan", "a-b.c-d.lan", true},
+		{"*.example.com", "", false},
+		{"foo_bar.lan", "", false},
+		{"-lead.lan", "", false},
+		{"trail-.lan", "", false},
+		{".lead.dot", "", false},
+		{"double..dot", "", false},
+		{"", "", false},
+		{".", "", false},
+		{strings.Repeat("a", 64) + ".lan", "", false},
+		{strings.Repeat("a", 63) + ".lan", strings.Repeat("a", 63) + ".lan", true},
+		{strings.Repeat("abcdefghi.", 25) + "abcd", "", false}, // 254 bytes
+		{strings.Repeat("abcdefghi.", 25) + "abc", strings.Repeat("abcdefghi.", 25) + "abc", true}, // 253 bytes
+		{"has space.lan", "", false},
+		{"10.0.0.1", "10.0.0.1", true}, // all-digit labels are valid hostnames to the server
+	}
+	for _, tc := range tests {
+		got, err := NormalizeHostname(tc.in)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("NormalizeHostname(%q) = %q, %v; want %q, ok=%v", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestNormalizeIP(t *testing.T) {
+	tests := []struct {
+		in, want string
+		ok       bool
+	}{
+		{"10.0.0.1", "10.0.0.1", true},
+		{" 10.0.0.1 ", "10.0.0.1", true},
+		{"0::1", "::1", true},
+		{"FD00:0:0::0001", "fd00::1", true},
+		{"::ffff:192.168.1.5", "192.168.1.5", true},
+		{"010.0.0.1", "", false},
+		{"fe80::1%eth0", "", false},
+		{"10.0.0", "", false},
+		{"256.0.0.1", "", false},
+		{"nas.lan", "", false},
+		{"", "", false},
+	}
+	for _, tc := range tests {
+		got, err := NormalizeIP(tc.in)
+		if (err == nil) != tc.ok || got != tc.want {
+			t.Errorf("NormalizeIP(%q) = %q, %v; want %q, ok=%v", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestNormalizeAliases(t *testing.T) {
+	got, errs := NormalizeAliases("web.lan", []string{"B.lan", "a.lan.", "b.lan", "web.lan", "10.0.0.1", "bad_one", " ", "*.x"})
+	if want := []string{"a.lan", "b.lan"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("aliases = %q, want %q", got, want)
+	}
+	if len(errs) != 4 {
+		t.Errorf("want 4 errors (hostname itself, IP, underscore, wildcard), got %v", errs)
+	}
+	many := make([]string, 60)
+	for i := range many {
+		many[i] = "a" + strings.Repeat("x", i) + ".lan"
+	}
+	got, errs = NormalizeAliases("web.lan", many)
+	if len(got) != MaxAliases || len(errs) != 1 {
+		t.Errorf("60 aliases: kept %d with %d errors; want %d kept and one error", len(got), len(errs), MaxAliases)
+	}
+	if err := ValidateAliases("web.lan", got); err != nil {
+		t.Errorf("normalised aliases fail validation: %v", err)
+	}
+}
+
+func TestValidateAliases(t *testing.T) {
+	for _, tc := range []struct {
+		aliases []string
+		ok      bool
+	}{
+		{[]string{"a.lan", "b.lan"}, true},
+		{[]string{"a.lan", "A.lan"}, false},
+		{[]string{"WEB.lan"}, false},
+		{[]string{"::1"}, false},
+		{[]string{"a_b"}, false},
+	} {
+		if err := ValidateAliases("web.lan", tc.aliases); (err == nil) != tc.ok {
+			t.Errorf("ValidateAliases(%q) = %v, want ok=%v", tc.aliases, err, tc.ok)
+		}
+	}
+}
+
+func TestValidateTagAndComment(t *testing.T) {
+	for _, tc := range []struct {
+		tag string
+		ok  bool
+	}{
+		{"team-a", true}, {"cluster:home", true}, {"pending-deletion:2026-01-01T00:00:00Z", true},
+		{"", false}, {"two words", false}, {"a,b", false}, {"new\nline", false}, {"ünï", false}, {strings.Repeat("x", 256), false},
+	} {
+		if err := ValidateTag(tc.tag); (err == nil) != tc.ok {
+			t.Errorf("ValidateTag(%q) = %v, want ok=%v", tc.tag, err, tc.ok)
+		}
+	}
+	if err := ValidateComment("router-hosts-operator: Ingress default/web"); err != nil {
+		t.Error(err)
+	}
+	if err := ValidateComment("line\nbreak"); err == nil {
+		t.Error("a comment with a newline was accepted")
+	}
+}
+
+func TestDiffComparesListsAsSets(t *testing.T) {
+	a := &Record{IP: "10.0.0.1", Hostname: "a.lan", Tags: []string{"x", "y"}, Aliases: []string{"p.lan", "q.lan"}}
+	b := &Record{IP: "10.0.0.1", Hostname: "a.lan", Tags: []string{"y", "x", "x"}, Aliases: []string{"q.lan", "p.lan"}}
+	if d := Diff(a, b); d != 0 {
+		t.Fatalf("Diff of reordered lists = %s, want none", d)
+	}
+	b.IP, b.Tags = "10.0.0.2", nil
+	if d := Diff(a, b); d.String() != "ip,tags" {
+		t.Fatalf("Diff = %s, want ip,tags", d)
+	}
+}

@@ -1,0 +1,176 @@
+package source
+
+import (
+	"context"
+	"reflect"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ktypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+)
+
+func ing(name string, ann map[string]string, status []string, hosts ...string) *networkingv1.Ingress {
+	i := &networkingv1.Ingress{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: ktypes.UID("uid-" + name), Annotations: ann}}
+	for _, h := range hosts {
+		i.Spec.Rules = append(i.Spec.Rules, networkingv1.IngressRule{Host: h})
+	}
+	for _, ip := range status {
+		i.Status.LoadBalancer.Ingress = append(i.Status.LoadBalancer.Ingress, networkingv1.IngressLoadBalancerIngress{IP: ip})
+	}
+	return i
+}
+
+
+func on(kv ...string) map[string]string {
+	a := map[string]string{AnnotationEnabled: "true"}
+	for i := 0; i+1 < len(kv); i += 2 {
+		a[kv[i]] = kv[i+1]
+	}
+	return a
+}
+
+func newSource(t *testing.T, chain []string, objs ...runtime.Object) *IngressSource {
+	t.Helper()
+	strategies, err := ParseIPResolution(chain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	log := logrus.New()
+	log.SetLevel(logrus.ErrorLevel)
+	s, err := NewIngressSource(ctx, fake.NewClientset(objs...), Config{IPResolution: strategies, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// hostTargets renders endpoints as hostname → targets.
+func hostTargets(eps []*endpoint.Endpoint) map[string][]string {
+	out := map[string][]string{}
+	for _, e := range eps {
+		out[e.Hostname] = e.Targets
+	}
+	return out
+}
+
+func TestIngressEndpoints(t *testing.T) {
+	traefik := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "traefik", Name: "traefik"},
+		Spec: corev1.ServiceSpec{ExternalIPs: []string{"10.0.0.40"}}}
+	lb := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "traefik", Name: "lb"},
+		Spec:   corev1.ServiceSpec{ExternalIPs: []string{"10.0.0.41"}},
+		Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "10.0.0.50"}, {Hostname: "lb.example"}}}}}
+	tests := []struct {
+		name  string
+		chain []string
+		objs  []runtime.Object
+		want  map[string][]string
+	}{
+		{name: "annotated only", chain: []string{"ingress-status"}, objs: []runtime.Object{
+			ing("a", on(), []string{"10.0.0.1"}, "a.lan"),
+			ing("b", nil, []string{"10.0.0.2"}, "b.lan"),
+			ing("c", map[string]string{AnnotationEnabled: "yes"}, []string{"10.0.0.3"}, "c.lan"),
+		}, want: map[string][]string{"a.lan": {"10.0.0.1"}}},
+		{name: "wildcard and invalid hosts skipped, others kept", chain: []string{"ingress-status"}, objs: []runtime.Object{
+			ing("a", on(), []string{"10.0.0.1"}, "*.a.lan", "bad_host.lan", "ok.lan", "ok.lan", ""),
+		}, want: map[string][]string{"ok.lan": {"10.0.0.1"}}},
+		{name: "ip annotation wins over status", chain: []string{"ingress-status"}, objs: []runtime.Object{
+			ing("a", on(AnnotationIPAddress, "10.0.0.9,fd00::9"), []string{"10.0.0.1"}, "a.lan"),
+		}, want: map[string][]string{"a.lan": {"10.0.0.9", "fd00::9"}}},
+		{name: "invalid ip annotation holds", chain: []string{"static:10.0.0.7"}, objs: []runtime.Object{
+			ing("a", on(AnnotationIPAddress, "10.0.0.300"), nil, "a.lan"),
+		}, want: map[string][]string{"a.lan": nil}},
+		{name: "status ips, hostname-only skipped", chain: []string{"ingress-status"}, objs: []runtime.Object{
+			ing("a", on(), []string{"10.0.0.1", "", "fd00::1"}, "a.lan"),
+		}, want: map[string][]string{"a.lan": {"10.0.0.1", "fd00::1"}}},
+		{name: "service externalIPs", chain: []string{"ingress-status", "service:traefik/traefik"}, objs: []runtime.Object{
+			traefik, ing("a", on(), nil, "a.lan"),
+		}, want: map[string][]string{"a.lan": {"10.0.0.40"}}},
+		{name: "service load balancer beats externalIPs", chain: []string{"service:traefik/lb"}, objs: []runtime.Object{
+			lb, ing("a", on(), nil, "a.lan"),
+		}, want: map[string][]string{"a.lan": {"10.0.0.50"}}},
+		{name: "first strategy that yields wins", chain: []string{"service:traefik/missing", "static:10.0.0.7", "service:traefik/traefik"}, objs: []runtime.Object{
+			traefik, ing("a", on(), nil, "a.lan"),
+		}, want: map[string][]string{"a.lan": {"10.0.0.7"}}},
+		{name: "nothing resolves: held", chain: []string{"ingress-status", "service:traefik/missing"}, objs: []runtime.Object{
+			ing("a", on(), nil, "a.lan"),
+		}, want: map[string][]string{"a.lan": nil}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			eps, err := newSource(t, tc.chain, tc.objs...).Endpoints(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := hostTargets(eps); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestIngressEndpointFields(t *testing.T) {
+	s := newSource(t, []string{"ingress-status"}, ing("a", on(AnnotationIPAddress, "10.0.0.1", AnnotationTags, "x,y", AnnotationAliases, "Z.lan,a.lan,bad_alias", AnnotationGracePeriod, "45"), nil, "a.lan", "b.lan"))
+	eps, err := s.Endpoints(context.Background())
+	if err != nil || len(eps) != 2 {
+		t.Fatalf("endpoints = %v, %v", eps, err)
+	}
+	a, b := eps[0], eps[1]
+	if !reflect.DeepEqual(a.Aliases, []string{"z.lan"}) || !reflect.DeepEqual(b.Aliases, []string{"a.lan", "z.lan"}) {
+		t.Errorf("aliases: a=%q b=%q (an alias equal to the hostname is dropped per host)", a.Aliases, b.Aliases)
+	}
+	if !reflect.DeepEqual(a.Tags, []string{"x", "y"}) || a.GracePeriod == nil || *a.GracePeriod != 45*time.Second {
+		t.Errorf("tags=%q grace=%v", a.Tags, a.GracePeriod)
+	}
+	if ref := a.Sources[0]; ref.Kind != "Ingress" || ref.Namespace != "ns" || ref.Name != "a" || ref.UID != "uid-a" {
+		t.Errorf("source ref = %+v", ref)
+	}
+}
+
+func TestIngressEvents(t *testing.T) {
+	client := fake.NewClientset()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, err := NewIngressSource(ctx, client, Config{IPResolution: []Strategy{{Kind: StrategyIngressStatus}}, Log: logrus.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fired atomic.Int64
+	s.AddEventHandler(func() { fired.Add(1) })
+	wait := func(want int64) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for fired.Load() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("handler fired %d times, want %d", fired.Load(), want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	api := client.NetworkingV1().Ingresses("ns")
+	if _, err := api.Create(ctx, ing("plain", nil, nil, "p.lan"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.Create(ctx, ing("on", on(), nil, "o.lan"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wait(1) // the unannotated one does not fire
+	if err := api.Delete(ctx, "on", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	wait(2)
+	time.Sleep(50 * time.Millisecond)
+	if fired.Load() != 2 {
+		t.Fatalf("handler fired %d times, want 2", fired.Load())
+	}
+}
