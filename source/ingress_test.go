@@ -11,8 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ktypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/runtime"
+	ktypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
@@ -28,7 +28,6 @@ func ing(name string, ann map[string]string, status []string, hosts ...string) *
 	}
 	return i
 }
-
 
 func on(kv ...string) map[string]string {
 	a := map[string]string{AnnotationEnabled: "true"}

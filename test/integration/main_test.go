@@ -33,10 +33,10 @@ import (
 // Shared by every test: one control plane, one operator binary. Tests isolate themselves by
 // namespace and by running their own test server.
 var (
-	cp         *kubetest.ControlPlane
+	cp          *kubetest.ControlPlane
 	operatorBin string
-	kubeconfig string
-	nsCounter  atomic.Int64
+	kubeconfig  string
+	nsCounter   atomic.Int64
 )
 
 func TestMain(m *testing.M) {

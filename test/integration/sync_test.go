@@ -108,7 +108,9 @@ func TestIPChangeUpdatesInPlaceAndTagChangeSendsOnlyTags(t *testing.T) {
 	}
 
 	h.update(ing, func(i *networkingv1.Ingress) { i.Annotations["router-hosts.fzymgc.house/tags"] = "blue" })
-	h.waitSource(func(eps []*endpoint.Endpoint) bool { return len(eps) == 1 && reflect.DeepEqual(eps[0].Tags, []string{"blue"}) })
+	h.waitSource(func(eps []*endpoint.Endpoint) bool {
+		return len(eps) == 1 && reflect.DeepEqual(eps[0].Tags, []string{"blue"})
+	})
 	h.srv.Service().ResetCalls()
 	h.sync()
 	tagged := h.one("app.lan")
