@@ -51,6 +51,10 @@ type Config struct {
 // its Service often change together) before the sync starts.
 const batchWindow = 50 * time.Millisecond
 
+// expirySlack is added to a grace-period expiry before the sync that acts on it, so that the
+// sync's own clock reading is safely past it.
+const expirySlack = 100 * time.Millisecond
+
 // Controller is the sync loop.
 type Controller struct {
 	cfg     Config
@@ -188,7 +192,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		failures = 0
 		if !out.NextExpiry.IsZero() && out.NextExpiry.Before(next) {
 			// Wake up when the grace period ends, not at the next interval.
-			next = out.NextExpiry.Add(time.Second)
+			next = out.NextExpiry.Add(expirySlack)
 		}
 	}
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
+	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
+	"github.com/router-hosts-operator/router-hosts-operator/provider/routerhosts"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )
 
@@ -126,5 +128,40 @@ func TestBackoff(t *testing.T) {
 		if got := c.backoff(failures); got != want {
 			t.Errorf("backoff(%d) = %v, want %v", failures, got, want)
 		}
+	}
+}
+
+func TestRunSyncsWhenAGracePeriodEnds(t *testing.T) {
+	svc := inmemory.NewService(inmemory.NewStore())
+	conn, stop, err := inmemory.Dial(svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	log := logrus.New()
+	log.SetLevel(logrus.WarnLevel)
+	prov := routerhosts.NewFromConn(conn, routerhosts.Options{Log: log})
+	// An entry this cluster owns that no source wants any more.
+	if err := prov.ApplyChanges(context.Background(), []plan.Change{{Action: plan.Create,
+		New: &endpoint.Record{Hostname: "old.lan", IP: "10.0.0.1", Tags: []string{"k8s-operator", "cluster:t"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := registry.New(registry.Config{ClusterName: "t", GracePeriod: 500 * time.Millisecond, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := New(Config{Sources: []Source{&stubSource{}}, Registry: reg, Provider: prov, Interval: time.Hour, MinEventSyncInterval: time.Second, Log: log})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = c.Run(ctx) }()
+	start := time.Now()
+	for svc.Store().Len() != 0 {
+		if time.Since(start) > 5*time.Second {
+			t.Fatal("the entry was not deleted within 5 s of a 500 ms grace period (interval is 1 h)")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if d := time.Since(start); d < 500*time.Millisecond {
+		t.Fatalf("deleted after %v, before the grace period ended", d)
 	}
 }

@@ -11,10 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	networkingv1 "k8s.io/api/networking/v1"
 
+	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
 )
 
 func TestServerDownFailsSyncDeletesNothingAndConverges(t *testing.T) {
@@ -226,5 +229,64 @@ func waitFor(t *testing.T, limit time.Duration, cond func() bool) {
 			t.Fatalf("condition not met within %v", limit)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestHandEditsOfOwnedEntriesAreRestored(t *testing.T) {
+	h := newHarness(t, options{})
+	h.create(ingress(h.ns, "app", enabled("ip-address", "10.14.0.1"), "app.lan"))
+	h.create(ingress(h.ns, "db", enabled("ip-address", "10.14.0.2"), "db.lan"))
+	h.waitHost("app.lan", "10.14.0.1")
+	h.waitHost("db.lan", "10.14.0.2")
+	h.sync()
+	app, db := h.one("app.lan"), h.one("db.lan")
+	// Someone changes app.lan's IP and deletes db.lan by hand.
+	if _, err := h.srv.Store().Update(&pb.UpdateHostRequest{Id: app.ID, ExpectedVersion: proto.String(app.Version), IpAddress: proto.String("10.99.0.1")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.srv.Store().Delete(db.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	h.sync()
+	if got := h.one("app.lan"); got.IP != "10.14.0.1" || got.ID != app.ID {
+		t.Fatalf("app.lan = %+v, want its IP restored in place", got)
+	}
+	if got := h.one("db.lan"); got.IP != "10.14.0.2" {
+		t.Fatalf("db.lan = %+v, want it recreated", got)
+	}
+}
+
+func TestConcurrentWriterAbortedThenConverges(t *testing.T) {
+	h := newHarness(t, options{})
+	ing := h.create(ingress(h.ns, "app", enabled("ip-address", "10.15.0.1"), "app.lan"))
+	h.waitHost("app.lan", "10.15.0.1")
+	h.sync()
+	app := h.one("app.lan")
+	h.update(ing, func(i *networkingv1.Ingress) { i.Annotations["router-hosts.fzymgc.house/ip-address"] = "10.15.0.2" })
+	h.waitHost("app.lan", "10.15.0.2")
+	// Between the operator's ListHosts and its UpdateHost, another writer edits the entry.
+	var once atomic.Bool
+	h.srv.Service().SetBefore(func(m string) error {
+		if m == inmemory.MethodUpdate && once.CompareAndSwap(false, true) {
+			_, err := h.srv.Store().Update(&pb.UpdateHostRequest{Id: app.ID, ExpectedVersion: proto.String(app.Version), Comment: proto.String("edited meanwhile")})
+			return err
+		}
+		return nil
+	})
+	h.srv.Service().ResetCalls()
+	h.sync()
+	got := h.one("app.lan")
+	if got.IP != "10.15.0.2" || got.Comment != "edited meanwhile" {
+		t.Fatalf("after the conflict: %+v; want the new IP, and the other writer's comment kept", got)
+	}
+	if c := h.srv.Service().CallCounts(); c["UpdateHost"] != 2 || c["GetHost"] != 1 {
+		t.Fatalf("calls = %v, want Aborted, one GetHost, one retry", c)
+	}
+	// The next sync restores the comment the operator owns, then all is quiet.
+	h.sync()
+	h.srv.Service().ResetCalls()
+	h.sync()
+	if h.writes() != 0 {
+		t.Fatalf("not converged: %d writes on the third sync", h.writes())
 	}
 }
