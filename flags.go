@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
+	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 	"github.com/router-hosts-operator/router-hosts-operator/source"
 )
@@ -36,12 +38,16 @@ type config struct {
 	Once                 bool
 	DryRun               bool
 	Namespace            string
+	DomainFilter         []string
+	ExcludeDomains       []string
+	LabelFilter          string
 	Kubeconfig           string
 	LogLevel             string
 	LogFormat            string
 
 	strategies []source.Strategy
 	policy     plan.Policy
+	domains    endpoint.DomainFilter
 }
 
 // parseFlags reads args and the environment; an invalid value fails with the flag's name.
@@ -53,7 +59,7 @@ func parseFlags(args []string) (*config, error) {
 	app.DefaultEnvars()
 	app.HelpFlag.NoEnvar()
 	app.VersionFlag.NoEnvar()
-	app.Flag("source", "Resource kinds to read hostnames from (repeatable).").Default("ingress").SetValue(&enumList{flag: "source", allowed: []string{"ingress"}, target: &cfg.Sources})
+	app.Flag("source", "Resource kinds to read hostnames from (repeatable): ingress, traefik (IngressRoute, IngressRouteTCP), hostmapping.").Default("ingress").SetValue(&enumList{flag: "source", allowed: []string{"ingress", "traefik", "hostmapping"}, target: &cfg.Sources})
 	app.Flag("provider", "Where entries are written: the router-hosts server, or an in-process store for trying the operator out.").
 		Default("router-hosts").SetValue(&enum{flag: "provider", allowed: []string{"router-hosts", "inmemory"}, target: &cfg.Provider})
 	app.Flag("router-hosts-endpoint", "The router-hosts server's gRPC address, host:port.").StringVar(&cfg.Endpoint)
@@ -74,6 +80,9 @@ func parseFlags(args []string) (*config, error) {
 	app.Flag("request-timeout", "Deadline of each router-hosts call.").Default("10s").SetValue(&duration{flag: "request-timeout", target: &cfg.RequestTimeout})
 	app.Flag("once", "Run one sync and exit: 0 on success, 1 on failure.").BoolVar(&cfg.Once)
 	app.Flag("dry-run", "Print the plan, one line per change, and write nothing.").BoolVar(&cfg.DryRun)
+	app.Flag("domain-filter", "Only manage hostnames equal to or under this domain (repeatable; default: all).").StringsVar(&cfg.DomainFilter)
+	app.Flag("exclude-domains", "Never manage hostnames equal to or under this domain (repeatable).").StringsVar(&cfg.ExcludeDomains)
+	app.Flag("label-filter", "Only read resources whose labels match this selector (applied by the apiserver), e.g. dns=internal.").StringVar(&cfg.LabelFilter)
 	app.Flag("namespace", "Only read resources in this namespace (default: all).").StringVar(&cfg.Namespace)
 	app.Flag("kubeconfig", "Kubeconfig file (default: $KUBECONFIG, else the in-cluster config).").Default(os.Getenv("KUBECONFIG")).StringVar(&cfg.Kubeconfig)
 	app.Flag("log-level", "panic, fatal, error, warn, info, debug or trace.").Default("info").SetValue(&enum{flag: "log-level", allowed: []string{"panic", "fatal", "error", "warn", "info", "debug", "trace"}, target: &cfg.LogLevel})
@@ -92,6 +101,12 @@ func (cfg *config) validate() error {
 	}
 	if cfg.policy, err = plan.ParsePolicy(cfg.Policy); err != nil {
 		return fmt.Errorf("--policy: %w", err)
+	}
+	if cfg.domains, err = endpoint.NewDomainFilter(cfg.DomainFilter, cfg.ExcludeDomains); err != nil {
+		return fmt.Errorf("--domain-filter/--exclude-domains: %w", err)
+	}
+	if _, err := labels.Parse(cfg.LabelFilter); err != nil {
+		return fmt.Errorf("--label-filter: %w", err)
 	}
 	switch {
 	case cfg.Provider == "router-hosts" && cfg.Endpoint == "":

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/sirupsen/logrus"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/provider/routerhosts"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
 	"github.com/router-hosts-operator/router-hosts-operator/source"
+	"github.com/router-hosts-operator/router-hosts-operator/status"
 )
 
 // run wires sources, registry, provider and controller from cfg, then runs one sync (--once)
@@ -43,22 +45,48 @@ func run(ctx context.Context, cfg *config, log *logrus.Logger, out io.Writer) er
 		return fmt.Errorf("--cluster-name/--default-tag: %w", err)
 	}
 
-	var sources []controller.Source
+	dyn, err := dynamic.NewForConfig(restCfg)
+	if err != nil {
+		return fmt.Errorf("creating dynamic client: %w", err)
+	}
+	// One resolver for every source: each named Service is watched once.
+	resolver, err := source.NewResolver(ctx, kube, cfg.strategies)
+	if err != nil {
+		return fmt.Errorf("starting --ip-resolution: %w", err)
+	}
+	srcCfg := source.Config{Namespace: cfg.Namespace, LabelSelector: cfg.LabelFilter, Resolver: resolver}
+	var (
+		sources   []controller.Source
+		reporters []controller.Reporter
+	)
 	for _, name := range cfg.Sources {
+		c := srcCfg
+		c.Log = log.WithField("source", name)
 		switch name {
 		case "ingress":
-			s, err := source.NewIngressSource(ctx, kube, source.Config{
-				Namespace: cfg.Namespace, IPResolution: cfg.strategies, Log: log.WithField("source", "ingress"),
-			})
+			s, err := source.NewIngressSource(ctx, kube, c)
 			if err != nil {
 				return fmt.Errorf("starting the ingress source: %w", err)
 			}
 			sources = append(sources, s)
+		case "traefik":
+			s, err := source.NewTraefikSource(ctx, kube, dyn, kube.Discovery(), c)
+			if err != nil {
+				return fmt.Errorf("starting the traefik source: %w", err)
+			}
+			sources = append(sources, s)
+		case "hostmapping":
+			s, err := source.NewHostMappingSource(ctx, kube, dyn, kube.Discovery(), c)
+			if err != nil {
+				return fmt.Errorf("starting the hostmapping source: %w", err)
+			}
+			sources = append(sources, s)
+			reporters = append(reporters, status.NewHostMappings(s, dyn, resolver, log.WithField("component", "status")))
 		}
 	}
 
 	ctrl := controller.New(controller.Config{
-		Sources: sources, Registry: reg, Provider: prov, Policy: cfg.policy,
+		Sources: sources, Reporters: reporters, DomainFilter: cfg.domains, Registry: reg, Provider: prov, Policy: cfg.policy,
 		Interval: cfg.Interval, MinEventSyncInterval: cfg.MinEventSyncInterval,
 		DryRun: cfg.DryRun, Out: out, Log: log.WithField("component", "controller"),
 	})

@@ -5,8 +5,10 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -28,12 +30,36 @@ type Provider interface {
 	ApplyChanges(ctx context.Context, changes []plan.Change) error
 }
 
+// Reporter is told the outcome of every sync that got as far as planning, e.g. to write the
+// status of HostMappings. It runs after the writes, never in dry-run mode.
+type Reporter interface {
+	Report(ctx context.Context, r *Report)
+}
+
+// Report is what reporters learn about a sync.
+type Report struct {
+	// Desired holds the merged endpoint of every managed hostname, with the objects that won it.
+	Desired []*endpoint.Endpoint
+	// Entries are the entries this cluster owns per hostname once the writes are done.
+	Entries map[string][]endpoint.Record
+	// Failed holds the error of every hostname whose write failed.
+	Failed map[string]error
+	// Err is set when the sync failed as a whole; ServerErr says it failed talking to
+	// router-hosts (rather than reading a source).
+	Err       error
+	ServerErr bool
+}
+
 // Config wires the loop.
 type Config struct {
-	Sources  []Source
-	Registry *registry.Registry
-	Provider Provider
-	Policy   plan.Policy
+	Sources []Source
+	// DomainFilter limits the hostnames managed; owned entries outside it are no longer wanted.
+	DomainFilter endpoint.DomainFilter
+	// Reporters are told the outcome of each sync.
+	Reporters []Reporter
+	Registry  *registry.Registry
+	Provider  Provider
+	Policy    plan.Policy
 	// Interval is the period of full resyncs.
 	Interval time.Duration
 	// MinEventSyncInterval is the least time between the starts of two event-triggered syncs,
@@ -110,11 +136,17 @@ func (c *Controller) SyncOnce(ctx context.Context) (*Outcome, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading source %d: %w", i, err)
 		}
-		eps = append(eps, got...)
+		for _, ep := range got {
+			if c.cfg.DomainFilter.Match(ep.Hostname) {
+				eps = append(eps, ep)
+			}
+		}
 	}
 	records, err := c.cfg.Provider.Records(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("listing router-hosts entries: %w", err)
+		err = fmt.Errorf("listing router-hosts entries: %w", err)
+		c.report(ctx, &Report{Err: err, ServerErr: true})
+		return nil, err
 	}
 	reg := c.cfg.Registry
 	st := reg.Classify(records)
@@ -136,15 +168,89 @@ func (c *Controller) SyncOnce(ctx context.Context) (*Outcome, error) {
 		log.Info("dry run: plan printed, nothing written")
 		return out, nil
 	}
+	var applyErr error
 	if len(res.Changes) > 0 {
-		if err := c.cfg.Provider.ApplyChanges(ctx, res.Changes); err != nil {
-			return out, fmt.Errorf("applying %d changes: %w", len(res.Changes), err)
+		applyErr = c.cfg.Provider.ApplyChanges(ctx, res.Changes)
+		if applyErr == nil {
+			log.WithField("duration", c.cfg.Now().Sub(start).Round(time.Millisecond)).Info("sync applied changes")
 		}
-		log.WithField("duration", c.cfg.Now().Sub(start).Round(time.Millisecond)).Info("sync applied changes")
 	} else {
 		log.WithField("duration", c.cfg.Now().Sub(start).Round(time.Millisecond)).Debug("sync: nothing to change")
 	}
+	c.report(ctx, &Report{Desired: desired, Entries: entriesAfter(st.Owned, res.Changes, applyErr), Failed: failedHosts(applyErr)})
+	if applyErr != nil {
+		return out, fmt.Errorf("applying %d changes: %w", len(res.Changes), applyErr)
+	}
 	return out, nil
+}
+
+func (c *Controller) report(ctx context.Context, r *Report) {
+	if c.cfg.DryRun {
+		return
+	}
+	for _, rep := range c.cfg.Reporters {
+		rep.Report(ctx, r)
+	}
+}
+
+// entriesAfter is the owned entries per hostname once the changes that succeeded are applied.
+func entriesAfter(owned []endpoint.Record, changes []plan.Change, applyErr error) map[string][]endpoint.Record {
+	failed := map[*plan.Change]bool{}
+	for _, e := range changeErrors(applyErr) {
+		failed[e.Change] = true
+	}
+	byID := make(map[string]endpoint.Record, len(owned))
+	for _, r := range owned {
+		byID[r.ID] = r
+	}
+	for i := range changes {
+		ch := &changes[i]
+		if failed[ch] {
+			continue
+		}
+		switch {
+		case ch.New == nil, ch.Action == plan.Release:
+			delete(byID, ch.Old.ID)
+		case ch.New.ID != "":
+			byID[ch.New.ID] = *ch.New
+		}
+	}
+	out := map[string][]endpoint.Record{}
+	for _, r := range byID {
+		out[r.Hostname] = append(out[r.Hostname], r)
+	}
+	for _, rs := range out {
+		sort.Slice(rs, func(i, j int) bool { return rs[i].IP < rs[j].IP })
+	}
+	return out
+}
+
+// failedHosts maps each hostname whose write failed to its error.
+func failedHosts(err error) map[string]error {
+	out := map[string]error{}
+	for _, e := range changeErrors(err) {
+		out[e.Change.Hostname()] = e
+	}
+	return out
+}
+
+// changeErrors finds the per-change errors inside a provider's aggregate error.
+func changeErrors(err error) []*plan.ChangeError {
+	if err == nil {
+		return nil
+	}
+	var out []*plan.ChangeError
+	var ce *plan.ChangeError
+	if errors.As(err, &ce) {
+		out = append(out, ce)
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		out = out[:0]
+		for _, e := range j.Unwrap() {
+			out = append(out, changeErrors(e)...)
+		}
+	}
+	return out
 }
 
 // Run syncs until ctx ends: at once, then every Interval, soon after any source event, and

@@ -136,3 +136,24 @@ func TestDiffComparesListsAsSets(t *testing.T) {
 		t.Fatalf("Diff = %s, want ip,tags", d)
 	}
 }
+
+func TestDomainFilter(t *testing.T) {
+	f, err := NewDomainFilter([]string{"Home.LAN.", ".example.com"}, []string{"private.home.lan"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for host, want := range map[string]bool{
+		"home.lan": true, "nas.home.lan": true, "a.b.example.com": true, "example.com": true,
+		"private.home.lan": false, "x.private.home.lan": false, "otherhome.lan": false, "lan": false, "example.org": false,
+	} {
+		if got := f.Match(host); got != want {
+			t.Errorf("Match(%q) = %v, want %v", host, got, want)
+		}
+	}
+	if !(DomainFilter{}).Match("anything.lan") {
+		t.Error("an empty filter must match everything")
+	}
+	if _, err := NewDomainFilter([]string{"bad_domain"}, nil); err == nil {
+		t.Error("an invalid domain was accepted")
+	}
+}

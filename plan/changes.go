@@ -103,3 +103,22 @@ func setDelta(a, b []string) (added, removed []string) {
 	}
 	return added, removed
 }
+
+// ChangeError is one failed write, so that a caller can tell which hostname it concerns (for
+// status and events) from the aggregate error a provider returns.
+type ChangeError struct {
+	Change *Change
+	Err    error
+}
+
+// Error describes the failed change.
+func (e *ChangeError) Error() string {
+	c := e.Change
+	if c.Old != nil {
+		return fmt.Sprintf("%s %s %s (id %s): %v", c.Action, c.Old.Hostname, c.Old.IP, c.Old.ID, e.Err)
+	}
+	return fmt.Sprintf("%s %s %s: %v", c.Action, c.New.Hostname, c.New.IP, e.Err)
+}
+
+// Unwrap gives access to the provider's error, e.g. a gRPC status.
+func (e *ChangeError) Unwrap() error { return e.Err }

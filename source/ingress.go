@@ -6,18 +6,17 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	listersv1 "k8s.io/client-go/listers/core/v1"
 	netlisters "k8s.io/client-go/listers/networking/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -28,32 +27,54 @@ import (
 type Config struct {
 	// Namespace restricts the source to one namespace; "" means all.
 	Namespace string
-	// IPResolution is the ordered chain used when an object has no ip-address annotation.
+	// LabelSelector restricts the source to matching objects; it is applied by the apiserver in
+	// list and watch, so filtered objects never reach the cache.
+	LabelSelector string
+	// IPResolution is the ordered chain used when an object has no ip-address annotation. It is
+	// used only when Resolver is nil.
 	IPResolution []Strategy
-	Log          logrus.FieldLogger
+	// Resolver resolves addresses; sources of one process share it.
+	Resolver *Resolver
+	// DiscoveryInterval is how often sources of custom resources look for CRDs that were missing.
+	DiscoveryInterval time.Duration
+	Log               logrus.FieldLogger
+}
+
+// withDefaults fills in the logger and, when none is shared, a resolver of the source's own.
+func (cfg Config) withDefaults(ctx context.Context, client kubernetes.Interface) (Config, error) {
+	if cfg.Log == nil {
+		cfg.Log = logrus.StandardLogger()
+	}
+	if cfg.Resolver == nil {
+		r, err := NewResolver(ctx, client, cfg.IPResolution)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Resolver = r
+	}
+	return cfg, nil
 }
 
 // IngressSource lists opted-in networking.k8s.io/v1 Ingresses.
 type IngressSource struct {
 	cfg      Config
-	log      logrus.FieldLogger
 	ingress  netlisters.IngressLister
-	synced   []cache.InformerSynced
-	services map[string]listersv1.ServiceLister // by "namespace/name"
+	synced   cache.InformerSynced
 	handlers handlers
 	reports  *reporter
 }
 
-// NewIngressSource starts the informers and waits for their caches, so the first sync sees the
-// whole cluster rather than an empty one. Only the Services named by service: strategies are
-// watched, each through a field selector, so the operator never caches every Service.
+// NewIngressSource starts the Ingress informer and waits for its cache, so the first sync sees
+// the whole cluster rather than an empty one.
 func NewIngressSource(ctx context.Context, client kubernetes.Interface, cfg Config) (*IngressSource, error) {
-	if cfg.Log == nil {
-		cfg.Log = logrus.StandardLogger()
+	cfg, err := cfg.withDefaults(ctx, client)
+	if err != nil {
+		return nil, err
 	}
-	s := &IngressSource{cfg: cfg, log: cfg.Log, services: map[string]listersv1.ServiceLister{}, reports: newReporter(cfg.Log)}
+	s := &IngressSource{cfg: cfg, reports: newReporter(cfg.Log)}
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(cfg.Namespace),
-		informers.WithTransform(stripForCache))
+		informers.WithTransform(stripForCache),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = cfg.LabelSelector }))
 	ing := factory.Networking().V1().Ingresses()
 	s.ingress = ing.Lister()
 	if _, err := ing.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -63,36 +84,10 @@ func NewIngressSource(ctx context.Context, client kubernetes.Interface, cfg Conf
 	}); err != nil {
 		return nil, fmt.Errorf("watching Ingresses: %w", err)
 	}
-	s.synced = append(s.synced, ing.Informer().HasSynced)
-	factories := []informers.SharedInformerFactory{factory}
-	for _, st := range cfg.IPResolution {
-		key := st.Namespace + "/" + st.Name
-		if st.Kind != StrategyService || s.services[key] != nil {
-			continue
-		}
-		name := st.Name
-		f := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(st.Namespace),
-			informers.WithTransform(stripForCache),
-			informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-				o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
-			}))
-		svc := f.Core().V1().Services()
-		s.services[key] = svc.Lister()
-		if _, err := svc.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(any) { s.handlers.fire() },
-			UpdateFunc: func(old, obj any) { s.onServiceChange(old, obj) },
-			DeleteFunc: func(any) { s.handlers.fire() },
-		}); err != nil {
-			return nil, fmt.Errorf("watching Service %s: %w", key, err)
-		}
-		s.synced = append(s.synced, svc.Informer().HasSynced)
-		factories = append(factories, f)
-	}
-	for _, f := range factories {
-		f.Start(ctx.Done())
-	}
-	if !cache.WaitForCacheSync(ctx.Done(), s.synced...) {
-		return nil, fmt.Errorf("waiting for the Ingress and Service caches: %w", context.Cause(ctx))
+	s.synced = ing.Informer().HasSynced
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), s.synced) {
+		return nil, fmt.Errorf("waiting for the Ingress cache: %w", context.Cause(ctx))
 	}
 	return s, nil
 }
@@ -112,8 +107,12 @@ func stripForCache(obj any) (any, error) {
 	return obj, nil
 }
 
-// AddEventHandler registers handler for changes of opted-in Ingresses and watched Services.
-func (s *IngressSource) AddEventHandler(handler func()) { s.handlers.add(handler) }
+// AddEventHandler registers handler for changes of opted-in Ingresses and of the Services the
+// resolver watches.
+func (s *IngressSource) AddEventHandler(handler func()) {
+	s.handlers.add(handler)
+	s.cfg.Resolver.AddEventHandler(handler)
+}
 
 // onChange fires the handlers when an opted-in Ingress (or one that was opted in) changed.
 // Resyncs that deliver the same resourceVersion are not changes.
@@ -134,15 +133,6 @@ func (s *IngressSource) onChange(old, obj any) {
 	}
 }
 
-func (s *IngressSource) onServiceChange(old, obj any) {
-	a, _ := old.(*corev1.Service)
-	b, _ := obj.(*corev1.Service)
-	if a != nil && b != nil && a.ResourceVersion == b.ResourceVersion {
-		return
-	}
-	s.handlers.fire()
-}
-
 func asIngress(obj any) *networkingv1.Ingress {
 	switch o := obj.(type) {
 	case *networkingv1.Ingress:
@@ -161,10 +151,8 @@ func optedIn(ing *networkingv1.Ingress) bool {
 // Endpoints lists every opted-in Ingress from the cache. An unsynced cache is an error, never
 // an empty answer, because an empty answer would plan deletes.
 func (s *IngressSource) Endpoints(context.Context) ([]*endpoint.Endpoint, error) {
-	for _, synced := range s.synced {
-		if !synced() {
-			return nil, fmt.Errorf("ingress source: informer cache not synced")
-		}
+	if !s.synced() || !s.cfg.Resolver.Synced() {
+		return nil, fmt.Errorf("ingress source: informer cache not synced")
 	}
 	list, err := s.ingress.List(labels.Everything())
 	if err != nil {
@@ -194,10 +182,7 @@ func (s *IngressSource) Endpoints(context.Context) ([]*endpoint.Endpoint, error)
 
 // endpointsFor turns one opted-in Ingress into endpoints, with the problems found on the way.
 func (s *IngressSource) endpointsFor(ing *networkingv1.Ingress) ([]*endpoint.Endpoint, []string) {
-	o := parseOverrides(ing.Annotations)
-	problems := o.problems
-	var hosts []string
-	seen := map[string]bool{}
+	var raw, problems []string
 	for _, rule := range ing.Spec.Rules {
 		if rule.Host == "" {
 			continue
@@ -206,7 +191,28 @@ func (s *IngressSource) endpointsFor(ing *networkingv1.Ingress) ([]*endpoint.End
 			problems = append(problems, fmt.Sprintf("wildcard host %q skipped: router-hosts has no wildcard entries", rule.Host))
 			continue
 		}
-		h, err := endpoint.NormalizeHostname(rule.Host)
+		raw = append(raw, rule.Host)
+	}
+	status := make([]string, 0, len(ing.Status.LoadBalancer.Ingress))
+	for _, in := range ing.Status.LoadBalancer.Ingress {
+		status = append(status, in.IP)
+	}
+	ref := endpoint.SourceRef{Group: "networking.k8s.io", Kind: "Ingress", Namespace: ing.Namespace, Name: ing.Name,
+		UID: string(ing.UID), CreationTimestamp: ing.CreationTimestamp.Time}
+	eps, more := buildEndpoints(ref, raw, ing.Annotations, s.cfg.Resolver, status, true)
+	return eps, append(problems, more...)
+}
+
+// buildEndpoints is the part every annotated kind shares: normalise the hostnames, apply the
+// override annotations, resolve the targets (holding when nothing resolves), and make one
+// endpoint per hostname.
+func buildEndpoints(ref endpoint.SourceRef, rawHosts []string, ann map[string]string, r *Resolver, status []string, hasStatus bool) ([]*endpoint.Endpoint, []string) {
+	o := parseOverrides(ann)
+	problems := o.problems
+	var hosts []string
+	seen := map[string]bool{}
+	for _, raw := range rawHosts {
+		h, err := endpoint.NormalizeHostname(raw)
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("host skipped: %v", err))
 			continue
@@ -226,13 +232,11 @@ func (s *IngressSource) endpointsFor(ing *networkingv1.Ingress) ([]*endpoint.End
 	case o.ips != nil:
 		targets = o.ips
 	default:
-		targets = s.resolve(ing)
+		targets = r.Resolve(status, hasStatus)
 		if len(targets) == 0 {
-			problems = append(problems, fmt.Sprintf("no address from --ip-resolution %s; existing entries are held", s.chain()))
+			problems = append(problems, fmt.Sprintf("no address from --ip-resolution %s; existing entries are held", r))
 		}
 	}
-	ref := endpoint.SourceRef{Group: "networking.k8s.io", Kind: "Ingress", Namespace: ing.Namespace, Name: ing.Name,
-		UID: string(ing.UID), CreationTimestamp: ing.CreationTimestamp.Time}
 	out := make([]*endpoint.Endpoint, 0, len(hosts))
 	for _, h := range hosts {
 		aliases, errs := endpoint.NormalizeAliases(h, o.aliases)
@@ -245,41 +249,6 @@ func (s *IngressSource) endpointsFor(ing *networkingv1.Ingress) ([]*endpoint.End
 		})
 	}
 	return out, problems
-}
-
-// resolve walks the chain: the first strategy that yields an address wins.
-func (s *IngressSource) resolve(ing *networkingv1.Ingress) []string {
-	for _, st := range s.cfg.IPResolution {
-		var ips []string
-		switch st.Kind {
-		case StrategyIngressStatus:
-			raw := make([]string, 0, len(ing.Status.LoadBalancer.Ingress))
-			for _, in := range ing.Status.LoadBalancer.Ingress {
-				raw = append(raw, in.IP)
-			}
-			ips = statusIPs(raw)
-		case StrategyService:
-			if l := s.services[st.Namespace+"/"+st.Name]; l != nil {
-				if svc, err := l.Services(st.Namespace).Get(st.Name); err == nil {
-					ips = serviceIPs(svc)
-				}
-			}
-		case StrategyStatic:
-			ips = []string{st.IP}
-		}
-		if len(ips) > 0 {
-			return ips
-		}
-	}
-	return nil
-}
-
-func (s *IngressSource) chain() string {
-	parts := make([]string, 0, len(s.cfg.IPResolution))
-	for _, st := range s.cfg.IPResolution {
-		parts = append(parts, st.String())
-	}
-	return strings.Join(parts, ",")
 }
 
 // reporter logs an object's problems once per version of the object, not on every sync.

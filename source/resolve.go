@@ -1,11 +1,18 @@
 package source
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	listersv1 "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
@@ -99,4 +106,101 @@ func statusIPs(raw []string) []string {
 		}
 	}
 	return endpoint.SortedUnique(ips)
+}
+
+// Resolver walks the --ip-resolution chain for every source. It watches only the Services the
+// chain names, one informer each with a field selector, so the operator never caches every
+// Service in the cluster; sources share one Resolver.
+type Resolver struct {
+	chain    []Strategy
+	services map[string]listersv1.ServiceLister // by "namespace/name"
+	synced   []cache.InformerSynced
+	handlers handlers
+}
+
+// NewResolver starts the Service informers the chain needs and waits for their caches.
+func NewResolver(ctx context.Context, client kubernetes.Interface, chain []Strategy) (*Resolver, error) {
+	r := &Resolver{chain: chain, services: map[string]listersv1.ServiceLister{}}
+	for _, st := range chain {
+		key := st.Namespace + "/" + st.Name
+		if st.Kind != StrategyService || r.services[key] != nil {
+			continue
+		}
+		name := st.Name
+		f := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(st.Namespace),
+			informers.WithTransform(stripForCache),
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+				o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+			}))
+		svc := f.Core().V1().Services()
+		r.services[key] = svc.Lister()
+		if _, err := svc.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: func(any) { r.handlers.fire() },
+			UpdateFunc: func(old, obj any) {
+				a, _ := old.(*corev1.Service)
+				b, _ := obj.(*corev1.Service)
+				if a == nil || b == nil || a.ResourceVersion != b.ResourceVersion {
+					r.handlers.fire()
+				}
+			},
+			DeleteFunc: func(any) { r.handlers.fire() },
+		}); err != nil {
+			return nil, fmt.Errorf("watching Service %s: %w", key, err)
+		}
+		r.synced = append(r.synced, svc.Informer().HasSynced)
+		f.Start(ctx.Done())
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), r.synced...) {
+		return nil, fmt.Errorf("waiting for the Service caches: %w", context.Cause(ctx))
+	}
+	return r, nil
+}
+
+// AddEventHandler registers a callback for changes of the watched Services.
+func (r *Resolver) AddEventHandler(fn func()) { r.handlers.add(fn) }
+
+// Synced reports whether every Service cache is filled.
+func (r *Resolver) Synced() bool {
+	for _, s := range r.synced {
+		if !s() {
+			return false
+		}
+	}
+	return true
+}
+
+// Resolve returns the addresses of the first strategy that yields any. status is the object's
+// own load-balancer IPs; hasStatus is false for kinds that have no status (Traefik routes,
+// HostMappings), for which ingress-status is passed over.
+func (r *Resolver) Resolve(status []string, hasStatus bool) []string {
+	for _, st := range r.chain {
+		var ips []string
+		switch st.Kind {
+		case StrategyIngressStatus:
+			if hasStatus {
+				ips = statusIPs(status)
+			}
+		case StrategyService:
+			if l := r.services[st.Namespace+"/"+st.Name]; l != nil {
+				if svc, err := l.Services(st.Namespace).Get(st.Name); err == nil {
+					ips = serviceIPs(svc)
+				}
+			}
+		case StrategyStatic:
+			ips = []string{st.IP}
+		}
+		if len(ips) > 0 {
+			return ips
+		}
+	}
+	return nil
+}
+
+// String renders the chain as on the command line.
+func (r *Resolver) String() string {
+	parts := make([]string, 0, len(r.chain))
+	for _, st := range r.chain {
+		parts = append(parts, st.String())
+	}
+	return strings.Join(parts, ",")
 }

@@ -96,3 +96,12 @@ func (cp *ControlPlane) WriteKubeconfig(path string) error {
 	}
 	return nil
 }
+
+// InstallCRDs installs the CRDs in the given files or directories and waits until the
+// apiserver serves them, as `kubectl apply` followed by a wait would.
+func (cp *ControlPlane) InstallCRDs(paths ...string) error {
+	if _, err := envtest.InstallCRDs(cp.Config, envtest.CRDInstallOptions{Paths: paths, ErrorIfPathMissing: true}); err != nil {
+		return fmt.Errorf("installing CRDs from %v: %w", paths, err)
+	}
+	return nil
+}

@@ -21,7 +21,8 @@ const progressThreshold = 100
 
 // ApplyChanges sends the changes: deletes first, then updates, then creates, so that AddHost's
 // uniqueness check sees what was removed. Each phase runs up to WriteConcurrency writes at once.
-// One failed change never stops the others; the result joins every failure. Every change is a
+// One failed change never stops the others; the result joins a *plan.ChangeError per failure.
+// A create learns its server-assigned ID into Change.New. Every change is a
 // single idempotent-by-version call, so an interruption at any point leaves a state the next
 // sync plans from. When ctx ends, no new change starts and the ones in flight finish.
 func (p *Provider) ApplyChanges(ctx context.Context, changes []plan.Change) error {
@@ -56,7 +57,7 @@ func (p *Provider) ApplyChanges(ctx context.Context, changes []plan.Change) erro
 				defer func() { <-sem; wg.Done() }()
 				if err := p.apply(ctx, c); err != nil {
 					mu.Lock()
-					errs = append(errs, fmt.Errorf("%s %s: %w", c.Action, describe(c), err))
+					errs = append(errs, &plan.ChangeError{Change: c, Err: err})
 					mu.Unlock()
 				}
 				if n := done.Add(1); total >= progressThreshold && step > 0 && n%step == 0 {
@@ -70,13 +71,6 @@ func (p *Provider) ApplyChanges(ctx context.Context, changes []plan.Change) erro
 		errs = append(errs, fmt.Errorf("stopped after %d of %d changes: %w", done.Load(), total, err))
 	}
 	return errors.Join(errs...)
-}
-
-func describe(c *plan.Change) string {
-	if c.Old != nil {
-		return fmt.Sprintf("%s %s (id %s)", c.Old.Hostname, c.Old.IP, c.Old.ID)
-	}
-	return c.New.Hostname + " " + c.New.IP
 }
 
 // callCtx bounds one call. It is detached from the caller's cancellation so that a change
@@ -98,6 +92,8 @@ func (p *Provider) apply(ctx context.Context, c *plan.Change) error {
 		if err != nil {
 			return fmt.Errorf("AddHost: %w", err)
 		}
+		// The caller learns the server-assigned ID (for status) through the change itself.
+		c.New.ID, c.New.Version = resp.GetId(), resp.GetEntry().GetVersion()
 		log.WithFields(logrus.Fields{"ip": c.New.IP, "id": resp.GetId()}).Debug("created entry")
 		return nil
 	case c.New == nil:

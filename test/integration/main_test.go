@@ -5,6 +5,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
@@ -28,6 +30,7 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/provider/routerhosts"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
 	"github.com/router-hosts-operator/router-hosts-operator/source"
+	"github.com/router-hosts-operator/router-hosts-operator/status"
 )
 
 // Shared by every test: one control plane, one operator binary. Tests isolate themselves by
@@ -45,7 +48,10 @@ func TestMain(m *testing.M) {
 
 func runMain(m *testing.M) int {
 	var err error
-	cp, err = kubetest.Start()
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	// The HostMapping CRD is the one users install; Traefik's come later, per test.
+	cp, err = kubetest.Start(filepath.Join(root, "kustomize", "crds"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "integration tests need the control plane:", err)
 		return 1
@@ -62,8 +68,6 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
 	operatorBin = filepath.Join(dir, "router-hosts-operator")
 	build := exec.Command("go", "build", "-o", operatorBin, ".")
 	build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
@@ -87,7 +91,9 @@ type harness struct {
 	t       *testing.T
 	ns      string
 	srv     *rhtestserver.Server
-	src     *source.IngressSource
+	src     controller.Source // the first source, for waiting on the cache
+	hm      *source.HostMappingSource
+	built   []controller.Source // the sources this harness built (not the test's extras)
 	prov    *routerhosts.Provider
 	reg     *registry.Registry
 	ctrl    *controller.Controller
@@ -101,6 +107,10 @@ type options struct {
 	grace        time.Duration
 	policy       plan.Policy
 	extraSources []controller.Source
+	sources      []string // default: ingress
+	domains      endpoint.DomainFilter
+	labelFilter  string
+	allNS        bool // read every namespace instead of the test's own
 }
 
 func newHarness(t *testing.T, o options) *harness {
@@ -145,10 +155,42 @@ func (h *harness) build(o options) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	h.src, err = source.NewIngressSource(ctx, cp.Client, source.Config{Namespace: h.ns, IPResolution: strategies, Log: log})
-	if err != nil {
-		t.Fatalf("ingress source: %v", err)
+	if o.sources == nil {
+		o.sources = []string{"ingress"}
 	}
+	ns := h.ns
+	if o.allNS {
+		ns = ""
+	}
+	cfg := source.Config{Namespace: ns, LabelSelector: o.labelFilter, IPResolution: strategies, DiscoveryInterval: 200 * time.Millisecond, Log: log}
+	dyn := dynamic.NewForConfigOrDie(cp.Config)
+	var srcs []controller.Source
+	var reporters []controller.Reporter
+	for _, name := range o.sources {
+		var s controller.Source
+		switch name {
+		case "ingress":
+			s, err = source.NewIngressSource(ctx, cp.Client, cfg)
+		case "traefik":
+			s, err = source.NewTraefikSource(ctx, cp.Client, dyn, cp.Client.Discovery(), cfg)
+		case "hostmapping":
+			h.hm, err = source.NewHostMappingSource(ctx, cp.Client, dyn, cp.Client.Discovery(), cfg)
+			s = h.hm
+			if err == nil {
+				r, rerr := source.NewResolver(ctx, cp.Client, strategies)
+				if rerr != nil {
+					t.Fatal(rerr)
+				}
+				reporters = append(reporters, status.NewHostMappings(h.hm, dyn, r, log))
+			}
+		}
+		if err != nil {
+			t.Fatalf("%s source: %v", name, err)
+		}
+		srcs = append(srcs, s)
+	}
+	h.src = srcs[0]
+	h.built = srcs
 	h.prov, err = routerhosts.New(routerhosts.Options{Endpoint: h.srv.Addr(), CAFile: h.srv.CAFile(), CertFile: h.srv.CertFile(),
 		KeyFile: h.srv.KeyFile(), Timeout: 5 * time.Second, WriteConcurrency: 4, Log: log})
 	if err != nil {
@@ -159,8 +201,8 @@ func (h *harness) build(o options) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.sources = append([]controller.Source{h.src}, o.extraSources...)
-	h.ctrl = controller.New(controller.Config{Sources: h.sources, Registry: h.reg, Provider: h.prov, Policy: o.policy,
+	h.sources = append(srcs, o.extraSources...)
+	h.ctrl = controller.New(controller.Config{Sources: h.sources, Reporters: reporters, DomainFilter: o.domains, Registry: h.reg, Provider: h.prov, Policy: o.policy,
 		Interval: time.Minute, MinEventSyncInterval: time.Second, Log: log, Now: h.clock.Now})
 }
 
@@ -185,7 +227,12 @@ func (h *harness) waitSource(cond func([]*endpoint.Endpoint) bool) {
 	h.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		eps, err := h.src.Endpoints(context.Background())
+		var eps []*endpoint.Endpoint
+		var err error
+		for _, s := range h.built {
+			got, e := s.Endpoints(context.Background())
+			eps, err = append(eps, got...), errors.Join(err, e)
+		}
 		if err == nil && cond(eps) {
 			return
 		}
@@ -330,3 +377,6 @@ func (h *harness) delete(ing *networkingv1.Ingress) {
 		h.t.Fatalf("delete ingress: %v", err)
 	}
 }
+
+// runtimeCaller locates this package's directory, for test data.
+func runtimeCaller() (uintptr, string, int, bool) { return runtime.Caller(0) }

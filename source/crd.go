@@ -1,0 +1,192 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+)
+
+// crdWatch runs a dynamic informer for each custom resource once the apiserver serves it. A
+// resource whose CRD is missing is logged once and checked again every interval, so installing
+// Traefik later needs no restart, and a missing CRD never delays or blocks anything else.
+type crdWatch struct {
+	client    dynamic.Interface
+	disc      discovery.DiscoveryInterface
+	namespace string
+	selector  string
+	interval  time.Duration
+	log       logrus.FieldLogger
+	onChange  func()
+	// relevant says whether an object's change matters (e.g. it is opted in).
+	relevant func(*unstructured.Unstructured) bool
+
+	mu      sync.Mutex
+	active  map[schema.GroupVersionResource]cache.GenericLister
+	started map[schema.GroupVersionResource]bool
+	missing map[schema.GroupVersionResource]bool
+}
+
+func newCRDWatch(client dynamic.Interface, disc discovery.DiscoveryInterface, cfg Config, relevant func(*unstructured.Unstructured) bool, onChange func()) *crdWatch {
+	interval := cfg.DiscoveryInterval
+	if interval <= 0 {
+		interval = 30 * time.Second
+	}
+	return &crdWatch{
+		client: client, disc: disc, namespace: cfg.Namespace, selector: cfg.LabelSelector, interval: interval,
+		log: cfg.Log, onChange: onChange, relevant: relevant,
+		active: map[schema.GroupVersionResource]cache.GenericLister{}, started: map[schema.GroupVersionResource]bool{},
+		missing: map[schema.GroupVersionResource]bool{},
+	}
+}
+
+// start checks the resources now, waits for the caches of those that are served, and keeps
+// checking the others in the background until ctx ends.
+func (w *crdWatch) start(ctx context.Context, gvrs []schema.GroupVersionResource) error {
+	if err := w.check(ctx, gvrs, true); err != nil {
+		return err
+	}
+	go func() {
+		t := time.NewTicker(w.interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if err := w.check(ctx, gvrs, false); err != nil {
+					w.log.WithError(err).Warn("checking for custom resources")
+				}
+			}
+		}
+	}()
+	return nil
+}
+
+// check starts an informer for every served resource not yet watched. At start it waits for
+// their caches; later it waits in the background and announces the new resource when ready.
+func (w *crdWatch) check(ctx context.Context, gvrs []schema.GroupVersionResource, wait bool) error {
+	for _, gvr := range gvrs {
+		w.mu.Lock()
+		started := w.started[gvr]
+		w.mu.Unlock()
+		if started {
+			continue
+		}
+		served, err := w.served(gvr)
+		if err != nil {
+			return err
+		}
+		if !served {
+			w.mu.Lock()
+			if !w.missing[gvr] {
+				w.missing[gvr] = true
+				w.log.WithField("resource", gvr.String()).Info("custom resource not served by the cluster; skipping it and checking again periodically")
+			}
+			w.mu.Unlock()
+			continue
+		}
+		f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(w.client, 0, w.namespace, w.tweak)
+		inf := f.ForResource(gvr)
+		_ = inf.Informer().SetTransform(stripForCache)
+		if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(obj any) { w.changed(nil, obj) },
+			UpdateFunc: func(old, obj any) { w.changed(old, obj) },
+			DeleteFunc: func(obj any) { w.changed(nil, obj) },
+		}); err != nil {
+			return fmt.Errorf("watching %s: %w", gvr, err)
+		}
+		w.mu.Lock()
+		w.started[gvr] = true
+		w.mu.Unlock()
+		f.Start(ctx.Done())
+		activate := func() bool {
+			if !cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced) {
+				return false
+			}
+			w.mu.Lock()
+			w.active[gvr] = inf.Lister()
+			wasMissing := w.missing[gvr]
+			w.mu.Unlock()
+			if wasMissing {
+				w.log.WithField("resource", gvr.String()).Info("custom resource is now served; watching it")
+			}
+			return true
+		}
+		if wait {
+			if !activate() {
+				return fmt.Errorf("waiting for the %s cache: %w", gvr, context.Cause(ctx))
+			}
+			continue
+		}
+		go func() {
+			if activate() {
+				w.onChange()
+			}
+		}()
+	}
+	return nil
+}
+
+func (w *crdWatch) tweak(o *metav1.ListOptions) { o.LabelSelector = w.selector }
+
+// served asks discovery whether the group/version lists the resource. A group that does not
+// exist at all is "not served", not an error.
+func (w *crdWatch) served(gvr schema.GroupVersionResource) (bool, error) {
+	list, err := w.disc.ServerResourcesForGroupVersion(gvr.GroupVersion().String())
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, fmt.Errorf("discovering %s: %w", gvr.GroupVersion(), err)
+	}
+	for _, r := range list.APIResources {
+		if r.Name == gvr.Resource {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// changed fires the handlers for a change of an opted-in object (or one that was opted in).
+func (w *crdWatch) changed(old, obj any) {
+	cur, prev := asUnstructured(obj), asUnstructured(old)
+	if prev != nil && cur != nil && prev.GetResourceVersion() == cur.GetResourceVersion() {
+		return
+	}
+	if (prev != nil && w.relevant(prev)) || (cur != nil && w.relevant(cur)) {
+		w.onChange()
+	}
+}
+
+// listers returns the resources being watched whose caches are ready.
+func (w *crdWatch) listers() map[schema.GroupVersionResource]cache.GenericLister {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make(map[schema.GroupVersionResource]cache.GenericLister, len(w.active))
+	for k, v := range w.active {
+		out[k] = v
+	}
+	return out
+}
+
+func asUnstructured(obj any) *unstructured.Unstructured {
+	switch o := obj.(type) {
+	case *unstructured.Unstructured:
+		return o
+	case cache.DeletedFinalStateUnknown:
+		u, _ := o.Obj.(*unstructured.Unstructured)
+		return u
+	}
+	return nil
+}

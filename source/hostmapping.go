@@ -1,0 +1,141 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/sirupsen/logrus"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+)
+
+// HostMappingGVR is the HostMapping custom resource (kustomize/crds/hostmapping.yaml).
+var HostMappingGVR = schema.GroupVersionResource{Group: "router-hosts.fzymgc.house", Version: "v1alpha1", Resource: "hostmappings"}
+
+// HostMappingKind is the kind written in kind: tags and events.
+const HostMappingKind = "HostMapping"
+
+// HostMappingSource lists HostMappings: explicit entries for hosts that live outside any
+// ingress. They need no opt-in annotation; the resource itself is the opt-in.
+type HostMappingSource struct {
+	cfg      Config
+	watch    *crdWatch
+	handlers handlers
+	reports  *reporter
+}
+
+// NewHostMappingSource starts watching HostMappings (or waits for their CRD to appear).
+func NewHostMappingSource(ctx context.Context, client kubernetes.Interface, dyn dynamic.Interface, disc discovery.DiscoveryInterface, cfg Config) (*HostMappingSource, error) {
+	cfg, err := cfg.withDefaults(ctx, client)
+	if err != nil {
+		return nil, err
+	}
+	s := &HostMappingSource{cfg: cfg, reports: newReporter(cfg.Log)}
+	s.watch = newCRDWatch(dyn, disc, cfg, func(*unstructured.Unstructured) bool { return true }, s.handlers.fire)
+	if err := s.watch.start(ctx, []schema.GroupVersionResource{HostMappingGVR}); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// AddEventHandler registers handler for HostMapping changes and watched Services.
+func (s *HostMappingSource) AddEventHandler(handler func()) {
+	s.handlers.add(handler)
+	s.cfg.Resolver.AddEventHandler(handler)
+}
+
+// Objects returns the HostMappings in the cache, sorted by namespace and name; the status
+// writer reads them from here instead of asking the apiserver.
+func (s *HostMappingSource) Objects() ([]*unstructured.Unstructured, error) {
+	l := s.watch.listers()[HostMappingGVR]
+	if l == nil {
+		return nil, nil
+	}
+	objs, err := l.List(labels.Everything())
+	if err != nil {
+		return nil, fmt.Errorf("listing HostMappings from the cache: %w", err)
+	}
+	out := make([]*unstructured.Unstructured, 0, len(objs))
+	for _, o := range objs {
+		if u, ok := o.(*unstructured.Unstructured); ok {
+			out = append(out, u)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].GetNamespace()+"/"+out[i].GetName() < out[j].GetNamespace()+"/"+out[j].GetName()
+	})
+	return out, nil
+}
+
+// Endpoints lists every HostMapping from the cache.
+func (s *HostMappingSource) Endpoints(context.Context) ([]*endpoint.Endpoint, error) {
+	if !s.cfg.Resolver.Synced() {
+		return nil, fmt.Errorf("hostmapping source: Service cache not synced")
+	}
+	objs, err := s.Objects()
+	if err != nil {
+		return nil, err
+	}
+	var out []*endpoint.Endpoint
+	seen := map[types.UID]bool{}
+	for _, u := range objs {
+		seen[u.GetUID()] = true
+		eps, problems := HostMappingEndpoints(u, s.cfg.Resolver)
+		s.reports.report(u.GetUID(), u.GetResourceVersion(), logrus.Fields{"kind": HostMappingKind, "namespace": u.GetNamespace(), "name": u.GetName()}, problems)
+		out = append(out, eps...)
+	}
+	s.reports.forgetExcept(seen)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Hostname < out[j].Hostname })
+	return out, nil
+}
+
+// HostMappingEndpoints turns one HostMapping into its endpoint and the problems found. The spec
+// fields play the role of the override annotations (ipAddress, or the upstream operator's ip;
+// aliases; tags); the grace-period annotation applies as on other kinds. Exported for the
+// status writer, which reports the same problems as ValidationFailed.
+func HostMappingEndpoints(u *unstructured.Unstructured, r *Resolver) ([]*endpoint.Endpoint, []string) {
+	spec, _, _ := unstructured.NestedMap(u.Object, "spec")
+	hostname, _ := spec["hostname"].(string)
+	ann := map[string]string{}
+	if v, ok := u.GetAnnotations()[AnnotationGracePeriod]; ok {
+		ann[AnnotationGracePeriod] = v
+	}
+	ip, _ := spec["ipAddress"].(string)
+	if ip == "" {
+		ip, _ = spec["ip"].(string)
+	}
+	if ip != "" {
+		ann[AnnotationIPAddress] = ip
+	}
+	var problems []string
+	for _, field := range []struct{ name, annotation string }{{"aliases", AnnotationAliases}, {"tags", AnnotationTags}} {
+		list, _, err := unstructured.NestedStringSlice(spec, field.name)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("spec.%s is not a list of strings", field.name))
+			continue
+		}
+		for _, v := range list {
+			if strings.Contains(v, ",") {
+				problems = append(problems, fmt.Sprintf("spec.%s: %q contains a comma; dropped", field.name, v))
+				continue
+			}
+			ann[field.annotation] += v + ","
+		}
+	}
+	if hostname == "" {
+		return nil, append(problems, "spec.hostname is empty")
+	}
+	ref := endpoint.SourceRef{Group: HostMappingGVR.Group, Kind: HostMappingKind, Namespace: u.GetNamespace(), Name: u.GetName(),
+		UID: string(u.GetUID()), CreationTimestamp: u.GetCreationTimestamp().Time}
+	eps, more := buildEndpoints(ref, []string{hostname}, ann, r, nil, false)
+	return eps, append(problems, more...)
+}
