@@ -8,7 +8,7 @@ K8S_VERSION   ?= v1.37.2
 ASSETS        := $(CURDIR)/.cache/envtest/$(K8S_VERSION)
 TEST_TIMEOUT  ?= 20m
 
-.PHONY: all build test unit integration demo lint generate envtest-assets clean
+.PHONY: all build test unit integration demo lint generate envtest-assets clean fuzz
 
 all: lint build test
 
@@ -20,9 +20,16 @@ envtest-assets: $(ASSETS)/kube-apiserver
 $(ASSETS)/kube-apiserver:
 	K8S_VERSION=$(K8S_VERSION) ASSETS=$(ASSETS) bash hack/envtest-assets.sh
 
-# Unit and integration tests; integration tests run a real kube-apiserver and etcd.
+# Unit and integration tests; integration tests run a real kube-apiserver and etcd. The Traefik
+# rule scanner is also fuzzed briefly (`make fuzz` runs it for longer).
 test: envtest-assets lint
 	KUBEBUILDER_ASSETS=$(ASSETS) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	$(GO) test -run '^$$' -fuzz '^FuzzParseMatch$$' -fuzztime $(FUZZ_SMOKE) ./source/
+
+FUZZ_SMOKE    ?= 10s
+FUZZ_TIME     ?= 5m
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzParseMatch$$' -fuzztime $(FUZZ_TIME) ./source/
 
 unit:
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/)

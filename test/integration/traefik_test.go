@@ -167,7 +167,9 @@ func TestHostMappingLifecycleAndStatus(t *testing.T) {
 	if _, err := h.hmClient().Update(context.Background(), cur, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	h.waitSource(func(eps []*endpoint.Endpoint) bool { return len(eps) == 1 && len(eps[0].Aliases) == 0 && len(eps[0].Tags) == 0 })
+	h.waitSource(func(eps []*endpoint.Endpoint) bool {
+		return len(eps) == 1 && len(eps[0].Aliases) == 0 && len(eps[0].Tags) == 0
+	})
 	h.sync()
 	e = h.one("printer.lan")
 	if len(e.Aliases) != 0 || e.HasTag("office") {
@@ -230,4 +232,8 @@ func checkStatus(t *testing.T, u *unstructured.Unstructured, synced bool, id, re
 	if gotSynced != synced || gotID != id || gotReason != reason || gen != u.GetGeneration() || last == "" {
 		t.Fatalf("status = %v; want synced=%v id=%s reason=%s observedGeneration=%d", u.Object["status"], synced, id, reason, u.GetGeneration())
 	}
+}
+
+func dynamicHM(ns string) dynamic.ResourceInterface {
+	return dynamic.NewForConfigOrDie(cp.Config).Resource(source.HostMappingGVR).Namespace(ns)
 }
