@@ -24,8 +24,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 
@@ -34,6 +36,7 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/routerhosts"
+	"github.com/router-hosts-operator/router-hosts-operator/source"
 )
 
 const envPrefix = "ROUTER_HOSTS_OPERATOR_"
@@ -58,7 +61,7 @@ func run(operator, examples string) error {
 	defer os.RemoveAll(dir)
 
 	step("Starting a local control plane (real kube-apiserver and etcd)")
-	cp, err := kubetest.Start()
+	cp, err := kubetest.Start(filepath.Join("kustomize", "crds"))
 	if err != nil {
 		return err
 	}
@@ -103,11 +106,11 @@ func run(operator, examples string) error {
 	}
 
 	step("Applying the manifests in " + examples + "/")
-	if err := applyDir(ctx, cp.Client, examples); err != nil {
+	if err := applyDir(ctx, cp.Client, dynamic.NewForConfigOrDie(cp.Config), examples); err != nil {
 		return err
 	}
 
-	args := []string{"--once", "--cluster-name=demo", "--default-tag=homelab", "--log-level=warn",
+	args := []string{"--once", "--source=ingress", "--source=hostmapping", "--cluster-name=demo", "--default-tag=homelab", "--log-level=warn",
 		"--ip-resolution=ingress-status", "--ip-resolution=service:traefik/traefik", "--ip-resolution=static:192.168.1.250"}
 	step("Preflight: " + operator + " " + strings.Join(append(args, "--dry-run"), " "))
 	if err := runOperator(ctx, operator, env, append(args, "--dry-run")...); err != nil {
@@ -173,7 +176,7 @@ func printTable(ctx context.Context, client *routerhosts.Provider) error {
 
 // applyDir creates every object in the directory's YAML files, then writes any status they
 // carry (an ingress controller would set it in a real cluster).
-func applyDir(ctx context.Context, c kubernetes.Interface, dir string) error {
+func applyDir(ctx context.Context, c kubernetes.Interface, dyn dynamic.Interface, dir string) error {
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil || len(files) == 0 {
 		return fmt.Errorf("no manifests in %s", dir)
@@ -193,6 +196,14 @@ func applyDir(ctx context.Context, c kubernetes.Interface, dir string) error {
 				return fmt.Errorf("decoding %s: %w", f, err)
 			}
 			if len(bytes.TrimSpace(raw.Raw)) == 0 {
+				continue
+			}
+			// Custom resources are not in the typed scheme: create them as they are.
+			u := &unstructured.Unstructured{}
+			if err := u.UnmarshalJSON(raw.Raw); err == nil && u.GetKind() == source.HostMappingKind {
+				if _, err := dyn.Resource(source.HostMappingGVR).Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+					return fmt.Errorf("%s: %w", f, err)
+				}
 				continue
 			}
 			obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(raw.Raw, nil, nil)
