@@ -44,6 +44,10 @@ type config struct {
 	Kubeconfig           string
 	LogLevel             string
 	LogFormat            string
+	MetricsAddress       string
+	LeaderElect          bool
+	LeaderElectionNS     string
+	LeaderElectionID     string
 
 	strategies []source.Strategy
 	policy     plan.Policy
@@ -85,6 +89,11 @@ func parseFlags(args []string) (*config, error) {
 	app.Flag("label-filter", "Only read resources whose labels match this selector (applied by the apiserver), e.g. dns=internal.").StringVar(&cfg.LabelFilter)
 	app.Flag("namespace", "Only read resources in this namespace (default: all).").StringVar(&cfg.Namespace)
 	app.Flag("kubeconfig", "Kubeconfig file (default: $KUBECONFIG, else the in-cluster config).").Default(os.Getenv("KUBECONFIG")).StringVar(&cfg.Kubeconfig)
+	app.Flag("metrics-address", "Address of the HTTP server for /metrics, /healthz and /readyz; empty disables it.").Default(":7979").StringVar(&cfg.MetricsAddress)
+	app.Flag("leader-elect", "Run with a Lease so that only one of several replicas syncs.").BoolVar(&cfg.LeaderElect)
+	app.Flag("leader-election-namespace", "Namespace of the leader Lease (default: the pod's namespace from POD_NAMESPACE, else default).").
+		Default(defaultLeaseNamespace()).StringVar(&cfg.LeaderElectionNS)
+	app.Flag("leader-election-id", "Name of the leader Lease.").Default("router-hosts-operator").StringVar(&cfg.LeaderElectionID)
 	app.Flag("log-level", "panic, fatal, error, warn, info, debug or trace.").Default("info").SetValue(&enum{flag: "log-level", allowed: []string{"panic", "fatal", "error", "warn", "info", "debug", "trace"}, target: &cfg.LogLevel})
 	app.Flag("log-format", "text or json.").Default("text").SetValue(&enum{flag: "log-format", allowed: []string{"text", "json"}, target: &cfg.LogFormat})
 	if _, err := app.Parse(args); err != nil {
@@ -202,3 +211,11 @@ func (n *integer) Set(v string) error {
 }
 
 func (n *integer) String() string { return strconv.Itoa(*n.target) }
+
+// defaultLeaseNamespace is the pod's own namespace when the Deployment passes it down.
+func defaultLeaseNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	return "default"
+}

@@ -2,8 +2,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/sirupsen/logrus"
 	"k8s.io/client-go/dynamic"
@@ -11,6 +21,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
+	"github.com/router-hosts-operator/router-hosts-operator/health"
+	"github.com/router-hosts-operator/router-hosts-operator/metrics"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/routerhosts"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
@@ -85,6 +97,9 @@ func run(ctx context.Context, cfg *config, log *logrus.Logger, out io.Writer) er
 		}
 	}
 
+	m := metrics.New(cfg.ClusterName, cfg.Sources)
+	checker := health.New(cfg.Interval, func() bool { return true }, prov.Ping)
+	reporters = append(reporters, m, checker)
 	ctrl := controller.New(controller.Config{
 		Sources: sources, Reporters: reporters, DomainFilter: cfg.domains, Registry: reg, Provider: prov, Policy: cfg.policy,
 		Interval: cfg.Interval, MinEventSyncInterval: cfg.MinEventSyncInterval,
@@ -92,7 +107,7 @@ func run(ctx context.Context, cfg *config, log *logrus.Logger, out io.Writer) er
 	})
 	log.WithFields(logrus.Fields{
 		"version": version, "sources": cfg.Sources, "provider": cfg.Provider, "cluster": cfg.ClusterName,
-		"policy": cfg.Policy, "dry_run": cfg.DryRun, "once": cfg.Once,
+		"policy": cfg.Policy, "dry_run": cfg.DryRun, "once": cfg.Once, "leader_elect": cfg.LeaderElect,
 	}).Info("router-hosts-operator starting")
 	if cfg.Once {
 		if _, err := ctrl.SyncOnce(ctx); err != nil {
@@ -100,7 +115,87 @@ func run(ctx context.Context, cfg *config, log *logrus.Logger, out io.Writer) er
 		}
 		return nil
 	}
-	return ctrl.Run(ctx)
+	if cfg.MetricsAddress != "" {
+		stop, err := serveHTTP(cfg.MetricsAddress, m, checker, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	lead := func(ctx context.Context) error {
+		m.SetLeader(true)
+		checker.SetLeading(true)
+		defer func() { m.SetLeader(false); checker.SetLeading(false) }()
+		return ctrl.Run(ctx)
+	}
+	if !cfg.LeaderElect {
+		return lead(ctx)
+	}
+	return runElected(ctx, cfg, kube, log, lead)
+}
+
+// serveHTTP serves /metrics, /healthz and /readyz until stop is called.
+func serveHTTP(addr string, m *metrics.Metrics, checker *health.Checker, log *logrus.Logger) (stop func(), err error) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", checker.Healthz)
+	mux.HandleFunc("/readyz", checker.Readyz)
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-address %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.WithError(err).Error("metrics server stopped")
+		}
+	}()
+	log.WithField("address", lis.Addr().String()).Info("serving /metrics, /healthz and /readyz")
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
+}
+
+// runElected runs lead only while this replica holds the Lease. Every replica keeps its
+// informer caches warm, so a standby that takes over syncs at once. On shutdown the Lease is
+// released, so a rolling update hands over in seconds instead of a lease duration.
+func runElected(ctx context.Context, cfg *config, kube kubernetes.Interface, log *logrus.Logger, lead func(context.Context) error) error {
+	host, _ := os.Hostname()
+	id := fmt.Sprintf("%s_%d", host, time.Now().UnixNano())
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: cfg.LeaderElectionNS, Name: cfg.LeaderElectionID},
+		Client:     kube.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
+	}
+	var leadErr error
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock: lock, ReleaseOnCancel: true, Name: cfg.LeaderElectionID,
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				log.WithField("identity", id).Info("became leader; syncing")
+				leadErr = lead(ctx)
+			},
+			OnStoppedLeading: func() { log.WithField("identity", id).Info("stopped leading") },
+			OnNewLeader: func(current string) {
+				if current != id {
+					log.WithField("leader", current).Info("standing by; another replica leads")
+				}
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("leader election: %w", err)
+	}
+	elector.Run(ctx)
+	if ctx.Err() == nil {
+		// The Lease was lost while the process should go on: exit so the pod restarts clean
+		// rather than risk two writers.
+		return errors.New("lost the leader Lease")
+	}
+	return leadErr
 }
 
 // newProvider connects to the router-hosts server, or starts the in-process store.

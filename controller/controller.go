@@ -48,6 +48,18 @@ type Report struct {
 	// router-hosts (rather than reading a source).
 	Err       error
 	ServerErr bool
+	// Stage names where a failed sync stopped: "source", "list" or "apply".
+	Stage string
+	// Changes are the writes the sync sent (each with its outcome in Failed).
+	Changes []plan.Change
+	// Pending is the number of owned entries marked for deletion; Foreign the number owned by
+	// other clusters.
+	Pending, Foreign int
+	// SourceEndpoints counts the endpoints each source returned, by source index.
+	SourceEndpoints []int
+	// Started and Duration time the sync.
+	Started  time.Time
+	Duration time.Duration
 }
 
 // Config wires the loop.
@@ -131,11 +143,15 @@ type Outcome struct {
 func (c *Controller) SyncOnce(ctx context.Context) (*Outcome, error) {
 	start := c.cfg.Now()
 	var eps []*endpoint.Endpoint
+	counts := make([]int, len(c.cfg.Sources))
 	for i, s := range c.cfg.Sources {
 		got, err := s.Endpoints(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("reading source %d: %w", i, err)
+			err = fmt.Errorf("reading source %d: %w", i, err)
+			c.report(ctx, &Report{Err: err, Stage: "source", Started: start, Duration: c.cfg.Now().Sub(start)})
+			return nil, err
 		}
+		counts[i] = len(got)
 		for _, ep := range got {
 			if c.cfg.DomainFilter.Match(ep.Hostname) {
 				eps = append(eps, ep)
@@ -145,7 +161,7 @@ func (c *Controller) SyncOnce(ctx context.Context) (*Outcome, error) {
 	records, err := c.cfg.Provider.Records(ctx)
 	if err != nil {
 		err = fmt.Errorf("listing router-hosts entries: %w", err)
-		c.report(ctx, &Report{Err: err, ServerErr: true})
+		c.report(ctx, &Report{Err: err, ServerErr: true, Stage: "list", SourceEndpoints: counts, Started: start, Duration: c.cfg.Now().Sub(start)})
 		return nil, err
 	}
 	reg := c.cfg.Registry
@@ -177,7 +193,13 @@ func (c *Controller) SyncOnce(ctx context.Context) (*Outcome, error) {
 	} else {
 		log.WithField("duration", c.cfg.Now().Sub(start).Round(time.Millisecond)).Debug("sync: nothing to change")
 	}
-	c.report(ctx, &Report{Desired: desired, Entries: entriesAfter(st.Owned, res.Changes, applyErr), Failed: failedHosts(applyErr)})
+	rep := &Report{Desired: desired, Entries: entriesAfter(st.Owned, res.Changes, applyErr), Failed: failedHosts(applyErr),
+		Changes: res.Changes, Pending: res.Pending, Foreign: st.ForeignCount(), SourceEndpoints: counts,
+		Started: start, Duration: c.cfg.Now().Sub(start)}
+	if applyErr != nil {
+		rep.Err, rep.Stage = applyErr, "apply"
+	}
+	c.report(ctx, rep)
 	if applyErr != nil {
 		return out, fmt.Errorf("applying %d changes: %w", len(res.Changes), applyErr)
 	}

@@ -5,7 +5,6 @@ package status
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -90,11 +89,11 @@ func (h *HostMappings) compute(u *unstructured.Unstructured, r *controller.Repor
 	case len(eps) == 0:
 		st.reason, st.message, st.id = ReasonValidationFailed, joinProblems(problems), ""
 		return st
-	case r.Err != nil && r.ServerErr:
+	case r.Stage == "list":
 		st.reason, st.message = ReasonServerUnreachable, r.Err.Error()
 		return st
-	case r.Err != nil:
-		return prev // a source failed: nothing is known about this object
+	case r.Stage == "source":
+		return prev // a source failed: nothing new is known about this object
 	}
 	ep := eps[0]
 	d := desired[ep.Hostname]
@@ -105,7 +104,7 @@ func (h *HostMappings) compute(u *unstructured.Unstructured, r *controller.Repor
 	}
 	if err := r.Failed[ep.Hostname]; err != nil {
 		st.reason, st.message = ReasonWriteFailed, err.Error()
-		if status.Code(errors.Unwrap(err)) == codes.Unavailable {
+		if status.Code(err) == codes.Unavailable {
 			st.reason = ReasonServerUnreachable
 		}
 		return st

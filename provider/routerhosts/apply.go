@@ -88,7 +88,7 @@ func (p *Provider) apply(ctx context.Context, c *plan.Change) error {
 		}
 		cctx, cancel := p.callCtx(ctx)
 		defer cancel()
-		resp, err := p.client.AddHost(cctx, addRequest(c.New))
+		resp, err := p.rpc().AddHost(cctx, addRequest(c.New))
 		if err != nil {
 			return fmt.Errorf("AddHost: %w", err)
 		}
@@ -153,7 +153,7 @@ func (p *Provider) sendUpdate(ctx context.Context, have, want *endpoint.Record, 
 	}
 	cctx, cancel := p.callCtx(ctx)
 	defer cancel()
-	if _, err := p.client.UpdateHost(cctx, req); err != nil {
+	if _, err := p.rpc().UpdateHost(cctx, req); err != nil {
 		return fmt.Errorf("UpdateHost: %w", err)
 	}
 	return nil
@@ -237,7 +237,7 @@ func (p *Provider) delete(ctx context.Context, have *endpoint.Record, log logrus
 func (p *Provider) sendDelete(ctx context.Context, id, version string) error {
 	cctx, cancel := p.callCtx(ctx)
 	defer cancel()
-	if _, err := p.client.DeleteHost(cctx, &pb.DeleteHostRequest{Id: id, ExpectedVersion: &version}); err != nil {
+	if _, err := p.rpc().DeleteHost(cctx, &pb.DeleteHostRequest{Id: id, ExpectedVersion: &version}); err != nil {
 		return fmt.Errorf("DeleteHost: %w", err)
 	}
 	return nil
@@ -246,7 +246,7 @@ func (p *Provider) sendDelete(ctx context.Context, id, version string) error {
 func (p *Provider) get(ctx context.Context, id string) (*endpoint.Record, error) {
 	cctx, cancel := p.callCtx(ctx)
 	defer cancel()
-	resp, err := p.client.GetHost(cctx, &pb.GetHostRequest{Id: id})
+	resp, err := p.rpc().GetHost(cctx, &pb.GetHostRequest{Id: id})
 	if err != nil {
 		return nil, fmt.Errorf("GetHost: %w", err)
 	}

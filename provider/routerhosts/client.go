@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -36,10 +37,14 @@ type Options struct {
 
 // Provider reads and writes router-hosts entries.
 type Provider struct {
+	opts Options
+	log  logrus.FieldLogger
+
+	mu     sync.Mutex
 	client pb.HostsServiceClient
 	conn   *grpc.ClientConn // nil when the caller owns the connection
-	opts   Options
-	log    logrus.FieldLogger
+	files  *reloadingFiles  // nil when the caller owns the connection
+	stamp  string           // the files' stamp when conn was dialled
 }
 
 // New dials the server with mutual TLS. The connection is lazy: an unreachable server shows
@@ -48,27 +53,66 @@ func New(opts Options) (*Provider, error) {
 	if opts.Endpoint == "" {
 		return nil, errors.New("router-hosts endpoint is empty")
 	}
-	tlsCfg, err := newTLSConfig(opts.CAFile, opts.CertFile, opts.KeyFile, opts.ServerName)
-	if err != nil {
+	files := &reloadingFiles{caFile: opts.CAFile, certFile: opts.CertFile, keyFile: opts.KeyFile}
+	if _, _, err := files.load(); err != nil {
 		return nil, err
 	}
-	conn, err := grpc.NewClient(opts.Endpoint,
-		grpc.WithTransportCredentials(credentials.NewTLS(tlsCfg)),
+	p := &Provider{opts: withDefaults(opts), files: files}
+	p.log = p.opts.Log
+	if err := p.dial(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// dial opens a new connection; the TLS handshake reads the current certificate files.
+func (p *Provider) dial() error {
+	stamp, _ := p.files.stampFiles()
+	conn, err := grpc.NewClient(p.opts.Endpoint,
+		grpc.WithTransportCredentials(credentials.NewTLS(newTLSConfig(p.files, p.opts.ServerName))),
 		// The server disconnects clients that ping more often than every 15 s.
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)),
 	)
 	if err != nil {
-		return nil, fmt.Errorf("dialing %s: %w", opts.Endpoint, err)
+		return fmt.Errorf("dialing %s: %w", p.opts.Endpoint, err)
 	}
-	p := NewFromConn(conn, opts)
-	p.conn = conn
-	return p, nil
+	p.mu.Lock()
+	old := p.conn
+	p.conn, p.client, p.stamp = conn, pb.NewHostsServiceClient(conn), stamp
+	p.mu.Unlock()
+	if old != nil {
+		_ = old.Close()
+	}
+	return nil
 }
 
-// NewFromConn uses an existing connection, e.g. the in-process one of --provider=inmemory.
-// Close does not close it.
-func NewFromConn(conn grpc.ClientConnInterface, opts Options) *Provider {
+// refresh re-dials when the certificate files changed since the connection was made, so a
+// Secret rotated by cert-manager is used from the next sync on: an established TLS session
+// would otherwise keep the old certificate for as long as it lives.
+func (p *Provider) refresh() {
+	if p.files == nil {
+		return
+	}
+	stamp, err := p.files.stampFiles()
+	p.mu.Lock()
+	changed := err == nil && stamp != p.stamp
+	p.mu.Unlock()
+	if changed {
+		p.log.Info("TLS files changed; reconnecting to router-hosts with the new certificate")
+		if err := p.dial(); err != nil {
+			p.log.WithError(err).Warn("reconnecting after a certificate change")
+		}
+	}
+}
+
+func (p *Provider) rpc() pb.HostsServiceClient {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.client
+}
+
+func withDefaults(opts Options) Options {
 	if opts.Timeout <= 0 {
 		opts.Timeout = 10 * time.Second
 	}
@@ -78,11 +122,20 @@ func NewFromConn(conn grpc.ClientConnInterface, opts Options) *Provider {
 	if opts.Log == nil {
 		opts.Log = logrus.StandardLogger()
 	}
+	return opts
+}
+
+// NewFromConn uses an existing connection, e.g. the in-process one of --provider=inmemory.
+// Close does not close it.
+func NewFromConn(conn grpc.ClientConnInterface, opts Options) *Provider {
+	opts = withDefaults(opts)
 	return &Provider{client: pb.NewHostsServiceClient(conn), opts: opts, log: opts.Log}
 }
 
 // Close releases the connection New made.
 func (p *Provider) Close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.conn == nil {
 		return nil
 	}
@@ -92,9 +145,10 @@ func (p *Provider) Close() error {
 // Records returns every live entry with one ListHosts call. The server ignores filters and
 // streams everything, so ownership filtering is the registry's job.
 func (p *Provider) Records(ctx context.Context) ([]endpoint.Record, error) {
+	p.refresh()
 	ctx, cancel := context.WithTimeout(ctx, 3*p.opts.Timeout)
 	defer cancel()
-	stream, err := p.client.ListHosts(ctx, &pb.ListHostsRequest{})
+	stream, err := p.rpc().ListHosts(ctx, &pb.ListHostsRequest{})
 	if err != nil {
 		return nil, fmt.Errorf("ListHosts: %w", err)
 	}
@@ -118,7 +172,7 @@ func (p *Provider) Records(ctx context.Context) ([]endpoint.Record, error) {
 func (p *Provider) Ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, p.opts.Timeout)
 	defer cancel()
-	resp, err := p.client.Readiness(ctx, &pb.ReadinessRequest{})
+	resp, err := p.rpc().Readiness(ctx, &pb.ReadinessRequest{})
 	if err != nil {
 		return fmt.Errorf("Readiness: %w", err)
 	}

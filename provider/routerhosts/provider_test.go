@@ -2,6 +2,8 @@ package routerhosts
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -249,5 +251,58 @@ func TestMTLS(t *testing.T) {
 	if _, err := New(Options{Endpoint: srv.Addr(), CAFile: srv.CAFile(), CertFile: dir + "/missing.crt", KeyFile: srv.KeyFile()}); err == nil ||
 		!strings.Contains(err.Error(), "missing.crt") {
 		t.Fatalf("missing certificate file: %v", err)
+	}
+}
+
+// TestCertificateRotation replaces the client certificate files on disk, as cert-manager does
+// with a Secret, and checks that the next call uses the new certificate without a restart.
+func TestCertificateRotation(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := rhtestserver.Start(dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	certFile, keyFile := filepath.Join(dir, "client.crt"), filepath.Join(dir, "client.key")
+	install := func(cert, key string) {
+		t.Helper()
+		for src, dst := range map[string]string{cert: certFile, key: keyFile} {
+			data, err := os.ReadFile(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Write then rename, as the kubelet swaps a Secret volume's files atomically.
+			if err := os.WriteFile(dst+".tmp", data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(dst+".tmp", dst); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	install(srv.CertFile(), srv.KeyFile())
+	p, err := New(Options{Endpoint: srv.Addr(), CAFile: srv.CAFile(), CertFile: certFile, KeyFile: keyFile, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := p.Records(context.Background()); err != nil {
+		t.Fatalf("with the valid certificate: %v", err)
+	}
+	// Rotate to a certificate the server does not trust: the next call must present it.
+	foreignCert, foreignKey, err := rhtestserver.WriteForeignClientCert(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond) // a distinct modification time
+	install(foreignCert, foreignKey)
+	if _, err := p.Records(context.Background()); status.Code(err) != codes.Unavailable {
+		t.Fatalf("after rotating to an untrusted certificate: %v, want Unavailable", err)
+	}
+	// And back to a trusted one.
+	time.Sleep(10 * time.Millisecond)
+	install(srv.CertFile(), srv.KeyFile())
+	if _, err := p.Records(context.Background()); err != nil {
+		t.Fatalf("after rotating back: %v", err)
 	}
 }

@@ -74,15 +74,8 @@ func readTLSFiles(caFile, certFile, keyFile string) (*tls.Certificate, *x509.Cer
 }
 
 // newTLSConfig builds a TLS 1.3 client configuration that presents the client certificate and
-// verifies the server against the CA, both re-read from disk when they change.
-func newTLSConfig(caFile, certFile, keyFile, serverName string) (*tls.Config, error) {
-	if caFile == "" || certFile == "" || keyFile == "" {
-		return nil, errors.New("mTLS needs a CA, a client certificate and a key")
-	}
-	files := &reloadingFiles{caFile: caFile, certFile: certFile, keyFile: keyFile}
-	if _, _, err := files.load(); err != nil {
-		return nil, err
-	}
+// verifies the server against the CA, both read from files at each handshake.
+func newTLSConfig(files *reloadingFiles, serverName string) *tls.Config {
 	return &tls.Config{
 		MinVersion: tls.VersionTLS13,
 		ServerName: serverName,
@@ -114,5 +107,5 @@ func newTLSConfig(caFile, certFile, keyFile, serverName string) (*tls.Config, er
 			}
 			return nil
 		},
-	}, nil
+	}
 }

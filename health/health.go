@@ -1,0 +1,70 @@
+// Package health serves /healthz and /readyz. Liveness means the sync loop is not wedged;
+// readiness means the caches are filled and router-hosts answers, so `kubectl get pods` tells
+// the truth about a CA mismatch or an unreachable router.
+package health
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/router-hosts-operator/router-hosts-operator/controller"
+)
+
+// Checker tracks the loop and answers the probes.
+type Checker struct {
+	// wedgedAfter is how long without a sync attempt counts as wedged.
+	wedgedAfter time.Duration
+	lastSync    atomic.Int64
+	leading     atomic.Bool
+	synced      func() bool
+	ping        func(ctx context.Context) error
+	now         func() time.Time
+}
+
+// New returns a Checker. interval is the resync interval: a leader that has not attempted a
+// sync for three intervals plus a minute is wedged. synced reports whether the informer
+// caches are filled; ping asks router-hosts whether it is ready.
+func New(interval time.Duration, synced func() bool, ping func(ctx context.Context) error) *Checker {
+	c := &Checker{wedgedAfter: 3*interval + time.Minute, synced: synced, ping: ping, now: time.Now}
+	c.lastSync.Store(c.now().UnixNano())
+	return c
+}
+
+// SetLeading records whether this replica runs the loop; a standby is never wedged.
+func (c *Checker) SetLeading(leading bool) {
+	if leading {
+		c.lastSync.Store(c.now().UnixNano())
+	}
+	c.leading.Store(leading)
+}
+
+// Report notes a sync attempt; it is a controller.Reporter.
+func (c *Checker) Report(context.Context, *controller.Report) { c.lastSync.Store(c.now().UnixNano()) }
+
+// Healthz fails when the leader's loop has not attempted a sync for too long.
+func (c *Checker) Healthz(w http.ResponseWriter, _ *http.Request) {
+	since := c.now().Sub(time.Unix(0, c.lastSync.Load()))
+	if c.leading.Load() && since > c.wedgedAfter {
+		http.Error(w, fmt.Sprintf("sync loop wedged: no sync attempt for %s", since.Round(time.Second)), http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintln(w, "ok")
+}
+
+// Readyz is ready when the caches are synced and router-hosts answered just now.
+func (c *Checker) Readyz(w http.ResponseWriter, r *http.Request) {
+	if !c.synced() {
+		http.Error(w, "informer caches not synced", http.StatusServiceUnavailable)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+	defer cancel()
+	if err := c.ping(ctx); err != nil {
+		http.Error(w, "router-hosts not reachable: "+err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	fmt.Fprintln(w, "ok")
+}
