@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
+	"github.com/router-hosts-operator/router-hosts-operator/events"
 	"github.com/router-hosts-operator/router-hosts-operator/health"
 	"github.com/router-hosts-operator/router-hosts-operator/metrics"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
@@ -66,7 +67,9 @@ func run(ctx context.Context, cfg *config, log *logrus.Logger, out io.Writer) er
 	if err != nil {
 		return fmt.Errorf("starting --ip-resolution: %w", err)
 	}
-	srcCfg := source.Config{Namespace: cfg.Namespace, LabelSelector: cfg.LabelFilter, Resolver: resolver}
+	recorder, stopEvents := events.New(kube, log.WithField("component", "events"))
+	defer stopEvents()
+	srcCfg := source.Config{Namespace: cfg.Namespace, LabelSelector: cfg.LabelFilter, Resolver: resolver, Warner: recorder}
 	var (
 		sources   []controller.Source
 		reporters []controller.Reporter
@@ -99,7 +102,7 @@ func run(ctx context.Context, cfg *config, log *logrus.Logger, out io.Writer) er
 
 	m := metrics.New(cfg.ClusterName, cfg.Sources)
 	checker := health.New(cfg.Interval, func() bool { return true }, prov.Ping)
-	reporters = append(reporters, m, checker)
+	reporters = append(reporters, m, checker, recorder)
 	ctrl := controller.New(controller.Config{
 		Sources: sources, Reporters: reporters, DomainFilter: cfg.domains, Registry: reg, Provider: prov, Policy: cfg.policy,
 		Interval: cfg.Interval, MinEventSyncInterval: cfg.MinEventSyncInterval,
@@ -110,6 +113,7 @@ func run(ctx context.Context, cfg *config, log *logrus.Logger, out io.Writer) er
 		"policy": cfg.Policy, "dry_run": cfg.DryRun, "once": cfg.Once, "leader_elect": cfg.LeaderElect,
 	}).Info("router-hosts-operator starting")
 	if cfg.Once {
+		recorder.SetLeading(!cfg.DryRun)
 		if _, err := ctrl.SyncOnce(ctx); err != nil {
 			return fmt.Errorf("sync: %w", err)
 		}
@@ -125,7 +129,8 @@ func run(ctx context.Context, cfg *config, log *logrus.Logger, out io.Writer) er
 	lead := func(ctx context.Context) error {
 		m.SetLeader(true)
 		checker.SetLeading(true)
-		defer func() { m.SetLeader(false); checker.SetLeading(false) }()
+		recorder.SetLeading(!cfg.DryRun) // a dry run writes nothing, events included
+		defer func() { m.SetLeader(false); checker.SetLeading(false); recorder.SetLeading(false) }()
 		return ctrl.Run(ctx)
 	}
 	if !cfg.LeaderElect {

@@ -57,6 +57,8 @@ type Report struct {
 	Pending, Foreign int
 	// SourceEndpoints counts the endpoints each source returned, by source index.
 	SourceEndpoints []int
+	// Conflicts are the claims the registry turned down.
+	Conflicts []registry.Conflict
 	// Started and Duration time the sync.
 	Started  time.Time
 	Duration time.Duration
@@ -194,7 +196,7 @@ func (c *Controller) SyncOnce(ctx context.Context) (*Outcome, error) {
 		log.WithField("duration", c.cfg.Now().Sub(start).Round(time.Millisecond)).Debug("sync: nothing to change")
 	}
 	rep := &Report{Desired: desired, Entries: entriesAfter(st.Owned, res.Changes, applyErr), Failed: failedHosts(applyErr),
-		Changes: res.Changes, Pending: res.Pending, Foreign: st.ForeignCount(), SourceEndpoints: counts,
+		Changes: res.Changes, Pending: res.Pending, Foreign: st.ForeignCount(), SourceEndpoints: counts, Conflicts: st.Conflicts,
 		Started: start, Duration: c.cfg.Now().Sub(start)}
 	if applyErr != nil {
 		rep.Err, rep.Stage = applyErr, "apply"

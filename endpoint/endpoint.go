@@ -15,6 +15,7 @@ import (
 // order competing claims, and the UID becomes the entry's source:<uid> tag.
 type SourceRef struct {
 	Group             string
+	Version           string
 	Kind              string
 	Namespace         string
 	Name              string

@@ -103,6 +103,18 @@ type State struct {
 	Foreign map[string][]endpoint.Record
 	// Unowned entries lack k8s-operator; they may only be adopted.
 	Unowned map[string][]endpoint.Record
+	// Conflicts are the claims Desired turned down.
+	Conflicts []Conflict
+}
+
+// Conflict is a claim on a hostname that lost to an older claim from another namespace, or to
+// another cluster.
+type Conflict struct {
+	Hostname string
+	Loser    endpoint.SourceRef
+	// Winner names who holds the hostname: "namespace/name" of the older claim, or the other
+	// cluster.
+	Winner string
 }
 
 // ForeignCount is the number of entries owned by other clusters.
@@ -178,9 +190,12 @@ func (r *Registry) Desired(eps []*endpoint.Endpoint, st *State) []*endpoint.Endp
 		if len(st.Foreign[h]) > 0 && !owned[h] {
 			r.log.WithFields(logrus.Fields{"hostname": h, "owner": clusterOf(st.Foreign[h][0])}).
 				Warn("hostname is managed by another cluster; not writing it")
+			for _, c := range byHost[h] {
+				st.Conflicts = append(st.Conflicts, Conflict{Hostname: h, Loser: c.Sources[0], Winner: "cluster " + clusterOf(st.Foreign[h][0])})
+			}
 			continue
 		}
-		out = append(out, r.merge(h, byHost[h]))
+		out = append(out, r.merge(h, byHost[h], st))
 	}
 	return out
 }
@@ -191,7 +206,7 @@ func clusterOf(rec endpoint.Record) string {
 }
 
 // merge combines the claims on one hostname into the endpoint the plan sees.
-func (r *Registry) merge(host string, claims []*endpoint.Endpoint) *endpoint.Endpoint {
+func (r *Registry) merge(host string, claims []*endpoint.Endpoint, st *State) *endpoint.Endpoint {
 	sort.SliceStable(claims, func(i, j int) bool { return olderClaim(claims[i], claims[j]) })
 	winner := claims[0].Sources[0].Namespace
 	m := &endpoint.Endpoint{Hostname: host}
@@ -202,6 +217,7 @@ func (r *Registry) merge(host string, claims []*endpoint.Endpoint) *endpoint.End
 		if src.Namespace != winner {
 			r.log.WithFields(logrus.Fields{"hostname": host, "namespace": src.Namespace, "name": src.Name, "kind": src.Kind, "owner_namespace": winner}).
 				Warn("hostname is already claimed by an older object in another namespace; ignoring this claim")
+			st.Conflicts = append(st.Conflicts, Conflict{Hostname: host, Loser: src, Winner: winner + "/" + claims[0].Sources[0].Name})
 			continue
 		}
 		targets = append(targets, c.Targets...)

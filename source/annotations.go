@@ -1,7 +1,6 @@
 package source
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -19,7 +18,7 @@ type overrides struct {
 	tags        []string
 	aliases     []string
 	gracePeriod *time.Duration
-	problems    []string
+	problems    []Problem
 }
 
 // parseOverrides reads the override annotations of one object.
@@ -30,20 +29,20 @@ func parseOverrides(ann map[string]string) overrides {
 			ip, err := endpoint.NormalizeIP(part)
 			if err != nil {
 				o.badIPs = true
-				o.problems = append(o.problems, fmt.Sprintf("annotation %s: %v; hostnames held until it is fixed", AnnotationIPAddress, err))
+				o.problems = append(o.problems, invalidAnnotation("annotation %s: %v; hostnames held until it is fixed", AnnotationIPAddress, err))
 				continue
 			}
 			o.ips = append(o.ips, ip)
 		}
 		if len(o.ips) == 0 && !o.badIPs {
 			o.badIPs = true
-			o.problems = append(o.problems, fmt.Sprintf("annotation %s is empty; hostnames held until it is fixed", AnnotationIPAddress))
+			o.problems = append(o.problems, invalidAnnotation("annotation %s is empty; hostnames held until it is fixed", AnnotationIPAddress))
 		}
 		o.ips = endpoint.SortedUnique(o.ips)
 	}
 	for _, t := range splitList(ann[AnnotationTags]) {
 		if err := endpoint.ValidateTag(t); err != nil {
-			o.problems = append(o.problems, fmt.Sprintf("annotation %s: %v; dropped", AnnotationTags, err))
+			o.problems = append(o.problems, invalidAnnotation("annotation %s: %v; dropped", AnnotationTags, err))
 			continue
 		}
 		o.tags = append(o.tags, t)
@@ -53,7 +52,7 @@ func parseOverrides(ann map[string]string) overrides {
 	if raw, ok := ann[AnnotationGracePeriod]; ok {
 		secs, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
 		if err != nil || secs < 0 {
-			o.problems = append(o.problems, fmt.Sprintf("annotation %s: %q is not a whole number of seconds; ignored", AnnotationGracePeriod, raw))
+			o.problems = append(o.problems, invalidAnnotation("annotation %s: %q is not a whole number of seconds; ignored", AnnotationGracePeriod, raw))
 		} else {
 			d := time.Duration(secs) * time.Second
 			o.gracePeriod = &d

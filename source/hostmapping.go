@@ -6,7 +6,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/sirupsen/logrus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -39,7 +38,7 @@ func NewHostMappingSource(ctx context.Context, client kubernetes.Interface, dyn 
 	if err != nil {
 		return nil, err
 	}
-	s := &HostMappingSource{cfg: cfg, reports: newReporter(cfg.Log)}
+	s := &HostMappingSource{cfg: cfg, reports: newReporter(cfg.Log, cfg.Warner)}
 	s.watch = newCRDWatch(dyn, disc, cfg, func(*unstructured.Unstructured) bool { return true }, s.handlers.fire)
 	if err := s.watch.start(ctx, []schema.GroupVersionResource{HostMappingGVR}); err != nil {
 		return nil, err
@@ -90,7 +89,7 @@ func (s *HostMappingSource) Endpoints(context.Context) ([]*endpoint.Endpoint, er
 	for _, u := range objs {
 		seen[u.GetUID()] = true
 		eps, problems := HostMappingEndpoints(u, s.cfg.Resolver)
-		s.reports.report(u.GetUID(), u.GetResourceVersion(), logrus.Fields{"kind": HostMappingKind, "namespace": u.GetNamespace(), "name": u.GetName()}, problems)
+		s.reports.report(hostMappingRef(u), u.GetResourceVersion(), problems)
 		out = append(out, eps...)
 	}
 	s.reports.forgetExcept(seen)
@@ -102,7 +101,7 @@ func (s *HostMappingSource) Endpoints(context.Context) ([]*endpoint.Endpoint, er
 // fields play the role of the override annotations (ipAddress, or the upstream operator's ip;
 // aliases; tags); the grace-period annotation applies as on other kinds. Exported for the
 // status writer, which reports the same problems as ValidationFailed.
-func HostMappingEndpoints(u *unstructured.Unstructured, r *Resolver) ([]*endpoint.Endpoint, []string) {
+func HostMappingEndpoints(u *unstructured.Unstructured, r *Resolver) ([]*endpoint.Endpoint, []Problem) {
 	spec, _, _ := unstructured.NestedMap(u.Object, "spec")
 	hostname, _ := spec["hostname"].(string)
 	ann := map[string]string{}
@@ -116,26 +115,29 @@ func HostMappingEndpoints(u *unstructured.Unstructured, r *Resolver) ([]*endpoin
 	if ip != "" {
 		ann[AnnotationIPAddress] = ip
 	}
-	var problems []string
+	var problems []Problem
 	for _, field := range []struct{ name, annotation string }{{"aliases", AnnotationAliases}, {"tags", AnnotationTags}} {
 		list, _, err := unstructured.NestedStringSlice(spec, field.name)
 		if err != nil {
-			problems = append(problems, fmt.Sprintf("spec.%s is not a list of strings", field.name))
+			problems = append(problems, invalidAnnotation("spec.%s is not a list of strings", field.name))
 			continue
 		}
 		for _, v := range list {
 			if strings.Contains(v, ",") {
-				problems = append(problems, fmt.Sprintf("spec.%s: %q contains a comma; dropped", field.name, v))
+				problems = append(problems, invalidAnnotation("spec.%s: %q contains a comma; dropped", field.name, v))
 				continue
 			}
 			ann[field.annotation] += v + ","
 		}
 	}
 	if hostname == "" {
-		return nil, append(problems, "spec.hostname is empty")
+		return nil, append(problems, invalidHostname("spec.hostname is empty"))
 	}
-	ref := endpoint.SourceRef{Group: HostMappingGVR.Group, Kind: HostMappingKind, Namespace: u.GetNamespace(), Name: u.GetName(),
-		UID: string(u.GetUID()), CreationTimestamp: u.GetCreationTimestamp().Time}
-	eps, more := buildEndpoints(ref, []string{hostname}, ann, r, nil, false)
+	eps, more := buildEndpoints(hostMappingRef(u), []string{hostname}, ann, r, nil, false)
 	return eps, append(problems, more...)
+}
+
+func hostMappingRef(u *unstructured.Unstructured) endpoint.SourceRef {
+	return endpoint.SourceRef{Group: HostMappingGVR.Group, Version: HostMappingGVR.Version, Kind: HostMappingKind,
+		Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID()), CreationTimestamp: u.GetCreationTimestamp().Time}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -37,7 +36,9 @@ type Config struct {
 	Resolver *Resolver
 	// DiscoveryInterval is how often sources of custom resources look for CRDs that were missing.
 	DiscoveryInterval time.Duration
-	Log               logrus.FieldLogger
+	// Warner receives problems with objects, for Warning events; nil means log only.
+	Warner Warner
+	Log    logrus.FieldLogger
 }
 
 // withDefaults fills in the logger and, when none is shared, a resolver of the source's own.
@@ -71,7 +72,7 @@ func NewIngressSource(ctx context.Context, client kubernetes.Interface, cfg Conf
 	if err != nil {
 		return nil, err
 	}
-	s := &IngressSource{cfg: cfg, reports: newReporter(cfg.Log)}
+	s := &IngressSource{cfg: cfg, reports: newReporter(cfg.Log, cfg.Warner)}
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(cfg.Namespace),
 		informers.WithTransform(stripForCache),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = cfg.LabelSelector }))
@@ -171,8 +172,8 @@ func (s *IngressSource) Endpoints(context.Context) ([]*endpoint.Endpoint, error)
 			continue
 		}
 		seen[ing.UID] = true
-		eps, problems := s.endpointsFor(ing)
-		s.reports.report(ing.UID, ing.ResourceVersion, logrus.Fields{"kind": "Ingress", "namespace": ing.Namespace, "name": ing.Name}, problems)
+		eps, ref, problems := s.endpointsFor(ing)
+		s.reports.report(ref, ing.ResourceVersion, problems)
 		out = append(out, eps...)
 	}
 	s.reports.forgetExcept(seen)
@@ -181,14 +182,17 @@ func (s *IngressSource) Endpoints(context.Context) ([]*endpoint.Endpoint, error)
 }
 
 // endpointsFor turns one opted-in Ingress into endpoints, with the problems found on the way.
-func (s *IngressSource) endpointsFor(ing *networkingv1.Ingress) ([]*endpoint.Endpoint, []string) {
-	var raw, problems []string
+func (s *IngressSource) endpointsFor(ing *networkingv1.Ingress) ([]*endpoint.Endpoint, endpoint.SourceRef, []Problem) {
+	var (
+		raw      []string
+		problems []Problem
+	)
 	for _, rule := range ing.Spec.Rules {
 		if rule.Host == "" {
 			continue
 		}
 		if strings.Contains(rule.Host, "*") {
-			problems = append(problems, fmt.Sprintf("wildcard host %q skipped: router-hosts has no wildcard entries", rule.Host))
+			problems = append(problems, invalidHostname("wildcard host %q skipped: router-hosts has no wildcard entries", rule.Host))
 			continue
 		}
 		raw = append(raw, rule.Host)
@@ -197,16 +201,16 @@ func (s *IngressSource) endpointsFor(ing *networkingv1.Ingress) ([]*endpoint.End
 	for _, in := range ing.Status.LoadBalancer.Ingress {
 		status = append(status, in.IP)
 	}
-	ref := endpoint.SourceRef{Group: "networking.k8s.io", Kind: "Ingress", Namespace: ing.Namespace, Name: ing.Name,
+	ref := endpoint.SourceRef{Group: "networking.k8s.io", Version: "v1", Kind: "Ingress", Namespace: ing.Namespace, Name: ing.Name,
 		UID: string(ing.UID), CreationTimestamp: ing.CreationTimestamp.Time}
 	eps, more := buildEndpoints(ref, raw, ing.Annotations, s.cfg.Resolver, status, true)
-	return eps, append(problems, more...)
+	return eps, ref, append(problems, more...)
 }
 
 // buildEndpoints is the part every annotated kind shares: normalise the hostnames, apply the
 // override annotations, resolve the targets (holding when nothing resolves), and make one
 // endpoint per hostname.
-func buildEndpoints(ref endpoint.SourceRef, rawHosts []string, ann map[string]string, r *Resolver, status []string, hasStatus bool) ([]*endpoint.Endpoint, []string) {
+func buildEndpoints(ref endpoint.SourceRef, rawHosts []string, ann map[string]string, r *Resolver, status []string, hasStatus bool) ([]*endpoint.Endpoint, []Problem) {
 	o := parseOverrides(ann)
 	problems := o.problems
 	var hosts []string
@@ -214,7 +218,7 @@ func buildEndpoints(ref endpoint.SourceRef, rawHosts []string, ann map[string]st
 	for _, raw := range rawHosts {
 		h, err := endpoint.NormalizeHostname(raw)
 		if err != nil {
-			problems = append(problems, fmt.Sprintf("host skipped: %v", err))
+			problems = append(problems, invalidHostname("host skipped: %v", err))
 			continue
 		}
 		if !seen[h] {
@@ -234,14 +238,14 @@ func buildEndpoints(ref endpoint.SourceRef, rawHosts []string, ann map[string]st
 	default:
 		targets = r.Resolve(status, hasStatus)
 		if len(targets) == 0 {
-			problems = append(problems, fmt.Sprintf("no address from --ip-resolution %s; existing entries are held", r))
+			problems = append(problems, Problem{Reason: ReasonNoAddress, Message: fmt.Sprintf("no address from --ip-resolution %s; existing entries are held", r)})
 		}
 	}
 	out := make([]*endpoint.Endpoint, 0, len(hosts))
 	for _, h := range hosts {
 		aliases, errs := endpoint.NormalizeAliases(h, o.aliases)
 		for _, err := range errs {
-			problems = append(problems, fmt.Sprintf("annotation %s: %v; dropped", AnnotationAliases, err))
+			problems = append(problems, invalidAnnotation("annotation %s: %v; dropped", AnnotationAliases, err))
 		}
 		out = append(out, &endpoint.Endpoint{
 			Hostname: h, Targets: targets, Aliases: aliases, Tags: o.tags,
@@ -249,42 +253,4 @@ func buildEndpoints(ref endpoint.SourceRef, rawHosts []string, ann map[string]st
 		})
 	}
 	return out, problems
-}
-
-// reporter logs an object's problems once per version of the object, not on every sync.
-type reporter struct {
-	log  logrus.FieldLogger
-	mu   sync.Mutex
-	seen map[types.UID]string // UID → resourceVersion last reported
-}
-
-func newReporter(log logrus.FieldLogger) *reporter {
-	return &reporter{log: log, seen: map[types.UID]string{}}
-}
-
-func (r *reporter) report(uid types.UID, version string, fields logrus.Fields, problems []string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(problems) == 0 {
-		delete(r.seen, uid)
-		return
-	}
-	if r.seen[uid] == version {
-		return
-	}
-	r.seen[uid] = version
-	for _, p := range problems {
-		r.log.WithFields(fields).Warn(p)
-	}
-}
-
-// forgetExcept drops memory of objects that are gone, keeping the map bounded.
-func (r *reporter) forgetExcept(present map[types.UID]bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for uid := range r.seen {
-		if !present[uid] {
-			delete(r.seen, uid)
-		}
-	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/sirupsen/logrus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -45,7 +44,7 @@ func NewTraefikSource(ctx context.Context, client kubernetes.Interface, dyn dyna
 	if err != nil {
 		return nil, err
 	}
-	s := &TraefikSource{cfg: cfg, reports: newReporter(cfg.Log)}
+	s := &TraefikSource{cfg: cfg, reports: newReporter(cfg.Log, cfg.Warner)}
 	s.watch = newCRDWatch(dyn, disc, cfg, func(u *unstructured.Unstructured) bool {
 		return u.GetAnnotations()[AnnotationEnabled] == "true"
 	}, s.handlers.fire)
@@ -88,8 +87,8 @@ func (s *TraefikSource) Endpoints(context.Context) ([]*endpoint.Endpoint, error)
 				continue
 			}
 			seen[u.GetUID()] = true
-			eps, problems := s.endpointsFor(u, r.gvr.Group, r.kind)
-			s.reports.report(u.GetUID(), u.GetResourceVersion(), logrus.Fields{"kind": r.kind, "group": r.gvr.Group, "namespace": u.GetNamespace(), "name": u.GetName()}, problems)
+			eps, ref, problems := s.endpointsFor(u, r.gvr, r.kind)
+			s.reports.report(ref, u.GetResourceVersion(), problems)
 			out = append(out, eps...)
 		}
 	}
@@ -105,23 +104,26 @@ func (s *TraefikSource) Endpoints(context.Context) ([]*endpoint.Endpoint, error)
 }
 
 // endpointsFor reads the hostnames of every route's match rule.
-func (s *TraefikSource) endpointsFor(u *unstructured.Unstructured, group, kind string) ([]*endpoint.Endpoint, []string) {
+func (s *TraefikSource) endpointsFor(u *unstructured.Unstructured, gvr schema.GroupVersionResource, kind string) ([]*endpoint.Endpoint, endpoint.SourceRef, []Problem) {
+	ref := endpoint.SourceRef{Group: gvr.Group, Version: gvr.Version, Kind: kind, Namespace: u.GetNamespace(), Name: u.GetName(),
+		UID: string(u.GetUID()), CreationTimestamp: u.GetCreationTimestamp().Time}
 	routes, _, err := unstructured.NestedSlice(u.Object, "spec", "routes")
 	if err != nil {
-		return nil, []string{fmt.Sprintf("spec.routes is not a list: %v", err)}
+		return nil, ref, []Problem{invalidHostname("spec.routes is not a list: %v", err)}
 	}
-	var hosts, problems []string
+	var (
+		hosts    []string
+		problems []Problem
+	)
 	for i, r := range routes {
 		m, _ := r.(map[string]any)
 		match, _ := m["match"].(string)
 		got, probs := ParseMatch(match)
 		hosts = append(hosts, got...)
 		for _, p := range probs {
-			problems = append(problems, fmt.Sprintf("spec.routes[%d].match: %s", i, p))
+			problems = append(problems, invalidHostname("spec.routes[%d].match: %s", i, p))
 		}
 	}
-	ref := endpoint.SourceRef{Group: group, Kind: kind, Namespace: u.GetNamespace(), Name: u.GetName(),
-		UID: string(u.GetUID()), CreationTimestamp: u.GetCreationTimestamp().Time}
 	eps, more := buildEndpoints(ref, hosts, u.GetAnnotations(), s.cfg.Resolver, nil, false)
-	return eps, append(problems, more...)
+	return eps, ref, append(problems, more...)
 }

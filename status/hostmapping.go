@@ -130,13 +130,13 @@ func claims(ep *endpoint.Endpoint, uid string) bool {
 	return false
 }
 
-func joinProblems(p []string) string {
+func joinProblems(p []source.Problem) string {
 	out := ""
 	for i, s := range p {
 		if i > 0 {
 			out += "; "
 		}
-		out += s
+		out += s.Message
 	}
 	return out
 }

@@ -26,8 +26,10 @@ const progressThreshold = 100
 // single idempotent-by-version call, so an interruption at any point leaves a state the next
 // sync plans from. When ctx ends, no new change starts and the ones in flight finish.
 func (p *Provider) ApplyChanges(ctx context.Context, changes []plan.Change) error {
-	var phases [3][]plan.Change
-	for _, c := range changes {
+	// Pointers into changes, so that each ChangeError names the caller's own Change.
+	var phases [3][]*plan.Change
+	for i := range changes {
+		c := &changes[i]
 		switch {
 		case c.New == nil:
 			phases[0] = append(phases[0], c)
@@ -47,7 +49,7 @@ func (p *Provider) ApplyChanges(ctx context.Context, changes []plan.Change) erro
 	for _, phase := range phases {
 		sem := make(chan struct{}, p.opts.WriteConcurrency)
 		var wg sync.WaitGroup
-		for i := range phase {
+		for _, c := range phase {
 			if ctx.Err() != nil {
 				break
 			}
@@ -63,7 +65,7 @@ func (p *Provider) ApplyChanges(ctx context.Context, changes []plan.Change) erro
 				if n := done.Add(1); total >= progressThreshold && step > 0 && n%step == 0 {
 					p.log.WithFields(logrus.Fields{"done": n, "total": total}).Info("applying changes")
 				}
-			}(&phase[i])
+			}(c)
 		}
 		wg.Wait()
 	}

@@ -2,6 +2,7 @@ package routerhosts
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -177,11 +178,20 @@ func TestOneFailureDoesNotStopOthersAndInvalidIsNeverSent(t *testing.T) {
 	p, svc := newProvider(t)
 	create(t, p, endpoint.Record{Hostname: "dup.lan", IP: "10.0.0.1"})
 	svc.ResetCalls()
-	err := p.ApplyChanges(context.Background(), []plan.Change{
+	changes := []plan.Change{
 		{Action: plan.Create, New: &endpoint.Record{Hostname: "dup.lan", IP: "10.0.0.1"}},
 		{Action: plan.Create, New: &endpoint.Record{Hostname: "bad_name.lan", IP: "10.0.0.1"}},
 		{Action: plan.Create, New: &endpoint.Record{Hostname: "ok.lan", IP: "10.0.0.1", Tags: []string{"x"}}},
-	})
+	}
+	err := p.ApplyChanges(context.Background(), changes)
+	// Each failure names the caller's own Change, and a create learns its ID.
+	var ce *plan.ChangeError
+	if !errors.As(err, &ce) || (ce.Change != &changes[0] && ce.Change != &changes[1]) {
+		t.Fatalf("failure does not point at the caller's change: %v", err)
+	}
+	if changes[2].New.ID == "" {
+		t.Fatal("the created entry's ID was not reported back")
+	}
 	if err == nil || !strings.Contains(err.Error(), "dup.lan") || !strings.Contains(err.Error(), "bad_name.lan") {
 		t.Fatalf("err = %v, want both failures reported", err)
 	}

@@ -1,0 +1,176 @@
+// Package events turns what a sync did into Kubernetes events on the objects concerned, so
+// `kubectl describe ingress web` explains what happened to its hostnames. Events are emitted
+// on transitions only: a steady cluster emits nothing, however many syncs run.
+package events
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/router-hosts-operator/router-hosts-operator/controller"
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/plan"
+	"github.com/router-hosts-operator/router-hosts-operator/registry"
+)
+
+// The event reasons.
+const (
+	SyncSucceeded             = "SyncSucceeded"
+	SyncFailed                = "SyncFailed"
+	EntryAdopted              = "EntryAdopted"
+	EntryScheduledForDeletion = "EntryScheduledForDeletion"
+	HostnameConflict          = "HostnameConflict"
+)
+
+// Recorder emits the events. Only the leader emits: standbys read the same objects and would
+// otherwise repeat every warning.
+type Recorder struct {
+	rec     record.EventRecorder
+	log     logrus.FieldLogger
+	leading atomic.Bool
+
+	mu sync.Mutex
+	// last is the message of the last standing warning per object and reason, so a condition
+	// that persists across syncs is reported once and again only when it changes.
+	last map[string]string
+}
+
+// New starts an event broadcaster writing through client; stop flushes and ends it.
+func New(client kubernetes.Interface, log logrus.FieldLogger) (r *Recorder, stop func()) {
+	b := record.NewBroadcaster()
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	return NewWithRecorder(b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "router-hosts-operator"}), log), b.Shutdown
+}
+
+// NewWithRecorder uses an existing recorder (tests pass record.FakeRecorder).
+func NewWithRecorder(rec record.EventRecorder, log logrus.FieldLogger) *Recorder {
+	return &Recorder{rec: rec, log: log, last: map[string]string{}}
+}
+
+// SetLeading turns emission on or off.
+func (r *Recorder) SetLeading(leading bool) { r.leading.Store(leading) }
+
+// Warn emits a Warning about an object's input (a source.Warner). Sources call it once per
+// version of the object already.
+func (r *Recorder) Warn(ref endpoint.SourceRef, reason, message string) {
+	if r.leading.Load() {
+		r.rec.Event(objectRef(ref), corev1.EventTypeWarning, reason, message)
+	}
+}
+
+// Report emits the events one sync calls for.
+func (r *Recorder) Report(_ context.Context, rep *controller.Report) {
+	if !r.leading.Load() || rep.Stage == "source" || rep.Stage == "list" {
+		return
+	}
+	claims := map[string][]endpoint.SourceRef{}
+	alive := map[string]endpoint.SourceRef{}
+	for _, ep := range rep.Desired {
+		claims[ep.Hostname] = ep.Sources
+		for _, s := range ep.Sources {
+			alive[s.UID] = s
+		}
+	}
+	failed := map[*plan.Change]bool{}
+	for _, err := range rep.Failed {
+		if ce, ok := err.(*plan.ChangeError); ok {
+			failed[ce.Change] = true
+		}
+	}
+	for i := range rep.Changes {
+		c := &rep.Changes[i]
+		if failed[c] {
+			continue
+		}
+		host := c.Hostname()
+		switch c.Action {
+		case plan.Create, plan.Update, plan.Unmark:
+			for _, s := range claims[host] {
+				r.emit(s, corev1.EventTypeNormal, SyncSucceeded, fmt.Sprintf("router-hosts entry %s %s: %s", host, c.New.IP, c.Action))
+			}
+		case plan.Adopt:
+			for _, s := range claims[host] {
+				r.emit(s, corev1.EventTypeNormal, EntryAdopted, fmt.Sprintf("adopted the existing router-hosts entry %s %s (id %s); it is released, not deleted, when no longer wanted", host, c.New.IP, c.Old.ID))
+			}
+		case plan.Mark, plan.Delete, plan.Release:
+			r.retired(c, alive)
+		}
+	}
+	r.standing(rep, claims)
+}
+
+// retired reports an entry leaving: on the objects that still exist but no longer want it, or
+// in the log when its objects are gone.
+func (r *Recorder) retired(c *plan.Change, alive map[string]endpoint.SourceRef) {
+	told := false
+	for _, t := range c.Old.Tags {
+		uid, ok := strings.CutPrefix(t, registry.PrefixSource)
+		if !ok {
+			continue
+		}
+		if s, exists := alive[uid]; exists && c.Action == plan.Mark {
+			r.emit(s, corev1.EventTypeNormal, EntryScheduledForDeletion,
+				fmt.Sprintf("router-hosts entry %s %s is no longer wanted; it goes after the grace period", c.Old.Hostname, c.Old.IP))
+			told = true
+		}
+	}
+	if !told {
+		r.log.WithFields(logrus.Fields{"action": c.Action, "hostname": c.Old.Hostname, "ip": c.Old.IP, "id": c.Old.ID}).
+			Info("entry of a deleted object")
+	}
+}
+
+// standing reports conditions that last across syncs (write failures, conflicts) once each,
+// and forgets them when they clear so a recurrence is reported again.
+func (r *Recorder) standing(rep *controller.Report, claims map[string][]endpoint.SourceRef) {
+	now := map[string]string{}
+	refs := map[string]endpoint.SourceRef{}
+	for host, err := range rep.Failed {
+		for _, s := range claims[host] {
+			k := s.UID + "/" + SyncFailed
+			now[k], refs[k] = err.Error(), s
+		}
+	}
+	for _, c := range rep.Conflicts {
+		k := c.Loser.UID + "/" + HostnameConflict
+		now[k], refs[k] = fmt.Sprintf("hostname %s is held by %s; this claim is not written", c.Hostname, c.Winner), c.Loser
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, msg := range now {
+		if r.last[k] == msg {
+			continue
+		}
+		r.last[k] = msg
+		reason := k[strings.LastIndex(k, "/")+1:]
+		r.rec.Event(objectRef(refs[k]), corev1.EventTypeWarning, reason, msg)
+	}
+	for k := range r.last {
+		if _, ok := now[k]; !ok {
+			delete(r.last, k)
+		}
+	}
+}
+
+func (r *Recorder) emit(s endpoint.SourceRef, typ, reason, msg string) {
+	r.rec.Event(objectRef(s), typ, reason, msg)
+}
+
+func objectRef(s endpoint.SourceRef) *corev1.ObjectReference {
+	apiVersion := s.Version
+	if s.Group != "" {
+		apiVersion = s.Group + "/" + s.Version
+	}
+	return &corev1.ObjectReference{APIVersion: apiVersion, Kind: s.Kind, Namespace: s.Namespace, Name: s.Name, UID: types.UID(s.UID)}
+}

@@ -1,0 +1,90 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/sirupsen/logrus"
+	"k8s.io/client-go/tools/record"
+
+	"github.com/router-hosts-operator/router-hosts-operator/controller"
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/plan"
+	"github.com/router-hosts-operator/router-hosts-operator/registry"
+)
+
+func drain(f *record.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-f.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+func TestTransitionsOnly(t *testing.T) {
+	fake := record.NewFakeRecorder(100)
+	r := NewWithRecorder(fake, logrus.New())
+	r.SetLeading(true)
+	web := endpoint.SourceRef{Version: "v1", Group: "networking.k8s.io", Kind: "Ingress", Namespace: "d", Name: "web", UID: "u1"}
+	desired := []*endpoint.Endpoint{{Hostname: "web.lan", Targets: []string{"10.0.0.1"}, Sources: []endpoint.SourceRef{web}}}
+	create := plan.Change{Action: plan.Create, New: &endpoint.Record{Hostname: "web.lan", IP: "10.0.0.1"}}
+	r.Report(context.Background(), &controller.Report{Desired: desired, Changes: []plan.Change{create}})
+	if got := drain(fake); len(got) != 1 || !strings.HasPrefix(got[0], "Normal SyncSucceeded") {
+		t.Fatalf("events after a create = %q", got)
+	}
+	for i := 0; i < 3; i++ {
+		r.Report(context.Background(), &controller.Report{Desired: desired})
+	}
+	if got := drain(fake); len(got) != 0 {
+		t.Fatalf("no-op syncs emitted %q", got)
+	}
+
+	// A failure that persists is reported once, and again after it clears and recurs.
+	upd := plan.Change{Action: plan.Update, Old: &endpoint.Record{ID: "x", Hostname: "web.lan", IP: "10.0.0.1"}, New: &endpoint.Record{ID: "x", Hostname: "web.lan", IP: "10.0.0.2"}}
+	fail := func() *controller.Report {
+		changes := []plan.Change{upd}
+		return &controller.Report{Desired: desired, Changes: changes, Stage: "apply", Err: errors.New("x"),
+			Failed: map[string]error{"web.lan": &plan.ChangeError{Change: &changes[0], Err: errors.New("unavailable")}}}
+	}
+	for i := 0; i < 3; i++ {
+		r.Report(context.Background(), fail())
+	}
+	if got := drain(fake); len(got) != 1 || !strings.HasPrefix(got[0], "Warning SyncFailed") {
+		t.Fatalf("three failing syncs emitted %q, want one SyncFailed", got)
+	}
+	r.Report(context.Background(), &controller.Report{Desired: desired})
+	r.Report(context.Background(), fail())
+	if got := drain(fake); len(got) != 1 {
+		t.Fatalf("a recurring failure emitted %q, want one event", got)
+	}
+
+	// Mark: an existing object that dropped the hostname is told; a gone one is only logged.
+	mark := func(uid string) plan.Change {
+		return plan.Change{Action: plan.Mark, Old: &endpoint.Record{ID: "y", Hostname: "old.lan", IP: "10.0.0.9", Tags: []string{registry.PrefixSource + uid}}, New: &endpoint.Record{}}
+	}
+	r.Report(context.Background(), &controller.Report{Desired: desired, Changes: []plan.Change{mark("u1"), mark("gone")}})
+	if got := drain(fake); len(got) != 1 || !strings.HasPrefix(got[0], "Normal EntryScheduledForDeletion") {
+		t.Fatalf("mark events = %q", got)
+	}
+
+	// Conflicts once; a standby emits nothing.
+	loser := endpoint.SourceRef{Kind: "Ingress", Namespace: "b", Name: "steal", UID: "u9"}
+	conflict := &controller.Report{Desired: desired, Conflicts: []registry.Conflict{{Hostname: "web.lan", Loser: loser, Winner: "d/web"}}}
+	r.Report(context.Background(), conflict)
+	r.Report(context.Background(), conflict)
+	if got := drain(fake); len(got) != 1 || !strings.HasPrefix(got[0], "Warning HostnameConflict") {
+		t.Fatalf("conflict events = %q", got)
+	}
+	r.SetLeading(false)
+	r.Report(context.Background(), &controller.Report{Desired: desired, Changes: []plan.Change{create}})
+	r.Warn(web, "InvalidAnnotation", "x")
+	if got := drain(fake); len(got) != 0 {
+		t.Fatalf("a standby emitted %q", got)
+	}
+}
