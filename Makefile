@@ -7,8 +7,9 @@ VERSION       ?= $(shell git describe --tags --always --dirty 2>/dev/null || ech
 K8S_VERSION   ?= v1.37.2
 ASSETS        := $(CURDIR)/.cache/envtest/$(K8S_VERSION)
 TEST_TIMEOUT  ?= 20m
+IMAGE         ?= ghcr.io/router-hosts-operator/router-hosts-operator
 
-.PHONY: all build test unit integration demo lint generate envtest-assets clean fuzz
+.PHONY: all build test unit integration demo lint generate envtest-assets clean fuzz image
 
 all: lint build test
 
@@ -16,8 +17,8 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $(BIN) .
 
 # Builds kube-apiserver and etcd once; cached under .cache/ afterwards.
-envtest-assets: $(ASSETS)/kube-apiserver
-$(ASSETS)/kube-apiserver:
+envtest-assets: $(ASSETS)/kubectl
+$(ASSETS)/kubectl:
 	K8S_VERSION=$(K8S_VERSION) ASSETS=$(ASSETS) bash hack/envtest-assets.sh
 
 # Unit and integration tests; integration tests run a real kube-apiserver and etcd. The Traefik
@@ -52,6 +53,10 @@ generate:
 	protoc -I proto --go_out=api/routerhostsv1 --go_opt=paths=source_relative \
 	  --go-grpc_out=api/routerhostsv1 --go-grpc_opt=paths=source_relative router_hosts/v1/hosts.proto
 	mv api/routerhostsv1/router_hosts/v1/*.go api/routerhostsv1/ && rm -r api/routerhostsv1/router_hosts
+
+# Builds the container image (needs a Docker engine; none runs on the CI machines).
+image:
+	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE):$(VERSION) .
 
 clean:
 	rm -rf bin

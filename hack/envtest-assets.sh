@@ -13,7 +13,7 @@ ETCD_VERSION="${ETCD_VERSION:-}"
 top="$(cd "$(dirname "$0")/.." && pwd)"
 ASSETS="${ASSETS:-$top/.cache/envtest/$K8S_VERSION}"
 
-if [[ -x "$ASSETS/kube-apiserver" && -x "$ASSETS/etcd" ]]; then
+if [[ -x "$ASSETS/kube-apiserver" && -x "$ASSETS/etcd" && -x "$ASSETS/kubectl" ]]; then
   echo "$ASSETS"
   exit 0
 fi
@@ -42,6 +42,7 @@ package tools
 import (
 	_ "go.etcd.io/etcd/server/v3"
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kubectl"
 )
 GO
 if [[ -n "$ETCD_VERSION" ]]; then
@@ -49,11 +50,16 @@ if [[ -n "$ETCD_VERSION" ]]; then
 fi
 go mod tidy -e >/dev/null 2>&1 || true
 go mod download
-mkdir -p "$ASSETS.tmp"
-echo "building kube-apiserver $K8S_VERSION (a few minutes the first time)..." >&2
-CGO_ENABLED=0 go build -trimpath -o "$ASSETS.tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
-echo "building etcd..." >&2
-CGO_ENABLED=0 go build -trimpath -o "$ASSETS.tmp/etcd" go.etcd.io/etcd/server/v3
-rm -rf "$ASSETS"
-mv "$ASSETS.tmp" "$ASSETS"
+mkdir -p "$ASSETS"
+build() { # name package
+  if [[ ! -x "$ASSETS/$1" ]]; then
+    echo "building $1 ($K8S_VERSION; a few minutes the first time)..." >&2
+    CGO_ENABLED=0 go build -trimpath -o "$ASSETS/$1.tmp" "$2"
+    mv "$ASSETS/$1.tmp" "$ASSETS/$1"
+  fi
+}
+build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver
+build etcd go.etcd.io/etcd/server/v3
+# kubectl for the kustomize tests (kubectl kustomize, server-side dry-run apply).
+build kubectl k8s.io/kubernetes/cmd/kubectl
 echo "$ASSETS"

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 
@@ -104,4 +105,34 @@ func (cp *ControlPlane) InstallCRDs(paths ...string) error {
 		return fmt.Errorf("installing CRDs from %v: %w", paths, err)
 	}
 	return nil
+}
+
+// Kubectl finds the kubectl that hack/envtest-assets.sh built beside the control plane.
+func Kubectl() (string, error) {
+	dir, err := AssetsDir()
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, "kubectl")
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("kubectl: %w (run hack/envtest-assets.sh)", err)
+	}
+	return p, nil
+}
+
+// Kustomize renders a kustomization directory with `kubectl kustomize`.
+func Kustomize(dir string) ([]byte, error) {
+	kubectl, err := Kubectl()
+	if err != nil {
+		return nil, err
+	}
+	out, err := exec.Command(kubectl, "kustomize", dir).Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return nil, fmt.Errorf("kubectl kustomize %s: %w: %s", dir, err, ee.Stderr)
+		}
+		return nil, fmt.Errorf("kubectl kustomize %s: %w", dir, err)
+	}
+	return out, nil
 }

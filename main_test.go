@@ -1,0 +1,78 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/router-hosts-operator/router-hosts-operator/internal/kubetest"
+)
+
+// deployment renders a kustomization and returns its Deployment.
+func deployment(t *testing.T, dir string) *appsv1.Deployment {
+	t.Helper()
+	out, err := kubetest.Kustomize(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
+	for {
+		var raw runtime.RawExtension
+		if err := dec.Decode(&raw); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(raw.Raw, nil, nil)
+		if err != nil {
+			continue // the CRD is not in the typed scheme
+		}
+		if d, ok := obj.(*appsv1.Deployment); ok {
+			return d
+		}
+	}
+	t.Fatalf("no Deployment in %s", dir)
+	return nil
+}
+
+// TestManifestsMatchTheBinary parses the Deployment's arguments with the binary's own flag
+// parser, so a renamed or mistyped flag in the manifests fails here rather than in a cluster.
+func TestManifestsMatchTheBinary(t *testing.T) {
+	makefile, err := os.ReadFile("Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	image := regexp.MustCompile(`(?m)^IMAGE\s*\?=\s*(\S+)`).FindSubmatch(makefile)
+	if image == nil {
+		t.Fatal("Makefile has no IMAGE")
+	}
+	for _, dir := range []string{"kustomize", "examples/homelab"} {
+		t.Run(dir, func(t *testing.T) {
+			d := deployment(t, dir)
+			c := d.Spec.Template.Spec.Containers[0]
+			if !strings.HasPrefix(c.Image, string(image[1])+":") {
+				t.Errorf("image %s is not the one `make image` builds (%s)", c.Image, image[1])
+			}
+			cfg, err := parseFlags(c.Args)
+			if err != nil {
+				t.Fatalf("the binary rejects the Deployment's args: %v", err)
+			}
+			if !cfg.LeaderElect || cfg.MetricsAddress != ":7979" || *d.Spec.Replicas != 2 {
+				t.Errorf("want leader election on :7979 with 2 replicas, got %+v replicas=%d", cfg, *d.Spec.Replicas)
+			}
+			port := c.Ports[0].ContainerPort
+			if port != 7979 || c.LivenessProbe.HTTPGet.Path != "/healthz" || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
+				t.Errorf("probes or port do not match the binary's server: %+v", c)
+			}
+		})
+	}
+}

@@ -1,0 +1,356 @@
+package integration
+
+// This file's tests install Traefik's CRDs; its name sorts it after traefik_test.go, whose
+// first test needs a cluster without them.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/router-hosts-operator/router-hosts-operator/internal/kubetest"
+)
+
+const operatorNS = "router-hosts-system"
+
+func repoRoot() string {
+	_, file, _, _ := runtimeCaller()
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+func ensureNamespace(t *testing.T, name string) {
+	t.Helper()
+	_, err := cp.Client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+// kubectl runs the kubectl built beside the control plane against it.
+func kubectl(t *testing.T, stdin []byte, args ...string) []byte {
+	t.Helper()
+	bin, err := kubetest.Kubectl()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+func TestKustomizeAppliesWithServerSideDryRun(t *testing.T) {
+	ensureNamespace(t, operatorNS) // a dry run does not create the namespace for the objects in it
+	for _, dir := range []string{"kustomize", "examples/homelab"} {
+		manifests, err := kubetest.Kustomize(filepath.Join(repoRoot(), dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := kubectl(t, manifests, "apply", "--server-side", "--dry-run=server", "-f", "-")
+		for _, want := range []string{"deployment.apps/router-hosts-operator", "clusterrole.rbac.authorization.k8s.io/router-hosts-operator", "customresourcedefinition.apiextensions.k8s.io/hostmappings.router-hosts.fzymgc.house"} {
+			if !bytes.Contains(out, []byte(want)) {
+				t.Errorf("%s: apply output lacks %s:\n%s", dir, want, out)
+			}
+		}
+	}
+}
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// process is the operator binary running in the background.
+type process struct {
+	cmd  *exec.Cmd
+	addr string
+	log  *bytes.Buffer
+}
+
+func startOperator(t *testing.T, h *harness, kubeconfigPath string, args ...string) *process {
+	t.Helper()
+	p := &process{addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), log: &bytes.Buffer{}}
+	p.cmd = exec.Command(operatorBin, append([]string{"--metrics-address=" + p.addr, "--log-level=debug"}, args...)...)
+	env := operatorEnv(h)
+	for i, e := range env {
+		if strings.HasPrefix(e, "KUBECONFIG=") {
+			env[i] = "KUBECONFIG=" + kubeconfigPath
+		}
+	}
+	p.cmd.Env, p.cmd.Stdout, p.cmd.Stderr = env, p.log, p.log
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		_ = p.cmd.Wait()
+		if t.Failed() {
+			t.Logf("operator at %s logged:\n%s", p.addr, p.log.String())
+		}
+	})
+	waitFor(t, 30*time.Second, func() bool { _, err := p.get("/healthz"); return err == nil })
+	return p
+}
+
+func (p *process) get(path string) (string, error) {
+	resp, err := http.Get("http://" + p.addr + path)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	s := bufio.NewScanner(resp.Body)
+	s.Buffer(make([]byte, 1<<20), 1<<20)
+	for s.Scan() {
+		b.WriteString(s.Text() + "\n")
+	}
+	if resp.StatusCode != http.StatusOK {
+		return b.String(), fmt.Errorf("%s: %s: %s", path, resp.Status, b.String())
+	}
+	return b.String(), nil
+}
+
+// metric returns the sum of the samples of name whose labels contain every labels string.
+func (p *process) metric(t *testing.T, name string, labels ...string) float64 {
+	t.Helper()
+	body, err := p.get("/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0.0
+	for _, line := range strings.Split(body, "\n") {
+		if !strings.HasPrefix(line, name+" ") && !strings.HasPrefix(line, name+"{") {
+			continue
+		}
+		ok := true
+		for _, l := range labels {
+			ok = ok && strings.Contains(line, l)
+		}
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
+		if err == nil {
+			sum += v
+		}
+	}
+	return sum
+}
+
+func TestMetricsAndReadiness(t *testing.T) {
+	h := newHarness(t, options{})
+	p := startOperator(t, h, kubeconfig, "--interval=1s", "--grace-period=2s", "--min-event-sync-interval=100ms")
+	ing := h.create(ingress(h.ns, "web", enabled("ip-address", "10.40.0.1"), "web.lan"))
+	waitFor(t, 10*time.Second, func() bool { return p.metric(t, "router_hosts_operator_changes_total", `action="create"`) == 1 })
+	if v := p.metric(t, "router_hosts_operator_synced_entries", `namespace="`+h.ns+`"`, `kind="Ingress"`, `cluster="test"`); v != 1 {
+		t.Errorf("synced_entries = %v, want 1", v)
+	}
+	for _, m := range []string{"router_hosts_operator_server_connected", "router_hosts_operator_is_leader"} {
+		if v := p.metric(t, m); v != 1 {
+			t.Errorf("%s = %v, want 1", m, v)
+		}
+	}
+	if v := p.metric(t, "router_hosts_operator_source_endpoints", `source="ingress"`); v != 1 {
+		t.Errorf("source_endpoints = %v", v)
+	}
+	// No-op syncs: more syncs, no more changes, a fresh last-sync time.
+	syncs := p.metric(t, "router_hosts_operator_sync_duration_seconds_count")
+	last := p.metric(t, "router_hosts_operator_last_sync_timestamp_seconds")
+	time.Sleep(2500 * time.Millisecond)
+	if p.metric(t, "router_hosts_operator_sync_duration_seconds_count") <= syncs || p.metric(t, "router_hosts_operator_last_sync_timestamp_seconds") <= last {
+		t.Error("no-op syncs did not show in sync_duration_seconds or last_sync_timestamp_seconds")
+	}
+	if v := p.metric(t, "router_hosts_operator_changes_total"); v != 1 {
+		t.Errorf("changes_total = %v after no-op syncs, want still 1", v)
+	}
+	// Delete: marked (pending 1), then deleted after 2 s (pending 0).
+	h.delete(ing)
+	waitFor(t, 10*time.Second, func() bool {
+		return p.metric(t, "router_hosts_operator_changes_total", `action="mark"`) == 1 && p.metric(t, "router_hosts_operator_pending_deletions") == 1
+	})
+	waitFor(t, 10*time.Second, func() bool {
+		return p.metric(t, "router_hosts_operator_changes_total", `action="delete"`) == 1 && p.metric(t, "router_hosts_operator_pending_deletions") == 0
+	})
+	if _, err := p.get("/readyz"); err != nil {
+		t.Fatalf("readyz with the server up: %v", err)
+	}
+	h.srv.Stop()
+	waitFor(t, 10*time.Second, func() bool {
+		body, err := p.get("/readyz")
+		return err != nil && strings.Contains(body, "router-hosts not reachable")
+	})
+	waitFor(t, 10*time.Second, func() bool {
+		return p.metric(t, "router_hosts_operator_server_connected") == 0 && p.metric(t, "router_hosts_operator_sync_errors_total", `reason="list"`) >= 1
+	})
+	if err := h.srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 15*time.Second, func() bool { _, err := p.get("/readyz"); return err == nil })
+	if _, err := p.get("/healthz"); err != nil {
+		t.Fatalf("healthz: %v", err)
+	}
+}
+
+func TestLeaderElectionHandover(t *testing.T) {
+	h := newHarness(t, options{})
+	args := []string{"--leader-elect", "--leader-election-namespace=" + h.ns, "--leader-election-id=op", "--interval=1m"}
+	a := startOperator(t, h, kubeconfig, args...)
+	b := startOperator(t, h, kubeconfig, args...)
+	h.create(ingress(h.ns, "one", enabled("ip-address", "10.41.0.1"), "one.lan"))
+	waitFor(t, 20*time.Second, func() bool { return len(h.entries("one.lan")) == 1 })
+	leader, standby := a, b
+	if b.metric(t, "router_hosts_operator_is_leader") == 1 {
+		leader, standby = b, a
+	}
+	if leader.metric(t, "router_hosts_operator_is_leader") != 1 || standby.metric(t, "router_hosts_operator_is_leader") != 0 {
+		t.Fatal("want exactly one leader")
+	}
+	if standby.metric(t, "router_hosts_operator_changes_total") != 0 || standby.metric(t, "router_hosts_operator_sync_duration_seconds_count") != 0 {
+		t.Fatal("the standby synced or wrote")
+	}
+	// Graceful shutdown of the leader releases the Lease; the standby takes over.
+	start := time.Now()
+	_ = leader.cmd.Process.Signal(syscall.SIGTERM)
+	waitFor(t, 10*time.Second, func() bool { return standby.metric(t, "router_hosts_operator_is_leader") == 1 })
+	handover := time.Since(start)
+	t.Logf("handover after SIGTERM took %v", handover)
+	if handover > 5*time.Second {
+		t.Fatalf("handover took %v, want under 5 s", handover)
+	}
+	// Work that arrives now is done by the new leader.
+	h.create(ingress(h.ns, "two", enabled("ip-address", "10.41.0.2"), "two.lan"))
+	waitFor(t, 10*time.Second, func() bool { return len(h.entries("two.lan")) == 1 })
+}
+
+// TestKustomizeRBACIsSufficient runs the operator as the kustomize ServiceAccount, bound by
+// exactly the kustomize ClusterRole and Role, through a create/update/delete cycle of every
+// source, and checks it can do nothing else.
+func TestKustomizeRBACIsSufficient(t *testing.T) {
+	ensureNamespace(t, operatorNS)
+	if err := cp.InstallCRDs(filepath.Join(repoRoot(), "test", "integration", "testdata", "traefik")); err != nil {
+		t.Fatal(err)
+	}
+	manifests, err := kubetest.Kustomize(filepath.Join(repoRoot(), "kustomize"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Apply only the RBAC objects for real.
+	var rbac []string
+	for _, doc := range strings.Split(string(manifests), "\n---\n") {
+		if strings.Contains(doc, "kind: ServiceAccount") || strings.Contains(doc, "rbac.authorization.k8s.io") {
+			rbac = append(rbac, doc)
+		}
+	}
+	kubectl(t, []byte(strings.Join(rbac, "\n---\n")), "apply", "--server-side", "-f", "-")
+
+	// A kubeconfig that impersonates the ServiceAccount.
+	user := "system:serviceaccount:" + operatorNS + ":router-hosts-operator"
+	raw, err := clientcmd.LoadFromFile(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ai := range raw.AuthInfos {
+		ai.Impersonate = user
+		ai.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:" + operatorNS, "system:authenticated"}
+	}
+	saConfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*raw, saConfig); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", saConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	asSA := kubernetes.NewForConfigOrDie(rc)
+	// No broader than needed: nothing outside the role works.
+	if _, err := asSA.CoreV1().Secrets(operatorNS).List(context.Background(), metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("listing Secrets as the operator: %v, want Forbidden", err)
+	}
+	if _, err := asSA.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("listing Pods as the operator: %v, want Forbidden", err)
+	}
+	if _, err := asSA.NetworkingV1().Ingresses("default").Create(context.Background(), ingress("default", "x", nil, "x.lan"), metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("creating an Ingress as the operator: %v, want Forbidden", err)
+	}
+
+	h := newHarness(t, options{})
+	op := startOperator(t, h, saConfig, "--source=ingress", "--source=traefik", "--source=hostmapping", "--leader-elect",
+		"--leader-election-namespace="+operatorNS, "--leader-election-id=rbac-test", "--grace-period=1s",
+		"--interval=2s", "--min-event-sync-interval=100ms")
+	dyn := dynamic.NewForConfigOrDie(cp.Config)
+
+	ing := h.create(ingress(h.ns, "web", enabled("ip-address", "10.42.0.1"), "web.lan"))
+	ir := h.route(irNew, "route", enabled("ip-address", "10.42.0.2"), "Host(`route.lan`)")
+	h.hostMapping("hm", map[string]any{"hostname": "hm.lan", "ipAddress": "10.42.0.3"})
+	waitFor(t, 20*time.Second, func() bool {
+		return len(h.entries("web.lan")) == 1 && len(h.entries("route.lan")) == 1 && len(h.entries("hm.lan")) == 1
+	})
+	// Status written (hostmappings/status) and events created under the role.
+	waitFor(t, 10*time.Second, func() bool {
+		synced, _, _ := unstructured.NestedBool(h.getHM("hm").Object, "status", "synced")
+		return synced
+	})
+	waitFor(t, 10*time.Second, func() bool {
+		evs, err := cp.Client.CoreV1().Events(h.ns).List(context.Background(), metav1.ListOptions{})
+		return err == nil && len(evs.Items) > 0
+	})
+
+	// Update each.
+	h.update(ing, func(i *networkingv1.Ingress) { i.Annotations["router-hosts.fzymgc.house/ip-address"] = "10.42.1.1" })
+	ir.SetAnnotations(enabled("ip-address", "10.42.1.2"))
+	if _, err := dyn.Resource(irNew).Namespace(h.ns).Update(context.Background(), ir, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	hm := h.getHM("hm")
+	_ = unstructured.SetNestedField(hm.Object, "10.42.1.3", "spec", "ipAddress")
+	if _, err := h.hmClient().Update(context.Background(), hm, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, func() bool {
+		a, b, c := h.entries("web.lan"), h.entries("route.lan"), h.entries("hm.lan")
+		return len(a) == 1 && a[0].IP == "10.42.1.1" && len(b) == 1 && b[0].IP == "10.42.1.2" && len(c) == 1 && c[0].IP == "10.42.1.3"
+	})
+
+	// Delete each: gone after the 1 s grace period.
+	h.delete(ing)
+	if err := dyn.Resource(irNew).Namespace(h.ns).Delete(context.Background(), "route", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.hmClient().Delete(context.Background(), "hm", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, func() bool {
+		return len(h.entries("web.lan"))+len(h.entries("route.lan"))+len(h.entries("hm.lan")) == 0
+	})
+	if bytes.Contains(bytes.ToLower(op.log.Bytes()), []byte("forbidden")) {
+		t.Fatalf("the operator hit a permission error:\n%s", op.log.String())
+	}
+}
