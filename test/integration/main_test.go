@@ -111,6 +111,8 @@ type options struct {
 	domains      endpoint.DomainFilter
 	labelFilter  string
 	allNS        bool // read every namespace instead of the test's own
+	reporters    []controller.Reporter
+	warner       source.Warner
 }
 
 func newHarness(t *testing.T, o options) *harness {
@@ -162,10 +164,10 @@ func (h *harness) build(o options) {
 	if o.allNS {
 		ns = ""
 	}
-	cfg := source.Config{Namespace: ns, LabelSelector: o.labelFilter, IPResolution: strategies, DiscoveryInterval: 200 * time.Millisecond, Log: log}
+	cfg := source.Config{Namespace: ns, LabelSelector: o.labelFilter, IPResolution: strategies, DiscoveryInterval: 200 * time.Millisecond, Warner: o.warner, Log: log}
 	dyn := dynamic.NewForConfigOrDie(cp.Config)
 	var srcs []controller.Source
-	var reporters []controller.Reporter
+	reporters := append([]controller.Reporter(nil), o.reporters...)
 	for _, name := range o.sources {
 		var s controller.Source
 		switch name {

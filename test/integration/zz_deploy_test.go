@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/kubetest"
 )
 
@@ -167,13 +168,14 @@ func (p *process) metric(t *testing.T, name string, labels ...string) float64 {
 
 func TestMetricsAndReadiness(t *testing.T) {
 	h := newHarness(t, options{})
+	seed(t, h, endpoint.Record{Hostname: "theirs.lan", IP: "10.40.9.9", Tags: []string{"k8s-operator", "cluster:other"}})
 	p := startOperator(t, h, kubeconfig, "--interval=1s", "--grace-period=2s", "--min-event-sync-interval=100ms")
 	ing := h.create(ingress(h.ns, "web", enabled("ip-address", "10.40.0.1"), "web.lan"))
 	waitFor(t, 10*time.Second, func() bool { return p.metric(t, "router_hosts_operator_changes_total", `action="create"`) == 1 })
 	if v := p.metric(t, "router_hosts_operator_synced_entries", `namespace="`+h.ns+`"`, `kind="Ingress"`, `cluster="test"`); v != 1 {
 		t.Errorf("synced_entries = %v, want 1", v)
 	}
-	for _, m := range []string{"router_hosts_operator_server_connected", "router_hosts_operator_is_leader"} {
+	for _, m := range []string{"router_hosts_operator_server_connected", "router_hosts_operator_is_leader", "router_hosts_operator_foreign_entries"} {
 		if v := p.metric(t, m); v != 1 {
 			t.Errorf("%s = %v, want 1", m, v)
 		}
@@ -221,10 +223,10 @@ func TestMetricsAndReadiness(t *testing.T) {
 
 func TestLeaderElectionHandover(t *testing.T) {
 	h := newHarness(t, options{})
-	args := []string{"--leader-elect", "--leader-election-namespace=" + h.ns, "--leader-election-id=op", "--interval=1m"}
+	args := []string{"--leader-elect", "--leader-election-namespace=" + h.ns, "--leader-election-id=op", "--interval=1m", "--grace-period=3s"}
 	a := startOperator(t, h, kubeconfig, args...)
 	b := startOperator(t, h, kubeconfig, args...)
-	h.create(ingress(h.ns, "one", enabled("ip-address", "10.41.0.1"), "one.lan"))
+	one := h.create(ingress(h.ns, "one", enabled("ip-address", "10.41.0.1"), "one.lan"))
 	waitFor(t, 20*time.Second, func() bool { return len(h.entries("one.lan")) == 1 })
 	leader, standby := a, b
 	if b.metric(t, "router_hosts_operator_is_leader") == 1 {
@@ -236,6 +238,16 @@ func TestLeaderElectionHandover(t *testing.T) {
 	if standby.metric(t, "router_hosts_operator_changes_total") != 0 || standby.metric(t, "router_hosts_operator_sync_duration_seconds_count") != 0 {
 		t.Fatal("the standby synced or wrote")
 	}
+	// The leader marks one.lan for deletion; the grace period ends after it is gone.
+	h.delete(one)
+	waitFor(t, 10*time.Second, func() bool {
+		e := h.entries("one.lan")
+		if len(e) != 1 {
+			return false
+		}
+		_, marked := e[0].TagValue("pending-deletion:")
+		return marked
+	})
 	// Graceful shutdown of the leader releases the Lease; the standby takes over.
 	start := time.Now()
 	_ = leader.cmd.Process.Signal(syscall.SIGTERM)
@@ -245,7 +257,8 @@ func TestLeaderElectionHandover(t *testing.T) {
 	if handover > 5*time.Second {
 		t.Fatalf("handover took %v, want under 5 s", handover)
 	}
-	// Work that arrives now is done by the new leader.
+	// The new leader finishes the pending deletion, and takes new work.
+	waitFor(t, 10*time.Second, func() bool { return len(h.entries("one.lan")) == 0 })
 	h.create(ingress(h.ns, "two", enabled("ip-address", "10.41.0.2"), "two.lan"))
 	waitFor(t, 10*time.Second, func() bool { return len(h.entries("two.lan")) == 1 })
 }
