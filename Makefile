@@ -27,7 +27,7 @@ test: envtest-assets lint
 	KUBEBUILDER_ASSETS=$(ASSETS) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(GO) test -run '^$$' -fuzz '^FuzzParseMatch$$' -fuzztime $(FUZZ_SMOKE) ./source/
 
-FUZZ_SMOKE    ?= 10s
+FUZZ_SMOKE    ?= 30000x
 FUZZ_TIME     ?= 5m
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseMatch$$' -fuzztime $(FUZZ_TIME) ./source/

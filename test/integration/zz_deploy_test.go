@@ -180,6 +180,9 @@ func TestMetricsAndReadiness(t *testing.T) {
 			t.Errorf("%s = %v, want 1", m, v)
 		}
 	}
+	if p.metric(t, "go_goroutines") == 0 || p.metric(t, "process_resident_memory_bytes") == 0 {
+		t.Error("the Go and process collectors are missing")
+	}
 	if v := p.metric(t, "router_hosts_operator_source_endpoints", `source="ingress"`); v != 1 {
 		t.Errorf("source_endpoints = %v", v)
 	}
