@@ -28,9 +28,13 @@ test: envtest-assets lint
 	$(GO) test -run '^$$' -fuzz '^FuzzParseMatch$$' -fuzztime $(FUZZ_SMOKE) ./source/
 
 FUZZ_SMOKE    ?= 30000x
-FUZZ_TIME     ?= 5m
+FUZZ_TIME     ?= 2m
+# Each fuzz target in turn; new findings land in testdata/fuzz/ beside the package.
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseMatch$$' -fuzztime $(FUZZ_TIME) ./source/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseOverrides$$' -fuzztime $(FUZZ_TIME) ./source/
+	$(GO) test -run '^$$' -fuzz '^FuzzNormalizeHostname$$' -fuzztime $(FUZZ_TIME) ./endpoint/
+	$(GO) test -run '^$$' -fuzz '^FuzzNormalizeIP$$' -fuzztime $(FUZZ_TIME) ./endpoint/
 
 unit:
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/)

@@ -123,8 +123,12 @@ func SortedUnique(in []string) []string {
 	return out[:w]
 }
 
-// SameSet reports whether a and b hold the same strings, ignoring order and duplicates.
+// SameSet reports whether a and b hold the same strings, ignoring order and duplicates. It
+// runs for every entry of every sync, so short lists (tags, aliases) compare without allocating.
 func SameSet(a, b []string) bool {
+	if len(a) <= 32 && len(b) <= 32 {
+		return SameUnion(a, b)
+	}
 	a, b = SortedUnique(a), SortedUnique(b)
 	if len(a) != len(b) {
 		return false
@@ -135,4 +139,38 @@ func SameSet(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// SameUnion reports whether have holds exactly the strings of the union of parts, ignoring
+// order and duplicates, without allocating; it is quadratic, for short lists only.
+func SameUnion(have []string, parts ...[]string) bool {
+	for _, h := range have {
+		found := false
+		for _, p := range parts {
+			if contains(p, h) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	for _, p := range parts {
+		for _, x := range p {
+			if !contains(have, x) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }

@@ -64,9 +64,16 @@ func (p *Plan) Calculate() []Change {
 		policy = Sync
 	}
 	byHost := make(map[string][]*Current, len(p.Current))
+	// One backing array for the common single-entry hostnames instead of one slice each.
+	singles := make([]*Current, len(p.Current))
 	for i := range p.Current {
 		c := &p.Current[i]
-		byHost[c.Hostname] = append(byHost[c.Hostname], c)
+		if prev, ok := byHost[c.Hostname]; ok {
+			byHost[c.Hostname] = append(prev[:len(prev):len(prev)], c)
+			continue
+		}
+		singles[i] = c
+		byHost[c.Hostname] = singles[i : i+1 : i+1]
 	}
 	var out []Change
 	seen := make(map[string]bool, len(p.Desired))
@@ -94,6 +101,10 @@ func (p *Plan) Calculate() []Change {
 
 // planHostname matches one endpoint's targets to the entries that exist for its hostname.
 func planHostname(ep *endpoint.Endpoint, recs []*Current, policy Policy) []Change {
+	// The common case, one address served by one entry already right, costs no allocation.
+	if len(recs) == 1 && len(ep.Targets) == 1 && recs[0].IP == ep.Targets[0] && upToDate(ep, recs[0]) {
+		return nil
+	}
 	sort.Slice(recs, func(i, j int) bool { return recs[i].ID < recs[j].ID })
 	wanted := make(map[string]bool, len(ep.Targets))
 	for _, ip := range ep.Targets {
@@ -142,6 +153,18 @@ func planHostname(ep *endpoint.Endpoint, recs []*Current, policy Policy) []Chang
 		}
 	}
 	return out
+}
+
+// upToDate reports whether entry c already is what desiredRecord would make of it (IP aside),
+// without building that record.
+func upToDate(ep *endpoint.Endpoint, c *Current) bool {
+	if !endpoint.SameSet(c.Aliases, ep.Aliases) {
+		return false
+	}
+	if c.Adopted {
+		return endpoint.SameUnion(c.Tags, ep.OwnerTags, c.Keep)
+	}
+	return c.Comment == ep.Comment && endpoint.SameUnion(c.Tags, ep.OwnerTags, c.Keep, ep.Tags)
 }
 
 // desiredRecord is what entry c should look like to serve ep at ip.

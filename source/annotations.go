@@ -8,6 +8,9 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
 
+// maxGraceSeconds bounds the grace-period annotation (one year).
+const maxGraceSeconds = 365 * 24 * 3600
+
 // overrides is what an object's annotations say, already validated. Problems are returned as
 // messages, so one bad value is reported and ignored without affecting the rest.
 type overrides struct {
@@ -51,8 +54,9 @@ func parseOverrides(ann map[string]string) overrides {
 	o.aliases = splitList(ann[AnnotationAliases])
 	if raw, ok := ann[AnnotationGracePeriod]; ok {
 		secs, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
-		if err != nil || secs < 0 {
-			o.problems = append(o.problems, invalidAnnotation("annotation %s: %q is not a whole number of seconds; ignored", AnnotationGracePeriod, raw))
+		// A year is far beyond any sensible grace period, and keeps the duration from overflowing.
+		if err != nil || secs < 0 || secs > maxGraceSeconds {
+			o.problems = append(o.problems, invalidAnnotation("annotation %s: %q is not a whole number of seconds from 0 to a year; ignored", AnnotationGracePeriod, raw))
 		} else {
 			d := time.Duration(secs) * time.Second
 			o.gracePeriod = &d

@@ -29,6 +29,7 @@ func TestParseOverrides(t *testing.T) {
 		{name: "grace period zero", ann: map[string]string{AnnotationGracePeriod: "0"}, grace: sec(0)},
 		{name: "grace period negative", ann: map[string]string{AnnotationGracePeriod: "-1"}, problems: 1},
 		{name: "grace period not a number", ann: map[string]string{AnnotationGracePeriod: "5m"}, problems: 1},
+		{name: "grace period over a year", ann: map[string]string{AnnotationGracePeriod: "9223372036854775807"}, problems: 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -14,39 +14,51 @@ import (
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 )
 
-// The RPC names Service counts, as in the method's full name.
+// The RPC names Service counts, as in the method's full name; tests pass them to Calls and
+// SetFault.
 const (
-	MethodAdd    = "AddHost"
-	MethodGet    = "GetHost"
-	MethodUpdate = "UpdateHost"
-	MethodDelete = "DeleteHost"
-	MethodList   = "ListHosts"
+	MethodAdd       = "AddHost"
+	MethodGet       = "GetHost"
+	MethodUpdate    = "UpdateHost"
+	MethodDelete    = "DeleteHost"
+	MethodList      = "ListHosts"
+	MethodLiveness  = "Liveness"
+	MethodReadiness = "Readiness"
 )
 
 // Service serves a Store as router_hosts.v1.HostsService and counts calls per RPC, so tests can
-// assert exactly how many writes a sync made.
+// assert exactly how many reads and writes a sync made, and can inject faults.
 type Service struct {
 	pb.UnimplementedHostsServiceServer
 	store *Store
+	// calls is filled once by NewService and never changed, so reading it needs no lock.
+	calls map[string]*atomic.Int64
 
 	mu     sync.Mutex
-	calls  map[string]*atomic.Int64
+	faults map[string]*fault
 	before func(method string) error
 }
 
-// NewService serves store.
+// fault is an error injected into a method's next calls; left < 0 means every call.
+type fault struct {
+	err  error
+	left int
+}
+
+// NewService serves store; several services may share one store.
 func NewService(store *Store) *Service {
-	s := &Service{store: store, calls: map[string]*atomic.Int64{}}
-	for _, m := range []string{MethodAdd, MethodGet, MethodUpdate, MethodDelete, MethodList, "Liveness", "Readiness"} {
+	s := &Service{store: store, calls: map[string]*atomic.Int64{}, faults: map[string]*fault{}}
+	for _, m := range []string{MethodAdd, MethodGet, MethodUpdate, MethodDelete, MethodList, MethodLiveness, MethodReadiness} {
 		s.calls[m] = &atomic.Int64{}
 	}
 	return s
 }
 
-// Store is the store behind the service.
+// Store is the store behind the service, for tests that edit data behind the operator's back.
 func (s *Service) Store() *Store { return s.store }
 
-// Calls is the number of calls of one RPC since the last ResetCalls.
+// Calls is the number of calls of one RPC (e.g. "AddHost") since the last ResetCalls,
+// including calls that failed; an unknown name counts 0.
 func (s *Service) Calls(method string) int64 {
 	if c, ok := s.calls[method]; ok {
 		return c.Load()
@@ -54,7 +66,7 @@ func (s *Service) Calls(method string) int64 {
 	return 0
 }
 
-// CallCounts returns every RPC's count.
+// CallCounts returns every RPC's count, for failure messages and whole-sync assertions.
 func (s *Service) CallCounts() map[string]int64 {
 	out := make(map[string]int64, len(s.calls))
 	for m, c := range s.calls {
@@ -63,38 +75,71 @@ func (s *Service) CallCounts() map[string]int64 {
 	return out
 }
 
-// WriteCalls is the number of AddHost, UpdateHost and DeleteHost calls.
+// WriteCalls is the number of AddHost, UpdateHost and DeleteHost calls: the figure that must
+// stay zero when a sync finds nothing to change.
 func (s *Service) WriteCalls() int64 {
 	return s.Calls(MethodAdd) + s.Calls(MethodUpdate) + s.Calls(MethodDelete)
 }
 
-// ResetCalls zeroes every count.
+// ResetCalls zeroes every count, so a test can measure one sync in isolation.
 func (s *Service) ResetCalls() {
 	for _, c := range s.calls {
 		c.Store(0)
 	}
 }
 
-// SetBefore installs a hook run at the start of every RPC (nil removes it). A test uses it to
-// inject a fault (return an error) or to play a concurrent writer (edit the store, return nil).
+// SetFault makes the next n calls of method fail with err before they reach the store (n <= 0:
+// every call until cleared); a nil err clears the fault. Tests use it to play a failing or
+// unreachable server, e.g. status.Error(codes.Unavailable, "...").
+func (s *Service) SetFault(method string, err error, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil {
+		delete(s.faults, method)
+		return
+	}
+	if n <= 0 {
+		n = -1
+	}
+	s.faults[method] = &fault{err: err, left: n}
+}
+
+// SetBefore installs a hook run at the start of every RPC, after SetFault's faults (nil
+// removes it). It is how a test plays a concurrent writer: the hook edits the Store when the
+// method is MethodUpdate and returns nil, so the operator's UpdateHost meets a newer version
+// and gets Aborted. A non-nil error from the hook fails the call with it.
 func (s *Service) SetBefore(hook func(method string) error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.before = hook
 }
 
+// enter counts a call and applies the injected fault or hook, if any.
 func (s *Service) enter(method string) error {
 	s.calls[method].Add(1)
 	s.mu.Lock()
+	var err error
+	if f := s.faults[method]; f != nil {
+		err = f.err
+		if f.left > 0 {
+			if f.left--; f.left == 0 {
+				delete(s.faults, method)
+			}
+		}
+	}
 	hook := s.before
 	s.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	// The hook runs without s.mu held, so it may call SetFault, SetBefore or the Store.
 	if hook != nil {
 		return hook(method)
 	}
 	return nil
 }
 
-// AddHost implements the RPC.
+// AddHost implements the RPC on Store.Add.
 func (s *Service) AddHost(_ context.Context, req *pb.AddHostRequest) (*pb.AddHostResponse, error) {
 	if err := s.enter(MethodAdd); err != nil {
 		return nil, err
@@ -106,7 +151,7 @@ func (s *Service) AddHost(_ context.Context, req *pb.AddHostRequest) (*pb.AddHos
 	return &pb.AddHostResponse{Id: e.GetId(), Entry: e}, nil
 }
 
-// GetHost implements the RPC.
+// GetHost implements the RPC on Store.Get.
 func (s *Service) GetHost(_ context.Context, req *pb.GetHostRequest) (*pb.GetHostResponse, error) {
 	if err := s.enter(MethodGet); err != nil {
 		return nil, err
@@ -118,7 +163,7 @@ func (s *Service) GetHost(_ context.Context, req *pb.GetHostRequest) (*pb.GetHos
 	return &pb.GetHostResponse{Entry: e}, nil
 }
 
-// UpdateHost implements the RPC.
+// UpdateHost implements the RPC on Store.Update.
 func (s *Service) UpdateHost(_ context.Context, req *pb.UpdateHostRequest) (*pb.UpdateHostResponse, error) {
 	if err := s.enter(MethodUpdate); err != nil {
 		return nil, err
@@ -130,7 +175,7 @@ func (s *Service) UpdateHost(_ context.Context, req *pb.UpdateHostRequest) (*pb.
 	return &pb.UpdateHostResponse{Entry: e}, nil
 }
 
-// DeleteHost implements the RPC.
+// DeleteHost implements the RPC on Store.Delete; success is always true when there is no error.
 func (s *Service) DeleteHost(_ context.Context, req *pb.DeleteHostRequest) (*pb.DeleteHostResponse, error) {
 	if err := s.enter(MethodDelete); err != nil {
 		return nil, err
@@ -154,24 +199,25 @@ func (s *Service) ListHosts(_ *pb.ListHostsRequest, stream grpc.ServerStreamingS
 	return nil
 }
 
-// Liveness implements the RPC.
+// Liveness implements the server's own health RPC (there is no grpc.health.v1).
 func (s *Service) Liveness(context.Context, *pb.LivenessRequest) (*pb.LivenessResponse, error) {
-	if err := s.enter("Liveness"); err != nil {
+	if err := s.enter(MethodLiveness); err != nil {
 		return nil, err
 	}
 	return &pb.LivenessResponse{Alive: true}, nil
 }
 
-// Readiness implements the RPC.
+// Readiness implements the server's own readiness RPC; an in-memory store is always ready.
 func (s *Service) Readiness(context.Context, *pb.ReadinessRequest) (*pb.ReadinessResponse, error) {
-	if err := s.enter("Readiness"); err != nil {
+	if err := s.enter(MethodReadiness); err != nil {
 		return nil, err
 	}
 	return &pb.ReadinessResponse{Ready: true}, nil
 }
 
-// Dial serves svc on an in-process listener and returns a client connection to it, for
-// --provider=inmemory; no socket is opened. stop ends both.
+// Dial serves svc on an in-process bufconn listener and returns a plaintext client connection
+// to it, for --provider=inmemory and unit tests: real gRPC framing, but no socket and no TLS.
+// stop closes the connection and the server.
 func Dial(svc *Service) (conn *grpc.ClientConn, stop func(), err error) {
 	lis := bufconn.Listen(1 << 20)
 	srv := grpc.NewServer()

@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,17 +22,17 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
 
-// Store holds live entries keyed by ID.
+// Store holds the live entries keyed by ID. Entries are cloned on the way in and out, so a
+// caller can never change stored state except through the server's operations.
 type Store struct {
 	mu      sync.Mutex
 	entries map[string]*pb.HostEntry
 	events  int
-	now     func() time.Time
 }
 
-// NewStore returns an empty store.
+// NewStore returns an empty store, as a freshly initialised server database.
 func NewStore() *Store {
-	return &Store{entries: map[string]*pb.HostEntry{}, now: time.Now}
+	return &Store{entries: map[string]*pb.HostEntry{}}
 }
 
 // Events is the number of events the server's log would hold: one per AddHost, one per field
@@ -42,14 +43,15 @@ func (s *Store) Events() int {
 	return s.events
 }
 
-// Len is the number of live entries.
+// Len is the number of live entries, so tests can check a sync's result without listing.
 func (s *Store) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.entries)
 }
 
-// Add creates an entry, as AddHost does.
+// Add creates an entry as AddHost does: fields are stored exactly as sent (no case folding, no
+// canonical IP text), and only an identical (ip_address, hostname) pair is a duplicate.
 func (s *Store) Add(req *pb.AddHostRequest) (*pb.HostEntry, error) {
 	if err := validate(req.GetIpAddress(), req.GetHostname(), req.GetAliases()); err != nil {
 		return nil, err
@@ -57,56 +59,65 @@ func (s *Store) Add(req *pb.AddHostRequest) (*pb.HostEntry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, e := range s.entries {
-		// Uniqueness is the exact, case-sensitive pair, as on the server.
 		if e.GetIpAddress() == req.GetIpAddress() && e.GetHostname() == req.GetHostname() {
 			return nil, status.Errorf(codes.AlreadyExists, "host entry %s %s already exists", req.GetIpAddress(), req.GetHostname())
 		}
 	}
-	now := timestamppb.New(s.now())
+	now := time.Now()
+	ts := timestamppb.New(now)
 	e := &pb.HostEntry{
-		Id: newULID(s.now()), IpAddress: req.GetIpAddress(), Hostname: req.GetHostname(), Comment: req.Comment,
+		Id: newULID(now), IpAddress: req.GetIpAddress(), Hostname: req.GetHostname(),
 		Tags: append([]string(nil), req.GetTags()...), Aliases: append([]string(nil), req.GetAliases()...),
-		CreatedAt: now, UpdatedAt: now, Version: "1",
+		CreatedAt: ts, UpdatedAt: proto.Clone(ts).(*timestamppb.Timestamp), Version: "1",
+	}
+	if req.Comment != nil {
+		e.Comment = proto.String(req.GetComment())
 	}
 	s.entries[e.Id] = e
 	s.events++
 	return proto.Clone(e).(*pb.HostEntry), nil
 }
 
-// Get returns one entry, as GetHost does.
+// Get returns one entry as GetHost does: InvalidArgument for text that is not a ULID, NotFound
+// for an unknown or deleted ID.
 func (s *Store) Get(id string) (*pb.HostEntry, error) {
-	if err := validateID(id); err != nil {
+	key, err := parseID(id)
+	if err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.entries[id]
+	e, ok := s.entries[key]
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "host %s not found", id)
 	}
 	return proto.Clone(e).(*pb.HostEntry), nil
 }
 
-// Update applies an UpdateHost: a missing expected_version counts as "0", every field present
-// is one event (even when its value is unchanged), and uniqueness is not checked.
+// Update applies an UpdateHost. A missing expected_version counts as "0" (so it conflicts with
+// every existing entry), every field present is one event even when its value is unchanged,
+// and uniqueness is not checked, all as on the real server.
 func (s *Store) Update(req *pb.UpdateHostRequest) (*pb.HostEntry, error) {
-	if err := validateID(req.GetId()); err != nil {
+	key, err := parseID(req.GetId())
+	if err != nil {
 		return nil, err
 	}
 	expected := "0"
 	if req.ExpectedVersion != nil {
 		expected = req.GetExpectedVersion()
 	}
-	if _, err := strconv.ParseUint(expected, 10, 64); err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "invalid expected_version %q", expected)
+	want, err := parseVersion(expected)
+	if err != nil {
+		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.entries[req.GetId()]
+	e, ok := s.entries[key]
 	if !ok {
 		return nil, status.Errorf(codes.NotFound, "host %s not found", req.GetId())
 	}
-	if e.GetVersion() != expected {
+	cur := storedVersion(e)
+	if cur != want {
 		return nil, status.Errorf(codes.Aborted, "version conflict: expected %s, current %s", expected, e.GetVersion())
 	}
 	n := proto.Clone(e).(*pb.HostEntry)
@@ -120,51 +131,59 @@ func (s *Store) Update(req *pb.UpdateHostRequest) (*pb.HostEntry, error) {
 	if req.Comment != nil {
 		n.Comment, events = proto.String(req.GetComment()), events+1
 	}
+	// A present wrapper replaces the whole list (an empty one clears it); nil keeps it.
 	if req.Aliases != nil {
 		n.Aliases, events = append([]string(nil), req.GetAliases().GetValues()...), events+1
 	}
 	if req.Tags != nil {
 		n.Tags, events = append([]string(nil), req.GetTags().GetValues()...), events+1
 	}
+	// The resulting entry is validated as a whole, so aliases are checked against the new
+	// hostname even when only one of the two was sent.
 	if err := validate(n.GetIpAddress(), n.GetHostname(), n.GetAliases()); err != nil {
 		return nil, err
 	}
-	v, _ := strconv.ParseUint(e.GetVersion(), 10, 64)
-	n.Version = strconv.FormatUint(v+uint64(events), 10)
-	if events > 0 {
-		n.UpdatedAt = timestamppb.New(s.now())
+	if events == 0 {
+		return n, nil
 	}
-	s.entries[n.Id] = n
+	n.Version = strconv.FormatUint(cur+uint64(events), 10)
+	n.UpdatedAt = timestamppb.Now()
+	s.entries[key] = n
 	s.events += events
 	return proto.Clone(n).(*pb.HostEntry), nil
 }
 
-// Delete removes an entry; a missing expected_version deletes unconditionally.
+// Delete removes an entry as DeleteHost does: a nil expectedVersion deletes unconditionally, a
+// mismatching one is Aborted, and an unknown or already-deleted ID is NotFound.
 func (s *Store) Delete(id string, expectedVersion *string) error {
-	if err := validateID(id); err != nil {
+	key, err := parseID(id)
+	if err != nil {
 		return err
 	}
+	var want uint64
 	if expectedVersion != nil {
-		if _, err := strconv.ParseUint(*expectedVersion, 10, 64); err != nil {
-			return status.Errorf(codes.InvalidArgument, "invalid expected_version %q", *expectedVersion)
+		if want, err = parseVersion(*expectedVersion); err != nil {
+			return err
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e, ok := s.entries[id]
+	e, ok := s.entries[key]
 	if !ok {
 		return status.Errorf(codes.NotFound, "host %s not found", id)
 	}
-	if expectedVersion != nil && *expectedVersion != e.GetVersion() {
-		return status.Errorf(codes.Aborted, "version conflict: expected %s, current %s", *expectedVersion, e.GetVersion())
+	if expectedVersion != nil {
+		if storedVersion(e) != want {
+			return status.Errorf(codes.Aborted, "version conflict: expected %s, current %s", *expectedVersion, e.GetVersion())
+		}
 	}
-	delete(s.entries, id)
+	delete(s.entries, key)
 	s.events++
 	return nil
 }
 
-// List returns every live entry in no particular order (map order), as the server guarantees
-// none; callers must not depend on it.
+// List returns every live entry in map order, which Go randomises: the server guarantees no
+// order, and this makes a caller that depends on one fail early.
 func (s *Store) List() []*pb.HostEntry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -173,6 +192,11 @@ func (s *Store) List() []*pb.HostEntry {
 		out = append(out, proto.Clone(e).(*pb.HostEntry))
 	}
 	return out
+}
+
+// String renders an entry on one line, for test failure messages.
+func String(e *pb.HostEntry) string {
+	return fmt.Sprintf("%s %s %s v%s tags=%v aliases=%v", e.GetId(), e.GetIpAddress(), e.GetHostname(), e.GetVersion(), e.GetTags(), e.GetAliases())
 }
 
 // validate applies the server's field rules; tags and comments are not validated, as there.
@@ -189,13 +213,30 @@ func validate(ip, hostname string, aliases []string) error {
 	return nil
 }
 
+// parseVersion reads an expected_version; text that is not a decimal counter is
+// InvalidArgument, as on the server.
+func parseVersion(v string) (uint64, error) {
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return 0, status.Errorf(codes.InvalidArgument, "invalid expected_version %q", v)
+	}
+	return n, nil
+}
+
+// storedVersion reads the counter of a stored entry; this store only ever writes decimal text.
+func storedVersion(e *pb.HostEntry) uint64 {
+	n, _ := strconv.ParseUint(e.GetVersion(), 10, 64)
+	return n
+}
+
 const crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
-// newULID returns a ULID: 48 bits of milliseconds and 80 random bits in Crockford base32.
+// newULID returns a ULID: 48 bits of milliseconds then 80 random bits, as 26 characters of
+// Crockford base32 (128 bits in 130, so the first character is at most '7').
 func newULID(t time.Time) string {
 	var b [16]byte
 	binary.BigEndian.PutUint64(b[:8], uint64(t.UnixMilli())<<16)
-	_, _ = rand.Read(b[6:])
+	_, _ = rand.Read(b[6:]) // crypto/rand.Read never fails on supported platforms
 	hi, lo := binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])
 	out := make([]byte, 26)
 	for i := 25; i >= 0; i-- {
@@ -206,27 +247,17 @@ func newULID(t time.Time) string {
 	return string(out)
 }
 
-// validateID refuses text that is not a ULID, as the server does.
-func validateID(id string) error {
-	if len(id) != 26 || id[0] > '7' {
-		return status.Errorf(codes.InvalidArgument, "invalid id %q: not a ULID", id)
+// parseID refuses text that is not a ULID with InvalidArgument and returns the canonical
+// (upper-case) key. ULID parsers accept either case, so a lower-case ID names the same entry.
+func parseID(id string) (string, error) {
+	u := strings.ToUpper(id)
+	if len(u) != 26 || u[0] > '7' {
+		return "", status.Errorf(codes.InvalidArgument, "invalid id %q: not a ULID", id)
 	}
-	for i := 0; i < len(id); i++ {
-		ok := false
-		for j := 0; j < len(crockford); j++ {
-			if id[i] == crockford[j] {
-				ok = true
-				break
-			}
-		}
-		if !ok {
-			return status.Errorf(codes.InvalidArgument, "invalid id %q: not a ULID", id)
+	for i := 0; i < len(u); i++ {
+		if strings.IndexByte(crockford, u[i]) < 0 {
+			return "", status.Errorf(codes.InvalidArgument, "invalid id %q: not a ULID", id)
 		}
 	}
-	return nil
-}
-
-// String renders an entry for test failure messages.
-func String(e *pb.HostEntry) string {
-	return fmt.Sprintf("%s %s %s v%s tags=%v aliases=%v", e.GetId(), e.GetIpAddress(), e.GetHostname(), e.GetVersion(), e.GetTags(), e.GetAliases())
+	return u, nil
 }

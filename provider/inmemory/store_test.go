@@ -1,9 +1,10 @@
 package inmemory
 
 import (
-	"context"
-	"io"
+	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -21,11 +22,50 @@ func add(t *testing.T, s *Store, ip, host string) *pb.HostEntry {
 	return e
 }
 
-func TestAddValidationAndUniqueness(t *testing.T) {
-	s := NewStore()
-	base := add(t, s, "10.0.0.1", "nas.lan")
-	if base.GetVersion() != "1" || len(base.GetId()) != 26 || validateID(base.GetId()) != nil {
-		t.Fatalf("new entry = %s", String(base))
+func TestULID(t *testing.T) {
+	at := time.UnixMilli(1_700_000_000_123)
+	id := newULID(at)
+	if _, err := parseID(id); err != nil || len(id) != 26 {
+		t.Fatalf("newULID = %q: %v", id, err)
+	}
+	// The first 10 characters are the 48-bit millisecond timestamp, most significant first.
+	var ms uint64
+	for i := 0; i < 10; i++ {
+		ms = ms<<5 | uint64(strings.IndexByte(crockford, id[i]))
+	}
+	if ms != 1_700_000_000_123 {
+		t.Fatalf("timestamp of %s = %d", id, ms)
+	}
+	if other := newULID(at); other == id {
+		t.Fatalf("two ULIDs in the same millisecond are equal: %s", id)
+	}
+	for _, tc := range []struct {
+		id string
+		ok bool
+	}{
+		{"01ARZ3NDEKTSV4RRFFQ69G5FAV", true},
+		{"01arz3ndektsv4rrffq69g5fav", true}, // ULID parsers ignore case
+		{"7ZZZZZZZZZZZZZZZZZZZZZZZZZ", true},
+		{"8ZZZZZZZZZZZZZZZZZZZZZZZZZ", false}, // overflows 128 bits
+		{"01ARZ3NDEKTSV4RRFFQ69G5FA", false},
+		{"01ARZ3NDEKTSV4RRFFQ69G5FAVX", false},
+		{"01ARZ3NDEKTSV4RRFFQ69G5FAU", false}, // U, I, L, O are not Crockford digits
+		{"01ARZ3NDEKTSV4RRFFQ69G5FAI", false},
+		{"", false},
+		{"nope", false},
+	} {
+		if _, err := parseID(tc.id); (err == nil) != tc.ok || (err != nil && status.Code(err) != codes.InvalidArgument) {
+			t.Errorf("parseID(%q) = %v, want ok=%v", tc.id, err, tc.ok)
+		}
+	}
+}
+
+func TestAdd(t *testing.T) {
+	long := strings.Repeat("a", 63)
+	name253 := strings.Join([]string{long, long, long, strings.Repeat("b", 61)}, ".")
+	many := make([]string, 51)
+	for i := range many {
+		many[i] = fmt.Sprintf("a%d.lan", i)
 	}
 	tests := []struct {
 		name string
@@ -33,121 +73,253 @@ func TestAddValidationAndUniqueness(t *testing.T) {
 		code codes.Code
 	}{
 		{"same pair", &pb.AddHostRequest{IpAddress: "10.0.0.1", Hostname: "nas.lan"}, codes.AlreadyExists},
-		{"case differs: another entry", &pb.AddHostRequest{IpAddress: "10.0.0.1", Hostname: "NAS.lan"}, codes.OK},
-		{"ip text differs: another entry", &pb.AddHostRequest{IpAddress: "::1", Hostname: "six.lan"}, codes.OK},
-		{"ip text differs again", &pb.AddHostRequest{IpAddress: "0::1", Hostname: "six.lan"}, codes.OK},
+		{"same pair, other tags", &pb.AddHostRequest{IpAddress: "10.0.0.1", Hostname: "nas.lan", Tags: []string{"x"}}, codes.AlreadyExists},
+		{"hostname case differs: another entry", &pb.AddHostRequest{IpAddress: "10.0.0.1", Hostname: "NAS.lan"}, codes.OK},
 		{"same hostname, other ip", &pb.AddHostRequest{IpAddress: "10.0.0.2", Hostname: "nas.lan"}, codes.OK},
-		{"leading zero", &pb.AddHostRequest{IpAddress: "010.0.0.1", Hostname: "x.lan"}, codes.InvalidArgument},
+		{"::1 exists", &pb.AddHostRequest{IpAddress: "::1", Hostname: "six.lan"}, codes.AlreadyExists},
+		{"0::1 is other text: another entry", &pb.AddHostRequest{IpAddress: "0::1", Hostname: "six.lan"}, codes.OK},
+		{"single label", &pb.AddHostRequest{IpAddress: "10.0.0.3", Hostname: "router"}, codes.OK},
+		{"253 bytes", &pb.AddHostRequest{IpAddress: "10.0.0.3", Hostname: name253}, codes.OK},
+		{"254 bytes", &pb.AddHostRequest{IpAddress: "10.0.0.3", Hostname: name253 + "b"}, codes.InvalidArgument},
+		{"label of 64", &pb.AddHostRequest{IpAddress: "10.0.0.3", Hostname: long + "a.lan"}, codes.InvalidArgument},
+		{"not an ip", &pb.AddHostRequest{IpAddress: "nas", Hostname: "x.lan"}, codes.InvalidArgument},
+		{"empty ip", &pb.AddHostRequest{IpAddress: "", Hostname: "x.lan"}, codes.InvalidArgument},
+		{"leading-zero octet", &pb.AddHostRequest{IpAddress: "010.0.0.1", Hostname: "x.lan"}, codes.InvalidArgument},
 		{"zone", &pb.AddHostRequest{IpAddress: "fe80::1%eth0", Hostname: "x.lan"}, codes.InvalidArgument},
+		{"empty hostname", &pb.AddHostRequest{IpAddress: "10.0.0.3", Hostname: ""}, codes.InvalidArgument},
 		{"trailing dot", &pb.AddHostRequest{IpAddress: "10.0.0.3", Hostname: "x.lan."}, codes.InvalidArgument},
+		{"leading dot", &pb.AddHostRequest{IpAddress: "10.0.0.3", Hostname: ".x.lan"}, codes.InvalidArgument},
+		{"empty label", &pb.AddHostRequest{IpAddress: "10.0.0.3", Hostname: "x..lan"}, codes.InvalidArgument},
+		{"label starts with -", &pb.AddHostRequest{IpAddress: "10.0.0.3", Hostname: "-x.lan"}, codes.InvalidArgument},
 		{"underscore", &pb.AddHostRequest{IpAddress: "10.0.0.3", Hostname: "x_y.lan"}, codes.InvalidArgument},
 		{"wildcard", &pb.AddHostRequest{IpAddress: "10.0.0.3", Hostname: "*.lan"}, codes.InvalidArgument},
-		{"alias equals hostname", &pb.AddHostRequest{IpAddress: "10.0.0.3", Hostname: "x.lan", Aliases: []string{"X.lan"}}, codes.InvalidArgument},
+		{"non-ascii", &pb.AddHostRequest{IpAddress: "10.0.0.3", Hostname: "bücher.lan"}, codes.InvalidArgument},
+		{"alias equals hostname, other case", &pb.AddHostRequest{IpAddress: "10.0.0.3", Hostname: "x.lan", Aliases: []string{"X.lan"}}, codes.InvalidArgument},
 		{"alias is an ip", &pb.AddHostRequest{IpAddress: "10.0.0.3", Hostname: "x.lan", Aliases: []string{"10.0.0.3"}}, codes.InvalidArgument},
-		{"alias repeated", &pb.AddHostRequest{IpAddress: "10.0.0.3", Hostname: "x.lan", Aliases: []string{"a.lan", "A.LAN"}}, codes.InvalidArgument},
-		{"tags are not validated", &pb.AddHostRequest{IpAddress: "10.0.0.3", Hostname: "x.lan", Tags: []string{"any thing\n"}}, codes.OK},
+		{"alias repeated, other case", &pb.AddHostRequest{IpAddress: "10.0.0.3", Hostname: "x.lan", Aliases: []string{"a.lan", "A.LAN"}}, codes.InvalidArgument},
+		{"alias invalid hostname", &pb.AddHostRequest{IpAddress: "10.0.0.3", Hostname: "x.lan", Aliases: []string{"a_b.lan"}}, codes.InvalidArgument},
+		{"51 aliases", &pb.AddHostRequest{IpAddress: "10.0.0.3", Hostname: "x.lan", Aliases: many}, codes.InvalidArgument},
+		{"50 aliases", &pb.AddHostRequest{IpAddress: "10.0.0.3", Hostname: "x.lan", Aliases: many[:50]}, codes.OK},
+		{"tags and comment are not validated", &pb.AddHostRequest{IpAddress: "10.0.0.4", Hostname: "x.lan",
+			Tags: []string{"any thing\n", "", "a,b"}, Comment: proto.String("two\nlines")}, codes.OK},
 	}
+	s := NewStore()
+	add(t, s, "10.0.0.1", "nas.lan")
+	add(t, s, "::1", "six.lan")
 	for _, tc := range tests {
-		_, err := s.Add(tc.req)
-		if status.Code(err) != tc.code {
-			t.Errorf("%s: code %v (%v), want %v", tc.name, status.Code(err), err, tc.code)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			before := s.Len()
+			e, err := s.Add(tc.req)
+			if status.Code(err) != tc.code {
+				t.Fatalf("code %v (%v), want %v", status.Code(err), err, tc.code)
+			}
+			if err != nil {
+				if s.Len() != before {
+					t.Fatalf("a failed AddHost changed the store")
+				}
+				return
+			}
+			// Stored as sent: no case folding, no canonical IP, lists in order.
+			got, gerr := s.Get(e.GetId())
+			if gerr != nil || got.GetIpAddress() != tc.req.GetIpAddress() || got.GetHostname() != tc.req.GetHostname() ||
+				got.GetVersion() != "1" || strings.Join(got.GetTags(), "|") != strings.Join(tc.req.GetTags(), "|") ||
+				strings.Join(got.GetAliases(), "|") != strings.Join(tc.req.GetAliases(), "|") ||
+				got.Comment == nil != (tc.req.Comment == nil) || got.GetComment() != tc.req.GetComment() ||
+				got.GetCreatedAt() == nil || !proto.Equal(got.GetCreatedAt(), got.GetUpdatedAt()) {
+				t.Fatalf("stored %s (comment %q) for %v: %v", String(got), got.GetComment(), tc.req, gerr)
+			}
+		})
 	}
 }
 
-func TestUpdateVersionsAndConflicts(t *testing.T) {
+func TestUpdate(t *testing.T) {
+	v := proto.String
+	tests := []struct {
+		name    string
+		req     func(id string) *pb.UpdateHostRequest
+		code    codes.Code
+		version string // after the update; the entry starts at "1" with tags [t1 t2], alias al.lan, comment "c"
+		check   func(e *pb.HostEntry) bool
+	}{
+		{"missing expected_version is 0: Aborted",
+			func(id string) *pb.UpdateHostRequest { return &pb.UpdateHostRequest{Id: id, Comment: v("x")} }, codes.Aborted, "1", nil},
+		{"stale version: Aborted",
+			func(id string) *pb.UpdateHostRequest {
+				return &pb.UpdateHostRequest{Id: id, ExpectedVersion: v("2"), Comment: v("x")}
+			}, codes.Aborted, "1", nil},
+		{"expected_version not decimal",
+			func(id string) *pb.UpdateHostRequest { return &pb.UpdateHostRequest{Id: id, ExpectedVersion: v("v1")} }, codes.InvalidArgument, "1", nil},
+		{"expected_version empty text",
+			func(id string) *pb.UpdateHostRequest { return &pb.UpdateHostRequest{Id: id, ExpectedVersion: v("")} }, codes.InvalidArgument, "1", nil},
+		{"malformed id",
+			func(string) *pb.UpdateHostRequest { return &pb.UpdateHostRequest{Id: "nope", ExpectedVersion: v("1")} }, codes.InvalidArgument, "1", nil},
+		{"unknown id",
+			func(string) *pb.UpdateHostRequest {
+				return &pb.UpdateHostRequest{Id: "01ARZ3NDEKTSV4RRFFQ69G5FAV", ExpectedVersion: v("1")}
+			}, codes.NotFound, "1", nil},
+		{"unchanged comment, tags and aliases still bump three times",
+			func(id string) *pb.UpdateHostRequest {
+				return &pb.UpdateHostRequest{Id: id, ExpectedVersion: v("1"), Comment: v("c"),
+					Tags: &pb.TagsUpdate{Values: []string{"t1", "t2"}}, Aliases: &pb.AliasesUpdate{Values: []string{"al.lan"}}}
+			}, codes.OK, "4", nil},
+		{"unchanged ip and hostname bump too",
+			func(id string) *pb.UpdateHostRequest {
+				return &pb.UpdateHostRequest{Id: id, ExpectedVersion: v("1"), IpAddress: v("10.0.0.1"), Hostname: v("a.lan")}
+			}, codes.OK, "3", nil},
+		{"no field: no event",
+			func(id string) *pb.UpdateHostRequest { return &pb.UpdateHostRequest{Id: id, ExpectedVersion: v("1")} }, codes.OK, "1", nil},
+		{"empty wrappers clear, absent comment kept",
+			func(id string) *pb.UpdateHostRequest {
+				return &pb.UpdateHostRequest{Id: id, ExpectedVersion: v("1"), Tags: &pb.TagsUpdate{}, Aliases: &pb.AliasesUpdate{}}
+			}, codes.OK, "3", func(e *pb.HostEntry) bool {
+				return len(e.GetTags()) == 0 && len(e.GetAliases()) == 0 && e.GetComment() == "c"
+			}},
+		{"tags replaced in the order sent, aliases kept",
+			func(id string) *pb.UpdateHostRequest {
+				return &pb.UpdateHostRequest{Id: id, ExpectedVersion: v("1"), Tags: &pb.TagsUpdate{Values: []string{"z", "a"}}}
+			}, codes.OK, "2", func(e *pb.HostEntry) bool {
+				return strings.Join(e.GetTags(), ",") == "z,a" && strings.Join(e.GetAliases(), ",") == "al.lan"
+			}},
+		{"ip stored as sent",
+			func(id string) *pb.UpdateHostRequest {
+				return &pb.UpdateHostRequest{Id: id, ExpectedVersion: v("1"), IpAddress: v("0::1")}
+			}, codes.OK, "2", func(e *pb.HostEntry) bool { return e.GetIpAddress() == "0::1" }},
+		{"no uniqueness check: becomes b.lan's pair",
+			func(id string) *pb.UpdateHostRequest {
+				return &pb.UpdateHostRequest{Id: id, ExpectedVersion: v("1"), Hostname: v("b.lan")}
+			}, codes.OK, "2", func(e *pb.HostEntry) bool { return e.GetHostname() == "b.lan" }},
+		{"invalid new hostname",
+			func(id string) *pb.UpdateHostRequest {
+				return &pb.UpdateHostRequest{Id: id, ExpectedVersion: v("1"), Hostname: v("b_b.lan")}
+			}, codes.InvalidArgument, "1", nil},
+		{"invalid new ip",
+			func(id string) *pb.UpdateHostRequest {
+				return &pb.UpdateHostRequest{Id: id, ExpectedVersion: v("1"), IpAddress: v("10.0.0.01")}
+			}, codes.InvalidArgument, "1", nil},
+		{"new hostname equals an existing alias",
+			func(id string) *pb.UpdateHostRequest {
+				return &pb.UpdateHostRequest{Id: id, ExpectedVersion: v("1"), Hostname: v("AL.lan")}
+			}, codes.InvalidArgument, "1", nil},
+		{"new alias is an ip",
+			func(id string) *pb.UpdateHostRequest {
+				return &pb.UpdateHostRequest{Id: id, ExpectedVersion: v("1"), Aliases: &pb.AliasesUpdate{Values: []string{"::1"}}}
+			}, codes.InvalidArgument, "1", nil},
+		{"alias valid against the new hostname",
+			func(id string) *pb.UpdateHostRequest {
+				return &pb.UpdateHostRequest{Id: id, ExpectedVersion: v("1"), Hostname: v("c.lan"), Aliases: &pb.AliasesUpdate{Values: []string{"a.lan"}}}
+			}, codes.OK, "3", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewStore()
+			e, err := s.Add(&pb.AddHostRequest{IpAddress: "10.0.0.1", Hostname: "a.lan", Comment: v("c"),
+				Tags: []string{"t1", "t2"}, Aliases: []string{"al.lan"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			add(t, s, "10.0.0.1", "b.lan")
+			before := s.Events()
+			_, err = s.Update(tc.req(e.GetId()))
+			if status.Code(err) != tc.code {
+				t.Fatalf("code %v (%v), want %v", status.Code(err), err, tc.code)
+			}
+			got, _ := s.Get(e.GetId())
+			if got.GetVersion() != tc.version {
+				t.Fatalf("version %s, want %s", got.GetVersion(), tc.version)
+			}
+			// The event log grows by exactly the version bump.
+			if bump := s.Events() - before; fmt.Sprint(1+bump) != tc.version {
+				t.Fatalf("events grew by %d, version is %s", bump, tc.version)
+			}
+			if got.GetUpdatedAt().AsTime().Before(got.GetCreatedAt().AsTime()) {
+				t.Fatalf("updated_at %v before created_at %v", got.GetUpdatedAt(), got.GetCreatedAt())
+			}
+			if tc.check != nil && !tc.check(got) {
+				t.Fatalf("entry after update: %s comment=%q", String(got), got.GetComment())
+			}
+		})
+	}
+}
+
+func TestUpdateSequence(t *testing.T) {
 	s := NewStore()
 	e := add(t, s, "10.0.0.1", "a.lan")
-	// No expected_version is "0": a conflict.
-	if _, err := s.Update(&pb.UpdateHostRequest{Id: e.Id, IpAddress: proto.String("10.0.0.2")}); status.Code(err) != codes.Aborted {
-		t.Fatalf("missing expected_version: %v, want Aborted", err)
+	u, err := s.Update(&pb.UpdateHostRequest{Id: e.GetId(), ExpectedVersion: proto.String("1"), Comment: proto.String("x")})
+	if err != nil || u.GetVersion() != "2" {
+		t.Fatalf("first update: %v, %v", u, err)
 	}
-	if _, err := s.Update(&pb.UpdateHostRequest{Id: e.Id, ExpectedVersion: proto.String("v1")}); status.Code(err) != codes.InvalidArgument {
-		t.Fatalf("bad expected_version text: %v", err)
+	// The version read before the first update is now stale.
+	if _, err := s.Update(&pb.UpdateHostRequest{Id: e.GetId(), ExpectedVersion: proto.String("1"), Comment: proto.String("y")}); status.Code(err) != codes.Aborted {
+		t.Fatalf("stale update: %v, want Aborted", err)
 	}
-	// Comment, tags and aliases count as events even when unchanged: 3 fields, version 1 → 4.
-	u, err := s.Update(&pb.UpdateHostRequest{Id: e.Id, ExpectedVersion: proto.String("1"),
-		Comment: proto.String(""), Tags: &pb.TagsUpdate{}, Aliases: &pb.AliasesUpdate{}})
-	if err != nil || u.GetVersion() != "4" {
-		t.Fatalf("update = %v, %v; want version 4", u, err)
-	}
-	if _, err := s.Update(&pb.UpdateHostRequest{Id: e.Id, ExpectedVersion: proto.String("1"), Tags: &pb.TagsUpdate{}}); status.Code(err) != codes.Aborted {
-		t.Fatalf("stale version: %v, want Aborted", err)
-	}
-	// Tags replace the list in order; an absent wrapper keeps it.
-	u, _ = s.Update(&pb.UpdateHostRequest{Id: e.Id, ExpectedVersion: proto.String("4"), Tags: &pb.TagsUpdate{Values: []string{"b", "a"}}})
-	u, _ = s.Update(&pb.UpdateHostRequest{Id: e.Id, ExpectedVersion: proto.String(u.GetVersion()), IpAddress: proto.String("10.0.0.9")})
-	if got := u.GetTags(); len(got) != 2 || got[0] != "b" || u.GetIpAddress() != "10.0.0.9" || u.GetVersion() != "6" {
-		t.Fatalf("after updates: %s", String(u))
-	}
-	// Update does not check uniqueness but does validate.
-	add(t, s, "10.0.0.1", "b.lan")
-	if _, err := s.Update(&pb.UpdateHostRequest{Id: e.Id, ExpectedVersion: proto.String("6"), Hostname: proto.String("b_b")}); status.Code(err) != codes.InvalidArgument {
-		t.Fatalf("invalid hostname update: %v", err)
-	}
-	if _, err := s.Update(&pb.UpdateHostRequest{Id: "nope"}); status.Code(err) != codes.InvalidArgument {
-		t.Fatalf("bad id: %v", err)
-	}
-	if _, err := s.Update(&pb.UpdateHostRequest{Id: "01ARZ3NDEKTSV4RRFFQ69G5FAV", ExpectedVersion: proto.String("1")}); status.Code(err) != codes.NotFound {
-		t.Fatalf("unknown id: %v", err)
+	// Lower-case ULIDs name the same entry.
+	if _, err := s.Update(&pb.UpdateHostRequest{Id: strings.ToLower(e.GetId()), ExpectedVersion: proto.String("2"), Comment: proto.String("y")}); err != nil {
+		t.Fatalf("update by lower-case id: %v", err)
 	}
 }
 
 func TestDelete(t *testing.T) {
-	s := NewStore()
-	e := add(t, s, "10.0.0.1", "a.lan")
-	if err := s.Delete(e.Id, proto.String("2")); status.Code(err) != codes.Aborted {
-		t.Fatalf("stale delete: %v", err)
+	v := proto.String
+	tests := []struct {
+		name     string
+		id       func(id string) string
+		expected *string
+		code     codes.Code
+	}{
+		{"stale version", func(id string) string { return id }, v("2"), codes.Aborted},
+		{"version not decimal", func(id string) string { return id }, v("one"), codes.InvalidArgument},
+		{"malformed id", func(string) string { return "x" }, nil, codes.InvalidArgument},
+		{"unknown id", func(string) string { return "01ARZ3NDEKTSV4RRFFQ69G5FAV" }, nil, codes.NotFound},
+		{"matching version", func(id string) string { return id }, v("1"), codes.OK},
+		{"unconditional", func(id string) string { return id }, nil, codes.OK},
 	}
-	if err := s.Delete(e.Id, proto.String("1")); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Delete(e.Id, nil); status.Code(err) != codes.NotFound {
-		t.Fatalf("second delete: %v, want NotFound", err)
-	}
-	if s.Len() != 0 || s.Events() != 2 {
-		t.Fatalf("len %d events %d", s.Len(), s.Events())
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewStore()
+			e := add(t, s, "10.0.0.1", "a.lan")
+			err := s.Delete(tc.id(e.GetId()), tc.expected)
+			if status.Code(err) != tc.code {
+				t.Fatalf("code %v (%v), want %v", status.Code(err), err, tc.code)
+			}
+			if wantLen := map[bool]int{true: 0, false: 1}[err == nil]; s.Len() != wantLen {
+				t.Fatalf("len %d, want %d", s.Len(), wantLen)
+			}
+			if err != nil {
+				return
+			}
+			// Deleted is gone for every operation, and the pair may be added again.
+			if _, err := s.Get(e.GetId()); status.Code(err) != codes.NotFound {
+				t.Fatalf("get after delete: %v", err)
+			}
+			if err := s.Delete(e.GetId(), nil); status.Code(err) != codes.NotFound {
+				t.Fatalf("second delete: %v, want NotFound", err)
+			}
+			if _, err := s.Update(&pb.UpdateHostRequest{Id: e.GetId(), ExpectedVersion: v("1")}); status.Code(err) != codes.NotFound {
+				t.Fatalf("update after delete: %v, want NotFound", err)
+			}
+			add(t, s, "10.0.0.1", "a.lan")
+			if s.Events() != 3 {
+				t.Fatalf("events %d, want add+delete+add", s.Events())
+			}
+		})
 	}
 }
 
-func TestServiceOverGRPC(t *testing.T) {
-	svc := NewService(NewStore())
-	conn, stop, err := Dial(svc)
+func TestStoredStateIsIsolated(t *testing.T) {
+	s := NewStore()
+	req := &pb.AddHostRequest{IpAddress: "10.0.0.1", Hostname: "a.lan", Tags: []string{"t"}, Comment: proto.String("c")}
+	e, err := s.Add(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stop()
-	c := pb.NewHostsServiceClient(conn)
-	ctx := context.Background()
-	for _, h := range []string{"a.lan", "b.lan", "c.lan"} {
-		if _, err := c.AddHost(ctx, &pb.AddHostRequest{IpAddress: "10.0.0.1", Hostname: h}); err != nil {
-			t.Fatal(err)
-		}
+	// Changing the request or a returned entry must not reach the store.
+	req.Tags[0], *req.Comment = "changed", "changed"
+	e.Tags[0] = "changed"
+	for _, l := range s.List() {
+		l.Hostname = "changed"
 	}
-	// Filters are ignored, as on the real server.
-	stream, err := c.ListHosts(ctx, &pb.ListHostsRequest{Filter: proto.String("a.lan"), Limit: proto.Int32(1)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for {
-		if _, err := stream.Recv(); err == io.EOF {
-			break
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		n++
-	}
-	if n != 3 || svc.Calls(MethodAdd) != 3 || svc.Calls(MethodList) != 1 || svc.WriteCalls() != 3 {
-		t.Fatalf("listed %d, counts %v", n, svc.CallCounts())
-	}
-	svc.SetBefore(func(m string) error {
-		if m == MethodAdd {
-			return status.Error(codes.Unavailable, "injected")
-		}
-		return nil
-	})
-	if _, err := c.AddHost(ctx, &pb.AddHostRequest{IpAddress: "10.0.0.1", Hostname: "d.lan"}); status.Code(err) != codes.Unavailable {
-		t.Fatalf("injected fault: %v", err)
+	got, _ := s.Get(e.GetId())
+	if got.GetTags()[0] != "t" || got.GetComment() != "c" || got.GetHostname() != "a.lan" {
+		t.Fatalf("store shares memory with callers: %s comment=%q", String(got), got.GetComment())
 	}
 }
