@@ -15,7 +15,8 @@ import (
 	"time"
 )
 
-// ca is a throwaway certificate authority.
+// ca is a throwaway certificate authority; each test server makes its own, so no test ever
+// depends on certificates checked into the tree.
 type ca struct {
 	cert *x509.Certificate
 	key  *ecdsa.PrivateKey
@@ -72,18 +73,23 @@ func (c *ca) issue(certFile, keyFile, cn string, usage x509.ExtKeyUsage, dns []s
 	return nil
 }
 
+// serial returns a random positive serial number, so certificates from different test CAs
+// never collide.
 func serial() *big.Int {
 	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
 	return n
 }
 
-// WriteForeignClientCert writes a client certificate signed by a CA the server does not trust,
-// for tests that a wrong client certificate is refused.
+// WriteForeignClientCert writes foreign.crt and foreign.key into dir: a well-formed client
+// certificate signed by a CA no test server trusts, for tests that a wrong CA is refused.
 func WriteForeignClientCert(dir string) (certFile, keyFile string, err error) {
 	other, err := newCA("foreign CA")
 	if err != nil {
 		return "", "", err
 	}
 	certFile, keyFile = filepath.Join(dir, "foreign.crt"), filepath.Join(dir, "foreign.key")
-	return certFile, keyFile, other.issue(certFile, keyFile, "foreign client", x509.ExtKeyUsageClientAuth, nil, nil)
+	if err := other.issue(certFile, keyFile, "foreign client", x509.ExtKeyUsageClientAuth, nil, nil); err != nil {
+		return "", "", fmt.Errorf("foreign client certificate: %w", err)
+	}
+	return certFile, keyFile, nil
 }

@@ -7,6 +7,7 @@ package rhtestserver
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -22,7 +23,8 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
 )
 
-// Server is a running test server.
+// Server is a running test server. Its store outlives Stop, so a test can take the server
+// down and bring it back with Restart and see the operator recover.
 type Server struct {
 	dir     string
 	addr    string
@@ -33,8 +35,10 @@ type Server struct {
 	grpc *grpc.Server
 }
 
-// Start writes a CA, a server certificate (for localhost, 127.0.0.1 and ::1) and a client
-// certificate into dir, and serves on addr ("" means 127.0.0.1 on a free port).
+// Start writes a fresh CA (ca.crt), a server certificate for localhost, 127.0.0.1 and ::1, and
+// a client certificate (tls.crt, tls.key) into dir, and serves on addr ("" means 127.0.0.1 on
+// a free port) with the real server's transport rules: mTLS, TLS 1.3, 15 s keepalive floor,
+// 4 MiB requests.
 func Start(dir, addr string) (*Server, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", dir, err)
@@ -60,7 +64,9 @@ func Start(dir, addr string) (*Server, error) {
 		return nil, fmt.Errorf("loading server certificate: %w", err)
 	}
 	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(authority.pem)
+	if !pool.AppendCertsFromPEM(authority.pem) {
+		return nil, errors.New("the generated CA does not parse")
+	}
 	s.tlsConf = &tls.Config{
 		MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{pair},
 		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: pool,
@@ -77,6 +83,7 @@ func Start(dir, addr string) (*Server, error) {
 	return s, nil
 }
 
+// serve starts a fresh gRPC server on lis; a grpc.Server cannot serve again after Stop.
 func (s *Server) serve(lis net.Listener) {
 	g := grpc.NewServer(
 		grpc.Creds(credentials.NewTLS(s.tlsConf)),
@@ -91,25 +98,27 @@ func (s *Server) serve(lis net.Listener) {
 	go func() { _ = g.Serve(lis) }()
 }
 
-// Addr is host:port.
+// Addr is the host:port the server listens on, with the real port when Start was given :0.
 func (s *Server) Addr() string { return s.addr }
 
-// Service is the gRPC service, with call counts and fault hooks.
+// Service is the gRPC service, for call counts and fault hooks.
 func (s *Server) Service() *inmemory.Service { return s.svc }
 
-// Store is the data behind the service.
+// Store is the data behind the service, for tests that edit entries behind the operator's back.
 func (s *Server) Store() *inmemory.Store { return s.svc.Store() }
 
-// CAFile is the CA that signed the server's certificate.
+// CAFile is the CA that signed both the server's and the client's certificates; the operator
+// verifies the server with it.
 func (s *Server) CAFile() string { return filepath.Join(s.dir, "ca.crt") }
 
-// CertFile is the client certificate for the operator.
+// CertFile is the client certificate (clientAuth) the operator presents.
 func (s *Server) CertFile() string { return filepath.Join(s.dir, "tls.crt") }
 
-// KeyFile is the client key for the operator.
+// KeyFile is the private key of CertFile.
 func (s *Server) KeyFile() string { return filepath.Join(s.dir, "tls.key") }
 
-// Stop stops serving at once: the port closes and calls fail with Unavailable. The data stays.
+// Stop stops serving at once, as a crashed or rebooting router: the port closes and calls in
+// flight fail with Unavailable. The data stays for Restart. Stopping twice is harmless.
 func (s *Server) Stop() {
 	s.mu.Lock()
 	g := s.grpc
@@ -120,7 +129,8 @@ func (s *Server) Stop() {
 	}
 }
 
-// Restart serves again on the same address with the same data and certificates.
+// Restart serves again on the same address with the same data and certificates, as a router
+// coming back; it stops the server first if it is still running.
 func (s *Server) Restart() error {
 	s.Stop()
 	var (

@@ -206,10 +206,10 @@ func TestFaults(t *testing.T) {
 
 	svc.SetFault(MethodList, status.Error(codes.Internal, "internal error"), 0)
 	for i := 0; i < 3; i++ {
-		if _, err := c.ListHosts(ctx, &pb.ListHostsRequest{}); err != nil {
+		stream, err := c.ListHosts(ctx, &pb.ListHostsRequest{})
+		if err != nil {
 			t.Fatal(err)
 		}
-		stream, _ := c.ListHosts(ctx, &pb.ListHostsRequest{})
 		if _, err := stream.Recv(); status.Code(err) != codes.Internal {
 			t.Fatalf("permanent fault, call %d: %v", i, err)
 		}

@@ -1,0 +1,177 @@
+// Command rh-testserver runs the router-hosts TEST SERVER for `make demo` and manual trials, and
+// lists the entries of any router-hosts server, the real one included:
+//
+//	rh-testserver serve -dir D [-addr A]
+//	rh-testserver list [-addr A] [-ca F] [-cert F] [-key F] [-server-name N]
+//
+// serve writes its CA and client certificate into D (ca.crt, tls.crt, tls.key) and its address
+// to D/addr, and serves until SIGINT or SIGTERM. list's flags default to the operator's own
+// ROUTER_HOSTS_OPERATOR_* environment variables.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
+	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
+)
+
+const envPrefix = "ROUTER_HOSTS_OPERATOR_"
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	var err error
+	switch os.Args[1] {
+	case "serve":
+		err = serve(os.Args[2:])
+	case "list":
+		err = list(os.Args[2:], os.Stdout)
+	default:
+		usage()
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "rh-testserver %s: %v\n", os.Args[1], err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: rh-testserver serve -dir D [-addr A]\n       rh-testserver list [-addr A] [-ca F] [-cert F] [-key F] [-server-name N]")
+	os.Exit(2)
+}
+
+func serve(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ExitOnError)
+	dir := fs.String("dir", "", "directory for the CA, the certificates and the addr file (required)")
+	addr := fs.String("addr", "", "listen address (default 127.0.0.1 on a free port)")
+	_ = fs.Parse(args) // ExitOnError: Parse exits on a bad flag
+	if *dir == "" {
+		return errors.New("-dir is required")
+	}
+	srv, err := rhtestserver.Start(*dir, *addr)
+	if err != nil {
+		return fmt.Errorf("starting: %w", err)
+	}
+	defer srv.Stop()
+	if err := os.WriteFile(filepath.Join(*dir, "addr"), []byte(srv.Addr()+"\n"), 0o600); err != nil {
+		return fmt.Errorf("writing the address: %w", err)
+	}
+	fmt.Printf("router-hosts TEST SERVER (in-memory, standing in for a router) on %s; CA %s, client cert %s, key %s\n",
+		srv.Addr(), srv.CAFile(), srv.CertFile(), srv.KeyFile())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	<-ctx.Done()
+	return nil
+}
+
+func list(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("list", flag.ExitOnError)
+	addr := fs.String("addr", os.Getenv(envPrefix+"ROUTER_HOSTS_ENDPOINT"), "server host:port")
+	caFile := fs.String("ca", os.Getenv(envPrefix+"TLS_CA"), "CA certificate that signed the server's certificate")
+	certFile := fs.String("cert", os.Getenv(envPrefix+"TLS_CERT"), "client certificate")
+	keyFile := fs.String("key", os.Getenv(envPrefix+"TLS_KEY"), "client key")
+	serverName := fs.String("server-name", os.Getenv(envPrefix+"TLS_SERVER_NAME"), "name to verify in the server's certificate (default: the host of -addr)")
+	_ = fs.Parse(args) // ExitOnError: Parse exits on a bad flag
+	if *addr == "" || *caFile == "" || *certFile == "" || *keyFile == "" {
+		return errors.New("-addr, -ca, -cert and -key are required (or the ROUTER_HOSTS_OPERATOR_* variables)")
+	}
+	conf, err := clientTLS(*caFile, *certFile, *keyFile, *serverName)
+	if err != nil {
+		return err
+	}
+	conn, err := grpc.NewClient(*addr, grpc.WithTransportCredentials(credentials.NewTLS(conf)))
+	if err != nil {
+		return fmt.Errorf("dialing %s: %w", *addr, err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	entries, err := listHosts(ctx, pb.NewHostsServiceClient(conn))
+	if err != nil {
+		return fmt.Errorf("listing %s: %w", *addr, err)
+	}
+	return printTable(out, entries)
+}
+
+// clientTLS is the configuration the real server demands: TLS 1.3 and a client certificate.
+func clientTLS(caFile, certFile, keyFile, serverName string) (*tls.Config, error) {
+	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("loading %s and %s: %w", certFile, keyFile, err)
+	}
+	caPEM, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("reading the CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, fmt.Errorf("%s holds no PEM certificate", caFile)
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{pair}, RootCAs: pool, ServerName: serverName}, nil
+}
+
+func listHosts(ctx context.Context, c pb.HostsServiceClient) ([]*pb.HostEntry, error) {
+	stream, err := c.ListHosts(ctx, &pb.ListHostsRequest{})
+	if err != nil {
+		return nil, fmt.Errorf("ListHosts: %w", err)
+	}
+	var entries []*pb.HostEntry
+	for {
+		r, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return entries, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("ListHosts: %w", err)
+		}
+		entries = append(entries, r.GetEntry())
+	}
+}
+
+// printTable sorts by hostname then IP, because the server streams entries in no order.
+func printTable(out io.Writer, entries []*pb.HostEntry) error {
+	sort.Slice(entries, func(i, j int) bool {
+		if a, b := entries[i].GetHostname(), entries[j].GetHostname(); a != b {
+			return a < b
+		}
+		return entries[i].GetIpAddress() < entries[j].GetIpAddress()
+	})
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "HOSTNAME\tIP\tALIASES\tTAGS")
+	for _, e := range entries {
+		tags := append([]string(nil), e.GetTags()...)
+		sort.Strings(tags)
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", e.GetHostname(), e.GetIpAddress(), orDash(strings.Join(e.GetAliases(), ",")), orDash(strings.Join(tags, ",")))
+	}
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("writing the table: %w", err)
+	}
+	return nil
+}
+
+// orDash keeps empty columns visible in the table.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

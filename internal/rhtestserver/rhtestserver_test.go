@@ -1,0 +1,197 @@
+package rhtestserver
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
+)
+
+// clientConfig is what an mTLS client of the real server uses; certFile "" sends no certificate.
+type clientConfig struct {
+	caFile, certFile, keyFile, serverName string
+	maxVersion                            uint16
+}
+
+func dial(t *testing.T, addr string, cc clientConfig) pb.HostsServiceClient {
+	t.Helper()
+	caPEM, err := os.ReadFile(cc.caFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		t.Fatalf("no certificate in %s", cc.caFile)
+	}
+	conf := &tls.Config{MinVersion: tls.VersionTLS12, MaxVersion: cc.maxVersion, RootCAs: pool, ServerName: cc.serverName}
+	if cc.certFile != "" {
+		pair, err := tls.LoadX509KeyPair(cc.certFile, cc.keyFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conf.Certificates = []tls.Certificate{pair}
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(conf)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return pb.NewHostsServiceClient(conn)
+}
+
+func start(t *testing.T) *Server {
+	t.Helper()
+	srv, err := Start(t.TempDir(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	return srv
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func listAll(t *testing.T, c pb.HostsServiceClient) ([]*pb.HostEntry, error) {
+	t.Helper()
+	stream, err := c.ListHosts(ctx(t), &pb.ListHostsRequest{})
+	if err != nil {
+		return nil, err
+	}
+	var out []*pb.HostEntry
+	for {
+		r, err := stream.Recv()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r.GetEntry())
+	}
+}
+
+func TestMutualTLS(t *testing.T) {
+	srv := start(t)
+	c := dial(t, srv.Addr(), clientConfig{caFile: srv.CAFile(), certFile: srv.CertFile(), keyFile: srv.KeyFile()})
+	var p peer.Peer
+	if _, err := c.AddHost(ctx(t), &pb.AddHostRequest{IpAddress: "10.0.0.1", Hostname: "nas.lan"}, grpc.Peer(&p)); err != nil {
+		t.Fatalf("AddHost over mTLS: %v", err)
+	}
+	if info, ok := p.AuthInfo.(credentials.TLSInfo); !ok || info.State.Version != tls.VersionTLS13 {
+		t.Fatalf("connection is not TLS 1.3: %#v", p.AuthInfo)
+	}
+	entries, err := listAll(t, c)
+	if err != nil || len(entries) != 1 || entries[0].GetHostname() != "nas.lan" || srv.Store().Len() != 1 {
+		t.Fatalf("ListHosts = %v, %v", entries, err)
+	}
+	if srv.Service().Calls("AddHost") != 1 || srv.Service().Calls("ListHosts") != 1 {
+		t.Fatalf("counts %v", srv.Service().CallCounts())
+	}
+	// The server refuses requests over 4 MiB, as the real one.
+	big := strings.Repeat("x", 5<<20)
+	if _, err := c.AddHost(ctx(t), &pb.AddHostRequest{IpAddress: "10.0.0.2", Hostname: "big.lan", Comment: proto.String(big)}); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("5 MiB request: %v, want ResourceExhausted", err)
+	}
+}
+
+func TestTLSRefusals(t *testing.T) {
+	srv := start(t)
+	foreignCert, foreignKey, err := WriteForeignClientCert(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := clientConfig{caFile: srv.CAFile(), certFile: srv.CertFile(), keyFile: srv.KeyFile()}
+	tests := []struct {
+		name string
+		edit func(*clientConfig)
+		code codes.Code
+	}{
+		{"valid", func(*clientConfig) {}, codes.OK},
+		{"server name localhost", func(c *clientConfig) { c.serverName = "localhost" }, codes.OK},
+		{"server name ::1", func(c *clientConfig) { c.serverName = "::1" }, codes.OK},
+		{"server name not in the certificate", func(c *clientConfig) { c.serverName = "router.lan" }, codes.Unavailable},
+		{"no client certificate", func(c *clientConfig) { c.certFile, c.keyFile = "", "" }, codes.Unavailable},
+		{"client certificate from another CA", func(c *clientConfig) { c.certFile, c.keyFile = foreignCert, foreignKey }, codes.Unavailable},
+		{"server not signed by the client's CA", func(c *clientConfig) { c.caFile = foreignCert }, codes.Unavailable},
+		{"TLS 1.2 only", func(c *clientConfig) { c.maxVersion = tls.VersionTLS12 }, codes.Unavailable},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cc := good
+			tc.edit(&cc)
+			_, err := listAll(t, dial(t, srv.Addr(), cc))
+			if status.Code(err) != tc.code {
+				t.Fatalf("ListHosts: %v, want %v", err, tc.code)
+			}
+		})
+	}
+}
+
+func TestStopRestart(t *testing.T) {
+	srv := start(t)
+	addr := srv.Addr()
+	c := dial(t, addr, clientConfig{caFile: srv.CAFile(), certFile: srv.CertFile(), keyFile: srv.KeyFile()})
+	if _, err := c.AddHost(ctx(t), &pb.AddHostRequest{IpAddress: "10.0.0.1", Hostname: "nas.lan"}); err != nil {
+		t.Fatal(err)
+	}
+	srv.Stop()
+	srv.Stop() // twice is harmless
+	if _, err := listAll(t, c); status.Code(err) != codes.Unavailable {
+		t.Fatalf("while stopped: %v, want Unavailable", err)
+	}
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if srv.Addr() != addr {
+		t.Fatalf("restarted on %s, want %s", srv.Addr(), addr)
+	}
+	// The same client reconnects; the data survived. Reconnection backs off, so allow time.
+	rctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	stream, err := c.ListHosts(rctx, &pb.ListHostsRequest{}, grpc.WaitForReady(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := stream.Recv()
+	if err != nil || r.GetEntry().GetHostname() != "nas.lan" {
+		t.Fatalf("after restart: %v, %v", r, err)
+	}
+	// Restart while running also works.
+	if err := srv.Restart(); err != nil {
+		t.Fatalf("restart while running: %v", err)
+	}
+}
+
+func TestStartOnGivenAddress(t *testing.T) {
+	first := start(t)
+	addr := first.Addr()
+	first.Stop()
+	srv, err := Start(t.TempDir(), addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Stop()
+	if srv.Addr() != addr {
+		t.Fatalf("listening on %s, want %s", srv.Addr(), addr)
+	}
+	if _, err := Start(t.TempDir(), addr); err == nil || !strings.Contains(err.Error(), addr) {
+		t.Fatalf("second server on a busy address: %v", err)
+	}
+}
