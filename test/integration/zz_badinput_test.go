@@ -66,7 +66,7 @@ func routeRow(matches ...string) func(*harness, string) error {
 		}
 		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "traefik.io/v1alpha1", "kind": "IngressRoute",
 			"metadata": map[string]any{"name": name, "namespace": h.ns, "annotations": map[string]any{"router-hosts.fzymgc.house/enabled": "true", "router-hosts.fzymgc.house/ip-address": "10.60.0.1"}},
-			"spec": map[string]any{"routes": routes}}}
+			"spec":     map[string]any{"routes": routes}}}
 		_, err := dynamic.NewForConfigOrDie(cp.Config).Resource(irNew).Namespace(h.ns).Create(context.Background(), u, metav1.CreateOptions{})
 		return err
 	}
