@@ -1,7 +1,7 @@
 // Command rh-testserver runs the router-hosts TEST SERVER for `make demo` and manual trials, and
 // lists the entries of any router-hosts server, the real one included:
 //
-//	rh-testserver serve -dir D [-addr A]
+//	rh-testserver serve -dir D [-addr A] [-replay-cost 32us]
 //	rh-testserver list [-addr A] [-ca F] [-cert F] [-key F] [-server-name N]
 //
 // serve writes its CA and client certificate into D (ca.crt, tls.crt, tls.key) and its address
@@ -31,6 +31,7 @@ import (
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
+	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
 )
 
 const envPrefix = "ROUTER_HOSTS_OPERATOR_"
@@ -55,7 +56,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: rh-testserver serve -dir D [-addr A]\n       rh-testserver list [-addr A] [-ca F] [-cert F] [-key F] [-server-name N]")
+	fmt.Fprintln(os.Stderr, "usage: rh-testserver serve -dir D [-addr A] [-replay-cost D]\n       rh-testserver list [-addr A] [-ca F] [-cert F] [-key F] [-server-name N]")
 	os.Exit(2)
 }
 
@@ -63,6 +64,8 @@ func serve(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ExitOnError)
 	dir := fs.String("dir", "", "directory for the CA, the certificates and the addr file (required)")
 	addr := fs.String("addr", "", "listen address (default 127.0.0.1 on a free port)")
+	cost := fs.Duration("replay-cost", 0, "latency per event replayed by reads and AddHost; "+
+		inmemory.RouterReplayCost.String()+" plays a router running the real server 0.13")
 	_ = fs.Parse(args) // ExitOnError: Parse exits on a bad flag
 	if *dir == "" {
 		return errors.New("-dir is required")
@@ -72,6 +75,7 @@ func serve(args []string) error {
 		return fmt.Errorf("starting: %w", err)
 	}
 	defer srv.Stop()
+	srv.Store().SetReplayCost(*cost)
 	if err := os.WriteFile(filepath.Join(*dir, "addr"), []byte(srv.Addr()+"\n"), 0o600); err != nil {
 		return fmt.Errorf("writing the address: %w", err)
 	}

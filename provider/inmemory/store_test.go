@@ -2,6 +2,7 @@ package inmemory
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -321,5 +322,79 @@ func TestStoredStateIsIsolated(t *testing.T) {
 	got, _ := s.Get(e.GetId())
 	if got.GetTags()[0] != "t" || got.GetComment() != "c" || got.GetHostname() != "a.lan" {
 		t.Fatalf("store shares memory with callers: %s comment=%q", String(got), got.GetComment())
+	}
+}
+
+// TestReplayMatchesState checks the two views of the store against each other after a random
+// mix of writes: what a read replays from the log must be the state the writes checked against.
+func TestReplayMatchesState(t *testing.T) {
+	s := NewStore()
+	rng := rand.New(rand.NewPCG(1, 2))
+	var ids []string
+	for i := 0; i < 2000; i++ {
+		switch op := rng.IntN(4); {
+		case op < 2 || len(ids) == 0:
+			e, err := s.Add(&pb.AddHostRequest{IpAddress: fmt.Sprintf("10.0.%d.%d", rng.IntN(4), rng.IntN(250)+1), Hostname: fmt.Sprintf("h%d.lan", rng.IntN(50))})
+			if err == nil {
+				ids = append(ids, e.GetId())
+			} else if status.Code(err) != codes.AlreadyExists {
+				t.Fatal(err)
+			}
+		case op == 2:
+			id := ids[rng.IntN(len(ids))]
+			if cur, err := s.Get(id); err == nil {
+				_, err = s.Update(&pb.UpdateHostRequest{Id: id, ExpectedVersion: proto.String(cur.GetVersion()),
+					IpAddress: proto.String(fmt.Sprintf("10.1.0.%d", rng.IntN(250)+1)), Tags: &pb.TagsUpdate{Values: []string{"x"}}})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+		default:
+			_ = s.Delete(ids[rng.IntN(len(ids))], nil) // NotFound for an ID deleted before is fine
+		}
+	}
+	listed := map[string]string{}
+	for _, e := range s.List() {
+		listed[e.GetId()] = String(e)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(listed) != len(s.entries) {
+		t.Fatalf("replay has %d entries, state %d", len(listed), len(s.entries))
+	}
+	for id, e := range s.entries {
+		if listed[id] != String(e) {
+			t.Fatalf("replayed %q, state %q", listed[id], String(e))
+		}
+	}
+}
+
+// TestReplayCostGrowsWithTheLog pins the cost model: a read costs the replay cost times the
+// events in the log, deletes and field updates included, so per-hostname reads go quadratic.
+func TestReplayCostGrowsWithTheLog(t *testing.T) {
+	s := NewStore()
+	s.SetReplayCost(2 * time.Millisecond)
+	a := add(t, s, "10.0.0.1", "a.lan") // 1 event, replayed by the duplicate check of the next add
+	add(t, s, "10.0.0.2", "b.lan")
+	if _, err := s.Update(&pb.UpdateHostRequest{Id: a.GetId(), ExpectedVersion: proto.String("1"),
+		Comment: proto.String("c"), Tags: &pb.TagsUpdate{Values: []string{"t"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(a.GetId(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if s.Events() != 5 {
+		t.Fatalf("%d events, want add, add, 2 field updates, delete", s.Events())
+	}
+	start := time.Now()
+	if n := len(s.List()); n != 1 {
+		t.Fatalf("listed %d entries, want 1", n)
+	}
+	// A lower bound only: a sleep is never shorter than asked.
+	if took := time.Since(start); took < 10*time.Millisecond {
+		t.Fatalf("a list over 5 events took %v, want at least 5 × 2ms", took)
+	}
+	if got := s.Lookup("b.lan"); len(got) != 1 || got[0].GetIpAddress() != "10.0.0.2" {
+		t.Fatalf("Lookup(b.lan) = %v", got)
 	}
 }
