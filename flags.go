@@ -42,6 +42,8 @@ type config struct {
 	ExcludeDomains       []string
 	LabelFilter          string
 	Kubeconfig           string
+	KubeAPIQPS           float32
+	KubeAPIBurst         int
 	LogLevel             string
 	LogFormat            string
 	MetricsAddress       string
@@ -89,6 +91,10 @@ func parseFlags(args []string) (*config, error) {
 	app.Flag("label-filter", "Only read resources whose labels match this selector (applied by the apiserver), e.g. dns=internal.").StringVar(&cfg.LabelFilter)
 	app.Flag("namespace", "Only read resources in this namespace (default: all).").StringVar(&cfg.Namespace)
 	app.Flag("kubeconfig", "Kubeconfig file (default: $KUBECONFIG, else the in-cluster config).").Default(os.Getenv("KUBECONFIG")).StringVar(&cfg.Kubeconfig)
+	app.Flag("kube-api-qps", "Requests per second to the Kubernetes API, per client (informers and status; events; the leader Lease).").
+		Default("20").SetValue(&float{flag: "kube-api-qps", target: &cfg.KubeAPIQPS})
+	app.Flag("kube-api-burst", "Requests the Kubernetes API may receive at once above --kube-api-qps, per client.").
+		Default("50").SetValue(&integer{flag: "kube-api-burst", target: &cfg.KubeAPIBurst})
 	app.Flag("metrics-address", "Address of the HTTP server for /metrics, /healthz and /readyz; empty disables it.").Default(":7979").StringVar(&cfg.MetricsAddress)
 	app.Flag("leader-elect", "Run with a Lease so that only one of several replicas syncs.").BoolVar(&cfg.LeaderElect)
 	app.Flag("leader-election-namespace", "Namespace of the leader Lease (default: the pod's namespace from POD_NAMESPACE, else default).").
@@ -132,6 +138,10 @@ func (cfg *config) validate() error {
 		return fmt.Errorf("--write-concurrency must be at least 1")
 	case cfg.RequestTimeout <= 0:
 		return fmt.Errorf("--request-timeout must be positive")
+	case cfg.KubeAPIQPS <= 0:
+		return fmt.Errorf("--kube-api-qps must be positive")
+	case cfg.KubeAPIBurst < 1:
+		return fmt.Errorf("--kube-api-burst must be at least 1")
 	}
 	return nil
 }
@@ -211,6 +221,23 @@ func (n *integer) Set(v string) error {
 }
 
 func (n *integer) String() string { return strconv.Itoa(*n.target) }
+
+// float is a decimal flag; its range is checked in validate.
+type float struct {
+	flag   string
+	target *float32
+}
+
+func (f *float) Set(v string) error {
+	x, err := strconv.ParseFloat(v, 32)
+	if err != nil {
+		return fmt.Errorf("--%s: %q is not a number", f.flag, v)
+	}
+	*f.target = float32(x)
+	return nil
+}
+
+func (f *float) String() string { return strconv.FormatFloat(float64(*f.target), 'g', -1, 32) }
 
 // defaultLeaseNamespace is the pod's own namespace when the Deployment passes it down.
 func defaultLeaseNamespace() string {

@@ -11,14 +11,21 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc/codes"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/sirupsen/logrus"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	networkingv1client "k8s.io/client-go/kubernetes/typed/networking/v1"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
 	"github.com/router-hosts-operator/router-hosts-operator/events"
@@ -39,12 +46,50 @@ func run(ctx context.Context, cfg *config, log *logrus.Logger, out io.Writer) er
 		return fmt.Errorf("loading kubeconfig: %w", err)
 	}
 	restCfg.UserAgent = "router-hosts-operator/" + version
-	kube, err := kubernetes.NewForConfig(restCfg)
+	m := metrics.New(cfg.ClusterName, cfg.Sources)
+	restCfg.Wrap(m.WrapTransport)
+	// Built-in kinds travel as protobuf: listing thousands of Ingresses at start decodes several
+	// times faster and allocates less than JSON. The dynamic client (Traefik routes,
+	// HostMappings) sets JSON on its own copy, as custom resources have no protobuf form.
+	kubeCfg := rest.CopyConfig(restCfg)
+	kubeCfg.ContentType = runtime.ContentTypeProtobuf
+	kubeCfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	// Typed clients for the API groups the operator uses, not a clientset: a clientset links the
+	// client code of every group into the binary (see source.Clients). Three rate limiters:
+	// informers and status share one; events and the leader Lease have their own, so a burst of
+	// events after a large first sync never delays a Lease renewal (which would cost the
+	// leadership) or an informer's relist.
+	kubeCfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.KubeAPIQPS, cfg.KubeAPIBurst)
+	restCfg.RateLimiter = kubeCfg.RateLimiter
+	clients := source.Clients{}
+	if clients.Ingresses, err = networkingv1client.NewForConfig(kubeCfg); err != nil {
+		return fmt.Errorf("creating the networking.k8s.io client: %w", err)
+	}
+	core, err := corev1client.NewForConfig(kubeCfg)
 	if err != nil {
-		return fmt.Errorf("creating Kubernetes client: %w", err)
+		return fmt.Errorf("creating the core client: %w", err)
+	}
+	clients.Services = core
+	if clients.Discovery, err = discovery.NewDiscoveryClientForConfig(kubeCfg); err != nil {
+		return fmt.Errorf("creating the discovery client: %w", err)
+	}
+	if clients.Dynamic, err = dynamic.NewForConfig(restCfg); err != nil {
+		return fmt.Errorf("creating dynamic client: %w", err)
+	}
+	eventsCfg := rest.CopyConfig(kubeCfg)
+	eventsCfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.KubeAPIQPS, cfg.KubeAPIBurst)
+	eventsClient, err := corev1client.NewForConfig(eventsCfg)
+	if err != nil {
+		return fmt.Errorf("creating the events client: %w", err)
+	}
+	leaseCfg := rest.CopyConfig(kubeCfg)
+	leaseCfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.KubeAPIQPS, cfg.KubeAPIBurst)
+	leases, err := coordinationv1client.NewForConfig(leaseCfg)
+	if err != nil {
+		return fmt.Errorf("creating the leader-election client: %w", err)
 	}
 
-	prov, closeProv, err := newProvider(cfg, log)
+	prov, closeProv, err := newProvider(cfg, log, m.ObserveRPC)
 	if err != nil {
 		return err
 	}
@@ -58,16 +103,12 @@ func run(ctx context.Context, cfg *config, log *logrus.Logger, out io.Writer) er
 		return fmt.Errorf("--cluster-name/--default-tag: %w", err)
 	}
 
-	dyn, err := dynamic.NewForConfig(restCfg)
-	if err != nil {
-		return fmt.Errorf("creating dynamic client: %w", err)
-	}
 	// One resolver for every source: each named Service is watched once.
-	resolver, err := source.NewResolver(ctx, kube, cfg.strategies)
+	resolver, err := source.NewResolver(ctx, clients, cfg.strategies)
 	if err != nil {
 		return fmt.Errorf("starting --ip-resolution: %w", err)
 	}
-	recorder, stopEvents := events.New(kube, log.WithField("component", "events"))
+	recorder, stopEvents := events.New(eventsClient, log.WithField("component", "events"))
 	defer stopEvents()
 	srcCfg := source.Config{Namespace: cfg.Namespace, LabelSelector: cfg.LabelFilter, Resolver: resolver, Warner: recorder}
 	var (
@@ -79,28 +120,27 @@ func run(ctx context.Context, cfg *config, log *logrus.Logger, out io.Writer) er
 		c.Log = log.WithField("source", name)
 		switch name {
 		case "ingress":
-			s, err := source.NewIngressSource(ctx, kube, c)
+			s, err := source.NewIngressSource(ctx, clients, c)
 			if err != nil {
 				return fmt.Errorf("starting the ingress source: %w", err)
 			}
 			sources = append(sources, s)
 		case "traefik":
-			s, err := source.NewTraefikSource(ctx, kube, dyn, kube.Discovery(), c)
+			s, err := source.NewTraefikSource(ctx, clients, c)
 			if err != nil {
 				return fmt.Errorf("starting the traefik source: %w", err)
 			}
 			sources = append(sources, s)
 		case "hostmapping":
-			s, err := source.NewHostMappingSource(ctx, kube, dyn, kube.Discovery(), c)
+			s, err := source.NewHostMappingSource(ctx, clients, c)
 			if err != nil {
 				return fmt.Errorf("starting the hostmapping source: %w", err)
 			}
 			sources = append(sources, s)
-			reporters = append(reporters, status.NewHostMappings(s, dyn, resolver, log.WithField("component", "status")))
+			reporters = append(reporters, status.NewHostMappings(s, clients.Dynamic, resolver, log.WithField("component", "status")))
 		}
 	}
 
-	m := metrics.New(cfg.ClusterName, cfg.Sources)
 	checker := health.New(cfg.Interval, func() bool { return true }, prov.Ping)
 	reporters = append(reporters, m, checker, recorder)
 	ctrl := controller.New(controller.Config{
@@ -136,7 +176,7 @@ func run(ctx context.Context, cfg *config, log *logrus.Logger, out io.Writer) er
 	if !cfg.LeaderElect {
 		return lead(ctx)
 	}
-	return runElected(ctx, cfg, kube, log, lead)
+	return runElected(ctx, cfg, leases, log, lead)
 }
 
 // serveHTTP serves /metrics, /healthz and /readyz until stop is called.
@@ -166,12 +206,12 @@ func serveHTTP(addr string, m *metrics.Metrics, checker *health.Checker, log *lo
 // runElected runs lead only while this replica holds the Lease. Every replica keeps its
 // informer caches warm, so a standby that takes over syncs at once. On shutdown the Lease is
 // released, so a rolling update hands over in seconds instead of a lease duration.
-func runElected(ctx context.Context, cfg *config, kube kubernetes.Interface, log *logrus.Logger, lead func(context.Context) error) error {
+func runElected(ctx context.Context, cfg *config, leases coordinationv1client.LeasesGetter, log *logrus.Logger, lead func(context.Context) error) error {
 	host, _ := os.Hostname()
 	id := fmt.Sprintf("%s_%d", host, time.Now().UnixNano())
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: cfg.LeaderElectionNS, Name: cfg.LeaderElectionID},
-		Client:     kube.CoordinationV1(),
+		Client:     leases,
 		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
 	}
 	var leadErr error
@@ -203,12 +243,13 @@ func runElected(ctx context.Context, cfg *config, kube kubernetes.Interface, log
 	return leadErr
 }
 
-// newProvider connects to the router-hosts server, or starts the in-process store.
-func newProvider(cfg *config, log *logrus.Logger) (*routerhosts.Provider, func(), error) {
+// newProvider connects to the router-hosts server, or starts the in-process store; observe
+// is told the outcome of every call.
+func newProvider(cfg *config, log *logrus.Logger, observe func(string, codes.Code)) (*routerhosts.Provider, func(), error) {
 	opts := routerhosts.Options{
 		Endpoint: cfg.Endpoint, CAFile: cfg.TLSCA, CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey,
 		ServerName: cfg.TLSServerName, Timeout: cfg.RequestTimeout, WriteConcurrency: cfg.WriteConcurrency,
-		Log: log.WithField("component", "provider"),
+		Observe: observe, Log: log.WithField("component", "provider"),
 	}
 	if cfg.Provider == "inmemory" {
 		// Entries live only as long as the process: for trying the operator out.

@@ -1,6 +1,9 @@
 // Package events turns what a sync did into Kubernetes events on the objects concerned, so
 // `kubectl describe ingress web` explains what happened to its hostnames. Events are emitted
-// on transitions only: a steady cluster emits nothing, however many syncs run.
+// on transitions only: a steady cluster emits nothing, however many syncs run. A sync that
+// touches many objects at once (the first sync on a large cluster) emits at most
+// MaxNormalPerSync informational events and logs the rest, so an install never floods etcd;
+// warnings are never capped.
 package events
 
 import (
@@ -13,7 +16,6 @@ import (
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -33,12 +35,20 @@ const (
 	HostnameConflict          = "HostnameConflict"
 )
 
+// MaxNormalPerSync caps the Normal events of one sync. Each is an etcd write: a first sync of
+// 10,000 Ingresses would otherwise post 10,000 SyncSucceeded events, for minutes after the
+// entries exist, to say what the router already shows.
+const MaxNormalPerSync = 100
+
 // Recorder emits the events. Only the leader emits: standbys read the same objects and would
 // otherwise repeat every warning.
 type Recorder struct {
 	rec     record.EventRecorder
 	log     logrus.FieldLogger
 	leading atomic.Bool
+	// normal counts the Normal events of the sync being reported; Report runs once per sync,
+	// never concurrently, so it needs no lock.
+	normal, suppressed int
 
 	mu sync.Mutex
 	// last is the message of the last standing warning per object and reason, so a condition
@@ -46,10 +56,12 @@ type Recorder struct {
 	last map[string]string
 }
 
-// New starts an event broadcaster writing through client; stop flushes and ends it.
-func New(client kubernetes.Interface, log logrus.FieldLogger) (r *Recorder, stop func()) {
+// New starts an event broadcaster writing through client; stop flushes and ends it. client
+// should have a rate limiter of its own, so that a burst of events never delays the informers
+// or the leader Lease.
+func New(client typedcorev1.EventsGetter, log logrus.FieldLogger) (r *Recorder, stop func()) {
 	b := record.NewBroadcaster()
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.Events("")})
 	return NewWithRecorder(b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "router-hosts-operator"}), log), b.Shutdown
 }
 
@@ -88,6 +100,13 @@ func (r *Recorder) Report(_ context.Context, rep *controller.Report) {
 			failed[ce.Change] = true
 		}
 	}
+	r.normal, r.suppressed = 0, 0
+	defer func() {
+		if r.suppressed > 0 {
+			r.log.WithFields(logrus.Fields{"emitted": r.normal, "suppressed": r.suppressed}).
+				Info("many objects changed in one sync; further Normal events of this sync were only counted")
+		}
+	}()
 	for i := range rep.Changes {
 		c := &rep.Changes[i]
 		if failed[c] {
@@ -97,11 +116,11 @@ func (r *Recorder) Report(_ context.Context, rep *controller.Report) {
 		switch c.Action {
 		case plan.Create, plan.Update, plan.Unmark:
 			for _, s := range claims[host] {
-				r.emit(s, corev1.EventTypeNormal, SyncSucceeded, fmt.Sprintf("router-hosts entry %s %s: %s", host, c.New.IP, c.Action))
+				r.normalEvent(s, SyncSucceeded, fmt.Sprintf("router-hosts entry %s %s: %s", host, c.New.IP, c.Action))
 			}
 		case plan.Adopt:
 			for _, s := range claims[host] {
-				r.emit(s, corev1.EventTypeNormal, EntryAdopted, fmt.Sprintf("adopted the existing router-hosts entry %s %s (id %s); it is released, not deleted, when no longer wanted", host, c.New.IP, c.Old.ID))
+				r.normalEvent(s, EntryAdopted, fmt.Sprintf("adopted the existing router-hosts entry %s %s (id %s); it is released, not deleted, when no longer wanted", host, c.New.IP, c.Old.ID))
 			}
 		case plan.Mark, plan.Delete, plan.Release:
 			r.retired(c, alive)
@@ -120,7 +139,7 @@ func (r *Recorder) retired(c *plan.Change, alive map[string]endpoint.SourceRef) 
 			continue
 		}
 		if s, exists := alive[uid]; exists && c.Action == plan.Mark {
-			r.emit(s, corev1.EventTypeNormal, EntryScheduledForDeletion,
+			r.normalEvent(s, EntryScheduledForDeletion,
 				fmt.Sprintf("router-hosts entry %s %s is no longer wanted; it goes after the grace period", c.Old.Hostname, c.Old.IP))
 			told = true
 		}
@@ -163,8 +182,14 @@ func (r *Recorder) standing(rep *controller.Report, claims map[string][]endpoint
 	}
 }
 
-func (r *Recorder) emit(s endpoint.SourceRef, typ, reason, msg string) {
-	r.rec.Event(objectRef(s), typ, reason, msg)
+// normalEvent sends a Normal event about a transition, within the per-sync cap.
+func (r *Recorder) normalEvent(s endpoint.SourceRef, reason, msg string) {
+	if r.normal >= MaxNormalPerSync {
+		r.suppressed++
+		return
+	}
+	r.normal++
+	r.rec.Event(objectRef(s), corev1.EventTypeNormal, reason, msg)
 }
 
 func objectRef(s endpoint.SourceRef) *corev1.ObjectReference {

@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -86,5 +87,38 @@ func TestTransitionsOnly(t *testing.T) {
 	r.Warn(web, "InvalidAnnotation", "x")
 	if got := drain(fake); len(got) != 0 {
 		t.Fatalf("a standby emitted %q", got)
+	}
+}
+
+// TestNormalEventsAreCappedPerSync: a sync that creates entries for many objects emits at most
+// MaxNormalPerSync events, the next sync has a fresh allowance, and warnings are never capped.
+func TestNormalEventsAreCappedPerSync(t *testing.T) {
+	const n = MaxNormalPerSync + 50
+	fake := record.NewFakeRecorder(2 * n)
+	r := NewWithRecorder(fake, logrus.New())
+	r.SetLeading(true)
+	var (
+		desired []*endpoint.Endpoint
+		changes []plan.Change
+	)
+	for i := 0; i < n; i++ {
+		host := fmt.Sprintf("app-%d.lan", i)
+		ref := endpoint.SourceRef{Kind: "Ingress", Namespace: "d", Name: host, UID: fmt.Sprintf("u%d", i)}
+		desired = append(desired, &endpoint.Endpoint{Hostname: host, Targets: []string{"10.0.0.1"}, Sources: []endpoint.SourceRef{ref}})
+		changes = append(changes, plan.Change{Action: plan.Create, New: &endpoint.Record{Hostname: host, IP: "10.0.0.1"}})
+	}
+	r.Report(context.Background(), &controller.Report{Desired: desired, Changes: changes})
+	if got := len(drain(fake)); got != MaxNormalPerSync {
+		t.Fatalf("a sync creating %d entries emitted %d events, want %d", n, got, MaxNormalPerSync)
+	}
+	r.Report(context.Background(), &controller.Report{Desired: desired, Changes: changes[:1]})
+	if got := len(drain(fake)); got != 1 {
+		t.Fatalf("the next sync emitted %d events, want 1", got)
+	}
+	for i := 0; i < n; i++ {
+		r.Warn(desired[i].Sources[0], "InvalidAnnotation", "bad")
+	}
+	if got := len(drain(fake)); got != n {
+		t.Fatalf("%d warnings emitted of %d", got, n)
 	}
 }

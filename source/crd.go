@@ -30,6 +30,8 @@ type crdWatch struct {
 	onChange  func()
 	// relevant says whether an object's change matters (e.g. it is opted in).
 	relevant func(*unstructured.Unstructured) bool
+	// transform cuts objects down before they are cached.
+	transform cache.TransformFunc
 
 	mu      sync.Mutex
 	active  map[schema.GroupVersionResource]cache.GenericLister
@@ -37,14 +39,15 @@ type crdWatch struct {
 	missing map[schema.GroupVersionResource]bool
 }
 
-func newCRDWatch(client dynamic.Interface, disc discovery.DiscoveryInterface, cfg Config, relevant func(*unstructured.Unstructured) bool, onChange func()) *crdWatch {
+func newCRDWatch(client dynamic.Interface, disc discovery.DiscoveryInterface, cfg Config, relevant func(*unstructured.Unstructured) bool,
+	transform cache.TransformFunc, onChange func()) *crdWatch {
 	interval := cfg.DiscoveryInterval
 	if interval <= 0 {
 		interval = 30 * time.Second
 	}
 	return &crdWatch{
 		client: client, disc: disc, namespace: cfg.Namespace, selector: cfg.LabelSelector, interval: interval,
-		log: cfg.Log, onChange: onChange, relevant: relevant,
+		log: cfg.Log, onChange: onChange, relevant: relevant, transform: transform,
 		active: map[schema.GroupVersionResource]cache.GenericLister{}, started: map[schema.GroupVersionResource]bool{},
 		missing: map[schema.GroupVersionResource]bool{},
 	}
@@ -98,7 +101,9 @@ func (w *crdWatch) check(ctx context.Context, gvrs []schema.GroupVersionResource
 		}
 		f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(w.client, 0, w.namespace, w.tweak)
 		inf := f.ForResource(gvr)
-		_ = inf.Informer().SetTransform(stripForCache)
+		if err := inf.Informer().SetTransform(w.transform); err != nil {
+			return fmt.Errorf("cache transform for %s: %w", gvr, err)
+		}
 		if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { w.changed(nil, obj) },
 			UpdateFunc: func(old, obj any) { w.changed(old, obj) },
@@ -111,7 +116,7 @@ func (w *crdWatch) check(ctx context.Context, gvrs []schema.GroupVersionResource
 		w.mu.Unlock()
 		f.Start(ctx.Done())
 		activate := func() bool {
-			if !cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced) {
+			if !waitSynced(ctx, inf.Informer().HasSynced) {
 				return false
 			}
 			w.mu.Lock()

@@ -10,9 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
@@ -33,13 +30,13 @@ type HostMappingSource struct {
 }
 
 // NewHostMappingSource starts watching HostMappings (or waits for their CRD to appear).
-func NewHostMappingSource(ctx context.Context, client kubernetes.Interface, dyn dynamic.Interface, disc discovery.DiscoveryInterface, cfg Config) (*HostMappingSource, error) {
+func NewHostMappingSource(ctx context.Context, client Clients, cfg Config) (*HostMappingSource, error) {
 	cfg, err := cfg.withDefaults(ctx, client)
 	if err != nil {
 		return nil, err
 	}
 	s := &HostMappingSource{cfg: cfg, reports: newReporter(cfg.Log, cfg.Warner)}
-	s.watch = newCRDWatch(dyn, disc, cfg, func(*unstructured.Unstructured) bool { return true }, s.handlers.fire)
+	s.watch = newCRDWatch(client.Dynamic, client.Discovery, cfg, func(*unstructured.Unstructured) bool { return true }, slimUnstructured(wholeSpec), s.handlers.fire)
 	if err := s.watch.start(ctx, []schema.GroupVersionResource{HostMappingGVR}); err != nil {
 		return nil, err
 	}

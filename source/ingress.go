@@ -8,14 +8,10 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	netlisters "k8s.io/client-go/listers/networking/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -42,7 +38,7 @@ type Config struct {
 }
 
 // withDefaults fills in the logger and, when none is shared, a resolver of the source's own.
-func (cfg Config) withDefaults(ctx context.Context, client kubernetes.Interface) (Config, error) {
+func (cfg Config) withDefaults(ctx context.Context, client Clients) (Config, error) {
 	if cfg.Log == nil {
 		cfg.Log = logrus.StandardLogger()
 	}
@@ -67,45 +63,32 @@ type IngressSource struct {
 
 // NewIngressSource starts the Ingress informer and waits for its cache, so the first sync sees
 // the whole cluster rather than an empty one.
-func NewIngressSource(ctx context.Context, client kubernetes.Interface, cfg Config) (*IngressSource, error) {
+func NewIngressSource(ctx context.Context, client Clients, cfg Config) (*IngressSource, error) {
 	cfg, err := cfg.withDefaults(ctx, client)
 	if err != nil {
 		return nil, err
 	}
 	s := &IngressSource{cfg: cfg, reports: newReporter(cfg.Log, cfg.Warner)}
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(cfg.Namespace),
-		informers.WithTransform(stripForCache),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = cfg.LabelSelector }))
-	ing := factory.Networking().V1().Ingresses()
-	s.ingress = ing.Lister()
-	if _, err := ing.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	ings := client.Ingresses.Ingresses(cfg.Namespace)
+	inf, err := newInformer(client, ings.List, ings.Watch, &networkingv1.Ingress{},
+		func(o *metav1.ListOptions) { o.LabelSelector = cfg.LabelSelector }, slimIngress)
+	if err != nil {
+		return nil, fmt.Errorf("the Ingress informer: %w", err)
+	}
+	s.ingress = netlisters.NewIngressLister(inf.GetIndexer())
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { s.onChange(nil, obj) },
 		UpdateFunc: func(old, obj any) { s.onChange(old, obj) },
 		DeleteFunc: func(obj any) { s.onChange(nil, obj) },
 	}); err != nil {
 		return nil, fmt.Errorf("watching Ingresses: %w", err)
 	}
-	s.synced = ing.Informer().HasSynced
-	factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), s.synced) {
+	s.synced = inf.HasSynced
+	go inf.RunWithContext(ctx)
+	if !waitSynced(ctx, s.synced) {
 		return nil, fmt.Errorf("waiting for the Ingress cache: %w", context.Cause(ctx))
 	}
 	return s, nil
-}
-
-// stripForCache drops what the operator never reads (managed fields, the last-applied
-// annotation) before objects enter the cache; on a large cluster that is most of their size.
-func stripForCache(obj any) (any, error) {
-	if m, err := meta.Accessor(obj); err == nil {
-		m.SetManagedFields(nil)
-		if a := m.GetAnnotations(); a != nil {
-			if _, ok := a[corev1.LastAppliedConfigAnnotation]; ok {
-				delete(a, corev1.LastAppliedConfigAnnotation)
-				m.SetAnnotations(a)
-			}
-		}
-	}
-	return obj, nil
 }
 
 // AddEventHandler registers handler for changes of opted-in Ingresses and of the Services the

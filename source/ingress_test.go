@@ -47,11 +47,16 @@ func newSource(t *testing.T, chain []string, objs ...runtime.Object) *IngressSou
 	t.Cleanup(cancel)
 	log := logrus.New()
 	log.SetLevel(logrus.ErrorLevel)
-	s, err := NewIngressSource(ctx, fake.NewClientset(objs...), Config{IPResolution: strategies, Log: log})
+	s, err := NewIngressSource(ctx, fakeClients(fake.NewClientset(objs...)), Config{IPResolution: strategies, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// fakeClients are the sources' clients on a fake clientset, which cannot stream lists.
+func fakeClients(c *fake.Clientset) Clients {
+	return Clients{Ingresses: c.NetworkingV1(), Services: c.CoreV1(), WatchListUnsupported: true}
 }
 
 // hostTargets renders endpoints as hostname → targets.
@@ -140,7 +145,7 @@ func TestIngressEvents(t *testing.T) {
 	client := fake.NewClientset()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s, err := NewIngressSource(ctx, client, Config{IPResolution: []Strategy{{Kind: StrategyIngressStatus}}, Log: logrus.New()})
+	s, err := NewIngressSource(ctx, fakeClients(client), Config{IPResolution: []Strategy{{Kind: StrategyIngressStatus}}, Log: logrus.New()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,5 +176,19 @@ func TestIngressEvents(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	if fired.Load() != 2 {
 		t.Fatalf("handler fired %d times, want 2", fired.Load())
+	}
+}
+
+// TestUnsyncedCacheIsAnErrorNotAnEmptyList: a cache that is not filled (an informer that lost
+// its apiserver before its first list, or is relisting) must never read as "the cluster wants
+// nothing", which the plan would turn into deletes.
+func TestUnsyncedCacheIsAnErrorNotAnEmptyList(t *testing.T) {
+	s := newSource(t, []string{"ingress-status"}, ing("web", on(AnnotationIPAddress, "10.0.0.1"), nil, "web.lan"))
+	if eps, err := s.Endpoints(context.Background()); err != nil || len(eps) != 1 {
+		t.Fatalf("synced: %v %v", eps, err)
+	}
+	s.synced = func() bool { return false }
+	if eps, err := s.Endpoints(context.Background()); err == nil || eps != nil {
+		t.Fatalf("unsynced cache read as %v, %v; want an error and no endpoints", eps, err)
 	}
 }

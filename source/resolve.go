@@ -9,8 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	listersv1 "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -119,7 +117,7 @@ type Resolver struct {
 }
 
 // NewResolver starts the Service informers the chain needs and waits for their caches.
-func NewResolver(ctx context.Context, client kubernetes.Interface, chain []Strategy) (*Resolver, error) {
+func NewResolver(ctx context.Context, client Clients, chain []Strategy) (*Resolver, error) {
 	r := &Resolver{chain: chain, services: map[string]listersv1.ServiceLister{}}
 	for _, st := range chain {
 		key := st.Namespace + "/" + st.Name
@@ -127,14 +125,15 @@ func NewResolver(ctx context.Context, client kubernetes.Interface, chain []Strat
 			continue
 		}
 		name := st.Name
-		f := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(st.Namespace),
-			informers.WithTransform(stripForCache),
-			informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-				o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
-			}))
-		svc := f.Core().V1().Services()
-		r.services[key] = svc.Lister()
-		if _, err := svc.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		svcs := client.Services.Services(st.Namespace)
+		inf, err := newInformer(client, svcs.List, svcs.Watch, &corev1.Service{}, func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+		}, slimService)
+		if err != nil {
+			return nil, fmt.Errorf("the informer of Service %s: %w", key, err)
+		}
+		r.services[key] = listersv1.NewServiceLister(inf.GetIndexer())
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc: func(any) { r.handlers.fire() },
 			UpdateFunc: func(old, obj any) {
 				a, _ := old.(*corev1.Service)
@@ -147,10 +146,10 @@ func NewResolver(ctx context.Context, client kubernetes.Interface, chain []Strat
 		}); err != nil {
 			return nil, fmt.Errorf("watching Service %s: %w", key, err)
 		}
-		r.synced = append(r.synced, svc.Informer().HasSynced)
-		f.Start(ctx.Done())
+		r.synced = append(r.synced, inf.HasSynced)
+		go inf.RunWithContext(ctx)
 	}
-	if !cache.WaitForCacheSync(ctx.Done(), r.synced...) {
+	if !waitSynced(ctx, r.synced...) {
 		return nil, fmt.Errorf("waiting for the Service caches: %w", context.Cause(ctx))
 	}
 	return r, nil

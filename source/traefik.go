@@ -9,9 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
@@ -39,15 +36,15 @@ type TraefikSource struct {
 }
 
 // NewTraefikSource starts watching whichever Traefik resources the cluster serves.
-func NewTraefikSource(ctx context.Context, client kubernetes.Interface, dyn dynamic.Interface, disc discovery.DiscoveryInterface, cfg Config) (*TraefikSource, error) {
+func NewTraefikSource(ctx context.Context, client Clients, cfg Config) (*TraefikSource, error) {
 	cfg, err := cfg.withDefaults(ctx, client)
 	if err != nil {
 		return nil, err
 	}
 	s := &TraefikSource{cfg: cfg, reports: newReporter(cfg.Log, cfg.Warner)}
-	s.watch = newCRDWatch(dyn, disc, cfg, func(u *unstructured.Unstructured) bool {
+	s.watch = newCRDWatch(client.Dynamic, client.Discovery, cfg, func(u *unstructured.Unstructured) bool {
 		return u.GetAnnotations()[AnnotationEnabled] == "true"
-	}, s.handlers.fire)
+	}, slimUnstructured(routeMatches), s.handlers.fire)
 	gvrs := make([]schema.GroupVersionResource, 0, len(traefikResources))
 	for _, r := range traefikResources {
 		gvrs = append(gvrs, r.gvr)

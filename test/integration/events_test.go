@@ -36,7 +36,7 @@ func total(m map[string]int) int {
 }
 
 func TestEventsOnTransitionsOnly(t *testing.T) {
-	rec, stop := events.New(cp.Client, logrus.New())
+	rec, stop := events.New(cp.Client.CoreV1(), logrus.New())
 	defer stop()
 	rec.SetLeading(true)
 	h := newHarness(t, options{reporters: []controller.Reporter{rec}, warner: rec})

@@ -145,10 +145,12 @@ func TestBinaryDryRunWritesNothingThenOnceSyncs(t *testing.T) {
 
 func TestBinaryRejectsBadFlagsByName(t *testing.T) {
 	for flag, arg := range map[string]string{
-		"--ip-resolution": "--ip-resolution=dns:foo",
-		"--policy":        "--policy=delete-all",
-		"--log-format":    "--log-format=xml",
-		"--interval":      "--interval=soon",
+		"--ip-resolution":  "--ip-resolution=dns:foo",
+		"--policy":         "--policy=delete-all",
+		"--log-format":     "--log-format=xml",
+		"--interval":       "--interval=soon",
+		"--kube-api-qps":   "--kube-api-qps=fast",
+		"--kube-api-burst": "--kube-api-burst=0",
 	} {
 		cmd := exec.Command(operatorBin, "--provider=inmemory", arg)
 		var stderr bytes.Buffer
@@ -168,7 +170,9 @@ func TestBinaryHelpListsEveryFlagWithEnvVar(t *testing.T) {
 	}
 	for _, f := range []string{"source", "provider", "router-hosts-endpoint", "tls-ca", "tls-cert", "tls-key", "tls-server-name",
 		"cluster-name", "ip-resolution", "grace-period", "default-tag", "policy", "interval", "min-event-sync-interval",
-		"once", "dry-run", "namespace", "kubeconfig", "log-level", "log-format", "version"} {
+		"once", "dry-run", "namespace", "kubeconfig", "log-level", "log-format", "version", "write-concurrency",
+		"request-timeout", "domain-filter", "exclude-domains", "label-filter", "default-tag", "metrics-address",
+		"leader-elect", "leader-election-namespace", "leader-election-id", "kube-api-qps", "kube-api-burst"} {
 		if !strings.Contains(string(out), "--"+f) && !strings.Contains(string(out), "--[no-]"+f) {
 			t.Errorf("--help lacks --%s", f)
 		}

@@ -166,20 +166,21 @@ func (h *harness) build(o options) {
 	}
 	cfg := source.Config{Namespace: ns, LabelSelector: o.labelFilter, IPResolution: strategies, DiscoveryInterval: 200 * time.Millisecond, Warner: o.warner, Log: log}
 	dyn := dynamic.NewForConfigOrDie(cp.Config)
+	clients := source.Clients{Ingresses: cp.Client.NetworkingV1(), Services: cp.Client.CoreV1(), Dynamic: dyn, Discovery: cp.Client.Discovery()}
 	var srcs []controller.Source
 	reporters := append([]controller.Reporter(nil), o.reporters...)
 	for _, name := range o.sources {
 		var s controller.Source
 		switch name {
 		case "ingress":
-			s, err = source.NewIngressSource(ctx, cp.Client, cfg)
+			s, err = source.NewIngressSource(ctx, clients, cfg)
 		case "traefik":
-			s, err = source.NewTraefikSource(ctx, cp.Client, dyn, cp.Client.Discovery(), cfg)
+			s, err = source.NewTraefikSource(ctx, clients, cfg)
 		case "hostmapping":
-			h.hm, err = source.NewHostMappingSource(ctx, cp.Client, dyn, cp.Client.Discovery(), cfg)
+			h.hm, err = source.NewHostMappingSource(ctx, clients, cfg)
 			s = h.hm
 			if err == nil {
-				r, rerr := source.NewResolver(ctx, cp.Client, strategies)
+				r, rerr := source.NewResolver(ctx, clients, strategies)
 				if rerr != nil {
 					t.Fatal(rerr)
 				}

@@ -1,0 +1,104 @@
+package source
+
+import (
+	"reflect"
+	"testing"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ktypes "k8s.io/apimachinery/pkg/types"
+
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+)
+
+// fullIngress is an Ingress as clusters hold them: other controllers' annotations, labels,
+// paths, TLS, managed fields.
+func fullIngress() *networkingv1.Ingress {
+	class := "traefik"
+	prefix := networkingv1.PathTypePrefix
+	i := ing("web", on(AnnotationIPAddress, "10.0.0.1", AnnotationAliases, "www.lan", AnnotationTags, "a,b", AnnotationGracePeriod, "60"), []string{"192.168.1.5"}, "web.lan", "api.lan")
+	i.Labels = map[string]string{"app": "web"}
+	i.Annotations["kubectl.kubernetes.io/last-applied-configuration"] = `{"big":"json"}`
+	i.Annotations["traefik.ingress.kubernetes.io/router.middlewares"] = "auth@kubernetescrd"
+	i.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
+	i.Finalizers = []string{"x"}
+	i.ResourceVersion, i.Generation = "42", 3
+	i.CreationTimestamp = metav1.Unix(1_700_000_000, 0)
+	i.Spec.IngressClassName = &class
+	i.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{"web.lan"}, SecretName: "tls"}}
+	i.Spec.Rules[0].HTTP = &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{Path: "/", PathType: &prefix,
+		Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "web", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}}
+	return i
+}
+
+// TestSlimIngressKeepsWhatTheSourceReads: endpoints and the claim's identity are the same from
+// the cut object as from the whole one, and what the source never reads is gone.
+func TestSlimIngressKeepsWhatTheSourceReads(t *testing.T) {
+	full := fullIngress()
+	got, err := slimIngress(full.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	slim := got.(*networkingv1.Ingress)
+	s := newSource(t, []string{"ingress-status"})
+	wantEps, wantRef, wantProblems := s.endpointsFor(full)
+	gotEps, gotRef, gotProblems := s.endpointsFor(slim)
+	if !reflect.DeepEqual(gotEps, wantEps) || gotRef != wantRef || !reflect.DeepEqual(gotProblems, wantProblems) {
+		t.Fatalf("cut object gives %v %v %v, whole one %v %v %v", hostTargets(gotEps), gotRef, gotProblems, hostTargets(wantEps), wantRef, wantProblems)
+	}
+	if slim.ResourceVersion != "42" || slim.Generation != 3 {
+		t.Errorf("version lost: %+v", slim.ObjectMeta)
+	}
+	if slim.Labels != nil || slim.ManagedFields != nil || slim.Finalizers != nil || slim.Spec.TLS != nil || slim.Spec.IngressClassName != nil ||
+		slim.Spec.Rules[0].HTTP != nil || len(slim.Annotations) != 5 {
+		t.Errorf("cut object still holds what the operator never reads: %+v", slim)
+	}
+	again, _ := slimIngress(slim)
+	if !reflect.DeepEqual(again, slim) {
+		t.Error("slimIngress is not idempotent")
+	}
+}
+
+// hostsOf is the hostnames of endpointsFor's result.
+func hostsOf(eps []*endpoint.Endpoint, _ endpoint.SourceRef, _ []Problem) []string {
+	var out []string
+	for _, e := range eps {
+		out = append(out, e.Hostname)
+	}
+	return out
+}
+
+// TestSlimRouteKeepsMatches: a Traefik route keeps its match rules and nothing else of its spec.
+func TestSlimRouteKeepsMatches(t *testing.T) {
+	route := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "traefik.io/v1alpha1", "kind": "IngressRoute",
+		"metadata": map[string]any{"name": "r", "namespace": "ns", "uid": "u1", "resourceVersion": "7",
+			"labels": map[string]any{"a": "b"}, "annotations": map[string]any{AnnotationEnabled: "true", "other": "x"}},
+		"spec": map[string]any{"entryPoints": []any{"websecure"}, "tls": map[string]any{"certResolver": "le"},
+			"routes": []any{map[string]any{"match": "Host(`a.lan`)", "services": []any{map[string]any{"name": "svc"}}}}},
+	}}
+	got, err := slimUnstructured(routeMatches)(route.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	slim := got.(*unstructured.Unstructured)
+	want := map[string]any{"routes": []any{map[string]any{"match": "Host(`a.lan`)"}}}
+	if !reflect.DeepEqual(slim.Object["spec"], want) {
+		t.Errorf("spec = %v, want %v", slim.Object["spec"], want)
+	}
+	if slim.GetLabels() != nil || len(slim.GetAnnotations()) != 1 || slim.GetResourceVersion() != "7" || slim.GetUID() != ktypes.UID("u1") {
+		t.Errorf("metadata = %v", slim.Object["metadata"])
+	}
+	ts := &TraefikSource{cfg: Config{Resolver: &Resolver{}}}
+	gvr := schema.GroupVersionResource{Group: "traefik.io", Version: "v1alpha1", Resource: "ingressroutes"}
+	if a, b := hostsOf(ts.endpointsFor(route, gvr, "IngressRoute")), hostsOf(ts.endpointsFor(slim, gvr, "IngressRoute")); !reflect.DeepEqual(a, b) || len(a) != 1 {
+		t.Errorf("hosts from the cut route %v, from the whole one %v", b, a)
+	}
+	for _, spec := range []map[string]any{{}, {"routes": "not a list"}} {
+		if out := routeMatches(spec); !reflect.DeepEqual(out, spec) {
+			t.Errorf("routeMatches(%v) = %v", spec, out)
+		}
+	}
+}
