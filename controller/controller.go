@@ -59,9 +59,11 @@ type Report struct {
 	SourceEndpoints []int
 	// Conflicts are the claims the registry turned down.
 	Conflicts []registry.Conflict
-	// Started and Duration time the sync.
-	Started  time.Time
-	Duration time.Duration
+	// Started and Duration time the sync; ListDuration is the part spent in ListHosts, the
+	// server's share of a no-op sync.
+	Started      time.Time
+	Duration     time.Duration
+	ListDuration time.Duration
 }
 
 // Config wires the loop.
@@ -160,7 +162,10 @@ func (c *Controller) SyncOnce(ctx context.Context) (*Outcome, error) {
 			}
 		}
 	}
+	listStart := c.cfg.Now()
+	sourceDuration := listStart.Sub(start)
 	records, err := c.cfg.Provider.Records(ctx)
+	listDuration := c.cfg.Now().Sub(listStart)
 	if err != nil {
 		err = fmt.Errorf("listing router-hosts entries: %w", err)
 		c.report(ctx, &Report{Err: err, ServerErr: true, Stage: "list", SourceEndpoints: counts, Started: start, Duration: c.cfg.Now().Sub(start)})
@@ -173,7 +178,9 @@ func (c *Controller) SyncOnce(ctx context.Context) (*Outcome, error) {
 	res := reg.Apply(c.cfg.Now(), st, desired, changes)
 	out := &Outcome{Changes: res.Changes, NextExpiry: res.NextExpiry, Pending: res.Pending}
 	log := c.log.WithFields(logrus.Fields{
-		"endpoints": len(eps), "hostnames": len(desired), "entries": len(records),
+		"source_duration": sourceDuration.Round(time.Microsecond), "list_duration": listDuration.Round(time.Microsecond),
+		"plan_duration": c.cfg.Now().Sub(listStart.Add(listDuration)).Round(time.Microsecond),
+		"endpoints":     len(eps), "hostnames": len(desired), "entries": len(records),
 		"owned": len(st.Owned), "foreign": st.ForeignCount(), "changes": len(res.Changes), "pending_deletions": res.Pending,
 	})
 	if c.cfg.DryRun {
@@ -188,16 +195,18 @@ func (c *Controller) SyncOnce(ctx context.Context) (*Outcome, error) {
 	}
 	var applyErr error
 	if len(res.Changes) > 0 {
+		applyStart := c.cfg.Now()
 		applyErr = c.cfg.Provider.ApplyChanges(ctx, res.Changes)
 		if applyErr == nil {
-			log.WithField("duration", c.cfg.Now().Sub(start).Round(time.Millisecond)).Info("sync applied changes")
+			log.WithFields(logrus.Fields{"apply_duration": c.cfg.Now().Sub(applyStart).Round(time.Microsecond),
+				"duration": c.cfg.Now().Sub(start).Round(time.Millisecond)}).Info("sync applied changes")
 		}
 	} else {
 		log.WithField("duration", c.cfg.Now().Sub(start).Round(time.Millisecond)).Debug("sync: nothing to change")
 	}
 	rep := &Report{Desired: desired, Entries: entriesAfter(st.Owned, res.Changes, applyErr), Failed: failedHosts(applyErr),
 		Changes: res.Changes, Pending: res.Pending, Foreign: st.ForeignCount(), SourceEndpoints: counts, Conflicts: st.Conflicts,
-		Started: start, Duration: c.cfg.Now().Sub(start)}
+		Started: start, Duration: c.cfg.Now().Sub(start), ListDuration: listDuration}
 	if applyErr != nil {
 		rep.Err, rep.Stage = applyErr, "apply"
 	}

@@ -1,13 +1,16 @@
-// Package metrics exposes the operator's Prometheus metrics. It learns everything from the
-// controller's per-sync report, so no other package carries metric calls.
+// Package metrics exposes the operator's Prometheus metrics. It learns about syncs from the
+// controller's per-sync report, and about requests from hooks that main installs in the
+// Kubernetes transport and the provider, so no other package carries metric calls.
 package metrics
 
 import (
 	"context"
+	"net/http"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"google.golang.org/grpc/codes"
 
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
@@ -32,6 +35,10 @@ type Metrics struct {
 	sourceEndpoints *prometheus.GaugeVec
 	foreign         prometheus.Gauge
 	isLeader        prometheus.Gauge
+	lastDuration    prometheus.Gauge
+	lastList        prometheus.Gauge
+	kubeRequests    *prometheus.CounterVec
+	serverRequests  *prometheus.CounterVec
 }
 
 // New creates and registers the metrics. sourceNames label source_endpoints in the order the
@@ -59,9 +66,17 @@ func New(cluster string, sourceNames []string) *Metrics {
 			Help: "Entries on the server owned by other clusters."}),
 		isLeader: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "is_leader",
 			Help: "1 while this replica holds the leader lease (or runs without leader election)."}),
+		lastDuration: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "last_sync_duration_seconds",
+			Help: "Duration of the last sync that reached the server."}),
+		lastList: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "last_sync_list_seconds",
+			Help: "Time the last sync spent in ListHosts (the server's share)."}),
+		kubeRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "kube_requests_total",
+			Help: "Requests sent to the Kubernetes API, by HTTP method; a steady cluster adds none (watches stream on open requests)."}, []string{"method"}),
+		serverRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "router_hosts_requests_total",
+			Help: "Calls to the router-hosts server, by RPC and gRPC status code."}, []string{"method", "code"}),
 	}
 	m.Registry.MustRegister(m.syncedEntries, m.syncErrors, m.syncDuration, m.pending, m.serverConnected, m.lastSync,
-		m.changes, m.sourceEndpoints, m.foreign, m.isLeader,
+		m.changes, m.sourceEndpoints, m.foreign, m.isLeader, m.lastDuration, m.lastList, m.kubeRequests, m.serverRequests,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Counters with known labels start at zero, so rates work from the first scrape.
 	for _, r := range []string{"source", "list", "apply"} {
@@ -96,6 +111,8 @@ func (m *Metrics) Report(_ context.Context, r *controller.Report) {
 		m.serverConnected.Set(0)
 		return
 	}
+	m.lastDuration.Set(r.Duration.Seconds())
+	m.lastList.Set(r.ListDuration.Seconds())
 	failed := map[*plan.Change]bool{}
 	for _, err := range r.Failed {
 		if ce, ok := err.(*plan.ChangeError); ok {
@@ -136,3 +153,21 @@ func b2f(b bool) float64 {
 	}
 	return 0
 }
+
+// ObserveRPC counts one call to the router-hosts server (routerhosts.Options.Observe).
+func (m *Metrics) ObserveRPC(method string, code codes.Code) {
+	m.serverRequests.WithLabelValues(method, code.String()).Inc()
+}
+
+// WrapTransport counts every request the Kubernetes client sends (rest.Config.Wrap), so a
+// benchmark can show that syncs are served from the informer caches.
+func (m *Metrics) WrapTransport(rt http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		m.kubeRequests.WithLabelValues(req.Method).Inc()
+		return rt.RoundTrip(req)
+	})
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -8,13 +8,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
@@ -32,7 +35,10 @@ type Options struct {
 	Timeout time.Duration
 	// WriteConcurrency is the number of writes in flight at once.
 	WriteConcurrency int
-	Log              logrus.FieldLogger
+	// Observe, when set, is told the outcome of every call: the RPC's short name ("AddHost")
+	// and its status code (for ListHosts, the code of opening the stream).
+	Observe func(method string, code codes.Code)
+	Log     logrus.FieldLogger
 }
 
 // Provider reads and writes router-hosts entries.
@@ -79,7 +85,7 @@ func (p *Provider) dial() error {
 	}
 	p.mu.Lock()
 	old := p.conn
-	p.conn, p.client, p.stamp = conn, pb.NewHostsServiceClient(conn), stamp
+	p.conn, p.client, p.stamp = conn, pb.NewHostsServiceClient(observed(conn, p.opts.Observe)), stamp
 	p.mu.Unlock()
 	if old != nil {
 		_ = old.Close()
@@ -106,6 +112,10 @@ func (p *Provider) refresh() {
 	}
 }
 
+// Client is the raw router-hosts client on the provider's connection, for tools that measure
+// the server itself with the operator's exact transport (hack/bench's plain-client floor).
+func (p *Provider) Client() pb.HostsServiceClient { return p.rpc() }
+
 func (p *Provider) rpc() pb.HostsServiceClient {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -129,7 +139,34 @@ func withDefaults(opts Options) Options {
 // Close does not close it.
 func NewFromConn(conn grpc.ClientConnInterface, opts Options) *Provider {
 	opts = withDefaults(opts)
-	return &Provider{client: pb.NewHostsServiceClient(conn), opts: opts, log: opts.Log}
+	return &Provider{client: pb.NewHostsServiceClient(observed(conn, opts.Observe)), opts: opts, log: opts.Log}
+}
+
+// observed wraps conn so that every call is reported to observe; nil observe leaves it as is.
+func observed(conn grpc.ClientConnInterface, observe func(string, codes.Code)) grpc.ClientConnInterface {
+	if observe == nil {
+		return conn
+	}
+	return &observedConn{ClientConnInterface: conn, observe: observe}
+}
+
+// observedConn reports each call by the method's short name, so a metric can count the writes a
+// sync sends without the provider knowing about metrics.
+type observedConn struct {
+	grpc.ClientConnInterface
+	observe func(string, codes.Code)
+}
+
+func (c *observedConn) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	err := c.ClientConnInterface.Invoke(ctx, method, args, reply, opts...)
+	c.observe(path.Base(method), status.Code(err))
+	return err
+}
+
+func (c *observedConn) NewStream(ctx context.Context, desc *grpc.StreamDesc, method string, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	st, err := c.ClientConnInterface.NewStream(ctx, desc, method, opts...)
+	c.observe(path.Base(method), status.Code(err))
+	return st, err
 }
 
 // Close releases the connection New made.
