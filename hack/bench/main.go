@@ -1,0 +1,630 @@
+// Command bench is `make bench`: the operator's scale run. It starts a real kube-apiserver and
+// etcd, creates N annotated Ingresses (N = 1,000, 5,000, 10,000 by default), and for each N
+// measures, against a router-hosts server:
+//
+//   - the floor: N AddHost calls from a plain gRPC client at the operator's write concurrency,
+//     on an empty server;
+//   - the operator binary, started as its own process with default flags: the time from its
+//     start until all N entries exist, and every RPC it sent;
+//   - no-op syncs (each triggered by a label change that alters no endpoint): the operator's
+//     own time, the ListHosts time, and the writes and Kubernetes API requests they made;
+//   - peak RSS and peak in-use Go heap of the operator;
+//   - change latency: single-object changes a second apart, from the API write until the
+//     server's entry shows the new address.
+//
+// The plan benchmark (`go test -bench` on 10,000 endpoints) runs first, and everything is
+// printed as one table against the budgets of docs/performance.md. With -strict the exit
+// status is 1 when a budget is missed.
+//
+// The server is the router-hosts test server by default; -server=real uses a real one from the
+// operator's own ROUTER_HOSTS_OPERATOR_* variables, writing only entries tagged
+// cluster:rho-bench and deleting them afterwards.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"k8s.io/client-go/kubernetes"
+
+	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/kubetest"
+	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
+	"github.com/router-hosts-operator/router-hosts-operator/registry"
+)
+
+const envPrefix = "ROUTER_HOSTS_OPERATOR_"
+
+type options struct {
+	sizes       []int
+	changes     int
+	noops       int
+	concurrency int
+	operator    string
+	server      string
+	replayCost  time.Duration
+	routerSizes []int
+	planBench   bool
+	strict      bool
+}
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "floor" {
+		if err := floorClient(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "bench floor:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	var o options
+	sizes := flag.String("sizes", "1000,5000,10000", "numbers of Ingresses, comma-separated")
+	routerSizes := flag.String("router-sizes", "1000", "sizes also run with the test server slowed to the real server's replay cost (test server only; empty for none)")
+	flag.IntVar(&o.changes, "changes", 50, "single-object changes timed per size, one a second")
+	flag.IntVar(&o.noops, "noops", 5, "no-op syncs timed per size")
+	flag.IntVar(&o.concurrency, "concurrency", 4, "write concurrency of the plain client; the operator runs with its default (4)")
+	flag.StringVar(&o.operator, "operator", "bin/router-hosts-operator", "operator binary")
+	flag.StringVar(&o.server, "server", "test", "test: the router-hosts test server; real: the server in ROUTER_HOSTS_OPERATOR_*")
+	flag.DurationVar(&o.replayCost, "replay-cost", 0, "test server latency per replayed event in the main runs")
+	flag.BoolVar(&o.planBench, "plan", true, "run the plan benchmark first")
+	flag.BoolVar(&o.strict, "strict", false, "exit 1 when a budget is missed")
+	flag.Parse()
+	var err error
+	if o.sizes, err = parseSizes(*sizes); err == nil {
+		o.routerSizes, err = parseSizes(*routerSizes)
+	}
+	if err == nil && o.server == "real" {
+		o.routerSizes = nil
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	missed, err := run(o)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench failed:", err)
+		os.Exit(1)
+	}
+	if missed > 0 && o.strict {
+		os.Exit(1)
+	}
+}
+
+func parseSizes(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("size %q is not a positive number", f)
+		}
+		out = append(out, n)
+	}
+	sort.Ints(out)
+	return out, nil
+}
+
+// bench holds what every run shares.
+type bench struct {
+	opts       options
+	dir        string
+	kubeconfig string
+	cluster    *cluster
+	srv        server
+}
+
+// result is one run's measurements.
+type result struct {
+	label      string
+	n          int
+	replayCost time.Duration
+	floor      time.Duration
+	converge   time.Duration
+	// ready is when the operator's caches were synced (its metrics server starts then);
+	// firstSync is the duration of its first sync, list, plan and writes.
+	ready, firstSync time.Duration
+	// settleRequests are the Kubernetes requests after convergence: the first sync's events.
+	settleRequests float64
+	// floorCPU and convergeCPU are the CPU time of the plain client and of the operator until
+	// convergence: on a shared machine, client CPU is taken from a CPU-bound server.
+	floorCPU, convergeCPU time.Duration
+	// rpcs is what the operator sent until convergence, by RPC, from its own metrics; server
+	// is the same as counted by the server, when it can tell.
+	rpcs, server map[string]int64
+	noopOp       []time.Duration
+	noopList     []time.Duration
+	noopWrites   float64
+	noopKube     float64
+	rssPeak      uint64
+	rssSteady    uint64
+	heapPeak     uint64
+	latencies    []time.Duration
+}
+
+func run(o options) (missed int, err error) {
+	ctx := context.Background()
+	var plan *planResult
+	if o.planBench {
+		fmt.Fprintln(os.Stderr, "bench: plan benchmark (go test -bench BenchmarkPlan10k, 5 runs)")
+		if plan, err = runPlanBench(ctx); err != nil {
+			return 0, err
+		}
+	}
+	b := &bench{opts: o}
+	if b.dir, err = os.MkdirTemp("", "rho-bench-"); err != nil {
+		return 0, fmt.Errorf("temp dir: %w", err)
+	}
+	// The operator's logs stay for a look when the run fails.
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("%w (operator logs kept in %s)", err, b.dir)
+			return
+		}
+		_ = os.RemoveAll(b.dir)
+	}()
+	if o.server == "real" {
+		if b.srv, err = newRealServer(); err != nil {
+			return 0, err
+		}
+	} else {
+		b.srv = &testServer{dir: b.dir}
+	}
+	defer func() { _ = b.srv.cleanup(ctx) }()
+	fmt.Fprintln(os.Stderr, "bench: starting kube-apiserver and etcd")
+	cp, err := kubetest.Start()
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = cp.Stop() }()
+	b.kubeconfig = filepath.Join(b.dir, "kubeconfig")
+	if err := cp.WriteKubeconfig(b.kubeconfig); err != nil {
+		return 0, err
+	}
+	cfg := *cp.Config
+	cfg.QPS, cfg.Burst = 2000, 4000
+	client, err := kubernetes.NewForConfig(&cfg)
+	if err != nil {
+		return 0, fmt.Errorf("kube client: %w", err)
+	}
+	if b.cluster, err = newCluster(ctx, client); err != nil {
+		return 0, err
+	}
+	var results []*result
+	type runSpec struct {
+		n    int
+		cost time.Duration
+	}
+	var specs []runSpec
+	for _, n := range o.sizes {
+		specs = append(specs, runSpec{n, o.replayCost})
+	}
+	for _, n := range o.routerSizes {
+		specs = append(specs, runSpec{n, inmemory.RouterReplayCost})
+	}
+	// The cluster only grows, so the runs go by size; at one size the memory-speed run first.
+	sort.SliceStable(specs, func(i, j int) bool { return specs[i].n < specs[j].n })
+	for _, s := range specs {
+		r, err := b.run(ctx, s.n, s.cost)
+		if err != nil {
+			return 0, fmt.Errorf("N=%d: %w", s.n, err)
+		}
+		results = append(results, r)
+	}
+	return printTable(os.Stdout, b.srv.describe(), plan, results, o), nil
+}
+
+// run measures one size against a fresh server.
+func (b *bench) run(ctx context.Context, n int, cost time.Duration) (*result, error) {
+	r := &result{n: n, replayCost: cost, label: fmt.Sprintf("N=%d", n)}
+	if cost > 0 {
+		r.label += fmt.Sprintf(" @%v/event", cost)
+	}
+	step := func(format string, a ...any) {
+		fmt.Fprintf(os.Stderr, "bench: %s: %s\n", r.label, fmt.Sprintf(format, a...))
+	}
+	if len(b.cluster.apps) < n {
+		step("creating %d Ingresses", n-len(b.cluster.apps))
+		t := time.Now()
+		if err := b.cluster.grow(ctx, n); err != nil {
+			return nil, err
+		}
+		step("created in %v", time.Since(t).Round(time.Millisecond))
+	}
+	if len(b.cluster.apps) != n {
+		return nil, fmt.Errorf("the cluster holds %d Ingresses, not %d: runs must go by size", len(b.cluster.apps), n)
+	}
+	apps := b.cluster.apps
+
+	c, err := b.srv.fresh(ctx, cost)
+	if err != nil {
+		return nil, err
+	}
+	if r.floor, r.floorCPU, err = floor(ctx, b.dir, c, apps, b.opts.concurrency); err != nil {
+		return nil, err
+	}
+	step("floor: %d AddHost from a plain client, %d at a time: %v", n, b.opts.concurrency, r.floor.Round(time.Millisecond))
+
+	if c, err = b.srv.fresh(ctx, cost); err != nil {
+		return nil, err
+	}
+	op, err := startOperator(b.opts.operator, b.kubeconfig, b.dir, c)
+	if err != nil {
+		return nil, err
+	}
+	defer op.stop()
+	heapCtx, stopHeap := context.WithCancel(ctx)
+	defer stopHeap()
+	readyCh := make(chan time.Duration, 1)
+	go func() {
+		if _, err := op.waitMetrics(heapCtx); err == nil {
+			readyCh <- time.Since(op.started)
+		}
+		op.sampleHeap(heapCtx)
+	}()
+
+	if err := b.converge(ctx, op, r); err != nil {
+		return nil, err
+	}
+	r.ready = <-readyCh
+	step("converged in %v (%.2f × floor; caches synced after %v, first sync %v); RPCs %v", r.converge.Round(time.Millisecond),
+		ratio(r.converge, r.floor), r.ready.Round(time.Millisecond), r.firstSync.Round(time.Millisecond), r.rpcs)
+	if err := b.settle(ctx, op, r); err != nil {
+		return nil, err
+	}
+	if err := b.noops(ctx, op, r); err != nil {
+		return nil, err
+	}
+	step("no-op syncs: operator %v, ListHosts %v", r.noopOp, r.noopList)
+	if err := b.latency(ctx, op, r, step); err != nil {
+		return nil, err
+	}
+	if r.rssPeak, r.rssSteady, err = op.memory(); err != nil {
+		return nil, err
+	}
+	stopHeap()
+	r.heapPeak = op.heapPeak.Load()
+	op.stop()
+	return r, nil
+}
+
+// floor times N AddHost calls of the operator's own payloads (hostname, IP, ownership tags and
+// comment) on an empty server, concurrency at a time, from a plain client in a process of its
+// own, as the operator is: the bench re-runs itself as `bench floor`.
+func floor(ctx context.Context, dir string, c conn, apps []app, concurrency int) (took, cpu time.Duration, err error) {
+	f, err := os.CreateTemp(dir, "floor-*.json")
+	if err != nil {
+		return 0, 0, fmt.Errorf("floor payloads: %w", err)
+	}
+	w := bufio.NewWriter(f)
+	for _, a := range apps {
+		comment := "router-hosts-operator: Ingress " + benchNamespace + "/" + a.name
+		req := &pb.AddHostRequest{IpAddress: a.ip, Hostname: a.hostname, Comment: &comment,
+			Tags: []string{registry.PrefixCluster + benchCluster, registry.TagOwner, registry.PrefixKind + "Ingress",
+				registry.PrefixNamespace + benchNamespace, registry.PrefixSource + string(a.uid)}}
+		line, err := protojson.Marshal(req)
+		if err != nil {
+			f.Close()
+			return 0, 0, fmt.Errorf("floor payloads: %w", err)
+		}
+		_, _ = w.Write(append(line, '\n')) // a write error is reported by Flush
+	}
+	if err := errors.Join(w.Flush(), f.Close()); err != nil {
+		return 0, 0, fmt.Errorf("floor payloads: %w", err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return 0, 0, fmt.Errorf("finding the bench binary: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, self, "floor", "-payloads", f.Name(), "-concurrency", strconv.Itoa(concurrency))
+	cmd.Env = append(os.Environ(), c.env()...)
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return 0, 0, fmt.Errorf("floor client: %w: %s", err, ee.Stderr)
+		}
+		return 0, 0, fmt.Errorf("floor client: %w", err)
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(string(out)))
+	if err != nil {
+		return 0, 0, fmt.Errorf("floor client printed %q: %w", out, err)
+	}
+	return d, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), nil
+}
+
+// floorClient is `bench floor`: it sends the AddHost requests of a payload file (one JSON
+// object a line) with the given concurrency to the server in the ROUTER_HOSTS_OPERATOR_*
+// variables and prints the time they took, the connection being made before the clock starts.
+func floorClient(args []string) error {
+	fs := flag.NewFlagSet("floor", flag.ExitOnError)
+	payloads := fs.String("payloads", "", "file of AddHostRequest, one JSON object a line")
+	concurrency := fs.Int("concurrency", 4, "requests in flight at once")
+	_ = fs.Parse(args) // ExitOnError: Parse exits on a bad flag
+	raw, err := os.ReadFile(*payloads)
+	if err != nil {
+		return fmt.Errorf("reading payloads: %w", err)
+	}
+	var reqs []*pb.AddHostRequest
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		req := &pb.AddHostRequest{}
+		if err := protojson.Unmarshal([]byte(line), req); err != nil {
+			return fmt.Errorf("payload %q: %w", line, err)
+		}
+		reqs = append(reqs, req)
+	}
+	p, err := connFromEnv().client()
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	cli := p.Client()
+	ctx := context.Background()
+	if _, err := cli.Readiness(ctx, &pb.ReadinessRequest{}); err != nil {
+		return fmt.Errorf("Readiness: %w", err)
+	}
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+		sem      = make(chan struct{}, *concurrency)
+	)
+	start := time.Now()
+	for _, req := range reqs {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if _, err := cli.AddHost(ctx, req); err != nil {
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = fmt.Errorf("AddHost %s: %w", req.GetHostname(), err)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	took := time.Since(start)
+	if firstErr != nil {
+		return firstErr
+	}
+	fmt.Println(took)
+	return nil
+}
+
+// converge waits until the server holds all N entries, timing from the operator's start, then
+// records the RPCs it took once the operator has reported that sync.
+func (b *bench) converge(ctx context.Context, op *operator, r *result) error {
+	deadline := time.Now().Add(30 * time.Minute)
+	for {
+		got, ok, err := b.srv.count(ctx)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			m, err := op.scrape(ctx)
+			if err == nil {
+				got = int(m.sum("router_hosts_operator_router_hosts_requests_total", map[string]string{"method": rpcAdd, "code": "OK"}))
+			}
+		}
+		if got >= r.n {
+			r.converge = time.Since(op.started)
+			if r.convergeCPU, err = op.cpu(); err != nil {
+				return err
+			}
+			break
+		}
+		if err := op.alive(); err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("only %d of %d entries after %v", got, r.n, time.Since(op.started))
+		}
+		time.Sleep(b.srv.pollEvery())
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	m, err := op.waitSync(wctx, 0)
+	if err != nil {
+		return err
+	}
+	r.firstSync = time.Duration(m.sum("router_hosts_operator_last_sync_duration_seconds", nil) * float64(time.Second))
+	r.rpcs = map[string]int64{}
+	for _, rpc := range []string{rpcAdd, rpcUpdate, rpcDelete, rpcGet, rpcList} {
+		r.rpcs[rpc] = int64(m.rpcs(rpc))
+	}
+	r.server = b.srv.calls()
+	return nil
+}
+
+// settle waits until the operator has sent no Kubernetes request for 2 s (at most a minute),
+// counting what it sent after convergence: the first sync's events, which trail it.
+func (b *bench) settle(ctx context.Context, op *operator, r *result) error {
+	first, err := op.scrape(ctx)
+	if err != nil {
+		return err
+	}
+	last, quietSince, deadline := first.kubeRequests(), time.Now(), time.Now().Add(time.Minute)
+	for time.Since(quietSince) < 2*time.Second && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		m, err := op.scrape(ctx)
+		if err != nil {
+			return err
+		}
+		if n := m.kubeRequests(); n != last {
+			last, quietSince = n, time.Now()
+		}
+	}
+	r.settleRequests = last - first.kubeRequests()
+	return nil
+}
+
+// noops triggers no-op syncs, each by a label change on an opted-in Ingress (an informer event
+// that changes no endpoint), spaced beyond --min-event-sync-interval so none coalesce.
+func (b *bench) noops(ctx context.Context, op *operator, r *result) error {
+	before, err := op.scrape(ctx)
+	if err != nil {
+		return err
+	}
+	for k := 0; k < b.opts.noops; k++ {
+		time.Sleep(1100 * time.Millisecond)
+		if err := b.cluster.touch(ctx, k%r.n, strconv.Itoa(k)+"-"+strconv.FormatInt(time.Now().UnixNano(), 36)); err != nil {
+			return err
+		}
+		wctx, cancel := context.WithTimeout(ctx, time.Minute)
+		after, err := op.waitSync(wctx, before.syncs())
+		cancel()
+		if err != nil {
+			return fmt.Errorf("no-op sync %d: %w", k, err)
+		}
+		total := time.Duration(after.sum("router_hosts_operator_last_sync_duration_seconds", nil) * float64(time.Second))
+		list := time.Duration(after.sum("router_hosts_operator_last_sync_list_seconds", nil) * float64(time.Second))
+		r.noopOp = append(r.noopOp, (total - list).Round(10*time.Microsecond))
+		r.noopList = append(r.noopList, list.Round(10*time.Microsecond))
+		for _, rpc := range []string{rpcAdd, rpcUpdate, rpcDelete} {
+			r.noopWrites += after.rpcs(rpc) - before.rpcs(rpc)
+		}
+		r.noopKube += after.kubeRequests() - before.kubeRequests()
+		before = after
+	}
+	return nil
+}
+
+// latency changes one Ingress's address a second at a time and times each change from the API
+// write until the server's entry shows it.
+func (b *bench) latency(ctx context.Context, op *operator, r *result, step func(string, ...any)) error {
+	start := time.Now().Add(time.Second)
+	for k := 0; k < b.opts.changes; k++ {
+		time.Sleep(time.Until(start.Add(time.Duration(k) * time.Second)))
+		i := k * r.n / b.opts.changes
+		ip := fmt.Sprintf("10.%d.%d.%d", 200+k/62500, k/250%250, k%250+1)
+		if ip == b.cluster.apps[i].ip {
+			ip = fmt.Sprintf("10.210.%d.%d", k/250%250, k%250+1)
+		}
+		t0 := time.Now()
+		if err := b.cluster.setIP(ctx, i, ip); err != nil {
+			return err
+		}
+		for {
+			got, err := b.srv.ipOf(ctx, b.cluster.apps[i].hostname)
+			if err != nil {
+				return err
+			}
+			if got == ip {
+				break
+			}
+			if err := op.alive(); err != nil {
+				return err
+			}
+			if time.Since(t0) > time.Minute {
+				return fmt.Errorf("change %d (%s → %s) not reflected after a minute", k, b.cluster.apps[i].hostname, ip)
+			}
+			time.Sleep(b.srv.pollEvery())
+		}
+		r.latencies = append(r.latencies, time.Since(t0))
+	}
+	if len(r.latencies) > 0 {
+		step("change latency p50 %v p99 %v", percentile(r.latencies, 50), percentile(r.latencies, 99))
+	}
+	return nil
+}
+
+// percentile is the nearest-rank percentile p of ds.
+func percentile(ds []time.Duration, p int) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	rank := (p*len(s) + 99) / 100
+	if rank < 1 {
+		rank = 1
+	}
+	return s[rank-1]
+}
+
+func ratio(a, b time.Duration) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+// planResult is the median of the plan benchmark's runs.
+type planResult struct {
+	nsPerOp, bytesPerOp, allocsPerOp float64
+}
+
+// runPlanBench runs the plan package's benchmark with the go tool, as a developer would.
+func runPlanBench(ctx context.Context) (*planResult, error) {
+	cmd := exec.CommandContext(ctx, "go", "test", "-run", "^$", "-bench", "^BenchmarkPlan10k$", "-benchmem", "-count", "5", "./plan/")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("plan benchmark: %w\n%s", err, out)
+	}
+	var ns, bs, allocs []float64
+	for _, line := range strings.Split(string(out), "\n") {
+		if !strings.HasPrefix(line, "BenchmarkPlan10k") {
+			continue
+		}
+		f := strings.Fields(line)
+		for i := 1; i+1 < len(f); i++ {
+			v, err := strconv.ParseFloat(f[i], 64)
+			if err != nil {
+				continue
+			}
+			switch f[i+1] {
+			case "ns/op":
+				ns = append(ns, v)
+			case "B/op":
+				bs = append(bs, v)
+			case "allocs/op":
+				allocs = append(allocs, v)
+			}
+		}
+	}
+	if len(ns) == 0 {
+		return nil, fmt.Errorf("plan benchmark printed no result:\n%s", out)
+	}
+	return &planResult{nsPerOp: median(ns), bytesPerOp: median(bs), allocsPerOp: median(allocs)}, nil
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+// machine describes where the figures come from.
+func machine() string {
+	model := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "model name") {
+				if _, v, ok := strings.Cut(line, ":"); ok {
+					model = strings.TrimSpace(v)
+				}
+				break
+			}
+		}
+	}
+	assets, _ := kubetest.AssetsDir()
+	return fmt.Sprintf("%s, %d CPUs, %s, kube-apiserver %s", model, runtime.NumCPU(), runtime.Version(), filepath.Base(assets))
+}

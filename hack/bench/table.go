@@ -1,0 +1,168 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/router-hosts-operator/router-hosts-operator/events"
+)
+
+// The budgets of issue 5, as docs/performance.md states them.
+const (
+	budgetPlan        = 20 * time.Millisecond
+	budgetRatio       = 1.1
+	budgetNoop        = 250 * time.Millisecond // operator time of a no-op sync, up to 10,000 objects
+	budgetRSSSmall    = 50 << 20               // up to 1,000 objects
+	budgetRSSLarge    = 128 << 20              // up to 10,000 objects, the pod's limit
+	budgetLatencyP50  = 250 * time.Millisecond // up to 1,000 objects
+	budgetLatencyP99  = time.Second
+	budgetLatencySize = 1000
+	budgetLargeSize   = 10000
+)
+
+// verdict marks a cell: "ok" or "MISS" where a budget applies, nothing where none does.
+type verdict int
+
+const (
+	noBudget verdict = iota
+	met
+	missed
+)
+
+func check(applies, ok bool) verdict {
+	switch {
+	case !applies:
+		return noBudget
+	case ok:
+		return met
+	default:
+		return missed
+	}
+}
+
+func (v verdict) mark(s string) string {
+	switch v {
+	case met:
+		return s + " ok"
+	case missed:
+		return s + " MISS"
+	}
+	return s
+}
+
+// row is one measurement across the runs.
+type row struct {
+	name   string
+	budget string
+	cell   func(r *result) (string, verdict)
+}
+
+// printTable writes the runs as one table, a column per run and a row per measurement, and
+// returns the number of budgets missed.
+func printTable(w io.Writer, server string, plan *planResult, results []*result, o options) int {
+	misses := 0
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)) }
+	mib := func(b uint64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
+	rows := []row{
+		{"plain-client floor: N AddHost, " + fmt.Sprint(o.concurrency) + " at a time", "", func(r *result) (string, verdict) {
+			return fmt.Sprintf("%.2f s", r.floor.Seconds()), noBudget
+		}},
+		{"operator: start until all N entries exist", "", func(r *result) (string, verdict) {
+			return fmt.Sprintf("%.2f s", r.converge.Seconds()), noBudget
+		}},
+		{"  of which: start until caches synced", "", func(r *result) (string, verdict) {
+			return fmt.Sprintf("%.2f s", r.ready.Seconds()), noBudget
+		}},
+		{"  of which: first sync (list, plan, N writes)", "", func(r *result) (string, verdict) {
+			return fmt.Sprintf("%.2f s", r.firstSync.Seconds()), noBudget
+		}},
+		{"CPU time: floor client / operator until converged", "", func(r *result) (string, verdict) {
+			return fmt.Sprintf("%.2f / %.2f s", r.floorCPU.Seconds(), r.convergeCPU.Seconds()), noBudget
+		}},
+		{"convergence / floor", fmt.Sprintf("< %.1f", budgetRatio), func(r *result) (string, verdict) {
+			x := ratio(r.converge, r.floor)
+			return fmt.Sprintf("%.3f", x), check(true, x < budgetRatio)
+		}},
+		{"RPCs to converge: Add/Update/Delete/Get/List", "Add = N, no other write", func(r *result) (string, verdict) {
+			return rpcCell(r.rpcs), check(true, r.rpcs[rpcAdd] == int64(r.n) && r.rpcs[rpcUpdate]+r.rpcs[rpcDelete]+r.rpcs[rpcGet] == 0)
+		}},
+		{"  the same, counted by the server", "", func(r *result) (string, verdict) {
+			if r.server == nil {
+				return "-", noBudget
+			}
+			return rpcCell(r.server), check(true, rpcCell(r.server) == rpcCell(r.rpcs))
+		}},
+		{"Kubernetes requests after convergence (first sync's events)", fmt.Sprintf("≤ %d", events.MaxNormalPerSync), func(r *result) (string, verdict) {
+			return fmt.Sprintf("%.0f", r.settleRequests), check(true, r.settleRequests <= events.MaxNormalPerSync)
+		}},
+		{"no-op sync: operator time, median / max ms", "< 250 ms at 10,000", func(r *result) (string, verdict) {
+			return ms(percentile(r.noopOp, 50)) + " / " + ms(percentile(r.noopOp, 100)),
+				check(r.n <= budgetLargeSize && len(r.noopOp) > 0, percentile(r.noopOp, 100) < budgetNoop)
+		}},
+		{"no-op sync: ListHosts (server), median / max ms", "reported", func(r *result) (string, verdict) {
+			return ms(percentile(r.noopList, 50)) + " / " + ms(percentile(r.noopList, 100)), noBudget
+		}},
+		{"no-op syncs: write RPCs / Kubernetes requests", "0 / 0", func(r *result) (string, verdict) {
+			return fmt.Sprintf("%.0f / %.0f", r.noopWrites, r.noopKube), check(len(r.noopOp) > 0, r.noopWrites == 0 && r.noopKube == 0)
+		}},
+		{"peak RSS", "< 50 MiB at 1,000; < 128 MiB at 10,000", func(r *result) (string, verdict) {
+			limit := uint64(budgetRSSLarge)
+			if r.n <= budgetLatencySize {
+				limit = budgetRSSSmall
+			}
+			return mib(r.rssPeak), check(r.n <= budgetLargeSize, r.rssPeak < limit)
+		}},
+		{"RSS at the end of the run", "", func(r *result) (string, verdict) { return mib(r.rssSteady), noBudget }},
+		{"peak Go heap in use", "", func(r *result) (string, verdict) { return mib(r.heapPeak), noBudget }},
+		{fmt.Sprintf("change latency p50 / p99 ms (%d changes)", o.changes), "< 250 / < 1000 at 1,000", func(r *result) (string, verdict) {
+			p50, p99 := percentile(r.latencies, 50), percentile(r.latencies, 99)
+			return ms(p50) + " / " + ms(p99), check(r.n <= budgetLatencySize && len(r.latencies) > 0, p50 < budgetLatencyP50 && p99 < budgetLatencyP99)
+		}},
+	}
+
+	fmt.Fprintf(w, "\nrouter-hosts-operator scale run — %s\n", time.Now().UTC().Format("2006-01-02"))
+	fmt.Fprintf(w, "machine: %s\nserver: %s\n\n", machine(), server)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	head := []string{"measurement"}
+	for _, r := range results {
+		head = append(head, r.label)
+	}
+	fmt.Fprintln(tw, strings.Join(append(head, "budget"), "\t"))
+	if plan != nil {
+		v := check(true, plan.nsPerOp < float64(budgetPlan))
+		if v == missed {
+			misses++
+		}
+		cells := []string{"plan: 10,000 endpoints vs 10,000 entries (go test -bench)",
+			v.mark(fmt.Sprintf("%.1f ms/op, %.0f allocs, %.1f MiB", plan.nsPerOp/1e6, plan.allocsPerOp, plan.bytesPerOp/(1<<20)))}
+		for i := 1; i < len(results); i++ {
+			cells = append(cells, "")
+		}
+		fmt.Fprintln(tw, strings.Join(append(cells, "< 20 ms"), "\t"))
+	}
+	for _, rw := range rows {
+		cells := []string{rw.name}
+		for _, r := range results {
+			s, v := rw.cell(r)
+			if v == missed {
+				misses++
+			}
+			cells = append(cells, v.mark(s))
+		}
+		fmt.Fprintln(tw, strings.Join(append(cells, rw.budget), "\t"))
+	}
+	_ = tw.Flush()
+	if misses > 0 {
+		fmt.Fprintf(w, "\n%d budget(s) missed (MISS above)\n", misses)
+	} else {
+		fmt.Fprintln(w, "\nevery budget met")
+	}
+	return misses
+}
+
+func rpcCell(c map[string]int64) string {
+	return fmt.Sprintf("%d/%d/%d/%d/%d", c[rpcAdd], c[rpcUpdate], c[rpcDelete], c[rpcGet], c[rpcList])
+}
