@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -138,8 +139,8 @@ func (cfg *config) validate() error {
 		return fmt.Errorf("--write-concurrency must be at least 1")
 	case cfg.RequestTimeout <= 0:
 		return fmt.Errorf("--request-timeout must be positive")
-	case cfg.KubeAPIQPS <= 0:
-		return fmt.Errorf("--kube-api-qps must be positive")
+	case !(cfg.KubeAPIQPS > 0) || math.IsInf(float64(cfg.KubeAPIQPS), 0):
+		return fmt.Errorf("--kube-api-qps must be a positive number")
 	case cfg.KubeAPIBurst < 1:
 		return fmt.Errorf("--kube-api-burst must be at least 1")
 	}

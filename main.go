@@ -27,8 +27,9 @@ func main() {
 		fmt.Fprintf(os.Stderr, "router-hosts-operator: %v\n", err)
 		os.Exit(2)
 	}
+	setGCPercent()
 	if soft := setMemoryLimit(cgroupLimitFiles); soft > 0 {
-		log.WithField("go_memory_limit_mib", soft>>20).Info("soft memory limit set to 90% of the container's")
+		log.WithField("go_memory_limit_mib", soft>>20).Info("Go soft memory limit set below the container's")
 	}
 	// SIGTERM and SIGINT cancel the context; the provider finishes the writes in flight and
 	// the loop returns, so a rolling update never leaves a half-sent change.

@@ -110,8 +110,12 @@ func TestEventAfterQuietPeriodSyncsAtOnceAndBurstsCoalesce(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	next := <-prov.starts
-	if d := next.Sub(got); d < 300*time.Millisecond {
-		t.Fatalf("burst sync started %v after the previous one, want >= 300ms", d)
+	// The spacing holds between the controller's own starts; the provider sees each start a
+	// little later (after the sources are read), so a late first sighting shortens the gap it
+	// measures by that lag. 10 ms allows for scheduling on a loaded machine; a broken spacing
+	// (a sync right after the burst's first event) would show about 50 ms.
+	if d := next.Sub(got); d < 290*time.Millisecond {
+		t.Fatalf("burst sync started %v after the previous one, want about 300ms or more", d)
 	}
 	select {
 	case extra := <-prov.starts:

@@ -71,9 +71,9 @@ func New(cluster string, sourceNames []string) *Metrics {
 		lastList: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "last_sync_list_seconds",
 			Help: "Time the last sync spent in ListHosts (the server's share)."}),
 		kubeRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "kube_requests_total",
-			Help: "Requests sent to the Kubernetes API, by HTTP method; a steady cluster adds none (watches stream on open requests)."}, []string{"method"}),
+			Help: "Requests sent to the Kubernetes API, by HTTP method. Syncs add none (they read the informer caches); Lease renewals, watch renewals and events do."}, []string{"method"}),
 		serverRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "router_hosts_requests_total",
-			Help: "Calls to the router-hosts server, by RPC and gRPC status code."}, []string{"method", "code"}),
+			Help: "Calls to the router-hosts server, by RPC and gRPC status code (for ListHosts, how the stream ended)."}, []string{"method", "code"}),
 	}
 	m.Registry.MustRegister(m.syncedEntries, m.syncErrors, m.syncDuration, m.pending, m.serverConnected, m.lastSync,
 		m.changes, m.sourceEndpoints, m.foreign, m.isLeader, m.lastDuration, m.lastList, m.kubeRequests, m.serverRequests,
@@ -96,6 +96,12 @@ func (m *Metrics) SetServerConnected(ok bool) { m.serverConnected.Set(b2f(ok)) }
 
 // Report updates the metrics from one sync.
 func (m *Metrics) Report(_ context.Context, r *controller.Report) {
+	// The last-sync gauges are set before the histogram counts the sync, so a scrape that sees
+	// the new count sees this sync's durations too.
+	if r.Stage != "source" && r.Stage != "list" {
+		m.lastDuration.Set(r.Duration.Seconds())
+		m.lastList.Set(r.ListDuration.Seconds())
+	}
 	m.syncDuration.Observe(r.Duration.Seconds())
 	for i, n := range r.SourceEndpoints {
 		if i < len(m.sourceNames) {
@@ -111,8 +117,6 @@ func (m *Metrics) Report(_ context.Context, r *controller.Report) {
 		m.serverConnected.Set(0)
 		return
 	}
-	m.lastDuration.Set(r.Duration.Seconds())
-	m.lastList.Set(r.ListDuration.Seconds())
 	failed := map[*plan.Change]bool{}
 	for _, err := range r.Failed {
 		if ce, ok := err.(*plan.ChangeError); ok {

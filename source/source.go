@@ -99,15 +99,13 @@ func (h *handlers) fire() {
 	}
 }
 
-// syncPoll is how often waitSynced looks at the caches. client-go's WaitForCacheSync looks
-// every 100 ms, which would add up to 100 ms to every start, a tenth of a second before the
-// first sync on a small cluster.
-const syncPoll = 5 * time.Millisecond
-
-// waitSynced waits until every cache is filled; false means ctx ended first.
+// waitSynced polls the caches every 5 ms for the first second, then every 100 ms. client-go's
+// WaitForCacheSync looks every 100 ms from the start, which would add up to 100 ms to every
+// start, a tenth of a second before the first sync on a small cluster; a cache that never fills
+// (its list forbidden, say) must not keep a goroutine waking 200 times a second either.
 func waitSynced(ctx context.Context, synced ...cache.InformerSynced) bool {
-	t := time.NewTicker(syncPoll)
-	defer t.Stop()
+	const fast, slow, fastFor = 5 * time.Millisecond, 100 * time.Millisecond, time.Second
+	start := time.Now()
 	for {
 		done := true
 		for _, s := range synced {
@@ -119,10 +117,14 @@ func waitSynced(ctx context.Context, synced ...cache.InformerSynced) bool {
 		if done {
 			return true
 		}
+		wait := fast
+		if time.Since(start) > fastFor {
+			wait = slow
+		}
 		select {
 		case <-ctx.Done():
 			return false
-		case <-t.C:
+		case <-time.After(wait):
 		}
 	}
 }

@@ -137,8 +137,12 @@ type result struct {
 	// ready is when the operator's caches were synced (its metrics server starts then);
 	// firstSync is the duration of its first sync, list, plan and writes.
 	ready, firstSync time.Duration
-	// settleRequests are the Kubernetes requests after convergence: the first sync's events.
-	settleRequests float64
+	// settleRequests are the Kubernetes requests after convergence: the first sync's events;
+	// kubeAtConverge is the operator's count when convergence was seen, before any event.
+	settleRequests, kubeAtConverge float64
+	// realServer: the floor and the operator met different servers (a real server's log only
+	// grows), so their ratio is shown but not judged.
+	realServer bool
 	// floorCPU and convergeCPU are the CPU time of the plain client and of the operator until
 	// convergence: on a shared machine, client CPU is taken from a CPU-bound server.
 	floorCPU, convergeCPU time.Duration
@@ -229,7 +233,7 @@ func run(o options) (missed int, err error) {
 
 // run measures one size against a fresh server.
 func (b *bench) run(ctx context.Context, n int, cost time.Duration) (*result, error) {
-	r := &result{n: n, replayCost: cost, label: fmt.Sprintf("N=%d", n)}
+	r := &result{n: n, replayCost: cost, label: fmt.Sprintf("N=%d", n), realServer: b.opts.server == "real"}
 	if cost > 0 {
 		r.label += fmt.Sprintf(" @%v/event", cost)
 	}
@@ -426,6 +430,12 @@ func (b *bench) converge(ctx context.Context, op *operator, r *result) error {
 			if r.convergeCPU, err = op.cpu(); err != nil {
 				return err
 			}
+			// The writes are done and the sync has not reported yet: no event has gone out.
+			m, err := op.scrape(ctx)
+			if err != nil {
+				return err
+			}
+			r.kubeAtConverge = m.kubeRequests()
 			break
 		}
 		if err := op.alive(); err != nil {
@@ -469,7 +479,7 @@ func (b *bench) settle(ctx context.Context, op *operator, r *result) error {
 			last, quietSince = n, time.Now()
 		}
 	}
-	r.settleRequests = last - first.kubeRequests()
+	r.settleRequests = last - r.kubeAtConverge
 	return nil
 }
 

@@ -168,7 +168,8 @@ func (o *operator) waitMetrics(ctx context.Context) (metrics, error) {
 	}
 }
 
-// sampleHeap records the peak in-use Go heap every 100 ms until ctx ends.
+// sampleHeap records the peak in-use Go heap every 250 ms until ctx ends: often enough to see
+// the first sync's peak, seldom enough not to load the process being measured.
 func (o *operator) sampleHeap(ctx context.Context) {
 	for {
 		if m, err := o.scrape(ctx); err == nil {
@@ -179,7 +180,7 @@ func (o *operator) sampleHeap(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(250 * time.Millisecond):
 		}
 	}
 }

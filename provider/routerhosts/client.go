@@ -36,7 +36,7 @@ type Options struct {
 	// WriteConcurrency is the number of writes in flight at once.
 	WriteConcurrency int
 	// Observe, when set, is told the outcome of every call: the RPC's short name ("AddHost")
-	// and its status code (for ListHosts, the code of opening the stream).
+	// and its status code (for ListHosts, how the stream ended).
 	Observe func(method string, code codes.Code)
 	Log     logrus.FieldLogger
 }
@@ -165,8 +165,33 @@ func (c *observedConn) Invoke(ctx context.Context, method string, args, reply an
 
 func (c *observedConn) NewStream(ctx context.Context, desc *grpc.StreamDesc, method string, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 	st, err := c.ClientConnInterface.NewStream(ctx, desc, method, opts...)
-	c.observe(path.Base(method), status.Code(err))
-	return st, err
+	if err != nil {
+		c.observe(path.Base(method), status.Code(err))
+		return nil, err
+	}
+	return &observedStream{ClientStream: st, method: path.Base(method), observe: c.observe}, nil
+}
+
+// observedStream reports a server stream once it ends: a server's error on a streaming call
+// arrives with a message read, not when the stream opens.
+type observedStream struct {
+	grpc.ClientStream
+	method  string
+	observe func(string, codes.Code)
+	done    bool
+}
+
+func (s *observedStream) RecvMsg(m any) error {
+	err := s.ClientStream.RecvMsg(m)
+	if err != nil && !s.done {
+		s.done = true
+		code := status.Code(err)
+		if errors.Is(err, io.EOF) {
+			code = codes.OK
+		}
+		s.observe(s.method, code)
+	}
+	return err
 }
 
 // Close releases the connection New made.

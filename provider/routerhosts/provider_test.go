@@ -218,6 +218,36 @@ func TestRecordsIsOneListHosts(t *testing.T) {
 	}
 }
 
+// TestObserveReportsEveryCallWithItsOutcome: unary calls report their code, and ListHosts
+// reports how its stream ended, so a server error that arrives mid-stream is not counted as OK.
+func TestObserveReportsEveryCallWithItsOutcome(t *testing.T) {
+	svc := inmemory.NewService(inmemory.NewStore())
+	conn, stop, err := inmemory.Dial(svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	seen := map[string]int{}
+	observe := func(method string, code codes.Code) { seen[method+" "+code.String()]++ }
+	log := logrus.New()
+	log.SetLevel(logrus.ErrorLevel)
+	p := NewFromConn(conn, Options{Timeout: 5 * time.Second, Observe: observe, Log: log})
+	create(t, p, endpoint.Record{Hostname: "a.lan", IP: "10.0.0.1"}) // one AddHost, one ListHosts
+	svc.SetFault(inmemory.MethodList, status.Error(codes.Unavailable, "going down"), 1)
+	if _, err := p.Records(context.Background()); err == nil || !strings.Contains(err.Error(), "going down") {
+		t.Fatalf("Records = %v, want the injected failure", err)
+	}
+	want := map[string]int{"AddHost OK": 1, "ListHosts OK": 1, "ListHosts Unavailable": 1}
+	if len(seen) != len(want) {
+		t.Fatalf("observed %v, want %v", seen, want)
+	}
+	for k, n := range want {
+		if seen[k] != n {
+			t.Fatalf("observed %v, want %v", seen, want)
+		}
+	}
+}
+
 func TestMTLS(t *testing.T) {
 	dir := t.TempDir()
 	srv, err := rhtestserver.Start(dir, "")

@@ -42,11 +42,31 @@ func TestSetMemoryLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("GOMEMLIMIT", "")
-	if got := setMemoryLimit([]string{p}); got != 120795955 || debug.SetMemoryLimit(-1) != got {
-		t.Fatalf("soft limit %d (runtime %d), want 90%% of 128 MiB", got, debug.SetMemoryLimit(-1))
+	if got := setMemoryLimit([]string{p}); got != 96<<20 || debug.SetMemoryLimit(-1) != got {
+		t.Fatalf("soft limit %d (runtime %d), want 128 MiB less 32 MiB", got, debug.SetMemoryLimit(-1))
+	}
+	small := filepath.Join(t.TempDir(), "memory.max")
+	if err := os.WriteFile(small, []byte("50331648"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := setMemoryLimit([]string{small}); got != 24<<20 {
+		t.Fatalf("soft limit %d for a 48 MiB container, want half of it", got)
 	}
 	t.Setenv("GOMEMLIMIT", "100MiB")
 	if got := setMemoryLimit([]string{p}); got != 0 {
 		t.Fatalf("GOMEMLIMIT set, yet the limit was changed to %d", got)
+	}
+}
+
+func TestSetGCPercent(t *testing.T) {
+	before := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(before) })
+	t.Setenv("GOGC", "")
+	if got := setGCPercent(); got != 50 || debug.SetGCPercent(100) != 50 {
+		t.Fatalf("GOGC unset: set %d, want 50", got)
+	}
+	t.Setenv("GOGC", "200")
+	if got := setGCPercent(); got != 0 || debug.SetGCPercent(100) != 100 {
+		t.Fatalf("GOGC set, yet the GC percent was changed to %d", got)
 	}
 }
