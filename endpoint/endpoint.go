@@ -6,6 +6,7 @@ package endpoint
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -147,7 +148,7 @@ func SameUnion(have []string, parts ...[]string) bool {
 	for _, h := range have {
 		found := false
 		for _, p := range parts {
-			if contains(p, h) {
+			if slices.Contains(p, h) {
 				found = true
 				break
 			}
@@ -158,19 +159,10 @@ func SameUnion(have []string, parts ...[]string) bool {
 	}
 	for _, p := range parts {
 		for _, x := range p {
-			if !contains(have, x) {
+			if !slices.Contains(have, x) {
 				return false
 			}
 		}
 	}
 	return true
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -210,7 +211,7 @@ func TestBadInput(t *testing.T) {
 			if r.warn == "" && len(reasons) > 0 {
 				t.Errorf("unexpected warnings %v", reasons)
 			}
-			if r.warn != "" && !contains(reasons, r.warn) {
+			if r.warn != "" && !slices.Contains(reasons, r.warn) {
 				t.Errorf("warnings %v, want %s", reasons, r.warn)
 			}
 		})
@@ -223,13 +224,4 @@ func toAny(s []string) []any {
 		out[i] = v
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
