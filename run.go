@@ -48,45 +48,9 @@ func run(ctx context.Context, cfg *config, log *logrus.Logger, out io.Writer) er
 	restCfg.UserAgent = "router-hosts-operator/" + version
 	m := metrics.New(cfg.ClusterName, cfg.Sources)
 	restCfg.Wrap(m.WrapTransport)
-	// Built-in kinds travel as protobuf: listing thousands of Ingresses at start decodes several
-	// times faster and allocates less than JSON. The dynamic client (Traefik routes,
-	// HostMappings) sets JSON on its own copy, as custom resources have no protobuf form.
-	kubeCfg := rest.CopyConfig(restCfg)
-	kubeCfg.ContentType = runtime.ContentTypeProtobuf
-	kubeCfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
-	// Typed clients for the API groups the operator uses, not a clientset: a clientset links the
-	// client code of every group into the binary (see source.Clients). Three rate limiters:
-	// informers and status share one; events and the leader Lease have their own, so a burst of
-	// events after a large first sync never delays a Lease renewal (which would cost the
-	// leadership) or an informer's relist.
-	kubeCfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.KubeAPIQPS, cfg.KubeAPIBurst)
-	restCfg.RateLimiter = kubeCfg.RateLimiter
-	clients := source.Clients{}
-	if clients.Ingresses, err = networkingv1client.NewForConfig(kubeCfg); err != nil {
-		return fmt.Errorf("creating the networking.k8s.io client: %w", err)
-	}
-	core, err := corev1client.NewForConfig(kubeCfg)
+	kc, err := newKubeClients(restCfg, cfg.KubeAPIQPS, cfg.KubeAPIBurst)
 	if err != nil {
-		return fmt.Errorf("creating the core client: %w", err)
-	}
-	clients.Services = core
-	if clients.Discovery, err = discovery.NewDiscoveryClientForConfig(kubeCfg); err != nil {
-		return fmt.Errorf("creating the discovery client: %w", err)
-	}
-	if clients.Dynamic, err = dynamic.NewForConfig(restCfg); err != nil {
-		return fmt.Errorf("creating dynamic client: %w", err)
-	}
-	eventsCfg := rest.CopyConfig(kubeCfg)
-	eventsCfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.KubeAPIQPS, cfg.KubeAPIBurst)
-	eventsClient, err := corev1client.NewForConfig(eventsCfg)
-	if err != nil {
-		return fmt.Errorf("creating the events client: %w", err)
-	}
-	leaseCfg := rest.CopyConfig(kubeCfg)
-	leaseCfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.KubeAPIQPS, cfg.KubeAPIBurst)
-	leases, err := coordinationv1client.NewForConfig(leaseCfg)
-	if err != nil {
-		return fmt.Errorf("creating the leader-election client: %w", err)
+		return err
 	}
 
 	prov, closeProv, err := newProvider(cfg, log, m.ObserveRPC)
@@ -104,11 +68,11 @@ func run(ctx context.Context, cfg *config, log *logrus.Logger, out io.Writer) er
 	}
 
 	// One resolver for every source: each named Service is watched once.
-	resolver, err := source.NewResolver(ctx, clients, cfg.strategies)
+	resolver, err := source.NewResolver(ctx, kc.sources, cfg.strategies)
 	if err != nil {
 		return fmt.Errorf("starting --ip-resolution: %w", err)
 	}
-	recorder, stopEvents := events.New(eventsClient, log.WithField("component", "events"))
+	recorder, stopEvents := events.New(kc.events, log.WithField("component", "events"))
 	defer stopEvents()
 	srcCfg := source.Config{Namespace: cfg.Namespace, LabelSelector: cfg.LabelFilter, Resolver: resolver, Warner: recorder}
 	var (
@@ -120,24 +84,24 @@ func run(ctx context.Context, cfg *config, log *logrus.Logger, out io.Writer) er
 		c.Log = log.WithField("source", name)
 		switch name {
 		case "ingress":
-			s, err := source.NewIngressSource(ctx, clients, c)
+			s, err := source.NewIngressSource(ctx, kc.sources, c)
 			if err != nil {
 				return fmt.Errorf("starting the ingress source: %w", err)
 			}
 			sources = append(sources, s)
 		case "traefik":
-			s, err := source.NewTraefikSource(ctx, clients, c)
+			s, err := source.NewTraefikSource(ctx, kc.sources, c)
 			if err != nil {
 				return fmt.Errorf("starting the traefik source: %w", err)
 			}
 			sources = append(sources, s)
 		case "hostmapping":
-			s, err := source.NewHostMappingSource(ctx, clients, c)
+			s, err := source.NewHostMappingSource(ctx, kc.sources, c)
 			if err != nil {
 				return fmt.Errorf("starting the hostmapping source: %w", err)
 			}
 			sources = append(sources, s)
-			reporters = append(reporters, status.NewHostMappings(s, clients.Dynamic, resolver, log.WithField("component", "status")))
+			reporters = append(reporters, status.NewHostMappings(s, kc.sources.Dynamic, resolver, log.WithField("component", "status")))
 		}
 	}
 
@@ -176,7 +140,55 @@ func run(ctx context.Context, cfg *config, log *logrus.Logger, out io.Writer) er
 	if !cfg.LeaderElect {
 		return lead(ctx)
 	}
-	return runElected(ctx, cfg, leases, log, lead)
+	return runElected(ctx, cfg, kc.leases, log, lead)
+}
+
+// kubeClients are the operator's Kubernetes clients: typed clients for the API groups it uses,
+// not a clientset, which would link the client code of every group into the binary (see
+// source.Clients).
+type kubeClients struct {
+	sources source.Clients
+	events  corev1client.EventsGetter
+	leases  coordinationv1client.LeasesGetter
+}
+
+// newKubeClients builds the clients from restCfg. Built-in kinds travel as protobuf: listing
+// thousands of Ingresses at start decodes several times faster and allocates less than JSON
+// (the dynamic client, for Traefik routes and HostMappings, keeps JSON: custom resources have no
+// protobuf form). There are three rate limiters: the sources and the status writer share one;
+// events and the leader Lease have one each, so a burst of events after a large first sync
+// never delays a Lease renewal (which would cost the leadership) or an informer's relist.
+func newKubeClients(restCfg *rest.Config, qps float32, burst int) (*kubeClients, error) {
+	ownLimiter := func(c *rest.Config) *rest.Config {
+		c = rest.CopyConfig(c)
+		c.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(qps, burst)
+		return c
+	}
+	dynCfg := ownLimiter(restCfg)
+	protoCfg := rest.CopyConfig(dynCfg) // the same limiter as the dynamic client
+	protoCfg.ContentType = runtime.ContentTypeProtobuf
+	protoCfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	kc := &kubeClients{}
+	var err error
+	if kc.sources.Ingresses, err = networkingv1client.NewForConfig(protoCfg); err != nil {
+		return nil, fmt.Errorf("creating the networking.k8s.io client: %w", err)
+	}
+	if kc.sources.Services, err = corev1client.NewForConfig(protoCfg); err != nil {
+		return nil, fmt.Errorf("creating the core client: %w", err)
+	}
+	if kc.sources.Discovery, err = discovery.NewDiscoveryClientForConfig(protoCfg); err != nil {
+		return nil, fmt.Errorf("creating the discovery client: %w", err)
+	}
+	if kc.sources.Dynamic, err = dynamic.NewForConfig(dynCfg); err != nil {
+		return nil, fmt.Errorf("creating the dynamic client: %w", err)
+	}
+	if kc.events, err = corev1client.NewForConfig(ownLimiter(protoCfg)); err != nil {
+		return nil, fmt.Errorf("creating the events client: %w", err)
+	}
+	if kc.leases, err = coordinationv1client.NewForConfig(ownLimiter(protoCfg)); err != nil {
+		return nil, fmt.Errorf("creating the leader-election client: %w", err)
+	}
+	return kc, nil
 }
 
 // serveHTTP serves /metrics, /healthz and /readyz until stop is called.

@@ -22,9 +22,7 @@
 package main
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -34,16 +32,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protojson"
 	"k8s.io/client-go/kubernetes"
 
-	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/kubetest"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
-	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )
 
 const envPrefix = "ROUTER_HOSTS_OPERATOR_"
@@ -303,111 +297,6 @@ func (b *bench) run(ctx context.Context, n int, cost time.Duration) (*result, er
 	r.heapPeak = op.heapPeak.Load()
 	op.stop()
 	return r, nil
-}
-
-// floor times N AddHost calls of the operator's own payloads (hostname, IP, ownership tags and
-// comment) on an empty server, concurrency at a time, from a plain client in a process of its
-// own, as the operator is: the bench re-runs itself as `bench floor`.
-func floor(ctx context.Context, dir string, c conn, apps []app, concurrency int) (took, cpu time.Duration, err error) {
-	f, err := os.CreateTemp(dir, "floor-*.json")
-	if err != nil {
-		return 0, 0, fmt.Errorf("floor payloads: %w", err)
-	}
-	w := bufio.NewWriter(f)
-	for _, a := range apps {
-		comment := "router-hosts-operator: Ingress " + benchNamespace + "/" + a.name
-		req := &pb.AddHostRequest{IpAddress: a.ip, Hostname: a.hostname, Comment: &comment,
-			Tags: []string{registry.PrefixCluster + benchCluster, registry.TagOwner, registry.PrefixKind + "Ingress",
-				registry.PrefixNamespace + benchNamespace, registry.PrefixSource + string(a.uid)}}
-		line, err := protojson.Marshal(req)
-		if err != nil {
-			f.Close()
-			return 0, 0, fmt.Errorf("floor payloads: %w", err)
-		}
-		_, _ = w.Write(append(line, '\n')) // a write error is reported by Flush
-	}
-	if err := errors.Join(w.Flush(), f.Close()); err != nil {
-		return 0, 0, fmt.Errorf("floor payloads: %w", err)
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return 0, 0, fmt.Errorf("finding the bench binary: %w", err)
-	}
-	cmd := exec.CommandContext(ctx, self, "floor", "-payloads", f.Name(), "-concurrency", strconv.Itoa(concurrency))
-	cmd.Env = append(os.Environ(), c.env()...)
-	out, err := cmd.Output()
-	if err != nil {
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			return 0, 0, fmt.Errorf("floor client: %w: %s", err, ee.Stderr)
-		}
-		return 0, 0, fmt.Errorf("floor client: %w", err)
-	}
-	d, err := time.ParseDuration(strings.TrimSpace(string(out)))
-	if err != nil {
-		return 0, 0, fmt.Errorf("floor client printed %q: %w", out, err)
-	}
-	return d, cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime(), nil
-}
-
-// floorClient is `bench floor`: it sends the AddHost requests of a payload file (one JSON
-// object a line) with the given concurrency to the server in the ROUTER_HOSTS_OPERATOR_*
-// variables and prints the time they took, the connection being made before the clock starts.
-func floorClient(args []string) error {
-	fs := flag.NewFlagSet("floor", flag.ExitOnError)
-	payloads := fs.String("payloads", "", "file of AddHostRequest, one JSON object a line")
-	concurrency := fs.Int("concurrency", 4, "requests in flight at once")
-	_ = fs.Parse(args) // ExitOnError: Parse exits on a bad flag
-	raw, err := os.ReadFile(*payloads)
-	if err != nil {
-		return fmt.Errorf("reading payloads: %w", err)
-	}
-	var reqs []*pb.AddHostRequest
-	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
-		req := &pb.AddHostRequest{}
-		if err := protojson.Unmarshal([]byte(line), req); err != nil {
-			return fmt.Errorf("payload %q: %w", line, err)
-		}
-		reqs = append(reqs, req)
-	}
-	p, err := connFromEnv().client()
-	if err != nil {
-		return err
-	}
-	defer p.Close()
-	cli := p.Client()
-	ctx := context.Background()
-	if _, err := cli.Readiness(ctx, &pb.ReadinessRequest{}); err != nil {
-		return fmt.Errorf("Readiness: %w", err)
-	}
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		firstErr error
-		sem      = make(chan struct{}, *concurrency)
-	)
-	start := time.Now()
-	for _, req := range reqs {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if _, err := cli.AddHost(ctx, req); err != nil {
-				mu.Lock()
-				if firstErr == nil {
-					firstErr = fmt.Errorf("AddHost %s: %w", req.GetHostname(), err)
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	took := time.Since(start)
-	if firstErr != nil {
-		return firstErr
-	}
-	fmt.Println(took)
-	return nil
 }
 
 // converge waits until the server holds all N entries, timing from the operator's start, then

@@ -28,7 +28,7 @@ import (
 // cost O(events) and a client that makes one call per hostname goes quadratic here exactly as
 // there. entries is the aggregate state the writes check versions against (the real server
 // loads one entry's own events for that), and what the inspection helpers (Len, Lookup) read
-// without any cost. Entries are cloned on the way in and out, so a caller can never change
+// without a replay. Entries are cloned on the way in and out, so a caller can never change
 // stored state except through the server's operations.
 type Store struct {
 	mu      sync.Mutex
@@ -272,8 +272,8 @@ func (s *Store) List() []*pb.HostEntry {
 	return out
 }
 
-// Lookup returns the live entries with this hostname, without replaying and without cost: it
-// is how a test or benchmark watches the server, not an RPC.
+// Lookup returns the live entries with this hostname without a replay (a scan of the entries
+// under the store's lock): it is how a test or benchmark watches the server, not an RPC.
 func (s *Store) Lookup(hostname string) []*pb.HostEntry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
