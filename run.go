@@ -28,9 +28,11 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/events"
 	"github.com/router-hosts-operator/router-hosts-operator/health"
 	"github.com/router-hosts-operator/router-hosts-operator/metrics"
+	"github.com/router-hosts-operator/router-hosts-operator/plan"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/routerhosts"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
@@ -53,12 +55,6 @@ func run(ctx context.Context, cfg *config, log *logrus.Logger, out io.Writer) er
 		return err
 	}
 
-	prov, closeProv, err := newProvider(cfg, log, m.ObserveRPC)
-	if err != nil {
-		return err
-	}
-	defer closeProv()
-
 	reg, err := registry.New(registry.Config{
 		ClusterName: cfg.ClusterName, DefaultTags: cfg.DefaultTags, GracePeriod: cfg.GracePeriod,
 		Policy: cfg.policy, Log: log.WithField("component", "registry"),
@@ -66,6 +62,11 @@ func run(ctx context.Context, cfg *config, log *logrus.Logger, out io.Writer) er
 	if err != nil {
 		return fmt.Errorf("--cluster-name/--default-tag: %w", err)
 	}
+	prov, closeProv, err := newProvider(cfg, log, m.ObserveRPC, reg.StillApplies)
+	if err != nil {
+		return err
+	}
+	defer closeProv()
 
 	// One resolver for every source: each named Service is watched once.
 	resolver, err := source.NewResolver(ctx, kc.sources, cfg.strategies)
@@ -130,6 +131,8 @@ func run(ctx context.Context, cfg *config, log *logrus.Logger, out io.Writer) er
 		}
 		defer stop()
 	}
+	// A certificate rotated while router-hosts refuses the old one is tried at once.
+	prov.WatchCredentials(ctx, 5*time.Second, ctrl.CredentialsChanged)
 	lead := func(ctx context.Context) error {
 		m.SetLeader(true)
 		checker.SetLeading(true)
@@ -256,9 +259,9 @@ func runElected(ctx context.Context, cfg *config, leases coordinationv1client.Le
 }
 
 // newProvider connects to the router-hosts server, or starts the in-process store; observe
-// is told the outcome of every call.
-func newProvider(cfg *config, log *logrus.Logger, observe func(string, codes.Code)) (*routerhosts.Provider, func(), error) {
-	opts := routerhosts.Options{
+// is told the outcome of every call, and stillApplies (the registry's) guards retries.
+func newProvider(cfg *config, log *logrus.Logger, observe func(string, codes.Code), stillApplies func(*plan.Change, *endpoint.Record) bool) (*routerhosts.Provider, func(), error) {
+	opts := routerhosts.Options{StillApplies: stillApplies,
 		Endpoint: cfg.Endpoint, CAFile: cfg.TLSCA, CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey,
 		ServerName: cfg.TLSServerName, Timeout: cfg.RequestTimeout, WriteConcurrency: cfg.WriteConcurrency,
 		Observe: observe, Log: log.WithField("component", "provider"),

@@ -9,12 +9,14 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
+	"github.com/router-hosts-operator/router-hosts-operator/provider"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )
 
@@ -36,20 +38,49 @@ type Reporter interface {
 	Report(ctx context.Context, r *Report)
 }
 
+// Stage names where a sync stopped.
+type Stage uint8
+
+// The stages. StageDone means the sync got through, though some writes may have been refused
+// (Report.Failed); the others name the step that failed as a whole.
+const (
+	StageDone Stage = iota
+	StageSource
+	StageList
+	StageApply
+)
+
+// String is the stage's name in metrics and logs.
+func (s Stage) String() string {
+	switch s {
+	case StageSource:
+		return "source"
+	case StageList:
+		return "list"
+	case StageApply:
+		return "apply"
+	}
+	return "done"
+}
+
 // Report is what reporters learn about a sync.
 type Report struct {
 	// Desired holds the merged endpoint of every managed hostname, with the objects that won it.
 	Desired []*endpoint.Endpoint
+	// Endpoints are the sources' endpoints the sync read (within the domain filter), so that a
+	// sync that failed at the server can still be reported on the objects it concerns.
+	Endpoints []*endpoint.Endpoint
 	// Entries are the entries this cluster owns per hostname once the writes are done.
 	Entries map[string][]endpoint.Record
-	// Failed holds the error of every hostname whose write failed.
+	// Failed holds the error of every hostname whose write failed or was refused, including
+	// refused writes this sync held back until the next interval.
 	Failed map[string]error
-	// Err is set when the sync failed as a whole; ServerErr says it failed talking to
-	// router-hosts (rather than reading a source).
-	Err       error
-	ServerErr bool
-	// Stage names where a failed sync stopped: "source", "list" or "apply".
-	Stage string
+	// Stage says where a failed sync stopped, StageDone when it did not; Err is its error.
+	Stage Stage
+	Err   error
+	// AuthFailed says the server refused the TLS authentication (a client certificate it does
+	// not accept, or a server certificate our CA does not verify).
+	AuthFailed bool
 	// Changes are the writes the sync sent (each with its outcome in Failed).
 	Changes []plan.Change
 	// Pending is the number of owned entries marked for deletion; Foreign the number owned by
@@ -57,8 +88,10 @@ type Report struct {
 	Pending, Foreign int
 	// SourceEndpoints counts the endpoints each source returned, by source index.
 	SourceEndpoints []int
-	// Conflicts are the claims the registry turned down.
+	// Conflicts are the claims the registry turned down; Problems the parts of claims it
+	// dropped (reserved tags).
 	Conflicts []registry.Conflict
+	Problems  []registry.Problem
 	// Started and Duration time the sync; ListDuration is the part spent in ListHosts, the
 	// server's share of a no-op sync.
 	Started      time.Time
@@ -99,9 +132,15 @@ const expirySlack = 100 * time.Millisecond
 
 // Controller is the sync loop.
 type Controller struct {
-	cfg     Config
-	log     logrus.FieldLogger
-	trigger chan struct{}
+	cfg         Config
+	log         logrus.FieldLogger
+	trigger     chan struct{}
+	credentials chan struct{}
+	// refused are the writes the server (or validation) refused, by the change's rendering,
+	// with their errors. Event-triggered syncs hold back a change planned exactly the same
+	// again, so that one bad hostname is retried on the interval and never slows the others,
+	// while a change the user made to it since goes out at once. Only the loop touches it.
+	refused map[string]error
 }
 
 // New returns a controller; it registers itself with every source for change notifications.
@@ -118,7 +157,7 @@ func New(cfg Config) *Controller {
 	if cfg.Interval <= 0 {
 		cfg.Interval = time.Minute
 	}
-	c := &Controller{cfg: cfg, log: cfg.Log, trigger: make(chan struct{}, 1)}
+	c := &Controller{cfg: cfg, log: cfg.Log, trigger: make(chan struct{}, 1), credentials: make(chan struct{}, 1), refused: map[string]error{}}
 	for _, s := range cfg.Sources {
 		s.AddEventHandler(c.notify)
 	}
@@ -134,17 +173,48 @@ func (c *Controller) notify() {
 	}
 }
 
+// CredentialsChanged tells the loop that the TLS files changed, so that a sync waiting out an
+// authentication failure runs at once instead of at the next interval.
+func (c *Controller) CredentialsChanged() {
+	select {
+	case c.credentials <- struct{}{}:
+	default:
+	}
+}
+
 // Outcome summarises one sync.
 type Outcome struct {
 	Changes []plan.Change
 	// NextExpiry is when the earliest pending deletion falls due; zero when none.
 	NextExpiry time.Time
 	Pending    int
+	// Resync asks for another sync soon: entries were removed while other namespaces' claims
+	// waited for the hostname, and those claims can now be written.
+	Resync bool
 }
 
-// SyncOnce runs one full sync. Any failed read abandons the sync before planning, because a
-// source or server that answered nothing must never look like "delete everything".
-func (c *Controller) SyncOnce(ctx context.Context) (*Outcome, error) {
+// RefusedError is the error of a sync whose only failures were writes the server (or the
+// operator's own validation) refused: the sync itself worked, and the loop goes on at its
+// usual pace.
+type RefusedError struct {
+	Hostnames []string
+	Err       error
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("%d hostnames refused (%s): %v", len(e.Hostnames), strings.Join(e.Hostnames, ", "), e.Err)
+}
+
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// SyncOnce runs one full sync, retrying refused writes too. Any failed read abandons the sync
+// before planning, because a source or server that answered nothing must never look like
+// "delete everything".
+func (c *Controller) SyncOnce(ctx context.Context) (*Outcome, error) { return c.sync(ctx, true) }
+
+// sync runs one sync; an event-triggered one (full false) holds back the changes of hostnames
+// whose writes were refused before.
+func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
 	start := c.cfg.Now()
 	var eps []*endpoint.Endpoint
 	counts := make([]int, len(c.cfg.Sources))
@@ -152,7 +222,7 @@ func (c *Controller) SyncOnce(ctx context.Context) (*Outcome, error) {
 		got, err := s.Endpoints(ctx)
 		if err != nil {
 			err = fmt.Errorf("reading source %d: %w", i, err)
-			c.report(ctx, &Report{Err: err, Stage: "source", Started: start, Duration: c.cfg.Now().Sub(start)})
+			c.report(ctx, &Report{Err: err, Stage: StageSource, Started: start, Duration: c.cfg.Now().Sub(start)})
 			return nil, err
 		}
 		counts[i] = len(got)
@@ -168,14 +238,27 @@ func (c *Controller) SyncOnce(ctx context.Context) (*Outcome, error) {
 	listDuration := c.cfg.Now().Sub(listStart)
 	if err != nil {
 		err = fmt.Errorf("listing router-hosts entries: %w", err)
-		c.report(ctx, &Report{Err: err, ServerErr: true, Stage: "list", SourceEndpoints: counts, Started: start, Duration: c.cfg.Now().Sub(start)})
+		c.report(ctx, &Report{Err: err, Stage: StageList, AuthFailed: errors.Is(err, provider.ErrAuthentication), Endpoints: eps,
+			SourceEndpoints: counts, Started: start, Duration: c.cfg.Now().Sub(start)})
 		return nil, err
 	}
 	reg := c.cfg.Registry
 	st := reg.Classify(records)
 	desired := reg.Desired(eps, st)
-	changes := (&plan.Plan{Current: reg.Current(st), Desired: desired, Policy: c.cfg.Policy}).Calculate()
-	res := reg.Apply(c.cfg.Now(), st, desired, changes)
+	changes := (&plan.Plan{Current: reg.Current(st, desired), Desired: desired, Policy: c.cfg.Policy}).Calculate()
+	res := reg.Apply(c.cfg.Now(), st, changes)
+	held := map[string]error{}
+	if !full && len(c.refused) > 0 {
+		kept := res.Changes[:0:0]
+		for _, ch := range res.Changes {
+			if err, ok := c.refused[ch.String()]; ok {
+				held[ch.Hostname()] = err
+				continue
+			}
+			kept = append(kept, ch)
+		}
+		res.Changes = kept
+	}
 	out := &Outcome{Changes: res.Changes, NextExpiry: res.NextExpiry, Pending: res.Pending}
 	log := c.log.WithFields(logrus.Fields{
 		"source_duration": sourceDuration.Round(time.Microsecond), "list_duration": listDuration.Round(time.Microsecond),
@@ -204,17 +287,101 @@ func (c *Controller) SyncOnce(ctx context.Context) (*Outcome, error) {
 	} else {
 		log.WithField("duration", c.cfg.Now().Sub(start).Round(time.Millisecond)).Debug("sync: nothing to change")
 	}
-	rep := &Report{Desired: desired, Entries: entriesAfter(st.Owned, res.Changes, applyErr), Failed: failedHosts(applyErr),
+	whole, refused := splitErrors(applyErr)
+	failed := map[string]error{}
+	for host, err := range held {
+		failed[host] = err
+	}
+	for _, ce := range refused {
+		failed[ce.Change.Hostname()] = ce
+	}
+	if whole != nil {
+		for _, ce := range changeErrors(whole) {
+			failed[ce.Change.Hostname()] = ce
+		}
+	}
+	c.rememberRefused(full, refused)
+	rep := &Report{Desired: desired, Endpoints: eps, Entries: entriesAfter(st.Owned, res.Changes, applyErr), Failed: failed,
 		Changes: res.Changes, Pending: res.Pending, Foreign: st.ForeignCount(), SourceEndpoints: counts, Conflicts: st.Conflicts,
-		Started: start, Duration: c.cfg.Now().Sub(start), ListDuration: listDuration}
-	if applyErr != nil {
-		rep.Err, rep.Stage = applyErr, "apply"
+		Problems: st.Problems, Started: start, Duration: c.cfg.Now().Sub(start), ListDuration: listDuration}
+	if whole != nil {
+		rep.Err, rep.Stage, rep.AuthFailed = applyErr, StageApply, errors.Is(whole, provider.ErrAuthentication)
 	}
 	c.report(ctx, rep)
-	if applyErr != nil {
+	if len(st.Conflicts) > 0 {
+		out.Resync = removedAny(res.Changes, applyErr)
+	}
+	if whole != nil {
 		return out, fmt.Errorf("applying %d changes: %w", len(res.Changes), applyErr)
 	}
+	if len(failed) > 0 {
+		hosts := make([]string, 0, len(failed))
+		for h := range failed {
+			hosts = append(hosts, h)
+		}
+		sort.Strings(hosts)
+		errs := make([]error, 0, len(hosts))
+		for _, h := range hosts {
+			errs = append(errs, failed[h])
+		}
+		return out, &RefusedError{Hostnames: hosts, Err: errors.Join(errs...)}
+	}
 	return out, nil
+}
+
+// rememberRefused updates the changes held back from event-triggered syncs: a full sync
+// starts the list afresh, an event-triggered one adds to it.
+func (c *Controller) rememberRefused(full bool, refused []*plan.ChangeError) {
+	if full {
+		c.refused = map[string]error{}
+	}
+	for _, ce := range refused {
+		c.refused[ce.Change.String()] = ce
+	}
+}
+
+// splitErrors separates the refused changes from the failures that concern the server as a
+// whole (unreachable, timed out, authentication, a stopped sync); whole is nil when every
+// failure was a refusal.
+func splitErrors(err error) (whole error, refused []*plan.ChangeError) {
+	if err == nil {
+		return nil, nil
+	}
+	var rest []error
+	for _, e := range flatten(err) {
+		var ce *plan.ChangeError
+		if errors.As(e, &ce) && ce.Refused {
+			refused = append(refused, ce)
+			continue
+		}
+		rest = append(rest, e)
+	}
+	return errors.Join(rest...), refused
+}
+
+func flatten(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, flatten(e)...)
+		}
+		return out
+	}
+	return []error{err}
+}
+
+// removedAny reports whether a delete or release went through.
+func removedAny(changes []plan.Change, applyErr error) bool {
+	failed := map[*plan.Change]bool{}
+	for _, e := range changeErrors(applyErr) {
+		failed[e.Change] = true
+	}
+	for i := range changes {
+		if a := changes[i].Action; (a == plan.Delete || a == plan.Release) && !failed[&changes[i]] {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Controller) report(ctx context.Context, r *Report) {
@@ -258,42 +425,30 @@ func entriesAfter(owned []endpoint.Record, changes []plan.Change, applyErr error
 	return out
 }
 
-// failedHosts maps each hostname whose write failed to its error.
-func failedHosts(err error) map[string]error {
-	out := map[string]error{}
-	for _, e := range changeErrors(err) {
-		out[e.Change.Hostname()] = e
-	}
-	return out
-}
-
 // changeErrors finds the per-change errors inside a provider's aggregate error.
 func changeErrors(err error) []*plan.ChangeError {
-	if err == nil {
-		return nil
-	}
 	var out []*plan.ChangeError
-	var ce *plan.ChangeError
-	if errors.As(err, &ce) {
-		out = append(out, ce)
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		out = out[:0]
-		for _, e := range j.Unwrap() {
-			out = append(out, changeErrors(e)...)
+	for _, e := range flatten(err) {
+		var ce *plan.ChangeError
+		if e != nil && errors.As(e, &ce) {
+			out = append(out, ce)
 		}
 	}
 	return out
 }
 
 // Run syncs until ctx ends: at once, then every Interval, soon after any source event, and
-// when a pending deletion falls due. Syncs never overlap; a failed sync is retried with capped
-// exponential backoff. It returns nil when ctx ends.
+// when a pending deletion falls due. Syncs never overlap. A failed sync is retried with capped
+// exponential backoff; an authentication failure waits for the interval or for new
+// certificate files (CredentialsChanged); refused writes are not failures of the sync and are
+// retried by the next interval's sync. It returns nil when ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
 	var (
 		next      = c.cfg.Now()
+		nextFull  = true
 		lastStart time.Time
 		failures  int
+		authWait  bool
 		timer     = time.NewTimer(0)
 	)
 	defer timer.Stop()
@@ -302,6 +457,11 @@ func (c *Controller) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-c.credentials:
+			if authWait {
+				next, nextFull = c.cfg.Now(), true
+			}
+			continue
 		case <-c.trigger:
 			// An event: sync after a short batching window, but not sooner than the minimum
 			// spacing after the last start, and not before a failure backoff ends.
@@ -310,18 +470,28 @@ func (c *Controller) Run(ctx context.Context) error {
 				at = e
 			}
 			if failures == 0 && at.Before(next) {
-				next = at
+				next, nextFull = at, false
 			}
 			continue
 		case <-timer.C:
 		}
 		lastStart = c.cfg.Now()
-		out, err := c.SyncOnce(ctx)
+		out, err := c.sync(ctx, nextFull)
 		if ctx.Err() != nil {
 			return nil
 		}
-		next = lastStart.Add(c.cfg.Interval)
-		if err != nil {
+		next, nextFull, authWait = lastStart.Add(c.cfg.Interval), true, false
+		var refused *RefusedError
+		switch {
+		case errors.As(err, &refused):
+			c.log.WithError(err).WithField("retry_in", c.cfg.Interval).Warn("writes refused; the rest is synced, those hostnames are retried at the interval")
+		case errors.Is(err, provider.ErrAuthentication):
+			failures++
+			authWait = true
+			c.log.WithError(err).WithField("retry_in", c.cfg.Interval).
+				Error("AuthenticationFailed: router-hosts refused the TLS authentication; retrying when the certificate files change or at the interval")
+			continue
+		case err != nil:
 			failures++
 			backoff := c.backoff(failures)
 			c.log.WithError(err).WithFields(logrus.Fields{"retry_in": backoff, "failures": failures}).Error("sync failed")
@@ -329,6 +499,10 @@ func (c *Controller) Run(ctx context.Context) error {
 			continue
 		}
 		failures = 0
+		if out.Resync {
+			next, nextFull = c.cfg.Now().Add(batchWindow), false
+			continue
+		}
 		if !out.NextExpiry.IsZero() && out.NextExpiry.Before(next) {
 			// Wake up when the grace period ends, not at the next interval.
 			next = out.NextExpiry.Add(expirySlack)

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
+	"github.com/router-hosts-operator/router-hosts-operator/provider"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/routerhosts"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
@@ -167,5 +169,136 @@ func TestRunSyncsWhenAGracePeriodEnds(t *testing.T) {
 	}
 	if d := time.Since(start); d < 500*time.Millisecond {
 		t.Fatalf("deleted after %v, before the grace period ended", d)
+	}
+}
+
+// refusingProvider keeps entries in memory and refuses every write for one hostname, as the
+// server refuses an invalid entry.
+type refusingProvider struct {
+	mu      sync.Mutex
+	recs    []endpoint.Record
+	refuse  string
+	tries   map[string]int
+	listErr error
+	lists   atomic.Int64
+}
+
+func (p *refusingProvider) Records(context.Context) ([]endpoint.Record, error) {
+	p.lists.Add(1)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]endpoint.Record(nil), p.recs...), p.listErr
+}
+
+func (p *refusingProvider) ApplyChanges(_ context.Context, cs []plan.Change) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var errs []error
+	for i := range cs {
+		c := &cs[i]
+		p.tries[c.Hostname()]++
+		if c.Hostname() == p.refuse {
+			errs = append(errs, &plan.ChangeError{Change: c, Err: errors.New("InvalidArgument"), Refused: true})
+			continue
+		}
+		if c.Action == plan.Create {
+			n := *c.New
+			n.ID = c.New.Hostname
+			p.recs = append(p.recs, n)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (p *refusingProvider) count(host string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.tries[host]
+}
+
+func claimOf(host string) *endpoint.Endpoint {
+	return &endpoint.Endpoint{Hostname: host, Targets: []string{"10.0.0.1"}, Sources: []endpoint.SourceRef{{Kind: "Ingress", Namespace: "d", Name: host, UID: host}}}
+}
+
+func TestRefusedWriteNeverSlowsTheOthers(t *testing.T) {
+	src := &stubSource{eps: []*endpoint.Endpoint{claimOf("bad.lan")}}
+	prov := &refusingProvider{refuse: "bad.lan", tries: map[string]int{}}
+	c := newTestController(t, src, prov, 20*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() { _ = c.Run(ctx); close(done) }()
+	waitUntil(t, time.Second, func() bool { return prov.count("bad.lan") == 1 })
+
+	// A new object right after the refusal syncs within the batching window, not after a
+	// failure backoff, and the refused hostname is not retried by event-triggered syncs.
+	for i, host := range []string{"good.lan", "good2.lan", "good3.lan"} {
+		src.mu.Lock()
+		src.eps = append(src.eps, claimOf(host))
+		src.mu.Unlock()
+		sent := time.Now()
+		src.handler()
+		waitUntil(t, time.Second, func() bool { return prov.count(host) == 1 })
+		if d := time.Since(sent); d > 300*time.Millisecond {
+			t.Fatalf("change %d after a refused write took %v", i, d)
+		}
+	}
+	if n := prov.count("bad.lan"); n != 1 {
+		t.Fatalf("the refused hostname was tried %d times by event-triggered syncs; want it left to the interval", n)
+	}
+	// The user fixes (here: changes) the refused object: that is a new change, sent at once.
+	src.mu.Lock()
+	src.eps[0] = claimOf("bad.lan")
+	src.eps[0].Targets = []string{"10.0.0.2"}
+	src.mu.Unlock()
+	src.handler()
+	waitUntil(t, time.Second, func() bool { return prov.count("bad.lan") == 2 })
+	// A full sync (the interval's) retries it.
+	if _, err := c.SyncOnce(ctx); err == nil {
+		t.Fatal("SyncOnce hid a refused write")
+	}
+	if n := prov.count("bad.lan"); n != 3 {
+		t.Fatalf("full sync tried the refused hostname %d times in all, want 3", n)
+	}
+	cancel()
+	<-done
+}
+
+func TestAuthenticationFailureWaitsForNewCredentials(t *testing.T) {
+	src := &stubSource{eps: []*endpoint.Endpoint{claimOf("a.lan")}}
+	prov := &refusingProvider{tries: map[string]int{}, listErr: fmt.Errorf("ListHosts: %w: tls: unknown certificate authority", provider.ErrAuthentication)}
+	c := newTestController(t, src, prov, 20*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() { _ = c.Run(ctx); close(done) }()
+	waitUntil(t, time.Second, func() bool { return prov.lists.Load() == 1 })
+	// A transient failure would be retried after 1 s; events do not cut the wait either.
+	src.handler()
+	time.Sleep(1500 * time.Millisecond)
+	if n := prov.lists.Load(); n != 1 {
+		t.Fatalf("%d ListHosts while authentication fails and the certificate is unchanged; want no retry before the interval", n)
+	}
+	prov.mu.Lock()
+	prov.listErr = nil
+	prov.mu.Unlock()
+	sent := time.Now()
+	c.CredentialsChanged()
+	waitUntil(t, time.Second, func() bool { return prov.count("a.lan") == 1 })
+	if d := time.Since(sent); d > 300*time.Millisecond {
+		t.Fatalf("sync after a certificate change took %v", d)
+	}
+	cancel()
+	<-done
+}
+
+func waitUntil(t *testing.T, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met within %v", limit)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -1,6 +1,9 @@
 package endpoint
 
-import "strings"
+import (
+	"sort"
+	"strings"
+)
 
 // Field names one writable field of a router-hosts entry.
 type Field uint8
@@ -35,8 +38,9 @@ func (fs Fields) String() string {
 	return strings.Join(names, ",")
 }
 
-// Diff returns the fields in which want differs from have. Aliases and tags compare as sets,
-// because their order carries no meaning for the operator.
+// Diff returns the fields in which want differs from have. Aliases compare as sets and tags
+// as multisets, because their order carries no meaning for the operator, while a tag the user
+// and the operator both put on an adopted entry is there once for each.
 func Diff(have, want *Record) Fields {
 	var fs Fields
 	if have.IP != want.IP {
@@ -51,8 +55,43 @@ func Diff(have, want *Record) Fields {
 	if !SameSet(have.Aliases, want.Aliases) {
 		fs |= Fields(FieldAliases)
 	}
-	if !SameSet(have.Tags, want.Tags) {
+	if !SameMultiset(have.Tags, want.Tags) {
 		fs |= Fields(FieldTags)
 	}
 	return fs
+}
+
+// SameMultiset reports whether a and b hold the same strings the same number of times, in any
+// order. Short lists compare without allocating.
+func SameMultiset(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) <= 32 {
+		for _, x := range a {
+			if count(a, x) != count(b, x) {
+				return false
+			}
+		}
+		return true
+	}
+	as, bs := append([]string(nil), a...), append([]string(nil), b...)
+	sort.Strings(as)
+	sort.Strings(bs)
+	for i := range as {
+		if as[i] != bs[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func count(s []string, x string) int {
+	n := 0
+	for _, y := range s {
+		if y == x {
+			n++
+		}
+	}
+	return n
 }

@@ -45,9 +45,12 @@ type Endpoint struct {
 	// Tags are the user's tags for the entry (annotation tags, and the --default-tag values
 	// once the registry has added them), sorted and unique.
 	Tags []string
-	// OwnerTags are the ownership tags the registry derives from Sources and its own settings.
-	// Sources leave it empty.
+	// OwnerTags are the ownership tags every entry of the hostname carries, which the registry
+	// derives from Sources and its own settings. Sources leave it empty.
 	OwnerTags []string
+	// TargetTags are the ownership tags of each target's entry alone (the source: tags of the
+	// objects that want that address, its grace period), set by the registry.
+	TargetTags map[string][]string
 	// Comment is the provenance text written on entries the operator creates; the registry
 	// fills it in.
 	Comment string
@@ -57,8 +60,8 @@ type Endpoint struct {
 	GracePeriod *time.Duration
 }
 
-// Held reports whether the endpoint has no address to write, in which case the plan must leave
-// the hostname's entries exactly as they are instead of updating or deleting them.
+// Held reports whether a source's endpoint has no address to write right now; the registry
+// then keeps the entries its object already has exactly as they are.
 func (e *Endpoint) Held() bool { return len(e.Targets) == 0 }
 
 // Record is one router-hosts entry as the server returned it.

@@ -219,6 +219,47 @@ func ValidateRecord(r *Record) error {
 	return ValidateComment(r.Comment)
 }
 
+// ValidateUpdate checks what an update of have into want writes: the fields that change, and
+// of the tags only those added. A tag already on the entry is carried as it is, whatever it
+// looks like: the user wrote it, and the operator never rewrites a user's data.
+func ValidateUpdate(have, want *Record) error {
+	fs := Diff(have, want)
+	if fs.Has(FieldIP) {
+		if _, err := ParseIP(want.IP); err != nil {
+			return err
+		}
+	}
+	if fs.Has(FieldHostname) {
+		if err := ValidateHostname(want.Hostname); err != nil {
+			return err
+		}
+	}
+	if fs.Has(FieldAliases) || fs.Has(FieldHostname) {
+		if err := ValidateAliases(want.Hostname, want.Aliases); err != nil {
+			return err
+		}
+	}
+	if fs.Has(FieldTags) {
+		carried := make(map[string]int, len(have.Tags))
+		for _, t := range have.Tags {
+			carried[t]++
+		}
+		for _, t := range want.Tags {
+			if carried[t] > 0 {
+				carried[t]--
+				continue
+			}
+			if err := ValidateTag(t); err != nil {
+				return err
+			}
+		}
+	}
+	if fs.Has(FieldComment) {
+		return ValidateComment(want.Comment)
+	}
+	return nil
+}
+
 func isASCII(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] >= 0x80 {

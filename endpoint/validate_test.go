@@ -125,11 +125,16 @@ func TestValidateTagAndComment(t *testing.T) {
 	}
 }
 
-func TestDiffComparesListsAsSets(t *testing.T) {
+func TestDiffComparesAliasesAsSetsAndTagsAsMultisets(t *testing.T) {
 	a := &Record{IP: "10.0.0.1", Hostname: "a.lan", Tags: []string{"x", "y"}, Aliases: []string{"p.lan", "q.lan"}}
-	b := &Record{IP: "10.0.0.1", Hostname: "a.lan", Tags: []string{"y", "x", "x"}, Aliases: []string{"q.lan", "p.lan"}}
+	b := &Record{IP: "10.0.0.1", Hostname: "a.lan", Tags: []string{"y", "x"}, Aliases: []string{"q.lan", "p.lan", "p.lan"}}
 	if d := Diff(a, b); d != 0 {
 		t.Fatalf("Diff of reordered lists = %s, want none", d)
+	}
+	// A tag the user and the operator both carry is there twice; losing one copy is a change.
+	b.Tags = []string{"y", "x", "x"}
+	if d := Diff(a, b); d.String() != "tags" {
+		t.Fatalf("Diff with a tag repeated = %s, want tags", d)
 	}
 	b.IP, b.Tags = "10.0.0.2", nil
 	if d := Diff(a, b); d.String() != "ip,tags" {
@@ -155,5 +160,25 @@ func TestDomainFilter(t *testing.T) {
 	}
 	if _, err := NewDomainFilter([]string{"bad_domain"}, nil); err == nil {
 		t.Error("an invalid domain was accepted")
+	}
+}
+
+func TestValidateUpdateChecksOnlyWhatItWrites(t *testing.T) {
+	have := &Record{IP: "10.0.0.1", Hostname: "NAS.lan", Tags: []string{"has space", "line\nbreak"}, Comment: "bad\ncomment"}
+	for _, tc := range []struct {
+		name string
+		want Record
+		ok   bool
+	}{
+		{"the user's odd tags are carried", Record{IP: "10.0.0.2", Hostname: "nas.lan", Tags: []string{"has space", "line\nbreak", "k8s-operator"}, Comment: "bad\ncomment"}, true},
+		{"an odd tag the operator adds is refused", Record{IP: "10.0.0.1", Hostname: "NAS.lan", Tags: []string{"has space", "line\nbreak", "new space"}, Comment: "bad\ncomment"}, false},
+		{"a second copy of an odd tag is the operator's and refused", Record{IP: "10.0.0.1", Hostname: "NAS.lan", Tags: []string{"has space", "has space", "line\nbreak"}, Comment: "bad\ncomment"}, false},
+		{"a new comment is checked", Record{IP: "10.0.0.1", Hostname: "NAS.lan", Tags: have.Tags, Comment: "x\ny"}, false},
+		{"a new IP is checked", Record{IP: "10.0.0.01", Hostname: "NAS.lan", Tags: have.Tags, Comment: "bad\ncomment"}, false},
+		{"a new hostname is checked", Record{IP: "10.0.0.1", Hostname: "nas_lan", Tags: have.Tags, Comment: "bad\ncomment"}, false},
+	} {
+		if err := ValidateUpdate(have, &tc.want); (err == nil) != tc.ok {
+			t.Errorf("%s: err = %v", tc.name, err)
+		}
 	}
 }

@@ -8,6 +8,7 @@ package events
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -32,7 +33,13 @@ const (
 	SyncFailed                = "SyncFailed"
 	EntryAdopted              = "EntryAdopted"
 	EntryScheduledForDeletion = "EntryScheduledForDeletion"
+	EntryDeleted              = "EntryDeleted"
 	HostnameConflict          = "HostnameConflict"
+	// InvalidAnnotation is the reason of the source's own warnings too (source.Warner).
+	InvalidAnnotation = "InvalidAnnotation"
+	// AuthenticationFailed prefixes the message of a SyncFailed event when router-hosts refused
+	// the TLS authentication.
+	AuthenticationFailed = "AuthenticationFailed"
 )
 
 // MaxNormalPerSync caps the Normal events of one sync. Each is an etcd write: a first sync of
@@ -83,7 +90,11 @@ func (r *Recorder) Warn(ref endpoint.SourceRef, reason, message string) {
 
 // Report emits the events one sync calls for.
 func (r *Recorder) Report(_ context.Context, rep *controller.Report) {
-	if !r.leading.Load() || rep.Stage == "source" || rep.Stage == "list" {
+	if !r.leading.Load() || rep.Stage == controller.StageSource {
+		return
+	}
+	if rep.Stage == controller.StageList {
+		r.standing(rep, nil)
 		return
 	}
 	claims := map[string][]endpoint.SourceRef{}
@@ -96,7 +107,8 @@ func (r *Recorder) Report(_ context.Context, rep *controller.Report) {
 	}
 	failed := map[*plan.Change]bool{}
 	for _, err := range rep.Failed {
-		if ce, ok := err.(*plan.ChangeError); ok {
+		var ce *plan.ChangeError
+		if errors.As(err, &ce) {
 			failed[ce.Change] = true
 		}
 	}
@@ -129,20 +141,25 @@ func (r *Recorder) Report(_ context.Context, rep *controller.Report) {
 	r.standing(rep, claims)
 }
 
-// retired reports an entry leaving: on the objects that still exist but no longer want it, or
-// in the log when its objects are gone.
+// retired reports an entry leaving, on the objects that still exist (a mark: they no longer
+// want it; a delete or release: it is gone), or in the log when its objects are gone.
 func (r *Recorder) retired(c *plan.Change, alive map[string]endpoint.SourceRef) {
 	told := false
-	for _, t := range c.Old.Tags {
-		uid, ok := strings.CutPrefix(t, registry.PrefixSource)
-		if !ok {
+	for _, uid := range registry.SourceUIDs(c.Old) {
+		s, exists := alive[uid]
+		if !exists {
 			continue
 		}
-		if s, exists := alive[uid]; exists && c.Action == plan.Mark {
+		switch c.Action {
+		case plan.Mark:
 			r.normalEvent(s, EntryScheduledForDeletion,
 				fmt.Sprintf("router-hosts entry %s %s is no longer wanted; it goes after the grace period", c.Old.Hostname, c.Old.IP))
-			told = true
+		case plan.Delete:
+			r.normalEvent(s, EntryDeleted, fmt.Sprintf("router-hosts entry %s %s (id %s) deleted", c.Old.Hostname, c.Old.IP, c.Old.ID))
+		case plan.Release:
+			r.normalEvent(s, EntryDeleted, fmt.Sprintf("router-hosts entry %s (id %s) released: given back as it was before adoption", c.Old.Hostname, c.Old.ID))
 		}
+		told = true
 	}
 	if !told {
 		r.log.WithFields(logrus.Fields{"action": c.Action, "hostname": c.Old.Hostname, "ip": c.Old.IP, "id": c.Old.ID}).
@@ -150,8 +167,9 @@ func (r *Recorder) retired(c *plan.Change, alive map[string]endpoint.SourceRef) 
 	}
 }
 
-// standing reports conditions that last across syncs (write failures, conflicts) once each,
-// and forgets them when they clear so a recurrence is reported again.
+// standing reports conditions that last across syncs (write failures, an authentication
+// failure, conflicts, reserved tags) once each, and forgets them when they clear so a
+// recurrence is reported again.
 func (r *Recorder) standing(rep *controller.Report, claims map[string][]endpoint.SourceRef) {
 	now := map[string]string{}
 	refs := map[string]endpoint.SourceRef{}
@@ -161,9 +179,25 @@ func (r *Recorder) standing(rep *controller.Report, claims map[string][]endpoint
 			now[k], refs[k] = err.Error(), s
 		}
 	}
+	if rep.AuthFailed {
+		for _, ep := range rep.Endpoints {
+			for _, s := range ep.Sources {
+				k := s.UID + "/" + SyncFailed
+				now[k], refs[k] = AuthenticationFailed+": "+rep.Err.Error(), s
+			}
+		}
+	}
 	for _, c := range rep.Conflicts {
 		k := c.Loser.UID + "/" + HostnameConflict
 		now[k], refs[k] = fmt.Sprintf("hostname %s is held by %s; this claim is not written", c.Hostname, c.Winner), c.Loser
+	}
+	for _, p := range rep.Problems {
+		k := p.Source.UID + "/" + InvalidAnnotation
+		if prev, ok := now[k]; ok {
+			now[k] = prev + "; " + p.Message
+		} else {
+			now[k], refs[k] = p.Message, p.Source
+		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -50,7 +50,7 @@ func TestTransitionsOnly(t *testing.T) {
 	upd := plan.Change{Action: plan.Update, Old: &endpoint.Record{ID: "x", Hostname: "web.lan", IP: "10.0.0.1"}, New: &endpoint.Record{ID: "x", Hostname: "web.lan", IP: "10.0.0.2"}}
 	fail := func() *controller.Report {
 		changes := []plan.Change{upd}
-		return &controller.Report{Desired: desired, Changes: changes, Stage: "apply", Err: errors.New("x"),
+		return &controller.Report{Desired: desired, Changes: changes, Stage: controller.StageApply, Err: errors.New("x"),
 			Failed: map[string]error{"web.lan": &plan.ChangeError{Change: &changes[0], Err: errors.New("unavailable")}}}
 	}
 	for i := 0; i < 3; i++ {

@@ -5,12 +5,14 @@ package health
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync/atomic"
 	"time"
 
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
+	"github.com/router-hosts-operator/router-hosts-operator/provider"
 )
 
 // Checker tracks the loop and answers the probes.
@@ -54,7 +56,9 @@ func (c *Checker) Healthz(w http.ResponseWriter, _ *http.Request) {
 	fmt.Fprintln(w, "ok")
 }
 
-// Readyz is ready when the caches are synced and router-hosts answered just now.
+// Readyz is ready when the caches are synced and router-hosts answered just now. A refused
+// certificate is named AuthenticationFailed, the reason the status conditions use, because it
+// needs a new certificate or CA rather than patience.
 func (c *Checker) Readyz(w http.ResponseWriter, r *http.Request) {
 	if !c.synced() {
 		http.Error(w, "informer caches not synced", http.StatusServiceUnavailable)
@@ -63,6 +67,10 @@ func (c *Checker) Readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 	defer cancel()
 	if err := c.ping(ctx); err != nil {
+		if errors.Is(err, provider.ErrAuthentication) {
+			http.Error(w, "AuthenticationFailed: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
 		http.Error(w, "router-hosts not reachable: "+err.Error(), http.StatusServiceUnavailable)
 		return
 	}

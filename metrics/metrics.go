@@ -39,6 +39,7 @@ type Metrics struct {
 	lastList        prometheus.Gauge
 	kubeRequests    *prometheus.CounterVec
 	serverRequests  *prometheus.CounterVec
+	failedHostnames prometheus.Gauge
 }
 
 // New creates and registers the metrics. sourceNames label source_endpoints in the order the
@@ -49,7 +50,7 @@ func New(cluster string, sourceNames []string) *Metrics {
 		syncedEntries: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "synced_entries",
 			Help: "Entries this cluster owns on the router-hosts server, by namespace and kind."}, []string{"cluster", "namespace", "kind"}),
 		syncErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "sync_errors_total",
-			Help: "Failed syncs by the stage that failed (source, list, apply)."}, []string{"reason"}),
+			Help: "Failed syncs by the stage that failed (source, list, authentication, apply)."}, []string{"reason"}),
 		syncDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "sync_duration_seconds",
 			Help: "Duration of syncs.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}),
 		pending: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "pending_deletions",
@@ -74,8 +75,10 @@ func New(cluster string, sourceNames []string) *Metrics {
 			Help: "Requests sent to the Kubernetes API, by HTTP method. Syncs add none (they read the informer caches); Lease renewals, watch renewals and events do."}, []string{"method"}),
 		serverRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "router_hosts_requests_total",
 			Help: "Calls to the router-hosts server, by RPC and gRPC status code (for ListHosts, how the stream ended)."}, []string{"method", "code"}),
+		failedHostnames: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "failed_hostnames",
+			Help: "Hostnames whose writes failed or were refused in the last sync; they are retried at the interval."}),
 	}
-	m.Registry.MustRegister(m.syncedEntries, m.syncErrors, m.syncDuration, m.pending, m.serverConnected, m.lastSync,
+	m.Registry.MustRegister(m.failedHostnames, m.syncedEntries, m.syncErrors, m.syncDuration, m.pending, m.serverConnected, m.lastSync,
 		m.changes, m.sourceEndpoints, m.foreign, m.isLeader, m.lastDuration, m.lastList, m.kubeRequests, m.serverRequests,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Counters with known labels start at zero, so rates work from the first scrape.
@@ -98,7 +101,7 @@ func (m *Metrics) SetServerConnected(ok bool) { m.serverConnected.Set(b2f(ok)) }
 func (m *Metrics) Report(_ context.Context, r *controller.Report) {
 	// The last-sync gauges are set before the histogram counts the sync, so a scrape that sees
 	// the new count sees this sync's durations too.
-	if r.Stage != "source" && r.Stage != "list" {
+	if r.Stage != controller.StageSource && r.Stage != controller.StageList {
 		m.lastDuration.Set(r.Duration.Seconds())
 		m.lastList.Set(r.ListDuration.Seconds())
 	}
@@ -108,15 +111,20 @@ func (m *Metrics) Report(_ context.Context, r *controller.Report) {
 			m.sourceEndpoints.WithLabelValues(m.sourceNames[i]).Set(float64(n))
 		}
 	}
-	switch r.Stage {
-	case "source":
-		m.syncErrors.WithLabelValues("source").Inc()
+	switch {
+	case r.Stage == controller.StageSource:
+		m.syncErrors.WithLabelValues(r.Stage.String()).Inc()
 		return
-	case "list":
-		m.syncErrors.WithLabelValues("list").Inc()
+	case r.Stage == controller.StageList && r.AuthFailed:
+		m.syncErrors.WithLabelValues("authentication").Inc()
+		m.serverConnected.Set(0)
+		return
+	case r.Stage == controller.StageList:
+		m.syncErrors.WithLabelValues(r.Stage.String()).Inc()
 		m.serverConnected.Set(0)
 		return
 	}
+	m.failedHostnames.Set(float64(len(r.Failed)))
 	failed := map[*plan.Change]bool{}
 	for _, err := range r.Failed {
 		if ce, ok := err.(*plan.ChangeError); ok {
@@ -134,18 +142,12 @@ func (m *Metrics) Report(_ context.Context, r *controller.Report) {
 	m.syncedEntries.Reset()
 	for _, recs := range r.Entries {
 		for _, rec := range recs {
-			namespace, _ := rec.TagValue(registry.PrefixNamespace)
-			kinds := []string{}
-			for _, t := range rec.Tags {
-				if strings.HasPrefix(t, registry.PrefixKind) {
-					kinds = append(kinds, strings.TrimPrefix(t, registry.PrefixKind))
-				}
-			}
+			namespace, kinds := registry.Owner(&rec)
 			m.syncedEntries.WithLabelValues(m.cluster, namespace, strings.Join(kinds, ",")).Inc()
 		}
 	}
-	if r.Stage == "apply" {
-		m.syncErrors.WithLabelValues("apply").Inc()
+	if r.Stage == controller.StageApply {
+		m.syncErrors.WithLabelValues(r.Stage.String()).Inc()
 		return
 	}
 	m.lastSync.Set(float64(r.Started.Add(r.Duration).Unix()))

@@ -38,9 +38,10 @@ func (c *Change) Fields() endpoint.Fields {
 	return endpoint.Diff(c.Old, c.New)
 }
 
-// Hostname is the hostname the change concerns, for sorting and logs.
+// Hostname is the (normalised) hostname the change concerns, for sorting and logs: the one
+// the operator manages, not the user's spelling a release gives back.
 func (c *Change) Hostname() string {
-	if c.New != nil {
+	if c.New != nil && c.Action != Release {
 		return c.New.Hostname
 	}
 	return c.Old.Hostname
@@ -109,11 +110,18 @@ func setDelta(a, b []string) (added, removed []string) {
 type ChangeError struct {
 	Change *Change
 	Err    error
+	// Refused says the change itself was turned down (invalid, a duplicate, an entry changed
+	// or gone meanwhile, no longer ours), not the server unreachable: retrying it at once
+	// would fail the same way, and the other changes of the sync are unaffected.
+	Refused bool
 }
 
 // Error describes the failed change.
 func (e *ChangeError) Error() string {
 	c := e.Change
+	if c.Old != nil && c.New != nil && c.Old.Hostname != c.New.Hostname {
+		return fmt.Sprintf("%s %s %s (id %s): %v", c.Action, c.New.Hostname, c.New.IP, c.Old.ID, e.Err)
+	}
 	if c.Old != nil {
 		return fmt.Sprintf("%s %s %s (id %s): %v", c.Action, c.Old.Hostname, c.Old.IP, c.Old.ID, e.Err)
 	}

@@ -5,7 +5,9 @@ package plan
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
@@ -33,20 +35,31 @@ func ParsePolicy(s string) (Policy, error) {
 func (p Policy) allowsUpdates() bool { return p != CreateOnly }
 func (p Policy) allowsDeletes() bool { return p == Sync }
 
-// Current is an entry the operator owns, as the registry hands it to the plan.
+// Class says how an entry the plan may use came to be, which decides what may happen to it.
+type Class uint8
+
+// The classes. Created entries are the operator's own and are the ones deleted when there are
+// too many; Adopted entries were the user's and are kept to the last while their hostname is
+// wanted; Unowned entries are the user's and may only be adopted, never deleted.
+const (
+	Created Class = iota
+	Adopted
+	Unowned
+)
+
+// Current is an entry the plan may use for a hostname, as the registry hands it over.
 type Current struct {
 	endpoint.Record
-	// Keep lists tags that stay on the entry whatever the endpoint wants: an adopted entry's
-	// own tags and its pre-existing marker.
+	// Class is how the entry came to be.
+	Class Class
+	// Keep lists the tags that stay on an adopted (or to-be-adopted) entry, in order, ahead of
+	// the ownership tags: the user's own tags verbatim and the registry's loan record.
 	Keep []string
-	// Adopted entries take only the endpoint's ownership tags, not its user tags, and keep
-	// their own comment, so that releasing them later gives the user back what they had.
-	Adopted bool
 }
 
 // Plan is the input of one calculation.
 type Plan struct {
-	// Current are the entries the operator owns (any order).
+	// Current are the entries the operator owns and the adoption candidates (any order).
 	Current []Current
 	// Desired holds at most one endpoint per hostname (the registry merges claims).
 	Desired []*endpoint.Endpoint
@@ -55,9 +68,10 @@ type Plan struct {
 }
 
 // Calculate returns the changes, sorted by hostname, then action, then IP, so that dry-run
-// output and tests are stable. Entries are matched per hostname: an entry whose IP is still a
-// target is kept, a changed IP is updated in place on a surplus entry (keeping its ID), and only
-// what is left over becomes a create or a delete. Held endpoints leave their entries alone.
+// output and tests are stable. Entries are matched per hostname, without regard to case: an
+// entry whose IP is a target is kept for it, a changed IP is updated in place on a surplus
+// entry (keeping its ID), and only what is left over becomes a create or a delete. Adoption
+// candidates become Adopt changes; the registry decides whether policy allows them.
 func (p *Plan) Calculate() []Change {
 	policy := p.Policy
 	if policy == "" {
@@ -68,21 +82,18 @@ func (p *Plan) Calculate() []Change {
 	singles := make([]*Current, len(p.Current))
 	for i := range p.Current {
 		c := &p.Current[i]
-		if prev, ok := byHost[c.Hostname]; ok {
-			byHost[c.Hostname] = append(prev[:len(prev):len(prev)], c)
+		key := strings.ToLower(c.Hostname)
+		if prev, ok := byHost[key]; ok {
+			byHost[key] = append(prev[:len(prev):len(prev)], c)
 			continue
 		}
 		singles[i] = c
-		byHost[c.Hostname] = singles[i : i+1 : i+1]
+		byHost[key] = singles[i : i+1 : i+1]
 	}
 	var out []Change
 	seen := make(map[string]bool, len(p.Desired))
 	for _, ep := range p.Desired {
 		seen[ep.Hostname] = true
-		if ep.Held() {
-			// Nothing resolved (e.g. a load balancer between addresses): keep whatever exists.
-			continue
-		}
 		out = append(out, planHostname(ep, byHost[ep.Hostname], policy)...)
 	}
 	if policy.allowsDeletes() {
@@ -91,7 +102,9 @@ func (p *Plan) Calculate() []Change {
 				continue
 			}
 			for _, c := range recs {
-				out = append(out, Change{Action: Delete, Old: recordPtr(c.Record)})
+				if c.Class != Unowned {
+					out = append(out, Change{Action: Delete, Old: recordPtr(c.Record)})
+				}
 			}
 		}
 	}
@@ -99,57 +112,87 @@ func (p *Plan) Calculate() []Change {
 	return out
 }
 
-// planHostname matches one endpoint's targets to the entries that exist for its hostname.
+// planHostname matches one endpoint's targets to the entries that exist for its hostname:
+//
+//  1. each target keeps an entry that already has its IP, preferring an adopted entry, then
+//     one the operator created, then one it may adopt;
+//  2. targets left over take surplus entries, re-pointed: adopted first, then adoptable ones
+//     (a hand-made line with a stale address must not stay beside ours), then created ones;
+//  3. an adopted entry still left over takes a created entry's target, so adopted entries are
+//     the last to go while the hostname is wanted, and a created one goes instead;
+//  4. what is still missing is created; surplus created and adopted entries are deleted
+//     (the registry turns that into a grace period), surplus adoptable entries left alone.
 func planHostname(ep *endpoint.Endpoint, recs []*Current, policy Policy) []Change {
 	// The common case, one address served by one entry already right, costs no allocation.
-	if len(recs) == 1 && len(ep.Targets) == 1 && recs[0].IP == ep.Targets[0] && upToDate(ep, recs[0]) {
+	if len(recs) == 1 && len(ep.Targets) == 1 && recs[0].Class != Unowned && recs[0].IP == ep.Targets[0] && upToDate(ep, recs[0]) {
 		return nil
 	}
 	sort.Slice(recs, func(i, j int) bool { return recs[i].ID < recs[j].ID })
-	wanted := make(map[string]bool, len(ep.Targets))
-	for _, ip := range ep.Targets {
-		wanted[ip] = true
-	}
-	var (
-		out      []Change
-		kept     = make(map[string]bool, len(recs))
-		surplus  []*Current
-		missing  []string
-		matchIDs = make(map[string]*Current, len(recs))
-	)
-	for _, c := range recs {
-		if wanted[c.IP] && !kept[c.IP] {
-			kept[c.IP] = true
-			matchIDs[c.IP] = c
-			continue
+	assigned := make(map[string]*Current, len(ep.Targets))
+	used := make(map[*Current]bool, len(recs))
+	for _, class := range []Class{Adopted, Created, Unowned} {
+		for _, c := range recs {
+			if c.Class == class && !used[c] && assigned[c.IP] == nil && slices.Contains(ep.Targets, c.IP) {
+				assigned[c.IP], used[c] = c, true
+			}
 		}
-		// A second entry with the same IP, or an IP no longer wanted.
-		surplus = append(surplus, c)
 	}
+	var missing []string
 	for _, ip := range ep.Targets {
-		if !kept[ip] {
+		if assigned[ip] == nil {
 			missing = append(missing, ip)
 		}
 	}
-	if policy.allowsUpdates() {
-		// Reuse surplus entries for new IPs: an IP change becomes one in-place update.
-		for len(missing) > 0 && len(surplus) > 0 {
-			matchIDs[missing[0]] = surplus[0]
-			missing, surplus = missing[1:], surplus[1:]
+	for _, class := range []Class{Adopted, Unowned, Created} {
+		if class != Unowned && !policy.allowsUpdates() {
+			continue
 		}
-		for ip, c := range matchIDs {
-			want := desiredRecord(ep, c, ip)
-			if endpoint.Diff(&c.Record, want) != 0 {
-				out = append(out, Change{Action: Update, Old: recordPtr(c.Record), New: want})
+		for _, c := range recs {
+			if len(missing) == 0 {
+				break
 			}
+			if c.Class == class && !used[c] {
+				assigned[missing[0]], used[c] = c, true
+				missing = missing[1:]
+			}
+		}
+	}
+	if policy.allowsUpdates() {
+		for _, c := range recs {
+			if c.Class != Adopted || used[c] {
+				continue
+			}
+			for _, ip := range ep.Targets {
+				if a := assigned[ip]; a != nil && a.Class == Created {
+					used[a] = false
+					assigned[ip], used[c] = c, true
+					break
+				}
+			}
+		}
+	}
+	var out []Change
+	for _, ip := range ep.Targets {
+		c := assigned[ip]
+		if c == nil {
+			continue
+		}
+		want := desiredRecord(ep, c, ip)
+		switch {
+		case c.Class == Unowned:
+			out = append(out, Change{Action: Adopt, Old: recordPtr(c.Record), New: want})
+		case policy.allowsUpdates() && endpoint.Diff(&c.Record, want) != 0:
+			out = append(out, Change{Action: Update, Old: recordPtr(c.Record), New: want})
 		}
 	}
 	for _, ip := range missing {
 		out = append(out, Change{Action: Create, New: newRecord(ep, ip)})
 	}
 	if policy.allowsDeletes() {
-		for _, c := range surplus {
-			out = append(out, Change{Action: Delete, Old: recordPtr(c.Record)})
+		for _, c := range recs {
+			if !used[c] && c.Class != Unowned {
+				out = append(out, Change{Action: Delete, Old: recordPtr(c.Record)})
+			}
 		}
 	}
 	return out
@@ -158,26 +201,29 @@ func planHostname(ep *endpoint.Endpoint, recs []*Current, policy Policy) []Chang
 // upToDate reports whether entry c already is what desiredRecord would make of it (IP aside),
 // without building that record.
 func upToDate(ep *endpoint.Endpoint, c *Current) bool {
-	if !endpoint.SameSet(c.Aliases, ep.Aliases) {
+	if c.Hostname != ep.Hostname || !endpoint.SameSet(c.Aliases, ep.Aliases) {
 		return false
 	}
-	if c.Adopted {
-		return endpoint.SameUnion(c.Tags, ep.OwnerTags, c.Keep)
+	if c.Class == Adopted {
+		return len(c.Tags) == len(c.Keep)+len(ep.OwnerTags)+len(ep.TargetTags[c.IP]) &&
+			endpoint.SameUnion(c.Tags, c.Keep, ep.OwnerTags, ep.TargetTags[c.IP])
 	}
-	return c.Comment == ep.Comment && endpoint.SameUnion(c.Tags, ep.OwnerTags, c.Keep, ep.Tags)
+	return c.Comment == ep.Comment && endpoint.SameUnion(c.Tags, ep.OwnerTags, ep.TargetTags[c.IP], ep.Tags)
 }
 
-// desiredRecord is what entry c should look like to serve ep at ip.
+// desiredRecord is what entry c should look like to serve ep at ip. An adopted entry keeps
+// its comment and, ahead of the ownership tags, the tags in Keep; it takes none of the
+// cluster's user tags, so that releasing it gives back what the user had.
 func desiredRecord(ep *endpoint.Endpoint, c *Current, ip string) *endpoint.Record {
 	r := c.Record
-	r.IP = ip
-	r.Aliases = ep.Aliases
-	tags := append(append([]string{}, ep.OwnerTags...), c.Keep...)
-	if !c.Adopted {
-		tags = append(tags, ep.Tags...)
+	r.IP, r.Hostname, r.Aliases = ip, ep.Hostname, ep.Aliases
+	if c.Class == Created {
+		r.Tags = endpoint.SortedUnique(append(append(append([]string{}, ep.OwnerTags...), ep.TargetTags[ip]...), ep.Tags...))
 		r.Comment = ep.Comment
+		return &r
 	}
-	r.Tags = endpoint.SortedUnique(tags)
+	owner := endpoint.SortedUnique(append(append([]string{}, ep.OwnerTags...), ep.TargetTags[ip]...))
+	r.Tags = append(append(make([]string, 0, len(c.Keep)+len(owner)), c.Keep...), owner...)
 	return &r
 }
 
@@ -187,7 +233,7 @@ func newRecord(ep *endpoint.Endpoint, ip string) *endpoint.Record {
 		IP:       ip,
 		Hostname: ep.Hostname,
 		Aliases:  ep.Aliases,
-		Tags:     endpoint.SortedUnique(append(append([]string{}, ep.OwnerTags...), ep.Tags...)),
+		Tags:     endpoint.SortedUnique(append(append(append([]string{}, ep.OwnerTags...), ep.TargetTags[ip]...), ep.Tags...)),
 		Comment:  ep.Comment,
 	}
 }

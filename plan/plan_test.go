@@ -39,8 +39,20 @@ func TestCalculate(t *testing.T) {
 	withAliases.Aliases = []string{"x.lan", "y.lan"}
 	withTags := ep("a.lan", "10.0.0.1")
 	withTags.Tags = []string{"team-a"}
-	adopted := cur("1", "a.lan", "10.0.0.1", "k8s-operator", "mine", "pre-existing:true")
-	adopted.Adopted, adopted.Keep, adopted.Comment = true, []string{"mine", "pre-existing:true"}, "user's own"
+	adopted := cur("1", "a.lan", "10.0.0.1", "mine", "pre-existing:true", "k8s-operator")
+	adopted.Class, adopted.Keep, adopted.Comment = Adopted, []string{"mine", "pre-existing:true"}, "user's own"
+	// as builds an entry of another class, with its own tags kept.
+	as := func(c Current, class Class) Current {
+		c.Class = class
+		if class != Created {
+			c.Keep = []string{"user"}
+			c.Tags = []string{"user", "k8s-operator"}
+			if class == Unowned {
+				c.Tags = []string{"user"}
+			}
+		}
+		return c
+	}
 
 	tests := []struct {
 		name    string
@@ -62,8 +74,36 @@ func TestCalculate(t *testing.T) {
 			want: []string{"delete a.lan 10.0.0.1 2"}},
 		{name: "hostname gone is a delete", current: []Current{cur("1", "a.lan", "10.0.0.1")},
 			want: []string{"delete a.lan 10.0.0.1 1"}},
-		{name: "held endpoint keeps entries", current: []Current{cur("1", "a.lan", "10.0.0.1")}, desired: []*endpoint.Endpoint{ep("a.lan")}},
-		{name: "held endpoint creates nothing", desired: []*endpoint.Endpoint{ep("a.lan")}},
+		{name: "no target deletes what the registry did not keep", current: []Current{cur("1", "a.lan", "10.0.0.1")}, desired: []*endpoint.Endpoint{ep("a.lan")},
+			want: []string{"delete a.lan 10.0.0.1 1"}},
+		{name: "no target creates nothing", desired: []*endpoint.Endpoint{ep("a.lan")}},
+		{name: "candidate with a wanted ip is adopted for it, the other ip created",
+			current: []Current{as(cur("u", "a.lan", "10.0.0.2"), Unowned)}, desired: []*endpoint.Endpoint{ep("a.lan", "10.0.0.1", "10.0.0.2")},
+			want: []string{"adopt a.lan 10.0.0.2→10.0.0.2 u tags", "create a.lan 10.0.0.1"}},
+		{name: "candidates match without case and are re-spelled",
+			current: []Current{as(cur("u", "NAS.lan", "10.0.0.5"), Unowned)}, desired: []*endpoint.Endpoint{ep("nas.lan", "10.0.0.1")},
+			want: []string{"adopt NAS.lan 10.0.0.5→10.0.0.1 u ip,hostname,tags"}},
+		{name: "surplus candidates are left alone",
+			current: []Current{as(cur("u1", "a.lan", "10.0.0.1"), Unowned), as(cur("u2", "a.lan", "10.0.0.2"), Unowned)}, desired: []*endpoint.Endpoint{ep("a.lan", "10.0.0.1")},
+			want: []string{"adopt a.lan 10.0.0.1→10.0.0.1 u1 tags"}},
+		{name: "candidates of unwanted hostnames are left alone", current: []Current{as(cur("u", "a.lan", "10.0.0.1"), Unowned)}},
+		{name: "an adopted entry outlasts a created one while the hostname is wanted",
+			current: []Current{as(cur("a", "a.lan", "10.0.0.1"), Adopted), cur("c", "a.lan", "10.0.0.3")}, desired: []*endpoint.Endpoint{ep("a.lan", "10.0.0.3")},
+			want: []string{"delete a.lan 10.0.0.3 c", "update a.lan 10.0.0.1→10.0.0.3 a ip"}},
+		{name: "shrinking to the adopted ip deletes the created entry",
+			current: []Current{as(cur("a", "a.lan", "10.0.0.2"), Adopted), cur("c", "a.lan", "10.0.0.1")}, desired: []*endpoint.Endpoint{ep("a.lan", "10.0.0.2")},
+			want: []string{"delete a.lan 10.0.0.1 c"}},
+		{name: "a stale hand-made line is adopted rather than left beside a re-pointed created one",
+			current: []Current{cur("c", "a.lan", "10.0.0.7"), as(cur("u", "a.lan", "10.0.0.9"), Unowned)}, desired: []*endpoint.Endpoint{ep("a.lan", "10.0.0.1")},
+			want: []string{"delete a.lan 10.0.0.7 c", "adopt a.lan 10.0.0.9→10.0.0.1 u ip,tags"}},
+		{name: "an owned entry with the ip wins over a candidate with it",
+			current: []Current{cur("c", "a.lan", "10.0.0.1"), as(cur("u", "A.lan", "10.0.0.1"), Unowned)}, desired: []*endpoint.Endpoint{ep("a.lan", "10.0.0.1")}},
+		{name: "hostname gone deletes adopted entries too, never candidates",
+			current: []Current{as(cur("a", "a.lan", "10.0.0.1"), Adopted), as(cur("u", "a.lan", "10.0.0.2"), Unowned)},
+			want:    []string{"delete a.lan 10.0.0.1 a"}},
+		{name: "create-only leaves adoption to the registry and re-points nothing", policy: CreateOnly,
+			current: []Current{cur("c", "a.lan", "10.0.0.7"), as(cur("u", "b.lan", "10.0.0.9"), Unowned)}, desired: []*endpoint.Endpoint{ep("a.lan", "10.0.0.1"), ep("b.lan", "10.0.0.1")},
+			want: []string{"create a.lan 10.0.0.1", "adopt b.lan 10.0.0.9→10.0.0.1 u ip,tags"}},
 		{name: "aliases compare as sets", current: []Current{func() Current {
 			c := cur("1", "a.lan", "10.0.0.1")
 			c.Aliases = []string{"y.lan", "x.lan"}
@@ -94,8 +134,8 @@ func TestCalculate(t *testing.T) {
 }
 
 func TestCalculateAdoptedUpdateKeepsOwnTags(t *testing.T) {
-	c := cur("1", "a.lan", "10.0.0.1", "k8s-operator", "mine", "pre-existing:true")
-	c.Adopted, c.Keep, c.Comment = true, []string{"mine", "pre-existing:true"}, "user's own"
+	c := cur("1", "a.lan", "10.0.0.1", "mine", "pre-existing:true", "k8s-operator")
+	c.Class, c.Keep, c.Comment = Adopted, []string{"mine", "pre-existing:true"}, "user's own"
 	want := ep("a.lan", "10.0.0.2")
 	want.Tags = []string{"user-tag"}
 	cs := (&Plan{Current: []Current{c}, Desired: []*endpoint.Endpoint{want}}).Calculate()
@@ -103,7 +143,7 @@ func TestCalculateAdoptedUpdateKeepsOwnTags(t *testing.T) {
 		t.Fatalf("want one change, got %v", summary(cs))
 	}
 	got := cs[0].New
-	if !reflect.DeepEqual(got.Tags, []string{"k8s-operator", "mine", "pre-existing:true"}) || got.Comment != "user's own" || got.IP != "10.0.0.2" {
+	if !reflect.DeepEqual(got.Tags, []string{"mine", "pre-existing:true", "k8s-operator"}) || got.Comment != "user's own" || got.IP != "10.0.0.2" {
 		t.Fatalf("adopted update = %+v", got)
 	}
 }
@@ -116,5 +156,34 @@ func TestParsePolicy(t *testing.T) {
 	}
 	if _, err := ParsePolicy("delete-all"); err == nil {
 		t.Error("ParsePolicy accepted an unknown policy")
+	}
+}
+
+func TestTargetTagsGoToTheirOwnEntry(t *testing.T) {
+	want := ep("a.lan", "10.0.0.1", "10.0.0.2")
+	want.TargetTags = map[string][]string{"10.0.0.1": {"source:a"}, "10.0.0.2": {"grace-period:2", "source:b"}}
+	held := cur("2", "a.lan", "10.0.0.2", "grace-period:2", "k8s-operator", "source:b")
+	cs := (&Plan{Current: []Current{held}, Desired: []*endpoint.Endpoint{want}}).Calculate()
+	if got := summary(cs); !reflect.DeepEqual(got, []string{"create a.lan 10.0.0.1"}) {
+		t.Fatalf("changes = %q; the entry already right must not be written", got)
+	}
+	if tags := cs[0].New.Tags; !reflect.DeepEqual(tags, []string{"k8s-operator", "source:a"}) {
+		t.Fatalf("created tags = %q; want only its own target's tags", tags)
+	}
+}
+
+func TestAdoptionKeepsUserTagsInOrderAheadOfOwnership(t *testing.T) {
+	u := Current{Record: endpoint.Record{ID: "u", Hostname: "NAS.lan", IP: "10.0.0.5", Tags: []string{"z", "kind:printer", "a b"}, Comment: "mine"},
+		Class: Unowned, Keep: []string{"z", "kind:printer", "a b", "pre-existing:true"}}
+	want := ep("nas.lan", "10.0.0.5")
+	want.Tags = []string{"cluster-user-tag"}
+	want.TargetTags = map[string][]string{"10.0.0.5": {"source:x"}}
+	cs := (&Plan{Current: []Current{u}, Desired: []*endpoint.Endpoint{want}}).Calculate()
+	if len(cs) != 1 || cs[0].Action != Adopt {
+		t.Fatalf("changes = %q", summary(cs))
+	}
+	n := cs[0].New
+	if !reflect.DeepEqual(n.Tags, []string{"z", "kind:printer", "a b", "pre-existing:true", "k8s-operator", "source:x"}) || n.Comment != "mine" || n.Hostname != "nas.lan" {
+		t.Fatalf("adopted = %+v", n)
 	}
 }

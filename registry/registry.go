@@ -1,7 +1,7 @@
 // Package registry owns the operator's ownership policy. Ownership lives only in tags on the
 // router-hosts entries, so any replica, after any restart, reaches the same decisions from one
-// ListHosts: which entries are ours, which belong to another cluster, which may be adopted, and
-// when a pending deletion is due.
+// ListHosts: which entries are ours, which belong to another cluster, which may be adopted,
+// which namespace holds a hostname, and when a pending deletion is due.
 package registry
 
 import (
@@ -17,34 +17,10 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 )
 
-// The ownership tags, exactly as they appear on entries.
 const (
-	TagOwner           = "k8s-operator"
-	TagPreExisting     = "pre-existing:true"
-	PrefixCluster      = "cluster:"
-	PrefixSource       = "source:"
-	PrefixNamespace    = "namespace:"
-	PrefixKind         = "kind:"
-	PrefixPending      = "pending-deletion:"
-	PrefixGracePeriod  = "grace-period:"
 	commentPrefix      = "router-hosts-operator: "
-	preExistingPrefix  = "pre-existing:"
 	defaultGracePeriod = 5 * time.Minute
 )
-
-// operatorTag reports whether t is a tag the operator writes for its own bookkeeping; releasing
-// an adopted entry removes exactly these.
-func operatorTag(t string) bool {
-	if t == TagOwner {
-		return true
-	}
-	for _, p := range []string{PrefixCluster, PrefixSource, PrefixNamespace, PrefixKind, PrefixPending, PrefixGracePeriod, preExistingPrefix} {
-		if strings.HasPrefix(t, p) {
-			return true
-		}
-	}
-	return false
-}
 
 // Config is the registry's policy.
 type Config struct {
@@ -79,8 +55,8 @@ func New(cfg Config) (*Registry, error) {
 		if err := endpoint.ValidateTag(t); err != nil {
 			return nil, fmt.Errorf("default tag: %w", err)
 		}
-		if operatorTag(t) {
-			return nil, fmt.Errorf("default tag %q collides with the operator's own tags", t)
+		if err := CheckUserTag(t); err != nil {
+			return nil, fmt.Errorf("default tag: %w", err)
 		}
 	}
 	if cfg.GracePeriod < 0 {
@@ -95,26 +71,41 @@ func New(cfg Config) (*Registry, error) {
 	return &Registry{cfg: cfg, clusterTag: clusterTag, log: cfg.Log}, nil
 }
 
-// State is the server's entries sorted by who owns them.
+// State is the server's entries sorted by who owns them, and what the registry found wrong
+// with the cluster's claims.
 type State struct {
-	// Owned entries carry k8s-operator and this cluster's tag.
+	// Owned entries carry k8s-operator and this cluster's tag, both written by the operator.
 	Owned []endpoint.Record
 	// Foreign entries carry k8s-operator and another cluster's tag; they are never written.
+	// Keyed by lowercase hostname.
 	Foreign map[string][]endpoint.Record
-	// Unowned entries lack k8s-operator; they may only be adopted.
+	// Unowned entries lack k8s-operator; they may only be adopted. Keyed by lowercase
+	// hostname, because DNS names compare without case.
 	Unowned map[string][]endpoint.Record
 	// Conflicts are the claims Desired turned down.
 	Conflicts []Conflict
+	// Problems are the parts of claims Desired dropped, such as reserved tags.
+	Problems []Problem
+
+	views map[string]view // by entry ID, for owned entries
 }
 
-// Conflict is a claim on a hostname that lost to an older claim from another namespace, or to
-// another cluster.
+// Conflict is a claim on a hostname that lost to the namespace holding it, or to another
+// cluster.
 type Conflict struct {
 	Hostname string
 	Loser    endpoint.SourceRef
-	// Winner names who holds the hostname: "namespace/name" of the older claim, or the other
-	// cluster.
+	// Winner names who holds the hostname: "namespace <ns>", "namespace/name" of the older
+	// claim, or "cluster <name>".
 	Winner string
+}
+
+// Problem is a part of an object's claim the registry refused to write.
+type Problem struct {
+	Source endpoint.SourceRef
+	// Tag is the user-supplied tag that was dropped because it is reserved.
+	Tag     string
+	Message string
 }
 
 // ForeignCount is the number of entries owned by other clusters.
@@ -126,59 +117,72 @@ func (s *State) ForeignCount() int {
 	return n
 }
 
-// Classify sorts the records of one ListHosts by owner.
+// Classify sorts the records of one ListHosts by owner. Only tags the operator wrote count:
+// a tag an adopted entry carried before adoption (recorded in its loan) never makes it
+// another cluster's, nor marks it for deletion.
 func (r *Registry) Classify(records []endpoint.Record) *State {
-	st := &State{Foreign: map[string][]endpoint.Record{}, Unowned: map[string][]endpoint.Record{}}
-	for _, rec := range records {
+	st := &State{Foreign: map[string][]endpoint.Record{}, Unowned: map[string][]endpoint.Record{}, views: map[string]view{}}
+	for i := range records {
+		rec := records[i]
+		key := strings.ToLower(rec.Hostname)
+		v := viewOf(&rec)
 		switch {
-		case !rec.HasTag(TagOwner):
-			st.Unowned[rec.Hostname] = append(st.Unowned[rec.Hostname], rec)
-		case rec.HasTag(r.clusterTag):
+		case !v.has(TagOwner):
+			st.Unowned[key] = append(st.Unowned[key], rec)
+		case r.ours(&v):
 			st.Owned = append(st.Owned, rec)
+			st.views[rec.ID] = v
 		default:
-			st.Foreign[rec.Hostname] = append(st.Foreign[rec.Hostname], rec)
+			st.Foreign[key] = append(st.Foreign[key], rec)
 		}
 	}
 	return st
 }
 
-// Current turns owned entries into plan input: an adopted entry keeps its own tags.
-func (r *Registry) Current(st *State) []plan.Current {
+// Current turns the owned entries, and the unowned ones that desired hostnames could adopt,
+// into plan input. The tags the plan must keep on an adopted entry are the user's own,
+// verbatim and in order, then the loan record; for an adoption candidate, its tags and the
+// loan record adopting it would write.
+func (r *Registry) Current(st *State, desired []*endpoint.Endpoint) []plan.Current {
 	out := make([]plan.Current, 0, len(st.Owned))
 	for _, rec := range st.Owned {
-		c := plan.Current{Record: rec}
-		if rec.HasTag(TagPreExisting) {
-			c.Adopted = true
-			c.Keep = append(userTags(rec.Tags), TagPreExisting)
+		c := plan.Current{Record: rec, Class: plan.Created}
+		if v := st.views[rec.ID]; v.has(TagPreExisting) {
+			c.Class = plan.Adopted
+			c.Keep = append(append(append([]string{}, v.user...), TagPreExisting), v.loanTags()...)
 		}
 		out = append(out, c)
 	}
-	return out
-}
-
-// userTags returns the tags of an entry that the operator did not write.
-func userTags(tags []string) []string {
-	var out []string
-	for _, t := range tags {
-		if !operatorTag(t) {
-			out = append(out, t)
+	for _, ep := range desired {
+		for _, rec := range st.Unowned[ep.Hostname] {
+			out = append(out, plan.Current{Record: rec, Class: plan.Unowned, Keep: append(append([]string{}, rec.Tags...), loanRecord(&rec)...)})
 		}
 	}
 	return out
 }
 
-// Desired merges the sources' endpoints into one per hostname and adds the ownership tags,
-// default tags and provenance comment. Claims on one hostname from one namespace merge; across
-// namespaces the oldest claim wins so that one tenant cannot take over another's hostname. A
-// hostname held by another cluster is left to it.
+// Desired merges the sources' endpoints into one per hostname and derives the ownership tags,
+// default tags and provenance comment.
+//
+//   - A hostname another cluster holds is left to it.
+//   - One namespace holds a hostname: the one named on the entries this cluster already has
+//     for it, until they are gone; only a hostname with no entry goes to the oldest claim.
+//     Other namespaces' claims are conflicts, so no tenant can take a hostname over.
+//   - Claims of the holding namespace merge: each address carries the source: tags of the
+//     objects that want it and the longest of their grace periods.
+//   - An object that resolves no address keeps exactly the entries that carry its source:
+//     tag (those not already marked for deletion): they stay wanted as they are.
+//   - Reserved tags among the user's tags are dropped and reported as Problems.
 func (r *Registry) Desired(eps []*endpoint.Endpoint, st *State) []*endpoint.Endpoint {
 	byHost := map[string][]*endpoint.Endpoint{}
 	for _, ep := range eps {
 		byHost[ep.Hostname] = append(byHost[ep.Hostname], ep)
 	}
-	owned := map[string]bool{}
-	for _, rec := range st.Owned {
-		owned[rec.Hostname] = true
+	ownedByHost := map[string][]*endpoint.Record{}
+	for i := range st.Owned {
+		rec := &st.Owned[i]
+		key := strings.ToLower(rec.Hostname)
+		ownedByHost[key] = append(ownedByHost[key], rec)
 	}
 	hosts := make([]string, 0, len(byHost))
 	for h := range byHost {
@@ -187,67 +191,106 @@ func (r *Registry) Desired(eps []*endpoint.Endpoint, st *State) []*endpoint.Endp
 	sort.Strings(hosts)
 	out := make([]*endpoint.Endpoint, 0, len(hosts))
 	for _, h := range hosts {
-		if len(st.Foreign[h]) > 0 && !owned[h] {
-			r.log.WithFields(logrus.Fields{"hostname": h, "owner": clusterOf(st.Foreign[h][0])}).
-				Warn("hostname is managed by another cluster; not writing it")
-			for _, c := range byHost[h] {
-				st.Conflicts = append(st.Conflicts, Conflict{Hostname: h, Loser: c.Sources[0], Winner: "cluster " + clusterOf(st.Foreign[h][0])})
+		claims := byHost[h]
+		if len(st.Foreign[h]) > 0 && len(ownedByHost[h]) == 0 {
+			owner := clusterOf(&st.Foreign[h][0])
+			r.log.WithFields(logrus.Fields{"hostname": h, "owner": owner}).Warn("hostname is managed by another cluster; not writing it")
+			for _, c := range claims {
+				st.Conflicts = append(st.Conflicts, Conflict{Hostname: h, Loser: c.Sources[0], Winner: "cluster " + owner})
 			}
 			continue
 		}
-		out = append(out, r.merge(h, byHost[h], st))
+		if m := r.merge(h, claims, ownedByHost[h], st); m != nil {
+			out = append(out, m)
+		}
 	}
 	return out
 }
 
-func clusterOf(rec endpoint.Record) string {
-	v, _ := rec.TagValue(PrefixCluster)
-	return v
+func clusterOf(rec *endpoint.Record) string {
+	v := viewOf(rec)
+	c, _ := v.value(PrefixCluster)
+	return c
 }
 
-// merge combines the claims on one hostname into the endpoint the plan sees.
-func (r *Registry) merge(host string, claims []*endpoint.Endpoint, st *State) *endpoint.Endpoint {
+// holder is the namespace named on the hostname's owned entries, "" when there is none.
+func (r *Registry) holder(owned []*endpoint.Record, st *State) string {
+	best := ""
+	for _, rec := range owned {
+		v := st.views[rec.ID]
+		if ns, ok := v.value(PrefixNamespace); ok && (best == "" || ns < best) {
+			best = ns
+		}
+	}
+	return best
+}
+
+// merge combines the claims on one hostname into the endpoint the plan sees; nil when every
+// claim lost to the holding namespace.
+func (r *Registry) merge(host string, claims []*endpoint.Endpoint, owned []*endpoint.Record, st *State) *endpoint.Endpoint {
 	sort.SliceStable(claims, func(i, j int) bool { return olderClaim(claims[i], claims[j]) })
-	winner := claims[0].Sources[0].Namespace
-	m := &endpoint.Endpoint{Hostname: host}
-	var targets, aliases, tags []string
-	kinds := map[string]bool{}
+	winner := r.holder(owned, st)
+	winnerText := "namespace " + winner
+	if winner == "" {
+		winner = claims[0].Sources[0].Namespace
+		winnerText = winner + "/" + claims[0].Sources[0].Name
+	}
+	m := &endpoint.Endpoint{Hostname: host, TargetTags: map[string][]string{}}
+	var (
+		targets, aliases, tags []string
+		kinds                  = map[string]bool{}
+		graces                 = map[string][]*time.Duration{} // per target, nil = default
+	)
 	for _, c := range claims {
 		src := c.Sources[0]
 		if src.Namespace != winner {
-			r.log.WithFields(logrus.Fields{"hostname": host, "namespace": src.Namespace, "name": src.Name, "kind": src.Kind, "owner_namespace": winner}).
-				Warn("hostname is already claimed by an older object in another namespace; ignoring this claim")
-			st.Conflicts = append(st.Conflicts, Conflict{Hostname: host, Loser: src, Winner: winner + "/" + claims[0].Sources[0].Name})
+			r.log.WithFields(logrus.Fields{"hostname": host, "namespace": src.Namespace, "name": src.Name, "kind": src.Kind, "holder": winnerText}).
+				Warn("hostname is held by another namespace; ignoring this claim")
+			st.Conflicts = append(st.Conflicts, Conflict{Hostname: host, Loser: src, Winner: winnerText})
 			continue
 		}
-		targets = append(targets, c.Targets...)
-		aliases = append(aliases, c.Aliases...)
-		tags = append(tags, c.Tags...)
-		m.Sources = append(m.Sources, c.Sources...)
-		if c.GracePeriod != nil && (m.GracePeriod == nil || *c.GracePeriod > *m.GracePeriod) {
-			// The longest grace period among the claims is the safe one.
-			g := *c.GracePeriod
-			m.GracePeriod = &g
+		want := c.Targets
+		if c.Held() {
+			want = r.heldTargets(c, owned, st)
 		}
+		for _, ip := range want {
+			for _, s := range c.Sources {
+				m.TargetTags[ip] = append(m.TargetTags[ip], PrefixSource+s.UID)
+			}
+			graces[ip] = append(graces[ip], c.GracePeriod)
+		}
+		targets = append(targets, want...)
+		aliases = append(aliases, c.Aliases...)
+		for _, t := range c.Tags {
+			if err := CheckUserTag(t); err != nil {
+				st.Problems = append(st.Problems, Problem{Source: src, Tag: t, Message: err.Error() + "; dropped"})
+				continue
+			}
+			tags = append(tags, t)
+		}
+		m.Sources = append(m.Sources, c.Sources...)
 		for _, s := range c.Sources {
 			kinds[s.Kind] = true
 		}
 	}
+	if len(m.Sources) == 0 {
+		return nil
+	}
 	m.Targets = endpoint.SortedUnique(targets)
+	for ip, ts := range m.TargetTags {
+		if g := r.graceTag(graces[ip]); g != "" {
+			ts = append(ts, g)
+		}
+		m.TargetTags[ip] = endpoint.SortedUnique(ts)
+	}
 	m.Aliases = endpoint.SortedUnique(aliases)
 	if len(m.Aliases) > endpoint.MaxAliases {
 		m.Aliases = m.Aliases[:endpoint.MaxAliases]
 	}
 	m.Tags = endpoint.SortedUnique(append(tags, r.cfg.DefaultTags...))
 	owner := []string{TagOwner, r.clusterTag, PrefixNamespace + winner}
-	for _, s := range m.Sources {
-		owner = append(owner, PrefixSource+s.UID)
-	}
 	for k := range kinds {
 		owner = append(owner, PrefixKind+k)
-	}
-	if m.GracePeriod != nil {
-		owner = append(owner, PrefixGracePeriod+strconv.FormatInt(int64(m.GracePeriod.Seconds()), 10))
 	}
 	m.OwnerTags = endpoint.SortedUnique(owner)
 	m.Comment = commentPrefix + m.Sources[0].String()
@@ -257,6 +300,51 @@ func (r *Registry) merge(host string, claims []*endpoint.Endpoint, st *State) *e
 	return m
 }
 
+// heldTargets are the addresses of the hostname's entries that carry a held claim's source
+// tag and are not already on their way out.
+func (r *Registry) heldTargets(c *endpoint.Endpoint, owned []*endpoint.Record, st *State) []string {
+	var out []string
+	for _, rec := range owned {
+		v := st.views[rec.ID]
+		if _, marked := v.value(PrefixPending); marked {
+			continue
+		}
+		for _, s := range c.Sources {
+			if v.has(PrefixSource + s.UID) {
+				out = append(out, rec.IP)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// graceTag is the grace-period tag of an address wanted by objects with these grace periods
+// (nil for an object without the annotation, which counts as the default): the longest wins,
+// and no tag is written when that is the default of an object without the annotation.
+func (r *Registry) graceTag(gs []*time.Duration) string {
+	var (
+		longest    time.Duration
+		anyDefault bool
+		anySet     bool
+	)
+	for _, g := range gs {
+		d := r.cfg.GracePeriod
+		if g == nil {
+			anyDefault = true
+		} else {
+			d, anySet = *g, true
+		}
+		if d > longest {
+			longest = d
+		}
+	}
+	if !anySet || (anyDefault && longest == r.cfg.GracePeriod) {
+		return ""
+	}
+	return PrefixGracePeriod + strconv.FormatInt(int64(longest/time.Second), 10)
+}
+
 // olderClaim orders claims by their oldest source: creation time, then UID.
 func olderClaim(a, b *endpoint.Endpoint) bool {
 	sa, sb := a.Sources[0], b.Sources[0]
@@ -264,4 +352,44 @@ func olderClaim(a, b *endpoint.Endpoint) bool {
 		return sa.CreationTimestamp.Before(sb.CreationTimestamp)
 	}
 	return sa.UID < sb.UID
+}
+
+// SourceUIDs returns the UIDs of the objects that want rec's address, read from the tags the
+// operator wrote; observers use it instead of parsing tags.
+func SourceUIDs(rec *endpoint.Record) []string {
+	v := viewOf(rec)
+	return v.values(PrefixSource)
+}
+
+// Owner returns the namespace and the kinds named on rec by the operator.
+func Owner(rec *endpoint.Record) (namespace string, kinds []string) {
+	v := viewOf(rec)
+	namespace, _ = v.value(PrefixNamespace)
+	return namespace, v.values(PrefixKind)
+}
+
+// ours reports whether the operator's tags name this cluster and no other: an entry that
+// names two clusters was written by hand, and belongs to neither.
+func (r *Registry) ours(v *view) bool {
+	cs := v.values(PrefixCluster)
+	if !v.has(TagOwner) || len(cs) == 0 {
+		return false
+	}
+	for _, c := range cs {
+		if c != r.cfg.ClusterName {
+			return false
+		}
+	}
+	return true
+}
+
+// StillApplies reports whether change c may still be written to fresh, the entry as re-read
+// after a version conflict: an adoption only while the entry is nobody's, anything else only
+// while it is this cluster's.
+func (r *Registry) StillApplies(c *plan.Change, fresh *endpoint.Record) bool {
+	v := viewOf(fresh)
+	if c.Action == plan.Adopt {
+		return !v.has(TagOwner)
+	}
+	return r.ours(&v)
 }

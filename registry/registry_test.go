@@ -34,8 +34,8 @@ func owned(id, host, ip string, extra ...string) endpoint.Record {
 func run(r *Registry, now time.Time, records []endpoint.Record, eps ...*endpoint.Endpoint) Result {
 	st := r.Classify(records)
 	desired := r.Desired(eps, st)
-	changes := (&plan.Plan{Current: r.Current(st), Desired: desired, Policy: r.cfg.Policy}).Calculate()
-	return r.Apply(now, st, desired, changes)
+	changes := (&plan.Plan{Current: r.Current(st, desired), Desired: desired, Policy: r.cfg.Policy}).Calculate()
+	return r.Apply(now, st, changes)
 }
 
 func actions(res Result) []string {
@@ -100,8 +100,21 @@ func TestApply(t *testing.T) {
 			want: []string{"release nas.lan 1"}},
 		{name: "reappearing hostname is unmarked", records: []endpoint.Record{owned("1", "web.lan", "10.0.0.1", marked(t0.Add(-time.Minute), "homelab", "kind:Ingress", "namespace:d", "source:u")...)},
 			eps: []*endpoint.Endpoint{claim("web.lan", "d", "n", "u", 0, "10.0.0.1")}, want: []string{"unmark web.lan 1"}},
-		{name: "held hostname is unmarked", records: []endpoint.Record{owned("1", "web.lan", "10.0.0.1", marked(t0.Add(-time.Minute))...)},
-			eps: []*endpoint.Endpoint{claim("web.lan", "d", "n", "u", 0)}, want: []string{"unmark web.lan 1"}},
+		{name: "held claim keeps its entry as it is", records: []endpoint.Record{func() endpoint.Record {
+			r := owned("1", "web.lan", "10.0.0.1", "homelab", "kind:Ingress", "namespace:d", "source:u")
+			r.Comment = "router-hosts-operator: Ingress d/n"
+			return r
+		}()},
+			eps: []*endpoint.Endpoint{claim("web.lan", "d", "n", "u", 0)}},
+		{name: "held claim does not revive an entry already leaving", records: []endpoint.Record{owned("1", "web.lan", "10.0.0.1", marked(t0.Add(-time.Minute), "source:u")...)},
+			eps: []*endpoint.Endpoint{claim("web.lan", "d", "n", "u", 0)}, pending: 1, nextExpiry: t0.Add(4 * time.Minute)},
+		{name: "held claim keeps nothing of another object's entry", records: []endpoint.Record{owned("1", "web.lan", "10.0.0.1", "source:other")},
+			eps: []*endpoint.Endpoint{claim("web.lan", "d", "n", "u", 0)}, want: []string{"mark web.lan 1"}, pending: 1, nextExpiry: t0.Add(5 * time.Minute)},
+		{name: "create-only never unmarks", policy: plan.CreateOnly, records: []endpoint.Record{owned("1", "web.lan", "10.0.0.1", marked(t0.Add(-time.Minute), "homelab", "kind:Ingress", "namespace:d", "source:u")...)},
+			eps: []*endpoint.Endpoint{claim("web.lan", "d", "n", "u", 0, "10.0.0.1")}, pending: 1},
+		{name: "create-only never changes an entry", policy: plan.CreateOnly, records: []endpoint.Record{owned("1", "web.lan", "10.0.0.1")},
+			eps: []*endpoint.Endpoint{claim("web.lan", "d", "n", "u", 0, "10.0.0.2")}, want: []string{"create web.lan"}},
+		{name: "upsert-only never releases", policy: plan.UpsertOnly, records: []endpoint.Record{owned("1", "nas.lan", "10.0.0.1", marked(t0.Add(-time.Hour), "pre-existing:true")...)}, pending: 1},
 		{name: "upsert-only never marks", policy: plan.UpsertOnly, records: []endpoint.Record{owned("1", "old.lan", "10.0.0.1")}},
 		{name: "unowned entries are never deleted", records: []endpoint.Record{unowned}},
 	}
@@ -127,44 +140,158 @@ func TestApply(t *testing.T) {
 
 func TestAdoptKeepsOwnTagsAndReleaseRestoresThem(t *testing.T) {
 	r := newReg(t, plan.Sync)
-	unowned := endpoint.Record{ID: "u1", Hostname: "nas.lan", IP: "192.168.1.5", Tags: []string{"manual"}, Comment: "mine", Version: "3"}
-	res := run(r, t0, []endpoint.Record{unowned}, claim("nas.lan", "d", "n", "uid", 0, "10.0.0.5"))
-	n := res.Changes[0].New
-	want := []string{"cluster:home", "k8s-operator", "kind:Ingress", "manual", "namespace:d", "pre-existing:true", "source:uid"}
-	if !reflect.DeepEqual(n.Tags, want) || n.IP != "10.0.0.5" || n.Comment != "mine" || n.ID != "u1" {
-		t.Fatalf("adopted = %+v", n)
+	found := endpoint.Record{ID: "u1", Hostname: "NAS.lan", IP: "192.168.1.5", Aliases: []string{"old.lan"},
+		Tags: []string{"manual", "kind:printer", "cluster:proxmox", "has space"}, Comment: "mine", Version: "3"}
+	res := run(r, t0, []endpoint.Record{found}, claim("nas.lan", "d", "n", "uid", 0, "10.0.0.5"))
+	if got := actions(res); !reflect.DeepEqual(got, []string{"adopt nas.lan u1"}) {
+		t.Fatalf("changes = %v", got)
 	}
-	// The next sync with the same claim is a no-op.
+	n := res.Changes[0].New
+	want := []string{"manual", "kind:printer", "cluster:proxmox", "has space",
+		"pre-existing:true", "original-ip:192.168.1.5", "original-hostname:NAS.lan", "original-alias:old.lan",
+		"original-tag:kind:printer", "original-tag:cluster:proxmox",
+		"cluster:home", "k8s-operator", "kind:Ingress", "namespace:d", "source:uid"}
+	if !reflect.DeepEqual(n.Tags, want) || n.IP != "10.0.0.5" || n.Hostname != "nas.lan" || n.Aliases != nil || n.Comment != "mine" || n.ID != "u1" {
+		t.Fatalf("adopted = %+v\nwant tags %q", n, want)
+	}
+	// The next sync with the same claim is a no-op: the user's look-alike tags are theirs.
 	if res := run(r, t0, []endpoint.Record{*n}, claim("nas.lan", "d", "n", "uid", 0, "10.0.0.5")); len(res.Changes) != 0 {
 		t.Fatalf("second sync = %v", actions(res))
 	}
-	// The claim goes: mark, then release after the grace period with the user's tags only.
+	// Another cluster sharing the server reads the entry as ours, not its own.
+	proxmox, err := New(Config{ClusterName: "proxmox", GracePeriod: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := proxmox.Classify([]endpoint.Record{*n}); len(st.Owned) != 0 || st.ForeignCount() != 1 {
+		t.Fatalf("cluster proxmox owns %d entries; the adopted entry is home's", len(st.Owned))
+	}
+	// The claim goes: mark, then release after the grace period: exactly what was found.
 	res = run(r, t0, []endpoint.Record{*n})
 	m := res.Changes[0].New
 	res = run(r, t0.Add(6*time.Minute), []endpoint.Record{*m})
 	if got := actions(res); !reflect.DeepEqual(got, []string{"release nas.lan u1"}) {
 		t.Fatalf("changes = %v", got)
 	}
-	if got := res.Changes[0].New.Tags; !reflect.DeepEqual(got, []string{"manual"}) {
-		t.Fatalf("released tags = %q", got)
+	back := *res.Changes[0].New
+	back.Version = found.Version
+	if !reflect.DeepEqual(back, found) {
+		t.Fatalf("released = %+v\n   found %+v", back, found)
 	}
 }
 
 func TestDesiredClaims(t *testing.T) {
 	r := newReg(t, plan.Sync)
 	old := claim("app.lan", "team-a", "app", "uid-a", time.Hour, "10.0.0.1")
-	sameNS := claim("app.lan", "team-a", "app-api", "uid-a2", time.Minute, "10.0.0.2")
+	sameNS := claim("app.lan", "team-a", "app-api", "uid-a2", time.Minute, "10.0.0.2", "10.0.0.1")
 	intruder := claim("app.lan", "team-b", "steal", "uid-b", 0, "10.6.6.6")
-	got := r.Desired([]*endpoint.Endpoint{intruder, sameNS, old}, r.Classify(nil))
+	st := r.Classify(nil)
+	got := r.Desired([]*endpoint.Endpoint{intruder, sameNS, old}, st)
 	if len(got) != 1 {
 		t.Fatalf("desired = %d endpoints", len(got))
 	}
 	if want := []string{"10.0.0.1", "10.0.0.2"}; !reflect.DeepEqual(got[0].Targets, want) {
 		t.Fatalf("targets = %q, want %q", got[0].Targets, want)
 	}
-	want := []string{"cluster:home", "k8s-operator", "kind:Ingress", "namespace:team-a", "source:uid-a", "source:uid-a2"}
+	want := []string{"cluster:home", "k8s-operator", "kind:Ingress", "namespace:team-a"}
 	if !reflect.DeepEqual(got[0].OwnerTags, want) {
 		t.Fatalf("owner tags = %q, want %q", got[0].OwnerTags, want)
+	}
+	wantTargets := map[string][]string{"10.0.0.1": {"source:uid-a", "source:uid-a2"}, "10.0.0.2": {"source:uid-a2"}}
+	if !reflect.DeepEqual(got[0].TargetTags, wantTargets) {
+		t.Fatalf("target tags = %q, want %q", got[0].TargetTags, wantTargets)
+	}
+	if len(st.Conflicts) != 1 || st.Conflicts[0].Loser.UID != "uid-b" {
+		t.Fatalf("conflicts = %+v", st.Conflicts)
+	}
+}
+
+func TestHolderNamespaceIsSticky(t *testing.T) {
+	r := newReg(t, plan.Sync)
+	// team-b has held pay.lan for a day; team-a re-points a year-old Ingress at it.
+	held := owned("1", "pay.lan", "10.0.0.2", "namespace:team-b", "kind:Ingress", "source:uid-b")
+	yearOld := claim("pay.lan", "team-a", "old", "uid-a", 365*24*time.Hour, "10.6.6.6")
+	dayOld := claim("pay.lan", "team-b", "pay", "uid-b", 24*time.Hour, "10.0.0.2")
+	st := r.Classify([]endpoint.Record{held})
+	got := r.Desired([]*endpoint.Endpoint{yearOld, dayOld}, st)
+	if len(got) != 1 || got[0].Sources[0].UID != "uid-b" || len(st.Conflicts) != 1 || st.Conflicts[0].Loser.UID != "uid-a" {
+		t.Fatalf("desired %+v conflicts %+v; want team-b to keep it", got, st.Conflicts)
+	}
+	// team-b deletes its Ingress: the entry is marked, and team-a still waits.
+	marked := owned("1", "pay.lan", "10.0.0.2", "namespace:team-b", "source:uid-b", PrefixPending+t0.Format(time.RFC3339))
+	st = r.Classify([]endpoint.Record{marked})
+	if got := r.Desired([]*endpoint.Endpoint{yearOld}, st); len(got) != 0 || len(st.Conflicts) != 1 {
+		t.Fatalf("during team-b's grace: desired %+v conflicts %+v", got, st.Conflicts)
+	}
+	// Once the entry is gone, the oldest claim wins.
+	st = r.Classify(nil)
+	if got := r.Desired([]*endpoint.Endpoint{yearOld}, st); len(got) != 1 || got[0].Sources[0].UID != "uid-a" {
+		t.Fatalf("after the entry went: %+v", got)
+	}
+}
+
+func TestGraceIsPerClaim(t *testing.T) {
+	r := newReg(t, plan.Sync) // default 5m
+	short, long := 2*time.Second, time.Hour
+	a := claim("shop.lan", "d", "a", "uid-a", time.Hour, "10.0.0.1")
+	b := claim("shop.lan", "d", "b", "uid-b", time.Hour, "10.0.0.2", "10.0.0.3")
+	b.GracePeriod = &short
+	c := claim("shop.lan", "d", "c", "uid-c", time.Hour, "10.0.0.3", "10.0.0.4")
+	c.GracePeriod = &long
+	got := r.Desired([]*endpoint.Endpoint{a, b, c}, r.Classify(nil))[0].TargetTags
+	want := map[string][]string{
+		"10.0.0.1": {"source:uid-a"},                                      // the default: no tag
+		"10.0.0.2": {"grace-period:2", "source:uid-b"},                    // b alone
+		"10.0.0.3": {"grace-period:3600", "source:uid-b", "source:uid-c"}, // the longest
+		"10.0.0.4": {"grace-period:3600", "source:uid-c"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("target tags = %q\nwant %q", got, want)
+	}
+	// An object without the annotation counts as the default, which beats a shorter one.
+	a2 := claim("shop.lan", "d", "a", "uid-a", time.Hour, "10.0.0.2")
+	got = r.Desired([]*endpoint.Endpoint{a2, b}, r.Classify(nil))[0].TargetTags
+	if !reflect.DeepEqual(got["10.0.0.2"], []string{"source:uid-a", "source:uid-b"}) {
+		t.Fatalf("10.0.0.2 tags = %q; want the default (no tag)", got["10.0.0.2"])
+	}
+}
+
+func TestReservedUserTagsAreDroppedAndReported(t *testing.T) {
+	r := newReg(t, plan.Sync)
+	ep := claim("web.lan", "d", "web", "uid", 0, "10.0.0.1")
+	ep.Tags = []string{"cluster:other", "k8s-operator", "ok", "pending-deletion:2099-01-01T00:00:00Z", "pre-existing:true", "grace-period:0", "source:x", "original-ip:1.2.3.4"}
+	st := r.Classify(nil)
+	got := r.Desired([]*endpoint.Endpoint{ep}, st)
+	if !reflect.DeepEqual(got[0].Tags, []string{"homelab", "ok"}) {
+		t.Fatalf("tags = %q; want only the user's unreserved ones", got[0].Tags)
+	}
+	if len(st.Problems) != 7 {
+		t.Fatalf("problems = %d, want one per reserved tag: %+v", len(st.Problems), st.Problems)
+	}
+	for _, p := range st.Problems {
+		if p.Source.UID != "uid" || !Reserved(p.Tag) {
+			t.Fatalf("problem %+v", p)
+		}
+	}
+}
+
+func TestStillApplies(t *testing.T) {
+	r := newReg(t, plan.Sync)
+	mine := owned("1", "a.lan", "10.0.0.1")
+	theirs := endpoint.Record{ID: "1", Hostname: "a.lan", Tags: []string{"k8s-operator", "cluster:other"}}
+	hand := endpoint.Record{ID: "1", Hostname: "a.lan", Tags: []string{"cluster:home"}}
+	for _, tc := range []struct {
+		action plan.Action
+		fresh  endpoint.Record
+		want   bool
+	}{
+		{plan.Update, mine, true}, {plan.Update, theirs, false}, {plan.Update, hand, false},
+		{plan.Mark, theirs, false}, {plan.Release, hand, false},
+		{plan.Adopt, hand, true}, {plan.Adopt, theirs, false}, {plan.Adopt, mine, false},
+	} {
+		if got := r.StillApplies(&plan.Change{Action: tc.action}, &tc.fresh); got != tc.want {
+			t.Errorf("%s on %q = %v, want %v", tc.action, tc.fresh.Tags, got, tc.want)
+		}
 	}
 }
 

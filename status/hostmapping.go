@@ -5,7 +5,9 @@ package status
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/provider"
 	"github.com/router-hosts-operator/router-hosts-operator/source"
 )
 
@@ -29,6 +32,8 @@ const (
 	ReasonConflict          = "Conflict"
 	ReasonNoAddress         = "NoAddress"
 	ReasonWriteFailed       = "WriteFailed"
+	// ReasonAuthenticationFailed: router-hosts refused the TLS authentication.
+	ReasonAuthenticationFailed = "AuthenticationFailed"
 )
 
 // Objects lists HostMappings from a cache (the HostMapping source).
@@ -70,8 +75,12 @@ func (h *HostMappings) Report(ctx context.Context, r *controller.Report) {
 	for _, ep := range r.Desired {
 		desired[ep.Hostname] = ep
 	}
+	dropped := map[string][]string{}
+	for _, p := range r.Problems {
+		dropped[p.Source.UID] = append(dropped[p.Source.UID], p.Message)
+	}
 	for _, u := range objs {
-		want := h.compute(u, r, desired)
+		want := h.compute(u, r, desired, dropped[string(u.GetUID())])
 		if want == current(u) {
 			continue
 		}
@@ -81,7 +90,7 @@ func (h *HostMappings) Report(ctx context.Context, r *controller.Report) {
 	}
 }
 
-func (h *HostMappings) compute(u *unstructured.Unstructured, r *controller.Report, desired map[string]*endpoint.Endpoint) state {
+func (h *HostMappings) compute(u *unstructured.Unstructured, r *controller.Report, desired map[string]*endpoint.Endpoint, dropped []string) state {
 	prev := current(u)
 	st := state{gen: u.GetGeneration(), id: prev.id}
 	eps, problems := source.HostMappingEndpoints(u, h.resolver)
@@ -89,10 +98,13 @@ func (h *HostMappings) compute(u *unstructured.Unstructured, r *controller.Repor
 	case len(eps) == 0:
 		st.reason, st.message, st.id = ReasonValidationFailed, joinProblems(problems), ""
 		return st
-	case r.Stage == "list":
+	case r.Stage == controller.StageList && r.AuthFailed:
+		st.reason, st.message = ReasonAuthenticationFailed, r.Err.Error()
+		return st
+	case r.Stage == controller.StageList:
 		st.reason, st.message = ReasonServerUnreachable, r.Err.Error()
 		return st
-	case r.Stage == "source":
+	case r.Stage == controller.StageSource:
 		return prev // a source failed: nothing new is known about this object
 	}
 	ep := eps[0]
@@ -104,7 +116,10 @@ func (h *HostMappings) compute(u *unstructured.Unstructured, r *controller.Repor
 	}
 	if err := r.Failed[ep.Hostname]; err != nil {
 		st.reason, st.message = ReasonWriteFailed, err.Error()
-		if status.Code(err) == codes.Unavailable {
+		switch {
+		case errors.Is(err, provider.ErrAuthentication):
+			st.reason = ReasonAuthenticationFailed
+		case status.Code(err) == codes.Unavailable:
 			st.reason = ReasonServerUnreachable
 		}
 		return st
@@ -112,6 +127,12 @@ func (h *HostMappings) compute(u *unstructured.Unstructured, r *controller.Repor
 	entries := r.Entries[ep.Hostname]
 	if ep.Held() || len(entries) == 0 {
 		st.reason, st.message = ReasonNoAddress, "no address: set spec.ipAddress or configure --ip-resolution"
+		return st
+	}
+	if len(dropped) > 0 {
+		// The entry is written without the refused part: not what the spec asks for.
+		st.id, st.reason = entries[0].ID, ReasonValidationFailed
+		st.message = strings.Join(dropped, "; ") + "; the rest is synced"
 		return st
 	}
 	st.synced, st.id, st.reason, st.message = true, entries[0].ID, ReasonSuccess, "Host synced to router-hosts"

@@ -57,9 +57,9 @@ func (p *Provider) ApplyChanges(ctx context.Context, changes []plan.Change) erro
 			wg.Add(1)
 			go func(c *plan.Change) {
 				defer func() { <-sem; wg.Done() }()
-				if err := p.apply(ctx, c); err != nil {
+				if err := authError(p.apply(ctx, c)); err != nil {
 					mu.Lock()
-					errs = append(errs, &plan.ChangeError{Change: c, Err: err})
+					errs = append(errs, &plan.ChangeError{Change: c, Err: err, Refused: refused(err)})
 					mu.Unlock()
 				}
 				if n := done.Add(1); total >= progressThreshold && step > 0 && n%step == 0 {
@@ -86,7 +86,7 @@ func (p *Provider) apply(ctx context.Context, c *plan.Change) error {
 	switch {
 	case c.Old == nil:
 		if err := endpoint.ValidateRecord(c.New); err != nil {
-			return fmt.Errorf("not sent: %w", err)
+			return fmt.Errorf("%w: %w", errNotSent, err)
 		}
 		cctx, cancel := p.callCtx(ctx)
 		defer cancel()
@@ -101,16 +101,39 @@ func (p *Provider) apply(ctx context.Context, c *plan.Change) error {
 	case c.New == nil:
 		return p.delete(ctx, c.Old, log)
 	default:
-		if err := endpoint.ValidateRecord(c.New); err != nil {
-			return fmt.Errorf("not sent: %w", err)
+		if err := endpoint.ValidateUpdate(c.Old, c.New); err != nil {
+			return fmt.Errorf("%w: %w", errNotSent, err)
 		}
-		return p.update(ctx, c.Old, c.New, log)
+		return p.update(ctx, c, log)
 	}
 }
 
+// errNotSent marks a change the operator refused to send; errNoLongerOurs one dropped because
+// the entry changed hands since it was read.
+var (
+	errNotSent      = errors.New("not sent")
+	errNoLongerOurs = errors.New("the entry is no longer in the state the change was planned for; not written")
+)
+
+// refused tells a change the server (or the operator's own checks) turned down from a server
+// that could not be reached or answered in time: the first concerns that change alone.
+func refused(err error) bool {
+	if errors.Is(err, errNoLongerOurs) || errors.Is(err, errNotSent) {
+		return true
+	}
+	switch status.Code(err) {
+	case codes.InvalidArgument, codes.AlreadyExists, codes.NotFound, codes.Aborted, codes.FailedPrecondition,
+		codes.OutOfRange, codes.PermissionDenied:
+		return true
+	}
+	return false
+}
+
 // update sends the fields in which want differs from have. On Aborted (someone else wrote the
-// entry since it was read) it re-reads the entry, rebases the change onto it, and tries once more.
-func (p *Provider) update(ctx context.Context, have, want *endpoint.Record, log logrus.FieldLogger) error {
+// entry since it was read) it re-reads the entry and, if the change still applies to it (the
+// entry is still ours, or still free to adopt), rebases the change onto it and tries once more.
+func (p *Provider) update(ctx context.Context, c *plan.Change, log logrus.FieldLogger) error {
+	have, want := c.Old, c.New
 	fields := endpoint.Diff(have, want)
 	if fields == 0 {
 		return nil
@@ -125,6 +148,10 @@ func (p *Provider) update(ctx context.Context, have, want *endpoint.Record, log 
 	fresh, gerr := p.get(ctx, have.ID)
 	if gerr != nil {
 		return fmt.Errorf("re-reading after a version conflict: %w", gerr)
+	}
+	if p.opts.StillApplies != nil && !p.opts.StillApplies(c, fresh) {
+		log.WithFields(logrus.Fields{"id": have.ID, "tags": fresh.Tags}).Warn("entry changed hands since it was read; change dropped")
+		return errNoLongerOurs
 	}
 	rebased := rebase(have, want, fresh)
 	fields = endpoint.Diff(fresh, rebased)
@@ -185,28 +212,31 @@ func rebase(have, want, fresh *endpoint.Record) *endpoint.Record {
 	return &out
 }
 
-// applyDelta returns cur − (from − to) ∪ (to − from), sorted.
+// applyDelta returns cur less what the change took away (from − to) plus what it added
+// (to − from), counted as multisets and in cur's order, so a user's tags keep their order.
 func applyDelta(cur, from, to []string) []string {
-	inTo := map[string]bool{}
+	delta := map[string]int{}
 	for _, s := range to {
-		inTo[s] = true
+		delta[s]++
 	}
-	inFrom := map[string]bool{}
 	for _, s := range from {
-		inFrom[s] = true
+		delta[s]--
 	}
-	var out []string
+	out := make([]string, 0, len(cur))
 	for _, s := range cur {
-		if !(inFrom[s] && !inTo[s]) {
-			out = append(out, s)
+		if delta[s] < 0 {
+			delta[s]++
+			continue
 		}
+		out = append(out, s)
 	}
 	for _, s := range to {
-		if !inFrom[s] {
+		if delta[s] > 0 {
+			delta[s]--
 			out = append(out, s)
 		}
 	}
-	return endpoint.SortedUnique(out)
+	return out
 }
 
 // delete removes the entry at the version it was planned against. NotFound means it is gone

@@ -9,18 +9,20 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/plan"
+	"github.com/router-hosts-operator/router-hosts-operator/provider"
 )
 
 // Options configures the connection and the write behaviour.
@@ -38,7 +40,11 @@ type Options struct {
 	// Observe, when set, is told the outcome of every call: the RPC's short name ("AddHost")
 	// and its status code (for ListHosts, how the stream ended).
 	Observe func(method string, code codes.Code)
-	Log     logrus.FieldLogger
+	// StillApplies, when set, is asked before a change is retried on the entry as re-read
+	// after a version conflict: ownership is the registry's rule, and an entry that changed
+	// hands meanwhile must not be written. A change it turns down is reported as refused.
+	StillApplies func(c *plan.Change, fresh *endpoint.Record) bool
+	Log          logrus.FieldLogger
 }
 
 // Provider reads and writes router-hosts entries.
@@ -75,7 +81,7 @@ func New(opts Options) (*Provider, error) {
 func (p *Provider) dial() error {
 	stamp, _ := p.files.stampFiles()
 	conn, err := grpc.NewClient(p.opts.Endpoint,
-		grpc.WithTransportCredentials(credentials.NewTLS(newTLSConfig(p.files, p.opts.ServerName))),
+		grpc.WithTransportCredentials(newTransportCredentials(p.files, p.opts.ServerName)),
 		// The server disconnects clients that ping more often than every 15 s.
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)),
@@ -212,7 +218,7 @@ func (p *Provider) Records(ctx context.Context) ([]endpoint.Record, error) {
 	defer cancel()
 	stream, err := p.rpc().ListHosts(ctx, &pb.ListHostsRequest{})
 	if err != nil {
-		return nil, fmt.Errorf("ListHosts: %w", err)
+		return nil, fmt.Errorf("ListHosts: %w", authError(err))
 	}
 	var out []endpoint.Record
 	for {
@@ -222,7 +228,7 @@ func (p *Provider) Records(ctx context.Context) ([]endpoint.Record, error) {
 		}
 		if err != nil {
 			// A partial list must never be mistaken for the whole: fail the read.
-			return nil, fmt.Errorf("ListHosts after %d entries: %w", len(out), err)
+			return nil, fmt.Errorf("ListHosts after %d entries: %w", len(out), authError(err))
 		}
 		if e := resp.GetEntry(); e != nil {
 			out = append(out, fromEntry(e))
@@ -236,12 +242,89 @@ func (p *Provider) Ping(ctx context.Context) error {
 	defer cancel()
 	resp, err := p.rpc().Readiness(ctx, &pb.ReadinessRequest{})
 	if err != nil {
-		return fmt.Errorf("Readiness: %w", err)
+		return fmt.Errorf("Readiness: %w", authError(err))
 	}
 	if !resp.GetReady() {
 		return fmt.Errorf("router-hosts is not ready: %s", resp.GetReason())
 	}
 	return nil
+}
+
+// WatchCredentials calls fn each time the TLS files change, checking every `every` (10 s when
+// not positive) until ctx ends; it returns at once and does the checking in a goroutine. The
+// controller uses it to sync again as soon as a certificate is rotated, rather than waiting
+// out the interval after router-hosts refused the old one (AuthenticationFailed). A provider
+// on a caller's connection (NewFromConn) has no files: nothing is watched and fn never runs.
+func (p *Provider) WatchCredentials(ctx context.Context, every time.Duration, fn func()) {
+	if p.files == nil {
+		return
+	}
+	if every <= 0 {
+		every = 10 * time.Second
+	}
+	// The stamp now is the baseline: fn reports changes, not the files' existence.
+	last, _ := p.files.stampFiles()
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			// A file missing for a moment mid-rotation is not a change yet: wait until all
+			// three are back and compare then.
+			stamp, err := p.files.stampFiles()
+			if err != nil || stamp == last {
+				continue
+			}
+			last = stamp
+			fn()
+		}
+	}()
+}
+
+// authMarkers are texts that only a TLS authentication failure puts into a gRPC error. The
+// transport reports every connection failure as Unavailable with the cause as text only, so
+// the text is all there is to tell a certificate problem from an outage.
+var authMarkers = []string{
+	// crypto/x509, from our check of the server's certificate (newTLSConfig): signed by a CA
+	// other than ours, not valid for the name dialled, expired.
+	"x509: ",
+	// Alerts the server sends when it refuses our certificate, as crypto/tls names them
+	// (acceptedCreds makes sure the alert is what gRPC reports, not the broken pipe after it).
+	"remote error: tls: bad certificate",
+	"remote error: tls: unsupported certificate",
+	"remote error: tls: revoked certificate",
+	"remote error: tls: expired certificate",
+	"remote error: tls: unknown certificate", // also "unknown certificate authority"
+	"remote error: tls: certificate required",
+	"remote error: tls: access denied",
+	// Other TLS stacks (rustls) may answer a bad signature on our certificate this way.
+	"remote error: tls: error decrypting message",
+}
+
+// authError marks err as a provider.ErrAuthentication when it is a TLS authentication
+// failure, keeping its text and gRPC status; any other error comes back unchanged. A refused
+// certificate fails every call the same way until the files change, so the controller must
+// not treat it as a passing outage. Only transport failures (Unavailable, or DeadlineExceeded
+// after waiting for a connection) are considered, which keeps the server's own messages
+// (InvalidArgument and the like) out of it; a server that is down has none of the markers.
+func authError(err error) error {
+	if err == nil || errors.Is(err, provider.ErrAuthentication) {
+		return err
+	}
+	if c := status.Code(err); c != codes.Unavailable && c != codes.DeadlineExceeded {
+		return err
+	}
+	msg := err.Error()
+	for _, m := range authMarkers {
+		if strings.Contains(msg, m) {
+			return fmt.Errorf("%w: %w", provider.ErrAuthentication, err)
+		}
+	}
+	return err
 }
 
 func fromEntry(e *pb.HostEntry) endpoint.Record {

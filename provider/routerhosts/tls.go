@@ -1,13 +1,17 @@
 package routerhosts
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"sync"
 	"time"
+
+	"google.golang.org/grpc/credentials"
 )
 
 // reloadingFiles holds the client key pair and CA pool and re-reads them when a file's
@@ -108,4 +112,75 @@ func newTLSConfig(files *reloadingFiles, serverName string) *tls.Config {
 			return nil
 		},
 	}
+}
+
+// acceptWait bounds how long a new connection waits for the server's first bytes after the
+// TLS handshake. HTTP/2 servers (grpc-go, hyper) send their SETTINGS at once, so this is one
+// round trip in practice; a server that waits for our preface instead only delays the first
+// call by this much.
+const acceptWait = time.Second
+
+// newTransportCredentials is the mTLS transport of New: newTLSConfig's configuration, plus a
+// read after the handshake that confirms the server accepted our certificate.
+func newTransportCredentials(files *reloadingFiles, serverName string) credentials.TransportCredentials {
+	return acceptedCreds{credentials.NewTLS(newTLSConfig(files, serverName))}
+}
+
+// acceptedCreds waits, after the handshake, for the server's first message before handing the
+// connection to gRPC. In TLS 1.3 our side of the handshake ends before the server has checked
+// our certificate, so a refusal arrives as an alert on the first read. gRPC writes its preface
+// meanwhile, and that write often loses the race to the closed socket and fails with a bare
+// "broken pipe" that says nothing of the certificate. Reading first makes a refusal a
+// handshake error that names the alert, every time.
+type acceptedCreds struct {
+	credentials.TransportCredentials
+}
+
+func (c acceptedCreds) ClientHandshake(ctx context.Context, authority string, raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	conn, info, err := c.TransportCredentials.ClientHandshake(ctx, authority, raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	deadline := time.Now().Add(acceptWait)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	if err := conn.SetReadDeadline(deadline); err != nil {
+		return conn, info, nil
+	}
+	var first [1]byte
+	n, err := conn.Read(first[:])
+	_ = conn.SetReadDeadline(time.Time{})
+	var opErr *net.OpError
+	switch {
+	case n > 0:
+		return &replayConn{Conn: conn, first: first[0], pending: true}, info, nil
+	case errors.As(err, &opErr) && opErr.Op == "remote error":
+		// crypto/tls reports a received alert as a "remote error".
+		_ = conn.Close()
+		return nil, nil, fmt.Errorf("router-hosts closed the connection at the end of the handshake: %w", err)
+	default:
+		// No answer yet (the server waits for us), or the connection failed some other way: the
+		// TLS connection keeps a fatal read error, so gRPC meets it on its own first read.
+		return conn, info, nil
+	}
+}
+
+func (c acceptedCreds) Clone() credentials.TransportCredentials {
+	return acceptedCreds{c.TransportCredentials.Clone()}
+}
+
+// replayConn gives back the byte acceptedCreds read before gRPC reads anything.
+type replayConn struct {
+	net.Conn
+	first   byte
+	pending bool
+}
+
+func (c *replayConn) Read(p []byte) (int, error) {
+	if c.pending && len(p) > 0 {
+		p[0], c.pending = c.first, false
+		return 1, nil
+	}
+	return c.Conn.Read(p)
 }

@@ -17,7 +17,6 @@ import (
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
-	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
 )
 
 func TestServerDownFailsSyncDeletesNothingAndConverges(t *testing.T) {
@@ -262,21 +261,9 @@ func TestHandEditsOfOwnedEntriesAreRestored(t *testing.T) {
 
 func TestConcurrentWriterAbortedThenConverges(t *testing.T) {
 	h := newHarness(t, options{})
-	ing := h.create(ingress(h.ns, "app", enabled("ip-address", "10.15.0.1"), "app.lan"))
-	h.waitHost("app.lan", "10.15.0.1")
-	h.sync()
-	app := h.one("app.lan")
-	h.update(ing, func(i *networkingv1.Ingress) { i.Annotations["router-hosts.fzymgc.house/ip-address"] = "10.15.0.2" })
-	h.waitHost("app.lan", "10.15.0.2")
+	app := h.movedAfterSync("app", "app.lan", "10.15.0.1", "10.15.0.2")
 	// Between the operator's ListHosts and its UpdateHost, another writer edits the entry.
-	var once atomic.Bool
-	h.srv.Service().SetBefore(func(m string) error {
-		if m == inmemory.MethodUpdate && once.CompareAndSwap(false, true) {
-			_, err := h.srv.Store().Update(&pb.UpdateHostRequest{Id: app.ID, ExpectedVersion: proto.String(app.Version), Comment: proto.String("edited meanwhile")})
-			return err
-		}
-		return nil
-	})
+	h.editBeforeFirstUpdate(app, &pb.UpdateHostRequest{Comment: proto.String("edited meanwhile")})
 	h.srv.Service().ResetCalls()
 	h.sync()
 	got := h.one("app.lan")

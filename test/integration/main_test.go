@@ -17,16 +17,19 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
+	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/kubetest"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
+	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/routerhosts"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
 	"github.com/router-hosts-operator/router-hosts-operator/source"
@@ -194,16 +197,16 @@ func (h *harness) build(o options) {
 	}
 	h.src = srcs[0]
 	h.built = srcs
-	h.prov, err = routerhosts.New(routerhosts.Options{Endpoint: h.srv.Addr(), CAFile: h.srv.CAFile(), CertFile: h.srv.CertFile(),
-		KeyFile: h.srv.KeyFile(), Timeout: 5 * time.Second, WriteConcurrency: 4, Log: log})
-	if err != nil {
-		t.Fatalf("provider: %v", err)
-	}
-	t.Cleanup(func() { _ = h.prov.Close() })
 	h.reg, err = registry.New(registry.Config{ClusterName: o.cluster, GracePeriod: o.grace, Policy: o.policy, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.prov, err = routerhosts.New(routerhosts.Options{Endpoint: h.srv.Addr(), CAFile: h.srv.CAFile(), CertFile: h.srv.CertFile(),
+		KeyFile: h.srv.KeyFile(), Timeout: 5 * time.Second, WriteConcurrency: 4, StillApplies: h.reg.StillApplies, Log: log})
+	if err != nil {
+		t.Fatalf("provider: %v", err)
+	}
+	t.Cleanup(func() { _ = h.prov.Close() })
 	h.sources = append(srcs, o.extraSources...)
 	h.ctrl = controller.New(controller.Config{Sources: h.sources, Reporters: reporters, DomainFilter: o.domains, Registry: h.reg, Provider: h.prov, Policy: o.policy,
 		Interval: time.Minute, MinEventSyncInterval: time.Second, Log: log, Now: h.clock.Now})
@@ -383,3 +386,30 @@ func (h *harness) delete(ing *networkingv1.Ingress) {
 
 // runtimeCaller locates this package's directory, for test data.
 func runtimeCaller() (uintptr, string, int, bool) { return runtime.Caller(0) }
+
+// movedAfterSync creates an Ingress for host at from, syncs it, then changes its address to to
+// and waits for the cache to show it: the entry as synced is returned, its update still to come.
+func (h *harness) movedAfterSync(name, host, from, to string) endpoint.Record {
+	h.t.Helper()
+	ing := h.create(ingress(h.ns, name, enabled("ip-address", from), host))
+	h.waitHost(host, from)
+	h.sync()
+	rec := h.one(host)
+	h.update(ing, func(i *networkingv1.Ingress) { i.Annotations["router-hosts.fzymgc.house/ip-address"] = to })
+	h.waitHost(host, to)
+	return rec
+}
+
+// editBeforeFirstUpdate makes another writer apply edit to rec on the server just before the
+// operator's first UpdateHost arrives, so that update meets a version conflict.
+func (h *harness) editBeforeFirstUpdate(rec endpoint.Record, edit *pb.UpdateHostRequest) {
+	var once atomic.Bool
+	edit.Id, edit.ExpectedVersion = rec.ID, proto.String(rec.Version)
+	h.srv.Service().SetBefore(func(m string) error {
+		if m == inmemory.MethodUpdate && once.CompareAndSwap(false, true) {
+			_, err := h.srv.Store().Update(edit)
+			return err
+		}
+		return nil
+	})
+}

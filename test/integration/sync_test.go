@@ -148,48 +148,6 @@ func TestNoOpSyncsWriteNothing(t *testing.T) {
 	t.Logf("three no-op syncs: %d write RPCs, calls %v", h.writes(), c)
 }
 
-func TestAdoptionAndRelease(t *testing.T) {
-	h := newHarness(t, options{grace: time.Minute})
-	seed(t, h, endpoint.Record{Hostname: "nas.lan", IP: "192.168.1.5", Tags: []string{"manual"}, Comment: "by hand"})
-	before := h.one("nas.lan")
-
-	ing := h.create(ingress(h.ns, "nas", enabled("ip-address", "10.5.0.1", "tags", "ignored-on-adopted"), "nas.lan"))
-	h.waitHost("nas.lan", "10.5.0.1")
-	out := h.sync()
-	if len(out.Changes) != 1 || out.Changes[0].Action != plan.Adopt {
-		t.Fatalf("changes = %v, want one adopt", out.Changes)
-	}
-	adopted := h.one("nas.lan")
-	if adopted.ID != before.ID || adopted.IP != "10.5.0.1" || adopted.Comment != "by hand" {
-		t.Fatalf("adopted = %+v; want same ID, new IP, own comment", adopted)
-	}
-	for _, tag := range []string{"manual", "pre-existing:true", "k8s-operator", "cluster:test", "source:" + string(ing.UID)} {
-		if !adopted.HasTag(tag) {
-			t.Errorf("adopted entry lacks %q: %v", tag, adopted.Tags)
-		}
-	}
-
-	h.delete(ing)
-	h.waitGone("nas.lan")
-	if out := h.sync(); len(out.Changes) != 1 || out.Changes[0].Action != plan.Mark {
-		t.Fatalf("changes = %v, want one mark", out.Changes)
-	}
-	h.clock.Add(2 * time.Minute)
-	if out := h.sync(); len(out.Changes) != 1 || out.Changes[0].Action != plan.Release {
-		t.Fatalf("changes = %v, want one release", out.Changes)
-	}
-	released := h.one("nas.lan")
-	if released.ID != before.ID || !reflect.DeepEqual(released.Tags, []string{"manual"}) || released.Comment != "by hand" {
-		t.Fatalf("released = %+v; want the user's entry with only its own tags", released)
-	}
-	// Released means unowned again: further syncs leave it alone.
-	h.srv.Service().ResetCalls()
-	h.sync()
-	if h.writes() != 0 {
-		t.Fatalf("sync after release wrote %d times", h.writes())
-	}
-}
-
 func TestOtherClustersEntryIsUntouched(t *testing.T) {
 	h := newHarness(t, options{})
 	seed(t, h, endpoint.Record{Hostname: "shared.lan", IP: "10.6.0.9", Tags: []string{"k8s-operator", "cluster:other", "source:x"}})

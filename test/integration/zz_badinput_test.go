@@ -3,8 +3,10 @@ package integration
 // Sorted after traefik_test.go: it uses the Traefik CRDs installed there.
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -12,23 +14,58 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/router-hosts-operator/router-hosts-operator/controller"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/events"
+	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )
 
-// warnings collects what the sources hand to the event recorder, by object name.
+// warnings collects the Warning events of the operator's real event recorder, by object
+// name: the sources' warnings and those the recorder derives from each sync's report.
 type warnings struct {
 	mu sync.Mutex
 	by map[string][]string
 }
 
-func (w *warnings) Warn(ref endpoint.SourceRef, reason, _ string) {
+func (w *warnings) Event(obj runtime.Object, eventtype, reason, _ string) {
+	ref, ok := obj.(*corev1.ObjectReference)
+	if !ok || eventtype != corev1.EventTypeWarning {
+		return
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.by[ref.Name] = append(w.by[ref.Name], reason)
+}
+
+func (w *warnings) Eventf(obj runtime.Object, eventtype, reason, format string, args ...any) {
+	w.Event(obj, eventtype, reason, fmt.Sprintf(format, args...))
+}
+
+func (w *warnings) AnnotatedEventf(obj runtime.Object, _ map[string]string, eventtype, reason, format string, args ...any) {
+	w.Event(obj, eventtype, reason, fmt.Sprintf(format, args...))
+}
+
+// recorder is the operator's event recorder writing into w.
+func (w *warnings) recorder() *events.Recorder {
+	r := events.NewWithRecorder(w, logrus.New())
+	r.SetLeading(true)
+	return r
+}
+
+// reservedTags is one tag from each part of the operator's reserved namespace.
+func reservedTags() []string {
+	out := []string{registry.TagOwner}
+	for _, p := range registry.ReservedPrefixes() {
+		out = append(out, p+"forged")
+	}
+	return out
 }
 
 func (w *warnings) reasons(name string) []string {
@@ -60,6 +97,11 @@ func ingRow(ann map[string]string, hosts ...string) func(*harness, string) error
 }
 
 func routeRow(matches ...string) func(*harness, string) error {
+	return routeRowWith(nil, matches...)
+}
+
+// routeRowWith makes an opted-in IngressRoute with extra annotations (keys without prefix).
+func routeRowWith(extra map[string]string, matches ...string) func(*harness, string) error {
 	return func(h *harness, name string) error {
 		var routes []any
 		for _, m := range matches {
@@ -68,6 +110,9 @@ func routeRow(matches ...string) func(*harness, string) error {
 		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "traefik.io/v1alpha1", "kind": "IngressRoute",
 			"metadata": map[string]any{"name": name, "namespace": h.ns, "annotations": map[string]any{"router-hosts.fzymgc.house/enabled": "true", "router-hosts.fzymgc.house/ip-address": "10.60.0.1"}},
 			"spec":     map[string]any{"routes": routes}}}
+		for k, v := range extra {
+			unstructured.SetNestedField(u.Object, v, "metadata", "annotations", "router-hosts.fzymgc.house/"+k)
+		}
 		_, err := dynamic.NewForConfigOrDie(cp.Config).Resource(irNew).Namespace(h.ns).Create(context.Background(), u, metav1.CreateOptions{})
 		return err
 	}
@@ -97,7 +142,8 @@ func TestBadInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	w := &warnings{by: map[string][]string{}}
-	h := newHarness(t, options{sources: []string{"ingress", "traefik", "hostmapping"}, warner: w})
+	rec := w.recorder()
+	h := newHarness(t, options{sources: []string{"ingress", "traefik", "hostmapping"}, warner: rec, reporters: []controller.Reporter{rec}})
 	long254 := strings.Repeat("abcdefghi.", 25) + "abcd"
 	label64 := strings.Repeat("x", 64) + ".lan"
 	tagsOf := func(want ...string) func(*testing.T, []endpoint.Record) {
@@ -156,6 +202,30 @@ func TestBadInput(t *testing.T) {
 		{name: "hm-tag-with-comma", create: hmRow(map[string]any{"hostname": "hmtag.lan", "ipAddress": "10.60.1.20", "tags": []any{"a,b"}}), rejected: true},
 		{name: "control", create: ingRow(ip("10.60.1.21"), "control.lan"), entries: map[string][]string{"control.lan": {"10.60.1.21"}}},
 	}
+	// Every reserved tag in every place a user supplies tags: dropped with a warning (the rest
+	// of the object syncs), or refused by the HostMapping schema. --default-tag is refused at
+	// start (TestBinaryRefusesReservedDefaultTags).
+	for i, tag := range reservedTags() {
+		host := fmt.Sprintf("reserved%d.lan", i)
+		// The operator's own k8s-operator is there once; a forged one would make it twice.
+		only := 0
+		if tag == registry.TagOwner {
+			only = 1
+		}
+		check := func(t *testing.T, recs []endpoint.Record) {
+			tagsOf("mine")(t, recs)
+			if n := slices.Index(recs[0].Tags, tag); (n >= 0) != (only == 1) || len(slices.DeleteFunc(slices.Clone(recs[0].Tags), func(x string) bool { return x != tag })) != only {
+				t.Errorf("tags %q: the user's %q was written", recs[0].Tags, tag)
+			}
+		}
+		rows = append(rows,
+			badRow{name: fmt.Sprintf("reserved-%d-ingress", i), create: ingRow(enabled("ip-address", fmt.Sprintf("10.61.0.%d", i+1), "tags", "mine,"+tag), host),
+				warn: "InvalidAnnotation", entries: map[string][]string{host: {fmt.Sprintf("10.61.0.%d", i+1)}}, check: check},
+			badRow{name: fmt.Sprintf("reserved-%d-route", i), create: routeRowWith(map[string]string{"tags": tag + ",mine"}, "Host(`r"+host+"`)"),
+				warn: "InvalidAnnotation", entries: map[string][]string{"r" + host: {"10.60.0.1"}}, check: check},
+			badRow{name: fmt.Sprintf("reserved-%d-hostmapping", i), create: hmRow(map[string]any{"hostname": "hm" + host, "ipAddress": "10.61.1.1", "tags": []any{"mine", tag}}), rejected: true},
+		)
+	}
 	want := map[string][]string{}
 	for _, r := range rows {
 		err := r.create(h, r.name)
@@ -171,7 +241,12 @@ func TestBadInput(t *testing.T) {
 		for _, e := range eps {
 			got[e.Hostname] = true
 		}
-		return got["control.lan"] && got["ok-rule.lan"] && got["noaddr.lan"] && got["huge.lan"] == false
+		for host := range want {
+			if !got[host] {
+				return false
+			}
+		}
+		return got["noaddr.lan"] && got["huge.lan"] == false
 	})
 	h.sync()
 
@@ -224,4 +299,17 @@ func toAny(s []string) []any {
 		out[i] = v
 	}
 	return out
+}
+
+func TestBinaryRefusesReservedDefaultTags(t *testing.T) {
+	for _, tag := range reservedTags() {
+		cmd := exec.Command(operatorBin, "--provider=inmemory", "--once", "--kubeconfig="+kubeconfig, "--default-tag="+tag)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		if err := cmd.Run(); err == nil {
+			t.Errorf("--default-tag=%s was accepted", tag)
+		} else if !strings.Contains(stderr.String(), "default-tag") || !strings.Contains(stderr.String(), "reserved") {
+			t.Errorf("--default-tag=%s: error does not say why: %s", tag, stderr.String())
+		}
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -89,24 +90,52 @@ func freePort(t *testing.T) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// process is the operator binary running in the background.
+// lockedLog is a log a test reads while something else still writes it.
+type lockedLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedLog) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(b)
+}
+
+// logText is what has been logged so far.
+func (l *lockedLog) logText() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// process is the operator binary running in the background; its log may be read while it runs.
 type process struct {
+	lockedLog
 	cmd  *exec.Cmd
 	addr string
-	log  *bytes.Buffer
 }
 
 func startOperator(t *testing.T, h *harness, kubeconfigPath string, args ...string) *process {
 	t.Helper()
-	p := &process{addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), log: &bytes.Buffer{}}
+	return startOperatorEnv(t, h, map[string]string{"KUBECONFIG": kubeconfigPath}, args...)
+}
+
+// startOperatorEnv starts the binary against h's server (operatorEnv), with env replacing
+// single variables (e.g. ROUTER_HOSTS_OPERATOR_TLS_CERT), and waits for /healthz.
+func startOperatorEnv(t *testing.T, h *harness, env map[string]string, args ...string) *process {
+	t.Helper()
+	p := &process{addr: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
 	p.cmd = exec.Command(operatorBin, append([]string{"--metrics-address=" + p.addr, "--log-level=debug"}, args...)...)
-	env := operatorEnv(h)
-	for i, e := range env {
-		if strings.HasPrefix(e, "KUBECONFIG=") {
-			env[i] = "KUBECONFIG=" + kubeconfigPath
+	for _, e := range operatorEnv(h) {
+		if k, _, _ := strings.Cut(e, "="); env[k] == "" {
+			p.cmd.Env = append(p.cmd.Env, e)
 		}
 	}
-	p.cmd.Env, p.cmd.Stdout, p.cmd.Stderr = env, p.log, p.log
+	for k, v := range env {
+		p.cmd.Env = append(p.cmd.Env, k+"="+v)
+	}
+	p.cmd.Stdout, p.cmd.Stderr = &p.lockedLog, &p.lockedLog
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +143,7 @@ func startOperator(t *testing.T, h *harness, kubeconfigPath string, args ...stri
 		_ = p.cmd.Process.Kill()
 		_ = p.cmd.Wait()
 		if t.Failed() {
-			t.Logf("operator at %s logged:\n%s", p.addr, p.log.String())
+			t.Logf("operator at %s logged:\n%s", p.addr, p.logText())
 		}
 	})
 	waitFor(t, 30*time.Second, func() bool { _, err := p.get("/healthz"); return err == nil })
@@ -366,7 +395,7 @@ func TestKustomizeRBACIsSufficient(t *testing.T) {
 	waitFor(t, 20*time.Second, func() bool {
 		return len(h.entries("web.lan"))+len(h.entries("route.lan"))+len(h.entries("hm.lan")) == 0
 	})
-	if bytes.Contains(bytes.ToLower(op.log.Bytes()), []byte("forbidden")) {
-		t.Fatalf("the operator hit a permission error:\n%s", op.log.String())
+	if strings.Contains(strings.ToLower(op.logText()), "forbidden") {
+		t.Fatalf("the operator hit a permission error:\n%s", op.logText())
 	}
 }

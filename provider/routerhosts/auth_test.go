@@ -1,0 +1,311 @@
+package routerhosts
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
+	"github.com/router-hosts-operator/router-hosts-operator/provider"
+)
+
+// authTimeout bounds every call in these tests: a refused handshake fails at once, so a test
+// that waits longer has found a hang, not a slow server.
+const authTimeout = 2 * time.Second
+
+func startServer(t *testing.T, dir string) *rhtestserver.Server {
+	t.Helper()
+	srv, err := rhtestserver.Start(dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	return srv
+}
+
+func newTLSProvider(t *testing.T, opts Options) *Provider {
+	t.Helper()
+	opts.Timeout = authTimeout
+	log := logrus.New()
+	log.SetLevel(logrus.WarnLevel)
+	opts.Log = log
+	p, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+// calls runs the reads the operator makes on a fresh connection, each first on its own
+// provider so that each meets the handshake: ListHosts (a stream), Readiness and GetHost
+// (unary).
+func calls(t *testing.T, opts Options) map[string]error {
+	t.Helper()
+	ctx := context.Background()
+	out := map[string]error{}
+	_, out["Records"] = newTLSProvider(t, opts).Records(ctx)
+	out["Ping"] = newTLSProvider(t, opts).Ping(ctx)
+	p := newTLSProvider(t, opts)
+	ctx, cancel := context.WithTimeout(ctx, authTimeout)
+	defer cancel()
+	_, err := p.rpc().GetHost(ctx, &pb.GetHostRequest{Id: "01ARZ3NDEKTSV4RRFFQ69G5FAV"})
+	out["GetHost"] = authError(err)
+	return out
+}
+
+func TestAuthenticationFailures(t *testing.T) {
+	dir := t.TempDir()
+	srv := startServer(t, dir)
+	// A second server's CA signed nothing the first server holds.
+	other := startServer(t, filepath.Join(dir, "other"))
+	foreignCert, foreignKey, err := rhtestserver.WriteForeignClientCert(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		opts Options
+		want string // in the error's text, from the original error
+	}{
+		{"client certificate from another CA",
+			Options{Endpoint: srv.Addr(), CAFile: srv.CAFile(), CertFile: foreignCert, KeyFile: foreignKey},
+			"remote error: tls: unknown certificate authority"},
+		{"server certificate from another CA",
+			Options{Endpoint: srv.Addr(), CAFile: other.CAFile(), CertFile: srv.CertFile(), KeyFile: srv.KeyFile()},
+			"x509: certificate signed by unknown authority"},
+		{"server certificate for another name",
+			Options{Endpoint: srv.Addr(), CAFile: srv.CAFile(), CertFile: srv.CertFile(), KeyFile: srv.KeyFile(), ServerName: "router.example"},
+			"x509: certificate is valid for localhost, not router.example"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			// Several fresh connections: with TLS 1.3 the server's refusal races gRPC's first
+			// write, and the error must say so whichever wins.
+			for i := 0; i < 5; i++ {
+				for call, err := range calls(t, tc.opts) {
+					if !errors.Is(err, provider.ErrAuthentication) {
+						t.Fatalf("%s: %v; want ErrAuthentication", call, err)
+					}
+					if status.Code(err) != codes.Unavailable {
+						t.Fatalf("%s: code %v, want Unavailable kept through the wrapping", call, status.Code(err))
+					}
+					if !strings.Contains(err.Error(), tc.want) {
+						t.Fatalf("%s: %q does not keep the cause %q", call, err, tc.want)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestNoClientCertificate presents no certificate at all, which New cannot be configured to
+// do: the server's refusal must be told apart all the same.
+func TestNoClientCertificate(t *testing.T) {
+	srv := startServer(t, t.TempDir())
+	caPEM, err := os.ReadFile(srv.CAFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	for i := 0; i < 5; i++ {
+		conn, err := grpc.NewClient(srv.Addr(), grpc.WithTransportCredentials(
+			acceptedCreds{credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS13, RootCAs: pool})}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := NewFromConn(conn, Options{Timeout: authTimeout})
+		_, rerr := p.Records(context.Background())
+		perr := p.Ping(context.Background())
+		_ = conn.Close()
+		for _, err := range []error{rerr, perr} {
+			if !errors.Is(err, provider.ErrAuthentication) || !strings.Contains(err.Error(), "remote error: tls: certificate required") {
+				t.Fatalf("without a client certificate: %v; want ErrAuthentication for the certificate required alert", err)
+			}
+		}
+	}
+}
+
+func TestNotAuthenticationFailures(t *testing.T) {
+	dir := t.TempDir()
+	srv := startServer(t, dir)
+	valid := Options{Endpoint: srv.Addr(), CAFile: srv.CAFile(), CertFile: srv.CertFile(), KeyFile: srv.KeyFile()}
+
+	t.Run("valid certificates", func(t *testing.T) {
+		for call, err := range calls(t, valid) {
+			if call == "GetHost" && status.Code(err) == codes.NotFound {
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", call, err)
+			}
+		}
+	})
+
+	// A port that refuses connections, and one that accepts and hangs up before any TLS: both
+	// outages, though the second fails "the authentication handshake" in gRPC's words.
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+	t.Cleanup(func() { _ = lis.Close() })
+	stopped := startServer(t, filepath.Join(dir, "stopped"))
+	stopped.Stop()
+	for _, tc := range []struct{ name, addr, want string }{
+		{"server stopped", stopped.Addr(), "connection refused"},
+		{"connection closed during the handshake", lis.Addr().String(), "authentication handshake failed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := valid
+			opts.Endpoint = tc.addr
+			for call, err := range calls(t, opts) {
+				if err == nil || errors.Is(err, provider.ErrAuthentication) || status.Code(err) != codes.Unavailable {
+					t.Fatalf("%s: %v; want Unavailable and not ErrAuthentication", call, err)
+				}
+				if !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("%s: %v; want it to say %q", call, err, tc.want)
+				}
+			}
+		})
+	}
+}
+
+func TestAuthErrorRule(t *testing.T) {
+	alert := status.Error(codes.Unavailable, `connection error: desc = "transport: authentication handshake failed: router-hosts closed the connection at the end of the handshake: remote error: tls: certificate required"`)
+	tests := []struct {
+		name string
+		err  error
+		auth bool
+	}{
+		{"nil", nil, false},
+		{"alert", alert, true},
+		{"alert with context", errors.Join(errors.New("AddHost a.lan"), alert), true},
+		{"expired", status.Error(codes.Unavailable, "error reading server preface: remote error: tls: expired certificate"), true},
+		{"our verification", status.Error(codes.Unavailable, "transport: authentication handshake failed: tls: failed to verify certificate: x509: certificate has expired or is not yet valid"), true},
+		{"waiting for a connection", status.Error(codes.DeadlineExceeded, "latest balancer error: connection error: desc = \"transport: authentication handshake failed: verifying router-hosts server certificate: x509: certificate signed by unknown authority\""), true},
+		{"refused", status.Error(codes.Unavailable, `connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:1: connect: connection refused"`), false},
+		{"broken pipe", status.Error(codes.Unavailable, "write tcp 127.0.0.1:2->127.0.0.1:1: write: broken pipe"), false},
+		{"handshake EOF", status.Error(codes.Unavailable, `connection error: desc = "transport: authentication handshake failed: EOF"`), false},
+		{"other alert", status.Error(codes.Unavailable, "error reading server preface: remote error: tls: protocol version not supported"), false},
+		{"server's own message", status.Error(codes.InvalidArgument, "comment mentions x509: certificates"), false},
+		{"not gRPC", errors.New("x509: certificate signed by unknown authority"), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := authError(tc.err)
+			if errors.Is(got, provider.ErrAuthentication) != tc.auth {
+				t.Fatalf("authError(%v) = %v; ErrAuthentication %v, want %v", tc.err, got, !tc.auth, tc.auth)
+			}
+			if !tc.auth {
+				if got != tc.err {
+					t.Fatalf("authError changed %v into %v", tc.err, got)
+				}
+				return
+			}
+			if status.Code(got) != status.Code(tc.err) || !strings.Contains(got.Error(), tc.err.Error()) {
+				t.Fatalf("authError(%v) = %v (code %v): the original code and text must stay", tc.err, got, status.Code(got))
+			}
+			if again := authError(got); again != got {
+				t.Fatalf("marked twice: %v", again)
+			}
+		})
+	}
+}
+
+func TestWatchCredentials(t *testing.T) {
+	dir := t.TempDir()
+	srv := startServer(t, dir)
+	certFile, keyFile := filepath.Join(dir, "client.crt"), filepath.Join(dir, "client.key")
+	for src, dst := range map[string]string{srv.CertFile(): certFile, srv.KeyFile(): keyFile} {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(dst, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := newTLSProvider(t, Options{Endpoint: srv.Addr(), CAFile: srv.CAFile(), CertFile: certFile, KeyFile: keyFile})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var calls atomic.Int32
+	changed := make(chan struct{}, 10)
+	p.WatchCredentials(ctx, 10*time.Millisecond, func() {
+		calls.Add(1)
+		changed <- struct{}{}
+	})
+
+	time.Sleep(100 * time.Millisecond) // ten polls of unchanged files
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("fn called %d times before any change", n)
+	}
+
+	foreign, _, err := rhtestserver.WriteForeignClientCert(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(foreign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(certFile, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// New content may have the old size; a later modification time makes the change certain.
+	later := time.Now().Add(time.Second)
+	if err := os.Chtimes(certFile, later, later); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-changed:
+	case <-time.After(2 * time.Second):
+		t.Fatal("fn not called after the certificate file changed")
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("fn called %d times for one change, want 1", n)
+	}
+
+	// Once ctx ends, nothing more is reported.
+	cancel()
+	time.Sleep(50 * time.Millisecond)
+	later = later.Add(time.Second)
+	if err := os.Chtimes(certFile, later, later); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("fn called %d times after ctx ended, want 1", n)
+	}
+}
+
+func TestWatchCredentialsWithoutFiles(t *testing.T) {
+	p, _ := newProvider(t)
+	p.WatchCredentials(context.Background(), time.Millisecond, func() { t.Error("fn called without files to watch") })
+	time.Sleep(20 * time.Millisecond)
+}
