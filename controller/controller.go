@@ -81,8 +81,10 @@ type Report struct {
 	// AuthFailed says the server refused the TLS authentication (a client certificate it does
 	// not accept, or a server certificate our CA does not verify).
 	AuthFailed bool
-	// Changes are the writes the sync sent (each with its outcome in Failed).
-	Changes []plan.Change
+	// Changes are the writes the sync sent; FailedChanges holds the error of each one that
+	// failed, keyed by its address in Changes (the others succeeded).
+	Changes       []plan.Change
+	FailedChanges map[*plan.Change]error
 	// Pending is the number of owned entries marked for deletion; Foreign the number owned by
 	// other clusters.
 	Pending, Foreign int
@@ -122,10 +124,6 @@ type Config struct {
 	Now func() time.Time
 }
 
-// batchWindow is how long an event after a quiet period waits for companions (an Ingress and
-// its Service often change together) before the sync starts.
-const batchWindow = 50 * time.Millisecond
-
 // expirySlack is added to a grace-period expiry before the sync that acts on it, so that the
 // sync's own clock reading is safely past it.
 const expirySlack = 100 * time.Millisecond
@@ -141,6 +139,11 @@ type Controller struct {
 	// again, so that one bad hostname is retried on the interval and never slows the others,
 	// while a change the user made to it since goes out at once. Only the loop touches it.
 	refused map[string]error
+	// known is the server's entries by ID as of the last full ListHosts, with the results of
+	// the operator's own writes since (every write returns the entry as stored); nil when it
+	// is in doubt. Event-triggered syncs plan from it instead of reading the whole server.
+	// Only the loop touches it.
+	known map[string]endpoint.Record
 }
 
 // New returns a controller; it registers itself with every source for change notifications.
@@ -191,6 +194,11 @@ type Outcome struct {
 	// Resync asks for another sync soon: entries were removed while other namespaces' claims
 	// waited for the hostname, and those claims can now be written.
 	Resync bool
+	// NeedFresh asks for a sync that reads the server at once: this one planned from the known
+	// state and found it out of date, or held back a deletion that only a fresh read may send.
+	NeedFresh bool
+	// Fresh says this sync read the server (ListHosts) rather than the known state.
+	Fresh bool
 }
 
 // RefusedError is the error of a sync whose only failures were writes the server (or the
@@ -207,13 +215,14 @@ func (e *RefusedError) Error() string {
 
 func (e *RefusedError) Unwrap() error { return e.Err }
 
-// SyncOnce runs one full sync, retrying refused writes too. Any failed read abandons the sync
-// before planning, because a source or server that answered nothing must never look like
-// "delete everything".
+// SyncOnce runs one full sync: it reads the server, and retries refused writes too. Any failed
+// read abandons the sync before planning, because a source or server that answered nothing
+// must never look like "delete everything".
 func (c *Controller) SyncOnce(ctx context.Context) (*Outcome, error) { return c.sync(ctx, true) }
 
-// sync runs one sync; an event-triggered one (full false) holds back the changes of hostnames
-// whose writes were refused before.
+// sync runs one sync. A full one reads the server; an event-triggered one (full false) plans
+// from the known state when there is one, never deletes or releases from it, and holds back
+// changes refused before.
 func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
 	start := c.cfg.Now()
 	var eps []*endpoint.Endpoint
@@ -234,7 +243,20 @@ func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
 	}
 	listStart := c.cfg.Now()
 	sourceDuration := listStart.Sub(start)
-	records, err := c.cfg.Provider.Records(ctx)
+	fresh := full || c.known == nil
+	var (
+		records []endpoint.Record
+		err     error
+	)
+	if fresh {
+		c.known = nil
+		records, err = c.cfg.Provider.Records(ctx)
+	} else {
+		records = make([]endpoint.Record, 0, len(c.known))
+		for _, r := range c.known {
+			records = append(records, r)
+		}
+	}
 	listDuration := c.cfg.Now().Sub(listStart)
 	if err != nil {
 		err = fmt.Errorf("listing router-hosts entries: %w", err)
@@ -247,6 +269,20 @@ func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
 	desired := reg.Desired(eps, st)
 	changes := (&plan.Plan{Current: reg.Current(st, desired), Desired: desired, Policy: c.cfg.Policy}).Calculate()
 	res := reg.Apply(c.cfg.Now(), st, changes)
+	out := &Outcome{NextExpiry: res.NextExpiry, Pending: res.Pending, Fresh: fresh}
+	if !fresh {
+		// A delete or release is sent only from a sync that read the server: the known state
+		// may lack an edit that makes the entry no longer the operator's to remove.
+		kept := res.Changes[:0:0]
+		for _, ch := range res.Changes {
+			if ch.Action == plan.Delete || ch.Action == plan.Release {
+				out.NeedFresh = true
+				continue
+			}
+			kept = append(kept, ch)
+		}
+		res.Changes = kept
+	}
 	held := map[string]error{}
 	if !full && len(c.refused) > 0 {
 		kept := res.Changes[:0:0]
@@ -259,8 +295,8 @@ func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
 		}
 		res.Changes = kept
 	}
-	out := &Outcome{Changes: res.Changes, NextExpiry: res.NextExpiry, Pending: res.Pending}
-	log := c.log.WithFields(logrus.Fields{
+	out.Changes = res.Changes
+	log := c.log.WithFields(logrus.Fields{"fresh": fresh,
 		"source_duration": sourceDuration.Round(time.Microsecond), "list_duration": listDuration.Round(time.Microsecond),
 		"plan_duration": c.cfg.Now().Sub(listStart.Add(listDuration)).Round(time.Microsecond),
 		"endpoints":     len(eps), "hostnames": len(desired), "entries": len(records),
@@ -287,6 +323,10 @@ func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
 	} else {
 		log.WithField("duration", c.cfg.Now().Sub(start).Round(time.Millisecond)).Debug("sync: nothing to change")
 	}
+	c.remember(fresh, records, res.Changes, applyErr)
+	if !fresh && anyStale(applyErr) {
+		out.NeedFresh = true
+	}
 	whole, refused := splitErrors(applyErr)
 	failed := map[string]error{}
 	for host, err := range held {
@@ -301,7 +341,11 @@ func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
 		}
 	}
 	c.rememberRefused(full, refused)
-	rep := &Report{Desired: desired, Endpoints: eps, Entries: entriesAfter(st.Owned, res.Changes, applyErr), Failed: failed,
+	failedChanges := map[*plan.Change]error{}
+	for _, ce := range changeErrors(applyErr) {
+		failedChanges[ce.Change] = ce
+	}
+	rep := &Report{Desired: desired, Endpoints: eps, Entries: entriesAfter(st.Owned, res.Changes, applyErr), Failed: failed, FailedChanges: failedChanges,
 		Changes: res.Changes, Pending: res.Pending, Foreign: st.ForeignCount(), SourceEndpoints: counts, Conflicts: st.Conflicts,
 		Problems: st.Problems, Started: start, Duration: c.cfg.Now().Sub(start), ListDuration: listDuration}
 	if whole != nil {
@@ -327,6 +371,43 @@ func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
 		return out, &RefusedError{Hostnames: hosts, Err: errors.Join(errs...)}
 	}
 	return out, nil
+}
+
+// remember keeps the server state this sync read or planned from, with the results of its
+// writes, for the next event-triggered sync. Any failed write puts the state in doubt.
+func (c *Controller) remember(fresh bool, records []endpoint.Record, sent []plan.Change, applyErr error) {
+	if applyErr != nil {
+		c.known = nil
+		return
+	}
+	if fresh {
+		c.known = make(map[string]endpoint.Record, len(records))
+		for _, r := range records {
+			c.known[r.ID] = r
+		}
+	}
+	if c.known == nil {
+		return
+	}
+	for i := range sent {
+		ch := &sent[i]
+		switch {
+		case ch.New == nil:
+			delete(c.known, ch.Old.ID)
+		case ch.New.ID != "":
+			c.known[ch.New.ID] = *ch.New
+		}
+	}
+}
+
+// anyStale reports whether a write met an entry other than the one it was planned against.
+func anyStale(err error) bool {
+	for _, ce := range changeErrors(err) {
+		if ce.Stale {
+			return true
+		}
+	}
+	return false
 }
 
 // rememberRefused updates the changes held back from event-triggered syncs: a full sync
@@ -463,9 +544,10 @@ func (c *Controller) Run(ctx context.Context) error {
 			}
 			continue
 		case <-c.trigger:
-			// An event: sync after a short batching window, but not sooner than the minimum
-			// spacing after the last start, and not before a failure backoff ends.
-			at := c.cfg.Now().Add(batchWindow)
+			// An event: sync at once after a quiet period; events during a sync, or soon after
+			// its start, coalesce into one more sync no sooner than the minimum spacing. Not
+			// before a failure backoff ends.
+			at := c.cfg.Now()
 			if e := lastStart.Add(c.cfg.MinEventSyncInterval); at.Before(e) {
 				at = e
 			}
@@ -499,8 +581,12 @@ func (c *Controller) Run(ctx context.Context) error {
 			continue
 		}
 		failures = 0
+		if out.NeedFresh {
+			next = c.cfg.Now()
+			continue
+		}
 		if out.Resync {
-			next, nextFull = c.cfg.Now().Add(batchWindow), false
+			next, nextFull = c.cfg.Now(), false
 			continue
 		}
 		if !out.NextExpiry.IsZero() && out.NextExpiry.Before(next) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 	"github.com/router-hosts-operator/router-hosts-operator/provider"
@@ -26,9 +27,14 @@ type stubSource struct {
 	eps     []*endpoint.Endpoint
 	err     error
 	handler func()
+	// starts, when set, is told the time of every read: every sync starts with one.
+	starts chan time.Time
 }
 
 func (s *stubSource) Endpoints(context.Context) ([]*endpoint.Endpoint, error) {
+	if s.starts != nil {
+		s.starts <- time.Now()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.eps, s.err
@@ -90,19 +96,19 @@ func TestFailedListAppliesNothing(t *testing.T) {
 }
 
 func TestEventAfterQuietPeriodSyncsAtOnceAndBurstsCoalesce(t *testing.T) {
-	src := &stubSource{}
-	prov := &recordingProvider{starts: make(chan time.Time, 100)}
+	src := &stubSource{starts: make(chan time.Time, 100)}
+	prov := &recordingProvider{}
 	c := newTestController(t, src, prov, 300*time.Millisecond)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan struct{})
 	go func() { _ = c.Run(ctx); close(done) }()
-	<-prov.starts // the initial sync
+	<-src.starts // the initial sync
 	time.Sleep(400 * time.Millisecond)
 
 	sent := time.Now()
 	src.handler()
-	got := <-prov.starts
+	got := <-src.starts
 	if d := got.Sub(sent); d > 200*time.Millisecond {
 		t.Fatalf("event after a quiet period waited %v", d)
 	}
@@ -111,7 +117,7 @@ func TestEventAfterQuietPeriodSyncsAtOnceAndBurstsCoalesce(t *testing.T) {
 		src.handler()
 		time.Sleep(5 * time.Millisecond)
 	}
-	next := <-prov.starts
+	next := <-src.starts
 	// The spacing holds between the controller's own starts; the provider sees each start a
 	// little later (after the sources are read), so a late first sighting shortens the gap it
 	// measures by that lag. 10 ms allows for scheduling on a loaded machine; a broken spacing
@@ -120,7 +126,7 @@ func TestEventAfterQuietPeriodSyncsAtOnceAndBurstsCoalesce(t *testing.T) {
 		t.Fatalf("burst sync started %v after the previous one, want about 300ms or more", d)
 	}
 	select {
-	case extra := <-prov.starts:
+	case extra := <-src.starts:
 		t.Fatalf("burst caused a third sync at %v", extra.Sub(next))
 	case <-time.After(500 * time.Millisecond):
 	}
@@ -300,5 +306,127 @@ func waitUntil(t *testing.T, limit time.Duration, cond func() bool) {
 			t.Fatalf("condition not met within %v", limit)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// knownStateRig is a controller on the in-memory server with a settable clock, for the rules
+// of event-triggered syncs that plan from the known state.
+type knownStateRig struct {
+	c   *Controller
+	svc *inmemory.Service
+	src *stubSource
+	now time.Time
+}
+
+func newKnownStateRig(t *testing.T) *knownStateRig {
+	t.Helper()
+	svc := inmemory.NewService(inmemory.NewStore())
+	conn, stop, err := inmemory.Dial(svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	log := logrus.New()
+	log.SetLevel(logrus.WarnLevel)
+	reg, err := registry.New(registry.Config{ClusterName: "t", GracePeriod: time.Minute, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &knownStateRig{svc: svc, src: &stubSource{}, now: time.Now()}
+	prov := routerhosts.NewFromConn(conn, routerhosts.Options{Log: log, StillApplies: reg.StillApplies})
+	r.c = New(Config{Sources: []Source{r.src}, Registry: reg, Provider: prov, Interval: time.Hour, Log: log, Now: func() time.Time { return r.now }})
+	return r
+}
+
+func (r *knownStateRig) want(eps ...*endpoint.Endpoint) {
+	r.src.mu.Lock()
+	defer r.src.mu.Unlock()
+	r.src.eps = eps
+}
+
+func (r *knownStateRig) sync(t *testing.T, full bool) *Outcome {
+	t.Helper()
+	out, err := r.c.sync(context.Background(), full)
+	var refused *RefusedError
+	if err != nil && !errors.As(err, &refused) {
+		t.Fatalf("sync: %v", err)
+	}
+	return out
+}
+
+func at(host string, ips ...string) *endpoint.Endpoint {
+	e := claimOf(host)
+	e.Targets = ips
+	return e
+}
+
+func TestEventSyncsPlanFromTheKnownState(t *testing.T) {
+	r := newKnownStateRig(t)
+	r.want(at("a.lan", "10.0.0.1"))
+	r.sync(t, true)
+	r.svc.ResetCalls()
+
+	// A change: one UpdateHost, no ListHosts; the stored version is known, so the next
+	// change needs no re-read either.
+	r.want(at("a.lan", "10.0.0.2"))
+	if out := r.sync(t, false); out.Fresh || len(out.Changes) != 1 {
+		t.Fatalf("outcome = %+v, want one change planned from the known state", out)
+	}
+	r.want(at("a.lan", "10.0.0.3"))
+	r.sync(t, false)
+	r.sync(t, false)
+	if c := r.svc.CallCounts(); c["ListHosts"] != 0 || c["UpdateHost"] != 2 || c["GetHost"] != 0 {
+		t.Fatalf("calls = %v, want two UpdateHost and nothing else", c)
+	}
+	if e := r.svc.Store().Lookup("a.lan"); len(e) != 1 || e[0].GetIpAddress() != "10.0.0.3" {
+		t.Fatalf("server has %v", e)
+	}
+
+	// The hostname goes: the mark may be sent from the known state, the deletion may not.
+	r.want()
+	r.sync(t, false)
+	r.now = r.now.Add(2 * time.Minute)
+	r.svc.ResetCalls()
+	out := r.sync(t, false)
+	if !out.NeedFresh || len(out.Changes) != 0 || r.svc.Calls("DeleteHost") != 0 {
+		t.Fatalf("outcome %+v, calls %v: a deletion due must wait for a fresh read", out, r.svc.CallCounts())
+	}
+	if out := r.sync(t, true); !out.Fresh || len(out.Changes) != 1 || out.Changes[0].Action != plan.Delete {
+		t.Fatalf("fresh sync = %+v, want the deletion", out)
+	}
+}
+
+func TestAStaleKnownStateIsReadAgain(t *testing.T) {
+	r := newKnownStateRig(t)
+	r.want(at("a.lan", "10.0.0.1"))
+	r.sync(t, true)
+	// Someone deletes the entry; the known state still has it.
+	e := r.svc.Store().Lookup("a.lan")[0]
+	if err := r.svc.Store().Delete(e.GetId(), nil); err != nil {
+		t.Fatal(err)
+	}
+	r.want(at("a.lan", "10.0.0.2"))
+	if out := r.sync(t, false); out.Fresh || !out.NeedFresh {
+		t.Fatalf("outcome = %+v; an update that met no entry must ask for a fresh read", out)
+	}
+	if out := r.sync(t, false); !out.Fresh {
+		t.Fatal("the sync after a stale write did not read the server")
+	}
+	if e := r.svc.Store().Lookup("a.lan"); len(e) != 1 || e[0].GetIpAddress() != "10.0.0.2" {
+		t.Fatalf("server has %v", e)
+	}
+
+	// An entry made by hand after the last read: the create meets AlreadyExists, and the
+	// fresh read that follows adopts it instead.
+	r.svc.ResetCalls()
+	if _, err := r.svc.Store().Add(&pb.AddHostRequest{IpAddress: "10.0.0.9", Hostname: "b.lan", Tags: []string{"manual"}}); err != nil {
+		t.Fatal(err)
+	}
+	r.want(at("a.lan", "10.0.0.2"), at("b.lan", "10.0.0.9"))
+	if out := r.sync(t, false); !out.NeedFresh {
+		t.Fatalf("outcome = %+v; AlreadyExists must ask for a fresh read", out)
+	}
+	if out := r.sync(t, true); len(out.Changes) != 1 || out.Changes[0].Action != plan.Adopt {
+		t.Fatalf("fresh sync = %+v, want the adoption", out.Changes)
 	}
 }

@@ -12,9 +12,11 @@ import (
 // MaxAliases is the server's limit on aliases per entry.
 const MaxAliases = 50
 
-// maxTagLen keeps tags readable in the hosts file comment the server renders them into; the
-// server itself has no limit.
-const maxTagLen = 255
+// maxTagLen keeps tags readable in the hosts file comment the server renders them into (the
+// server itself has no limit), while leaving room for the operator's own record of a 253-byte
+// hostname in an original-hostname: tag. User-supplied tags are held to 255 by the HostMapping
+// schema as well.
+const maxTagLen = 300
 
 // maxCommentLen bounds the provenance comment for the same reason.
 const maxCommentLen = 512

@@ -111,7 +111,7 @@ func TestValidateTagAndComment(t *testing.T) {
 		ok  bool
 	}{
 		{"team-a", true}, {"cluster:home", true}, {"pending-deletion:2026-01-01T00:00:00Z", true},
-		{"", false}, {"two words", false}, {"a,b", false}, {"new\nline", false}, {"ünï", false}, {strings.Repeat("x", 256), false},
+		{"", false}, {"two words", false}, {"a,b", false}, {"new\nline", false}, {"ünï", false}, {strings.Repeat("x", 301), false},
 	} {
 		if err := ValidateTag(tc.tag); (err == nil) != tc.ok {
 			t.Errorf("ValidateTag(%q) = %v, want ok=%v", tc.tag, err, tc.ok)

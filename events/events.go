@@ -8,7 +8,6 @@ package events
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -105,13 +104,6 @@ func (r *Recorder) Report(_ context.Context, rep *controller.Report) {
 			alive[s.UID] = s
 		}
 	}
-	failed := map[*plan.Change]bool{}
-	for _, err := range rep.Failed {
-		var ce *plan.ChangeError
-		if errors.As(err, &ce) {
-			failed[ce.Change] = true
-		}
-	}
 	r.normal, r.suppressed = 0, 0
 	defer func() {
 		if r.suppressed > 0 {
@@ -121,7 +113,7 @@ func (r *Recorder) Report(_ context.Context, rep *controller.Report) {
 	}()
 	for i := range rep.Changes {
 		c := &rep.Changes[i]
-		if failed[c] {
+		if rep.FailedChanges[c] != nil {
 			continue
 		}
 		host := c.Hostname()
@@ -157,7 +149,7 @@ func (r *Recorder) retired(c *plan.Change, alive map[string]endpoint.SourceRef) 
 		case plan.Delete:
 			r.normalEvent(s, EntryDeleted, fmt.Sprintf("router-hosts entry %s %s (id %s) deleted", c.Old.Hostname, c.Old.IP, c.Old.ID))
 		case plan.Release:
-			r.normalEvent(s, EntryDeleted, fmt.Sprintf("router-hosts entry %s (id %s) released: given back as it was before adoption", c.Old.Hostname, c.Old.ID))
+			r.normalEvent(s, EntryDeleted, fmt.Sprintf("router-hosts entry %s (id %s) released: given back to its user, no longer managed", c.Old.Hostname, c.Old.ID))
 		}
 		told = true
 	}

@@ -50,8 +50,9 @@ func TestTransitionsOnly(t *testing.T) {
 	upd := plan.Change{Action: plan.Update, Old: &endpoint.Record{ID: "x", Hostname: "web.lan", IP: "10.0.0.1"}, New: &endpoint.Record{ID: "x", Hostname: "web.lan", IP: "10.0.0.2"}}
 	fail := func() *controller.Report {
 		changes := []plan.Change{upd}
+		ce := &plan.ChangeError{Change: &changes[0], Err: errors.New("unavailable")}
 		return &controller.Report{Desired: desired, Changes: changes, Stage: controller.StageApply, Err: errors.New("x"),
-			Failed: map[string]error{"web.lan": &plan.ChangeError{Change: &changes[0], Err: errors.New("unavailable")}}}
+			Failed: map[string]error{"web.lan": ce}, FailedChanges: map[*plan.Change]error{&changes[0]: ce}}
 	}
 	for i := 0; i < 3; i++ {
 		r.Report(context.Background(), fail())
@@ -120,5 +121,33 @@ func TestNormalEventsAreCappedPerSync(t *testing.T) {
 	}
 	if got := len(drain(fake)); got != n {
 		t.Fatalf("%d warnings emitted of %d", got, n)
+	}
+}
+
+func TestAFailedChangeIsNeverAnnouncedAsDone(t *testing.T) {
+	fake := record.NewFakeRecorder(100)
+	r := NewWithRecorder(fake, logrus.New())
+	r.SetLeading(true)
+	web := endpoint.SourceRef{Version: "v1", Group: "networking.k8s.io", Kind: "Ingress", Namespace: "d", Name: "web", UID: "u1"}
+	desired := []*endpoint.Endpoint{{Hostname: "web.lan", Targets: []string{"10.0.0.1", "10.0.0.2"}, Sources: []endpoint.SourceRef{web}}}
+	changes := []plan.Change{
+		{Action: plan.Create, New: &endpoint.Record{Hostname: "web.lan", IP: "10.0.0.1"}},
+		{Action: plan.Create, New: &endpoint.Record{Hostname: "web.lan", IP: "10.0.0.2"}},
+		{Action: plan.Delete, Old: &endpoint.Record{ID: "x", Hostname: "web.lan", IP: "10.0.0.9", Tags: []string{"k8s-operator", "source:u1"}}},
+	}
+	// Both the second create and the delete were refused; only the first went through.
+	ce1 := &plan.ChangeError{Change: &changes[1], Err: errors.New("InvalidArgument"), Refused: true}
+	ce2 := &plan.ChangeError{Change: &changes[2], Err: errors.New("Aborted"), Refused: true}
+	r.Report(context.Background(), &controller.Report{Desired: desired, Changes: changes,
+		Failed: map[string]error{"web.lan": ce2}, FailedChanges: map[*plan.Change]error{&changes[1]: ce1, &changes[2]: ce2}})
+	got := drain(fake)
+	var normal []string
+	for _, e := range got {
+		if strings.HasPrefix(e, "Normal") {
+			normal = append(normal, e)
+		}
+	}
+	if len(normal) != 1 || !strings.Contains(normal[0], "10.0.0.1") {
+		t.Fatalf("normal events %q; want only the create that went through", normal)
 	}
 }

@@ -125,14 +125,8 @@ func (m *Metrics) Report(_ context.Context, r *controller.Report) {
 		return
 	}
 	m.failedHostnames.Set(float64(len(r.Failed)))
-	failed := map[*plan.Change]bool{}
-	for _, err := range r.Failed {
-		if ce, ok := err.(*plan.ChangeError); ok {
-			failed[ce.Change] = true
-		}
-	}
 	for i := range r.Changes {
-		if !failed[&r.Changes[i]] {
+		if r.FailedChanges[&r.Changes[i]] == nil {
 			m.changes.WithLabelValues(string(r.Changes[i].Action)).Inc()
 		}
 	}

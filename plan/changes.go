@@ -114,6 +114,10 @@ type ChangeError struct {
 	// or gone meanwhile, no longer ours), not the server unreachable: retrying it at once
 	// would fail the same way, and the other changes of the sync are unaffected.
 	Refused bool
+	// Stale says the change met an entry other than the one it was planned against (created,
+	// changed or deleted by someone else meanwhile): the planner's picture of the server is out
+	// of date.
+	Stale bool
 }
 
 // Error describes the failed change.

@@ -53,8 +53,11 @@ type Current struct {
 	// Class is how the entry came to be.
 	Class Class
 	// Keep lists the tags that stay on an adopted (or to-be-adopted) entry, in order, ahead of
-	// the ownership tags: the user's own tags verbatim and the registry's loan record.
+	// the ownership tags: the user's own tags verbatim, then the registry's opening marker.
 	Keep []string
+	// Trail lists the tags that follow the ownership tags on such an entry: the registry's loan
+	// record, which closes its block.
+	Trail []string
 }
 
 // Plan is the input of one calculation.
@@ -118,8 +121,9 @@ func (p *Plan) Calculate() []Change {
 //     one the operator created, then one it may adopt;
 //  2. targets left over take surplus entries, re-pointed: adopted first, then adoptable ones
 //     (a hand-made line with a stale address must not stay beside ours), then created ones;
-//  3. an adopted entry still left over takes a created entry's target, so adopted entries are
-//     the last to go while the hostname is wanted, and a created one goes instead;
+//  3. an adopted entry still left over takes the target of a created or adoptable entry, so
+//     adopted entries are the last to go while the hostname is wanted: a created one goes
+//     instead, an adoptable one is left alone;
 //  4. what is still missing is created; surplus created and adopted entries are deleted
 //     (the registry turns that into a grace period), surplus adoptable entries left alone.
 func planHostname(ep *endpoint.Endpoint, recs []*Current, policy Policy) []Change {
@@ -163,7 +167,7 @@ func planHostname(ep *endpoint.Endpoint, recs []*Current, policy Policy) []Chang
 				continue
 			}
 			for _, ip := range ep.Targets {
-				if a := assigned[ip]; a != nil && a.Class == Created {
+				if a := assigned[ip]; a != nil && a.Class != Adopted {
 					used[a] = false
 					assigned[ip], used[c] = c, true
 					break
@@ -205,14 +209,14 @@ func upToDate(ep *endpoint.Endpoint, c *Current) bool {
 		return false
 	}
 	if c.Class == Adopted {
-		return len(c.Tags) == len(c.Keep)+len(ep.OwnerTags)+len(ep.TargetTags[c.IP]) &&
-			endpoint.SameUnion(c.Tags, c.Keep, ep.OwnerTags, ep.TargetTags[c.IP])
+		return len(c.Tags) == len(c.Keep)+len(ep.OwnerTags)+len(ep.TargetTags[c.IP])+len(c.Trail) &&
+			endpoint.SameUnion(c.Tags, c.Keep, ep.OwnerTags, ep.TargetTags[c.IP], c.Trail)
 	}
 	return c.Comment == ep.Comment && endpoint.SameUnion(c.Tags, ep.OwnerTags, ep.TargetTags[c.IP], ep.Tags)
 }
 
 // desiredRecord is what entry c should look like to serve ep at ip. An adopted entry keeps
-// its comment and, ahead of the ownership tags, the tags in Keep; it takes none of the
+// its comment and its tags are Keep, the ownership tags, then Trail; it takes none of the
 // cluster's user tags, so that releasing it gives back what the user had.
 func desiredRecord(ep *endpoint.Endpoint, c *Current, ip string) *endpoint.Record {
 	r := c.Record
@@ -223,7 +227,7 @@ func desiredRecord(ep *endpoint.Endpoint, c *Current, ip string) *endpoint.Recor
 		return &r
 	}
 	owner := endpoint.SortedUnique(append(append([]string{}, ep.OwnerTags...), ep.TargetTags[ip]...))
-	r.Tags = append(append(make([]string, 0, len(c.Keep)+len(owner)), c.Keep...), owner...)
+	r.Tags = append(append(append(make([]string, 0, len(c.Keep)+len(owner)+len(c.Trail)), c.Keep...), owner...), c.Trail...)
 	return &r
 }
 

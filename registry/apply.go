@@ -83,7 +83,7 @@ func (r *Registry) retire(now time.Time, st *State, rec *endpoint.Record) (*plan
 	if !marked || err != nil {
 		// Not yet marked (or the mark was mangled by hand): start the grace period now.
 		n := *rec
-		n.Tags = append(withoutOperatorPrefix(rec.Tags, &v, PrefixPending), PrefixPending+now.UTC().Format(time.RFC3339))
+		n.Tags = markedTags(rec.Tags, &v, PrefixPending+now.UTC().Format(time.RFC3339))
 		return &plan.Change{Action: plan.Mark, Old: rec, New: &n}, now.Add(grace)
 	}
 	due := markedAt.Add(grace)
@@ -142,26 +142,23 @@ func (r *Registry) pendingAfter(st *State, changes []plan.Change, deleted map[st
 	return len(marked)
 }
 
-// withoutOperatorPrefix returns tags without the operator's tags that start with prefix; a
-// user's own tag of that shape on an adopted entry stays.
-func withoutOperatorPrefix(tags []string, v *view, prefix string) []string {
-	drop := map[string]int{}
-	for _, t := range v.op {
-		if strings.HasPrefix(t, prefix) {
-			drop[t]++
-		}
-	}
-	// The user's copies come first on the entry; the operator's are the last ones.
-	out := make([]string, 0, len(tags))
-	for i := len(tags) - 1; i >= 0; i-- {
-		if drop[tags[i]] > 0 {
-			drop[tags[i]]--
+// markedTags is tags with mark as the operator's only pending-deletion tag: inside its block
+// on an adopted entry (right after TagPreExisting), at the end otherwise. A user's own tag of
+// that shape stays where it is.
+func markedTags(tags []string, v *view, mark string) []string {
+	out := make([]string, 0, len(tags)+1)
+	for i, t := range tags {
+		inBlock := v.blockStart < 0 || (i >= v.blockStart && i < v.blockStart+len(v.op))
+		if inBlock && Reserved(t) && strings.HasPrefix(t, PrefixPending) {
 			continue
 		}
-		out = append(out, tags[i])
+		out = append(out, t)
+		if i == v.blockStart {
+			out = append(out, mark)
+		}
 	}
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
+	if v.blockStart < 0 {
+		out = append(out, mark)
 	}
 	return out
 }

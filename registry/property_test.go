@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math/rand"
 	"reflect"
+	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,6 +24,7 @@ type world struct {
 	nextID  int
 	ours    map[string]bool
 	found   map[string]endpoint.Record // adopted ID → the entry as found
+	added   map[string][]string        // adopted ID → tags the user appended during the loan
 }
 
 func (w *world) records() []endpoint.Record {
@@ -50,7 +53,11 @@ var (
 	propHosts = []string{"nas.lan", "shop.lan", "pay.lan"}
 	propIPs   = []string{"10.0.0.1", "10.0.0.2", "10.0.0.3"}
 	propTags  = []string{"manual", "kind:printer", "source:hand", "cluster:proxmox", "namespace:iot", "pending-deletion:2099-01-01T00:00:00Z",
-		"grace-period:0", "has space", "pre-existing:true", "original-ip:9.9.9.9", "cluster:home"}
+		"grace-period:0", "has space", "pre-existing:true", "original-ip:9.9.9.9", "original-hostname:x.lan", "cluster:home"}
+	// loanEdits are tags a user may append to an adopted entry: anything but the loan's own
+	// closing tag or the ownership marker, including other clusters' tags.
+	loanEdits = append(slices.DeleteFunc(slices.Clone(propTags), func(t string) bool { return strings.HasPrefix(t, PrefixOriginalIP) }),
+		"cluster:other")
 )
 
 func pick[T any](rnd *rand.Rand, xs []T) T { return xs[rnd.Intn(len(xs))] }
@@ -111,7 +118,8 @@ func claims(rnd *rand.Rand, age map[string]time.Duration) []*endpoint.Endpoint {
 // TestPropertyOwnership runs random sequences of cluster states and hand edits through the
 // registry and plan and checks, after every sync, that no entry this cluster does not own was
 // written except by adoption, that nothing foreign or hand-made was deleted, and that every
-// released entry equals what was found when it was adopted.
+// released entry equals what was found when it was adopted, plus the tags the user added to
+// it meanwhile.
 func TestPropertyOwnership(t *testing.T) {
 	log := logrus.New()
 	log.SetLevel(logrus.PanicLevel)
@@ -121,17 +129,29 @@ func TestPropertyOwnership(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w := &world{entries: map[string]endpoint.Record{}, ours: map[string]bool{}, found: map[string]endpoint.Record{}}
+		w := &world{entries: map[string]endpoint.Record{}, ours: map[string]bool{}, found: map[string]endpoint.Record{}, added: map[string][]string{}}
 		age := map[string]time.Duration{}
 		for i := 0; i < 4; i++ {
 			age[fmt.Sprintf("uid-%d", i)] = time.Duration(rnd.Intn(1000)) * time.Hour
 		}
 		now := t0
 		for step := 0; step < 25; step++ {
-			// Hand edits touch only entries that are not ours: adopted entries are the
-			// operator's to keep until released.
+			// Hand edits: new entries, tags added to entries that are not ours, and tags the
+			// user appends to an adopted entry while it is on loan, which are theirs whatever
+			// they look like (short of the loan record's own closing tag).
 			for i := rnd.Intn(2); i > 0; i-- {
 				w.add(handMade(rnd))
+			}
+			if rnd.Intn(3) == 0 {
+				for id := range w.found {
+					e := w.entries[id]
+					tag := pick(rnd, loanEdits)
+					e.Tags = append(slices.Clone(e.Tags), tag)
+					e.Version += "u"
+					w.entries[id] = e
+					w.added[id] = append(w.added[id], tag)
+					break
+				}
 			}
 			if rnd.Intn(4) == 0 {
 				for id, e := range w.entries {
@@ -179,6 +199,7 @@ func TestPropertyOwnership(t *testing.T) {
 				case plan.Release:
 					got := *c.New
 					want := w.found[c.Old.ID]
+					want.Tags = append(slices.Clone(want.Tags), w.added[c.Old.ID]...)
 					got.Version, want.Version = "", ""
 					// The server returns an empty list for nil and empty alike.
 					if len(got.Aliases) == 0 && len(want.Aliases) == 0 {
@@ -193,6 +214,7 @@ func TestPropertyOwnership(t *testing.T) {
 					w.entries[c.Old.ID] = *c.New
 					delete(w.ours, c.Old.ID)
 					delete(w.found, c.Old.ID)
+					delete(w.added, c.Old.ID)
 				default:
 					n := *c.New
 					n.Version = c.Old.Version + "+"

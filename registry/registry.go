@@ -6,6 +6,7 @@ package registry
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -140,22 +141,26 @@ func (r *Registry) Classify(records []endpoint.Record) *State {
 }
 
 // Current turns the owned entries, and the unowned ones that desired hostnames could adopt,
-// into plan input. The tags the plan must keep on an adopted entry are the user's own,
-// verbatim and in order, then the loan record; for an adoption candidate, its tags and the
-// loan record adopting it would write.
+// into plan input. An adopted entry keeps the user's tags, verbatim and in order, ahead of the
+// operator's block, which opens with TagPreExisting and closes with the loan record; for an
+// adoption candidate, its tags and the record adopting it would write.
 func (r *Registry) Current(st *State, desired []*endpoint.Endpoint) []plan.Current {
 	out := make([]plan.Current, 0, len(st.Owned))
 	for _, rec := range st.Owned {
 		c := plan.Current{Record: rec, Class: plan.Created}
 		if v := st.views[rec.ID]; v.has(TagPreExisting) {
 			c.Class = plan.Adopted
-			c.Keep = append(append(append([]string{}, v.user...), TagPreExisting), v.loanTags()...)
+			c.Keep = append(append([]string{}, v.user...), TagPreExisting)
+			if v.loan != nil {
+				c.Trail = v.loan.trail()
+			}
 		}
 		out = append(out, c)
 	}
 	for _, ep := range desired {
 		for _, rec := range st.Unowned[ep.Hostname] {
-			out = append(out, plan.Current{Record: rec, Class: plan.Unowned, Keep: append(append([]string{}, rec.Tags...), loanRecord(&rec)...)})
+			out = append(out, plan.Current{Record: rec, Class: plan.Unowned,
+				Keep: append(append([]string{}, rec.Tags...), TagPreExisting), Trail: loanOf(&rec).trail()})
 		}
 	}
 	return out
@@ -177,6 +182,12 @@ func (r *Registry) Desired(eps []*endpoint.Endpoint, st *State) []*endpoint.Endp
 	byHost := map[string][]*endpoint.Endpoint{}
 	for _, ep := range eps {
 		byHost[ep.Hostname] = append(byHost[ep.Hostname], ep)
+		// Reported for every claim, written for none, whether or not the claim wins.
+		for _, t := range ep.Tags {
+			if err := CheckUserTag(t); err != nil {
+				st.Problems = append(st.Problems, Problem{Source: ep.Sources[0], Tag: t, Message: err.Error() + "; dropped"})
+			}
+		}
 	}
 	ownedByHost := map[string][]*endpoint.Record{}
 	for i := range st.Owned {
@@ -213,7 +224,9 @@ func clusterOf(rec *endpoint.Record) string {
 	return c
 }
 
-// holder is the namespace named on the hostname's owned entries, "" when there is none.
+// holder is the namespace named on the hostname's owned entries, "" when there is none. The
+// operator writes one namespace on all of a hostname's entries; should they disagree (hand
+// edits), the first in order decides, so every replica decides the same.
 func (r *Registry) holder(owned []*endpoint.Record, st *State) string {
 	best := ""
 	for _, rec := range owned {
@@ -262,11 +275,9 @@ func (r *Registry) merge(host string, claims []*endpoint.Endpoint, owned []*endp
 		targets = append(targets, want...)
 		aliases = append(aliases, c.Aliases...)
 		for _, t := range c.Tags {
-			if err := CheckUserTag(t); err != nil {
-				st.Problems = append(st.Problems, Problem{Source: src, Tag: t, Message: err.Error() + "; dropped"})
-				continue
+			if !Reserved(t) {
+				tags = append(tags, t)
 			}
-			tags = append(tags, t)
 		}
 		m.Sources = append(m.Sources, c.Sources...)
 		for _, s := range c.Sources {
@@ -384,12 +395,20 @@ func (r *Registry) ours(v *view) bool {
 }
 
 // StillApplies reports whether change c may still be written to fresh, the entry as re-read
-// after a version conflict: an adoption only while the entry is nobody's, anything else only
-// while it is this cluster's.
+// after a version conflict. An adoption goes ahead only on the entry exactly as it was read,
+// since its loan records what was found; a change to an adopted entry only while its tags are
+// as read, since their order says whose they are; anything else only while the entry is this
+// cluster's. A change turned down here is planned again from a fresh read.
 func (r *Registry) StillApplies(c *plan.Change, fresh *endpoint.Record) bool {
 	v := viewOf(fresh)
 	if c.Action == plan.Adopt {
-		return !v.has(TagOwner)
+		return !v.has(TagOwner) && endpoint.Diff(c.Old, fresh) == 0 && slices.Equal(c.Old.Tags, fresh.Tags)
 	}
-	return r.ours(&v)
+	if !r.ours(&v) {
+		return false
+	}
+	if old := viewOf(c.Old); old.has(TagPreExisting) {
+		return slices.Equal(c.Old.Tags, fresh.Tags)
+	}
+	return true
 }

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -148,9 +149,8 @@ func TestAdoptKeepsOwnTagsAndReleaseRestoresThem(t *testing.T) {
 	}
 	n := res.Changes[0].New
 	want := []string{"manual", "kind:printer", "cluster:proxmox", "has space",
-		"pre-existing:true", "original-ip:192.168.1.5", "original-hostname:NAS.lan", "original-alias:old.lan",
-		"original-tag:kind:printer", "original-tag:cluster:proxmox",
-		"cluster:home", "k8s-operator", "kind:Ingress", "namespace:d", "source:uid"}
+		"pre-existing:true", "cluster:home", "k8s-operator", "kind:Ingress", "namespace:d", "source:uid",
+		"original-hostname:NAS.lan", "original-alias:old.lan", "original-ip:192.168.1.5"}
 	if !reflect.DeepEqual(n.Tags, want) || n.IP != "10.0.0.5" || n.Hostname != "nas.lan" || n.Aliases != nil || n.Comment != "mine" || n.ID != "u1" {
 		t.Fatalf("adopted = %+v\nwant tags %q", n, want)
 	}
@@ -279,18 +279,34 @@ func TestStillApplies(t *testing.T) {
 	r := newReg(t, plan.Sync)
 	mine := owned("1", "a.lan", "10.0.0.1")
 	theirs := endpoint.Record{ID: "1", Hostname: "a.lan", Tags: []string{"k8s-operator", "cluster:other"}}
-	hand := endpoint.Record{ID: "1", Hostname: "a.lan", Tags: []string{"cluster:home"}}
+	hand := endpoint.Record{ID: "1", Hostname: "a.lan", IP: "10.0.0.9", Tags: []string{"cluster:home"}}
+	handEdited := hand
+	handEdited.Hostname = "b.lan"
+	adopted := endpoint.Record{ID: "1", Hostname: "a.lan", IP: "10.0.0.1", Tags: []string{"manual", "pre-existing:true", "cluster:home", "k8s-operator",
+		"original-hostname:a.lan", "original-ip:10.0.0.9"}}
+	adoptedEdited := adopted
+	adoptedEdited.Tags = append(slices.Clone(adopted.Tags), "kind:printer")
 	for _, tc := range []struct {
-		action plan.Action
-		fresh  endpoint.Record
-		want   bool
+		name        string
+		action      plan.Action
+		read, fresh endpoint.Record
+		want        bool
 	}{
-		{plan.Update, mine, true}, {plan.Update, theirs, false}, {plan.Update, hand, false},
-		{plan.Mark, theirs, false}, {plan.Release, hand, false},
-		{plan.Adopt, hand, true}, {plan.Adopt, theirs, false}, {plan.Adopt, mine, false},
+		{"update of ours", plan.Update, mine, mine, true},
+		{"update of an entry handed to another cluster", plan.Update, mine, theirs, false},
+		{"update of an entry whose ownership tags were removed", plan.Update, mine, hand, false},
+		{"mark of another cluster's", plan.Mark, mine, theirs, false},
+		{"release of an entry no longer ours", plan.Release, adopted, hand, false},
+		{"adoption of the entry as read", plan.Adopt, hand, hand, true},
+		{"adoption of an entry edited since it was read", plan.Adopt, hand, handEdited, false},
+		{"adoption of an entry another cluster took", plan.Adopt, hand, theirs, false},
+		{"adoption of an entry already ours", plan.Adopt, hand, mine, false},
+		{"update of an adopted entry as read", plan.Update, adopted, adopted, true},
+		{"update of an adopted entry whose tags the user edited", plan.Update, adopted, adoptedEdited, false},
 	} {
-		if got := r.StillApplies(&plan.Change{Action: tc.action}, &tc.fresh); got != tc.want {
-			t.Errorf("%s on %q = %v, want %v", tc.action, tc.fresh.Tags, got, tc.want)
+		read, fresh := tc.read, tc.fresh
+		if got := r.StillApplies(&plan.Change{Action: tc.action, Old: &read}, &fresh); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

@@ -27,14 +27,11 @@ const (
 	PrefixPending = "pending-deletion:"
 	// PrefixGracePeriod is the entry's own grace period in seconds.
 	PrefixGracePeriod = "grace-period:"
-	// PrefixOriginalIP, PrefixOriginalHostname, PrefixOriginalAlias and PrefixOriginalTag are
-	// the loan record of an adopted entry: what the entry was when it was adopted, so that
-	// release gives it back. Original tags are recorded only when they look like the operator's
-	// own (the others are plainly the user's), percent-encoded.
+	// PrefixOriginalIP, PrefixOriginalHostname and PrefixOriginalAlias are the loan record of
+	// an adopted entry: what the entry was when it was adopted, so that release gives it back.
 	PrefixOriginalIP       = "original-ip:"
 	PrefixOriginalHostname = "original-hostname:"
 	PrefixOriginalAlias    = "original-alias:"
-	PrefixOriginalTag      = "original-tag:"
 
 	preExistingPrefix = "pre-existing:"
 )
@@ -43,7 +40,7 @@ const (
 // exactly.
 var reservedPrefixes = []string{
 	PrefixCluster, PrefixSource, PrefixNamespace, PrefixKind, PrefixPending, PrefixGracePeriod,
-	preExistingPrefix, PrefixOriginalIP, PrefixOriginalHostname, PrefixOriginalAlias, PrefixOriginalTag,
+	preExistingPrefix, PrefixOriginalIP, PrefixOriginalHostname, PrefixOriginalAlias,
 }
 
 // ReservedPrefixes returns the reserved tag prefixes (TagOwner is reserved as a whole tag), for
@@ -72,16 +69,24 @@ func CheckUserTag(t string) error {
 	return nil
 }
 
-// view is an entry's tags split by who wrote them. On an entry the operator never adopted
-// every reserved tag is the operator's; on an adopted one the tags recorded in its loan as the
-// user's own are the user's, however they look.
+// view is an entry's tags split by who wrote them.
+//
+// On an adopted entry the operator's tags are one block, which it writes after the user's own
+// tags: from TagPreExisting to the loan's PrefixOriginalIP, which closes it. Everything outside
+// the block is the user's, whatever it looks like: the tags the entry had when it was adopted
+// (kind:printer, a cluster: tag of the user's own) and any the user adds while it is on loan.
+// On any other entry every reserved tag is the operator's.
 type view struct {
 	// op are the operator's tags.
 	op []string
 	// user are the user's tags, in the entry's order.
 	user []string
-	// loan is the adoption record, nil when there is none.
+	// loan is the adoption record, nil when there is none (not adopted, or adopted by a version
+	// that kept no record).
 	loan *loan
+	// blockStart is the index in the entry's tags where the operator's block starts, -1 when
+	// the entry has none.
+	blockStart int
 }
 
 // loan is what an adopted entry was when the operator took it over.
@@ -90,46 +95,58 @@ type loan struct {
 	aliases      []string
 }
 
-// viewOf splits rec's tags. The user's reserved-looking tags are recognised by count against
-// the loan's original-tag records, so a tag the user and the operator both carry (the user's
-// own cluster:home on an entry the cluster home adopted) is counted once for each.
+// viewOf splits rec's tags by who wrote them.
 func viewOf(rec *endpoint.Record) view {
-	recorded := map[string]int{}
-	for _, t := range rec.Tags {
-		if v, ok := strings.CutPrefix(t, PrefixOriginalTag); ok {
-			if d, err := unescapeTag(v); err == nil {
-				recorded[d]++
+	v := view{blockStart: -1}
+	start, end := loanBlock(rec.Tags)
+	if start < 0 {
+		for _, t := range rec.Tags {
+			if Reserved(t) {
+				v.op = append(v.op, t)
+			} else {
+				v.user = append(v.user, t)
 			}
 		}
+		return v
 	}
-	var v view
-	for _, t := range rec.Tags {
-		switch {
-		case !Reserved(t):
-			v.user = append(v.user, t)
-		case recorded[t] > 0:
-			recorded[t]--
-			v.user = append(v.user, t)
-		default:
-			v.op = append(v.op, t)
-		}
-	}
-	var l loan
-	complete := false
+	v.blockStart = start
+	v.op = rec.Tags[start : end+1]
+	v.user = append(append([]string{}, rec.Tags[:start]...), rec.Tags[end+1:]...)
+	l := &loan{}
 	for _, t := range v.op {
 		switch {
 		case strings.HasPrefix(t, PrefixOriginalIP):
-			l.ip, complete = t[len(PrefixOriginalIP):], true
+			l.ip = t[len(PrefixOriginalIP):]
 		case strings.HasPrefix(t, PrefixOriginalHostname):
 			l.hostname = t[len(PrefixOriginalHostname):]
 		case strings.HasPrefix(t, PrefixOriginalAlias):
 			l.aliases = append(l.aliases, t[len(PrefixOriginalAlias):])
 		}
 	}
-	if complete && l.hostname != "" {
-		v.loan = &l
+	if l.hostname != "" {
+		v.loan = l
 	}
 	return v
+}
+
+// loanBlock finds the operator's block on an adopted entry: the last PrefixOriginalIP tag
+// closes it, and the last TagPreExisting before that opens it. The user's own tags come
+// before it (as found) or after it (added during the loan), so a look-alike of theirs never
+// falls inside. It returns -1, -1 when there is no block.
+func loanBlock(tags []string) (start, end int) {
+	end = -1
+	for k := len(tags) - 1; k >= 0; k-- {
+		if strings.HasPrefix(tags[k], PrefixOriginalIP) {
+			end = k
+			break
+		}
+	}
+	for k := end - 1; k >= 0; k-- {
+		if tags[k] == TagPreExisting {
+			return k, end
+		}
+	}
+	return -1, -1
 }
 
 // has reports whether the operator wrote tag.
@@ -163,70 +180,17 @@ func (v *view) values(prefix string) []string {
 	return out
 }
 
-// loanTags are the operator's loan-record tags of an adopted entry, in the entry's order.
-func (v *view) loanTags() []string {
-	var out []string
-	for _, t := range v.op {
-		for _, p := range []string{PrefixOriginalIP, PrefixOriginalHostname, PrefixOriginalAlias, PrefixOriginalTag} {
-			if strings.HasPrefix(t, p) {
-				out = append(out, t)
-				break
-			}
-		}
-	}
-	return out
-}
-
-// loanRecord is what adopting rec adds to keep the loan: the pre-existing marker and the
-// entry as found. Its own tags stay on the entry verbatim; only those that look like the
-// operator's are recorded, so they are never mistaken for it.
-func loanRecord(rec *endpoint.Record) []string {
-	out := []string{TagPreExisting, PrefixOriginalIP + rec.IP, PrefixOriginalHostname + rec.Hostname}
-	for _, a := range rec.Aliases {
+// loanTrail is the end of the operator's block on an entry adopted with a record: the record
+// itself, closed by the original IP.
+func (l *loan) trail() []string {
+	out := []string{PrefixOriginalHostname + l.hostname}
+	for _, a := range l.aliases {
 		out = append(out, PrefixOriginalAlias+a)
 	}
-	for _, t := range rec.Tags {
-		if Reserved(t) {
-			out = append(out, PrefixOriginalTag+escapeTag(t))
-		}
-	}
-	return out
+	return append(out, PrefixOriginalIP+l.ip)
 }
 
-// escapeTag percent-encodes what a tag the operator writes may not contain (whitespace,
-// commas, control and non-ASCII bytes) and '%' itself.
-func escapeTag(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c <= ' ' || c > '~' || c == ',' || c == '%' {
-			fmt.Fprintf(&b, "%%%02X", c)
-			continue
-		}
-		b.WriteByte(c)
-	}
-	return b.String()
-}
-
-func unescapeTag(s string) (string, error) {
-	if !strings.Contains(s, "%") {
-		return s, nil
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '%' {
-			b.WriteByte(s[i])
-			continue
-		}
-		if i+2 >= len(s) {
-			return "", fmt.Errorf("bad escape in %q", s)
-		}
-		var c byte
-		if _, err := fmt.Sscanf(s[i+1:i+3], "%02X", &c); err != nil {
-			return "", fmt.Errorf("bad escape in %q: %w", s, err)
-		}
-		b.WriteByte(c)
-		i += 2
-	}
-	return b.String(), nil
+// loanOf is the record adopting rec writes: the entry as found.
+func loanOf(rec *endpoint.Record) *loan {
+	return &loan{ip: rec.IP, hostname: rec.Hostname, aliases: append([]string(nil), rec.Aliases...)}
 }

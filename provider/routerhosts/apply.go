@@ -22,9 +22,10 @@ const progressThreshold = 100
 // ApplyChanges sends the changes: deletes first, then updates, then creates, so that AddHost's
 // uniqueness check sees what was removed. Each phase runs up to WriteConcurrency writes at once.
 // One failed change never stops the others; the result joins a *plan.ChangeError per failure.
-// A create learns its server-assigned ID into Change.New. Every change is a
-// single idempotent-by-version call, so an interruption at any point leaves a state the next
-// sync plans from. When ctx ends, no new change starts and the ones in flight finish.
+// A change that succeeds learns the entry as stored (ID, version) into Change.New. Every write
+// is checked against the version it was planned from, so an interruption at any point leaves
+// a state the next sync plans from. When ctx ends, no new change starts and the ones in flight
+// finish.
 func (p *Provider) ApplyChanges(ctx context.Context, changes []plan.Change) error {
 	// Pointers into changes, so that each ChangeError names the caller's own Change.
 	var phases [3][]*plan.Change
@@ -59,7 +60,7 @@ func (p *Provider) ApplyChanges(ctx context.Context, changes []plan.Change) erro
 				defer func() { <-sem; wg.Done() }()
 				if err := authError(p.apply(ctx, c)); err != nil {
 					mu.Lock()
-					errs = append(errs, &plan.ChangeError{Change: c, Err: err, Refused: refused(err)})
+					errs = append(errs, &plan.ChangeError{Change: c, Err: err, Refused: refused(err), Stale: stale(err)})
 					mu.Unlock()
 				}
 				if n := done.Add(1); total >= progressThreshold && step > 0 && n%step == 0 {
@@ -94,8 +95,12 @@ func (p *Provider) apply(ctx context.Context, c *plan.Change) error {
 		if err != nil {
 			return fmt.Errorf("AddHost: %w", err)
 		}
-		// The caller learns the server-assigned ID (for status) through the change itself.
-		c.New.ID, c.New.Version = resp.GetId(), resp.GetEntry().GetVersion()
+		// The caller learns the entry as stored (its ID for status, its version for the next
+		// write) through the change itself.
+		if e := resp.GetEntry(); e != nil {
+			*c.New = fromEntry(e)
+		}
+		c.New.ID = resp.GetId()
 		log.WithFields(logrus.Fields{"ip": c.New.IP, "id": resp.GetId()}).Debug("created entry")
 		return nil
 	case c.New == nil:
@@ -112,8 +117,21 @@ func (p *Provider) apply(ctx context.Context, c *plan.Change) error {
 // the entry changed hands since it was read.
 var (
 	errNotSent      = errors.New("not sent")
-	errNoLongerOurs = errors.New("the entry is no longer in the state the change was planned for; not written")
+	errNoLongerOurs = errors.New("the entry changed since it was read in a way this change was not planned for; not written")
 )
+
+// stale tells a change that met an entry other than the one it was planned against: the
+// caller's picture of the server is out of date and must be read again.
+func stale(err error) bool {
+	if errors.Is(err, errNoLongerOurs) {
+		return true
+	}
+	switch status.Code(err) {
+	case codes.AlreadyExists, codes.NotFound, codes.Aborted:
+		return true
+	}
+	return false
+}
 
 // refused tells a change the server (or the operator's own checks) turned down from a server
 // that could not be reached or answered in time: the first concerns that change alone.
@@ -138,9 +156,10 @@ func (p *Provider) update(ctx context.Context, c *plan.Change, log logrus.FieldL
 	if fields == 0 {
 		return nil
 	}
-	err := p.sendUpdate(ctx, have, want, fields)
+	stored, err := p.sendUpdate(ctx, have, want, fields)
 	if status.Code(err) != codes.Aborted {
 		if err == nil {
+			*c.New = stored
 			log.WithFields(logrus.Fields{"id": have.ID, "fields": fields.String()}).Debug("updated entry")
 		}
 		return err
@@ -157,12 +176,18 @@ func (p *Provider) update(ctx context.Context, c *plan.Change, log logrus.FieldL
 	fields = endpoint.Diff(fresh, rebased)
 	log.WithFields(logrus.Fields{"id": have.ID, "fields": fields.String()}).Info("version conflict; retrying on the fresh entry")
 	if fields == 0 {
+		*c.New = *fresh
 		return nil
 	}
-	return p.sendUpdate(ctx, fresh, rebased, fields)
+	stored, err = p.sendUpdate(ctx, fresh, rebased, fields)
+	if err == nil {
+		*c.New = stored
+	}
+	return err
 }
 
-func (p *Provider) sendUpdate(ctx context.Context, have, want *endpoint.Record, fields endpoint.Fields) error {
+// sendUpdate sends the fields of want that differ from have and returns the entry as stored.
+func (p *Provider) sendUpdate(ctx context.Context, have, want *endpoint.Record, fields endpoint.Fields) (endpoint.Record, error) {
 	req := &pb.UpdateHostRequest{Id: have.ID, ExpectedVersion: &have.Version}
 	if fields.Has(endpoint.FieldIP) {
 		req.IpAddress = &want.IP
@@ -182,10 +207,17 @@ func (p *Provider) sendUpdate(ctx context.Context, have, want *endpoint.Record, 
 	}
 	cctx, cancel := p.callCtx(ctx)
 	defer cancel()
-	if _, err := p.rpc().UpdateHost(cctx, req); err != nil {
-		return fmt.Errorf("UpdateHost: %w", err)
+	resp, err := p.rpc().UpdateHost(cctx, req)
+	if err != nil {
+		return endpoint.Record{}, fmt.Errorf("UpdateHost: %w", err)
 	}
-	return nil
+	if e := resp.GetEntry(); e != nil {
+		return fromEntry(e), nil
+	}
+	// A server that answers without the entry: what was sent is what is stored.
+	stored := *want
+	stored.Version = ""
+	return stored, nil
 }
 
 // rebase applies the planned change (have→want) to fresh, the entry as it is now: scalar fields

@@ -273,12 +273,17 @@ func TestWatchCredentials(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(certFile, data, 0o600); err != nil {
+	// Written beside it and renamed into place, as a Secret update is, so the watcher sees one
+	// change; new content may have the old size, a later modification time makes it certain.
+	tmp := certFile + ".new"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// New content may have the old size; a later modification time makes the change certain.
 	later := time.Now().Add(time.Second)
-	if err := os.Chtimes(certFile, later, later); err != nil {
+	if err := os.Chtimes(tmp, later, later); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, certFile); err != nil {
 		t.Fatal(err)
 	}
 	select {

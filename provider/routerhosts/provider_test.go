@@ -20,6 +20,7 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
+	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )
 
 // newProvider returns a provider on an in-process server with the real server's semantics.
@@ -344,5 +345,46 @@ func TestCertificateRotation(t *testing.T) {
 	install(srv.CertFile(), srv.KeyFile())
 	if _, err := p.Records(context.Background()); err != nil {
 		t.Fatalf("after rotating back: %v", err)
+	}
+}
+
+func TestAdoptionOfAnEntryEditedSinceItWasReadIsDropped(t *testing.T) {
+	reg, err := registry.New(registry.Config{ClusterName: "home", GracePeriod: time.Minute, Log: logrus.New()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := inmemory.NewService(inmemory.NewStore())
+	conn, stop, err := inmemory.Dial(svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	p := NewFromConn(conn, Options{Timeout: 5 * time.Second, Log: logrus.New(), StillApplies: reg.StillApplies})
+	hand := create(t, p, endpoint.Record{Hostname: "nas.lan", IP: "192.168.1.5", Tags: []string{"manual"}, Comment: "by hand"})
+	want := &endpoint.Endpoint{Hostname: "nas.lan", Targets: []string{"10.0.0.5"}, OwnerTags: []string{"cluster:home", "k8s-operator", "namespace:d"},
+		Sources: []endpoint.SourceRef{{Kind: "Ingress", Namespace: "d", Name: "n", UID: "uid"}}}
+	recs, err := p.Records(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := reg.Classify(recs)
+	desired := reg.Desired([]*endpoint.Endpoint{want}, st)
+	changes := reg.Apply(time.Now(), st, (&plan.Plan{Current: reg.Current(st, desired), Desired: desired}).Calculate()).Changes
+	if len(changes) != 1 || changes[0].Action != plan.Adopt {
+		t.Fatalf("changes = %v", changes)
+	}
+	// Between the read and the write, the user renames the entry.
+	renamed, err := svc.Store().Update(&pb.UpdateHostRequest{Id: hand.ID, ExpectedVersion: proto.String(hand.Version),
+		Hostname: proto.String("files.lan"), IpAddress: proto.String("192.168.1.6")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.ApplyChanges(context.Background(), changes)
+	var ce *plan.ChangeError
+	if !errors.As(err, &ce) || !ce.Refused || !ce.Stale {
+		t.Fatalf("apply error = %v; want the adoption dropped as stale", err)
+	}
+	if got := get(t, svc, hand.ID); !proto.Equal(got, renamed) {
+		t.Fatalf("entry = %v; the user's renamed entry must stay as they left it (%v)", got, renamed)
 	}
 }

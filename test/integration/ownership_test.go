@@ -126,6 +126,16 @@ func TestAdoptionIsAReversibleLoan(t *testing.T) {
 	h.waitHost("nas.lan", "10.5.0.2")
 	h.quiet("after a restart")
 
+	// The user tags the entry while it is on loan, with tags that look like the operator's:
+	// they are the user's, left alone now and given back on release.
+	cur := h.byID(found.ID)
+	if _, err := h.srv.Store().Update(&pb.UpdateHostRequest{Id: cur.ID, ExpectedVersion: proto.String(cur.Version),
+		Tags: &pb.TagsUpdate{Values: append(slices.Clone(cur.Tags), "kind:nas-box", "cluster:proxmox2")}}); err != nil {
+		t.Fatal(err)
+	}
+	h.quiet("after the user tagged the adopted entry")
+	found.Tags = append(slices.Clone(found.Tags), "kind:nas-box", "cluster:proxmox2")
+
 	// The object goes: marked, then after the grace period given back exactly as found.
 	h.delete(ing)
 	h.waitGone("nas.lan")
