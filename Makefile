@@ -62,6 +62,7 @@ lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) mod tidy -diff
 
 # Regenerates the committed gRPC stubs (needs protoc, protoc-gen-go, protoc-gen-go-grpc).
 generate:

@@ -79,6 +79,7 @@ func run(ctx context.Context, cfg *config, log *logrus.Logger, out io.Writer) er
 	var (
 		sources   []controller.Source
 		reporters []controller.Reporter
+		hmStatus  *status.HostMappings
 	)
 	for _, name := range cfg.Sources {
 		c := srcCfg
@@ -102,11 +103,12 @@ func run(ctx context.Context, cfg *config, log *logrus.Logger, out io.Writer) er
 				return fmt.Errorf("starting the hostmapping source: %w", err)
 			}
 			sources = append(sources, s)
-			reporters = append(reporters, status.NewHostMappings(s, kc.sources.Dynamic, resolver, log.WithField("component", "status")))
+			hmStatus = status.NewHostMappings(s, kc.status, resolver, log.WithField("component", "status"))
+			reporters = append(reporters, hmStatus)
 		}
 	}
 
-	checker := health.New(cfg.Interval, func() bool { return true }, prov.Ping)
+	checker := health.New(cfg.Interval, func() bool { return synced(sources) }, prov.Ping)
 	reporters = append(reporters, m, checker, recorder)
 	ctrl := controller.New(controller.Config{
 		Sources: sources, Reporters: reporters, DomainFilter: cfg.domains, Registry: reg, Provider: prov, Policy: cfg.policy,
@@ -117,9 +119,26 @@ func run(ctx context.Context, cfg *config, log *logrus.Logger, out io.Writer) er
 		"version": version, "sources": cfg.Sources, "provider": cfg.Provider, "cluster": cfg.ClusterName,
 		"policy": cfg.Policy, "dry_run": cfg.DryRun, "once": cfg.Once, "leader_elect": cfg.LeaderElect,
 	}).Info("router-hosts-operator starting")
+	// The status writer runs beside the loop, only while this replica leads.
+	runStatus := func(ctx context.Context) {
+		if hmStatus != nil && !cfg.DryRun {
+			go hmStatus.Run(ctx)
+		}
+	}
 	if cfg.Once {
 		recorder.SetLeading(!cfg.DryRun)
-		if _, err := ctrl.SyncOnce(ctx); err != nil {
+		sctx, stop := context.WithCancel(ctx)
+		defer stop()
+		runStatus(sctx)
+		_, err := ctrl.SyncOnce(ctx)
+		if hmStatus != nil {
+			fctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			if ferr := hmStatus.Flush(fctx); ferr != nil {
+				log.WithError(ferr).Warn("HostMapping statuses left unwritten")
+			}
+		}
+		if err != nil {
 			return fmt.Errorf("sync: %w", err)
 		}
 		return nil
@@ -138,6 +157,7 @@ func run(ctx context.Context, cfg *config, log *logrus.Logger, out io.Writer) er
 		checker.SetLeading(true)
 		recorder.SetLeading(!cfg.DryRun) // a dry run writes nothing, events included
 		defer func() { m.SetLeader(false); checker.SetLeading(false); recorder.SetLeading(false) }()
+		runStatus(ctx)
 		return ctrl.Run(ctx)
 	}
 	if !cfg.LeaderElect {
@@ -151,6 +171,7 @@ func run(ctx context.Context, cfg *config, log *logrus.Logger, out io.Writer) er
 // source.Clients).
 type kubeClients struct {
 	sources source.Clients
+	status  dynamic.Interface
 	events  corev1client.EventsGetter
 	leases  coordinationv1client.LeasesGetter
 }
@@ -158,9 +179,9 @@ type kubeClients struct {
 // newKubeClients builds the clients from restCfg. Built-in kinds travel as protobuf: listing
 // thousands of Ingresses at start decodes several times faster and allocates less than JSON
 // (the dynamic client, for Traefik routes and HostMappings, keeps JSON: custom resources have no
-// protobuf form). There are three rate limiters: the sources and the status writer share one;
-// events and the leader Lease have one each, so a burst of events after a large first sync
-// never delays a Lease renewal (which would cost the leadership) or an informer's relist.
+// protobuf form). There are four rate limiters: the sources, the status writer, events and the
+// leader Lease have one each, so thousands of status writes or events after a large first
+// sync never delay an informer's relist or a Lease renewal (which would cost the leadership).
 func newKubeClients(restCfg *rest.Config, qps float32, burst int) (*kubeClients, error) {
 	ownLimiter := func(c *rest.Config) *rest.Config {
 		c = rest.CopyConfig(c)
@@ -184,6 +205,9 @@ func newKubeClients(restCfg *rest.Config, qps float32, burst int) (*kubeClients,
 	}
 	if kc.sources.Dynamic, err = dynamic.NewForConfig(dynCfg); err != nil {
 		return nil, fmt.Errorf("creating the dynamic client: %w", err)
+	}
+	if kc.status, err = dynamic.NewForConfig(ownLimiter(restCfg)); err != nil {
+		return nil, fmt.Errorf("creating the status client: %w", err)
 	}
 	if kc.events, err = corev1client.NewForConfig(ownLimiter(protoCfg)); err != nil {
 		return nil, fmt.Errorf("creating the events client: %w", err)
@@ -279,4 +303,14 @@ func newProvider(cfg *config, log *logrus.Logger, observe func(string, codes.Cod
 		return nil, nil, fmt.Errorf("connecting to router-hosts at %s: %w", cfg.Endpoint, err)
 	}
 	return p, func() { _ = p.Close() }, nil
+}
+
+// synced reports whether every source's caches are filled, for /readyz.
+func synced(sources []controller.Source) bool {
+	for _, s := range sources {
+		if c, ok := s.(interface{ Synced() bool }); ok && !c.Synced() {
+			return false
+		}
+	}
+	return true
 }

@@ -94,9 +94,6 @@ func New(cluster string, sourceNames []string) *Metrics {
 // SetLeader records whether this replica leads.
 func (m *Metrics) SetLeader(leading bool) { m.isLeader.Set(b2f(leading)) }
 
-// SetServerConnected records the outcome of a call to router-hosts outside a sync (probes).
-func (m *Metrics) SetServerConnected(ok bool) { m.serverConnected.Set(b2f(ok)) }
-
 // Report updates the metrics from one sync.
 func (m *Metrics) Report(_ context.Context, r *controller.Report) {
 	// The last-sync gauges are set before the histogram counts the sync, so a scrape that sees

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -43,6 +44,10 @@ func NewHostMappingSource(ctx context.Context, client Clients, cfg Config) (*Hos
 	return s, nil
 }
 
+// Synced reports whether the caches this source reads are filled; the HostMapping cache is
+// used only once it is.
+func (s *HostMappingSource) Synced() bool { return s.cfg.Resolver.Synced() }
+
 // AddEventHandler registers handler for HostMapping changes and watched Services.
 func (s *HostMappingSource) AddEventHandler(handler func()) {
 	s.handlers.add(handler)
@@ -70,6 +75,23 @@ func (s *HostMappingSource) Objects() ([]*unstructured.Unstructured, error) {
 		return out[i].GetNamespace()+"/"+out[i].GetName() < out[j].GetNamespace()+"/"+out[j].GetName()
 	})
 	return out, nil
+}
+
+// Object returns one HostMapping from the cache, nil when it is not there.
+func (s *HostMappingSource) Object(namespace, name string) (*unstructured.Unstructured, error) {
+	l := s.watch.listers()[HostMappingGVR]
+	if l == nil {
+		return nil, nil
+	}
+	o, err := l.ByNamespace(namespace).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading HostMapping %s/%s from the cache: %w", namespace, name, err)
+	}
+	u, _ := o.(*unstructured.Unstructured)
+	return u, nil
 }
 
 // Endpoints lists every HostMapping from the cache.

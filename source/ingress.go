@@ -132,6 +132,9 @@ func optedIn(ing *networkingv1.Ingress) bool {
 	return ing != nil && ing.Annotations[AnnotationEnabled] == "true"
 }
 
+// Synced reports whether the caches this source reads are filled.
+func (s *IngressSource) Synced() bool { return s.synced() && s.cfg.Resolver.Synced() }
+
 // Endpoints lists every opted-in Ingress from the cache. An unsynced cache is an error, never
 // an empty answer, because an empty answer would plan deletes.
 func (s *IngressSource) Endpoints(context.Context) ([]*endpoint.Endpoint, error) {

@@ -55,6 +55,10 @@ func NewTraefikSource(ctx context.Context, client Clients, cfg Config) (*Traefik
 	return s, nil
 }
 
+// Synced reports whether the caches this source reads are filled; a route kind's cache is used
+// only once it is.
+func (s *TraefikSource) Synced() bool { return s.cfg.Resolver.Synced() }
+
 // AddEventHandler registers handler for changes of opted-in routes and watched Services.
 func (s *TraefikSource) AddEventHandler(handler func()) {
 	s.handlers.add(handler)

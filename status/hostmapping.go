@@ -1,6 +1,8 @@
-// Package status writes the status of HostMappings after each sync. It is the only part of the
-// operator that writes to the cluster, and it writes only when a status really changes, so a
-// steady cluster makes no status writes however many syncs run.
+// Package status writes the status of HostMappings. It runs beside the sync loop, never in
+// it: a sync hands over the status each object should have and moves on, and a writer of its
+// own, with its own client and rate limit, writes the latest wanted status of each object,
+// and only what differs, so a steady cluster makes no status writes however many syncs run
+// and thousands of pending writes never delay a change reaching the router.
 package status
 
 import (
@@ -8,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -16,6 +19,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
@@ -36,23 +40,35 @@ const (
 	ReasonAuthenticationFailed = "AuthenticationFailed"
 )
 
-// Objects lists HostMappings from a cache (the HostMapping source).
+// Objects reads HostMappings from a cache (the HostMapping source).
 type Objects interface {
 	Objects() ([]*unstructured.Unstructured, error)
+	Object(namespace, name string) (*unstructured.Unstructured, error)
 }
 
-// HostMappings writes HostMapping status.
+// HostMappings computes and writes HostMapping status.
 type HostMappings struct {
 	objects  Objects
 	client   dynamic.Interface
 	resolver *source.Resolver
 	log      logrus.FieldLogger
 	now      func() time.Time
+
+	mu sync.Mutex
+	// pending is the latest wanted status of each object not yet written; a newer sync's
+	// replaces an older one. queue holds its keys in the order they became pending.
+	pending map[types.NamespacedName]state
+	queue   []types.NamespacedName
+	// writing is the key being written, if any; changed wakes the writer.
+	writing *types.NamespacedName
+	changed chan struct{}
 }
 
-// NewHostMappings returns a status writer for the HostMappings objects lists.
+// NewHostMappings returns a status writer for the HostMappings objects reads. client should
+// have a rate limiter of its own. Run writes; Report only hands statuses over.
 func NewHostMappings(objects Objects, client dynamic.Interface, resolver *source.Resolver, log logrus.FieldLogger) *HostMappings {
-	return &HostMappings{objects: objects, client: client, resolver: resolver, log: log, now: time.Now}
+	return &HostMappings{objects: objects, client: client, resolver: resolver, log: log, now: time.Now,
+		pending: map[types.NamespacedName]state{}, changed: make(chan struct{}, 1)}
 }
 
 // state is the part of a status that decides whether to write.
@@ -64,8 +80,9 @@ type state struct {
 	message string
 }
 
-// Report computes every HostMapping's status from the sync and writes those that changed.
-func (h *HostMappings) Report(ctx context.Context, r *controller.Report) {
+// Report computes every HostMapping's status from the sync and hands those that differ from
+// what the object shows to the writer. It reads only the cache and never waits for a write.
+func (h *HostMappings) Report(_ context.Context, r *controller.Report) {
 	objs, err := h.objects.Objects()
 	if err != nil {
 		h.log.WithError(err).Warn("listing HostMappings for status")
@@ -79,13 +96,94 @@ func (h *HostMappings) Report(ctx context.Context, r *controller.Report) {
 	for _, p := range r.Problems {
 		dropped[p.Source.UID] = append(dropped[p.Source.UID], p.Message)
 	}
-	for _, u := range objs {
-		want := h.compute(u, r, desired, dropped[string(u.GetUID())])
-		if want == current(u) {
+	wants := make([]state, len(objs))
+	for i, u := range objs {
+		wants[i] = h.compute(u, r, desired, dropped[string(u.GetUID())])
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, u := range objs {
+		key := types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}
+		_, queued := h.pending[key]
+		if wants[i] == current(u) && !queued {
 			continue
 		}
-		if err := h.write(ctx, u, want); err != nil {
-			h.log.WithError(err).WithFields(logrus.Fields{"namespace": u.GetNamespace(), "name": u.GetName()}).Warn("writing HostMapping status")
+		h.pending[key] = wants[i]
+		if !queued {
+			h.queue = append(h.queue, key)
+		}
+	}
+	h.signal()
+}
+
+func (h *HostMappings) signal() {
+	select {
+	case h.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Pending is the number of statuses waiting to be written.
+func (h *HostMappings) Pending() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.queue)
+}
+
+// Run writes pending statuses, oldest first, each as the latest sync wanted it, until ctx
+// ends; then it forgets what is pending, so that a replica that loses the leadership stops
+// writing and one that regains it starts from its next sync.
+func (h *HostMappings) Run(ctx context.Context) {
+	defer func() {
+		h.mu.Lock()
+		h.pending, h.queue, h.writing = map[types.NamespacedName]state{}, nil, nil
+		h.mu.Unlock()
+	}()
+	for {
+		h.mu.Lock()
+		if len(h.queue) == 0 {
+			h.writing = nil
+			h.mu.Unlock()
+			select {
+			case <-ctx.Done():
+				return
+			case <-h.changed:
+				continue
+			}
+		}
+		key := h.queue[0]
+		h.queue = h.queue[1:]
+		want := h.pending[key]
+		delete(h.pending, key)
+		h.writing = &key
+		h.mu.Unlock()
+		if ctx.Err() != nil {
+			return
+		}
+		u, err := h.objects.Object(key.Namespace, key.Name)
+		if err == nil && u != nil && current(u) != want {
+			err = h.write(ctx, u, want)
+		}
+		if err != nil && ctx.Err() == nil {
+			h.log.WithError(err).WithFields(logrus.Fields{"namespace": key.Namespace, "name": key.Name}).Warn("writing HostMapping status")
+		}
+	}
+}
+
+// Flush waits until every pending status is written (or ctx ends); --once uses it so the
+// process does not exit with statuses unwritten.
+func (h *HostMappings) Flush(ctx context.Context) error {
+	for {
+		h.mu.Lock()
+		idle := len(h.queue) == 0 && h.writing == nil
+		h.mu.Unlock()
+		if idle {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for HostMapping statuses: %w", ctx.Err())
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
 }

@@ -75,6 +75,7 @@ func TestCrossNamespaceOldestClaimWins(t *testing.T) {
 	if e.IP != "10.31.0.1" || !e.HasTag("namespace:"+h.ns) || e.HasTag("source:"+string(intruder.GetUID())) {
 		t.Fatalf("entry = %+v; want only the older claim from %s", e, h.ns)
 	}
+	h.statusWritten()
 	getStatus := func(u *unstructured.Unstructured) string {
 		got, err := dynamicHM(u.GetNamespace()).Get(context.Background(), u.GetName(), metav1.GetOptions{})
 		if err != nil {

@@ -22,6 +22,8 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/flowcontrol"
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
@@ -102,6 +104,7 @@ type harness struct {
 	ctrl    *controller.Controller
 	clock   *clock
 	sources []controller.Source
+	status  *status.HostMappings // the HostMapping status writer, when that source runs
 }
 
 type options struct {
@@ -116,6 +119,29 @@ type options struct {
 	allNS        bool // read every namespace instead of the test's own
 	reporters    []controller.Reporter
 	warner       source.Warner
+	// statusQPS, when set, limits the status writer's client, to hold writes back on purpose.
+	statusQPS float32
+}
+
+// statusClient is the status writer's own client, as main gives it one.
+func (o options) statusClient(dyn dynamic.Interface) dynamic.Interface {
+	if o.statusQPS == 0 {
+		return dyn
+	}
+	c := rest.CopyConfig(cp.Config)
+	c.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(o.statusQPS, 1)
+	return dynamic.NewForConfigOrDie(c)
+}
+
+// statusWritten waits until the status writer has written every status the syncs so far asked
+// for.
+func (h *harness) statusWritten() {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := h.status.Flush(ctx); err != nil {
+		h.t.Fatal(err)
+	}
 }
 
 func newHarness(t *testing.T, o options) *harness {
@@ -187,7 +213,9 @@ func (h *harness) build(o options) {
 				if rerr != nil {
 					t.Fatal(rerr)
 				}
-				reporters = append(reporters, status.NewHostMappings(h.hm, dyn, r, log))
+				h.status = status.NewHostMappings(h.hm, o.statusClient(dyn), r, log)
+				go h.status.Run(ctx)
+				reporters = append(reporters, h.status)
 			}
 		}
 		if err != nil {

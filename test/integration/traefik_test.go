@@ -149,6 +149,7 @@ func TestHostMappingLifecycleAndStatus(t *testing.T) {
 	if !reflect.DeepEqual(e.Aliases, []string{"lp.lan", "print.lan"}) || !e.HasTag("office") || !e.HasTag("kind:HostMapping") {
 		t.Fatalf("entry = %+v", e)
 	}
+	h.statusWritten()
 	st := h.getHM("printer")
 	checkStatus(t, st, true, e.ID, "Success")
 
@@ -156,6 +157,7 @@ func TestHostMappingLifecycleAndStatus(t *testing.T) {
 	rv := st.GetResourceVersion()
 	h.sync()
 	h.sync()
+	h.statusWritten()
 	if got := h.getHM("printer").GetResourceVersion(); got != rv {
 		t.Fatalf("no-op syncs wrote the status (resourceVersion %s → %s)", rv, got)
 	}
@@ -175,6 +177,7 @@ func TestHostMappingLifecycleAndStatus(t *testing.T) {
 	if len(e.Aliases) != 0 || e.HasTag("office") {
 		t.Fatalf("after clearing aliases and tags: %+v", e)
 	}
+	h.statusWritten()
 	if g, _, _ := unstructured.NestedInt64(h.getHM("printer").Object, "status", "observedGeneration"); g != 2 {
 		t.Fatalf("observedGeneration = %d, want 2", g)
 	}
