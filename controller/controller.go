@@ -63,6 +63,35 @@ func (s Stage) String() string {
 	return "done"
 }
 
+// FailureKind says what kept a write from happening, in the terms an observer reports.
+type FailureKind uint8
+
+// The kinds of failure.
+const (
+	// FailureRefused: the server, or the operator's own checks, turned the change down.
+	FailureRefused FailureKind = iota
+	// FailureUnreachable: the server could not be reached or did not answer in time.
+	FailureUnreachable
+	// FailureAuthentication: the server refused the TLS authentication.
+	FailureAuthentication
+)
+
+// Failure is why one hostname's write did not happen.
+type Failure struct {
+	Err  error
+	Kind FailureKind
+}
+
+func failureOf(ce *plan.ChangeError) Failure {
+	switch {
+	case ce.Refused:
+		return Failure{Err: ce, Kind: FailureRefused}
+	case errors.Is(ce, provider.ErrAuthentication):
+		return Failure{Err: ce, Kind: FailureAuthentication}
+	}
+	return Failure{Err: ce, Kind: FailureUnreachable}
+}
+
 // Report is what reporters learn about a sync.
 type Report struct {
 	// Desired holds the merged endpoint of every managed hostname, with the objects that won it.
@@ -72,9 +101,9 @@ type Report struct {
 	Endpoints []*endpoint.Endpoint
 	// Entries are the entries this cluster owns per hostname once the writes are done.
 	Entries map[string][]endpoint.Record
-	// Failed holds the error of every hostname whose write failed or was refused, including
-	// refused writes this sync held back until the next interval.
-	Failed map[string]error
+	// Failed says why each hostname whose write failed or was refused did not get it,
+	// including refused writes this sync held back until the next interval.
+	Failed map[string]Failure
 	// Stage says where a failed sync stopped, StageDone when it did not; Err is its error.
 	Stage Stage
 	Err   error
@@ -328,17 +357,12 @@ func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
 		out.NeedFresh = true
 	}
 	whole, refused := splitErrors(applyErr)
-	failed := map[string]error{}
+	failed := map[string]Failure{}
 	for host, err := range held {
-		failed[host] = err
+		failed[host] = Failure{Err: err, Kind: FailureRefused}
 	}
-	for _, ce := range refused {
-		failed[ce.Change.Hostname()] = ce
-	}
-	if whole != nil {
-		for _, ce := range changeErrors(whole) {
-			failed[ce.Change.Hostname()] = ce
-		}
+	for _, ce := range changeErrors(applyErr) {
+		failed[ce.Change.Hostname()] = failureOf(ce)
 	}
 	c.rememberRefused(full, refused)
 	failedChanges := map[*plan.Change]error{}
@@ -366,7 +390,7 @@ func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
 		sort.Strings(hosts)
 		errs := make([]error, 0, len(hosts))
 		for _, h := range hosts {
-			errs = append(errs, failed[h])
+			errs = append(errs, failed[h].Err)
 		}
 		return out, &RefusedError{Hostnames: hosts, Err: errors.Join(errs...)}
 	}

@@ -165,10 +165,14 @@ func (r *Recorder) retired(c *plan.Change, alive map[string]endpoint.SourceRef) 
 func (r *Recorder) standing(rep *controller.Report, claims map[string][]endpoint.SourceRef) {
 	now := map[string]string{}
 	refs := map[string]endpoint.SourceRef{}
-	for host, err := range rep.Failed {
+	for host, f := range rep.Failed {
+		msg := f.Err.Error()
+		if f.Kind == controller.FailureAuthentication {
+			msg = AuthenticationFailed + ": " + msg
+		}
 		for _, s := range claims[host] {
 			k := s.UID + "/" + SyncFailed
-			now[k], refs[k] = err.Error(), s
+			now[k], refs[k] = msg, s
 		}
 	}
 	if rep.AuthFailed {

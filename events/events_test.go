@@ -52,7 +52,7 @@ func TestTransitionsOnly(t *testing.T) {
 		changes := []plan.Change{upd}
 		ce := &plan.ChangeError{Change: &changes[0], Err: errors.New("unavailable")}
 		return &controller.Report{Desired: desired, Changes: changes, Stage: controller.StageApply, Err: errors.New("x"),
-			Failed: map[string]error{"web.lan": ce}, FailedChanges: map[*plan.Change]error{&changes[0]: ce}}
+			Failed: map[string]controller.Failure{"web.lan": {Err: ce, Kind: controller.FailureUnreachable}}, FailedChanges: map[*plan.Change]error{&changes[0]: ce}}
 	}
 	for i := 0; i < 3; i++ {
 		r.Report(context.Background(), fail())
@@ -139,7 +139,7 @@ func TestAFailedChangeIsNeverAnnouncedAsDone(t *testing.T) {
 	ce1 := &plan.ChangeError{Change: &changes[1], Err: errors.New("InvalidArgument"), Refused: true}
 	ce2 := &plan.ChangeError{Change: &changes[2], Err: errors.New("Aborted"), Refused: true}
 	r.Report(context.Background(), &controller.Report{Desired: desired, Changes: changes,
-		Failed: map[string]error{"web.lan": ce2}, FailedChanges: map[*plan.Change]error{&changes[1]: ce1, &changes[2]: ce2}})
+		Failed: map[string]controller.Failure{"web.lan": {Err: ce2}}, FailedChanges: map[*plan.Change]error{&changes[1]: ce1, &changes[2]: ce2}})
 	got := drain(fake)
 	var normal []string
 	for _, e := range got {

@@ -7,15 +7,12 @@ package status
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -24,7 +21,6 @@ import (
 
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
-	"github.com/router-hosts-operator/router-hosts-operator/provider"
 	"github.com/router-hosts-operator/router-hosts-operator/source"
 )
 
@@ -212,13 +208,15 @@ func (h *HostMappings) compute(u *unstructured.Unstructured, r *controller.Repor
 		st.message = fmt.Sprintf("hostname %s is claimed by another object or cluster", ep.Hostname)
 		return st
 	}
-	if err := r.Failed[ep.Hostname]; err != nil {
-		st.reason, st.message = ReasonWriteFailed, err.Error()
-		switch {
-		case errors.Is(err, provider.ErrAuthentication):
+	if f, failed := r.Failed[ep.Hostname]; failed {
+		st.message = f.Err.Error()
+		switch f.Kind {
+		case controller.FailureAuthentication:
 			st.reason = ReasonAuthenticationFailed
-		case status.Code(err) == codes.Unavailable:
+		case controller.FailureUnreachable:
 			st.reason = ReasonServerUnreachable
+		default:
+			st.reason = ReasonWriteFailed
 		}
 		return st
 	}

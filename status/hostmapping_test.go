@@ -38,9 +38,11 @@ func TestComputeTranslatesTheReport(t *testing.T) {
 			want: state{gen: 2, reason: ReasonAuthenticationFailed}, message: "unknown certificate authority"},
 		{name: "server unreachable", report: controller.Report{Stage: controller.StageList, Err: errors.New("connection refused")},
 			want: state{gen: 2, reason: ReasonServerUnreachable}},
-		{name: "authentication refused on the write", report: controller.Report{Entries: entries, Failed: map[string]error{"printer.lan": authErr}},
+		{name: "authentication refused on the write", report: controller.Report{Entries: entries, Failed: map[string]controller.Failure{"printer.lan": {Err: authErr, Kind: controller.FailureAuthentication}}},
 			want: state{gen: 2, reason: ReasonAuthenticationFailed}},
-		{name: "write refused", report: controller.Report{Entries: entries, Failed: map[string]error{"printer.lan": errors.New("InvalidArgument")}},
+		{name: "server unreachable on the write", report: controller.Report{Entries: entries, Failed: map[string]controller.Failure{"printer.lan": {Err: errors.New("Unavailable"), Kind: controller.FailureUnreachable}}},
+			want: state{gen: 2, reason: ReasonServerUnreachable}},
+		{name: "write refused", report: controller.Report{Entries: entries, Failed: map[string]controller.Failure{"printer.lan": {Err: errors.New("InvalidArgument")}}},
 			want: state{gen: 2, reason: ReasonWriteFailed}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
