@@ -552,6 +552,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		next      = c.cfg.Now()
 		nextFull  = true
 		lastStart time.Time
+		lastFull  time.Time // start of the last sync that read the server
 		failures  int
 		authWait  bool
 		timer     = time.NewTimer(0)
@@ -586,14 +587,19 @@ func (c *Controller) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		next, nextFull, authWait = lastStart.Add(c.cfg.Interval), true, false
+		// The full read comes every interval counted from the last one, however many
+		// event-triggered syncs ran since.
+		if out != nil && out.Fresh {
+			lastFull = lastStart
+		}
+		next, nextFull, authWait = lastFull.Add(c.cfg.Interval), true, false
 		var refused *RefusedError
 		switch {
 		case errors.As(err, &refused):
 			c.log.WithError(err).WithField("retry_in", c.cfg.Interval).Warn("writes refused; the rest is synced, those hostnames are retried at the interval")
 		case errors.Is(err, provider.ErrAuthentication):
 			failures++
-			authWait = true
+			next, authWait = lastStart.Add(c.cfg.Interval), true
 			c.log.WithError(err).WithField("retry_in", c.cfg.Interval).
 				Error("AuthenticationFailed: router-hosts refused the TLS authentication; retrying when the certificate files change or at the interval")
 			continue

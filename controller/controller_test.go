@@ -430,3 +430,22 @@ func TestAStaleKnownStateIsReadAgain(t *testing.T) {
 		t.Fatalf("fresh sync = %+v, want the adoption", out.Changes)
 	}
 }
+
+func TestTheIntervalsFullReadIsNotPostponedByEvents(t *testing.T) {
+	r := newKnownStateRig(t)
+	r.c.cfg.Interval, r.c.cfg.MinEventSyncInterval, r.c.cfg.Now = 300*time.Millisecond, 20*time.Millisecond, time.Now
+	r.want(at("a.lan", "10.0.0.1"))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = r.c.Run(ctx); close(done) }()
+	// An event every 50 ms for 1.2 s: event-triggered syncs plan from the known state, and the
+	// full read still comes every 300 ms.
+	for end := time.Now().Add(1200 * time.Millisecond); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		r.src.handler()
+	}
+	cancel()
+	<-done
+	if n := r.svc.Calls("ListHosts"); n < 3 || n > 6 {
+		t.Fatalf("%d ListHosts in 1.2 s at a 300 ms interval with events every 50 ms; want about 4", n)
+	}
+}

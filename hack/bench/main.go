@@ -151,6 +151,8 @@ type result struct {
 	rssSteady    uint64
 	heapPeak     uint64
 	latencies    []time.Duration
+	// changeLists is the number of ListHosts the operator sent while the changes were made.
+	changeLists float64
 }
 
 func run(o options) (missed int, err error) {
@@ -406,6 +408,10 @@ func (b *bench) noops(ctx context.Context, op *operator, r *result) error {
 // latency changes one Ingress's address a second at a time and times each change from the API
 // write until the server's entry shows it.
 func (b *bench) latency(ctx context.Context, op *operator, r *result, step func(string, ...any)) error {
+	before, err := op.scrape(ctx)
+	if err != nil {
+		return err
+	}
 	start := time.Now().Add(time.Second)
 	for k := 0; k < b.opts.changes; k++ {
 		time.Sleep(time.Until(start.Add(time.Duration(k) * time.Second)))
@@ -436,8 +442,13 @@ func (b *bench) latency(ctx context.Context, op *operator, r *result, step func(
 		}
 		r.latencies = append(r.latencies, time.Since(t0))
 	}
+	after, err := op.scrape(ctx)
+	if err != nil {
+		return err
+	}
+	r.changeLists = after.rpcs("ListHosts") - before.rpcs("ListHosts")
 	if len(r.latencies) > 0 {
-		step("change latency p50 %v p99 %v", percentile(r.latencies, 50), percentile(r.latencies, 99))
+		step("change latency p50 %v p99 %v, %v ListHosts", percentile(r.latencies, 50), percentile(r.latencies, 99), r.changeLists)
 	}
 	return nil
 }
