@@ -552,6 +552,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		next      = c.cfg.Now()
 		nextFull  = true
 		lastStart time.Time
+		lastEvent time.Time // start of the last event-triggered sync
 		lastFull  time.Time // start of the last sync that read the server
 		failures  int
 		authWait  bool
@@ -569,11 +570,12 @@ func (c *Controller) Run(ctx context.Context) error {
 			}
 			continue
 		case <-c.trigger:
-			// An event: sync at once after a quiet period; events during a sync, or soon after
-			// its start, coalesce into one more sync no sooner than the minimum spacing. Not
-			// before a failure backoff ends.
+			// An event: sync at once after a quiet period; events during an event-triggered
+			// sync, or soon after its start, coalesce into one more sync no sooner than the
+			// minimum spacing (an interval's sync does not delay them). Not before a failure
+			// backoff ends.
 			at := c.cfg.Now()
-			if e := lastStart.Add(c.cfg.MinEventSyncInterval); at.Before(e) {
+			if e := lastEvent.Add(c.cfg.MinEventSyncInterval); at.Before(e) {
 				at = e
 			}
 			if failures == 0 && at.Before(next) {
@@ -583,6 +585,9 @@ func (c *Controller) Run(ctx context.Context) error {
 		case <-timer.C:
 		}
 		lastStart = c.cfg.Now()
+		if !nextFull {
+			lastEvent = lastStart
+		}
 		out, err := c.sync(ctx, nextFull)
 		if ctx.Err() != nil {
 			return nil

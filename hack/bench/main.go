@@ -151,8 +151,10 @@ type result struct {
 	rssSteady    uint64
 	heapPeak     uint64
 	latencies    []time.Duration
-	// changeLists is the number of ListHosts the operator sent while the changes were made.
+	// changeLists is the number of ListHosts the operator sent while the changes were made,
+	// over changeTime.
 	changeLists float64
+	changeTime  time.Duration
 }
 
 func run(o options) (missed int, err error) {
@@ -447,6 +449,7 @@ func (b *bench) latency(ctx context.Context, op *operator, r *result, step func(
 		return err
 	}
 	r.changeLists = after.rpcs("ListHosts") - before.rpcs("ListHosts")
+	r.changeTime = time.Since(start)
 	if len(r.latencies) > 0 {
 		step("change latency p50 %v p99 %v, %v ListHosts", percentile(r.latencies, 50), percentile(r.latencies, 99), r.changeLists)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -125,8 +126,11 @@ func printTable(w io.Writer, server string, plan *planResult, results []*result,
 			}
 			return ms(p50) + " / " + ms(p99), check(len(r.latencies) > 0, p50 < budgetLatencyP50 && p99 < budgetLatencyP99)
 		}},
-		{"ListHosts during the changes", "0 (no interval passes)", func(r *result) (string, verdict) {
-			return fmt.Sprintf("%.0f", r.changeLists), check(len(r.latencies) > 0, r.changeLists == 0)
+		{"ListHosts during the changes / --interval reads in that time", "none beyond the interval's", func(r *result) (string, verdict) {
+			// The operator runs with the default --interval of a minute; each one that ends
+			// during the changes may read the server once.
+			allowed := math.Ceil(r.changeTime.Minutes())
+			return fmt.Sprintf("%.0f / %.0f", r.changeLists, allowed), check(len(r.latencies) > 0, r.changeLists <= allowed)
 		}},
 	}
 
