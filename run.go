@@ -132,10 +132,9 @@ func run(ctx context.Context, cfg *config, log *logrus.Logger, out io.Writer) er
 		runStatus(sctx)
 		_, err := ctrl.SyncOnce(ctx)
 		if hmStatus != nil {
-			fctx, cancel := context.WithTimeout(ctx, time.Minute)
-			defer cancel()
-			if ferr := hmStatus.Flush(fctx); ferr != nil {
-				log.WithError(ferr).Warn("HostMapping statuses left unwritten")
+			// Every status is written before the process ends, at the status client's pace.
+			if ferr := hmStatus.Flush(ctx); ferr != nil && err == nil {
+				err = ferr
 			}
 		}
 		if err != nil {

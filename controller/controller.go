@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -299,25 +300,27 @@ func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
 	changes := (&plan.Plan{Current: reg.Current(st, desired), Desired: desired, Policy: c.cfg.Policy}).Calculate()
 	res := reg.Apply(c.cfg.Now(), st, changes)
 	out := &Outcome{NextExpiry: res.NextExpiry, Pending: res.Pending, Fresh: fresh}
-	if !fresh {
-		// A delete or release is sent only from a sync that read the server: the known state
-		// may lack an edit that makes the entry no longer the operator's to remove.
-		kept := res.Changes[:0:0]
-		for _, ch := range res.Changes {
-			if ch.Action == plan.Delete || ch.Action == plan.Release {
-				out.NeedFresh = true
-				continue
-			}
-			kept = append(kept, ch)
-		}
-		res.Changes = kept
-	}
 	held := map[string]error{}
 	if !full && len(c.refused) > 0 {
 		kept := res.Changes[:0:0]
 		for _, ch := range res.Changes {
 			if err, ok := c.refused[ch.String()]; ok {
 				held[ch.Hostname()] = err
+				continue
+			}
+			kept = append(kept, ch)
+		}
+		res.Changes = kept
+	}
+	if !fresh {
+		// The known state may lack what others wrote since the last read: a delete or release
+		// could remove an entry that is no longer the operator's to remove, and a create could
+		// add a line beside a hand-made one that a fresh read would adopt. Both wait for a
+		// sync that reads the server, which follows at once.
+		kept := res.Changes[:0:0]
+		for _, ch := range res.Changes {
+			if ch.Action == plan.Delete || ch.Action == plan.Release || ch.Action == plan.Create {
+				out.NeedFresh = true
 				continue
 			}
 			kept = append(kept, ch)
@@ -361,8 +364,15 @@ func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
 	for host, err := range held {
 		failed[host] = Failure{Err: err, Kind: FailureRefused}
 	}
+	if !fresh {
+		// A write that met a state newer than the known one is no failure of the user's: the
+		// fresh sync that follows at once plans it again.
+		refused = slices.DeleteFunc(refused, func(ce *plan.ChangeError) bool { return ce.Stale })
+	}
 	for _, ce := range changeErrors(applyErr) {
-		failed[ce.Change.Hostname()] = failureOf(ce)
+		if fresh || !ce.Stale {
+			failed[ce.Change.Hostname()] = failureOf(ce)
+		}
 	}
 	c.rememberRefused(full, refused)
 	failedChanges := map[*plan.Change]error{}
@@ -594,7 +604,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		}
 		// The full read comes every interval counted from the last one, however many
 		// event-triggered syncs ran since.
-		if out != nil && out.Fresh {
+		if out != nil && nextFull {
 			lastFull = lastStart
 		}
 		next, nextFull, authWait = lastFull.Add(c.cfg.Interval), true, false
@@ -617,7 +627,9 @@ func (c *Controller) Run(ctx context.Context) error {
 		}
 		failures = 0
 		if out.NeedFresh {
-			next = c.cfg.Now()
+			// Read the server at once; refused changes stay held back until the interval.
+			c.known = nil
+			next, nextFull = c.cfg.Now(), false
 			continue
 		}
 		if out.Resync {

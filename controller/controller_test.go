@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
@@ -260,14 +262,14 @@ func TestRefusedWriteNeverSlowsTheOthers(t *testing.T) {
 	src.handler()
 	waitUntil(t, time.Second, func() bool { return prov.count("bad.lan") == 2 })
 	// A full sync (the interval's) retries it.
-	if _, err := c.SyncOnce(ctx); err == nil {
+	cancel()
+	<-done
+	if _, err := c.SyncOnce(context.Background()); err == nil {
 		t.Fatal("SyncOnce hid a refused write")
 	}
 	if n := prov.count("bad.lan"); n != 3 {
 		t.Fatalf("full sync tried the refused hostname %d times in all, want 3", n)
 	}
-	cancel()
-	<-done
 }
 
 func TestAuthenticationFailureWaitsForNewCredentials(t *testing.T) {
@@ -416,18 +418,42 @@ func TestAStaleKnownStateIsReadAgain(t *testing.T) {
 		t.Fatalf("server has %v", e)
 	}
 
-	// An entry made by hand after the last read: the create meets AlreadyExists, and the
-	// fresh read that follows adopts it instead.
+	// An entry made by hand after the last read, with an address of its own: a create from the
+	// known state would put a second line beside it for good, so creates wait for the fresh
+	// read, which adopts the hand-made line and re-points it.
 	r.svc.ResetCalls()
-	if _, err := r.svc.Store().Add(&pb.AddHostRequest{IpAddress: "10.0.0.9", Hostname: "b.lan", Tags: []string{"manual"}}); err != nil {
+	if _, err := r.svc.Store().Add(&pb.AddHostRequest{IpAddress: "10.0.0.8", Hostname: "b.lan", Tags: []string{"manual"}}); err != nil {
 		t.Fatal(err)
 	}
 	r.want(at("a.lan", "10.0.0.2"), at("b.lan", "10.0.0.9"))
-	if out := r.sync(t, false); !out.NeedFresh {
-		t.Fatalf("outcome = %+v; AlreadyExists must ask for a fresh read", out)
+	if out := r.sync(t, false); !out.NeedFresh || len(out.Changes) != 0 || r.svc.Calls("AddHost") != 0 {
+		t.Fatalf("outcome = %+v, calls %v; a create must wait for a fresh read", out, r.svc.CallCounts())
 	}
 	if out := r.sync(t, true); len(out.Changes) != 1 || out.Changes[0].Action != plan.Adopt {
 		t.Fatalf("fresh sync = %+v, want the adoption", out.Changes)
+	}
+	if e := r.svc.Store().Lookup("b.lan"); len(e) != 1 || e[0].GetIpAddress() != "10.0.0.9" {
+		t.Fatalf("b.lan entries = %v, want the hand-made line re-pointed and nothing beside it", e)
+	}
+}
+
+func TestARefusedDeleteIsHeldBackWithoutReadingTheServerAgain(t *testing.T) {
+	r := newKnownStateRig(t)
+	r.want(at("a.lan", "10.0.0.1"))
+	r.sync(t, true)
+	r.want()
+	r.sync(t, true) // marked
+	r.now = r.now.Add(2 * time.Minute)
+	r.svc.SetFault(inmemory.MethodDelete, status.Error(codes.FailedPrecondition, "locked"), 0)
+	r.sync(t, true) // the deletion falls due and is refused
+	r.svc.ResetCalls()
+	for i := 0; i < 3; i++ {
+		if out := r.sync(t, false); out.NeedFresh {
+			t.Fatalf("event sync %d asks for a fresh read for a deletion refused before: %+v", i, out)
+		}
+	}
+	if c := r.svc.CallCounts(); c["DeleteHost"] != 0 || c["ListHosts"] > 1 {
+		t.Fatalf("calls = %v; the refused deletion waits for the interval", c)
 	}
 }
 

@@ -7,6 +7,7 @@ package status
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -58,13 +59,17 @@ type HostMappings struct {
 	// writing is the key being written, if any; changed wakes the writer.
 	writing *types.NamespacedName
 	changed chan struct{}
+	// sent is the status last handed to the apiserver for each object, until the cache shows
+	// it: a newer wanted status is compared with it, not with a cache that has not caught up
+	// (or a write still in flight), so a newer status is never skipped.
+	sent map[types.NamespacedName]state
 }
 
 // NewHostMappings returns a status writer for the HostMappings objects reads. client should
 // have a rate limiter of its own. Run writes; Report only hands statuses over.
 func NewHostMappings(objects Objects, client dynamic.Interface, resolver *source.Resolver, log logrus.FieldLogger) *HostMappings {
 	return &HostMappings{objects: objects, client: client, resolver: resolver, log: log, now: time.Now,
-		pending: map[types.NamespacedName]state{}, changed: make(chan struct{}, 1)}
+		pending: map[types.NamespacedName]state{}, sent: map[types.NamespacedName]state{}, changed: make(chan struct{}, 1)}
 }
 
 // state is the part of a status that decides whether to write.
@@ -100,8 +105,16 @@ func (h *HostMappings) Report(_ context.Context, r *controller.Report) {
 	defer h.mu.Unlock()
 	for i, u := range objs {
 		key := types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}
+		shown := current(u)
+		if sent, ok := h.sent[key]; ok {
+			if sent == shown && (h.writing == nil || *h.writing != key) {
+				delete(h.sent, key) // the cache has caught up
+			} else {
+				shown = sent
+			}
+		}
 		_, queued := h.pending[key]
-		if wants[i] == current(u) && !queued {
+		if wants[i] == shown && !queued {
 			continue
 		}
 		h.pending[key] = wants[i]
@@ -132,7 +145,7 @@ func (h *HostMappings) Pending() int {
 func (h *HostMappings) Run(ctx context.Context) {
 	defer func() {
 		h.mu.Lock()
-		h.pending, h.queue, h.writing = map[types.NamespacedName]state{}, nil, nil
+		h.pending, h.queue, h.writing, h.sent = map[types.NamespacedName]state{}, nil, nil, map[types.NamespacedName]state{}
 		h.mu.Unlock()
 	}()
 	for {
@@ -157,10 +170,24 @@ func (h *HostMappings) Run(ctx context.Context) {
 			return
 		}
 		u, err := h.objects.Object(key.Namespace, key.Name)
-		if err == nil && u != nil && current(u) != want {
-			err = h.write(ctx, u, want)
+		h.mu.Lock()
+		shown, sent := h.sent[key]
+		h.mu.Unlock()
+		if !sent && u != nil {
+			shown = current(u)
 		}
-		if err != nil && ctx.Err() == nil {
+		if err == nil && u != nil && shown != want {
+			h.mu.Lock()
+			h.sent[key] = want
+			h.mu.Unlock()
+			if err = h.write(ctx, u, want); err != nil {
+				// Not written: compare with what the object shows again.
+				h.mu.Lock()
+				delete(h.sent, key)
+				h.mu.Unlock()
+			}
+		}
+		if err != nil && !errors.Is(err, errNotWritten) && ctx.Err() == nil {
 			h.log.WithError(err).WithFields(logrus.Fields{"namespace": key.Namespace, "name": key.Name}).Warn("writing HostMapping status")
 		}
 	}
@@ -275,8 +302,11 @@ func current(u *unstructured.Unstructured) state {
 	return st
 }
 
-// write updates the status subresource. A conflict means the object changed meanwhile; the
-// sync that change triggers writes the status again.
+// errNotWritten says the object changed or went meanwhile; the sync that change triggers
+// writes the status again.
+var errNotWritten = errors.New("object changed meanwhile; status not written")
+
+// write updates the status subresource.
 func (h *HostMappings) write(ctx context.Context, u *unstructured.Unstructured, st state) error {
 	now := h.now().UTC().Format(time.RFC3339)
 	prev := current(u)
@@ -307,7 +337,7 @@ func (h *HostMappings) write(ctx context.Context, u *unstructured.Unstructured, 
 	}
 	_, err := h.client.Resource(source.HostMappingGVR).Namespace(u.GetNamespace()).UpdateStatus(ctx, obj, metav1.UpdateOptions{})
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
-		return nil
+		return errNotWritten
 	}
 	if err != nil {
 		return fmt.Errorf("updating status of HostMapping %s/%s: %w", u.GetNamespace(), u.GetName(), err)

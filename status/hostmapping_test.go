@@ -1,17 +1,25 @@
 package status
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/provider"
+	"github.com/router-hosts-operator/router-hosts-operator/source"
 )
 
 func TestComputeTranslatesTheReport(t *testing.T) {
@@ -56,5 +64,67 @@ func TestComputeTranslatesTheReport(t *testing.T) {
 				t.Fatalf("message %q does not mention %q", msg, tc.message)
 			}
 		})
+	}
+}
+
+// cacheOf is a HostMapping cache that never catches up, as a slow informer would not.
+type cacheOf struct{ u *unstructured.Unstructured }
+
+func (c cacheOf) Objects() ([]*unstructured.Unstructured, error) {
+	return []*unstructured.Unstructured{c.u}, nil
+}
+func (c cacheOf) Object(string, string) (*unstructured.Unstructured, error) { return c.u, nil }
+
+func TestANewerStatusIsNeverSkippedForOneInFlight(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "router-hosts.fzymgc.house/v1alpha1", "kind": "HostMapping",
+		"metadata": map[string]any{"name": "p", "namespace": "d", "uid": "uid-p", "generation": int64(1)},
+		"spec":     map[string]any{"hostname": "printer.lan", "ipAddress": "10.0.0.9"},
+		"status": map[string]any{"synced": true, "routerHostsId": "01ABC", "observedGeneration": int64(1),
+			"conditions": []any{map[string]any{"type": "Synced", "status": "True", "reason": ReasonSuccess, "message": "Host synced to router-hosts"}}}}}
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{source.HostMappingGVR: "HostMappingList"}, u.DeepCopy())
+	var (
+		mu      sync.Mutex
+		written []string
+		release = make(chan struct{})
+	)
+	client.PrependReactor("update", "hostmappings", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		obj := a.(k8stesting.UpdateAction).GetObject().(*unstructured.Unstructured)
+		conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+		mu.Lock()
+		written = append(written, conds[0].(map[string]any)["reason"].(string))
+		first := len(written) == 1
+		mu.Unlock()
+		if first {
+			<-release // the first write is in flight while the next sync reports
+		}
+		return true, obj, nil
+	})
+	h := NewHostMappings(cacheOf{u}, client, nil, logrus.New())
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go h.Run(ctx)
+	desired := []*endpoint.Endpoint{{Hostname: "printer.lan", Targets: []string{"10.0.0.9"}, Sources: []endpoint.SourceRef{{UID: "uid-p"}}}}
+	entries := map[string][]endpoint.Record{"printer.lan": {{ID: "01ABC", IP: "10.0.0.9", Hostname: "printer.lan"}}}
+	// The router goes away: ServerUnreachable is being written when it comes back.
+	h.Report(ctx, &controller.Report{Stage: controller.StageList, Err: errors.New("connection refused")})
+	for {
+		mu.Lock()
+		n := len(written)
+		mu.Unlock()
+		if n == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	h.Report(ctx, &controller.Report{Desired: desired, Entries: entries})
+	close(release)
+	if err := h.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(written) != 2 || written[1] != ReasonSuccess {
+		t.Fatalf("statuses written %q; the newer Success must follow the ServerUnreachable in flight", written)
 	}
 }
