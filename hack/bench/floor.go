@@ -84,12 +84,11 @@ func floorClient(args []string) error {
 		}
 		reqs = append(reqs, req)
 	}
-	p, err := connFromEnv().client()
+	cli, closeConn, err := connFromEnv().client()
 	if err != nil {
 		return err
 	}
-	defer p.Close()
-	cli := p.Client()
+	defer closeConn()
 	ctx := context.Background()
 	if _, err := cli.Readiness(ctx, &pb.ReadinessRequest{}); err != nil {
 		return fmt.Errorf("Readiness: %w", err)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -10,14 +12,15 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sirupsen/logrus"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
-	"github.com/router-hosts-operator/router-hosts-operator/provider/routerhosts"
 )
 
 // benchCluster is the operator's --cluster-name in every run, so that on a real server the
@@ -37,16 +40,29 @@ func (c conn) env() []string {
 	}
 }
 
-// client dials conn with the operator's own transport (mTLS, TLS 1.3, keepalive).
-func (c conn) client() (*routerhosts.Provider, error) {
-	log := logrus.New()
-	log.SetOutput(io.Discard)
-	p, err := routerhosts.New(routerhosts.Options{Endpoint: c.endpoint, CAFile: c.ca, CertFile: c.cert, KeyFile: c.key,
-		ServerName: c.serverName, Timeout: time.Minute, Log: log})
+// client dials conn as a plain router-hosts client: mTLS with TLS 1.3 and the operator's
+// keepalive, nothing of the operator's own code, so the floor measures the server and gRPC.
+func (c conn) client() (pb.HostsServiceClient, func(), error) {
+	cert, err := tls.LoadX509KeyPair(c.cert, c.key)
 	if err != nil {
-		return nil, fmt.Errorf("dialing %s: %w", c.endpoint, err)
+		return nil, nil, fmt.Errorf("loading the client certificate: %w", err)
 	}
-	return p, nil
+	caPEM, err := os.ReadFile(c.ca)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, nil, fmt.Errorf("CA %s holds no PEM certificate", c.ca)
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert}, RootCAs: pool, ServerName: c.serverName}
+	cc, err := grpc.NewClient(c.endpoint, grpc.WithTransportCredentials(credentials.NewTLS(cfg)),
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
+	if err != nil {
+		return nil, nil, fmt.Errorf("dialing %s: %w", c.endpoint, err)
+	}
+	return pb.NewHostsServiceClient(cc), func() { _ = cc.Close() }, nil
 }
 
 // server is the router-hosts server a run writes to.
@@ -123,7 +139,7 @@ func (t *testServer) cleanup(context.Context) error {
 // bench writes only entries tagged cluster:rho-bench and deletes them when it is done.
 type realServer struct {
 	c   conn
-	cli *routerhosts.Provider
+	cli pb.HostsServiceClient
 
 	mu  sync.Mutex
 	ids map[string]string // hostname → entry ID, learnt by the last listing
@@ -140,7 +156,7 @@ func newRealServer() (*realServer, error) {
 	if c.endpoint == "" || c.ca == "" || c.cert == "" || c.key == "" {
 		return nil, errors.New("-server=real needs ROUTER_HOSTS_OPERATOR_ROUTER_HOSTS_ENDPOINT, _TLS_CA, _TLS_CERT and _TLS_KEY")
 	}
-	cli, err := c.client()
+	cli, _, err := c.client() // kept for the whole run
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +174,7 @@ func (r *realServer) fresh(ctx context.Context, replayCost time.Duration) (conn,
 
 // mine lists the bench's entries; each call replays the server's log, hence pollEvery.
 func (r *realServer) mine(ctx context.Context) ([]*pb.HostEntry, error) {
-	stream, err := r.cli.Client().ListHosts(ctx, &pb.ListHostsRequest{})
+	stream, err := r.cli.ListHosts(ctx, &pb.ListHostsRequest{})
 	if err != nil {
 		return nil, fmt.Errorf("ListHosts: %w", err)
 	}
@@ -204,7 +220,7 @@ func (r *realServer) ipOf(ctx context.Context, hostname string) (string, error) 
 		if id == "" {
 			return "", nil
 		}
-		resp, err := r.cli.Client().GetHost(ctx, &pb.GetHostRequest{Id: id})
+		resp, err := r.cli.GetHost(ctx, &pb.GetHostRequest{Id: id})
 		if status.Code(err) == codes.NotFound && attempt == 0 {
 			r.mu.Lock()
 			delete(r.ids, hostname)
@@ -228,7 +244,7 @@ func (r *realServer) cleanup(ctx context.Context) error {
 		return err
 	}
 	for _, e := range es {
-		if _, err := r.cli.Client().DeleteHost(ctx, &pb.DeleteHostRequest{Id: e.GetId()}); err != nil && status.Code(err) != codes.NotFound {
+		if _, err := r.cli.DeleteHost(ctx, &pb.DeleteHostRequest{Id: e.GetId()}); err != nil && status.Code(err) != codes.NotFound {
 			return fmt.Errorf("deleting the bench's entry %s: %w", e.GetHostname(), err)
 		}
 	}

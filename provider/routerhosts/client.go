@@ -118,10 +118,6 @@ func (p *Provider) refresh() {
 	}
 }
 
-// Client is the raw router-hosts client on the provider's connection, for tools that measure
-// the server itself with the operator's exact transport (hack/bench's plain-client floor).
-func (p *Provider) Client() pb.HostsServiceClient { return p.rpc() }
-
 func (p *Provider) rpc() pb.HostsServiceClient {
 	p.mu.Lock()
 	defer p.mu.Unlock()
