@@ -103,7 +103,7 @@ func run(ctx context.Context, cfg *config, log *logrus.Logger, out io.Writer) er
 				return fmt.Errorf("starting the hostmapping source: %w", err)
 			}
 			sources = append(sources, s)
-			hmStatus = status.NewHostMappings(s, kc.status, resolver, log.WithField("component", "status"))
+			hmStatus = status.NewHostMappings(s, kc.status.Resource(source.HostMappingGVR), log.WithField("component", "status"))
 			reporters = append(reporters, hmStatus)
 		}
 	}

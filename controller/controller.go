@@ -64,6 +64,17 @@ func (s Stage) String() string {
 	return "done"
 }
 
+// Object is what the sources made of one object in a sync.
+type Object struct {
+	Endpoints []*endpoint.Endpoint
+	Problems  []endpoint.Problem
+}
+
+// ProblemSource is a source that tells the problems of its objects' input.
+type ProblemSource interface {
+	Problems() map[string][]endpoint.Problem
+}
+
 // FailureKind says what kept a write from happening, in the terms an observer reports.
 type FailureKind uint8
 
@@ -100,6 +111,10 @@ type Report struct {
 	// Endpoints are the sources' endpoints the sync read (within the domain filter), so that a
 	// sync that failed at the server can still be reported on the objects it concerns.
 	Endpoints []*endpoint.Endpoint
+	// Objects is what the sources made of each object, by UID: all its endpoints (whatever the
+	// domain filter) and the problems found in its input, for observers that report an
+	// object's state.
+	Objects map[string]Object
 	// Entries are the entries this cluster owns per hostname once the writes are done.
 	Entries map[string][]endpoint.Record
 	// Failed says why each hostname whose write failed or was refused did not get it,
@@ -256,6 +271,7 @@ func (c *Controller) SyncOnce(ctx context.Context) (*Outcome, error) { return c.
 func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
 	start := c.cfg.Now()
 	var eps []*endpoint.Endpoint
+	objects := map[string]Object{}
 	counts := make([]int, len(c.cfg.Sources))
 	for i, s := range c.cfg.Sources {
 		got, err := s.Endpoints(ctx)
@@ -268,6 +284,17 @@ func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
 		for _, ep := range got {
 			if c.cfg.DomainFilter.Match(ep.Hostname) {
 				eps = append(eps, ep)
+			}
+			uid := ep.Sources[0].UID
+			o := objects[uid]
+			o.Endpoints = append(o.Endpoints, ep)
+			objects[uid] = o
+		}
+		if ps, ok := s.(ProblemSource); ok {
+			for uid, p := range ps.Problems() {
+				o := objects[uid]
+				o.Problems = p
+				objects[uid] = o
 			}
 		}
 	}
@@ -290,7 +317,7 @@ func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
 	listDuration := c.cfg.Now().Sub(listStart)
 	if err != nil {
 		err = fmt.Errorf("listing router-hosts entries: %w", err)
-		c.report(ctx, &Report{Err: err, Stage: StageList, AuthFailed: errors.Is(err, provider.ErrAuthentication), Endpoints: eps,
+		c.report(ctx, &Report{Err: err, Stage: StageList, AuthFailed: errors.Is(err, provider.ErrAuthentication), Endpoints: eps, Objects: objects,
 			SourceEndpoints: counts, Started: start, Duration: c.cfg.Now().Sub(start)})
 		return nil, err
 	}
@@ -379,7 +406,7 @@ func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
 	for _, ce := range changeErrors(applyErr) {
 		failedChanges[ce.Change] = ce
 	}
-	rep := &Report{Desired: desired, Endpoints: eps, Entries: entriesAfter(st.Owned, res.Changes, applyErr), Failed: failed, FailedChanges: failedChanges,
+	rep := &Report{Desired: desired, Endpoints: eps, Objects: objects, Entries: entriesAfter(st.Owned, res.Changes, applyErr), Failed: failed, FailedChanges: failedChanges,
 		Changes: res.Changes, Pending: res.Pending, Foreign: st.ForeignCount(), SourceEndpoints: counts, Conflicts: st.Conflicts,
 		Problems: st.Problems, Started: start, Duration: c.cfg.Now().Sub(start), ListDuration: listDuration}
 	if whole != nil {

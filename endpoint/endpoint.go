@@ -32,6 +32,13 @@ func (s SourceRef) String() string {
 	return s.Kind + " " + s.Namespace + "/" + s.Name
 }
 
+// Problem is something wrong with one object's input: the reason a Warning event carries (and
+// a status condition translates), and what the user reads.
+type Problem struct {
+	Reason  string
+	Message string
+}
+
 // Endpoint is one hostname the cluster wants on the router, with every IP it should resolve to.
 // One Endpoint becomes one router-hosts entry per target IP.
 type Endpoint struct {

@@ -107,7 +107,7 @@ func (s *HostMappingSource) Endpoints(context.Context) ([]*endpoint.Endpoint, er
 	seen := map[types.UID]bool{}
 	for _, u := range objs {
 		seen[u.GetUID()] = true
-		eps, problems := HostMappingEndpoints(u, s.cfg.Resolver)
+		eps, problems := hostMappingEndpoints(u, s.cfg.Resolver)
 		s.reports.report(hostMappingRef(u), u.GetResourceVersion(), problems)
 		out = append(out, eps...)
 	}
@@ -116,11 +116,10 @@ func (s *HostMappingSource) Endpoints(context.Context) ([]*endpoint.Endpoint, er
 	return out, nil
 }
 
-// HostMappingEndpoints turns one HostMapping into its endpoint and the problems found. The spec
+// hostMappingEndpoints turns one HostMapping into its endpoint and the problems found. The spec
 // fields play the role of the override annotations (ipAddress, or the upstream operator's ip;
-// aliases; tags); the grace-period annotation applies as on other kinds. Exported for the
-// status writer, which reports the same problems as ValidationFailed.
-func HostMappingEndpoints(u *unstructured.Unstructured, r *Resolver) ([]*endpoint.Endpoint, []Problem) {
+// aliases; tags); the grace-period annotation applies as on other kinds.
+func hostMappingEndpoints(u *unstructured.Unstructured, r *Resolver) ([]*endpoint.Endpoint, []Problem) {
 	spec, _, _ := unstructured.NestedMap(u.Object, "spec")
 	hostname, _ := spec["hostname"].(string)
 	ann := map[string]string{}
@@ -160,3 +159,6 @@ func hostMappingRef(u *unstructured.Unstructured) endpoint.SourceRef {
 	return endpoint.SourceRef{Group: HostMappingGVR.Group, Version: HostMappingGVR.Version, Kind: HostMappingKind,
 		Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID()), CreationTimestamp: u.GetCreationTimestamp().Time}
 }
+
+// Problems returns the problems of each object, by UID, as of the last Endpoints.
+func (s *HostMappingSource) Problems() map[string][]Problem { return s.reports.problems() }

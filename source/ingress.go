@@ -240,3 +240,6 @@ func buildEndpoints(ref endpoint.SourceRef, rawHosts []string, ann map[string]st
 	}
 	return out, problems
 }
+
+// Problems returns the problems of each object, by UID, as of the last Endpoints.
+func (s *IngressSource) Problems() map[string][]Problem { return s.reports.problems() }

@@ -17,12 +17,9 @@ const (
 	ReasonNoAddress         = "NoAddress"
 )
 
-// Problem is something wrong with one object: the reason a Warning event carries, and what
-// the user reads.
-type Problem struct {
-	Reason  string
-	Message string
-}
+// Problem is something wrong with one object (endpoint.Problem, the plain data the controller
+// hands its observers).
+type Problem = endpoint.Problem
 
 func invalidHostname(format string, args ...any) Problem {
 	return Problem{Reason: ReasonInvalidHostname, Message: fmt.Sprintf(format, args...)}
@@ -45,10 +42,24 @@ type reporter struct {
 	warn Warner
 	mu   sync.Mutex
 	seen map[types.UID]string // UID → resourceVersion last reported
+	// current are the problems of each object as of the last listing, for observers that
+	// report an object's state (a HostMapping's status) rather than transitions.
+	current map[string][]Problem
 }
 
 func newReporter(log logrus.FieldLogger, warn Warner) *reporter {
-	return &reporter{log: log, warn: warn, seen: map[types.UID]string{}}
+	return &reporter{log: log, warn: warn, seen: map[types.UID]string{}, current: map[string][]Problem{}}
+}
+
+// problems returns a copy of the current problems by object UID.
+func (r *reporter) problems() map[string][]Problem {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string][]Problem, len(r.current))
+	for k, v := range r.current {
+		out[k] = v
+	}
+	return out
 }
 
 func (r *reporter) report(ref endpoint.SourceRef, version string, problems []Problem) {
@@ -57,8 +68,10 @@ func (r *reporter) report(ref endpoint.SourceRef, version string, problems []Pro
 	defer r.mu.Unlock()
 	if len(problems) == 0 {
 		delete(r.seen, uid)
+		delete(r.current, ref.UID)
 		return
 	}
+	r.current[ref.UID] = problems
 	if r.seen[uid] == version {
 		return
 	}
@@ -78,6 +91,11 @@ func (r *reporter) forgetExcept(present map[types.UID]bool) {
 	for uid := range r.seen {
 		if !present[uid] {
 			delete(r.seen, uid)
+		}
+	}
+	for uid := range r.current {
+		if !present[types.UID(uid)] {
+			delete(r.current, uid)
 		}
 	}
 }

@@ -128,3 +128,6 @@ func (s *TraefikSource) endpointsFor(u *unstructured.Unstructured, gvr schema.Gr
 	eps, more := buildEndpoints(ref, hosts, u.GetAnnotations(), s.cfg.Resolver, nil, false)
 	return eps, ref, append(problems, more...)
 }
+
+// Problems returns the problems of each object, by UID, as of the last Endpoints.
+func (s *TraefikSource) Problems() map[string][]Problem { return s.reports.problems() }

@@ -22,7 +22,6 @@ import (
 
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
-	"github.com/router-hosts-operator/router-hosts-operator/source"
 )
 
 // The reasons of the Synced condition.
@@ -45,11 +44,10 @@ type Objects interface {
 
 // HostMappings computes and writes HostMapping status.
 type HostMappings struct {
-	objects  Objects
-	client   dynamic.Interface
-	resolver *source.Resolver
-	log      logrus.FieldLogger
-	now      func() time.Time
+	objects Objects
+	client  dynamic.NamespaceableResourceInterface
+	log     logrus.FieldLogger
+	now     func() time.Time
 
 	mu sync.Mutex
 	// pending is the latest wanted status of each object not yet written; a newer sync's
@@ -65,10 +63,11 @@ type HostMappings struct {
 	sent map[types.NamespacedName]state
 }
 
-// NewHostMappings returns a status writer for the HostMappings objects reads. client should
-// have a rate limiter of its own. Run writes; Report only hands statuses over.
-func NewHostMappings(objects Objects, client dynamic.Interface, resolver *source.Resolver, log logrus.FieldLogger) *HostMappings {
-	return &HostMappings{objects: objects, client: client, resolver: resolver, log: log, now: time.Now,
+// NewHostMappings returns a status writer for the HostMappings objects reads, written through
+// resource (the HostMapping resource of a client with a rate limiter of its own). Run writes;
+// Report only hands statuses over.
+func NewHostMappings(objects Objects, resource dynamic.NamespaceableResourceInterface, log logrus.FieldLogger) *HostMappings {
+	return &HostMappings{objects: objects, client: resource, log: log, now: time.Now,
 		pending: map[types.NamespacedName]state{}, sent: map[types.NamespacedName]state{}, changed: make(chan struct{}, 1)}
 }
 
@@ -214,7 +213,11 @@ func (h *HostMappings) Flush(ctx context.Context) error {
 func (h *HostMappings) compute(u *unstructured.Unstructured, r *controller.Report, desired map[string]*endpoint.Endpoint, dropped []string) state {
 	prev := current(u)
 	st := state{gen: u.GetGeneration(), id: prev.id}
-	eps, problems := source.HostMappingEndpoints(u, h.resolver)
+	if r.Stage == controller.StageSource {
+		return prev // a source failed: nothing new is known about this object
+	}
+	obj := r.Objects[string(u.GetUID())]
+	eps, problems := obj.Endpoints, obj.Problems
 	switch {
 	case len(eps) == 0:
 		st.reason, st.message, st.id = ReasonValidationFailed, joinProblems(problems), ""
@@ -225,8 +228,6 @@ func (h *HostMappings) compute(u *unstructured.Unstructured, r *controller.Repor
 	case r.Stage == controller.StageList:
 		st.reason, st.message = ReasonServerUnreachable, r.Err.Error()
 		return st
-	case r.Stage == controller.StageSource:
-		return prev // a source failed: nothing new is known about this object
 	}
 	ep := eps[0]
 	d := desired[ep.Hostname]
@@ -274,7 +275,7 @@ func claims(ep *endpoint.Endpoint, uid string) bool {
 	return false
 }
 
-func joinProblems(p []source.Problem) string {
+func joinProblems(p []endpoint.Problem) string {
 	out := ""
 	for i, s := range p {
 		if i > 0 {
@@ -335,7 +336,7 @@ func (h *HostMappings) write(ctx context.Context, u *unstructured.Unstructured, 
 			"observedGeneration": st.gen, "lastTransitionTime": transition,
 		}},
 	}
-	_, err := h.client.Resource(source.HostMappingGVR).Namespace(u.GetNamespace()).UpdateStatus(ctx, obj, metav1.UpdateOptions{})
+	_, err := h.client.Namespace(u.GetNamespace()).UpdateStatus(ctx, obj, metav1.UpdateOptions{})
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		return errNotWritten
 	}

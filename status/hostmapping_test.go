@@ -30,7 +30,10 @@ func TestComputeTranslatesTheReport(t *testing.T) {
 	desired := map[string]*endpoint.Endpoint{"printer.lan": {Hostname: "printer.lan", Targets: []string{"10.0.0.9"}, Sources: []endpoint.SourceRef{ref}}}
 	entries := map[string][]endpoint.Record{"printer.lan": {{ID: "01ABC", IP: "10.0.0.9", Hostname: "printer.lan"}}}
 	authErr := fmt.Errorf("ListHosts: %w: tls: unknown certificate authority", provider.ErrAuthentication)
-	h := NewHostMappings(nil, nil, nil, logrus.New())
+	objs := map[string]controller.Object{"uid-p": {Endpoints: []*endpoint.Endpoint{{Hostname: "printer.lan", Targets: []string{"10.0.0.9"}, Sources: []endpoint.SourceRef{ref}}}}}
+	held := map[string]controller.Object{"uid-p": {Endpoints: []*endpoint.Endpoint{{Hostname: "printer.lan", Sources: []endpoint.SourceRef{ref}}}}}
+	invalid := map[string]controller.Object{"uid-p": {Problems: []endpoint.Problem{{Reason: "InvalidHostname", Message: "spec.hostname is empty"}}}}
+	h := NewHostMappings(nil, nil, logrus.New())
 	for _, tc := range []struct {
 		name    string
 		report  controller.Report
@@ -38,19 +41,25 @@ func TestComputeTranslatesTheReport(t *testing.T) {
 		want    state
 		message string
 	}{
-		{name: "synced", report: controller.Report{Entries: entries},
+		{name: "synced", report: controller.Report{Objects: objs, Entries: entries},
 			want: state{synced: true, id: "01ABC", gen: 2, reason: ReasonSuccess}},
-		{name: "a reserved tag was dropped: written, but not as the spec says", report: controller.Report{Entries: entries},
+		{name: "a reserved tag was dropped: written, but not as the spec says", report: controller.Report{Objects: objs, Entries: entries},
 			dropped: []string{`tag "cluster:x" is reserved; dropped`}, want: state{id: "01ABC", gen: 2, reason: ReasonValidationFailed}, message: "cluster:x"},
-		{name: "authentication refused on the read", report: controller.Report{Stage: controller.StageList, AuthFailed: true, Err: authErr},
+		{name: "authentication refused on the read", report: controller.Report{Objects: objs, Stage: controller.StageList, AuthFailed: true, Err: authErr},
 			want: state{gen: 2, reason: ReasonAuthenticationFailed}, message: "unknown certificate authority"},
-		{name: "server unreachable", report: controller.Report{Stage: controller.StageList, Err: errors.New("connection refused")},
+		{name: "server unreachable", report: controller.Report{Objects: objs, Stage: controller.StageList, Err: errors.New("connection refused")},
 			want: state{gen: 2, reason: ReasonServerUnreachable}},
-		{name: "authentication refused on the write", report: controller.Report{Entries: entries, Failed: map[string]controller.Failure{"printer.lan": {Err: authErr, Kind: controller.FailureAuthentication}}},
+		{name: "authentication refused on the write", report: controller.Report{Objects: objs, Entries: entries, Failed: map[string]controller.Failure{"printer.lan": {Err: authErr, Kind: controller.FailureAuthentication}}},
 			want: state{gen: 2, reason: ReasonAuthenticationFailed}},
-		{name: "server unreachable on the write", report: controller.Report{Entries: entries, Failed: map[string]controller.Failure{"printer.lan": {Err: errors.New("Unavailable"), Kind: controller.FailureUnreachable}}},
+		{name: "server unreachable on the write", report: controller.Report{Objects: objs, Entries: entries, Failed: map[string]controller.Failure{"printer.lan": {Err: errors.New("Unavailable"), Kind: controller.FailureUnreachable}}},
 			want: state{gen: 2, reason: ReasonServerUnreachable}},
-		{name: "write refused", report: controller.Report{Entries: entries, Failed: map[string]controller.Failure{"printer.lan": {Err: errors.New("InvalidArgument")}}},
+		{name: "no valid hostname", report: controller.Report{Objects: invalid},
+			want: state{gen: 2, reason: ReasonValidationFailed}, message: "spec.hostname is empty"},
+		{name: "no address", report: controller.Report{Objects: held, Desired: []*endpoint.Endpoint{{Hostname: "printer.lan", Sources: []endpoint.SourceRef{ref}}}},
+			want: state{gen: 2, reason: ReasonNoAddress}},
+		{name: "a source failed: the status stays", report: controller.Report{Stage: controller.StageSource, Err: errors.New("cache not synced")},
+			want: state{gen: 0, reason: ""}},
+		{name: "write refused", report: controller.Report{Objects: objs, Entries: entries, Failed: map[string]controller.Failure{"printer.lan": {Err: errors.New("InvalidArgument")}}},
 			want: state{gen: 2, reason: ReasonWriteFailed}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -100,14 +109,15 @@ func TestANewerStatusIsNeverSkippedForOneInFlight(t *testing.T) {
 		}
 		return true, obj, nil
 	})
-	h := NewHostMappings(cacheOf{u}, client, nil, logrus.New())
+	h := NewHostMappings(cacheOf{u}, client.Resource(source.HostMappingGVR), logrus.New())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go h.Run(ctx)
 	desired := []*endpoint.Endpoint{{Hostname: "printer.lan", Targets: []string{"10.0.0.9"}, Sources: []endpoint.SourceRef{{UID: "uid-p"}}}}
 	entries := map[string][]endpoint.Record{"printer.lan": {{ID: "01ABC", IP: "10.0.0.9", Hostname: "printer.lan"}}}
 	// The router goes away: ServerUnreachable is being written when it comes back.
-	h.Report(ctx, &controller.Report{Stage: controller.StageList, Err: errors.New("connection refused")})
+	objs := map[string]controller.Object{"uid-p": {Endpoints: desired}}
+	h.Report(ctx, &controller.Report{Stage: controller.StageList, Err: errors.New("connection refused"), Objects: objs})
 	for {
 		mu.Lock()
 		n := len(written)
@@ -117,7 +127,7 @@ func TestANewerStatusIsNeverSkippedForOneInFlight(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	h.Report(ctx, &controller.Report{Desired: desired, Entries: entries})
+	h.Report(ctx, &controller.Report{Desired: desired, Entries: entries, Objects: objs})
 	close(release)
 	if err := h.Flush(ctx); err != nil {
 		t.Fatal(err)

@@ -209,11 +209,7 @@ func (h *harness) build(o options) {
 			h.hm, err = source.NewHostMappingSource(ctx, clients, cfg)
 			s = h.hm
 			if err == nil {
-				r, rerr := source.NewResolver(ctx, clients, strategies)
-				if rerr != nil {
-					t.Fatal(rerr)
-				}
-				h.status = status.NewHostMappings(h.hm, o.statusClient(dyn), r, log)
+				h.status = status.NewHostMappings(h.hm, o.statusClient(dyn).Resource(source.HostMappingGVR), log)
 				go h.status.Run(ctx)
 				reporters = append(reporters, h.status)
 			}
