@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
@@ -166,12 +167,23 @@ func (w *crdWatch) served(gvr schema.GroupVersionResource) (bool, error) {
 // changed fires the handlers for a change of an opted-in object (or one that was opted in).
 func (w *crdWatch) changed(old, obj any) {
 	cur, prev := asUnstructured(obj), asUnstructured(old)
-	if prev != nil && cur != nil && prev.GetResourceVersion() == cur.GetResourceVersion() {
+	if prev != nil && cur != nil && (prev.GetResourceVersion() == cur.GetResourceVersion() || onlyStatusChanged(prev, cur)) {
 		return
 	}
 	if (prev != nil && w.relevant(prev)) || (cur != nil && w.relevant(cur)) {
 		w.onChange()
 	}
+}
+
+// onlyStatusChanged reports whether an update changed nothing a source reads but the status:
+// the operator's own status write coming back. Answering it with a sync would keep the loop
+// busy for as long as statuses are written, and hold every real change back by the minimum
+// spacing of event-triggered syncs.
+func onlyStatusChanged(prev, cur *unstructured.Unstructured) bool {
+	return prev.GetGeneration() == cur.GetGeneration() &&
+		reflect.DeepEqual(prev.GetAnnotations(), cur.GetAnnotations()) &&
+		reflect.DeepEqual(prev.Object["spec"], cur.Object["spec"]) &&
+		!reflect.DeepEqual(prev.Object["status"], cur.Object["status"])
 }
 
 // listers returns the resources being watched whose caches are ready.

@@ -11,15 +11,20 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/router-hosts-operator/router-hosts-operator/source"
 )
 
 // benchNamespace holds every Ingress of the run; the operator reads all namespaces, as it does
-// by default.
-const benchNamespace = "bench"
+// by default. HostMappings have a namespace of their own, to which their runs are restricted.
+const (
+	benchNamespace   = "bench"
+	benchHMNamespace = "bench-hm"
+)
 
 // app is one annotated Ingress of the run and the entry it should become.
 type app struct {
@@ -27,18 +32,31 @@ type app struct {
 	uid                types.UID
 }
 
-// cluster grows and edits the run's Ingresses through the apiserver.
+// cluster grows and edits the run's objects of one kind (Ingresses or HostMappings) through
+// the apiserver.
 type cluster struct {
 	client kubernetes.Interface
+	dyn    dynamic.Interface
+	kind   string // source.HostMappingKind, or "Ingress"
+	ns     string
 	apps   []app
 }
 
-func newCluster(ctx context.Context, client kubernetes.Interface) (*cluster, error) {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: benchNamespace}}
-	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("creating namespace %s: %w", benchNamespace, err)
+func newCluster(ctx context.Context, client kubernetes.Interface, dyn dynamic.Interface, kind string) (*cluster, error) {
+	c := &cluster{client: client, dyn: dyn, kind: kind, ns: benchNamespace}
+	if kind == source.HostMappingKind {
+		c.ns = benchHMNamespace
 	}
-	return &cluster{client: client}, nil
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.ns}}
+	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating namespace %s: %w", c.ns, err)
+	}
+	return c, nil
+}
+
+// hostMappings is the HostMapping resource of the cluster's namespace.
+func (c *cluster) hostMappings() dynamic.ResourceInterface {
+	return c.dyn.Resource(source.HostMappingGVR).Namespace(c.ns)
 }
 
 // appIP spreads addresses over 10.100.0.0/14 so that no two apps share one.
@@ -90,8 +108,12 @@ func (c *cluster) grow(ctx context.Context, n int) error {
 	return nil
 }
 
-// create makes the i-th Ingress: one rule, one path, a class, as a typical homelab Ingress.
+// create makes the i-th object: an Ingress with one rule, one path and a class, as a typical
+// homelab Ingress, or a HostMapping with its address.
 func (c *cluster) create(ctx context.Context, i int) (app, error) {
+	if c.kind == source.HostMappingKind {
+		return c.createHostMapping(ctx, i)
+	}
 	a := app{name: fmt.Sprintf("app-%05d", i), hostname: fmt.Sprintf("app-%05d.bench.lan", i), ip: appIP(i)}
 	class := "traefik"
 	prefix := networkingv1.PathTypePrefix
@@ -122,14 +144,54 @@ func (c *cluster) create(ctx context.Context, i int) (app, error) {
 	}
 }
 
-// setIP changes the i-th app's address annotation: one API write, the change whose latency a
-// run measures.
+func (c *cluster) createHostMapping(ctx context.Context, i int) (app, error) {
+	a := app{name: fmt.Sprintf("hm-%05d", i), hostname: fmt.Sprintf("hm-%05d.bench.lan", i), ip: appIP(i)}
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "router-hosts.fzymgc.house/v1alpha1", "kind": source.HostMappingKind,
+		"metadata": map[string]any{"name": a.name, "namespace": c.ns}, "spec": map[string]any{"hostname": a.hostname, "ipAddress": a.ip}}}
+	for attempt := 0; ; attempt++ {
+		got, err := c.hostMappings().Create(ctx, u, metav1.CreateOptions{})
+		if err == nil {
+			a.uid = got.GetUID()
+			return a, nil
+		}
+		if !apierrors.IsTooManyRequests(err) || attempt == 10 {
+			return a, fmt.Errorf("creating HostMapping %s: %w", a.name, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// setIP changes the i-th app's address (an Ingress's annotation, a HostMapping's spec): one
+// API write, the change whose latency a run measures.
 func (c *cluster) setIP(ctx context.Context, i int, ip string) error {
-	if err := c.patchMeta(ctx, i, map[string]any{"annotations": map[string]string{source.AnnotationIPAddress: ip}}); err != nil {
+	var err error
+	if c.kind == source.HostMappingKind {
+		err = c.patch(ctx, i, map[string]any{"spec": map[string]any{"ipAddress": ip}})
+	} else {
+		err = c.patchMeta(ctx, i, map[string]any{"annotations": map[string]string{source.AnnotationIPAddress: ip}})
+	}
+	if err != nil {
 		return err
 	}
 	c.apps[i].ip = ip
 	return nil
+}
+
+// synced counts the HostMappings whose status says Synced for their current generation.
+func (c *cluster) synced(ctx context.Context) (int, error) {
+	list, err := c.hostMappings().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("listing HostMappings: %w", err)
+	}
+	n := 0
+	for _, u := range list.Items {
+		ok, _, _ := unstructured.NestedBool(u.Object, "status", "synced")
+		gen, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+		if ok && gen == u.GetGeneration() {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // touch changes a label of the i-th Ingress: an informer event for an opted-in object that
@@ -139,12 +201,21 @@ func (c *cluster) touch(ctx context.Context, i int, value string) error {
 }
 
 func (c *cluster) patchMeta(ctx context.Context, i int, meta map[string]any) error {
-	body, err := json.Marshal(map[string]any{"metadata": meta})
+	return c.patch(ctx, i, map[string]any{"metadata": meta})
+}
+
+func (c *cluster) patch(ctx context.Context, i int, patch map[string]any) error {
+	body, err := json.Marshal(patch)
 	if err != nil {
 		return fmt.Errorf("encoding patch: %w", err)
 	}
-	if _, err := c.client.NetworkingV1().Ingresses(benchNamespace).Patch(ctx, c.apps[i].name, types.MergePatchType, body, metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("patching Ingress %s: %w", c.apps[i].name, err)
+	if c.kind == source.HostMappingKind {
+		_, err = c.hostMappings().Patch(ctx, c.apps[i].name, types.MergePatchType, body, metav1.PatchOptions{})
+	} else {
+		_, err = c.client.NetworkingV1().Ingresses(benchNamespace).Patch(ctx, c.apps[i].name, types.MergePatchType, body, metav1.PatchOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("patching %s %s: %w", c.kind, c.apps[i].name, err)
 	}
 	return nil
 }

@@ -22,17 +22,17 @@ import (
 // floor times N AddHost calls of the operator's own payloads (hostname, IP, ownership tags and
 // comment) on an empty server, concurrency at a time, from a plain client in a process of its
 // own, as the operator is: the bench re-runs itself as `bench floor`.
-func floor(ctx context.Context, dir string, c conn, apps []app, concurrency int) (took, cpu time.Duration, err error) {
+func floor(ctx context.Context, dir string, c conn, kind, ns string, apps []app, concurrency int) (took, cpu time.Duration, err error) {
 	f, err := os.CreateTemp(dir, "floor-*.json")
 	if err != nil {
 		return 0, 0, fmt.Errorf("floor payloads: %w", err)
 	}
 	w := bufio.NewWriter(f)
 	for _, a := range apps {
-		comment := "router-hosts-operator: Ingress " + benchNamespace + "/" + a.name
+		comment := "router-hosts-operator: " + kind + " " + ns + "/" + a.name
 		req := &pb.AddHostRequest{IpAddress: a.ip, Hostname: a.hostname, Comment: &comment,
-			Tags: []string{registry.PrefixCluster + benchCluster, registry.TagOwner, registry.PrefixKind + "Ingress",
-				registry.PrefixNamespace + benchNamespace, registry.PrefixSource + string(a.uid)}}
+			Tags: []string{registry.PrefixCluster + benchCluster, registry.TagOwner, registry.PrefixKind + kind,
+				registry.PrefixNamespace + ns, registry.PrefixSource + string(a.uid)}}
 		line, err := protojson.Marshal(req)
 		if err != nil {
 			f.Close()

@@ -34,10 +34,12 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/router-hosts-operator/router-hosts-operator/internal/kubetest"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
+	"github.com/router-hosts-operator/router-hosts-operator/source"
 )
 
 const envPrefix = "ROUTER_HOSTS_OPERATOR_"
@@ -51,8 +53,10 @@ type options struct {
 	server      string
 	replayCost  time.Duration
 	routerSizes []int
-	planBench   bool
-	strict      bool
+	// hmSizes are the sizes run with HostMappings instead of Ingresses.
+	hmSizes   []int
+	planBench bool
+	strict    bool
 }
 
 func main() {
@@ -66,6 +70,7 @@ func main() {
 	var o options
 	sizes := flag.String("sizes", "1000,5000,10000", "numbers of Ingresses, comma-separated")
 	routerSizes := flag.String("router-sizes", "1000", "sizes also run with the test server slowed to the real server's replay cost (test server only; empty for none)")
+	hmSizes := flag.String("hostmapping-sizes", "1000", "numbers of HostMappings, comma-separated, run also (empty for none)")
 	flag.IntVar(&o.changes, "changes", 50, "single-object changes timed per size, one a second")
 	flag.IntVar(&o.noops, "noops", 5, "no-op syncs timed per size")
 	flag.IntVar(&o.concurrency, "concurrency", 4, "write concurrency of the plain client; the operator runs with its default (4)")
@@ -78,6 +83,9 @@ func main() {
 	var err error
 	if o.sizes, err = parseSizes(*sizes); err == nil {
 		o.routerSizes, err = parseSizes(*routerSizes)
+	}
+	if err == nil {
+		o.hmSizes, err = parseSizes(*hmSizes)
 	}
 	if err == nil && o.server == "real" {
 		o.routerSizes = nil
@@ -117,7 +125,8 @@ type bench struct {
 	opts       options
 	dir        string
 	kubeconfig string
-	cluster    *cluster
+	cluster    *cluster // Ingresses
+	hm         *cluster // HostMappings
 	srv        server
 }
 
@@ -151,6 +160,12 @@ type result struct {
 	rssSteady    uint64
 	heapPeak     uint64
 	latencies    []time.Duration
+	// kind is the kind of the run's objects; statusSynced, for HostMappings, is the time from
+	// the operator's start until every status said Synced, and statusPending how many were
+	// still to be written when the changes began.
+	kind          string
+	statusSynced  time.Duration
+	statusPending int
 	// changeLists is the number of ListHosts the operator sent while the changes were made,
 	// over changeTime.
 	changeLists float64
@@ -187,7 +202,7 @@ func run(o options) (missed int, err error) {
 	}
 	defer func() { _ = b.srv.cleanup(ctx) }()
 	fmt.Fprintln(os.Stderr, "bench: starting kube-apiserver and etcd")
-	cp, err := kubetest.Start()
+	cp, err := kubetest.Start(filepath.Join("kustomize", "crds"))
 	if err != nil {
 		return 0, err
 	}
@@ -202,25 +217,38 @@ func run(o options) (missed int, err error) {
 	if err != nil {
 		return 0, fmt.Errorf("kube client: %w", err)
 	}
-	if b.cluster, err = newCluster(ctx, client); err != nil {
+	dyn, err := dynamic.NewForConfig(&cfg)
+	if err != nil {
+		return 0, fmt.Errorf("dynamic client: %w", err)
+	}
+	if b.cluster, err = newCluster(ctx, client, dyn, "Ingress"); err != nil {
+		return 0, err
+	}
+	if b.hm, err = newCluster(ctx, client, dyn, source.HostMappingKind); err != nil {
 		return 0, err
 	}
 	var results []*result
 	type runSpec struct {
 		n    int
 		cost time.Duration
+		c    *cluster
 	}
 	var specs []runSpec
 	for _, n := range o.sizes {
-		specs = append(specs, runSpec{n, o.replayCost})
+		specs = append(specs, runSpec{n, o.replayCost, b.cluster})
 	}
 	for _, n := range o.routerSizes {
-		specs = append(specs, runSpec{n, inmemory.RouterReplayCost})
+		specs = append(specs, runSpec{n, inmemory.RouterReplayCost, b.cluster})
 	}
-	// The cluster only grows, so the runs go by size; at one size the memory-speed run first.
+	for _, n := range o.hmSizes {
+		specs = append(specs, runSpec{n, o.replayCost, b.hm})
+	}
+	// A cluster only grows, so the runs go by size; at one size the memory-speed run first,
+	// HostMappings last.
 	sort.SliceStable(specs, func(i, j int) bool { return specs[i].n < specs[j].n })
+	sort.SliceStable(specs, func(i, j int) bool { return specs[i].c == b.cluster && specs[j].c == b.hm })
 	for _, s := range specs {
-		r, err := b.run(ctx, s.n, s.cost)
+		r, err := b.run(ctx, s.c, s.n, s.cost)
 		if err != nil {
 			return 0, fmt.Errorf("N=%d: %w", s.n, err)
 		}
@@ -229,33 +257,38 @@ func run(o options) (missed int, err error) {
 	return printTable(os.Stdout, b.srv.describe(), plan, results, o), nil
 }
 
-// run measures one size against a fresh server.
-func (b *bench) run(ctx context.Context, n int, cost time.Duration) (*result, error) {
-	r := &result{n: n, replayCost: cost, label: fmt.Sprintf("N=%d", n), realServer: b.opts.server == "real"}
+// run measures one size of one kind against a fresh server.
+func (b *bench) run(ctx context.Context, cl *cluster, n int, cost time.Duration) (*result, error) {
+	r := &result{n: n, replayCost: cost, kind: cl.kind, label: fmt.Sprintf("N=%d", n), realServer: b.opts.server == "real"}
+	sourceArgs := []string{"--source=ingress"}
+	if cl.kind == source.HostMappingKind {
+		r.label = fmt.Sprintf("%d HostMappings", n)
+		sourceArgs = []string{"--source=hostmapping", "--namespace=" + cl.ns}
+	}
 	if cost > 0 {
 		r.label += fmt.Sprintf(" @%v/event", cost)
 	}
 	step := func(format string, a ...any) {
 		fmt.Fprintf(os.Stderr, "bench: %s: %s\n", r.label, fmt.Sprintf(format, a...))
 	}
-	if len(b.cluster.apps) < n {
-		step("creating %d Ingresses", n-len(b.cluster.apps))
+	if len(cl.apps) < n {
+		step("creating %d %ss", n-len(cl.apps), cl.kind)
 		t := time.Now()
-		if err := b.cluster.grow(ctx, n); err != nil {
+		if err := cl.grow(ctx, n); err != nil {
 			return nil, err
 		}
 		step("created in %v", time.Since(t).Round(time.Millisecond))
 	}
-	if len(b.cluster.apps) != n {
-		return nil, fmt.Errorf("the cluster holds %d Ingresses, not %d: runs must go by size", len(b.cluster.apps), n)
+	if len(cl.apps) != n {
+		return nil, fmt.Errorf("the cluster holds %d %ss, not %d: runs must go by size", len(cl.apps), cl.kind, n)
 	}
-	apps := b.cluster.apps
+	apps := cl.apps
 
 	c, err := b.srv.fresh(ctx, cost)
 	if err != nil {
 		return nil, err
 	}
-	if r.floor, r.floorCPU, err = floor(ctx, b.dir, c, apps, b.opts.concurrency); err != nil {
+	if r.floor, r.floorCPU, err = floor(ctx, b.dir, c, cl.kind, cl.ns, apps, b.opts.concurrency); err != nil {
 		return nil, err
 	}
 	step("floor: %d AddHost from a plain client, %d at a time: %v", n, b.opts.concurrency, r.floor.Round(time.Millisecond))
@@ -263,7 +296,7 @@ func (b *bench) run(ctx context.Context, n int, cost time.Duration) (*result, er
 	if c, err = b.srv.fresh(ctx, cost); err != nil {
 		return nil, err
 	}
-	op, err := startOperator(b.opts.operator, b.kubeconfig, b.dir, c)
+	op, err := startOperator(b.opts.operator, b.kubeconfig, b.dir, c, sourceArgs...)
 	if err != nil {
 		return nil, err
 	}
@@ -284,15 +317,32 @@ func (b *bench) run(ctx context.Context, n int, cost time.Duration) (*result, er
 	r.ready = <-readyCh
 	step("converged in %v (%.2f × floor; caches synced after %v, first sync %v); RPCs %v", r.converge.Round(time.Millisecond),
 		ratio(r.converge, r.floor), r.ready.Round(time.Millisecond), r.firstSync.Round(time.Millisecond), r.rpcs)
+	if cl.kind == source.HostMappingKind {
+		// The changes are timed while the statuses of the first sync are still being written.
+		statusDone := make(chan error, 1)
+		go func() { statusDone <- b.statuses(ctx, cl, op, r) }()
+		if r.statusPending, err = pendingStatuses(ctx, cl, n); err != nil {
+			return nil, err
+		}
+		if err := b.latency(ctx, cl, op, r, step); err != nil {
+			return nil, err
+		}
+		if err := <-statusDone; err != nil {
+			return nil, err
+		}
+		step("every status Synced %v after start (%d pending when the changes began)", r.statusSynced.Round(time.Millisecond), r.statusPending)
+	}
 	if err := b.settle(ctx, op, r); err != nil {
 		return nil, err
 	}
-	if err := b.noops(ctx, op, r); err != nil {
+	if err := b.noops(ctx, cl, op, r); err != nil {
 		return nil, err
 	}
 	step("no-op syncs: operator %v, ListHosts %v", r.noopOp, r.noopList)
-	if err := b.latency(ctx, op, r, step); err != nil {
-		return nil, err
+	if cl.kind != source.HostMappingKind {
+		if err := b.latency(ctx, cl, op, r, step); err != nil {
+			return nil, err
+		}
 	}
 	if r.rssPeak, r.rssSteady, err = op.memory(); err != nil {
 		return nil, err
@@ -378,14 +428,14 @@ func (b *bench) settle(ctx context.Context, op *operator, r *result) error {
 
 // noops triggers no-op syncs, each by a label change on an opted-in Ingress (an informer event
 // that changes no endpoint), spaced beyond --min-event-sync-interval so none coalesce.
-func (b *bench) noops(ctx context.Context, op *operator, r *result) error {
+func (b *bench) noops(ctx context.Context, cl *cluster, op *operator, r *result) error {
 	before, err := op.scrape(ctx)
 	if err != nil {
 		return err
 	}
 	for k := 0; k < b.opts.noops; k++ {
 		time.Sleep(1100 * time.Millisecond)
-		if err := b.cluster.touch(ctx, k%r.n, strconv.Itoa(k)+"-"+strconv.FormatInt(time.Now().UnixNano(), 36)); err != nil {
+		if err := cl.touch(ctx, k%r.n, strconv.Itoa(k)+"-"+strconv.FormatInt(time.Now().UnixNano(), 36)); err != nil {
 			return err
 		}
 		wctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -409,7 +459,7 @@ func (b *bench) noops(ctx context.Context, op *operator, r *result) error {
 
 // latency changes one Ingress's address a second at a time and times each change from the API
 // write until the server's entry shows it.
-func (b *bench) latency(ctx context.Context, op *operator, r *result, step func(string, ...any)) error {
+func (b *bench) latency(ctx context.Context, cl *cluster, op *operator, r *result, step func(string, ...any)) error {
 	before, err := op.scrape(ctx)
 	if err != nil {
 		return err
@@ -419,15 +469,15 @@ func (b *bench) latency(ctx context.Context, op *operator, r *result, step func(
 		time.Sleep(time.Until(start.Add(time.Duration(k) * time.Second)))
 		i := k * r.n / b.opts.changes
 		ip := fmt.Sprintf("10.%d.%d.%d", 200+k/62500, k/250%250, k%250+1)
-		if ip == b.cluster.apps[i].ip {
+		if ip == cl.apps[i].ip {
 			ip = fmt.Sprintf("10.210.%d.%d", k/250%250, k%250+1)
 		}
 		t0 := time.Now()
-		if err := b.cluster.setIP(ctx, i, ip); err != nil {
+		if err := cl.setIP(ctx, i, ip); err != nil {
 			return err
 		}
 		for {
-			got, err := b.srv.ipOf(ctx, b.cluster.apps[i].hostname)
+			got, err := b.srv.ipOf(ctx, cl.apps[i].hostname)
 			if err != nil {
 				return err
 			}
@@ -438,7 +488,7 @@ func (b *bench) latency(ctx context.Context, op *operator, r *result, step func(
 				return err
 			}
 			if time.Since(t0) > time.Minute {
-				return fmt.Errorf("change %d (%s → %s) not reflected after a minute", k, b.cluster.apps[i].hostname, ip)
+				return fmt.Errorf("change %d (%s → %s) not reflected after a minute", k, cl.apps[i].hostname, ip)
 			}
 			time.Sleep(b.srv.pollEvery())
 		}
@@ -454,6 +504,35 @@ func (b *bench) latency(ctx context.Context, op *operator, r *result, step func(
 		step("change latency p50 %v p99 %v, %v ListHosts", percentile(r.latencies, 50), percentile(r.latencies, 99), r.changeLists)
 	}
 	return nil
+}
+
+// statuses waits until every HostMapping's status says Synced for its current generation,
+// timing from the operator's start.
+func (b *bench) statuses(ctx context.Context, cl *cluster, op *operator, r *result) error {
+	deadline := time.Now().Add(30 * time.Minute)
+	for {
+		n, err := cl.synced(ctx)
+		if err != nil {
+			return err
+		}
+		if n == r.n {
+			r.statusSynced = time.Since(op.started)
+			return nil
+		}
+		if err := op.alive(); err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("only %d of %d statuses Synced after %v", n, r.n, time.Since(op.started))
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// pendingStatuses is how many HostMappings do not yet show Synced.
+func pendingStatuses(ctx context.Context, cl *cluster, n int) (int, error) {
+	synced, err := cl.synced(ctx)
+	return n - synced, err
 }
 
 // percentile is the nearest-rank percentile p of ds.

@@ -34,7 +34,7 @@ type operator struct {
 }
 
 // startOperator runs bin against srv with default flags but for the connection, the cluster
-// name and the metrics address; extra flags come last.
+// name, the metrics address and the source; extra flags come last.
 func startOperator(bin, kubeconfig, dir string, srv conn, extra ...string) (*operator, error) {
 	port, err := freePort()
 	if err != nil {
@@ -46,7 +46,7 @@ func startOperator(bin, kubeconfig, dir string, srv conn, extra ...string) (*ope
 	if err != nil {
 		return nil, fmt.Errorf("operator log: %w", err)
 	}
-	args := append([]string{"--source=ingress", "--cluster-name=" + benchCluster,
+	args := append([]string{"--cluster-name=" + benchCluster,
 		fmt.Sprintf("--metrics-address=127.0.0.1:%d", port), "--log-format=json"}, extra...)
 	o.cmd = exec.Command(bin, args...)
 	o.cmd.Env = append(append(os.Environ(), "KUBECONFIG="+kubeconfig), srv.env()...)
