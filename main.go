@@ -11,13 +11,16 @@ import (
 	"syscall"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/router-hosts-operator/router-hosts-operator/internal/memtune"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/operator"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
 func main() {
-	cfg, err := parseFlags(os.Args[1:])
+	cfg, err := operator.ParseFlags(os.Args[1:], version)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "router-hosts-operator: %v\n", err)
 		os.Exit(2)
@@ -27,15 +30,14 @@ func main() {
 		fmt.Fprintf(os.Stderr, "router-hosts-operator: %v\n", err)
 		os.Exit(2)
 	}
-	setGCPercent()
-	if soft := setMemoryLimit(cgroupLimitFiles); soft > 0 {
+	if soft := memtune.Apply(); soft > 0 {
 		log.WithField("go_memory_limit_mib", soft>>20).Info("Go soft memory limit set below the container's")
 	}
 	// SIGTERM and SIGINT cancel the context; the provider finishes the writes in flight and
 	// the loop returns, so a rolling update never leaves a half-sent change.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	if err := run(ctx, cfg, log, os.Stdout); err != nil {
+	if err := operator.Run(ctx, cfg, log, os.Stdout); err != nil {
 		log.WithError(err).Error("router-hosts-operator failed")
 		os.Exit(1)
 	}

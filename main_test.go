@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/router-hosts-operator/router-hosts-operator/internal/kubetest"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/operator"
 )
 
 // deployment renders a kustomization and returns its Deployment.
@@ -62,7 +63,7 @@ func TestManifestsMatchTheBinary(t *testing.T) {
 			if !strings.HasPrefix(c.Image, string(image[1])+":") {
 				t.Errorf("image %s is not the one `make image` builds (%s)", c.Image, image[1])
 			}
-			cfg, err := parseFlags(c.Args)
+			cfg, err := operator.ParseFlags(c.Args, "test")
 			if err != nil {
 				t.Fatalf("the binary rejects the Deployment's args: %v", err)
 			}

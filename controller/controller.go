@@ -179,6 +179,7 @@ type Controller struct {
 	log         logrus.FieldLogger
 	trigger     chan struct{}
 	credentials chan struct{}
+	reachable   chan struct{}
 	// refused are the writes the server (or validation) refused, by the change's rendering,
 	// with their errors. Event-triggered syncs hold back a change planned exactly the same
 	// again, so that one bad hostname is retried on the interval and never slows the others,
@@ -205,11 +206,21 @@ func New(cfg Config) *Controller {
 	if cfg.Interval <= 0 {
 		cfg.Interval = time.Minute
 	}
-	c := &Controller{cfg: cfg, log: cfg.Log, trigger: make(chan struct{}, 1), credentials: make(chan struct{}, 1), refused: map[string]error{}}
+	c := &Controller{cfg: cfg, log: cfg.Log, trigger: make(chan struct{}, 1), credentials: make(chan struct{}, 1), reachable: make(chan struct{}, 1), refused: map[string]error{}}
 	for _, s := range cfg.Sources {
 		s.AddEventHandler(c.notify)
 	}
 	return c
+}
+
+// ServerReachable tells the loop that the server answers again, so that a sync waiting out
+// the backoff of a failure runs at once: a router that comes back from a reboot gets the
+// changes made meanwhile within a moment of answering.
+func (c *Controller) ServerReachable() {
+	select {
+	case c.reachable <- struct{}{}:
+	default:
+	}
 }
 
 // notify records that something changed without ever blocking an informer: one pending
@@ -581,9 +592,10 @@ func changeErrors(err error) []*plan.ChangeError {
 
 // Run syncs until ctx ends: at once, then every Interval, soon after any source event, and
 // when a pending deletion falls due. Syncs never overlap. A failed sync is retried with capped
-// exponential backoff; an authentication failure waits for the interval or for new
-// certificate files (CredentialsChanged); refused writes are not failures of the sync and are
-// retried by the next interval's sync. It returns nil when ctx ends.
+// exponential backoff, cut short when the server answers again (ServerReachable); an
+// authentication failure waits for the interval or for new certificate files
+// (CredentialsChanged); refused writes are not failures of the sync and are retried by the
+// next interval's sync. It returns nil when ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
 	var (
 		next      = c.cfg.Now()
@@ -603,6 +615,13 @@ func (c *Controller) Run(ctx context.Context) error {
 			return nil
 		case <-c.credentials:
 			if authWait {
+				next, nextFull = c.cfg.Now(), true
+			}
+			continue
+		case <-c.reachable:
+			// A failed sync is retried at once with a full read; an authentication failure
+			// keeps waiting for new certificate files.
+			if failures > 0 && !authWait {
 				next, nextFull = c.cfg.Now(), true
 			}
 			continue

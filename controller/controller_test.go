@@ -300,6 +300,36 @@ func TestAuthenticationFailureWaitsForNewCredentials(t *testing.T) {
 	<-done
 }
 
+func TestAFailedSyncIsRetriedWhenTheServerAnswers(t *testing.T) {
+	src := &stubSource{eps: []*endpoint.Endpoint{claimOf("a.lan")}}
+	prov := &refusingProvider{tries: map[string]int{}, listErr: errors.New("ListHosts: Unavailable: connection refused")}
+	c := newTestController(t, src, prov, 20*time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() { _ = c.Run(ctx); close(done) }()
+	waitUntil(t, time.Second, func() bool { return prov.lists.Load() == 1 })
+	prov.mu.Lock()
+	prov.listErr = nil
+	prov.mu.Unlock()
+	// The backoff after the first failure is a second; the server's return cuts it short.
+	sent := time.Now()
+	c.ServerReachable()
+	waitUntil(t, time.Second, func() bool { return prov.count("a.lan") == 1 })
+	if d := time.Since(sent); d > 300*time.Millisecond {
+		t.Fatalf("sync after the server came back took %v", d)
+	}
+	// Without a failure to retry, the news starts no sync.
+	lists := prov.lists.Load()
+	c.ServerReachable()
+	time.Sleep(200 * time.Millisecond)
+	if n := prov.lists.Load(); n != lists {
+		t.Fatalf("%d ListHosts after ServerReachable in steady state, want none", n-lists)
+	}
+	cancel()
+	<-done
+}
+
 func waitUntil(t *testing.T, limit time.Duration, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(limit)

@@ -11,11 +11,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
 
 // crdWatch runs a dynamic informer for each custom resource once the apiserver serves it. A
@@ -28,9 +31,11 @@ type crdWatch struct {
 	selector  string
 	interval  time.Duration
 	log       logrus.FieldLogger
-	onChange  func()
-	// relevant says whether an object's change matters (e.g. it is opted in).
-	relevant func(*unstructured.Unstructured) bool
+	// onChange is told of each object's change, and with nil and nil of a resource that
+	// became served.
+	onChange func(old, cur metav1.Object)
+	// specOnly drops updates that change only the status: the operator's own status writes.
+	specOnly bool
 	// transform cuts objects down before they are cached.
 	transform cache.TransformFunc
 
@@ -40,15 +45,15 @@ type crdWatch struct {
 	missing map[schema.GroupVersionResource]bool
 }
 
-func newCRDWatch(client dynamic.Interface, disc discovery.DiscoveryInterface, cfg Config, relevant func(*unstructured.Unstructured) bool,
-	transform cache.TransformFunc, onChange func()) *crdWatch {
+func newCRDWatch(client dynamic.Interface, disc discovery.DiscoveryInterface, cfg Config, specOnly bool,
+	transform cache.TransformFunc, onChange func(old, cur metav1.Object)) *crdWatch {
 	interval := cfg.DiscoveryInterval
 	if interval <= 0 {
 		interval = 30 * time.Second
 	}
 	return &crdWatch{
 		client: client, disc: disc, namespace: cfg.Namespace, selector: cfg.LabelSelector, interval: interval,
-		log: cfg.Log, onChange: onChange, relevant: relevant, transform: transform,
+		log: cfg.Log, onChange: onChange, specOnly: specOnly, transform: transform,
 		active: map[schema.GroupVersionResource]cache.GenericLister{}, started: map[schema.GroupVersionResource]bool{},
 		missing: map[schema.GroupVersionResource]bool{},
 	}
@@ -137,7 +142,7 @@ func (w *crdWatch) check(ctx context.Context, gvrs []schema.GroupVersionResource
 		}
 		go func() {
 			if activate() {
-				w.onChange()
+				w.onChange(nil, nil)
 			}
 		}()
 	}
@@ -164,19 +169,28 @@ func (w *crdWatch) served(gvr schema.GroupVersionResource) (bool, error) {
 	return false, nil
 }
 
-// changed fires the handlers for a change of an opted-in object (or one that was opted in).
+// changed passes an object's change on, unless it changed only the status of a kind that
+// does not read it.
 func (w *crdWatch) changed(old, obj any) {
 	cur, prev := asUnstructured(obj), asUnstructured(old)
-	if prev != nil && cur != nil && (prev.GetResourceVersion() == cur.GetResourceVersion() || onlyStatusChanged(prev, cur)) {
+	if w.specOnly && prev != nil && cur != nil && onlyStatusChanged(prev, cur) {
 		return
 	}
-	if (prev != nil && w.relevant(prev)) || (cur != nil && w.relevant(cur)) {
-		w.onChange()
+	// A nil *Unstructured must reach onChange as a nil interface.
+	var a, b metav1.Object
+	if prev != nil {
+		a = prev
+	}
+	if cur != nil {
+		b = cur
+	}
+	if a != nil || b != nil {
+		w.onChange(a, b)
 	}
 }
 
-// onlyStatusChanged reports whether an update changed nothing a source reads but the status:
-// the operator's own status write coming back. Answering it with a sync would keep the loop
+// onlyStatusChanged reports whether an update changed nothing but the status: for a kind that
+// does not read its status, the operator's own status write coming back. Answering it with a sync would keep the loop
 // busy for as long as statuses are written, and hold every real change back by the minimum
 // spacing of event-triggered syncs.
 func onlyStatusChanged(prev, cur *unstructured.Unstructured) bool {
@@ -206,4 +220,62 @@ func asUnstructured(obj any) *unstructured.Unstructured {
 		return u
 	}
 	return nil
+}
+
+// crdResource is one custom resource a kind reads, with the kind written in its objects.
+type crdResource struct {
+	gvr  schema.GroupVersionResource
+	kind string
+}
+
+// crdKind is the reading half of a custom-resource kind: dynamic informers started once the
+// apiserver serves the resource, objects of every served resource. A kind embeds it and adds
+// optedIn and claim.
+type crdKind struct {
+	resources []crdResource
+	// keepSpec cuts the spec down to what the kind reads before objects are cached.
+	keepSpec func(spec map[string]any) map[string]any
+	// specOnly: an update that changes only the status starts no sync.
+	specOnly bool
+	watch    *crdWatch
+}
+
+func (k *crdKind) start(ctx context.Context, c Clients, cfg Config, changed func(old, cur metav1.Object)) error {
+	k.watch = newCRDWatch(c.Dynamic, c.Discovery, cfg, k.specOnly, slimUnstructured(k.keepSpec), changed)
+	gvrs := make([]schema.GroupVersionResource, 0, len(k.resources))
+	for _, r := range k.resources {
+		gvrs = append(gvrs, r.gvr)
+	}
+	return k.watch.start(ctx, gvrs)
+}
+
+// synced is always true: a resource's cache is read only once it is filled, and a resource
+// not served yet has no objects.
+func (k *crdKind) synced() bool { return true }
+
+func (k *crdKind) objects() ([]metav1.Object, error) {
+	listers := k.watch.listers()
+	var out []metav1.Object
+	for _, r := range k.resources {
+		l := listers[r.gvr]
+		if l == nil {
+			continue
+		}
+		objs, err := l.List(labels.Everything())
+		if err != nil {
+			return nil, fmt.Errorf("listing %s from the cache: %w", r.gvr, err)
+		}
+		for _, o := range objs {
+			if u, ok := o.(*unstructured.Unstructured); ok {
+				out = append(out, u)
+			}
+		}
+	}
+	return out, nil
+}
+
+// ref is the reference to a cached custom resource, from the apiVersion and kind it carries.
+func (k *crdKind) ref(u *unstructured.Unstructured) endpoint.SourceRef {
+	gvk := u.GroupVersionKind()
+	return refOf(gvk.Group, gvk.Version, gvk.Kind, u)
 }

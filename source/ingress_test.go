@@ -37,17 +37,28 @@ func on(kv ...string) map[string]string {
 	return a
 }
 
-func newSource(t *testing.T, chain []string, objs ...runtime.Object) *IngressSource {
+// ingressSource builds the ingress source on a fake clientset holding objs, with its own
+// resolver of chain.
+func ingressSource(t *testing.T, chain []string, objs ...runtime.Object) *Source {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return buildIngress(t, ctx, fakeClients(fake.NewClientset(objs...)), chain)
+}
+
+func buildIngress(t *testing.T, ctx context.Context, c Clients, chain []string) *Source {
 	t.Helper()
 	strategies, err := ParseIPResolution(chain)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	t.Cleanup(cancel)
+	r, err := NewResolver(ctx, c, strategies)
+	if err != nil {
+		t.Fatal(err)
+	}
 	log := logrus.New()
 	log.SetLevel(logrus.ErrorLevel)
-	s, err := NewIngressSource(ctx, fakeClients(fake.NewClientset(objs...)), Config{IPResolution: strategies, Log: log})
+	s, err := Build(ctx, "ingress", c, Config{Resolver: r, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +123,7 @@ func TestIngressEndpoints(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			eps, err := newSource(t, tc.chain, tc.objs...).Endpoints(context.Background())
+			eps, err := ingressSource(t, tc.chain, tc.objs...).Endpoints(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -124,7 +135,7 @@ func TestIngressEndpoints(t *testing.T) {
 }
 
 func TestIngressEndpointFields(t *testing.T) {
-	s := newSource(t, []string{"ingress-status"}, ing("a", on(AnnotationIPAddress, "10.0.0.1", AnnotationTags, "x,y", AnnotationAliases, "Z.lan,a.lan,bad_alias", AnnotationGracePeriod, "45"), nil, "a.lan", "b.lan"))
+	s := ingressSource(t, []string{"ingress-status"}, ing("a", on(AnnotationIPAddress, "10.0.0.1", AnnotationTags, "x,y", AnnotationAliases, "Z.lan,a.lan,bad_alias", AnnotationGracePeriod, "45"), nil, "a.lan", "b.lan"))
 	eps, err := s.Endpoints(context.Background())
 	if err != nil || len(eps) != 2 {
 		t.Fatalf("endpoints = %v, %v", eps, err)
@@ -145,10 +156,7 @@ func TestIngressEvents(t *testing.T) {
 	client := fake.NewClientset()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s, err := NewIngressSource(ctx, fakeClients(client), Config{IPResolution: []Strategy{{Kind: StrategyIngressStatus}}, Log: logrus.New()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := buildIngress(t, ctx, fakeClients(client), []string{"ingress-status"})
 	var fired atomic.Int64
 	s.AddEventHandler(func() { fired.Add(1) })
 	wait := func(want int64) {
@@ -183,11 +191,11 @@ func TestIngressEvents(t *testing.T) {
 // its apiserver before its first list, or is relisting) must never read as "the cluster wants
 // nothing", which the plan would turn into deletes.
 func TestUnsyncedCacheIsAnErrorNotAnEmptyList(t *testing.T) {
-	s := newSource(t, []string{"ingress-status"}, ing("web", on(AnnotationIPAddress, "10.0.0.1"), nil, "web.lan"))
+	s := ingressSource(t, []string{"ingress-status"}, ing("web", on(AnnotationIPAddress, "10.0.0.1"), nil, "web.lan"))
 	if eps, err := s.Endpoints(context.Background()); err != nil || len(eps) != 1 {
 		t.Fatalf("synced: %v %v", eps, err)
 	}
-	s.synced = func() bool { return false }
+	s.kind.(*ingressKind).isSynced = func() bool { return false }
 	if eps, err := s.Endpoints(context.Background()); err == nil || eps != nil {
 		t.Fatalf("unsynced cache read as %v, %v; want an error and no endpoints", eps, err)
 	}

@@ -84,17 +84,18 @@ func (r *reporter) report(ref endpoint.SourceRef, version string, problems []Pro
 	}
 }
 
-// forgetExcept drops memory of objects that are gone, keeping the map bounded.
-func (r *reporter) forgetExcept(present map[types.UID]bool) {
+// forgetExcept drops memory of objects that are gone, keeping the map bounded; present holds
+// the objects listed (by UID, with their resourceVersions).
+func (r *reporter) forgetExcept(present map[types.UID]string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for uid := range r.seen {
-		if !present[uid] {
+		if _, ok := present[uid]; !ok {
 			delete(r.seen, uid)
 		}
 	}
 	for uid := range r.current {
-		if !present[types.UID(uid)] {
+		if _, ok := present[types.UID(uid)]; !ok {
 			delete(r.current, uid)
 		}
 	}

@@ -15,17 +15,22 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
 
+// StrategyKind names a step of the --ip-resolution chain.
+type StrategyKind string
+
 // The IP resolution strategies.
 const (
-	StrategyIngressStatus = "ingress-status"
-	StrategyService       = "service"
-	StrategyStatic        = "static"
+	// StrategyIngressStatus is an Ingress's own load-balancer status.
+	StrategyIngressStatus StrategyKind = "ingress-status"
+	// StrategyService is the load-balancer IPs (else external IPs) of a named Service.
+	StrategyService StrategyKind = "service"
+	// StrategyStatic is a fixed address.
+	StrategyStatic StrategyKind = "static"
 )
 
 // Strategy is one step of the --ip-resolution chain.
 type Strategy struct {
-	// Kind is StrategyIngressStatus, StrategyService or StrategyStatic.
-	Kind string
+	Kind StrategyKind
 	// Namespace and Name name the Service of a service strategy.
 	Namespace, Name string
 	// IP is the address of a static strategy, canonical.
@@ -36,18 +41,19 @@ type Strategy struct {
 func (s Strategy) String() string {
 	switch s.Kind {
 	case StrategyService:
-		return StrategyService + ":" + s.Namespace + "/" + s.Name
+		return string(StrategyService) + ":" + s.Namespace + "/" + s.Name
 	case StrategyStatic:
-		return StrategyStatic + ":" + s.IP
+		return string(StrategyStatic) + ":" + s.IP
 	}
-	return s.Kind
+	return string(s.Kind)
 }
 
 // ParseIPResolution parses the --ip-resolution values, in order.
 func ParseIPResolution(specs []string) ([]Strategy, error) {
 	out := make([]Strategy, 0, len(specs))
 	for _, spec := range specs {
-		kind, arg, _ := strings.Cut(strings.TrimSpace(spec), ":")
+		word, arg, _ := strings.Cut(strings.TrimSpace(spec), ":")
+		kind := StrategyKind(word)
 		switch kind {
 		case StrategyIngressStatus:
 			if arg != "" {
@@ -168,16 +174,23 @@ func (r *Resolver) Synced() bool {
 	return true
 }
 
-// Resolve returns the addresses of the first strategy that yields any. status is the object's
-// own load-balancer IPs; hasStatus is false for kinds that have no status (Traefik routes,
-// HostMappings), for which ingress-status is passed over.
-func (r *Resolver) Resolve(status []string, hasStatus bool) []string {
+// Own is what an object reports about its own address: an Ingress's load-balancer status.
+// Kinds without such a report leave it zero, and the chain's status steps pass them over.
+type Own struct {
+	// From is the chain step the addresses answer.
+	From StrategyKind
+	// IPs are the reported addresses as written; hostname-only entries are not among them.
+	IPs []string
+}
+
+// Resolve returns the addresses of the first strategy that yields any, or none and why.
+func (r *Resolver) Resolve(own Own) ([]string, string) {
 	for _, st := range r.chain {
 		var ips []string
 		switch st.Kind {
 		case StrategyIngressStatus:
-			if hasStatus {
-				ips = statusIPs(status)
+			if own.From == st.Kind {
+				ips = statusIPs(own.IPs)
 			}
 		case StrategyService:
 			if l := r.services[st.Namespace+"/"+st.Name]; l != nil {
@@ -189,10 +202,10 @@ func (r *Resolver) Resolve(status []string, hasStatus bool) []string {
 			ips = []string{st.IP}
 		}
 		if len(ips) > 0 {
-			return ips
+			return ips, ""
 		}
 	}
-	return nil
+	return nil, "no address from --ip-resolution " + r.String()
 }
 
 // String renders the chain as on the command line.

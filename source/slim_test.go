@@ -7,7 +7,6 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	ktypes "k8s.io/apimachinery/pkg/types"
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
@@ -42,9 +41,9 @@ func TestSlimIngressKeepsWhatTheSourceReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	slim := got.(*networkingv1.Ingress)
-	s := newSource(t, []string{"ingress-status"})
-	wantEps, wantRef, wantProblems := s.endpointsFor(full)
-	gotEps, gotRef, gotProblems := s.endpointsFor(slim)
+	s := ingressSource(t, []string{"ingress-status"})
+	wantEps, wantRef, wantProblems := endpointsOf(s, full)
+	gotEps, gotRef, gotProblems := endpointsOf(s, slim)
 	if !reflect.DeepEqual(gotEps, wantEps) || gotRef != wantRef || !reflect.DeepEqual(gotProblems, wantProblems) {
 		t.Fatalf("cut object gives %v %v %v, whole one %v %v %v", hostTargets(gotEps), gotRef, gotProblems, hostTargets(wantEps), wantRef, wantProblems)
 	}
@@ -61,7 +60,14 @@ func TestSlimIngressKeepsWhatTheSourceReads(t *testing.T) {
 	}
 }
 
-// hostsOf is the hostnames of endpointsFor's result.
+// endpointsOf is what s makes of one object: its endpoints, reference and problems.
+func endpointsOf(s *Source, o metav1.Object) ([]*endpoint.Endpoint, endpoint.SourceRef, []Problem) {
+	c := s.kind.claim(o)
+	eps, problems := buildEndpoints(c, s.cfg.Resolver)
+	return eps, c.ref, problems
+}
+
+// hostsOf is the hostnames of endpointsOf's result.
 func hostsOf(eps []*endpoint.Endpoint, _ endpoint.SourceRef, _ []Problem) []string {
 	var out []string
 	for _, e := range eps {
@@ -91,9 +97,8 @@ func TestSlimRouteKeepsMatches(t *testing.T) {
 	if slim.GetLabels() != nil || len(slim.GetAnnotations()) != 1 || slim.GetResourceVersion() != "7" || slim.GetUID() != ktypes.UID("u1") {
 		t.Errorf("metadata = %v", slim.Object["metadata"])
 	}
-	ts := &TraefikSource{cfg: Config{Resolver: &Resolver{}}}
-	gvr := schema.GroupVersionResource{Group: "traefik.io", Version: "v1alpha1", Resource: "ingressroutes"}
-	if a, b := hostsOf(ts.endpointsFor(route, gvr, "IngressRoute")), hostsOf(ts.endpointsFor(slim, gvr, "IngressRoute")); !reflect.DeepEqual(a, b) || len(a) != 1 {
+	ts := &Source{kind: newTraefikKind(), cfg: Config{Resolver: &Resolver{}}}
+	if a, b := hostsOf(endpointsOf(ts, route)), hostsOf(endpointsOf(ts, slim)); !reflect.DeepEqual(a, b) || len(a) != 1 {
 		t.Errorf("hosts from the cut route %v, from the whole one %v", b, a)
 	}
 	for _, spec := range []map[string]any{{}, {"routes": "not a list"}} {

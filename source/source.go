@@ -16,17 +16,7 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	networkingv1client "k8s.io/client-go/kubernetes/typed/networking/v1"
 	"k8s.io/client-go/tools/cache"
-
-	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
-
-// Source is what the controller consumes.
-type Source interface {
-	// Endpoints returns one endpoint per (object, hostname); the registry merges claims.
-	Endpoints(ctx context.Context) ([]*endpoint.Endpoint, error)
-	// AddEventHandler registers a function called on every relevant change. It must be cheap.
-	AddEventHandler(handler func())
-}
 
 // The annotations, as in the design. Only "enabled" is required.
 const (
@@ -128,4 +118,21 @@ func waitSynced(ctx context.Context, synced ...cache.InformerSynced) bool {
 		case <-time.After(wait):
 		}
 	}
+}
+
+// notify passes an informer's changes of typed objects on as metav1.Objects.
+func notify(inf cache.SharedIndexInformer, changed func(old, cur metav1.Object)) error {
+	obj := func(x any) metav1.Object {
+		if d, ok := x.(cache.DeletedFinalStateUnknown); ok {
+			x = d.Obj
+		}
+		o, _ := x.(metav1.Object)
+		return o
+	}
+	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(x any) { changed(nil, obj(x)) },
+		UpdateFunc: func(old, x any) { changed(obj(old), obj(x)) },
+		DeleteFunc: func(x any) { changed(nil, obj(x)) },
+	})
+	return err
 }

@@ -57,6 +57,10 @@ type options struct {
 	hmSizes   []int
 	planBench bool
 	strict    bool
+	// keep keeps the operator logs of a run that succeeds, too.
+	keep bool
+	// outage is how long the test server is stopped in each HostMapping run; 0 for no outage.
+	outage time.Duration
 }
 
 func main() {
@@ -78,6 +82,8 @@ func main() {
 	flag.StringVar(&o.server, "server", "test", "test: the router-hosts test server; real: the server in ROUTER_HOSTS_OPERATOR_*")
 	flag.DurationVar(&o.replayCost, "replay-cost", 0, "test server latency per replayed event in the main runs")
 	flag.BoolVar(&o.planBench, "plan", true, "run the plan benchmark first")
+	flag.BoolVar(&o.keep, "keep", false, "keep the operator logs (they are kept anyway when the run fails)")
+	flag.DurationVar(&o.outage, "outage", 10*time.Second, "how long the test server is stopped in each HostMapping run, 0 for no outage run")
 	flag.BoolVar(&o.strict, "strict", false, "exit 1 when a budget is missed")
 	flag.Parse()
 	var err error
@@ -128,6 +134,8 @@ type bench struct {
 	cluster    *cluster // Ingresses
 	hm         *cluster // HostMappings
 	srv        server
+	// changes counts the addresses nextIP has handed out.
+	changes int
 }
 
 // result is one run's measurements.
@@ -170,6 +178,8 @@ type result struct {
 	// over changeTime.
 	changeLists float64
 	changeTime  time.Duration
+	// outage is the outage run's, for HostMappings on the test server.
+	outage *outageResult
 }
 
 func run(o options) (missed int, err error) {
@@ -189,6 +199,10 @@ func run(o options) (missed int, err error) {
 	defer func() {
 		if err != nil {
 			err = fmt.Errorf("%w (operator logs kept in %s)", err, b.dir)
+			return
+		}
+		if o.keep {
+			fmt.Fprintln(os.Stderr, "bench: operator logs kept in", b.dir)
 			return
 		}
 		_ = os.RemoveAll(b.dir)
@@ -343,6 +357,10 @@ func (b *bench) run(ctx context.Context, cl *cluster, n int, cost time.Duration)
 		if err := b.latency(ctx, cl, op, r, step); err != nil {
 			return nil, err
 		}
+	} else if b.opts.outage > 0 {
+		if err := b.outage(ctx, cl, op, r, b.opts.outage, step); err != nil {
+			return nil, err
+		}
 	}
 	if r.rssPeak, r.rssSteady, err = op.memory(); err != nil {
 		return nil, err
@@ -457,7 +475,7 @@ func (b *bench) noops(ctx context.Context, cl *cluster, op *operator, r *result)
 	return nil
 }
 
-// latency changes one Ingress's address a second at a time and times each change from the API
+// latency changes one object's address a second at a time and times each change from the API
 // write until the server's entry shows it.
 func (b *bench) latency(ctx context.Context, cl *cluster, op *operator, r *result, step func(string, ...any)) error {
 	before, err := op.scrape(ctx)
@@ -467,32 +485,11 @@ func (b *bench) latency(ctx context.Context, cl *cluster, op *operator, r *resul
 	start := time.Now().Add(time.Second)
 	for k := 0; k < b.opts.changes; k++ {
 		time.Sleep(time.Until(start.Add(time.Duration(k) * time.Second)))
-		i := k * r.n / b.opts.changes
-		ip := fmt.Sprintf("10.%d.%d.%d", 200+k/62500, k/250%250, k%250+1)
-		if ip == cl.apps[i].ip {
-			ip = fmt.Sprintf("10.210.%d.%d", k/250%250, k%250+1)
-		}
-		t0 := time.Now()
-		if err := cl.setIP(ctx, i, ip); err != nil {
+		d, err := b.change(ctx, cl, op, k*r.n/b.opts.changes)
+		if err != nil {
 			return err
 		}
-		for {
-			got, err := b.srv.ipOf(ctx, cl.apps[i].hostname)
-			if err != nil {
-				return err
-			}
-			if got == ip {
-				break
-			}
-			if err := op.alive(); err != nil {
-				return err
-			}
-			if time.Since(t0) > time.Minute {
-				return fmt.Errorf("change %d (%s → %s) not reflected after a minute", k, cl.apps[i].hostname, ip)
-			}
-			time.Sleep(b.srv.pollEvery())
-		}
-		r.latencies = append(r.latencies, time.Since(t0))
+		r.latencies = append(r.latencies, d)
 	}
 	after, err := op.scrape(ctx)
 	if err != nil {
@@ -504,6 +501,44 @@ func (b *bench) latency(ctx context.Context, cl *cluster, op *operator, r *resul
 		step("change latency p50 %v p99 %v, %v ListHosts", percentile(r.latencies, 50), percentile(r.latencies, 99), r.changeLists)
 	}
 	return nil
+}
+
+// change gives the i-th object an address it has never had and times it from the API write
+// until the server's entry shows it.
+func (b *bench) change(ctx context.Context, cl *cluster, op *operator, i int) (time.Duration, error) {
+	ip := b.nextIP()
+	t0 := time.Now()
+	if err := cl.setIP(ctx, i, ip); err != nil {
+		return 0, err
+	}
+	return b.waitIP(ctx, op, cl.apps[i].hostname, ip, t0)
+}
+
+// nextIP is an address in 10.200.0.0/13, which appIP never hands out, different on every call.
+func (b *bench) nextIP() string {
+	k := b.changes
+	b.changes++
+	return fmt.Sprintf("10.%d.%d.%d", 200+k/62500, k/250%250, k%250+1)
+}
+
+// waitIP waits until hostname's entry has ip and says how long that took since t0.
+func (b *bench) waitIP(ctx context.Context, op *operator, hostname, ip string, t0 time.Time) (time.Duration, error) {
+	for {
+		got, err := b.srv.ipOf(ctx, hostname)
+		if err != nil {
+			return 0, err
+		}
+		if got == ip {
+			return time.Since(t0), nil
+		}
+		if err := op.alive(); err != nil {
+			return 0, err
+		}
+		if time.Since(t0) > time.Minute {
+			return 0, fmt.Errorf("%s → %s not on the server after a minute", hostname, ip)
+		}
+		time.Sleep(b.srv.pollEvery())
+	}
 }
 
 // statuses waits until every HostMapping's status says Synced for its current generation,

@@ -67,7 +67,6 @@ type row struct {
 // returns the number of budgets missed.
 func printTable(w io.Writer, server string, plan *planResult, results []*result, o options) int {
 	misses := 0
-	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)) }
 	mib := func(b uint64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
 	rows := []row{
 		{"plain-client floor: N AddHost, " + fmt.Sprint(o.concurrency) + " at a time", "", func(r *result) (string, verdict) {
@@ -126,11 +125,7 @@ func printTable(w io.Writer, server string, plan *planResult, results []*result,
 		{"RSS at the end of the run", "", func(r *result) (string, verdict) { return mib(r.rssSteady), noBudget }},
 		{"peak Go heap in use", "", func(r *result) (string, verdict) { return mib(r.heapPeak), noBudget }},
 		{fmt.Sprintf("change latency p50 / p99 ms (%d changes)", o.changes), "< 60 / < 150 at 1,000; p50 < 120 at 10,000", func(r *result) (string, verdict) {
-			p50, p99 := percentile(r.latencies, 50), percentile(r.latencies, 99)
-			if r.n > budgetLatencySize {
-				return ms(p50) + " / " + ms(p99), check(r.n <= budgetLargeSize && len(r.latencies) > 0, p50 < budgetLatencyP50L)
-			}
-			return ms(p50) + " / " + ms(p99), check(len(r.latencies) > 0, p50 < budgetLatencyP50 && p99 < budgetLatencyP99)
+			return latencyCell(r.n, r.latencies)
 		}},
 		{"ListHosts during the changes / --interval reads in that time", "none beyond the interval's", func(r *result) (string, verdict) {
 			// The operator runs with the default --interval of a minute; each one that ends
@@ -150,6 +145,30 @@ func printTable(w io.Writer, server string, plan *planResult, results []*result,
 				return "", noBudget
 			}
 			return fmt.Sprintf("%d", r.statusPending), noBudget
+		}},
+		{fmt.Sprintf("outage (test server stopped %v): statuses not Synced when it came back", o.outage), "reported", func(r *result) (string, verdict) {
+			if r.outage == nil {
+				return "", noBudget
+			}
+			return fmt.Sprintf("%d", r.outage.unsynced), noBudget
+		}},
+		{"  the change made during the outage: on the server after its return", "reported", func(r *result) (string, verdict) {
+			if r.outage == nil {
+				return "", noBudget
+			}
+			return fmt.Sprintf("%.1f s", r.outage.changed.Seconds()), noBudget
+		}},
+		{"  its return until every status says Synced again", "reported", func(r *result) (string, verdict) {
+			if r.outage == nil {
+				return "", noBudget
+			}
+			return fmt.Sprintf("%.1f s", r.outage.recovered.Seconds()), noBudget
+		}},
+		{"  change latency meanwhile (one every 1.1 s), p50 / p99 ms", "< 60 / < 150 at 1,000; p50 < 120 at 10,000", func(r *result) (string, verdict) {
+			if r.outage == nil {
+				return "", noBudget
+			}
+			return latencyCell(r.n, r.outage.latencies)
 		}},
 	}
 
@@ -196,3 +215,15 @@ func printTable(w io.Writer, server string, plan *planResult, results []*result,
 func rpcCell(c map[string]int64) string {
 	return fmt.Sprintf("%d/%d/%d/%d/%d", c[rpcAdd], c[rpcUpdate], c[rpcDelete], c[rpcGet], c[rpcList])
 }
+
+// latencyCell is p50 / p99 of changes among n objects, judged by the change-latency budgets.
+func latencyCell(n int, ds []time.Duration) (string, verdict) {
+	p50, p99 := percentile(ds, 50), percentile(ds, 99)
+	cell := ms(p50) + " / " + ms(p99)
+	if n > budgetLatencySize {
+		return cell, check(n <= budgetLargeSize && len(ds) > 0, p50 < budgetLatencyP50L)
+	}
+	return cell, check(len(ds) > 0, p50 < budgetLatencyP50 && p99 < budgetLatencyP99)
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)) }

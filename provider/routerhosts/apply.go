@@ -58,7 +58,7 @@ func (p *Provider) ApplyChanges(ctx context.Context, changes []plan.Change) erro
 			wg.Add(1)
 			go func(c *plan.Change) {
 				defer func() { <-sem; wg.Done() }()
-				if err := authError(p.apply(ctx, c)); err != nil {
+				if err := p.callError(p.apply(ctx, c)); err != nil {
 					mu.Lock()
 					errs = append(errs, &plan.ChangeError{Change: c, Err: err, Refused: refused(err), Stale: stale(err)})
 					mu.Unlock()

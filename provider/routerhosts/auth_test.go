@@ -314,3 +314,54 @@ func TestWatchCredentialsWithoutFiles(t *testing.T) {
 	p.WatchCredentials(context.Background(), time.Millisecond, func() { t.Error("fn called without files to watch") })
 	time.Sleep(20 * time.Millisecond)
 }
+
+// TestWatchConnectionReportsTheServersReturn: a call that fails on a stopped server marks the
+// connection down; fn is called once the server answers again, without any call from the
+// caller, and never while the connection stays up.
+func TestWatchConnectionReportsTheServersReturn(t *testing.T) {
+	srv := startServer(t, t.TempDir())
+	p := newTLSProvider(t, Options{Endpoint: srv.Addr(), CAFile: srv.CAFile(), CertFile: srv.CertFile(), KeyFile: srv.KeyFile()})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	back := make(chan time.Time, 10)
+	p.WatchConnection(ctx, func() { back <- time.Now() })
+	if _, err := p.Records(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A server that refuses a call for a moment on a connection that stays up is no return.
+	_ = p.callError(status.Error(codes.Unavailable, "server busy"))
+	time.Sleep(200 * time.Millisecond)
+	if len(back) != 0 {
+		t.Fatal("fn called while the connection was up")
+	}
+
+	srv.Stop()
+	if _, err := p.Records(ctx); err == nil {
+		t.Fatal("ListHosts succeeded with the server stopped")
+	}
+	// Down for longer than the first reconnection attempts.
+	time.Sleep(3 * time.Second)
+	if len(back) != 0 {
+		t.Fatal("fn called while the server was down")
+	}
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	restarted := time.Now()
+	select {
+	case at := <-back:
+		// The reconnection backoff is capped at 3 s (+20 % jitter).
+		if d := at.Sub(restarted); d > 5*time.Second {
+			t.Fatalf("the server's return was reported %v after it", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("fn not called after the server came back")
+	}
+	if _, err := p.Records(ctx); err != nil {
+		t.Fatalf("ListHosts after the return: %v", err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if len(back) != 0 {
+		t.Fatal("fn called more than once for one return")
+	}
+}

@@ -11,11 +11,14 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
@@ -55,8 +58,11 @@ type Provider struct {
 	mu     sync.Mutex
 	client pb.HostsServiceClient
 	conn   *grpc.ClientConn // nil when the caller owns the connection
-	files  *reloadingFiles  // nil when the caller owns the connection
-	stamp  string           // the files' stamp when conn was dialled
+	// unreachable is set when a call failed for want of a connection and cleared by a
+	// complete ListHosts; WatchConnection reports the server's return while it is set.
+	unreachable atomic.Bool
+	files       *reloadingFiles // nil when the caller owns the connection
+	stamp       string          // the files' stamp when conn was dialled
 }
 
 // New dials the server with mutual TLS. The connection is lazy: an unreachable server shows
@@ -85,6 +91,9 @@ func (p *Provider) dial() error {
 		// The server disconnects clients that ping more often than every 15 s.
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)),
+		// A router that reboots is reconnected to within seconds of answering again, not
+		// after gRPC's default backoff of up to two minutes; an attempt is one TCP dial.
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: reconnectBackoff}),
 	)
 	if err != nil {
 		return fmt.Errorf("dialing %s: %w", p.opts.Endpoint, err)
@@ -214,17 +223,18 @@ func (p *Provider) Records(ctx context.Context) ([]endpoint.Record, error) {
 	defer cancel()
 	stream, err := p.rpc().ListHosts(ctx, &pb.ListHostsRequest{})
 	if err != nil {
-		return nil, fmt.Errorf("ListHosts: %w", authError(err))
+		return nil, fmt.Errorf("ListHosts: %w", p.callError(err))
 	}
 	var out []endpoint.Record
 	for {
 		resp, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
+			p.unreachable.Store(false)
 			return out, nil
 		}
 		if err != nil {
 			// A partial list must never be mistaken for the whole: fail the read.
-			return nil, fmt.Errorf("ListHosts after %d entries: %w", len(out), authError(err))
+			return nil, fmt.Errorf("ListHosts after %d entries: %w", len(out), p.callError(err))
 		}
 		if e := resp.GetEntry(); e != nil {
 			out = append(out, fromEntry(e))
@@ -238,7 +248,7 @@ func (p *Provider) Ping(ctx context.Context) error {
 	defer cancel()
 	resp, err := p.rpc().Readiness(ctx, &pb.ReadinessRequest{})
 	if err != nil {
-		return fmt.Errorf("Readiness: %w", authError(err))
+		return fmt.Errorf("Readiness: %w", p.callError(err))
 	}
 	if !resp.GetReady() {
 		return fmt.Errorf("router-hosts is not ready: %s", resp.GetReason())
@@ -279,6 +289,56 @@ func (p *Provider) WatchCredentials(ctx context.Context, every time.Duration, fn
 			fn()
 		}
 	}()
+}
+
+// reconnectBackoff paces the attempts to reach a server that is down.
+var reconnectBackoff = backoff.Config{BaseDelay: time.Second, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 3 * time.Second}
+
+// WatchConnection calls fn each time the server answers again after a call failed for want of
+// a connection, so that a sync that failed on an outage is retried as soon as the server is
+// back rather than when its backoff ends. Until then the connection keeps being retried, calls
+// or not. A failure on a connection that stays up (the server refusing for a moment) is not
+// reported, so fn never starts a tight retry loop. It does nothing for a connection the caller
+// owns.
+func (p *Provider) WatchConnection(ctx context.Context, fn func()) {
+	if p.files == nil {
+		return
+	}
+	go func() {
+		down := false // the connection has been seen not up since the failure
+		for ctx.Err() == nil {
+			p.mu.Lock()
+			conn := p.conn // replaced when the certificate changes
+			p.mu.Unlock()
+			state := conn.GetState()
+			if p.unreachable.Load() {
+				switch {
+				case state != connectivity.Ready:
+					down = true
+					if state == connectivity.Idle {
+						conn.Connect()
+					}
+				case down:
+					down = false
+					p.unreachable.Store(false)
+					fn()
+				}
+			}
+			wctx, cancel := context.WithTimeout(ctx, time.Second)
+			conn.WaitForStateChange(wctx, state)
+			cancel()
+		}
+	}()
+}
+
+// callError is authError for a call's error, noting a failure to reach the server for
+// WatchConnection.
+func (p *Provider) callError(err error) error {
+	err = authError(err)
+	if err != nil && !errors.Is(err, provider.ErrAuthentication) && status.Code(err) == codes.Unavailable {
+		p.unreachable.Store(true)
+	}
+	return err
 }
 
 // authMarkers are texts that only a TLS authentication failure puts into a gRPC error. The

@@ -52,7 +52,7 @@ func TestCrossNamespaceOldestClaimWins(t *testing.T) {
 	label := "claims-" + time.Now().Format("150405.000000")
 	label = "t" + label[len(label)-6:]
 	h := newHarness(t, options{sources: []string{"hostmapping"}, allNS: true, labelFilter: "test=" + label})
-	other := createNamespace(t)
+	other := createNamespace(t, cp)
 	mk := func(ns, name, ip string, labelled bool) *unstructured.Unstructured {
 		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "router-hosts.fzymgc.house/v1alpha1", "kind": "HostMapping",
 			"metadata": map[string]any{"name": name, "namespace": ns}, "spec": map[string]any{"hostname": "shared.lan", "ipAddress": ip}}}
@@ -106,11 +106,8 @@ func TestDomainFilterAndFlagChange(t *testing.T) {
 	if len(h.entries("c.out.lan")) != 1 {
 		t.Fatal("c.out.lan not created without a filter")
 	}
-	f, err := endpoint.NewDomainFilter([]string{"in.lan"}, []string{"private.in.lan"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.build(options{grace: time.Minute, domains: f}) // the operator restarts with --domain-filter
+	// The operator restarts with --domain-filter and --exclude-domains.
+	h.build(options{grace: time.Minute, domains: []string{"in.lan"}, excludeDomains: []string{"private.in.lan"}})
 	h.sync()
 	for host, wantMarked := range map[string]bool{"a.in.lan": false, "b.private.in.lan": true, "c.out.lan": true} {
 		_, marked := h.one(host).TagValue("pending-deletion:")

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,19 +22,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/flowcontrol"
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/kubetest"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/operator"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/routerhosts"
-	"github.com/router-hosts-operator/router-hosts-operator/registry"
 	"github.com/router-hosts-operator/router-hosts-operator/source"
 	"github.com/router-hosts-operator/router-hosts-operator/status"
 )
@@ -55,8 +53,9 @@ func runMain(m *testing.M) int {
 	var err error
 	_, file, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(file), "..", "..")
-	// The HostMapping CRD is the one users install; Traefik's come later, per test.
-	cp, err = kubetest.Start(filepath.Join(root, "kustomize", "crds"))
+	// The HostMapping CRD users install, and Traefik's; a test that needs a cluster without
+	// them starts its own control plane (ownControlPlane).
+	cp, err = kubetest.Start(filepath.Join(root, "kustomize", "crds"), filepath.Join(root, "test", "integration", "testdata", "traefik"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "integration tests need the control plane:", err)
 		return 1
@@ -90,21 +89,21 @@ func newClock() *clock               { c := &clock{}; c.t.Store(time.Now().UnixN
 func (c *clock) Now() time.Time      { return time.Unix(0, c.t.Load()) }
 func (c *clock) Add(d time.Duration) { c.t.Add(int64(d)) }
 
-// harness is one operator instance wired exactly as main wires it, against a namespace of its
-// own and a test server of its own.
+// harness is one operator instance wired by the operator package from command-line flags, as
+// main wires it, against a namespace of its own and a test server of its own.
 type harness struct {
-	t       *testing.T
-	ns      string
-	srv     *rhtestserver.Server
-	src     controller.Source // the first source, for waiting on the cache
-	hm      *source.HostMappingSource
-	built   []controller.Source // the sources this harness built (not the test's extras)
-	prov    *routerhosts.Provider
-	reg     *registry.Registry
-	ctrl    *controller.Controller
-	clock   *clock
-	sources []controller.Source
-	status  *status.HostMappings // the HostMapping status writer, when that source runs
+	t *testing.T
+	// cp and kubeconfig are the control plane the harness runs on: the shared one, or its own.
+	cp         *kubetest.ControlPlane
+	kubeconfig string
+	ns         string
+	srv        *rhtestserver.Server
+	op         *operator.Operator
+	prov       *routerhosts.Provider
+	ctrl       *controller.Controller
+	clock      *clock
+	// status is the HostMapping status writer, when that source runs.
+	status *status.HostMappings
 }
 
 type options struct {
@@ -114,23 +113,59 @@ type options struct {
 	policy       plan.Policy
 	extraSources []controller.Source
 	sources      []string // default: ingress
-	domains      endpoint.DomainFilter
-	labelFilter  string
-	allNS        bool // read every namespace instead of the test's own
-	reporters    []controller.Reporter
-	warner       source.Warner
+	// domains and excludeDomains are --domain-filter and --exclude-domains.
+	domains, excludeDomains []string
+	labelFilter             string
+	allNS                   bool // read every namespace instead of the test's own
+	reporters               []controller.Reporter
+	warner                  source.Warner
 	// statusQPS, when set, limits the status writer's client, to hold writes back on purpose.
 	statusQPS float32
+	// ownControlPlane runs the harness on a control plane of its own with only the
+	// HostMapping CRD installed, for tests that add CRDs as a user would.
+	ownControlPlane bool
 }
 
-// statusClient is the status writer's own client, as main gives it one.
-func (o options) statusClient(dyn dynamic.Interface) dynamic.Interface {
-	if o.statusQPS == 0 {
-		return dyn
+// args are the command-line flags o stands for.
+func (h *harness) args(o options) []string {
+	if o.cluster == "" {
+		o.cluster = "test"
 	}
-	c := rest.CopyConfig(cp.Config)
-	c.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(o.statusQPS, 1)
-	return dynamic.NewForConfigOrDie(c)
+	if o.ipResolution == nil {
+		o.ipResolution = []string{"ingress-status"}
+	}
+	if o.grace == 0 {
+		o.grace = 5 * time.Minute
+	}
+	if o.policy == "" {
+		o.policy = plan.Sync
+	}
+	if o.sources == nil {
+		o.sources = []string{"ingress"}
+	}
+	args := []string{"--kubeconfig=" + h.kubeconfig, "--cluster-name=" + o.cluster, "--grace-period=" + o.grace.String(),
+		"--policy=" + string(o.policy), "--router-hosts-endpoint=" + h.srv.Addr(), "--tls-ca=" + h.srv.CAFile(),
+		"--tls-cert=" + h.srv.CertFile(), "--tls-key=" + h.srv.KeyFile(), "--request-timeout=5s", "--write-concurrency=4",
+		"--interval=1m", "--min-event-sync-interval=1s", "--kube-api-qps=1000", "--kube-api-burst=1000", "--metrics-address="}
+	for _, s := range o.ipResolution {
+		args = append(args, "--ip-resolution="+strings.ReplaceAll(s, "{ns}", h.ns))
+	}
+	for _, s := range o.sources {
+		args = append(args, "--source="+s)
+	}
+	for _, d := range o.domains {
+		args = append(args, "--domain-filter="+d)
+	}
+	for _, d := range o.excludeDomains {
+		args = append(args, "--exclude-domains="+d)
+	}
+	if o.labelFilter != "" {
+		args = append(args, "--label-filter="+o.labelFilter)
+	}
+	if !o.allNS {
+		args = append(args, "--namespace="+h.ns)
+	}
+	return args
 }
 
 // statusWritten waits until the status writer has written every status the syncs so far asked
@@ -146,8 +181,11 @@ func (h *harness) statusWritten() {
 
 func newHarness(t *testing.T, o options) *harness {
 	t.Helper()
-	h := &harness{t: t, clock: newClock()}
-	h.ns = createNamespace(t)
+	h := &harness{t: t, clock: newClock(), cp: cp, kubeconfig: kubeconfig}
+	if o.ownControlPlane {
+		h.cp, h.kubeconfig = ownControlPlane(t)
+	}
+	h.ns = createNamespace(t, h.cp)
 	srv, err := rhtestserver.Start(t.TempDir(), "")
 	if err != nil {
 		t.Fatalf("test server: %v", err)
@@ -158,82 +196,30 @@ func newHarness(t *testing.T, o options) *harness {
 	return h
 }
 
-// build (re)creates the operator's parts; a test may call it again to simulate a restart.
+// build (re)creates the operator from flags; a test may call it again to simulate a restart.
+// Syncs run when the test calls h.sync, on the harness's clock; the status writer runs as it
+// does while the operator leads.
 func (h *harness) build(o options) {
 	t := h.t
-	if o.cluster == "" {
-		o.cluster = "test"
-	}
-	if o.ipResolution == nil {
-		o.ipResolution = []string{"ingress-status"}
-	}
-	if o.grace == 0 {
-		o.grace = 5 * time.Minute
-	}
-	if o.policy == "" {
-		o.policy = plan.Sync
-	}
 	log := logrus.New()
 	log.SetLevel(logrus.DebugLevel)
 	log.SetOutput(testWriter{t})
-	var specs []string
-	for _, s := range o.ipResolution {
-		specs = append(specs, strings.ReplaceAll(s, "{ns}", h.ns))
-	}
-	strategies, err := source.ParseIPResolution(specs)
+	cfg, err := operator.ParseFlags(h.args(o), "test")
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("flags: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	if o.sources == nil {
-		o.sources = []string{"ingress"}
-	}
-	ns := h.ns
-	if o.allNS {
-		ns = ""
-	}
-	cfg := source.Config{Namespace: ns, LabelSelector: o.labelFilter, IPResolution: strategies, DiscoveryInterval: 200 * time.Millisecond, Warner: o.warner, Log: log}
-	dyn := dynamic.NewForConfigOrDie(cp.Config)
-	clients := source.Clients{Ingresses: cp.Client.NetworkingV1(), Services: cp.Client.CoreV1(), Dynamic: dyn, Discovery: cp.Client.Discovery()}
-	var srcs []controller.Source
-	reporters := append([]controller.Reporter(nil), o.reporters...)
-	for _, name := range o.sources {
-		var s controller.Source
-		switch name {
-		case "ingress":
-			s, err = source.NewIngressSource(ctx, clients, cfg)
-		case "traefik":
-			s, err = source.NewTraefikSource(ctx, clients, cfg)
-		case "hostmapping":
-			h.hm, err = source.NewHostMappingSource(ctx, clients, cfg)
-			s = h.hm
-			if err == nil {
-				h.status = status.NewHostMappings(h.hm, o.statusClient(dyn).Resource(source.HostMappingGVR), log)
-				go h.status.Run(ctx)
-				reporters = append(reporters, h.status)
-			}
-		}
-		if err != nil {
-			t.Fatalf("%s source: %v", name, err)
-		}
-		srcs = append(srcs, s)
-	}
-	h.src = srcs[0]
-	h.built = srcs
-	h.reg, err = registry.New(registry.Config{ClusterName: o.cluster, GracePeriod: o.grace, Policy: o.policy, Log: log})
+	op, err := operator.New(ctx, cfg, log, io.Discard, operator.Hooks{Now: h.clock.Now, DiscoveryInterval: 200 * time.Millisecond,
+		Sources: o.extraSources, Reporters: o.reporters, Warner: o.warner, StatusQPS: o.statusQPS})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("operator: %v", err)
 	}
-	h.prov, err = routerhosts.New(routerhosts.Options{Endpoint: h.srv.Addr(), CAFile: h.srv.CAFile(), CertFile: h.srv.CertFile(),
-		KeyFile: h.srv.KeyFile(), Timeout: 5 * time.Second, WriteConcurrency: 4, StillApplies: h.reg.StillApplies, Log: log})
-	if err != nil {
-		t.Fatalf("provider: %v", err)
+	t.Cleanup(op.Close)
+	h.op, h.prov, h.ctrl, h.status = op, op.Provider, op.Controller, op.Status
+	if h.status != nil {
+		go h.status.Run(ctx)
 	}
-	t.Cleanup(func() { _ = h.prov.Close() })
-	h.sources = append(srcs, o.extraSources...)
-	h.ctrl = controller.New(controller.Config{Sources: h.sources, Reporters: reporters, DomainFilter: o.domains, Registry: h.reg, Provider: h.prov, Policy: o.policy,
-		Interval: time.Minute, MinEventSyncInterval: time.Second, Log: log, Now: h.clock.Now})
 }
 
 // testWriter sends logs to t.Log so they show only for failing tests.
@@ -259,7 +245,7 @@ func (h *harness) waitSource(cond func([]*endpoint.Endpoint) bool) {
 	for {
 		var eps []*endpoint.Endpoint
 		var err error
-		for _, s := range h.built {
+		for _, s := range h.op.Sources {
 			got, e := s.Endpoints(context.Background())
 			eps, err = append(eps, got...), errors.Join(err, e)
 		}
@@ -335,7 +321,24 @@ func (h *harness) one(hostname string) endpoint.Record {
 
 func (h *harness) writes() int64 { return h.srv.Service().WriteCalls() }
 
-func createNamespace(t *testing.T) string {
+// ownControlPlane starts a control plane for one test, with only the HostMapping CRD, and
+// returns it with a kubeconfig file for it.
+func ownControlPlane(t *testing.T) (*kubetest.ControlPlane, string) {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	own, err := kubetest.Start(filepath.Join(filepath.Dir(file), "..", "..", "kustomize", "crds"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = own.Stop() })
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := own.WriteKubeconfig(path); err != nil {
+		t.Fatal(err)
+	}
+	return own, path
+}
+
+func createNamespace(t *testing.T, cp *kubetest.ControlPlane) string {
 	t.Helper()
 	name := fmt.Sprintf("it-%d", nsCounter.Add(1))
 	_, err := cp.Client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
@@ -365,7 +368,7 @@ func enabled(kv ...string) map[string]string {
 
 func (h *harness) create(ing *networkingv1.Ingress) *networkingv1.Ingress {
 	h.t.Helper()
-	got, err := cp.Client.NetworkingV1().Ingresses(ing.Namespace).Create(context.Background(), ing, metav1.CreateOptions{})
+	got, err := h.cp.Client.NetworkingV1().Ingresses(ing.Namespace).Create(context.Background(), ing, metav1.CreateOptions{})
 	if err != nil {
 		h.t.Fatalf("create ingress: %v", err)
 	}
@@ -374,12 +377,12 @@ func (h *harness) create(ing *networkingv1.Ingress) *networkingv1.Ingress {
 
 func (h *harness) update(ing *networkingv1.Ingress, mutate func(*networkingv1.Ingress)) *networkingv1.Ingress {
 	h.t.Helper()
-	cur, err := cp.Client.NetworkingV1().Ingresses(ing.Namespace).Get(context.Background(), ing.Name, metav1.GetOptions{})
+	cur, err := h.cp.Client.NetworkingV1().Ingresses(ing.Namespace).Get(context.Background(), ing.Name, metav1.GetOptions{})
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	mutate(cur)
-	got, err := cp.Client.NetworkingV1().Ingresses(ing.Namespace).Update(context.Background(), cur, metav1.UpdateOptions{})
+	got, err := h.cp.Client.NetworkingV1().Ingresses(ing.Namespace).Update(context.Background(), cur, metav1.UpdateOptions{})
 	if err != nil {
 		h.t.Fatalf("update ingress: %v", err)
 	}
@@ -388,7 +391,7 @@ func (h *harness) update(ing *networkingv1.Ingress, mutate func(*networkingv1.In
 
 func (h *harness) setStatus(ing *networkingv1.Ingress, ips ...string) {
 	h.t.Helper()
-	cur, err := cp.Client.NetworkingV1().Ingresses(ing.Namespace).Get(context.Background(), ing.Name, metav1.GetOptions{})
+	cur, err := h.cp.Client.NetworkingV1().Ingresses(ing.Namespace).Get(context.Background(), ing.Name, metav1.GetOptions{})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -396,14 +399,14 @@ func (h *harness) setStatus(ing *networkingv1.Ingress, ips ...string) {
 	for _, ip := range ips {
 		cur.Status.LoadBalancer.Ingress = append(cur.Status.LoadBalancer.Ingress, networkingv1.IngressLoadBalancerIngress{IP: ip})
 	}
-	if _, err := cp.Client.NetworkingV1().Ingresses(ing.Namespace).UpdateStatus(context.Background(), cur, metav1.UpdateOptions{}); err != nil {
+	if _, err := h.cp.Client.NetworkingV1().Ingresses(ing.Namespace).UpdateStatus(context.Background(), cur, metav1.UpdateOptions{}); err != nil {
 		h.t.Fatalf("update status: %v", err)
 	}
 }
 
 func (h *harness) delete(ing *networkingv1.Ingress) {
 	h.t.Helper()
-	if err := cp.Client.NetworkingV1().Ingresses(ing.Namespace).Delete(context.Background(), ing.Name, metav1.DeleteOptions{}); err != nil {
+	if err := h.cp.Client.NetworkingV1().Ingresses(ing.Namespace).Delete(context.Background(), ing.Name, metav1.DeleteOptions{}); err != nil {
 		h.t.Fatalf("delete ingress: %v", err)
 	}
 }

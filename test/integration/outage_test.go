@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -15,10 +16,12 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
+	"github.com/router-hosts-operator/router-hosts-operator/source"
 )
 
 // createMany creates n opted-in Ingresses, one hostname each.
@@ -111,6 +114,40 @@ func TestOperatorKilledMidApplyNewInstanceConverges(t *testing.T) {
 	time.Sleep(500 * time.Millisecond)
 	h.exactlyOnePerHost(n)
 	t.Logf("killed with %d of %d entries written; the new instance converged", killedAt, n)
+}
+
+// TestARouterBackFromAnOutageIsSyncedAtOnce: router-hosts is down for 16 s while an Ingress
+// changes, so the operator's syncs fail and back off (1, 2, 4, 8 s: its next attempt would come
+// 15 s after the server's return). The change still reaches the router within seconds of the
+// server answering again, with one entry and nothing deleted.
+func TestARouterBackFromAnOutageIsSyncedAtOnce(t *testing.T) {
+	h := newHarness(t, options{})
+	ing := h.create(ingress(h.ns, "web", enabled("ip-address", "10.60.0.1"), "web.lan"))
+	ipOf := func() string {
+		if es := h.srv.Store().Lookup("web.lan"); len(es) == 1 {
+			return es[0].GetIpAddress()
+		}
+		return ""
+	}
+	op := startOperator(t, h, kubeconfig)
+	waitFor(t, 30*time.Second, func() bool { return ipOf() == "10.60.0.1" })
+	h.srv.Stop()
+	h.update(ing, func(i *networkingv1.Ingress) { i.Annotations[source.AnnotationIPAddress] = "10.60.0.2" })
+	time.Sleep(16 * time.Second)
+	if err := h.srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	back := time.Now()
+	waitFor(t, 30*time.Second, func() bool { return ipOf() == "10.60.0.2" })
+	if d := time.Since(back); d > 8*time.Second {
+		t.Fatalf("the change reached the router %v after its return; want it within seconds, not at the end of the backoff", d)
+	}
+	if !strings.Contains(op.logText(), "sync failed") {
+		t.Fatal("no sync failed during the outage: the test proves nothing")
+	}
+	if n := h.srv.Store().Len(); n != 1 {
+		t.Fatalf("the server holds %d entries, want 1", n)
+	}
 }
 
 // TestAPIServerOutage takes the apiserver away from a running operator for 30 s: no deletes

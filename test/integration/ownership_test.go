@@ -295,7 +295,7 @@ func TestHostnameStaysWithTheNamespaceHoldingIt(t *testing.T) {
 	w := &warnings{by: map[string][]string{}}
 	rec := w.recorder()
 	h := newHarness(t, options{allNS: true, labelFilter: "test=" + label, grace: 5 * time.Minute, reporters: []controller.Reporter{rec}, warner: rec})
-	teamA, teamB := h.ns, createNamespace(t)
+	teamA, teamB := h.ns, createNamespace(t, cp)
 	labelled := func(ns, name, ip, host string) *networkingv1.Ingress {
 		ing := ingress(ns, name, enabled("ip-address", ip), host)
 		ing.Labels = map[string]string{"test": label}

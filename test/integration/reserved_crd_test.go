@@ -22,7 +22,7 @@ const reservedMessage = "reserved for the operator's ownership bookkeeping"
 // (registry/tags.go), so ownership cannot be forged with kubectl apply; tags that only look
 // alike are accepted.
 func TestCRDRefusesReservedTags(t *testing.T) {
-	ns := createNamespace(t)
+	ns := createNamespace(t, cp)
 	n := 0
 	create := func(tags ...string) error {
 		n++

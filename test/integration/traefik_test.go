@@ -44,7 +44,7 @@ func (h *harness) route(gvr schema.GroupVersionResource, name string, ann map[st
 		"spec":     map[string]any{"routes": routes},
 	}}
 	u.SetAnnotations(ann)
-	got, err := dynamic.NewForConfigOrDie(cp.Config).Resource(gvr).Namespace(h.ns).Create(context.Background(), u, metav1.CreateOptions{})
+	got, err := dynamic.NewForConfigOrDie(h.cp.Config).Resource(gvr).Namespace(h.ns).Create(context.Background(), u, metav1.CreateOptions{})
 	if err != nil {
 		h.t.Fatalf("create %s %s: %v", gvr.Resource, name, err)
 	}
@@ -66,7 +66,7 @@ func (h *harness) hostMapping(name string, spec map[string]any) *unstructured.Un
 }
 
 func (h *harness) hmClient() dynamic.ResourceInterface {
-	return dynamic.NewForConfigOrDie(cp.Config).Resource(source.HostMappingGVR).Namespace(h.ns)
+	return dynamic.NewForConfigOrDie(h.cp.Config).Resource(source.HostMappingGVR).Namespace(h.ns)
 }
 
 func (h *harness) getHM(name string) *unstructured.Unstructured {
@@ -87,10 +87,10 @@ func ipsOf(recs []endpoint.Record) []string {
 	return out
 }
 
-// TestTraefik runs in order: the first subtest needs a cluster without Traefik's CRDs.
 func TestTraefik(t *testing.T) {
 	t.Run("starts without Traefik CRDs and picks them up later", func(t *testing.T) {
-		h := newHarness(t, options{sources: []string{"ingress", "traefik", "hostmapping"}})
+		// A cluster of its own: the shared one has Traefik's CRDs from the start.
+		h := newHarness(t, options{sources: []string{"ingress", "traefik", "hostmapping"}, ownControlPlane: true})
 		h.create(ingress(h.ns, "web", enabled("ip-address", "10.20.0.1"), "web.lan"))
 		h.hostMapping("nas", map[string]any{"hostname": "nas.lan", "ipAddress": "10.20.0.2"})
 		h.waitHost("web.lan", "10.20.0.1")
@@ -100,7 +100,7 @@ func TestTraefik(t *testing.T) {
 			t.Fatal("Ingress and HostMapping not synced on a cluster without Traefik CRDs")
 		}
 		_, file, _, _ := runtimeCaller()
-		if err := cp.InstallCRDs(filepath.Join(filepath.Dir(file), "testdata", "traefik")); err != nil {
+		if err := h.cp.InstallCRDs(filepath.Join(filepath.Dir(file), "testdata", "traefik")); err != nil {
 			t.Fatal(err)
 		}
 		h.route(irNew, "late", enabled("ip-address", "10.20.0.3"), "Host(`late.lan`)")

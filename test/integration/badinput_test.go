@@ -1,13 +1,10 @@
 package integration
 
-// Sorted after traefik_test.go: it uses the Traefik CRDs installed there.
-
 import (
 	"bytes"
 	"context"
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -138,9 +135,6 @@ func manyNames(n int, suffix string) []string {
 }
 
 func TestBadInput(t *testing.T) {
-	if err := cp.InstallCRDs(filepath.Join(repoRoot(), "test", "integration", "testdata", "traefik")); err != nil {
-		t.Fatal(err)
-	}
 	w := &warnings{by: map[string][]string{}}
 	rec := w.recorder()
 	h := newHarness(t, options{sources: []string{"ingress", "traefik", "hostmapping"}, warner: rec, reporters: []controller.Reporter{rec}})

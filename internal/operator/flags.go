@@ -1,4 +1,4 @@
-package main
+package operator
 
 import (
 	"fmt"
@@ -17,9 +17,9 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/source"
 )
 
-// config is everything the command line says. Every flag also reads
+// Config is everything the command line says. Every flag also reads
 // ROUTER_HOSTS_OPERATOR_<FLAG_IN_CAPS>, so a Deployment can be configured either way.
-type config struct {
+type Config struct {
 	Sources              []string
 	Provider             string
 	Endpoint             string
@@ -52,21 +52,24 @@ type config struct {
 	LeaderElectionNS     string
 	LeaderElectionID     string
 
+	// Version is the binary's version, for the user agent and the start-up log.
+	Version string
+
 	strategies []source.Strategy
 	policy     plan.Policy
 	domains    endpoint.DomainFilter
 }
 
-// parseFlags reads args and the environment; an invalid value fails with the flag's name.
-func parseFlags(args []string) (*config, error) {
-	cfg := &config{}
+// ParseFlags reads args and the environment; an invalid value fails with the flag's name.
+func ParseFlags(args []string, version string) (*Config, error) {
+	cfg := &Config{Version: version}
 	app := kingpin.New("router-hosts-operator",
 		"Keeps a router-hosts server's host entries in step with annotated Kubernetes resources.")
 	app.Version(version)
 	app.DefaultEnvars()
 	app.HelpFlag.NoEnvar()
 	app.VersionFlag.NoEnvar()
-	app.Flag("source", "Resource kinds to read hostnames from (repeatable): ingress, traefik (IngressRoute, IngressRouteTCP), hostmapping.").Default("ingress").SetValue(&enumList{flag: "source", allowed: []string{"ingress", "traefik", "hostmapping"}, target: &cfg.Sources})
+	app.Flag("source", "Resource kinds to read hostnames from (repeatable): "+source.Help()+".").Default("ingress").SetValue(&enumList{flag: "source", allowed: source.Names(), target: &cfg.Sources})
 	app.Flag("provider", "Where entries are written: the router-hosts server, or an in-process store for trying the operator out.").
 		Default("router-hosts").SetValue(&enum{flag: "provider", allowed: []string{"router-hosts", "inmemory"}, target: &cfg.Provider})
 	app.Flag("router-hosts-endpoint", "The router-hosts server's gRPC address, host:port.").StringVar(&cfg.Endpoint)
@@ -110,7 +113,7 @@ func parseFlags(args []string) (*config, error) {
 }
 
 // validate checks what kingpin cannot, naming the flag at fault.
-func (cfg *config) validate() error {
+func (cfg *Config) validate() error {
 	var err error
 	if cfg.strategies, err = source.ParseIPResolution(cfg.IPResolution); err != nil {
 		return fmt.Errorf("--ip-resolution: %w", err)

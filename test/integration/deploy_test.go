@@ -1,8 +1,5 @@
 package integration
 
-// This file's tests install Traefik's CRDs; its name sorts it after traefik_test.go, whose
-// first test needs a cluster without them.
-
 import (
 	"bufio"
 	"bytes"
@@ -300,9 +297,6 @@ func TestLeaderElectionHandover(t *testing.T) {
 // source, and checks it can do nothing else.
 func TestKustomizeRBACIsSufficient(t *testing.T) {
 	ensureNamespace(t, operatorNS)
-	if err := cp.InstallCRDs(filepath.Join(repoRoot(), "test", "integration", "testdata", "traefik")); err != nil {
-		t.Fatal(err)
-	}
 	manifests, err := kubetest.Kustomize(filepath.Join(repoRoot(), "kustomize"))
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,8 @@
-package main
+// Package operator wires the operator from its configuration: Kubernetes clients, sources,
+// registry, provider, controller, the observers of its syncs, leader election and the HTTP
+// endpoints. main and the integration tests both build it here, so the tests run the operator
+// as it ships.
+package operator
 
 import (
 	"context"
@@ -40,100 +44,161 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/status"
 )
 
-// run wires sources, registry, provider and controller from cfg, then runs one sync (--once)
-// or the loop until ctx ends. Plan lines of --dry-run go to out.
-func run(ctx context.Context, cfg *config, log *logrus.Logger, out io.Writer) error {
-	restCfg, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
-	if err != nil {
-		return fmt.Errorf("loading kubeconfig: %w", err)
-	}
-	restCfg.UserAgent = "router-hosts-operator/" + version
-	m := metrics.New(cfg.ClusterName, cfg.Sources)
-	restCfg.Wrap(m.WrapTransport)
-	kc, err := newKubeClients(restCfg, cfg.KubeAPIQPS, cfg.KubeAPIBurst)
+// Hooks replace parts of the operator as shipped; the integration tests use them, main does
+// not. A zero Hooks is the operator as shipped.
+type Hooks struct {
+	// Now is the controller's clock, so that tests can let grace periods pass.
+	Now func() time.Time
+	// DiscoveryInterval is how often missing CRDs are looked for again.
+	DiscoveryInterval time.Duration
+	// Sources are added after the ones --source names.
+	Sources []controller.Source
+	// Reporters are told of every sync, beside the operator's own.
+	Reporters []controller.Reporter
+	// Warner receives the problems with objects instead of the event recorder.
+	Warner source.Warner
+	// StatusQPS limits the status writer's client on its own.
+	StatusQPS float32
+}
+
+// Operator is the operator wired from a Config: sources, registry, provider, controller and the
+// observers of its syncs. main and the integration tests build it the same way.
+type Operator struct {
+	cfg *Config
+	log *logrus.Logger
+
+	Controller *controller.Controller
+	Sources    []*source.Source
+	Registry   *registry.Registry
+	Provider   *routerhosts.Provider
+	// Status writes HostMapping statuses; nil without the hostmapping source.
+	Status *status.HostMappings
+
+	metrics  *metrics.Metrics
+	checker  *health.Checker
+	recorder *events.Recorder
+	leases   coordinationv1client.LeasesGetter
+	closers  []func()
+}
+
+// Run wires the operator from cfg, then runs one sync (--once) or the loop until ctx ends.
+// Plan lines of --dry-run go to out.
+func Run(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer) error {
+	op, err := New(ctx, cfg, log, out, Hooks{})
 	if err != nil {
 		return err
 	}
+	defer op.Close()
+	return op.Run(ctx)
+}
 
-	reg, err := registry.New(registry.Config{
+// New wires the operator: it starts the sources' informers (they run until ctx ends) and
+// connects to router-hosts, but syncs nothing yet.
+func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, hooks Hooks) (_ *Operator, err error) {
+	op := &Operator{cfg: cfg, log: log}
+	defer func() {
+		if err != nil {
+			op.Close()
+		}
+	}()
+	restCfg, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+	}
+	restCfg.UserAgent = "router-hosts-operator/" + cfg.Version
+	op.metrics = metrics.New(cfg.ClusterName, cfg.Sources)
+	restCfg.Wrap(op.metrics.WrapTransport)
+	kc, err := newKubeClients(restCfg, cfg.KubeAPIQPS, cfg.KubeAPIBurst, hooks.StatusQPS)
+	if err != nil {
+		return nil, err
+	}
+	op.leases = kc.leases
+
+	op.Registry, err = registry.New(registry.Config{
 		ClusterName: cfg.ClusterName, DefaultTags: cfg.DefaultTags, GracePeriod: cfg.GracePeriod,
 		Policy: cfg.policy, Log: log.WithField("component", "registry"),
 	})
 	if err != nil {
-		return fmt.Errorf("--cluster-name/--default-tag: %w", err)
+		return nil, fmt.Errorf("--cluster-name/--default-tag: %w", err)
 	}
-	prov, closeProv, err := newProvider(cfg, log, m.ObserveRPC, reg.StillApplies)
+	var closeProv func()
+	op.Provider, closeProv, err = newProvider(cfg, log, op.metrics.ObserveRPC, op.Registry.StillApplies)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer closeProv()
+	op.closers = append(op.closers, closeProv)
 
 	// One resolver for every source: each named Service is watched once.
 	resolver, err := source.NewResolver(ctx, kc.sources, cfg.strategies)
 	if err != nil {
-		return fmt.Errorf("starting --ip-resolution: %w", err)
+		return nil, fmt.Errorf("starting --ip-resolution: %w", err)
 	}
-	recorder, stopEvents := events.New(kc.events, log.WithField("component", "events"))
-	defer stopEvents()
-	srcCfg := source.Config{Namespace: cfg.Namespace, LabelSelector: cfg.LabelFilter, Resolver: resolver, Warner: recorder}
-	var (
-		sources   []controller.Source
-		reporters []controller.Reporter
-		hmStatus  *status.HostMappings
-	)
+	var stopEvents func()
+	op.recorder, stopEvents = events.New(kc.events, log.WithField("component", "events"))
+	op.closers = append(op.closers, stopEvents)
+	srcCfg := source.Config{Namespace: cfg.Namespace, LabelSelector: cfg.LabelFilter, Resolver: resolver,
+		DiscoveryInterval: hooks.DiscoveryInterval, Warner: op.recorder}
+	if hooks.Warner != nil {
+		srcCfg.Warner = hooks.Warner
+	}
+	sources := append([]controller.Source(nil), hooks.Sources...)
+	reporters := append([]controller.Reporter(nil), hooks.Reporters...)
 	for _, name := range cfg.Sources {
 		c := srcCfg
 		c.Log = log.WithField("source", name)
-		switch name {
-		case "ingress":
-			s, err := source.NewIngressSource(ctx, kc.sources, c)
-			if err != nil {
-				return fmt.Errorf("starting the ingress source: %w", err)
-			}
-			sources = append(sources, s)
-		case "traefik":
-			s, err := source.NewTraefikSource(ctx, kc.sources, c)
-			if err != nil {
-				return fmt.Errorf("starting the traefik source: %w", err)
-			}
-			sources = append(sources, s)
-		case "hostmapping":
-			s, err := source.NewHostMappingSource(ctx, kc.sources, c)
-			if err != nil {
-				return fmt.Errorf("starting the hostmapping source: %w", err)
-			}
-			sources = append(sources, s)
-			hmStatus = status.NewHostMappings(s, kc.status.Resource(source.HostMappingGVR), log.WithField("component", "status"))
-			reporters = append(reporters, hmStatus)
+		s, err := source.Build(ctx, name, kc.sources, c)
+		if err != nil {
+			return nil, fmt.Errorf("starting the %s source: %w", name, err)
+		}
+		op.Sources = append(op.Sources, s)
+		if hm, ok := source.HostMappingsOf(s); ok {
+			op.Status = status.NewHostMappings(hm, kc.status.Resource(source.HostMappingGVR), log.WithField("component", "status"))
+			reporters = append(reporters, op.Status)
 		}
 	}
-
-	checker := health.New(cfg.Interval, func() bool { return synced(sources) }, prov.Ping)
-	reporters = append(reporters, m, checker, recorder)
-	ctrl := controller.New(controller.Config{
-		Sources: sources, Reporters: reporters, DomainFilter: cfg.domains, Registry: reg, Provider: prov, Policy: cfg.policy,
+	for _, s := range op.Sources {
+		sources = append(sources, s)
+	}
+	op.checker = health.New(cfg.Interval, op.synced, op.Provider.Ping)
+	reporters = append(reporters, op.metrics, op.checker, op.recorder)
+	op.Controller = controller.New(controller.Config{
+		Sources: sources, Reporters: reporters, DomainFilter: cfg.domains, Registry: op.Registry, Provider: op.Provider, Policy: cfg.policy,
 		Interval: cfg.Interval, MinEventSyncInterval: cfg.MinEventSyncInterval,
-		DryRun: cfg.DryRun, Out: out, Log: log.WithField("component", "controller"),
+		DryRun: cfg.DryRun, Out: out, Log: log.WithField("component", "controller"), Now: hooks.Now,
 	})
+	return op, nil
+}
+
+// Close releases the connection to router-hosts and stops the event recorder.
+func (op *Operator) Close() {
+	for i := len(op.closers) - 1; i >= 0; i-- {
+		op.closers[i]()
+	}
+	op.closers = nil
+}
+
+// Run runs one sync (--once) or the loop until ctx ends, under leader election when asked.
+func (op *Operator) Run(ctx context.Context) error {
+	cfg, log := op.cfg, op.log
 	log.WithFields(logrus.Fields{
-		"version": version, "sources": cfg.Sources, "provider": cfg.Provider, "cluster": cfg.ClusterName,
+		"version": cfg.Version, "sources": cfg.Sources, "provider": cfg.Provider, "cluster": cfg.ClusterName,
 		"policy": cfg.Policy, "dry_run": cfg.DryRun, "once": cfg.Once, "leader_elect": cfg.LeaderElect,
 	}).Info("router-hosts-operator starting")
 	// The status writer runs beside the loop, only while this replica leads.
 	runStatus := func(ctx context.Context) {
-		if hmStatus != nil && !cfg.DryRun {
-			go hmStatus.Run(ctx)
+		if op.Status != nil && !cfg.DryRun {
+			go op.Status.Run(ctx)
 		}
 	}
 	if cfg.Once {
-		recorder.SetLeading(!cfg.DryRun)
+		op.recorder.SetLeading(!cfg.DryRun)
 		sctx, stop := context.WithCancel(ctx)
 		defer stop()
 		runStatus(sctx)
-		_, err := ctrl.SyncOnce(ctx)
-		if hmStatus != nil {
+		_, err := op.Controller.SyncOnce(ctx)
+		if op.Status != nil {
 			// Every status is written before the process ends, at the status client's pace.
-			if ferr := hmStatus.Flush(ctx); ferr != nil && err == nil {
+			if ferr := op.Status.Flush(ctx); ferr != nil && err == nil {
 				err = ferr
 			}
 		}
@@ -143,26 +208,38 @@ func run(ctx context.Context, cfg *config, log *logrus.Logger, out io.Writer) er
 		return nil
 	}
 	if cfg.MetricsAddress != "" {
-		stop, err := serveHTTP(cfg.MetricsAddress, m, checker, log)
+		stop, err := serveHTTP(cfg.MetricsAddress, op.metrics, op.checker, log)
 		if err != nil {
 			return err
 		}
 		defer stop()
 	}
 	// A certificate rotated while router-hosts refuses the old one is tried at once.
-	prov.WatchCredentials(ctx, 5*time.Second, ctrl.CredentialsChanged)
+	op.Provider.WatchCredentials(ctx, 5*time.Second, op.Controller.CredentialsChanged)
+	// A router back from an outage is synced as soon as it answers.
+	op.Provider.WatchConnection(ctx, op.Controller.ServerReachable)
 	lead := func(ctx context.Context) error {
-		m.SetLeader(true)
-		checker.SetLeading(true)
-		recorder.SetLeading(!cfg.DryRun) // a dry run writes nothing, events included
-		defer func() { m.SetLeader(false); checker.SetLeading(false); recorder.SetLeading(false) }()
+		op.metrics.SetLeader(true)
+		op.checker.SetLeading(true)
+		op.recorder.SetLeading(!cfg.DryRun) // a dry run writes nothing, events included
+		defer func() { op.metrics.SetLeader(false); op.checker.SetLeading(false); op.recorder.SetLeading(false) }()
 		runStatus(ctx)
-		return ctrl.Run(ctx)
+		return op.Controller.Run(ctx)
 	}
 	if !cfg.LeaderElect {
 		return lead(ctx)
 	}
-	return runElected(ctx, cfg, kc.leases, log, lead)
+	return runElected(ctx, cfg, op.leases, log, lead)
+}
+
+// synced reports whether every source's caches are filled, for /readyz.
+func (op *Operator) synced() bool {
+	for _, s := range op.Sources {
+		if !s.Synced() {
+			return false
+		}
+	}
+	return true
 }
 
 // kubeClients are the operator's Kubernetes clients: typed clients for the API groups it uses,
@@ -181,7 +258,7 @@ type kubeClients struct {
 // protobuf form). There are four rate limiters: the sources, the status writer, events and the
 // leader Lease have one each, so thousands of status writes or events after a large first
 // sync never delay an informer's relist or a Lease renewal (which would cost the leadership).
-func newKubeClients(restCfg *rest.Config, qps float32, burst int) (*kubeClients, error) {
+func newKubeClients(restCfg *rest.Config, qps float32, burst int, statusQPS float32) (*kubeClients, error) {
 	ownLimiter := func(c *rest.Config) *rest.Config {
 		c = rest.CopyConfig(c)
 		c.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(qps, burst)
@@ -205,7 +282,11 @@ func newKubeClients(restCfg *rest.Config, qps float32, burst int) (*kubeClients,
 	if kc.sources.Dynamic, err = dynamic.NewForConfig(dynCfg); err != nil {
 		return nil, fmt.Errorf("creating the dynamic client: %w", err)
 	}
-	if kc.status, err = dynamic.NewForConfig(ownLimiter(restCfg)); err != nil {
+	statusCfg := ownLimiter(restCfg)
+	if statusQPS > 0 {
+		statusCfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(statusQPS, 1)
+	}
+	if kc.status, err = dynamic.NewForConfig(statusCfg); err != nil {
 		return nil, fmt.Errorf("creating the status client: %w", err)
 	}
 	if kc.events, err = corev1client.NewForConfig(ownLimiter(protoCfg)); err != nil {
@@ -244,7 +325,7 @@ func serveHTTP(addr string, m *metrics.Metrics, checker *health.Checker, log *lo
 // runElected runs lead only while this replica holds the Lease. Every replica keeps its
 // informer caches warm, so a standby that takes over syncs at once. On shutdown the Lease is
 // released, so a rolling update hands over in seconds instead of a lease duration.
-func runElected(ctx context.Context, cfg *config, leases coordinationv1client.LeasesGetter, log *logrus.Logger, lead func(context.Context) error) error {
+func runElected(ctx context.Context, cfg *Config, leases coordinationv1client.LeasesGetter, log *logrus.Logger, lead func(context.Context) error) error {
 	host, _ := os.Hostname()
 	id := fmt.Sprintf("%s_%d", host, time.Now().UnixNano())
 	lock := &resourcelock.LeaseLock{
@@ -283,7 +364,7 @@ func runElected(ctx context.Context, cfg *config, leases coordinationv1client.Le
 
 // newProvider connects to the router-hosts server, or starts the in-process store; observe
 // is told the outcome of every call, and stillApplies (the registry's) guards retries.
-func newProvider(cfg *config, log *logrus.Logger, observe func(string, codes.Code), stillApplies func(*plan.Change, *endpoint.Record) bool) (*routerhosts.Provider, func(), error) {
+func newProvider(cfg *Config, log *logrus.Logger, observe func(string, codes.Code), stillApplies func(*plan.Change, *endpoint.Record) bool) (*routerhosts.Provider, func(), error) {
 	opts := routerhosts.Options{StillApplies: stillApplies,
 		Endpoint: cfg.Endpoint, CAFile: cfg.TLSCA, CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey,
 		ServerName: cfg.TLSServerName, Timeout: cfg.RequestTimeout, WriteConcurrency: cfg.WriteConcurrency,
@@ -302,14 +383,4 @@ func newProvider(cfg *config, log *logrus.Logger, observe func(string, codes.Cod
 		return nil, nil, fmt.Errorf("connecting to router-hosts at %s: %w", cfg.Endpoint, err)
 	}
 	return p, func() { _ = p.Close() }, nil
-}
-
-// synced reports whether every source's caches are filled, for /readyz.
-func synced(sources []controller.Source) bool {
-	for _, s := range sources {
-		if c, ok := s.(interface{ Synced() bool }); ok && !c.Synced() {
-			return false
-		}
-	}
-	return true
 }

@@ -1,0 +1,222 @@
+package source
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+)
+
+// Config configures a source.
+type Config struct {
+	// Namespace restricts the source to one namespace; "" means all.
+	Namespace string
+	// LabelSelector restricts the source to matching objects; it is applied by the apiserver in
+	// list and watch, so filtered objects never reach the cache.
+	LabelSelector string
+	// Resolver resolves addresses by the --ip-resolution chain; the sources of one process
+	// share it. Required.
+	Resolver *Resolver
+	// DiscoveryInterval is how often sources of custom resources look for CRDs that were missing.
+	DiscoveryInterval time.Duration
+	// Warner receives problems with objects, for Warning events; nil means log only.
+	Warner Warner
+	Log    logrus.FieldLogger
+}
+
+// kind is what one resource kind supplies; Source does the rest (change notifications,
+// opt-in filtering, problems per object, sorted endpoints, forgetting deleted objects). A new
+// kind is one file implementing it plus one line in the table of kinds.go.
+type kind interface {
+	// start starts the kind's informers and returns once the caches it needs before the first
+	// sync are filled. changed is told of every change of one of the kind's objects (old is
+	// nil for adds and deletes) and, with nil and nil, of anything else the kind reads that
+	// may change what its objects claim.
+	start(ctx context.Context, c Clients, cfg Config, changed func(old, cur metav1.Object)) error
+	// synced reports whether the caches the kind reads are filled.
+	synced() bool
+	// objects lists the kind's cached objects, opted in or not.
+	objects() ([]metav1.Object, error)
+	// optedIn reports whether an object asks for entries.
+	optedIn(metav1.Object) bool
+	// claim reads what one opted-in object asks for.
+	claim(metav1.Object) claim
+}
+
+// claim is what one object asks for, before hostnames are normalised and addresses resolved.
+type claim struct {
+	ref endpoint.SourceRef
+	// hosts are the hostnames as written; bad ones are reported and skipped.
+	hosts []string
+	// overrides are the object's ip-address, tags, aliases and grace period.
+	overrides overrides
+	// own is the address the object itself reports, for the resolution chain.
+	own Own
+	// problems are those found while reading the object.
+	problems []Problem
+}
+
+// Source lists the opted-in objects of one kind from informer caches. It never writes and
+// never calls the API during a sync.
+type Source struct {
+	name     string
+	kind     kind
+	cfg      Config
+	handlers handlers
+	reports  *reporter
+}
+
+// newSource starts k's informers. Adding a kind never touches this function.
+func newSource(ctx context.Context, name string, k kind, c Clients, cfg Config) (*Source, error) {
+	if cfg.Resolver == nil {
+		return nil, fmt.Errorf("%s source: no resolver", name)
+	}
+	if cfg.Log == nil {
+		cfg.Log = logrus.StandardLogger()
+	}
+	s := &Source{name: name, kind: k, cfg: cfg, reports: newReporter(cfg.Log, cfg.Warner)}
+	if err := k.start(ctx, c, cfg, s.changed); err != nil {
+		return nil, fmt.Errorf("%s source: %w", name, err)
+	}
+	return s, nil
+}
+
+// Name is the source's --source name.
+func (s *Source) Name() string { return s.name }
+
+// changed fires the handlers when an opted-in object (or one that was opted in) changed.
+// Resyncs that deliver the same resourceVersion are not changes.
+func (s *Source) changed(old, cur metav1.Object) {
+	switch {
+	case old == nil && cur == nil:
+		s.handlers.fire()
+	case old != nil && cur != nil && old.GetResourceVersion() == cur.GetResourceVersion():
+	case (old != nil && s.kind.optedIn(old)) || (cur != nil && s.kind.optedIn(cur)):
+		s.handlers.fire()
+	}
+}
+
+// AddEventHandler registers handler for changes of opted-in objects and of the Services the
+// resolver watches. It must be cheap: it runs on informer goroutines.
+func (s *Source) AddEventHandler(handler func()) {
+	s.handlers.add(handler)
+	s.cfg.Resolver.AddEventHandler(handler)
+}
+
+// Synced reports whether the caches this source reads are filled.
+func (s *Source) Synced() bool { return s.kind.synced() && s.cfg.Resolver.Synced() }
+
+// Endpoints returns one endpoint per (object, hostname), sorted by hostname; the registry
+// merges claims. An unsynced cache is an error, never an empty answer, because an empty answer
+// would plan deletes.
+func (s *Source) Endpoints(context.Context) ([]*endpoint.Endpoint, error) {
+	if !s.Synced() {
+		return nil, fmt.Errorf("%s source: informer cache not synced", s.name)
+	}
+	objs, err := s.kind.objects()
+	if err != nil {
+		return nil, fmt.Errorf("%s source: %w", s.name, err)
+	}
+	claims := make([]claim, 0, len(objs))
+	versions := make(map[types.UID]string, len(objs))
+	for _, o := range objs {
+		if s.kind.optedIn(o) {
+			claims = append(claims, s.kind.claim(o))
+			versions[o.GetUID()] = o.GetResourceVersion()
+		}
+	}
+	sort.Slice(claims, func(i, j int) bool { return refLess(claims[i].ref, claims[j].ref) })
+	var out []*endpoint.Endpoint
+	for _, c := range claims {
+		eps, problems := buildEndpoints(c, s.cfg.Resolver)
+		s.reports.report(c.ref, versions[types.UID(c.ref.UID)], problems)
+		out = append(out, eps...)
+	}
+	s.reports.forgetExcept(versions)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Hostname < out[j].Hostname })
+	return out, nil
+}
+
+// Problems returns the problems of each object, by UID, as of the last Endpoints.
+func (s *Source) Problems() map[string][]Problem { return s.reports.problems() }
+
+func refLess(a, b endpoint.SourceRef) bool {
+	if a.Namespace != b.Namespace {
+		return a.Namespace < b.Namespace
+	}
+	if a.Name != b.Name {
+		return a.Name < b.Name
+	}
+	if a.Kind != b.Kind {
+		return a.Kind < b.Kind
+	}
+	return a.Group < b.Group
+}
+
+// refOf is the reference an endpoint carries back to its object.
+func refOf(group, version, kind string, o metav1.Object) endpoint.SourceRef {
+	return endpoint.SourceRef{Group: group, Version: version, Kind: kind, Namespace: o.GetNamespace(), Name: o.GetName(),
+		UID: string(o.GetUID()), CreationTimestamp: o.GetCreationTimestamp().Time}
+}
+
+// annotatedClaim is the claim of a kind opted in and overridden by annotations.
+func annotatedClaim(ref endpoint.SourceRef, o metav1.Object, hosts []string, own Own, problems []Problem) claim {
+	return claim{ref: ref, hosts: hosts, overrides: parseOverrides(o.GetAnnotations()), own: own, problems: problems}
+}
+
+// enabled is the opt-in of annotated kinds.
+func enabled(o metav1.Object) bool { return o.GetAnnotations()[AnnotationEnabled] == "true" }
+
+// buildEndpoints is the part every kind shares: normalise the hostnames, apply the overrides,
+// resolve the targets (holding when nothing resolves), and make one endpoint per hostname.
+func buildEndpoints(c claim, r *Resolver) ([]*endpoint.Endpoint, []Problem) {
+	o := c.overrides
+	problems := append(c.problems, o.problems...)
+	var hosts []string
+	seen := map[string]bool{}
+	for _, raw := range c.hosts {
+		h, err := endpoint.NormalizeHostname(raw)
+		if err != nil {
+			problems = append(problems, invalidHostname("host skipped: %v", err))
+			continue
+		}
+		if !seen[h] {
+			seen[h] = true
+			hosts = append(hosts, h)
+		}
+	}
+	if len(hosts) == 0 {
+		return nil, problems
+	}
+	var targets []string
+	switch {
+	case o.badIPs:
+		// Held: keep whatever exists until the override is fixed.
+	case o.ips != nil:
+		targets = o.ips
+	default:
+		var why string
+		targets, why = r.Resolve(c.own)
+		if len(targets) == 0 {
+			problems = append(problems, Problem{Reason: ReasonNoAddress, Message: why + "; existing entries are held"})
+		}
+	}
+	out := make([]*endpoint.Endpoint, 0, len(hosts))
+	for _, h := range hosts {
+		aliases, errs := endpoint.NormalizeAliases(h, o.aliases)
+		for _, err := range errs {
+			problems = append(problems, invalidAnnotation("%s: %v; dropped", o.aliasesFrom, err))
+		}
+		out = append(out, &endpoint.Endpoint{
+			Hostname: h, Targets: targets, Aliases: aliases, Tags: o.tags,
+			Sources: []endpoint.SourceRef{c.ref}, GracePeriod: o.gracePeriod,
+		})
+	}
+	return out, problems
+}
