@@ -281,8 +281,10 @@ func (c *Controller) SyncOnce(ctx context.Context) (*Outcome, error) { return c.
 // changes refused before.
 func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
 	start := c.cfg.Now()
-	var eps []*endpoint.Endpoint
-	objects := map[string]Object{}
+	var (
+		eps     []*endpoint.Endpoint
+		objects map[string]Object // by the object's UID
+	)
 	counts := make([]int, len(c.cfg.Sources))
 	for i, s := range c.cfg.Sources {
 		got, err := s.Endpoints(ctx)
@@ -292,6 +294,9 @@ func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
 			return nil, err
 		}
 		counts[i] = len(got)
+		if objects == nil {
+			objects = make(map[string]Object, len(got))
+		}
 		for _, ep := range got {
 			if c.cfg.DomainFilter.Match(ep.Hostname) {
 				eps = append(eps, ep)

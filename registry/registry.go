@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -41,6 +42,16 @@ type Registry struct {
 	cfg        Config
 	clusterTag string
 	log        logrus.FieldLogger
+
+	// views are the views of the last Classify's records by ID, with the tags they were made
+	// from: the syncs between two writes to an entry split its tags once.
+	viewsMu sync.Mutex
+	views   map[string]taggedView
+}
+
+type taggedView struct {
+	tags []string
+	v    view
 }
 
 // New validates cfg and returns a Registry.
@@ -122,11 +133,21 @@ func (s *State) ForeignCount() int {
 // a tag an adopted entry carried before adoption (recorded in its loan) never makes it
 // another cluster's, nor marks it for deletion.
 func (r *Registry) Classify(records []endpoint.Record) *State {
-	st := &State{Foreign: map[string][]endpoint.Record{}, Unowned: map[string][]endpoint.Record{}, views: map[string]view{}}
+	st := &State{Foreign: map[string][]endpoint.Record{}, Unowned: map[string][]endpoint.Record{}, views: make(map[string]view, len(records)),
+		Owned: make([]endpoint.Record, 0, len(records))}
+	r.viewsMu.Lock()
+	defer r.viewsMu.Unlock()
+	prev := r.views
+	r.views = make(map[string]taggedView, len(records))
 	for i := range records {
 		rec := records[i]
 		key := strings.ToLower(rec.Hostname)
-		v := viewOf(&rec)
+		vv, ok := prev[rec.ID]
+		if !ok || !slices.Equal(vv.tags, rec.Tags) {
+			vv = taggedView{rec.Tags, viewOf(&rec)}
+		}
+		r.views[rec.ID] = vv
+		v := vv.v
 		switch {
 		case !v.has(TagOwner):
 			st.Unowned[key] = append(st.Unowned[key], rec)
@@ -179,7 +200,7 @@ func (r *Registry) Current(st *State, desired []*endpoint.Endpoint) []plan.Curre
 //     tag (those not already marked for deletion): they stay wanted as they are.
 //   - Reserved tags among the user's tags are dropped and reported as Problems.
 func (r *Registry) Desired(eps []*endpoint.Endpoint, st *State) []*endpoint.Endpoint {
-	byHost := map[string][]*endpoint.Endpoint{}
+	byHost := make(map[string][]*endpoint.Endpoint, len(eps))
 	for _, ep := range eps {
 		byHost[ep.Hostname] = append(byHost[ep.Hostname], ep)
 		// Reported for every claim, written for none, whether or not the claim wins.
@@ -189,7 +210,7 @@ func (r *Registry) Desired(eps []*endpoint.Endpoint, st *State) []*endpoint.Endp
 			}
 		}
 	}
-	ownedByHost := map[string][]*endpoint.Record{}
+	ownedByHost := make(map[string][]*endpoint.Record, len(st.Owned))
 	for i := range st.Owned {
 		rec := &st.Owned[i]
 		key := strings.ToLower(rec.Hostname)
@@ -248,11 +269,16 @@ func (r *Registry) merge(host string, claims []*endpoint.Endpoint, owned []*endp
 		winner = claims[0].Sources[0].Namespace
 		winnerText = winner + "/" + claims[0].Sources[0].Name
 	}
-	m := &endpoint.Endpoint{Hostname: host, TargetTags: map[string][]string{}}
+	m := &endpoint.Endpoint{Hostname: host, Sources: make([]endpoint.SourceRef, 0, len(claims))}
+	// perTarget is one claim's wish for one address: whose it is and how long its grace.
+	type perTarget struct {
+		ip      string
+		grace   *time.Duration
+		sources []endpoint.SourceRef
+	}
 	var (
-		targets, aliases, tags []string
-		kinds                  = map[string]bool{}
-		graces                 = map[string][]*time.Duration{} // per target, nil = default
+		targets, aliases, tags, kinds []string
+		wishes                        []perTarget
 	)
 	for _, c := range claims {
 		src := c.Sources[0]
@@ -267,10 +293,7 @@ func (r *Registry) merge(host string, claims []*endpoint.Endpoint, owned []*endp
 			want = r.heldTargets(c, owned, st)
 		}
 		for _, ip := range want {
-			for _, s := range c.Sources {
-				m.TargetTags[ip] = append(m.TargetTags[ip], PrefixSource+s.UID)
-			}
-			graces[ip] = append(graces[ip], c.GracePeriod)
+			wishes = append(wishes, perTarget{ip, c.GracePeriod, c.Sources})
 		}
 		targets = append(targets, want...)
 		aliases = append(aliases, c.Aliases...)
@@ -281,15 +304,29 @@ func (r *Registry) merge(host string, claims []*endpoint.Endpoint, owned []*endp
 		}
 		m.Sources = append(m.Sources, c.Sources...)
 		for _, s := range c.Sources {
-			kinds[s.Kind] = true
+			kinds = append(kinds, PrefixKind+s.Kind)
 		}
 	}
 	if len(m.Sources) == 0 {
 		return nil
 	}
 	m.Targets = endpoint.SortedUnique(targets)
-	for ip, ts := range m.TargetTags {
-		if g := r.graceTag(graces[ip]); g != "" {
+	m.TargetTags = make(map[string][]string, len(m.Targets))
+	for _, ip := range m.Targets {
+		var (
+			ts     []string
+			graces []*time.Duration // nil = the default
+		)
+		for _, w := range wishes {
+			if w.ip != ip {
+				continue
+			}
+			for _, s := range w.sources {
+				ts = append(ts, PrefixSource+s.UID)
+			}
+			graces = append(graces, w.grace)
+		}
+		if g := r.graceTag(graces); g != "" {
 			ts = append(ts, g)
 		}
 		m.TargetTags[ip] = endpoint.SortedUnique(ts)
@@ -299,11 +336,7 @@ func (r *Registry) merge(host string, claims []*endpoint.Endpoint, owned []*endp
 		m.Aliases = m.Aliases[:endpoint.MaxAliases]
 	}
 	m.Tags = endpoint.SortedUnique(append(tags, r.cfg.DefaultTags...))
-	owner := []string{TagOwner, r.clusterTag, PrefixNamespace + winner}
-	for k := range kinds {
-		owner = append(owner, PrefixKind+k)
-	}
-	m.OwnerTags = endpoint.SortedUnique(owner)
+	m.OwnerTags = endpoint.SortedUnique(append(kinds, TagOwner, r.clusterTag, PrefixNamespace+winner))
 	m.Comment = commentPrefix + m.Sources[0].String()
 	if len(m.Sources) > 1 {
 		m.Comment += fmt.Sprintf(" (+%d more)", len(m.Sources)-1)

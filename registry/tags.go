@@ -100,6 +100,7 @@ func viewOf(rec *endpoint.Record) view {
 	v := view{blockStart: -1}
 	start, end := loanBlock(rec.Tags)
 	if start < 0 {
+		v.op = make([]string, 0, len(rec.Tags))
 		for _, t := range rec.Tags {
 			if Reserved(t) {
 				v.op = append(v.op, t)

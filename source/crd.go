@@ -10,8 +10,8 @@ import (
 	"github.com/sirupsen/logrus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
@@ -34,8 +34,8 @@ type crdWatch struct {
 	// onChange is told of each object's change, and with nil and nil of a resource that
 	// became served.
 	onChange func(old, cur metav1.Object)
-	// specOnly drops updates that change only the status: the operator's own status writes.
-	specOnly bool
+	// ignore, when set, drops updates that change nothing the kind reads.
+	ignore func(old, cur metav1.Object) bool
 	// transform cuts objects down before they are cached.
 	transform cache.TransformFunc
 
@@ -45,7 +45,7 @@ type crdWatch struct {
 	missing map[schema.GroupVersionResource]bool
 }
 
-func newCRDWatch(client dynamic.Interface, disc discovery.DiscoveryInterface, cfg Config, specOnly bool,
+func newCRDWatch(client dynamic.Interface, disc discovery.DiscoveryInterface, cfg Config, ignore func(old, cur metav1.Object) bool,
 	transform cache.TransformFunc, onChange func(old, cur metav1.Object)) *crdWatch {
 	interval := cfg.DiscoveryInterval
 	if interval <= 0 {
@@ -53,7 +53,7 @@ func newCRDWatch(client dynamic.Interface, disc discovery.DiscoveryInterface, cf
 	}
 	return &crdWatch{
 		client: client, disc: disc, namespace: cfg.Namespace, selector: cfg.LabelSelector, interval: interval,
-		log: cfg.Log, onChange: onChange, specOnly: specOnly, transform: transform,
+		log: cfg.Log, onChange: onChange, ignore: ignore, transform: transform,
 		active: map[schema.GroupVersionResource]cache.GenericLister{}, started: map[schema.GroupVersionResource]bool{},
 		missing: map[schema.GroupVersionResource]bool{},
 	}
@@ -126,7 +126,9 @@ func (w *crdWatch) check(ctx context.Context, gvrs []schema.GroupVersionResource
 				return false
 			}
 			w.mu.Lock()
-			w.active[gvr] = inf.Lister()
+			// A lister of the indexer as it is: the dynamic lister would insist on
+			// unstructured objects, and a transform may cache typed ones.
+			w.active[gvr] = cache.NewGenericLister(inf.Informer().GetIndexer(), gvr.GroupResource())
 			wasMissing := w.missing[gvr]
 			w.mu.Unlock()
 			if wasMissing {
@@ -169,35 +171,15 @@ func (w *crdWatch) served(gvr schema.GroupVersionResource) (bool, error) {
 	return false, nil
 }
 
-// changed passes an object's change on, unless it changed only the status of a kind that
-// does not read it.
+// changed passes an object's change on, unless it changed nothing the kind reads.
 func (w *crdWatch) changed(old, obj any) {
-	cur, prev := asUnstructured(obj), asUnstructured(old)
-	if w.specOnly && prev != nil && cur != nil && onlyStatusChanged(prev, cur) {
+	prev, cur := asObject(old), asObject(obj)
+	if prev != nil && cur != nil && w.ignore != nil && w.ignore(prev, cur) {
 		return
 	}
-	// A nil *Unstructured must reach onChange as a nil interface.
-	var a, b metav1.Object
-	if prev != nil {
-		a = prev
+	if prev != nil || cur != nil {
+		w.onChange(prev, cur)
 	}
-	if cur != nil {
-		b = cur
-	}
-	if a != nil || b != nil {
-		w.onChange(a, b)
-	}
-}
-
-// onlyStatusChanged reports whether an update changed nothing but the status: for a kind that
-// does not read its status, the operator's own status write coming back. Answering it with a sync would keep the loop
-// busy for as long as statuses are written, and hold every real change back by the minimum
-// spacing of event-triggered syncs.
-func onlyStatusChanged(prev, cur *unstructured.Unstructured) bool {
-	return prev.GetGeneration() == cur.GetGeneration() &&
-		reflect.DeepEqual(prev.GetAnnotations(), cur.GetAnnotations()) &&
-		reflect.DeepEqual(prev.Object["spec"], cur.Object["spec"]) &&
-		!reflect.DeepEqual(prev.Object["status"], cur.Object["status"])
 }
 
 // listers returns the resources being watched whose caches are ready.
@@ -211,13 +193,13 @@ func (w *crdWatch) listers() map[schema.GroupVersionResource]cache.GenericLister
 	return out
 }
 
-func asUnstructured(obj any) *unstructured.Unstructured {
-	switch o := obj.(type) {
-	case *unstructured.Unstructured:
+// asObject is the cached object an informer handed over, nil for none.
+func asObject(obj any) metav1.Object {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if o, ok := obj.(metav1.Object); ok && !reflect.ValueOf(o).IsNil() {
 		return o
-	case cache.DeletedFinalStateUnknown:
-		u, _ := o.Obj.(*unstructured.Unstructured)
-		return u
 	}
 	return nil
 }
@@ -233,15 +215,15 @@ type crdResource struct {
 // optedIn and claim.
 type crdKind struct {
 	resources []crdResource
-	// keepSpec cuts the spec down to what the kind reads before objects are cached.
-	keepSpec func(spec map[string]any) map[string]any
-	// specOnly: an update that changes only the status starts no sync.
-	specOnly bool
-	watch    *crdWatch
+	// transform cuts objects down to what the kind reads before they are cached.
+	transform cache.TransformFunc
+	// ignore, when set, says which updates change nothing the kind reads.
+	ignore func(old, cur metav1.Object) bool
+	watch  *crdWatch
 }
 
 func (k *crdKind) start(ctx context.Context, c Clients, cfg Config, changed func(old, cur metav1.Object)) error {
-	k.watch = newCRDWatch(c.Dynamic, c.Discovery, cfg, k.specOnly, slimUnstructured(k.keepSpec), changed)
+	k.watch = newCRDWatch(c.Dynamic, c.Discovery, cfg, k.ignore, k.transform, changed)
 	gvrs := make([]schema.GroupVersionResource, 0, len(k.resources))
 	for _, r := range k.resources {
 		gvrs = append(gvrs, r.gvr)
@@ -266,8 +248,8 @@ func (k *crdKind) objects() ([]metav1.Object, error) {
 			return nil, fmt.Errorf("listing %s from the cache: %w", r.gvr, err)
 		}
 		for _, o := range objs {
-			if u, ok := o.(*unstructured.Unstructured); ok {
-				out = append(out, u)
+			if m, ok := o.(metav1.Object); ok {
+				out = append(out, m)
 			}
 		}
 	}
@@ -275,7 +257,10 @@ func (k *crdKind) objects() ([]metav1.Object, error) {
 }
 
 // ref is the reference to a cached custom resource, from the apiVersion and kind it carries.
-func (k *crdKind) ref(u *unstructured.Unstructured) endpoint.SourceRef {
-	gvk := u.GroupVersionKind()
-	return refOf(gvk.Group, gvk.Version, gvk.Kind, u)
+func (k *crdKind) ref(o metav1.Object) endpoint.SourceRef {
+	var gvk schema.GroupVersionKind
+	if r, ok := o.(runtime.Object); ok {
+		gvk = r.GetObjectKind().GroupVersionKind()
+	}
+	return refOf(gvk.Group, gvk.Version, gvk.Kind, o)
 }

@@ -7,23 +7,29 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/router-hosts-operator/router-hosts-operator/api/v1alpha1"
 )
 
 // HostMappingGVR is the HostMapping custom resource (kustomize/crds/hostmapping.yaml).
-var HostMappingGVR = schema.GroupVersionResource{Group: "router-hosts.fzymgc.house", Version: "v1alpha1", Resource: "hostmappings"}
+var HostMappingGVR = v1alpha1.HostMappingResource
 
 // HostMappingKind is the kind written in kind: tags and events.
-const HostMappingKind = "HostMapping"
+const HostMappingKind = v1alpha1.HostMappingKind
 
 // hostMappingKind reads HostMappings: explicit entries for hosts that live outside any
-// ingress. They need no opt-in annotation; the resource itself is the opt-in. Their status is
-// the operator's own writing, so a status-only update starts no sync.
+// ingress. They need no opt-in annotation; the resource itself is the opt-in. The cache holds
+// them typed (v1alpha1), and their status is the operator's own writing, so an update that
+// changes only the status starts no sync.
 type hostMappingKind struct{ crdKind }
 
 func newHostMappingKind() kind {
-	return &hostMappingKind{crdKind{resources: []crdResource{{HostMappingGVR, HostMappingKind}}, keepSpec: wholeSpec, specOnly: true}}
+	return &hostMappingKind{crdKind{resources: []crdResource{{HostMappingGVR, HostMappingKind}}, transform: slimHostMapping,
+		ignore: func(old, cur metav1.Object) bool {
+			a, okA := old.(*v1alpha1.HostMapping)
+			b, okB := cur.(*v1alpha1.HostMapping)
+			return okA && okB && v1alpha1.OnlyStatusChanged(a, b)
+		}}}
 }
 
 func (k *hostMappingKind) optedIn(metav1.Object) bool { return true }
@@ -32,34 +38,25 @@ func (k *hostMappingKind) optedIn(metav1.Object) bool { return true }
 // play the parts of the hostnames and override annotations; the grace-period annotation
 // applies as on other kinds.
 func (k *hostMappingKind) claim(o metav1.Object) claim {
-	u := o.(*unstructured.Unstructured)
-	c := claim{ref: k.ref(u), overrides: overrides{aliasesFrom: "spec.aliases"}}
-	spec, _, _ := unstructured.NestedMap(u.Object, "spec")
-	if hostname, _ := spec["hostname"].(string); hostname != "" {
-		c.hosts = []string{hostname}
+	hm := o.(*v1alpha1.HostMapping)
+	c := claim{ref: refOf(HostMappingGVR.Group, HostMappingGVR.Version, HostMappingKind, hm), overrides: overrides{aliasesFrom: "spec.aliases"}}
+	for _, m := range hm.Spec.Malformed {
+		c.problems = append(c.problems, invalidAnnotation("%s", m))
+	}
+	if hm.Spec.Hostname != "" {
+		c.hosts = []string{hm.Spec.Hostname}
 	} else {
 		c.problems = append(c.problems, invalidHostname("spec.hostname is empty"))
 	}
-	field := "spec.ipAddress"
-	ip, _ := spec["ipAddress"].(string)
-	if ip == "" {
-		field = "spec.ip"
-		ip, _ = spec["ip"].(string)
+	switch {
+	case hm.Spec.IPAddress != "":
+		c.overrides.setIPs("spec.ipAddress", []string{strings.TrimSpace(hm.Spec.IPAddress)})
+	case hm.Spec.IP != "":
+		c.overrides.setIPs("spec.ip", []string{strings.TrimSpace(hm.Spec.IP)})
 	}
-	if ip != "" {
-		c.overrides.setIPs(field, []string{strings.TrimSpace(ip)})
-	}
-	lists := map[string][]string{}
-	for _, name := range []string{"aliases", "tags"} {
-		list, _, err := unstructured.NestedStringSlice(spec, name)
-		if err != nil {
-			c.problems = append(c.problems, invalidAnnotation("spec.%s is not a list of strings", name))
-		}
-		lists[name] = list
-	}
-	c.overrides.aliases = lists["aliases"]
-	c.overrides.setTags("spec.tags", lists["tags"])
-	c.overrides.setGracePeriod(u.GetAnnotations())
+	c.overrides.aliases = hm.Spec.Aliases
+	c.overrides.setTags("spec.tags", hm.Spec.Tags)
+	c.overrides.setGracePeriod(hm.Annotations)
 	return c
 }
 
@@ -74,23 +71,28 @@ func HostMappingsOf(s *Source) (HostMappings, bool) {
 }
 
 // Objects returns the cached HostMappings, sorted by namespace and name.
-func (h HostMappings) Objects() ([]*unstructured.Unstructured, error) {
+func (h HostMappings) Objects() ([]*v1alpha1.HostMapping, error) {
 	objs, err := h.k.objects()
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*unstructured.Unstructured, 0, len(objs))
+	out := make([]*v1alpha1.HostMapping, 0, len(objs))
 	for _, o := range objs {
-		out = append(out, o.(*unstructured.Unstructured))
+		if hm, ok := o.(*v1alpha1.HostMapping); ok {
+			out = append(out, hm)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool {
-		return out[i].GetNamespace()+"/"+out[i].GetName() < out[j].GetNamespace()+"/"+out[j].GetName()
+		if out[i].Namespace != out[j].Namespace {
+			return out[i].Namespace < out[j].Namespace
+		}
+		return out[i].Name < out[j].Name
 	})
 	return out, nil
 }
 
 // Object returns one HostMapping from the cache, nil when it is not there.
-func (h HostMappings) Object(namespace, name string) (*unstructured.Unstructured, error) {
+func (h HostMappings) Object(namespace, name string) (*v1alpha1.HostMapping, error) {
 	l := h.k.watch.listers()[HostMappingGVR]
 	if l == nil {
 		return nil, nil
@@ -102,6 +104,6 @@ func (h HostMappings) Object(namespace, name string) (*unstructured.Unstructured
 	if err != nil {
 		return nil, fmt.Errorf("reading HostMapping %s/%s from the cache: %w", namespace, name, err)
 	}
-	u, _ := o.(*unstructured.Unstructured)
-	return u, nil
+	hm, _ := o.(*v1alpha1.HostMapping)
+	return hm, nil
 }

@@ -123,16 +123,17 @@ func (s *Source) Endpoints(context.Context) ([]*endpoint.Endpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s source: %w", s.name, err)
 	}
-	claims := make([]claim, 0, len(objs))
+	claims := make([]*claim, 0, len(objs))
 	versions := make(map[types.UID]string, len(objs))
 	for _, o := range objs {
 		if s.kind.optedIn(o) {
-			claims = append(claims, s.kind.claim(o))
+			c := s.kind.claim(o)
+			claims = append(claims, &c)
 			versions[o.GetUID()] = o.GetResourceVersion()
 		}
 	}
-	sort.Slice(claims, func(i, j int) bool { return refLess(claims[i].ref, claims[j].ref) })
-	var out []*endpoint.Endpoint
+	sort.Slice(claims, func(i, j int) bool { return refLess(&claims[i].ref, &claims[j].ref) })
+	out := make([]*endpoint.Endpoint, 0, len(claims))
 	for _, c := range claims {
 		eps, problems := buildEndpoints(c, s.cfg.Resolver)
 		s.reports.report(c.ref, versions[types.UID(c.ref.UID)], problems)
@@ -146,7 +147,7 @@ func (s *Source) Endpoints(context.Context) ([]*endpoint.Endpoint, error) {
 // Problems returns the problems of each object, by UID, as of the last Endpoints.
 func (s *Source) Problems() map[string][]Problem { return s.reports.problems() }
 
-func refLess(a, b endpoint.SourceRef) bool {
+func refLess(a, b *endpoint.SourceRef) bool {
 	if a.Namespace != b.Namespace {
 		return a.Namespace < b.Namespace
 	}
@@ -175,7 +176,7 @@ func enabled(o metav1.Object) bool { return o.GetAnnotations()[AnnotationEnabled
 
 // buildEndpoints is the part every kind shares: normalise the hostnames, apply the overrides,
 // resolve the targets (holding when nothing resolves), and make one endpoint per hostname.
-func buildEndpoints(c claim, r *Resolver) ([]*endpoint.Endpoint, []Problem) {
+func buildEndpoints(c *claim, r *Resolver) ([]*endpoint.Endpoint, []Problem) {
 	o := c.overrides
 	problems := append(c.problems, o.problems...)
 	var hosts []string

@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/router-hosts-operator/router-hosts-operator/api/v1alpha1"
 )
 
 // The informer transforms below decide what the caches hold: each object is cut down, before
@@ -74,7 +76,7 @@ func slimService(obj any) (any, error) {
 }
 
 // slimUnstructured returns the transform of a custom resource: metadata as slimMeta, status
-// as it is (the HostMapping status writer compares against it), and spec through keepSpec.
+// as it is, and spec through keepSpec.
 func slimUnstructured(keepSpec func(spec map[string]any) map[string]any) cache.TransformFunc {
 	return func(obj any) (any, error) {
 		u, ok := obj.(*unstructured.Unstructured)
@@ -101,8 +103,20 @@ func slimUnstructured(keepSpec func(spec map[string]any) map[string]any) cache.T
 	}
 }
 
-// wholeSpec keeps a spec as it is: a HostMapping's spec is all data the operator reads.
-func wholeSpec(spec map[string]any) map[string]any { return spec }
+// slimHostMapping turns a HostMapping into the typed form the operator reads (v1alpha1), with
+// the metadata of slimMeta.
+func slimHostMapping(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *unstructured.Unstructured:
+		meta := metav1.ObjectMeta{Name: o.GetName(), Namespace: o.GetNamespace(), UID: o.GetUID(), ResourceVersion: o.GetResourceVersion(),
+			Generation: o.GetGeneration(), CreationTimestamp: o.GetCreationTimestamp(), Annotations: ownAnnotations(o.GetAnnotations())}
+		return v1alpha1.FromUnstructured(o, meta), nil
+	case *v1alpha1.HostMapping:
+		o.ObjectMeta = slimMeta(o.ObjectMeta)
+		return o, nil
+	}
+	return obj, nil
+}
 
 // routeMatches keeps only spec.routes[].match of a Traefik route: services, middlewares and TLS
 // options are Traefik's business.

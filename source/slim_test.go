@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ktypes "k8s.io/apimachinery/pkg/types"
 
+	"github.com/router-hosts-operator/router-hosts-operator/api/v1alpha1"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
 
@@ -63,7 +64,7 @@ func TestSlimIngressKeepsWhatTheSourceReads(t *testing.T) {
 // endpointsOf is what s makes of one object: its endpoints, reference and problems.
 func endpointsOf(s *Source, o metav1.Object) ([]*endpoint.Endpoint, endpoint.SourceRef, []Problem) {
 	c := s.kind.claim(o)
-	eps, problems := buildEndpoints(c, s.cfg.Resolver)
+	eps, problems := buildEndpoints(&c, s.cfg.Resolver)
 	return eps, c.ref, problems
 }
 
@@ -105,5 +106,39 @@ func TestSlimRouteKeepsMatches(t *testing.T) {
 		if out := routeMatches(spec); !reflect.DeepEqual(out, spec) {
 			t.Errorf("routeMatches(%v) = %v", spec, out)
 		}
+	}
+}
+
+// TestSlimHostMappingIsTyped: a HostMapping is cached typed, with only the operator's
+// annotations, and the transform applied twice gives the same object.
+func TestSlimHostMappingIsTyped(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "router-hosts.fzymgc.house/v1alpha1", "kind": "HostMapping",
+		"metadata": map[string]any{"name": "nas", "namespace": "ns", "uid": "u1", "resourceVersion": "7", "generation": int64(2),
+			"labels": map[string]any{"a": "b"}, "annotations": map[string]any{AnnotationGracePeriod: "30", "other": "x"},
+			"managedFields": []any{map[string]any{"manager": "kubectl"}}},
+		"spec":   map[string]any{"hostname": "nas.lan", "ipAddress": "10.0.0.5", "tags": []any{"t"}},
+		"status": map[string]any{"synced": true, "routerHostsId": "01J"},
+	}}
+	got, err := slimHostMapping(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hm, ok := got.(*v1alpha1.HostMapping)
+	if !ok {
+		t.Fatalf("cached as %T", got)
+	}
+	if hm.Name != "nas" || hm.ResourceVersion != "7" || hm.Generation != 2 || len(hm.Annotations) != 1 || hm.Labels != nil || hm.ManagedFields != nil ||
+		hm.Spec.Hostname != "nas.lan" || !hm.Status.Synced || hm.Kind != HostMappingKind {
+		t.Fatalf("cached %+v", hm)
+	}
+	again, _ := slimHostMapping(hm.DeepCopyObject())
+	if !reflect.DeepEqual(again, hm) {
+		t.Error("slimHostMapping is not idempotent")
+	}
+	s := &Source{kind: newHostMappingKind(), cfg: Config{Resolver: &Resolver{}}}
+	eps, ref, problems := endpointsOf(s, hm)
+	if len(eps) != 1 || eps[0].Hostname != "nas.lan" || eps[0].GracePeriod == nil || ref.Kind != HostMappingKind || ref.Group != HostMappingGVR.Group || len(problems) != 0 {
+		t.Fatalf("endpoints %v ref %+v problems %v", hostTargets(eps), ref, problems)
 	}
 }

@@ -21,7 +21,7 @@ var traefikResources = []crdResource{
 type traefikKind struct{ crdKind }
 
 func newTraefikKind() kind {
-	return &traefikKind{crdKind{resources: traefikResources, keepSpec: routeMatches}}
+	return &traefikKind{crdKind{resources: traefikResources, transform: slimUnstructured(routeMatches)}}
 }
 
 func (k *traefikKind) optedIn(o metav1.Object) bool { return enabled(o) }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/router-hosts-operator/router-hosts-operator/api/v1alpha1"
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
@@ -38,8 +39,8 @@ const (
 
 // Objects reads HostMappings from a cache (the HostMapping source).
 type Objects interface {
-	Objects() ([]*unstructured.Unstructured, error)
-	Object(namespace, name string) (*unstructured.Unstructured, error)
+	Objects() ([]*v1alpha1.HostMapping, error)
+	Object(namespace, name string) (*v1alpha1.HostMapping, error)
 }
 
 // HostMappings computes and writes HostMapping status.
@@ -49,7 +50,12 @@ type HostMappings struct {
 	log     logrus.FieldLogger
 	now     func() time.Time
 
+	// digesting serialises digests, so that reports are digested in the order they came.
+	digesting sync.Mutex
+
 	mu sync.Mutex
+	// report is the latest sync's report, not digested yet; a newer one replaces it.
+	report *controller.Report
 	// pending is the latest wanted status of each object not yet written; a newer sync's
 	// replaces an older one. queue holds its keys in the order they became pending.
 	pending map[types.NamespacedName]state
@@ -80,9 +86,27 @@ type state struct {
 	message string
 }
 
-// Report computes every HostMapping's status from the sync and hands those that differ from
-// what the object shows to the writer. It reads only the cache and never waits for a write.
+// Report hands the sync's report over and returns at once: the writer works out the statuses
+// beside the loop. A report not digested yet is replaced by a newer one.
 func (h *HostMappings) Report(_ context.Context, r *controller.Report) {
+	h.mu.Lock()
+	h.report = r
+	h.mu.Unlock()
+	h.signal()
+}
+
+// digestLatest computes every HostMapping's status from the latest report, if one is waiting,
+// and queues those that differ from what the object shows. It reads only the cache.
+func (h *HostMappings) digestLatest() {
+	h.digesting.Lock()
+	defer h.digesting.Unlock()
+	h.mu.Lock()
+	r := h.report
+	h.report = nil
+	h.mu.Unlock()
+	if r == nil {
+		return
+	}
 	objs, err := h.objects.Objects()
 	if err != nil {
 		h.log.WithError(err).Warn("listing HostMappings for status")
@@ -97,14 +121,14 @@ func (h *HostMappings) Report(_ context.Context, r *controller.Report) {
 		dropped[p.Source.UID] = append(dropped[p.Source.UID], p.Message)
 	}
 	wants := make([]state, len(objs))
-	for i, u := range objs {
-		wants[i] = h.compute(u, r, desired, dropped[string(u.GetUID())])
+	for i, hm := range objs {
+		wants[i] = h.compute(hm, r, desired, dropped[string(hm.UID)])
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for i, u := range objs {
-		key := types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}
-		shown := current(u)
+	for i, hm := range objs {
+		key := types.NamespacedName{Namespace: hm.Namespace, Name: hm.Name}
+		shown := current(hm)
 		if sent, ok := h.sent[key]; ok {
 			if sent == shown && (h.writing == nil || *h.writing != key) {
 				delete(h.sent, key) // the cache has caught up
@@ -121,7 +145,6 @@ func (h *HostMappings) Report(_ context.Context, r *controller.Report) {
 			h.queue = append(h.queue, key)
 		}
 	}
-	h.signal()
 }
 
 func (h *HostMappings) signal() {
@@ -131,8 +154,9 @@ func (h *HostMappings) signal() {
 	}
 }
 
-// Pending is the number of statuses waiting to be written.
+// Pending is the number of statuses waiting to be written, the latest report digested.
 func (h *HostMappings) Pending() int {
+	h.digestLatest()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return len(h.queue)
@@ -144,10 +168,11 @@ func (h *HostMappings) Pending() int {
 func (h *HostMappings) Run(ctx context.Context) {
 	defer func() {
 		h.mu.Lock()
-		h.pending, h.queue, h.writing, h.sent = map[types.NamespacedName]state{}, nil, nil, map[types.NamespacedName]state{}
+		h.report, h.pending, h.queue, h.writing, h.sent = nil, map[types.NamespacedName]state{}, nil, nil, map[types.NamespacedName]state{}
 		h.mu.Unlock()
 	}()
 	for {
+		h.digestLatest()
 		h.mu.Lock()
 		if len(h.queue) == 0 {
 			h.writing = nil
@@ -168,18 +193,18 @@ func (h *HostMappings) Run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		u, err := h.objects.Object(key.Namespace, key.Name)
+		hm, err := h.objects.Object(key.Namespace, key.Name)
 		h.mu.Lock()
 		shown, sent := h.sent[key]
 		h.mu.Unlock()
-		if !sent && u != nil {
-			shown = current(u)
+		if !sent && hm != nil {
+			shown = current(hm)
 		}
-		if err == nil && u != nil && shown != want {
+		if err == nil && hm != nil && shown != want {
 			h.mu.Lock()
 			h.sent[key] = want
 			h.mu.Unlock()
-			if err = h.write(ctx, u, want); err != nil {
+			if err = h.write(ctx, hm, want); err != nil {
 				// Not written: compare with what the object shows again.
 				h.mu.Lock()
 				delete(h.sent, key)
@@ -196,8 +221,9 @@ func (h *HostMappings) Run(ctx context.Context) {
 // process does not exit with statuses unwritten.
 func (h *HostMappings) Flush(ctx context.Context) error {
 	for {
+		h.digestLatest()
 		h.mu.Lock()
-		idle := len(h.queue) == 0 && h.writing == nil
+		idle := len(h.queue) == 0 && h.writing == nil && h.report == nil
 		h.mu.Unlock()
 		if idle {
 			return nil
@@ -210,13 +236,13 @@ func (h *HostMappings) Flush(ctx context.Context) error {
 	}
 }
 
-func (h *HostMappings) compute(u *unstructured.Unstructured, r *controller.Report, desired map[string]*endpoint.Endpoint, dropped []string) state {
-	prev := current(u)
-	st := state{gen: u.GetGeneration(), id: prev.id}
+func (h *HostMappings) compute(hm *v1alpha1.HostMapping, r *controller.Report, desired map[string]*endpoint.Endpoint, dropped []string) state {
+	prev := current(hm)
+	st := state{gen: hm.Generation, id: prev.id}
 	if r.Stage == controller.StageSource {
 		return prev // a source failed: nothing new is known about this object
 	}
-	obj := r.Objects[string(u.GetUID())]
+	obj := r.Objects[string(hm.UID)]
 	eps, problems := obj.Endpoints, obj.Problems
 	switch {
 	case len(eps) == 0:
@@ -231,7 +257,7 @@ func (h *HostMappings) compute(u *unstructured.Unstructured, r *controller.Repor
 	}
 	ep := eps[0]
 	d := desired[ep.Hostname]
-	if d == nil || !claims(d, string(u.GetUID())) {
+	if d == nil || !claims(d, string(hm.UID)) {
 		st.reason, st.id = ReasonConflict, ""
 		st.message = fmt.Sprintf("hostname %s is claimed by another object or cluster", ep.Hostname)
 		return st
@@ -286,63 +312,49 @@ func joinProblems(p []endpoint.Problem) string {
 	return out
 }
 
-// current reads the decisive part of the object's status.
-func current(u *unstructured.Unstructured) state {
-	var st state
-	st.synced, _, _ = unstructured.NestedBool(u.Object, "status", "synced")
-	st.id, _, _ = unstructured.NestedString(u.Object, "status", "routerHostsId")
-	st.gen, _, _ = unstructured.NestedInt64(u.Object, "status", "observedGeneration")
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == "Synced" {
-			st.reason, _ = m["reason"].(string)
-			st.message, _ = m["message"].(string)
-		}
-	}
-	return st
+// current is the decisive part of the object's status.
+func current(hm *v1alpha1.HostMapping) state {
+	st := hm.Status
+	return state{synced: st.Synced, id: st.RouterHostsID, gen: st.ObservedGeneration, reason: st.Reason, message: st.Message}
 }
 
 // errNotWritten says the object changed or went meanwhile; the sync that change triggers
 // writes the status again.
 var errNotWritten = errors.New("object changed meanwhile; status not written")
 
-// write updates the status subresource.
-func (h *HostMappings) write(ctx context.Context, u *unstructured.Unstructured, st state) error {
+// write updates the status subresource. The object sent carries only the identity, the
+// version it was read at and the status: the apiserver takes nothing else from a status update.
+func (h *HostMappings) write(ctx context.Context, hm *v1alpha1.HostMapping, st state) error {
 	now := h.now().UTC().Format(time.RFC3339)
-	prev := current(u)
 	transition := now
-	if conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions"); prev.synced == st.synced {
-		for _, c := range conds {
-			if m, _ := c.(map[string]any); m["type"] == "Synced" {
-				if t, ok := m["lastTransitionTime"].(string); ok {
-					transition = t
-				}
-			}
-		}
+	if hm.Status.Synced == st.synced && hm.Status.LastTransitionTime != "" {
+		transition = hm.Status.LastTransitionTime
 	}
 	condStatus := "False"
 	if st.synced {
 		condStatus = "True"
 	}
-	obj := u.DeepCopy()
-	obj.Object["status"] = map[string]any{
-		"synced":             st.synced,
-		"routerHostsId":      st.id,
-		"lastSyncTime":       now,
-		"observedGeneration": st.gen,
-		"conditions": []any{map[string]any{
-			"type": "Synced", "status": condStatus, "reason": st.reason, "message": st.message,
-			"observedGeneration": st.gen, "lastTransitionTime": transition,
-		}},
-	}
-	_, err := h.client.Namespace(u.GetNamespace()).UpdateStatus(ctx, obj, metav1.UpdateOptions{})
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": v1alpha1.GroupVersion.String(), "kind": v1alpha1.HostMappingKind,
+		"metadata": map[string]any{"name": hm.Name, "namespace": hm.Namespace, "resourceVersion": hm.ResourceVersion},
+		"status": map[string]any{
+			"synced":             st.synced,
+			"routerHostsId":      st.id,
+			"lastSyncTime":       now,
+			"observedGeneration": st.gen,
+			"conditions": []any{map[string]any{
+				"type": v1alpha1.ConditionSynced, "status": condStatus, "reason": st.reason, "message": st.message,
+				"observedGeneration": st.gen, "lastTransitionTime": transition,
+			}},
+		},
+	}}
+	_, err := h.client.Namespace(hm.Namespace).UpdateStatus(ctx, obj, metav1.UpdateOptions{})
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		return errNotWritten
 	}
 	if err != nil {
-		return fmt.Errorf("updating status of HostMapping %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+		return fmt.Errorf("updating status of HostMapping %s/%s: %w", hm.Namespace, hm.Name, err)
 	}
-	h.log.WithFields(logrus.Fields{"namespace": u.GetNamespace(), "name": u.GetName(), "reason": st.reason}).Debug("HostMapping status written")
+	h.log.WithFields(logrus.Fields{"namespace": hm.Namespace, "name": hm.Name, "reason": st.reason}).Debug("HostMapping status written")
 	return nil
 }

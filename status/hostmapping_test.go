@@ -10,22 +10,22 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/router-hosts-operator/router-hosts-operator/api/v1alpha1"
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/provider"
-	"github.com/router-hosts-operator/router-hosts-operator/source"
 )
 
 func TestComputeTranslatesTheReport(t *testing.T) {
-	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "router-hosts.fzymgc.house/v1alpha1", "kind": "HostMapping",
-		"metadata": map[string]any{"name": "p", "namespace": "d", "uid": "uid-p", "generation": int64(2)},
-		"spec":     map[string]any{"hostname": "printer.lan", "ipAddress": "10.0.0.9"}}}
+	hm := &v1alpha1.HostMapping{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "d", UID: "uid-p", Generation: 2},
+		Spec: v1alpha1.HostMappingSpec{Hostname: "printer.lan", IPAddress: "10.0.0.9"}}
 	ref := endpoint.SourceRef{Kind: "HostMapping", Namespace: "d", Name: "p", UID: "uid-p"}
 	desired := map[string]*endpoint.Endpoint{"printer.lan": {Hostname: "printer.lan", Targets: []string{"10.0.0.9"}, Sources: []endpoint.SourceRef{ref}}}
 	entries := map[string][]endpoint.Record{"printer.lan": {{ID: "01ABC", IP: "10.0.0.9", Hostname: "printer.lan"}}}
@@ -63,7 +63,7 @@ func TestComputeTranslatesTheReport(t *testing.T) {
 			want: state{gen: 2, reason: ReasonWriteFailed}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := h.compute(u, &tc.report, desired, tc.dropped)
+			got := h.compute(hm, &tc.report, desired, tc.dropped)
 			msg := got.message
 			got.message = ""
 			if got != tc.want {
@@ -77,12 +77,12 @@ func TestComputeTranslatesTheReport(t *testing.T) {
 }
 
 // cacheOf is a HostMapping cache that never catches up, as a slow informer would not.
-type cacheOf struct{ u *unstructured.Unstructured }
+type cacheOf struct{ hm *v1alpha1.HostMapping }
 
-func (c cacheOf) Objects() ([]*unstructured.Unstructured, error) {
-	return []*unstructured.Unstructured{c.u}, nil
+func (c cacheOf) Objects() ([]*v1alpha1.HostMapping, error) {
+	return []*v1alpha1.HostMapping{c.hm}, nil
 }
-func (c cacheOf) Object(string, string) (*unstructured.Unstructured, error) { return c.u, nil }
+func (c cacheOf) Object(string, string) (*v1alpha1.HostMapping, error) { return c.hm, nil }
 
 func TestANewerStatusIsNeverSkippedForOneInFlight(t *testing.T) {
 	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "router-hosts.fzymgc.house/v1alpha1", "kind": "HostMapping",
@@ -91,7 +91,7 @@ func TestANewerStatusIsNeverSkippedForOneInFlight(t *testing.T) {
 		"status": map[string]any{"synced": true, "routerHostsId": "01ABC", "observedGeneration": int64(1),
 			"conditions": []any{map[string]any{"type": "Synced", "status": "True", "reason": ReasonSuccess, "message": "Host synced to router-hosts"}}}}}
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
-		map[schema.GroupVersionResource]string{source.HostMappingGVR: "HostMappingList"}, u.DeepCopy())
+		map[schema.GroupVersionResource]string{v1alpha1.HostMappingResource: "HostMappingList"}, u.DeepCopy())
 	var (
 		mu      sync.Mutex
 		written []string
@@ -109,7 +109,8 @@ func TestANewerStatusIsNeverSkippedForOneInFlight(t *testing.T) {
 		}
 		return true, obj, nil
 	})
-	h := NewHostMappings(cacheOf{u}, client.Resource(source.HostMappingGVR), logrus.New())
+	meta := metav1.ObjectMeta{Name: "p", Namespace: "d", UID: "uid-p", Generation: 1}
+	h := NewHostMappings(cacheOf{v1alpha1.FromUnstructured(u, meta)}, client.Resource(v1alpha1.HostMappingResource), logrus.New())
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go h.Run(ctx)

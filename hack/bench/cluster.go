@@ -177,23 +177,6 @@ func (c *cluster) setIP(ctx context.Context, i int, ip string) error {
 	return nil
 }
 
-// synced counts the HostMappings whose status says Synced for their current generation.
-func (c *cluster) synced(ctx context.Context) (int, error) {
-	list, err := c.hostMappings().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return 0, fmt.Errorf("listing HostMappings: %w", err)
-	}
-	n := 0
-	for _, u := range list.Items {
-		ok, _, _ := unstructured.NestedBool(u.Object, "status", "synced")
-		gen, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
-		if ok && gen == u.GetGeneration() {
-			n++
-		}
-	}
-	return n, nil
-}
-
 // touch changes a label of the i-th Ingress: an informer event for an opted-in object that
 // changes no endpoint, so it triggers a sync that must find nothing to do.
 func (c *cluster) touch(ctx context.Context, i int, value string) error {

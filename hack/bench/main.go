@@ -331,13 +331,21 @@ func (b *bench) run(ctx context.Context, cl *cluster, n int, cost time.Duration)
 	r.ready = <-readyCh
 	step("converged in %v (%.2f × floor; caches synced after %v, first sync %v); RPCs %v", r.converge.Round(time.Millisecond),
 		ratio(r.converge, r.floor), r.ready.Round(time.Millisecond), r.firstSync.Round(time.Millisecond), r.rpcs)
+	var statuses *statusWatch
 	if cl.kind == source.HostMappingKind {
 		// The changes are timed while the statuses of the first sync are still being written.
-		statusDone := make(chan error, 1)
-		go func() { statusDone <- b.statuses(ctx, cl, op, r) }()
-		if r.statusPending, err = pendingStatuses(ctx, cl, n); err != nil {
+		wctx, stopWatch := context.WithCancel(ctx)
+		defer stopWatch()
+		if statuses, err = cl.watchStatuses(wctx); err != nil {
 			return nil, err
 		}
+		r.statusPending = n - statuses.count()
+		statusDone := make(chan error, 1)
+		go func() {
+			at, err := statuses.waitAll(ctx, n, 30*time.Minute, op.alive)
+			r.statusSynced = at.Sub(op.started)
+			statusDone <- err
+		}()
 		if err := b.latency(ctx, cl, op, r, step); err != nil {
 			return nil, err
 		}
@@ -358,7 +366,7 @@ func (b *bench) run(ctx context.Context, cl *cluster, n int, cost time.Duration)
 			return nil, err
 		}
 	} else if b.opts.outage > 0 {
-		if err := b.outage(ctx, cl, op, r, b.opts.outage, step); err != nil {
+		if err := b.outage(ctx, cl, op, r, statuses, b.opts.outage, step); err != nil {
 			return nil, err
 		}
 	}
@@ -539,35 +547,6 @@ func (b *bench) waitIP(ctx context.Context, op *operator, hostname, ip string, t
 		}
 		time.Sleep(b.srv.pollEvery())
 	}
-}
-
-// statuses waits until every HostMapping's status says Synced for its current generation,
-// timing from the operator's start.
-func (b *bench) statuses(ctx context.Context, cl *cluster, op *operator, r *result) error {
-	deadline := time.Now().Add(30 * time.Minute)
-	for {
-		n, err := cl.synced(ctx)
-		if err != nil {
-			return err
-		}
-		if n == r.n {
-			r.statusSynced = time.Since(op.started)
-			return nil
-		}
-		if err := op.alive(); err != nil {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("only %d of %d statuses Synced after %v", n, r.n, time.Since(op.started))
-		}
-		time.Sleep(time.Second)
-	}
-}
-
-// pendingStatuses is how many HostMappings do not yet show Synced.
-func pendingStatuses(ctx context.Context, cl *cluster, n int) (int, error) {
-	synced, err := cl.synced(ctx)
-	return n - synced, err
 }
 
 // percentile is the nearest-rank percentile p of ds.

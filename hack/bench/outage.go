@@ -43,7 +43,7 @@ const recoveryChangeEvery = 1100 * time.Millisecond
 // after the stop (so a sync fails and the statuses turn ServerUnreachable), brings the server
 // back and times the recovery: until the change made during the outage is on the server, until
 // every status says Synced again, and single changes made meanwhile.
-func (b *bench) outage(ctx context.Context, cl *cluster, op *operator, r *result, d time.Duration, step func(string, ...any)) error {
+func (b *bench) outage(ctx context.Context, cl *cluster, op *operator, r *result, statuses *statusWatch, d time.Duration, step func(string, ...any)) error {
 	srv, ok := b.srv.(stoppable)
 	if !ok {
 		return nil
@@ -56,10 +56,7 @@ func (b *bench) outage(ctx context.Context, cl *cluster, op *operator, r *result
 		return err
 	}
 	time.Sleep(time.Until(stopped.Add(d)))
-	var err error
-	if out.unsynced, err = pendingStatuses(ctx, cl, r.n); err != nil {
-		return err
-	}
+	out.unsynced = r.n - statuses.count()
 	if err := srv.restart(); err != nil {
 		return err
 	}
@@ -68,23 +65,9 @@ func (b *bench) outage(ctx context.Context, cl *cluster, op *operator, r *result
 
 	recovered := make(chan error, 1)
 	go func() {
-		for {
-			n, err := cl.synced(ctx)
-			if err != nil {
-				recovered <- err
-				return
-			}
-			if n == r.n {
-				out.recovered = time.Since(back)
-				recovered <- nil
-				return
-			}
-			if time.Since(back) > 10*time.Minute {
-				recovered <- fmt.Errorf("only %d of %d statuses Synced 10 minutes after the outage", n, r.n)
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		at, err := statuses.waitAll(ctx, r.n, 10*time.Minute, op.alive)
+		out.recovered = at.Sub(back)
+		recovered <- err
 	}()
 	if _, err := b.waitIP(ctx, op, cl.apps[during].hostname, ip, stopped); err != nil {
 		return fmt.Errorf("the change made during the outage: %w", err)

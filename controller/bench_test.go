@@ -1,0 +1,60 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
+	"github.com/router-hosts-operator/router-hosts-operator/provider/routerhosts"
+	"github.com/router-hosts-operator/router-hosts-operator/registry"
+)
+
+// BenchmarkEventSync10k is the operator's own work for one change among 10,000 objects: an
+// event-triggered sync on the known state (the source's cache read is not part of it).
+func BenchmarkEventSync10k(b *testing.B) {
+	const n = 10000
+	eps := make([]*endpoint.Endpoint, n)
+	for i := range eps {
+		host := fmt.Sprintf("hm-%05d.bench.lan", i)
+		eps[i] = &endpoint.Endpoint{Hostname: host, Targets: []string{fmt.Sprintf("10.1.%d.%d", i/250, i%250+1)},
+			Sources: []endpoint.SourceRef{{Kind: "HostMapping", Group: "router-hosts.fzymgc.house", Version: "v1alpha1", Namespace: "bench", Name: host,
+				UID: fmt.Sprintf("uid-%05d", i), CreationTimestamp: time.Unix(1_700_000_000, 0)}}}
+	}
+	svc := inmemory.NewService(inmemory.NewStore())
+	conn, stop, err := inmemory.Dial(svc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer stop()
+	log := logrus.New()
+	log.SetLevel(logrus.WarnLevel)
+	reg, err := registry.New(registry.Config{ClusterName: "bench", GracePeriod: time.Minute, Log: log})
+	if err != nil {
+		b.Fatal(err)
+	}
+	src := &stubSource{eps: eps}
+	prov := routerhosts.NewFromConn(conn, routerhosts.Options{Log: log, StillApplies: reg.StillApplies, WriteConcurrency: 4})
+	c := New(Config{Sources: []Source{src}, Registry: reg, Provider: prov, Interval: time.Hour, Log: log})
+	ctx := context.Background()
+	if _, err := c.sync(ctx, true); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	k := 0
+	for b.Loop() {
+		k++
+		e := *eps[k%n]
+		e.Targets = []string{fmt.Sprintf("10.2.%d.%d", k/250%250, k%250+1)}
+		src.mu.Lock()
+		src.eps[k%n] = &e
+		src.mu.Unlock()
+		if _, err := c.sync(ctx, false); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
