@@ -23,6 +23,7 @@ func kinds() []kindInfo {
 		{"ingress", "Ingress", func() kind { return &ingressKind{} }},
 		{"traefik", "IngressRoute, IngressRouteTCP", newTraefikKind},
 		{"hostmapping", "HostMapping", newHostMappingKind},
+		{"service", "Service", func() kind { return &serviceKind{} }},
 	}
 }
 

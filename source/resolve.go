@@ -174,17 +174,28 @@ func (r *Resolver) Synced() bool {
 	return true
 }
 
-// Own is what an object reports about its own address: an Ingress's load-balancer status.
-// Kinds without such a report leave it zero, and the chain's status steps pass them over.
+// Own is what an object reports about its own address: an Ingress's load-balancer status, a
+// Service's addresses. Kinds without such a report leave it zero, and the chain's status steps
+// pass them over.
 type Own struct {
 	// From is the chain step the addresses answer.
 	From StrategyKind
 	// IPs are the reported addresses as written; hostname-only entries are not among them.
 	IPs []string
+	// Final: the object's own addresses are all there is, the chain does not apply (a
+	// Service); Missing then says why none resolved.
+	Final   bool
+	Missing string
 }
 
 // Resolve returns the addresses of the first strategy that yields any, or none and why.
 func (r *Resolver) Resolve(own Own) ([]string, string) {
+	if own.Final {
+		if ips := statusIPs(own.IPs); len(ips) > 0 {
+			return ips, ""
+		}
+		return nil, own.Missing
+	}
 	for _, st := range r.chain {
 		var ips []string
 		switch st.Kind {

@@ -123,24 +123,26 @@ func (s *Source) Endpoints(context.Context) ([]*endpoint.Endpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s source: %w", s.name, err)
 	}
-	claims := make([]*claim, 0, len(objs))
+	out := make([]*endpoint.Endpoint, 0, len(objs))
 	versions := make(map[types.UID]string, len(objs))
 	for _, o := range objs {
-		if s.kind.optedIn(o) {
-			c := s.kind.claim(o)
-			claims = append(claims, &c)
-			versions[o.GetUID()] = o.GetResourceVersion()
+		if !s.kind.optedIn(o) {
+			continue
 		}
-	}
-	sort.Slice(claims, func(i, j int) bool { return refLess(&claims[i].ref, &claims[j].ref) })
-	out := make([]*endpoint.Endpoint, 0, len(claims))
-	for _, c := range claims {
-		eps, problems := buildEndpoints(c, s.cfg.Resolver)
-		s.reports.report(c.ref, versions[types.UID(c.ref.UID)], problems)
+		c := s.kind.claim(o)
+		eps, problems := buildEndpoints(&c, s.cfg.Resolver)
+		s.reports.report(c.ref, o.GetResourceVersion(), problems)
+		versions[o.GetUID()] = o.GetResourceVersion()
 		out = append(out, eps...)
 	}
 	s.reports.forgetExcept(versions)
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Hostname < out[j].Hostname })
+	// A total order, so that every replica and every sync sees the same list.
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Hostname != out[j].Hostname {
+			return out[i].Hostname < out[j].Hostname
+		}
+		return refLess(&out[i].Sources[0], &out[j].Sources[0])
+	})
 	return out, nil
 }
 

@@ -26,6 +26,9 @@ const (
 	AnnotationTags        = annotationPrefix + "tags"
 	AnnotationAliases     = annotationPrefix + "aliases"
 	AnnotationGracePeriod = annotationPrefix + "grace-period"
+	// AnnotationHostname names a Service's hostnames, comma-separated: a Service has none of
+	// its own.
+	AnnotationHostname = annotationPrefix + "hostname"
 )
 
 // Clients are the API clients the sources read through: one typed client per API group they

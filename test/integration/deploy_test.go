@@ -341,7 +341,7 @@ func TestKustomizeRBACIsSufficient(t *testing.T) {
 	}
 
 	h := newHarness(t, options{})
-	op := startOperator(t, h, saConfig, "--source=ingress", "--source=traefik", "--source=hostmapping", "--leader-elect",
+	op := startOperator(t, h, saConfig, "--source=ingress", "--source=traefik", "--source=hostmapping", "--source=service", "--leader-elect",
 		"--leader-election-namespace="+operatorNS, "--leader-election-id=rbac-test", "--grace-period=1s",
 		"--interval=2s", "--min-event-sync-interval=100ms")
 	dyn := dynamic.NewForConfigOrDie(cp.Config)
@@ -349,8 +349,9 @@ func TestKustomizeRBACIsSufficient(t *testing.T) {
 	ing := h.create(ingress(h.ns, "web", enabled("ip-address", "10.42.0.1"), "web.lan"))
 	ir := h.route(irNew, "route", enabled("ip-address", "10.42.0.2"), "Host(`route.lan`)")
 	h.hostMapping("hm", map[string]any{"hostname": "hm.lan", "ipAddress": "10.42.0.3"})
+	svc := h.service("svc", corev1.ServiceTypeClusterIP, enabled("hostname", "svc.lan"), "10.42.0.4")
 	waitFor(t, 20*time.Second, func() bool {
-		return len(h.entries("web.lan")) == 1 && len(h.entries("route.lan")) == 1 && len(h.entries("hm.lan")) == 1
+		return len(h.entries("web.lan")) == 1 && len(h.entries("route.lan")) == 1 && len(h.entries("hm.lan")) == 1 && len(h.entries("svc.lan")) == 1
 	})
 	// Status written (hostmappings/status) and events created under the role.
 	waitFor(t, 10*time.Second, func() bool {
@@ -373,9 +374,12 @@ func TestKustomizeRBACIsSufficient(t *testing.T) {
 	if _, err := h.hmClient().Update(context.Background(), hm, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	svc.Spec.ExternalIPs = []string{"10.42.1.4"}
+	svc = h.updateService(svc)
 	waitFor(t, 20*time.Second, func() bool {
-		a, b, c := h.entries("web.lan"), h.entries("route.lan"), h.entries("hm.lan")
-		return len(a) == 1 && a[0].IP == "10.42.1.1" && len(b) == 1 && b[0].IP == "10.42.1.2" && len(c) == 1 && c[0].IP == "10.42.1.3"
+		a, b, c, d := h.entries("web.lan"), h.entries("route.lan"), h.entries("hm.lan"), h.entries("svc.lan")
+		return len(a) == 1 && a[0].IP == "10.42.1.1" && len(b) == 1 && b[0].IP == "10.42.1.2" && len(c) == 1 && c[0].IP == "10.42.1.3" &&
+			len(d) == 1 && d[0].IP == "10.42.1.4"
 	})
 
 	// Delete each: gone after the 1 s grace period.
@@ -386,8 +390,11 @@ func TestKustomizeRBACIsSufficient(t *testing.T) {
 	if err := h.hmClient().Delete(context.Background(), "hm", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	if err := h.cp.Client.CoreV1().Services(h.ns).Delete(context.Background(), svc.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, 20*time.Second, func() bool {
-		return len(h.entries("web.lan"))+len(h.entries("route.lan"))+len(h.entries("hm.lan")) == 0
+		return len(h.entries("web.lan"))+len(h.entries("route.lan"))+len(h.entries("hm.lan"))+len(h.entries("svc.lan")) == 0
 	})
 	if strings.Contains(strings.ToLower(op.logText()), "forbidden") {
 		t.Fatalf("the operator hit a permission error:\n%s", op.logText())
