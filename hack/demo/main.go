@@ -110,7 +110,7 @@ func run(operator, examples string) error {
 		return err
 	}
 
-	args := []string{"--once", "--source=ingress", "--source=hostmapping", "--cluster-name=demo", "--default-tag=homelab", "--log-level=warn",
+	args := []string{"--once", "--source=ingress", "--source=hostmapping", "--source=service", "--cluster-name=demo", "--default-tag=homelab", "--log-level=warn",
 		"--ip-resolution=ingress-status", "--ip-resolution=service:traefik/traefik", "--ip-resolution=static:192.168.1.250"}
 	step("Preflight: " + operator + " " + strings.Join(append(args, "--dry-run"), " "))
 	if err := runOperator(ctx, operator, env, append(args, "--dry-run")...); err != nil {
@@ -224,7 +224,13 @@ func create(ctx context.Context, c kubernetes.Interface, obj runtime.Object) err
 		_, err := c.CoreV1().Namespaces().Create(ctx, o, metav1.CreateOptions{})
 		return err
 	case *corev1.Service:
-		_, err := c.CoreV1().Services(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		status := o.Status
+		got, err := c.CoreV1().Services(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+		if err != nil || len(status.LoadBalancer.Ingress) == 0 {
+			return err
+		}
+		got.Status = status
+		_, err = c.CoreV1().Services(o.Namespace).UpdateStatus(ctx, got, metav1.UpdateOptions{})
 		return err
 	case *networkingv1.Ingress:
 		status := o.Status
