@@ -12,18 +12,24 @@ type kindInfo struct {
 	name string
 	// reads says what the source reads, for --help.
 	reads string
-	// build makes a fresh kind.
+	// build makes a fresh kind; nil for a name that stands for others.
 	build func() kind
+	// stands for the names a group name selects (--source=gateway).
+	standsFor []string
 }
 
 // kinds is every source the operator has: --source's values, its help text and the wiring all
 // come from here. Adding a source is one file implementing kind and one line here.
 func kinds() []kindInfo {
 	return []kindInfo{
-		{"ingress", "Ingress", func() kind { return &ingressKind{} }},
-		{"traefik", "IngressRoute, IngressRouteTCP", newTraefikKind},
-		{"hostmapping", "HostMapping", newHostMappingKind},
-		{"service", "Service", func() kind { return &serviceKind{} }},
+		{"ingress", "Ingress", func() kind { return &ingressKind{} }, nil},
+		{"traefik", "IngressRoute, IngressRouteTCP", newTraefikKind, nil},
+		{"hostmapping", "HostMapping", newHostMappingKind, nil},
+		{"service", "Service", func() kind { return &serviceKind{} }, nil},
+		{"gateway-httproute", "HTTPRoute", func() kind { return newRouteKind("httproutes", "HTTPRoute", "HTTP", "HTTPS") }, nil},
+		{"gateway-grpcroute", "GRPCRoute", func() kind { return newRouteKind("grpcroutes", "GRPCRoute", "HTTP", "HTTPS") }, nil},
+		{"gateway-tlsroute", "TLSRoute", func() kind { return newRouteKind("tlsroutes", "TLSRoute", "TLS") }, nil},
+		{"gateway", "all three Gateway API route kinds", nil, []string{"gateway-httproute", "gateway-grpcroute", "gateway-tlsroute"}},
 	}
 }
 
@@ -45,11 +51,39 @@ func Help() string {
 	return strings.Join(parts, ", ")
 }
 
+// Expand replaces the names that stand for others (gateway) by those, keeping the order and
+// dropping repeats.
+func Expand(names []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(n string) {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	for _, n := range names {
+		expanded := false
+		for _, k := range kinds() {
+			if k.name == n && k.standsFor != nil {
+				for _, m := range k.standsFor {
+					add(m)
+				}
+				expanded = true
+			}
+		}
+		if !expanded {
+			add(n)
+		}
+	}
+	return out
+}
+
 // Build starts the source called name: its informers run until ctx ends, and it returns once
 // the caches the first sync needs are filled.
 func Build(ctx context.Context, name string, c Clients, cfg Config) (*Source, error) {
 	for _, k := range kinds() {
-		if k.name == name {
+		if k.name == name && k.build != nil {
 			return newSource(ctx, name, k.build(), c, cfg)
 		}
 	}

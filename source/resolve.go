@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +23,9 @@ type StrategyKind string
 const (
 	// StrategyIngressStatus is an Ingress's own load-balancer status.
 	StrategyIngressStatus StrategyKind = "ingress-status"
+	// StrategyGatewayStatus is the addresses of a Gateway API route's parent Gateways. Routes
+	// try it first unless --ip-resolution places it.
+	StrategyGatewayStatus StrategyKind = "gateway-status"
 	// StrategyService is the load-balancer IPs (else external IPs) of a named Service.
 	StrategyService StrategyKind = "service"
 	// StrategyStatic is a fixed address.
@@ -55,9 +59,9 @@ func ParseIPResolution(specs []string) ([]Strategy, error) {
 		word, arg, _ := strings.Cut(strings.TrimSpace(spec), ":")
 		kind := StrategyKind(word)
 		switch kind {
-		case StrategyIngressStatus:
+		case StrategyIngressStatus, StrategyGatewayStatus:
 			if arg != "" {
-				return nil, fmt.Errorf("%q: ingress-status takes no argument", spec)
+				return nil, fmt.Errorf("%q: %s takes no argument", spec, kind)
 			}
 			out = append(out, Strategy{Kind: kind})
 		case StrategyService:
@@ -73,7 +77,7 @@ func ParseIPResolution(specs []string) ([]Strategy, error) {
 			}
 			out = append(out, Strategy{Kind: kind, IP: ip})
 		default:
-			return nil, fmt.Errorf("%q: unknown strategy (want ingress-status, service:<namespace>/<name> or static:<ip>)", spec)
+			return nil, fmt.Errorf("%q: unknown strategy (want ingress-status, gateway-status, service:<namespace>/<name> or static:<ip>)", spec)
 		}
 	}
 	if len(out) == 0 {
@@ -182,26 +186,34 @@ type Own struct {
 	From StrategyKind
 	// IPs are the reported addresses as written; hostname-only entries are not among them.
 	IPs []string
-	// Final: the object's own addresses are all there is, the chain does not apply (a
-	// Service); Missing then says why none resolved.
+	// Final: without addresses of its own the object has none. For a kind without a chain
+	// step (a Service) the chain never applies; for one with a step (a route whose Gateway
+	// has no address yet) the chain stops there. Missing then says why.
 	Final   bool
 	Missing string
 }
 
 // Resolve returns the addresses of the first strategy that yields any, or none and why.
 func (r *Resolver) Resolve(own Own) ([]string, string) {
-	if own.Final {
+	if own.Final && own.From == "" {
 		if ips := statusIPs(own.IPs); len(ips) > 0 {
 			return ips, ""
 		}
 		return nil, own.Missing
 	}
-	for _, st := range r.chain {
+	chain := r.chain
+	if own.From == StrategyGatewayStatus && !slices.ContainsFunc(chain, func(s Strategy) bool { return s.Kind == StrategyGatewayStatus }) {
+		chain = append([]Strategy{{Kind: StrategyGatewayStatus}}, chain...)
+	}
+	for _, st := range chain {
 		var ips []string
 		switch st.Kind {
-		case StrategyIngressStatus:
+		case StrategyIngressStatus, StrategyGatewayStatus:
 			if own.From == st.Kind {
 				ips = statusIPs(own.IPs)
+				if len(ips) == 0 && own.Final {
+					return nil, own.Missing
+				}
 			}
 		case StrategyService:
 			if l := r.services[st.Namespace+"/"+st.Name]; l != nil {

@@ -63,7 +63,7 @@ func (k *serviceKind) claim(o metav1.Object) claim {
 	if len(hosts) == 0 {
 		problems = append(problems, invalidHostname("annotation %s is missing or empty: a Service has no hostname of its own", AnnotationHostname))
 	}
-	own := Own{Final: true}
+	own := Own{Final: true} // no chain step: a Service's own addresses or none
 	if svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
 		for _, in := range svc.Status.LoadBalancer.Ingress {
 			if in.IP == "" && in.Hostname != "" {

@@ -78,7 +78,7 @@ func ParseFlags(args []string, version string) (*Config, error) {
 	app.Flag("tls-key", "Client private key file for mTLS.").StringVar(&cfg.TLSKey)
 	app.Flag("tls-server-name", "Server name to verify in the server's certificate, when it differs from the endpoint's host.").StringVar(&cfg.TLSServerName)
 	app.Flag("cluster-name", "Name written in the cluster:<name> tag; lets several clusters share one server.").Default("default").StringVar(&cfg.ClusterName)
-	app.Flag("ip-resolution", "Ordered IP resolution chain (repeatable): ingress-status, service:<namespace>/<name>, static:<ip>.").
+	app.Flag("ip-resolution", "Ordered IP resolution chain (repeatable): ingress-status, gateway-status, service:<namespace>/<name>, static:<ip>; Gateway API routes try gateway-status first unless it is placed.").
 		Default("ingress-status").StringsVar(&cfg.IPResolution)
 	app.Flag("grace-period", "How long an entry whose hostname is no longer wanted stays before it is deleted or released.").
 		Default("5m").SetValue(&duration{flag: "grace-period", target: &cfg.GracePeriod})
@@ -115,6 +115,7 @@ func ParseFlags(args []string, version string) (*Config, error) {
 // validate checks what kingpin cannot, naming the flag at fault.
 func (cfg *Config) validate() error {
 	var err error
+	cfg.Sources = source.Expand(cfg.Sources)
 	if cfg.strategies, err = source.ParseIPResolution(cfg.IPResolution); err != nil {
 		return fmt.Errorf("--ip-resolution: %w", err)
 	}

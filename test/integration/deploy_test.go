@@ -297,6 +297,7 @@ func TestLeaderElectionHandover(t *testing.T) {
 // source, and checks it can do nothing else.
 func TestKustomizeRBACIsSufficient(t *testing.T) {
 	ensureNamespace(t, operatorNS)
+	installGatewayAPI(t, cp)
 	manifests, err := kubetest.Kustomize(filepath.Join(repoRoot(), "kustomize"))
 	if err != nil {
 		t.Fatal(err)
@@ -341,7 +342,7 @@ func TestKustomizeRBACIsSufficient(t *testing.T) {
 	}
 
 	h := newHarness(t, options{})
-	op := startOperator(t, h, saConfig, "--source=ingress", "--source=traefik", "--source=hostmapping", "--source=service", "--leader-elect",
+	op := startOperator(t, h, saConfig, "--source=ingress", "--source=traefik", "--source=hostmapping", "--source=service", "--source=gateway", "--leader-elect",
 		"--leader-election-namespace="+operatorNS, "--leader-election-id=rbac-test", "--grace-period=1s",
 		"--interval=2s", "--min-event-sync-interval=100ms")
 	dyn := dynamic.NewForConfigOrDie(cp.Config)
@@ -350,8 +351,13 @@ func TestKustomizeRBACIsSufficient(t *testing.T) {
 	ir := h.route(irNew, "route", enabled("ip-address", "10.42.0.2"), "Host(`route.lan`)")
 	h.hostMapping("hm", map[string]any{"hostname": "hm.lan", "ipAddress": "10.42.0.3"})
 	svc := h.service("svc", corev1.ServiceTypeClusterIP, enabled("hostname", "svc.lan"), "10.42.0.4")
+	gw := map[string]any{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "gw"}
+	h.gwObj(gwGVR, "Gateway", "gw", nil, map[string]any{"gatewayClassName": "example", "listeners": []any{
+		map[string]any{"name": "web", "protocol": "HTTP", "port": int64(80)}}}, addresses("10.42.0.5"))
+	rt := h.gwObj(httpGVR, "HTTPRoute", "rt", enabled(), map[string]any{"hostnames": strs("gw.lan"), "parentRefs": []any{gw}}, parents(true, gw))
 	waitFor(t, 20*time.Second, func() bool {
-		return len(h.entries("web.lan")) == 1 && len(h.entries("route.lan")) == 1 && len(h.entries("hm.lan")) == 1 && len(h.entries("svc.lan")) == 1
+		return len(h.entries("web.lan")) == 1 && len(h.entries("route.lan")) == 1 && len(h.entries("hm.lan")) == 1 && len(h.entries("svc.lan")) == 1 &&
+			len(h.entries("gw.lan")) == 1
 	})
 	// Status written (hostmappings/status) and events created under the role.
 	waitFor(t, 10*time.Second, func() bool {
@@ -376,10 +382,18 @@ func TestKustomizeRBACIsSufficient(t *testing.T) {
 	}
 	svc.Spec.ExternalIPs = []string{"10.42.1.4"}
 	svc = h.updateService(svc)
+	rt, err = dyn.Resource(httpGVR).Namespace(h.ns).Get(context.Background(), rt.GetName(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.SetAnnotations(enabled("ip-address", "10.42.1.5"))
+	if _, err := dyn.Resource(httpGVR).Namespace(h.ns).Update(context.Background(), rt, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, 20*time.Second, func() bool {
-		a, b, c, d := h.entries("web.lan"), h.entries("route.lan"), h.entries("hm.lan"), h.entries("svc.lan")
+		a, b, c, d, e := h.entries("web.lan"), h.entries("route.lan"), h.entries("hm.lan"), h.entries("svc.lan"), h.entries("gw.lan")
 		return len(a) == 1 && a[0].IP == "10.42.1.1" && len(b) == 1 && b[0].IP == "10.42.1.2" && len(c) == 1 && c[0].IP == "10.42.1.3" &&
-			len(d) == 1 && d[0].IP == "10.42.1.4"
+			len(d) == 1 && d[0].IP == "10.42.1.4" && len(e) == 1 && e[0].IP == "10.42.1.5"
 	})
 
 	// Delete each: gone after the 1 s grace period.
@@ -393,8 +407,11 @@ func TestKustomizeRBACIsSufficient(t *testing.T) {
 	if err := h.cp.Client.CoreV1().Services(h.ns).Delete(context.Background(), svc.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	if err := dyn.Resource(httpGVR).Namespace(h.ns).Delete(context.Background(), "rt", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, 20*time.Second, func() bool {
-		return len(h.entries("web.lan"))+len(h.entries("route.lan"))+len(h.entries("hm.lan"))+len(h.entries("svc.lan")) == 0
+		return len(h.entries("web.lan"))+len(h.entries("route.lan"))+len(h.entries("hm.lan"))+len(h.entries("svc.lan"))+len(h.entries("gw.lan")) == 0
 	})
 	if strings.Contains(strings.ToLower(op.logText()), "forbidden") {
 		t.Fatalf("the operator hit a permission error:\n%s", op.logText())
