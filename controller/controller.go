@@ -610,7 +610,9 @@ func (c *Controller) Run(ctx context.Context) error {
 		lastFull  time.Time // start of the last sync that read the server
 		failures  int
 		authWait  bool
-		timer     = time.NewTimer(0)
+		// reachableUsed: the server's return already cut this run of failures short.
+		reachableUsed bool
+		timer         = time.NewTimer(0)
 	)
 	defer timer.Stop()
 	for {
@@ -624,10 +626,12 @@ func (c *Controller) Run(ctx context.Context) error {
 			}
 			continue
 		case <-c.reachable:
-			// A failed sync is retried at once with a full read; an authentication failure
-			// keeps waiting for new certificate files.
-			if failures > 0 && !authWait {
-				next, nextFull = c.cfg.Now(), true
+			// A failed sync is retried at once with a full read, once per run of failures: a
+			// server that falls over again on every sync gets the growing backoff, not a
+			// retry at every restart. An authentication failure keeps waiting for new
+			// certificate files.
+			if failures > 0 && !authWait && !reachableUsed {
+				next, nextFull, reachableUsed = c.cfg.Now(), true, true
 			}
 			continue
 		case <-c.trigger:
@@ -676,7 +680,7 @@ func (c *Controller) Run(ctx context.Context) error {
 			next = c.cfg.Now().Add(backoff)
 			continue
 		}
-		failures = 0
+		failures, reachableUsed = 0, false
 		if out.NeedFresh {
 			// Read the server at once; refused changes stay held back until the interval.
 			c.known = nil

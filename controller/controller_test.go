@@ -309,13 +309,31 @@ func TestAFailedSyncIsRetriedWhenTheServerAnswers(t *testing.T) {
 	done := make(chan struct{})
 	go func() { _ = c.Run(ctx); close(done) }()
 	waitUntil(t, time.Second, func() bool { return prov.lists.Load() == 1 })
+	// The backoff after the first failure is a second; the server's return cuts it short,
+	// once per run of failures: the retry fails too, and a second return waits the backoff.
+	c.ServerReachable()
+	waitUntil(t, 300*time.Millisecond, func() bool { return prov.lists.Load() == 2 })
+	c.ServerReachable()
+	time.Sleep(500 * time.Millisecond)
+	if n := prov.lists.Load(); n != 2 {
+		t.Fatalf("%d ListHosts after a second return within one run of failures; want the backoff", n)
+	}
 	prov.mu.Lock()
 	prov.listErr = nil
 	prov.mu.Unlock()
-	// The backoff after the first failure is a second; the server's return cuts it short.
+	waitUntil(t, 3*time.Second, func() bool { return prov.count("a.lan") == 1 })
+	// A new run of failures may be cut short again.
+	prov.mu.Lock()
+	prov.listErr = errors.New("ListHosts: Unavailable: connection refused")
+	prov.mu.Unlock()
+	src.handler()
+	waitUntil(t, 2*time.Second, func() bool { return prov.lists.Load() == 4 })
+	prov.mu.Lock()
+	prov.listErr = nil
+	prov.mu.Unlock()
 	sent := time.Now()
 	c.ServerReachable()
-	waitUntil(t, time.Second, func() bool { return prov.count("a.lan") == 1 })
+	waitUntil(t, time.Second, func() bool { return prov.lists.Load() == 5 })
 	if d := time.Since(sent); d > 300*time.Millisecond {
 		t.Fatalf("sync after the server came back took %v", d)
 	}

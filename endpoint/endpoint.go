@@ -22,6 +22,9 @@ type SourceRef struct {
 	Name              string
 	UID               string
 	CreationTimestamp time.Time
+	// Generation is the object's metadata.generation as the source read it, so that an
+	// observer can tell a result about an older spec from one about the current spec.
+	Generation int64
 }
 
 // String names the object the way a user reads it in logs and comments: "Ingress default/web".

@@ -165,7 +165,7 @@ func refLess(a, b *endpoint.SourceRef) bool {
 // refOf is the reference an endpoint carries back to its object.
 func refOf(group, version, kind string, o metav1.Object) endpoint.SourceRef {
 	return endpoint.SourceRef{Group: group, Version: version, Kind: kind, Namespace: o.GetNamespace(), Name: o.GetName(),
-		UID: string(o.GetUID()), CreationTimestamp: o.GetCreationTimestamp().Time}
+		UID: string(o.GetUID()), CreationTimestamp: o.GetCreationTimestamp().Time, Generation: o.GetGeneration()}
 }
 
 // annotatedClaim is the claim of a kind opted in and overridden by annotations.

@@ -242,8 +242,13 @@ func (h *HostMappings) compute(hm *v1alpha1.HostMapping, r *controller.Report, d
 	if r.Stage == controller.StageSource {
 		return prev // a source failed: nothing new is known about this object
 	}
-	obj := r.Objects[string(hm.UID)]
+	obj, known := r.Objects[string(hm.UID)]
 	eps, problems := obj.Endpoints, obj.Problems
+	if !known || (len(eps) > 0 && eps[0].Sources[0].Generation != hm.Generation) {
+		// Created or edited after the sync read its sources: the sync that change starts
+		// says what its status is.
+		return prev
+	}
 	switch {
 	case len(eps) == 0:
 		st.reason, st.message, st.id = ReasonValidationFailed, joinProblems(problems), ""

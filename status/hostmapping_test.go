@@ -26,7 +26,7 @@ import (
 func TestComputeTranslatesTheReport(t *testing.T) {
 	hm := &v1alpha1.HostMapping{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "d", UID: "uid-p", Generation: 2},
 		Spec: v1alpha1.HostMappingSpec{Hostname: "printer.lan", IPAddress: "10.0.0.9"}}
-	ref := endpoint.SourceRef{Kind: "HostMapping", Namespace: "d", Name: "p", UID: "uid-p"}
+	ref := endpoint.SourceRef{Kind: "HostMapping", Namespace: "d", Name: "p", UID: "uid-p", Generation: 2}
 	desired := map[string]*endpoint.Endpoint{"printer.lan": {Hostname: "printer.lan", Targets: []string{"10.0.0.9"}, Sources: []endpoint.SourceRef{ref}}}
 	entries := map[string][]endpoint.Record{"printer.lan": {{ID: "01ABC", IP: "10.0.0.9", Hostname: "printer.lan"}}}
 	authErr := fmt.Errorf("ListHosts: %w: tls: unknown certificate authority", provider.ErrAuthentication)
@@ -58,6 +58,12 @@ func TestComputeTranslatesTheReport(t *testing.T) {
 		{name: "no address", report: controller.Report{Objects: held, Desired: []*endpoint.Endpoint{{Hostname: "printer.lan", Sources: []endpoint.SourceRef{ref}}}},
 			want: state{gen: 2, reason: ReasonNoAddress}},
 		{name: "a source failed: the status stays", report: controller.Report{Stage: controller.StageSource, Err: errors.New("cache not synced")},
+			want: state{gen: 0, reason: ""}},
+		{name: "created after the sync read its sources: no word yet", report: controller.Report{Entries: entries},
+			want: state{gen: 0, reason: ""}},
+		{name: "edited after the sync read its sources: no word on the new spec yet", report: controller.Report{Entries: entries,
+			Objects: map[string]controller.Object{"uid-p": {Endpoints: []*endpoint.Endpoint{{Hostname: "printer.lan", Targets: []string{"10.0.0.8"},
+				Sources: []endpoint.SourceRef{{UID: "uid-p", Generation: 1}}}}}}},
 			want: state{gen: 0, reason: ""}},
 		{name: "write refused", report: controller.Report{Objects: objs, Entries: entries, Failed: map[string]controller.Failure{"printer.lan": {Err: errors.New("InvalidArgument")}}},
 			want: state{gen: 2, reason: ReasonWriteFailed}},
@@ -114,7 +120,7 @@ func TestANewerStatusIsNeverSkippedForOneInFlight(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go h.Run(ctx)
-	desired := []*endpoint.Endpoint{{Hostname: "printer.lan", Targets: []string{"10.0.0.9"}, Sources: []endpoint.SourceRef{{UID: "uid-p"}}}}
+	desired := []*endpoint.Endpoint{{Hostname: "printer.lan", Targets: []string{"10.0.0.9"}, Sources: []endpoint.SourceRef{{UID: "uid-p", Generation: 1}}}}
 	entries := map[string][]endpoint.Record{"printer.lan": {{ID: "01ABC", IP: "10.0.0.9", Hostname: "printer.lan"}}}
 	// The router goes away: ServerUnreachable is being written when it comes back.
 	objs := map[string]controller.Object{"uid-p": {Endpoints: desired}}

@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -66,6 +67,10 @@ func run(operator, examples string) error {
 		return err
 	}
 	defer func() { _ = cp.Stop(); step("Stopped the control plane and every process the demo started") }()
+	step("Installing the Gateway API CRDs (sigs.k8s.io/gateway-api " + kubetest.GatewayAPIVersion + ", standard channel)")
+	if err := cp.InstallGatewayAPI(); err != nil {
+		return err
+	}
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	if err := cp.WriteKubeconfig(kubeconfig); err != nil {
 		return err
@@ -110,7 +115,7 @@ func run(operator, examples string) error {
 		return err
 	}
 
-	args := []string{"--once", "--source=ingress", "--source=hostmapping", "--source=service", "--cluster-name=demo", "--default-tag=homelab", "--log-level=warn",
+	args := []string{"--once", "--source=ingress", "--source=hostmapping", "--source=service", "--source=gateway", "--cluster-name=demo", "--default-tag=homelab", "--log-level=warn",
 		"--ip-resolution=ingress-status", "--ip-resolution=service:traefik/traefik", "--ip-resolution=static:192.168.1.250"}
 	step("Preflight: " + operator + " " + strings.Join(append(args, "--dry-run"), " "))
 	if err := runOperator(ctx, operator, env, append(args, "--dry-run")...); err != nil {
@@ -198,13 +203,16 @@ func applyDir(ctx context.Context, c kubernetes.Interface, dyn dynamic.Interface
 			if len(bytes.TrimSpace(raw.Raw)) == 0 {
 				continue
 			}
-			// Custom resources are not in the typed scheme: create them as they are.
+			// Custom resources are not in the typed scheme: create them as they are, then write
+			// the status a controller would.
 			u := &unstructured.Unstructured{}
-			if err := u.UnmarshalJSON(raw.Raw); err == nil && u.GetKind() == source.HostMappingKind {
-				if _, err := dyn.Resource(source.HostMappingGVR).Namespace(u.GetNamespace()).Create(ctx, u, metav1.CreateOptions{}); err != nil {
-					return fmt.Errorf("%s: %w", f, err)
+			if err := u.UnmarshalJSON(raw.Raw); err == nil {
+				if gvr, ok := customResources[u.GetKind()]; ok {
+					if err := createCustom(ctx, dyn.Resource(gvr).Namespace(u.GetNamespace()), u); err != nil {
+						return fmt.Errorf("%s: %w", f, err)
+					}
+					continue
 				}
-				continue
 			}
 			obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(raw.Raw, nil, nil)
 			if err != nil {
@@ -216,6 +224,24 @@ func applyDir(ctx context.Context, c kubernetes.Interface, dyn dynamic.Interface
 		}
 	}
 	return nil
+}
+
+// customResources are the custom kinds the examples hold.
+var customResources = map[string]schema.GroupVersionResource{
+	source.HostMappingKind: source.HostMappingGVR,
+	"Gateway":              {Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gateways"},
+	"HTTPRoute":            {Group: "gateway.networking.k8s.io", Version: "v1", Resource: "httproutes"},
+}
+
+func createCustom(ctx context.Context, res dynamic.ResourceInterface, u *unstructured.Unstructured) error {
+	status, hasStatus := u.Object["status"]
+	got, err := res.Create(ctx, u, metav1.CreateOptions{})
+	if err != nil || !hasStatus {
+		return err
+	}
+	got.Object["status"] = status
+	_, err = res.UpdateStatus(ctx, got, metav1.UpdateOptions{})
+	return err
 }
 
 func create(ctx context.Context, c kubernetes.Interface, obj runtime.Object) error {

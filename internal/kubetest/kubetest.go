@@ -4,6 +4,7 @@
 package kubetest
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -135,4 +136,26 @@ func Kustomize(dir string) ([]byte, error) {
 		return nil, fmt.Errorf("kubectl kustomize %s: %w", dir, err)
 	}
 	return out, nil
+}
+
+// GatewayAPIVersion is the Gateway API release whose standard-channel CRDs the tests and the
+// demo install, from its own module on the Go module proxy.
+const GatewayAPIVersion = "v1.6.3"
+
+// InstallGatewayAPI installs the Gateway API's standard CRDs for the route kinds the operator
+// reads, and Gateways, from sigs.k8s.io/gateway-api (downloaded into the module cache).
+func (cp *ControlPlane) InstallGatewayAPI() error {
+	out, err := exec.Command("go", "mod", "download", "-json", "sigs.k8s.io/gateway-api@"+GatewayAPIVersion).Output()
+	if err != nil {
+		return fmt.Errorf("downloading sigs.k8s.io/gateway-api@%s: %w", GatewayAPIVersion, err)
+	}
+	var mod struct{ Dir string }
+	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
+		return fmt.Errorf("go mod download printed %s: %v", out, err)
+	}
+	var files []string
+	for _, r := range []string{"gateways", "httproutes", "grpcroutes", "tlsroutes"} {
+		files = append(files, filepath.Join(mod.Dir, "config", "crd", "standard", "gateway.networking.k8s.io_"+r+".yaml"))
+	}
+	return cp.InstallCRDs(files...)
 }

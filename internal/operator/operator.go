@@ -141,7 +141,7 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 	if hooks.Warner != nil {
 		srcCfg.Warner = hooks.Warner
 	}
-	sources := append([]controller.Source(nil), hooks.Sources...)
+	var sources []controller.Source
 	reporters := append([]controller.Reporter(nil), hooks.Reporters...)
 	for _, name := range cfg.Sources {
 		c := srcCfg
@@ -159,6 +159,7 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 	for _, s := range op.Sources {
 		sources = append(sources, s)
 	}
+	sources = append(sources, hooks.Sources...)
 	op.checker = health.New(cfg.Interval, op.synced, op.Provider.Ping)
 	reporters = append(reporters, op.metrics, op.checker, op.recorder)
 	op.Controller = controller.New(controller.Config{

@@ -92,8 +92,9 @@ func (p *Provider) dial() error {
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)),
 		// A router that reboots is reconnected to within seconds of answering again, not
-		// after gRPC's default backoff of up to two minutes; an attempt is one TCP dial.
-		grpc.WithConnectParams(grpc.ConnectParams{Backoff: reconnectBackoff}),
+		// after gRPC's default backoff of up to two minutes; each attempt (dial and TLS
+		// handshake) still gets gRPC's default 20 s.
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: reconnectBackoff, MinConnectTimeout: 20 * time.Second}),
 	)
 	if err != nil {
 		return fmt.Errorf("dialing %s: %w", p.opts.Endpoint, err)
@@ -311,18 +312,17 @@ func (p *Provider) WatchConnection(ctx context.Context, fn func()) {
 			conn := p.conn // replaced when the certificate changes
 			p.mu.Unlock()
 			state := conn.GetState()
-			if p.unreachable.Load() {
-				switch {
-				case state != connectivity.Ready:
-					down = true
-					if state == connectivity.Idle {
-						conn.Connect()
-					}
-				case down:
-					down = false
-					p.unreachable.Store(false)
-					fn()
+			switch {
+			case !p.unreachable.Load():
+				down = false // a call got through meanwhile: nothing to report
+			case state != connectivity.Ready:
+				down = true
+				if state == connectivity.Idle {
+					conn.Connect()
 				}
+			case down && p.unreachable.CompareAndSwap(true, false):
+				down = false
+				fn()
 			}
 			wctx, cancel := context.WithTimeout(ctx, time.Second)
 			conn.WaitForStateChange(wctx, state)

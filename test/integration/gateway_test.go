@@ -2,9 +2,6 @@ package integration
 
 import (
 	"context"
-	"encoding/json"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -16,10 +13,6 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/internal/kubetest"
 )
 
-// gatewayAPIVersion is the Gateway API release whose standard-channel CRDs the tests install,
-// taken from its own module on the Go module proxy.
-const gatewayAPIVersion = "v1.6.3"
-
 var (
 	gwGVR   = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gateways"}
 	httpGVR = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "httproutes"}
@@ -30,19 +23,7 @@ var (
 // installGatewayAPI installs the Gateway API's standard CRDs from sigs.k8s.io/gateway-api.
 func installGatewayAPI(t *testing.T, into *kubetest.ControlPlane) {
 	t.Helper()
-	out, err := exec.Command("go", "mod", "download", "-json", "sigs.k8s.io/gateway-api@"+gatewayAPIVersion).Output()
-	if err != nil {
-		t.Fatalf("downloading sigs.k8s.io/gateway-api: %v", err)
-	}
-	var mod struct{ Dir string }
-	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
-		t.Fatalf("go mod download printed %s: %v", out, err)
-	}
-	var files []string
-	for _, r := range []string{"gateways", "httproutes", "grpcroutes", "tlsroutes"} {
-		files = append(files, filepath.Join(mod.Dir, "config", "crd", "standard", "gateway.networking.k8s.io_"+r+".yaml"))
-	}
-	if err := into.InstallCRDs(files...); err != nil {
+	if err := into.InstallGatewayAPI(); err != nil {
 		t.Fatal(err)
 	}
 }
