@@ -47,11 +47,16 @@ func newCluster(ctx context.Context, client kubernetes.Interface, dyn dynamic.In
 	if kind == source.HostMappingKind {
 		c.ns = benchHMNamespace
 	}
+	return c, c.ensureNamespace(ctx)
+}
+
+// ensureNamespace creates the cluster's namespace unless it exists.
+func (c *cluster) ensureNamespace(ctx context.Context) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: c.ns}}
-	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return nil, fmt.Errorf("creating namespace %s: %w", c.ns, err)
+	if _, err := c.client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", c.ns, err)
 	}
-	return c, nil
+	return nil
 }
 
 // hostMappings is the HostMapping resource of the cluster's namespace.
@@ -118,7 +123,7 @@ func (c *cluster) create(ctx context.Context, i int) (app, error) {
 	class := "traefik"
 	prefix := networkingv1.PathTypePrefix
 	ing := &networkingv1.Ingress{
-		ObjectMeta: metav1.ObjectMeta{Name: a.name, Namespace: benchNamespace,
+		ObjectMeta: metav1.ObjectMeta{Name: a.name, Namespace: c.ns,
 			Labels:      map[string]string{"app.kubernetes.io/name": a.name},
 			Annotations: map[string]string{source.AnnotationEnabled: "true", source.AnnotationIPAddress: a.ip}},
 		Spec: networkingv1.IngressSpec{IngressClassName: &class, Rules: []networkingv1.IngressRule{{
@@ -131,7 +136,7 @@ func (c *cluster) create(ctx context.Context, i int) (app, error) {
 		}}},
 	}
 	for attempt := 0; ; attempt++ {
-		got, err := c.client.NetworkingV1().Ingresses(benchNamespace).Create(ctx, ing, metav1.CreateOptions{})
+		got, err := c.client.NetworkingV1().Ingresses(c.ns).Create(ctx, ing, metav1.CreateOptions{})
 		if err == nil {
 			a.uid = got.UID
 			return a, nil
@@ -195,7 +200,7 @@ func (c *cluster) patch(ctx context.Context, i int, patch map[string]any) error 
 	if c.kind == source.HostMappingKind {
 		_, err = c.hostMappings().Patch(ctx, c.apps[i].name, types.MergePatchType, body, metav1.PatchOptions{})
 	} else {
-		_, err = c.client.NetworkingV1().Ingresses(benchNamespace).Patch(ctx, c.apps[i].name, types.MergePatchType, body, metav1.PatchOptions{})
+		_, err = c.client.NetworkingV1().Ingresses(c.ns).Patch(ctx, c.apps[i].name, types.MergePatchType, body, metav1.PatchOptions{})
 	}
 	if err != nil {
 		return fmt.Errorf("patching %s %s: %w", c.kind, c.apps[i].name, err)

@@ -57,6 +57,9 @@ type options struct {
 	hmSizes   []int
 	planBench bool
 	strict    bool
+	// mixed is N of the mixed run (N Ingresses, HTTPRoutes and Services, 10 × N plain
+	// Services); 0 for none.
+	mixed int
 	// keep keeps the operator logs of a run that succeeds, too.
 	keep bool
 	// outage is how long the test server is stopped in each HostMapping run; 0 for no outage.
@@ -82,6 +85,7 @@ func main() {
 	flag.StringVar(&o.server, "server", "test", "test: the router-hosts test server; real: the server in ROUTER_HOSTS_OPERATOR_*")
 	flag.DurationVar(&o.replayCost, "replay-cost", 0, "test server latency per replayed event in the main runs")
 	flag.BoolVar(&o.planBench, "plan", true, "run the plan benchmark first")
+	flag.IntVar(&o.mixed, "mixed", 1000, "N of the mixed run: N Ingresses, N HTTPRoutes and N annotated Services beside 10 × N plain Services (0 for none)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the operator logs (they are kept anyway when the run fails)")
 	flag.DurationVar(&o.outage, "outage", 10*time.Second, "how long the test server is stopped in each HostMapping run, 0 for no outage run")
 	flag.BoolVar(&o.strict, "strict", false, "exit 1 when a budget is missed")
@@ -133,6 +137,7 @@ type bench struct {
 	kubeconfig string
 	cluster    *cluster // Ingresses
 	hm         *cluster // HostMappings
+	mixed      *cluster // the mixed run's Ingresses; its routes and Services beside them
 	srv        server
 	// changes counts the addresses nextIP has handed out.
 	changes int
@@ -241,6 +246,18 @@ func run(o options) (missed int, err error) {
 	if b.hm, err = newCluster(ctx, client, dyn, source.HostMappingKind); err != nil {
 		return 0, err
 	}
+	if o.mixed > 0 {
+		if err := cp.InstallGatewayAPI(); err != nil {
+			return 0, err
+		}
+		if b.mixed, err = newCluster(ctx, client, dyn, "Ingress"); err != nil {
+			return 0, err
+		}
+		b.mixed.ns = mixedNamespace
+		if err := b.mixed.ensureNamespace(ctx); err != nil {
+			return 0, err
+		}
+	}
 	var results []*result
 	type runSpec struct {
 		n    int
@@ -265,6 +282,13 @@ func run(o options) (missed int, err error) {
 		r, err := b.run(ctx, s.c, s.n, s.cost)
 		if err != nil {
 			return 0, fmt.Errorf("N=%d: %w", s.n, err)
+		}
+		results = append(results, r)
+	}
+	if o.mixed > 0 {
+		r, err := b.runMixed(ctx, o.mixed)
+		if err != nil {
+			return 0, fmt.Errorf("mixed run: %w", err)
 		}
 		results = append(results, r)
 	}

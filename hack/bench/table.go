@@ -130,6 +130,9 @@ func printTable(w io.Writer, server string, plan *planResult, results []*result,
 		{"ListHosts during the changes / --interval reads in that time", "none beyond the interval's", func(r *result) (string, verdict) {
 			// The operator runs with the default --interval of a minute; each one that ends
 			// during the changes may read the server once.
+			if len(r.latencies) == 0 {
+				return "-", noBudget
+			}
 			allowed := math.Ceil(r.changeTime.Minutes())
 			return fmt.Sprintf("%.0f / %.0f", r.changeLists, allowed), check(len(r.latencies) > 0, r.changeLists <= allowed)
 		}},
@@ -218,6 +221,9 @@ func rpcCell(c map[string]int64) string {
 
 // latencyCell is p50 / p99 of changes among n objects, judged by the change-latency budgets.
 func latencyCell(n int, ds []time.Duration) (string, verdict) {
+	if len(ds) == 0 {
+		return "-", noBudget
+	}
 	p50, p99 := percentile(ds, 50), percentile(ds, 99)
 	cell := ms(p50) + " / " + ms(p99)
 	if n > budgetLatencySize {

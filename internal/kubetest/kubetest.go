@@ -59,6 +59,9 @@ func Start(crdDirs ...string) (*ControlPlane, error) {
 		return nil, err
 	}
 	env := &envtest.Environment{BinaryAssetsDirectory: dir, CRDDirectoryPaths: crdDirs, ErrorIfCRDPathMissing: len(crdDirs) > 0}
+	// The Service range of a kubeadm cluster, room for the bench's thousands of Services
+	// (envtest's default holds a few hundred).
+	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.96.0.0/12")
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", dir, err)

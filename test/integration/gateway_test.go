@@ -109,6 +109,7 @@ func TestGatewayRoutes(t *testing.T) {
 		map[string]any{"name": "web", "protocol": "HTTP", "port": int64(80), "hostname": "*.gw.lan"},
 		map[string]any{"name": "grpc", "protocol": "HTTPS", "port": int64(443), "hostname": "grpc.gw.lan", "tls": tls("Terminate")},
 		map[string]any{"name": "tls", "protocol": "TLS", "port": int64(8443), "hostname": "*.tls.gw.lan", "tls": tls("Passthrough")},
+		map[string]any{"name": "admin", "protocol": "HTTP", "port": int64(8080), "hostname": "admin.gw.lan"},
 	}}, addresses("10.44.0.1", "fd00::44"))
 	h.gwObj(gwGVR, "Gateway", "later", enabled(), map[string]any{"gatewayClassName": "example", "listeners": []any{
 		map[string]any{"name": "web", "protocol": "HTTP", "port": int64(80)}}}, nil)
@@ -122,14 +123,37 @@ func TestGatewayRoutes(t *testing.T) {
 	h.gwObj(httpGVR, "HTTPRoute", "refused", enabled(), map[string]any{"hostnames": strs("refused.gw.lan"), "parentRefs": []any{gw}}, parents(false, gw))
 	h.gwObj(httpGVR, "HTTPRoute", "via-gateway", nil, map[string]any{"hostnames": strs("held.lan"), "parentRefs": []any{later}}, parents(true, later))
 	h.gwObj(grpcGVR, "GRPCRoute", "api", enabled(), map[string]any{"hostnames": strs("grpc.gw.lan"), "parentRefs": []any{section("grpc")}}, parents(true, section("grpc")))
+	// A wildcard on the route's side meets a concrete listener name: the listener's wins.
+	h.gwObj(httpGVR, "HTTPRoute", "wild", enabled(), map[string]any{"hostnames": strs("*.gw.lan"), "parentRefs": []any{section("admin")}}, parents(true, section("admin")))
+	// Two parents: their addresses are merged.
+	h.gwObj(httpGVR, "HTTPRoute", "both", enabled(), map[string]any{"hostnames": strs("both.gw.lan"), "parentRefs": []any{section("web"), later}},
+		parents(true, section("web"), later))
+	// A route from another namespace: the listener admits only its own (allowedRoutes Same).
+	other := createNamespace(t, h.cp)
+	foreign := map[string]any{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "gw", "namespace": h.ns}
+	outsider := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+		"metadata": map[string]any{"name": "outsider", "namespace": other, "annotations": map[string]any{"router-hosts.fzymgc.house/enabled": "true"}},
+		"spec":     map[string]any{"hostnames": strs("outsider.gw.lan"), "parentRefs": []any{foreign}}}}
+	routes := dynamic.NewForConfigOrDie(h.cp.Config).Resource(httpGVR)
+	got, err := routes.Namespace(other).Create(context.Background(), outsider, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Object["status"] = parents(true, foreign)
+	if _, err := routes.Namespace(other).UpdateStatus(context.Background(), got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	h.gwObj(tlsGVR, "TLSRoute", "db", enabled(), map[string]any{"hostnames": strs("db.tls.gw.lan"), "parentRefs": []any{section("tls")},
 		"rules": []any{map[string]any{"backendRefs": []any{map[string]any{"name": "db", "port": int64(5432)}}}}}, parents(true, section("tls")))
 
 	h.waitHost("db.tls.gw.lan", "10.44.0.1", "fd00::44")
 	h.waitHost("grpc.gw.lan", "10.44.0.1", "fd00::44")
 	h.waitHost("held.lan")
+	h.waitHost("admin.gw.lan", "10.44.0.1", "fd00::44")
+	h.waitHost("both.gw.lan", "10.44.0.1", "fd00::44")
 	h.sync()
-	for host, n := range map[string]int{"a.gw.lan": 2, "grpc.gw.lan": 2, "db.tls.gw.lan": 2, "b.other.lan": 0, "refused.gw.lan": 0, "held.lan": 0} {
+	for host, n := range map[string]int{"a.gw.lan": 2, "grpc.gw.lan": 2, "db.tls.gw.lan": 2, "admin.gw.lan": 2, "both.gw.lan": 2,
+		"b.other.lan": 0, "refused.gw.lan": 0, "held.lan": 0, "outsider.gw.lan": 0} {
 		if got := len(h.entries(host)); got != n {
 			t.Errorf("%s: %d entries, want %d", host, got, n)
 		}
@@ -143,9 +167,13 @@ func TestGatewayRoutes(t *testing.T) {
 	// The second Gateway gets its address: the route it opted in follows.
 	h.setGWStatus(gwGVR, &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "later"}}}, addresses("10.44.0.2"))
 	h.waitHost("held.lan", "10.44.0.2")
+	h.waitHost("both.gw.lan", "10.44.0.1", "10.44.0.2", "fd00::44")
 	h.sync()
 	if e := h.entries("held.lan"); len(e) != 1 || e[0].IP != "10.44.0.2" {
 		t.Fatalf("held.lan = %v after its Gateway got an address", e)
+	}
+	if n := len(h.entries("both.gw.lan")); n != 3 {
+		t.Fatalf("both.gw.lan has %d entries; want the addresses of both parents, IPv4 and IPv6", n)
 	}
 
 	h.srv.Service().ResetCalls()
