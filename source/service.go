@@ -2,13 +2,9 @@ package source
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	listersv1 "k8s.io/client-go/listers/core/v1"
-	"k8s.io/client-go/tools/cache"
 )
 
 // serviceKind reads Services annotated enabled with their names in the hostname annotation
@@ -16,42 +12,11 @@ import (
 // A Service is addressed by its own addresses only: the ip-address annotation, else for a
 // LoadBalancer every IP of its load-balancer status, else its externalIPs. The cache holds an
 // unannotated Service as its identity alone, since most Services of a cluster are not ours.
-type serviceKind struct {
-	lister   listersv1.ServiceLister
-	isSynced cache.InformerSynced
-}
+type serviceKind struct{ typedKind }
 
 func (k *serviceKind) start(ctx context.Context, c Clients, cfg Config, changed func(old, cur metav1.Object)) error {
 	svcs := c.Services.Services(cfg.Namespace)
-	inf, err := newInformer(c, svcs.List, svcs.Watch, &corev1.Service{},
-		func(o *metav1.ListOptions) { o.LabelSelector = cfg.LabelSelector }, slimAnnotatedService)
-	if err != nil {
-		return fmt.Errorf("the Service informer: %w", err)
-	}
-	k.lister = listersv1.NewServiceLister(inf.GetIndexer())
-	if err := notify(inf, changed); err != nil {
-		return fmt.Errorf("watching Services: %w", err)
-	}
-	k.isSynced = inf.HasSynced
-	go inf.RunWithContext(ctx)
-	if !waitSynced(ctx, k.isSynced) {
-		return fmt.Errorf("waiting for the Service cache: %w", context.Cause(ctx))
-	}
-	return nil
-}
-
-func (k *serviceKind) synced() bool { return k.isSynced() }
-
-func (k *serviceKind) objects() ([]metav1.Object, error) {
-	list, err := k.lister.List(labels.Everything())
-	if err != nil {
-		return nil, fmt.Errorf("listing Services from the cache: %w", err)
-	}
-	out := make([]metav1.Object, len(list))
-	for i, o := range list {
-		out[i] = o
-	}
-	return out, nil
+	return startTyped(ctx, &k.typedKind, c, cfg, "Service", svcs.List, svcs.Watch, &corev1.Service{}, slimAnnotatedService, changed)
 }
 
 func (k *serviceKind) optedIn(o metav1.Object) bool { return enabled(o) }

@@ -5,6 +5,7 @@ package source
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -138,4 +139,44 @@ func notify(inf cache.SharedIndexInformer, changed func(old, cur metav1.Object))
 		DeleteFunc: func(x any) { changed(nil, obj(x)) },
 	})
 	return err
+}
+
+// typedKind is the reading half of a built-in kind: one informer through a typed client, its
+// objects cut by a transform. A kind embeds it and adds optedIn and claim.
+type typedKind struct {
+	indexer  cache.Indexer
+	isSynced cache.InformerSynced
+}
+
+// startTyped starts the informer of a built-in kind (what names it in errors) and waits for
+// its cache, so that the first sync sees the whole cluster rather than an empty one.
+func startTyped[T runtime.Object](ctx context.Context, k *typedKind, c Clients, cfg Config, what string,
+	list func(context.Context, metav1.ListOptions) (T, error), watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error),
+	example runtime.Object, transform cache.TransformFunc, changed func(old, cur metav1.Object)) error {
+	inf, err := newInformer(c, list, watchFn, example, func(o *metav1.ListOptions) { o.LabelSelector = cfg.LabelSelector }, transform)
+	if err != nil {
+		return fmt.Errorf("the %s informer: %w", what, err)
+	}
+	if err := notify(inf, changed); err != nil {
+		return fmt.Errorf("watching %ss: %w", what, err)
+	}
+	k.indexer, k.isSynced = inf.GetIndexer(), inf.HasSynced
+	go inf.RunWithContext(ctx)
+	if !waitSynced(ctx, k.isSynced) {
+		return fmt.Errorf("waiting for the %s cache: %w", what, context.Cause(ctx))
+	}
+	return nil
+}
+
+func (k *typedKind) synced() bool { return k.isSynced() }
+
+func (k *typedKind) objects() ([]metav1.Object, error) {
+	list := k.indexer.List()
+	out := make([]metav1.Object, 0, len(list))
+	for _, o := range list {
+		if m, ok := o.(metav1.Object); ok {
+			out = append(out, m)
+		}
+	}
+	return out, nil
 }
