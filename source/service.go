@@ -44,3 +44,24 @@ func (k *serviceKind) claim(o metav1.Object) claim {
 	own.Missing = "no address: the Service has no load-balancer IP and no externalIPs; set the " + AnnotationIPAddress + " annotation"
 	return annotatedClaim(refOf("", "v1", "Service", svc), svc, hosts, own, problems)
 }
+
+// slimAnnotatedService keeps what the service source reads of an opted-in Service (its type,
+// external IPs and load-balancer status, hostname-only points included so they can be
+// reported) and of any other Service its identity and version alone.
+func slimAnnotatedService(obj any) (any, error) {
+	svc, ok := obj.(*corev1.Service)
+	if !ok {
+		return obj, nil
+	}
+	out := &corev1.Service{ObjectMeta: slimMeta(svc.ObjectMeta)}
+	if !enabled(svc) {
+		out.Annotations = nil
+		return out, nil
+	}
+	out.Spec.Type = svc.Spec.Type
+	out.Spec.ExternalIPs = svc.Spec.ExternalIPs
+	for _, lb := range svc.Status.LoadBalancer.Ingress {
+		out.Status.LoadBalancer.Ingress = append(out.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: lb.IP, Hostname: lb.Hostname})
+	}
+	return out, nil
+}

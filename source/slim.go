@@ -61,27 +61,6 @@ func slimIngress(obj any) (any, error) {
 	return out, nil
 }
 
-// slimAnnotatedService keeps what the service source reads of an opted-in Service (its type,
-// external IPs and load-balancer status, hostname-only points included so they can be
-// reported) and of any other Service its identity and version alone.
-func slimAnnotatedService(obj any) (any, error) {
-	svc, ok := obj.(*corev1.Service)
-	if !ok {
-		return obj, nil
-	}
-	out := &corev1.Service{ObjectMeta: slimMeta(svc.ObjectMeta)}
-	if !enabled(svc) {
-		out.Annotations = nil
-		return out, nil
-	}
-	out.Spec.Type = svc.Spec.Type
-	out.Spec.ExternalIPs = svc.Spec.ExternalIPs
-	for _, lb := range svc.Status.LoadBalancer.Ingress {
-		out.Status.LoadBalancer.Ingress = append(out.Status.LoadBalancer.Ingress, corev1.LoadBalancerIngress{IP: lb.IP, Hostname: lb.Hostname})
-	}
-	return out, nil
-}
-
 // slimService keeps the addresses the ip-resolution chain reads.
 func slimService(obj any) (any, error) {
 	svc, ok := obj.(*corev1.Service)
