@@ -38,6 +38,9 @@ type crdWatch struct {
 	ignore func(old, cur metav1.Object) bool
 	// transform cuts objects down before they are cached.
 	transform cache.TransformFunc
+	// after, when set, holds every resource back until it says the resources the kind reads
+	// beside them are cached (a route is read against its Gateways, never without them).
+	after func() bool
 
 	mu      sync.Mutex
 	active  map[schema.GroupVersionResource]cache.GenericLister
@@ -89,7 +92,7 @@ func (w *crdWatch) check(ctx context.Context, gvrs []schema.GroupVersionResource
 		w.mu.Lock()
 		started := w.started[gvr]
 		w.mu.Unlock()
-		if started {
+		if started || (w.after != nil && !w.after()) {
 			continue
 		}
 		served, err := w.served(gvr)
@@ -219,11 +222,14 @@ type crdKind struct {
 	transform cache.TransformFunc
 	// ignore, when set, says which updates change nothing the kind reads.
 	ignore func(old, cur metav1.Object) bool
-	watch  *crdWatch
+	// after, when set, holds the resources back until it is true (crdWatch.after).
+	after func() bool
+	watch *crdWatch
 }
 
 func (k *crdKind) start(ctx context.Context, c Clients, cfg Config, changed func(old, cur metav1.Object)) error {
 	k.watch = newCRDWatch(c.Dynamic, c.Discovery, cfg, k.ignore, k.transform, changed)
+	k.watch.after = k.after
 	gvrs := make([]schema.GroupVersionResource, 0, len(k.resources))
 	for _, r := range k.resources {
 		gvrs = append(gvrs, r.gvr)

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
 
 // gatewayGroup is the Gateway API's group; its kinds are read through dynamic informers, so
@@ -56,6 +58,11 @@ func (k *routeKind) start(ctx context.Context, c Clients, cfg Config, changed fu
 	if err := k.namespaces.start(ctx, []schema.GroupVersionResource{namespaceResource}); err != nil {
 		return err
 	}
+	// Routes are read only once the Gateways and namespaces are cached: a route read without
+	// them would claim nothing, and its entries would be marked for deletion.
+	k.crdKind.after = func() bool {
+		return k.gateways.listers()[gatewayResource.gvr] != nil && k.namespaces.listers()[namespaceResource] != nil
+	}
 	return k.crdKind.start(ctx, c, cfg, changed)
 }
 
@@ -72,23 +79,28 @@ func (k *routeKind) optedIn(o metav1.Object) bool {
 	return false
 }
 
+// claim reads the route's names on each counting parent, and gives each name the addresses of
+// the Gateways that gave it that name, not of every parent. A route opted in only through its
+// Gateways counts only the annotated ones.
 func (k *routeKind) claim(o metav1.Object) claim {
 	route := o.(*unstructured.Unstructured)
 	ref := refOf(gatewayGroup, "v1", k.kind, route)
 	routeHosts, _, _ := unstructured.NestedStringSlice(route.Object, "spec", "hostnames")
+	routeOptedIn := enabled(route)
+	// addresses are what the Gateways that gave a name report for it.
+	type addresses struct{ ips, missing []string }
 	var (
-		hosts, missing []string
-		own            = Own{From: StrategyGatewayStatus}
-		problems       []Problem
-		counted        bool
+		hosts    []string
+		byHost   = map[string]*addresses{}
+		problems []Problem
+		counted  bool
 	)
-	seen := map[string]bool{}
 	for _, p := range parentRefs(route) {
 		if !accepted(route, p) {
 			continue
 		}
 		gw := k.gateway(p.namespace, p.name)
-		if gw == nil {
+		if gw == nil || (!routeOptedIn && !enabled(gw)) {
 			continue
 		}
 		listeners := k.listeners(gw, p, route)
@@ -96,6 +108,7 @@ func (k *routeKind) claim(o metav1.Object) claim {
 			continue
 		}
 		counted = true
+		ips, any := gatewayIPs(gw)
 		for _, l := range listeners {
 			for _, h := range intersectHostnames(routeHosts, l.hostname) {
 				if strings.HasPrefix(h, "*") {
@@ -103,27 +116,38 @@ func (k *routeKind) claim(o metav1.Object) claim {
 						h, routeHosts, gw.GetName(), l.name, l.hostname))
 					continue
 				}
-				if !seen[h] {
-					seen[h] = true
+				key := h
+				if n, err := endpoint.NormalizeHostname(h); err == nil {
+					key = n
+				}
+				a := byHost[key]
+				if a == nil {
+					a = &addresses{}
+					byHost[key] = a
 					hosts = append(hosts, h)
 				}
+				a.ips = append(a.ips, ips...)
+				if !any {
+					a.missing = append(a.missing, gw.GetNamespace()+"/"+gw.GetName())
+				}
 			}
-		}
-		ips, any := gatewayIPs(gw)
-		own.IPs = append(own.IPs, ips...)
-		if !any {
-			missing = append(missing, gw.GetNamespace()+"/"+gw.GetName())
 		}
 	}
 	if !counted {
 		problems = append(problems, invalidHostname("no parent Gateway has accepted the route with a listener that allows it"))
 	}
-	if len(own.IPs) == 0 && len(missing) > 0 {
-		// A Gateway still waiting for its address means no address yet, never a default.
-		own.Final = true
-		own.Missing = "no address yet: Gateway " + strings.Join(missing, ", ") + " has none in status.addresses"
+	c := annotatedClaim(ref, route, hosts, Own{From: StrategyGatewayStatus}, problems)
+	c.hostOwn = make(map[string]Own, len(byHost))
+	for key, a := range byHost {
+		own := Own{From: StrategyGatewayStatus, IPs: a.ips}
+		if len(a.ips) == 0 && len(a.missing) > 0 {
+			// A Gateway still waiting for its address means no address yet, never a default.
+			own.Final = true
+			own.Missing = "no address yet: Gateway " + strings.Join(endpoint.SortedUnique(a.missing), ", ") + " has none in status.addresses"
+		}
+		c.hostOwn[key] = own
 	}
-	return annotatedClaim(ref, route, hosts, own, problems)
+	return c
 }
 
 // gateway returns a cached Gateway, nil when there is none.
@@ -265,9 +289,12 @@ func toParentRef(raw any, routeNamespace string) (parentRef, bool) {
 	return p, p.name != ""
 }
 
-// accepted reports whether the route's status says a Gateway controller accepted it for p.
+// accepted reports whether the route's status says a Gateway controller accepted it for p, for
+// the route's current generation where the condition says which: a refusal in any entry for p
+// wins over an acceptance, so a controller's leftover entry never outvotes the one in charge.
 func accepted(route *unstructured.Unstructured, p parentRef) bool {
 	raw, _, _ := unstructured.NestedSlice(route.Object, "status", "parents")
+	yes := false
 	for _, r := range raw {
 		m, _ := r.(map[string]any)
 		got, ok := toParentRef(m["parentRef"], route.GetNamespace())
@@ -277,12 +304,21 @@ func accepted(route *unstructured.Unstructured, p parentRef) bool {
 		conds, _ := m["conditions"].([]any)
 		for _, c := range conds {
 			cm, _ := c.(map[string]any)
-			if cm["type"] == "Accepted" && cm["status"] == "True" {
-				return true
+			if cm["type"] != "Accepted" {
+				continue
+			}
+			if g, ok := cm["observedGeneration"].(int64); ok && g < route.GetGeneration() {
+				continue // about an older spec
+			}
+			switch cm["status"] {
+			case "True":
+				yes = true
+			case "False":
+				return false
 			}
 		}
 	}
-	return false
+	return yes
 }
 
 // gatewayIPs returns the IP addresses of a Gateway's status (type IPAddress or unset), and

@@ -227,6 +227,28 @@ func TestRouteClaims(t *testing.T) {
 			gateways: []*unstructured.Unstructured{gw("app", "gw", nil, web, "10.0.0.1")},
 			route:    httpRoute("app", "r", on(AnnotationIPAddress, "10.5.5.5"), []string{"a.home.lan"}, pref{name: "gw", accepted: true}),
 			optedIn:  true, want: map[string][]string{"a.home.lan": {"10.5.5.5"}}},
+		{name: "opted in through one Gateway: only that Gateway's names and addresses",
+			gateways: []*unstructured.Unstructured{
+				gw("app", "internal", on(), []any{lis("web", "HTTP", 80, "*.home.lan", nil)}, "10.0.0.1"),
+				gw("app", "public", nil, []any{lis("web", "HTTP", 80, "*.example.com", nil)}, "203.0.113.5")},
+			route: httpRoute("app", "r", nil, []string{"app.home.lan", "app.example.com"},
+				pref{name: "internal", accepted: true}, pref{name: "public", accepted: true}),
+			optedIn: true, want: map[string][]string{"app.home.lan": {"10.0.0.1"}}},
+		{name: "each name gets the addresses of the Gateways that gave it",
+			gateways: []*unstructured.Unstructured{
+				gw("app", "internal", nil, []any{lis("web", "HTTP", 80, "*.home.lan", nil)}, "10.0.0.1"),
+				gw("app", "public", nil, []any{lis("web", "HTTP", 80, "*.example.com", nil)}, "203.0.113.5")},
+			route: httpRoute("app", "r", on(), []string{"app.home.lan", "app.example.com"},
+				pref{name: "internal", accepted: true}, pref{name: "public", accepted: true}),
+			optedIn: true, want: map[string][]string{"app.home.lan": {"10.0.0.1"}, "app.example.com": {"203.0.113.5"}}},
+		{name: "a refusal by one controller outweighs another's leftover acceptance",
+			gateways: []*unstructured.Unstructured{gw("app", "gw", nil, web, "10.0.0.1")},
+			route:    withRefusal(httpRoute("app", "r", on(), []string{"a.home.lan"}, pref{name: "gw", accepted: true}), "gw"),
+			optedIn:  true, want: map[string][]string{}},
+		{name: "an acceptance about an older generation does not count",
+			gateways: []*unstructured.Unstructured{gw("app", "gw", nil, web, "10.0.0.1")},
+			route:    atGeneration(httpRoute("app", "r", on(), []string{"a.home.lan"}, pref{name: "gw", accepted: true}), 2, 1),
+			optedIn:  true, want: map[string][]string{}},
 		{name: "a parent that is not there",
 			route:   httpRoute("app", "r", on(), []string{"a.home.lan"}, pref{name: "gone", accepted: true}),
 			optedIn: true, want: map[string][]string{}},
@@ -265,6 +287,28 @@ func TestRouteClaims(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withRefusal adds a second controller's entry refusing the route for the Gateway name.
+func withRefusal(route *unstructured.Unstructured, name string) *unstructured.Unstructured {
+	parents, _, _ := unstructured.NestedSlice(route.Object, "status", "parents")
+	parents = append(parents, map[string]any{"parentRef": map[string]any{"name": name}, "controllerName": "example.com/other",
+		"conditions": []any{map[string]any{"type": "Accepted", "status": "False"}}})
+	_ = unstructured.SetNestedSlice(route.Object, parents, "status", "parents")
+	return route
+}
+
+// atGeneration sets the route's generation and the generation its acceptance is about.
+func atGeneration(route *unstructured.Unstructured, generation, observed int64) *unstructured.Unstructured {
+	route.SetGeneration(generation)
+	parents, _, _ := unstructured.NestedSlice(route.Object, "status", "parents")
+	for _, p := range parents {
+		for _, c := range p.(map[string]any)["conditions"].([]any) {
+			c.(map[string]any)["observedGeneration"] = observed
+		}
+	}
+	_ = unstructured.SetNestedSlice(route.Object, parents, "status", "parents")
+	return route
 }
 
 func TestExpandGateway(t *testing.T) {

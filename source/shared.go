@@ -58,6 +58,9 @@ type claim struct {
 	overrides overrides
 	// own is the address the object itself reports, for the resolution chain.
 	own Own
+	// hostOwn, when set, is the address reported for each hostname on its own (a route's
+	// names come from different Gateways); own applies to hostnames it does not list.
+	hostOwn map[string]Own
 	// problems are those found while reading the object.
 	problems []Problem
 }
@@ -197,21 +200,26 @@ func buildEndpoints(c *claim, r *Resolver) ([]*endpoint.Endpoint, []Problem) {
 	if len(hosts) == 0 {
 		return nil, problems
 	}
-	var targets []string
-	switch {
-	case o.badIPs:
-		// Held: keep whatever exists until the override is fixed.
-	case o.ips != nil:
-		targets = o.ips
-	default:
-		var why string
-		targets, why = r.Resolve(c.own)
-		if len(targets) == 0 {
-			problems = append(problems, Problem{Reason: ReasonNoAddress, Message: why + "; existing entries are held"})
-		}
-	}
 	out := make([]*endpoint.Endpoint, 0, len(hosts))
+	missing := map[string]bool{}
 	for _, h := range hosts {
+		var targets []string
+		switch {
+		case o.badIPs:
+			// Held: keep whatever exists until the override is fixed.
+		case o.ips != nil:
+			targets = o.ips
+		default:
+			own, ok := c.hostOwn[h]
+			if !ok {
+				own = c.own
+			}
+			var why string
+			if targets, why = r.Resolve(own); len(targets) == 0 && !missing[why] {
+				missing[why] = true
+				problems = append(problems, Problem{Reason: ReasonNoAddress, Message: why + "; existing entries are held"})
+			}
+		}
 		aliases, errs := endpoint.NormalizeAliases(h, o.aliases)
 		for _, err := range errs {
 			problems = append(problems, invalidAnnotation("%s: %v; dropped", o.aliasesFrom, err))
