@@ -331,28 +331,12 @@ func (b *bench) run(ctx context.Context, cl *cluster, n int, cost time.Duration)
 	}
 	step("floor: %d AddHost from a plain client, %d at a time: %v", n, b.opts.concurrency, r.floor.Round(time.Millisecond))
 
-	if c, err = b.srv.fresh(ctx, cost); err != nil {
-		return nil, err
-	}
-	op, err := startOperator(b.opts.operator, b.kubeconfig, b.dir, c, sourceArgs...)
+	op, stopHeap, err := b.startConverged(ctx, cost, r, sourceArgs...)
 	if err != nil {
 		return nil, err
 	}
 	defer op.stop()
-	heapCtx, stopHeap := context.WithCancel(ctx)
 	defer stopHeap()
-	readyCh := make(chan time.Duration, 1)
-	go func() {
-		if _, err := op.waitMetrics(heapCtx); err == nil {
-			readyCh <- time.Since(op.started)
-		}
-		op.sampleHeap(heapCtx)
-	}()
-
-	if err := b.converge(ctx, op, r); err != nil {
-		return nil, err
-	}
-	r.ready = <-readyCh
 	step("converged in %v (%.2f × floor; caches synced after %v, first sync %v); RPCs %v", r.converge.Round(time.Millisecond),
 		ratio(r.converge, r.floor), r.ready.Round(time.Millisecond), r.firstSync.Round(time.Millisecond), r.rpcs)
 	var statuses *statusWatch
@@ -394,13 +378,49 @@ func (b *bench) run(ctx context.Context, cl *cluster, n int, cost time.Duration)
 			return nil, err
 		}
 	}
-	if r.rssPeak, r.rssSteady, err = op.memory(); err != nil {
+	if err := b.finish(op, r, stopHeap); err != nil {
 		return nil, err
+	}
+	return r, nil
+}
+
+// startConverged starts the operator with args on a fresh server, samples its heap until
+// stopHeap, and returns once it has converged (r's converge, ready, firstSync and RPC figures).
+func (b *bench) startConverged(ctx context.Context, cost time.Duration, r *result, args ...string) (op *operator, stopHeap func(), err error) {
+	c, err := b.srv.fresh(ctx, cost)
+	if err != nil {
+		return nil, nil, err
+	}
+	if op, err = startOperator(b.opts.operator, b.kubeconfig, b.dir, c, args...); err != nil {
+		return nil, nil, err
+	}
+	heapCtx, stopHeap := context.WithCancel(ctx)
+	readyCh := make(chan time.Duration, 1)
+	go func() {
+		if _, err := op.waitMetrics(heapCtx); err == nil {
+			readyCh <- time.Since(op.started)
+		}
+		op.sampleHeap(heapCtx)
+	}()
+	if err := b.converge(ctx, op, r); err != nil {
+		stopHeap()
+		op.stop()
+		return nil, nil, err
+	}
+	r.ready = <-readyCh
+	return op, stopHeap, nil
+}
+
+// finish records the operator's memory at the end of a run and stops it.
+func (b *bench) finish(op *operator, r *result, stopHeap func()) error {
+	var err error
+	if r.rssPeak, r.rssSteady, err = op.memory(); err != nil {
+		return err
 	}
 	stopHeap()
 	r.heapPeak = op.heapPeak.Load()
 	op.stop()
-	return r, nil
+	return nil
 }
 
 // converge waits until the server holds all N entries, timing from the operator's start, then

@@ -163,28 +163,13 @@ func (b *bench) runMixed(ctx context.Context, n int) (*result, error) {
 	if r.floor, r.floorCPU, err = floor(ctx, b.dir, c, "Ingress", mixedNamespace, apps, b.opts.concurrency); err != nil {
 		return nil, err
 	}
-	if c, err = b.srv.fresh(ctx, b.opts.replayCost); err != nil {
-		return nil, err
-	}
-	op, err := startOperator(b.opts.operator, b.kubeconfig, b.dir, c,
+	op, stopHeap, err := b.startConverged(ctx, b.opts.replayCost, r,
 		"--source=ingress", "--source=gateway-httproute", "--source=service", "--namespace="+mixedNamespace)
 	if err != nil {
 		return nil, err
 	}
 	defer op.stop()
-	heapCtx, stopHeap := context.WithCancel(ctx)
 	defer stopHeap()
-	readyCh := make(chan time.Duration, 1)
-	go func() {
-		if _, err := op.waitMetrics(heapCtx); err == nil {
-			readyCh <- time.Since(op.started)
-		}
-		op.sampleHeap(heapCtx)
-	}()
-	if err := b.converge(ctx, op, r); err != nil {
-		return nil, err
-	}
-	r.ready = <-readyCh
 	step("converged in %v; RPCs %v", r.converge.Round(time.Millisecond), r.rpcs)
 	if err := b.settle(ctx, op, r); err != nil {
 		return nil, err
@@ -193,10 +178,8 @@ func (b *bench) runMixed(ctx context.Context, n int) (*result, error) {
 		return nil, err
 	}
 	step("no-op syncs: operator %v, ListHosts %v", r.noopOp, r.noopList)
-	if r.rssPeak, r.rssSteady, err = op.memory(); err != nil {
+	if err := b.finish(op, r, stopHeap); err != nil {
 		return nil, err
 	}
-	stopHeap()
-	r.heapPeak = op.heapPeak.Load()
 	return r, nil
 }
