@@ -557,10 +557,9 @@ func entriesAfter(owned []endpoint.Record, changes []plan.Change, applyErr error
 	for _, e := range changeErrors(applyErr) {
 		failed[e.Change] = true
 	}
-	byID := make(map[string]endpoint.Record, len(owned))
-	for _, r := range owned {
-		byID[r.ID] = r
-	}
+	// The changes are few beside the entries: index them, then walk the entries once.
+	gone := map[string]bool{}
+	now := map[string]*endpoint.Record{}
 	for i := range changes {
 		ch := &changes[i]
 		if failed[ch] {
@@ -568,17 +567,34 @@ func entriesAfter(owned []endpoint.Record, changes []plan.Change, applyErr error
 		}
 		switch {
 		case ch.New == nil, ch.Action == plan.Release:
-			delete(byID, ch.Old.ID)
+			gone[ch.Old.ID] = true
 		case ch.New.ID != "":
-			byID[ch.New.ID] = *ch.New
+			now[ch.New.ID] = ch.New
 		}
 	}
-	out := map[string][]endpoint.Record{}
-	for _, r := range byID {
-		out[r.Hostname] = append(out[r.Hostname], r)
+	out := make(map[string][]endpoint.Record, len(owned))
+	add := func(r *endpoint.Record) {
+		rs := append(out[r.Hostname], *r)
+		if n := len(rs); n > 1 && rs[n-1].IP < rs[n-2].IP {
+			sort.Slice(rs, func(i, j int) bool { return rs[i].IP < rs[j].IP })
+		}
+		out[r.Hostname] = rs
 	}
-	for _, rs := range out {
-		sort.Slice(rs, func(i, j int) bool { return rs[i].IP < rs[j].IP })
+	for i := range owned {
+		r := &owned[i]
+		if gone[r.ID] {
+			continue
+		}
+		if n, ok := now[r.ID]; ok {
+			r = n
+			delete(now, r.ID)
+		}
+		add(r)
+	}
+	for _, r := range now {
+		if !gone[r.ID] {
+			add(r)
+		}
 	}
 	return out
 }

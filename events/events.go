@@ -96,12 +96,33 @@ func (r *Recorder) Report(_ context.Context, rep *controller.Report) {
 		r.standing(rep, nil)
 		return
 	}
+	// Only the hostnames this sync changed or failed need their claims, and only an entry
+	// leaving needs to know which objects still exist; a sync touching neither reads nothing.
+	need := make(map[string]bool, len(rep.Changes)+len(rep.Failed))
+	retiring := false
+	for i := range rep.Changes {
+		need[rep.Changes[i].Hostname()] = true
+		switch rep.Changes[i].Action {
+		case plan.Mark, plan.Delete, plan.Release:
+			retiring = true
+		}
+	}
+	for host := range rep.Failed {
+		need[host] = true
+	}
 	claims := map[string][]endpoint.SourceRef{}
 	alive := map[string]endpoint.SourceRef{}
 	for _, ep := range rep.Desired {
-		claims[ep.Hostname] = ep.Sources
-		for _, s := range ep.Sources {
-			alive[s.UID] = s
+		if len(need) == 0 {
+			break
+		}
+		if need[ep.Hostname] {
+			claims[ep.Hostname] = ep.Sources
+		}
+		if retiring {
+			for _, s := range ep.Sources {
+				alive[s.UID] = s
+			}
 		}
 	}
 	r.normal, r.suppressed = 0, 0

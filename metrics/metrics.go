@@ -6,6 +6,7 @@ package metrics
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,6 +14,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )
@@ -23,7 +25,10 @@ const ns = "router_hosts_operator"
 type Metrics struct {
 	Registry *prometheus.Registry
 
-	cluster         string
+	cluster string
+	// owners are the owner labels of the last report's entries, by entry ID; only the
+	// goroutine delivering reports touches them.
+	owners          map[string]owner
 	sourceNames     []string
 	syncedEntries   *prometheus.GaugeVec
 	syncErrors      *prometheus.CounterVec
@@ -130,18 +135,43 @@ func (m *Metrics) Report(_ context.Context, r *controller.Report) {
 	m.serverConnected.Set(1)
 	m.pending.Set(float64(r.Pending))
 	m.foreign.Set(float64(r.Foreign))
-	m.syncedEntries.Reset()
-	for _, recs := range r.Entries {
-		for _, rec := range recs {
-			namespace, kinds := registry.Owner(&rec)
-			m.syncedEntries.WithLabelValues(m.cluster, namespace, strings.Join(kinds, ",")).Inc()
-		}
-	}
+	m.countEntries(r.Entries)
 	if r.Stage == controller.StageApply {
 		m.syncErrors.WithLabelValues(r.Stage.String()).Inc()
 		return
 	}
 	m.lastSync.Set(float64(r.Started.Add(r.Duration).Unix()))
+}
+
+// owner is an entry's owner labels, with the tags they were read from.
+type owner struct {
+	tags            []string
+	namespace, kind string
+}
+
+// countEntries sets synced_entries from the owned entries. An entry's owner is read again
+// only when its tags changed, and each series is set once.
+func (m *Metrics) countEntries(entries map[string][]endpoint.Record) {
+	type series struct{ namespace, kind string }
+	counts := map[series]int{}
+	owners := make(map[string]owner, len(m.owners))
+	for _, recs := range entries {
+		for i := range recs {
+			rec := &recs[i]
+			o, ok := m.owners[rec.ID]
+			if !ok || !slices.Equal(o.tags, rec.Tags) {
+				namespace, kinds := registry.Owner(rec)
+				o = owner{rec.Tags, namespace, strings.Join(kinds, ",")}
+			}
+			owners[rec.ID] = o
+			counts[series{o.namespace, o.kind}]++
+		}
+	}
+	m.owners = owners
+	m.syncedEntries.Reset()
+	for s, n := range counts {
+		m.syncedEntries.WithLabelValues(m.cluster, s.namespace, s.kind).Set(float64(n))
+	}
 }
 
 func b2f(b bool) float64 {

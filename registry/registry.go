@@ -47,6 +47,34 @@ type Registry struct {
 	// from: the syncs between two writes to an entry split its tags once.
 	viewsMu sync.Mutex
 	views   map[string]taggedView
+
+	// merged are the last Desired's merges by hostname. A full resync merges every
+	// hostname, and one whose claims and entries are those of the last sync merges the same.
+	mergedMu sync.Mutex
+	merged   map[string]merged
+}
+
+// merged is one hostname's merge with what it was made from: the claims (the same
+// endpoints, in the same order) and the owned entries (the same records, in any order).
+type merged struct {
+	claims []*endpoint.Endpoint
+	owned  []endpoint.Record
+	out    *endpoint.Endpoint
+}
+
+// from reports whether the merge was made from these claims and entries.
+func (m *merged) from(claims []*endpoint.Endpoint, owned []*endpoint.Record) bool {
+	if !slices.Equal(m.claims, claims) || len(m.owned) != len(owned) {
+		return false
+	}
+	for _, rec := range owned {
+		if !slices.ContainsFunc(m.owned, func(o endpoint.Record) bool {
+			return o.ID == rec.ID && o.Version == rec.Version && o.IP == rec.IP && slices.Equal(o.Tags, rec.Tags)
+		}) {
+			return false
+		}
+	}
+	return true
 }
 
 type taggedView struct {
@@ -222,6 +250,10 @@ func (r *Registry) Desired(eps []*endpoint.Endpoint, st *State) []*endpoint.Endp
 	}
 	sort.Strings(hosts)
 	out := make([]*endpoint.Endpoint, 0, len(hosts))
+	r.mergedMu.Lock()
+	defer r.mergedMu.Unlock()
+	prev := r.merged
+	r.merged = make(map[string]merged, len(hosts))
 	for _, h := range hosts {
 		claims := byHost[h]
 		if len(st.Foreign[h]) > 0 && len(ownedByHost[h]) == 0 {
@@ -232,8 +264,26 @@ func (r *Registry) Desired(eps []*endpoint.Endpoint, st *State) []*endpoint.Endp
 			}
 			continue
 		}
-		if m := r.merge(h, claims, ownedByHost[h], st); m != nil {
-			out = append(out, m)
+		owned := ownedByHost[h]
+		if m, ok := prev[h]; ok && m.from(claims, owned) {
+			r.merged[h] = m
+			if m.out != nil {
+				out = append(out, m.out)
+			}
+			continue
+		}
+		memo := merged{claims: slices.Clone(claims), owned: make([]endpoint.Record, 0, len(owned))}
+		for _, rec := range owned {
+			memo.owned = append(memo.owned, *rec)
+		}
+		conflicts := len(st.Conflicts)
+		memo.out = r.merge(h, claims, owned, st)
+		if memo.out != nil {
+			out = append(out, memo.out)
+		}
+		// A merge with conflicts is made again every sync, so that every sync reports them.
+		if len(st.Conflicts) == conflicts {
+			r.merged[h] = memo
 		}
 	}
 	return out

@@ -324,3 +324,52 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestMergesAreReusedOnlyWhileTheirInputsHold: a sync whose claims and entries for a hostname
+// are those of the last sync gets the same merge; a new claim, a changed entry or a changed
+// claim merges again, and conflicts are reported by every sync.
+func TestMergesAreReusedOnlyWhileTheirInputsHold(t *testing.T) {
+	r := newReg(t, plan.Sync)
+	web := claim("web.lan", "default", "web", "uid-1", time.Hour, "10.0.0.1")
+	held := claim("held.lan", "default", "held", "uid-2", time.Hour) // no address: held
+	rival := claim("rival.lan", "other", "r", "uid-3", time.Minute, "10.0.0.3")
+	first := claim("rival.lan", "default", "f", "uid-4", time.Hour, "10.0.0.4")
+	recs := []endpoint.Record{owned("e1", "web.lan", "10.0.0.1"), owned("e2", "held.lan", "10.0.0.2", "source:uid-2")}
+	desired := func(recs []endpoint.Record, eps ...*endpoint.Endpoint) (map[string]*endpoint.Endpoint, *State) {
+		st := r.Classify(recs)
+		out := map[string]*endpoint.Endpoint{}
+		for _, e := range r.Desired(eps, st) {
+			out[e.Hostname] = e
+		}
+		return out, st
+	}
+	a, _ := desired(recs, web, held, first, rival)
+	b, st := desired(recs, web, held, first, rival)
+	for _, h := range []string{"web.lan", "held.lan"} {
+		if a[h] == nil || a[h] != b[h] {
+			t.Errorf("%s merged again with nothing changed", h)
+		}
+	}
+	if len(st.Conflicts) != 1 || st.Conflicts[0].Loser.UID != "uid-3" {
+		t.Errorf("second sync's conflicts = %+v, want rival.lan's", st.Conflicts)
+	}
+
+	again := *web
+	again.Targets = []string{"10.0.0.9"}
+	c, _ := desired(recs, &again, held, first, rival)
+	if got := c["web.lan"].Targets; !slices.Equal(got, []string{"10.0.0.9"}) {
+		t.Errorf("changed claim: targets %v", got)
+	}
+	if c["held.lan"] != a["held.lan"] {
+		t.Error("held.lan merged again though only web.lan changed")
+	}
+
+	// The held entry is marked for deletion elsewhere: its new version is no longer held.
+	marked := slices.Clone(recs)
+	marked[1] = owned("e2", "held.lan", "10.0.0.2", "source:uid-2", PrefixPending+t0.Format(time.RFC3339))
+	marked[1].Version = "2"
+	d, _ := desired(marked, &again, held, first, rival)
+	if got := d["held.lan"]; got == nil || len(got.Targets) != 0 {
+		t.Errorf("held.lan after its entry was marked: targets %v, want none", got)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -124,6 +125,9 @@ type Resolver struct {
 	services map[string]listersv1.ServiceLister // by "namespace/name"
 	synced   []cache.InformerSynced
 	handlers handlers
+	// changes counts changes of the watched Services: an address resolved before one may
+	// differ after it.
+	changes atomic.Uint64
 }
 
 // NewResolver starts the Service informers the chain needs and waits for their caches.
@@ -144,15 +148,15 @@ func NewResolver(ctx context.Context, client Clients, chain []Strategy) (*Resolv
 		}
 		r.services[key] = listersv1.NewServiceLister(inf.GetIndexer())
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: func(any) { r.handlers.fire() },
+			AddFunc: func(any) { r.changed() },
 			UpdateFunc: func(old, obj any) {
 				a, _ := old.(*corev1.Service)
 				b, _ := obj.(*corev1.Service)
 				if a == nil || b == nil || a.ResourceVersion != b.ResourceVersion {
-					r.handlers.fire()
+					r.changed()
 				}
 			},
-			DeleteFunc: func(any) { r.handlers.fire() },
+			DeleteFunc: func(any) { r.changed() },
 		}); err != nil {
 			return nil, fmt.Errorf("watching Service %s: %w", key, err)
 		}
@@ -164,6 +168,14 @@ func NewResolver(ctx context.Context, client Clients, chain []Strategy) (*Resolv
 	}
 	return r, nil
 }
+
+func (r *Resolver) changed() {
+	r.changes.Add(1)
+	r.handlers.fire()
+}
+
+// epoch changes whenever an address the chain resolves may have changed.
+func (r *Resolver) epoch() uint64 { return r.changes.Load() }
 
 // AddEventHandler registers a callback for changes of the watched Services.
 func (r *Resolver) AddEventHandler(fn func()) { r.handlers.add(fn) }

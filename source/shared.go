@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -73,6 +75,25 @@ type Source struct {
 	cfg      Config
 	handlers handlers
 	reports  *reporter
+
+	// others counts changes of what the kind reads besides its objects (a route's Gateways);
+	// together with the resolver's count it dates every memo.
+	others atomic.Uint64
+	// memo holds what each object gave the last sync: a full resync re-reads every object,
+	// and one whose resourceVersion and inputs are unchanged gives the same endpoints, so
+	// only changed objects are read again.
+	memoMu sync.Mutex
+	memo   map[types.UID]memo
+}
+
+// memo is what one object gave a sync, valid while its resourceVersion and the epoch hold.
+type memo struct {
+	version  string
+	epoch    uint64
+	optedIn  bool
+	ref      endpoint.SourceRef
+	eps      []*endpoint.Endpoint
+	problems []Problem
 }
 
 // newSource starts k's informers. Adding a kind never touches this function.
@@ -98,6 +119,7 @@ func (s *Source) Name() string { return s.name }
 func (s *Source) changed(old, cur metav1.Object) {
 	switch {
 	case old == nil && cur == nil:
+		s.others.Add(1)
 		s.handlers.fire()
 	case old != nil && cur != nil && old.GetResourceVersion() == cur.GetResourceVersion():
 	case (old != nil && s.kind.optedIn(old)) || (cur != nil && s.kind.optedIn(cur)):
@@ -126,18 +148,34 @@ func (s *Source) Endpoints(context.Context) ([]*endpoint.Endpoint, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s source: %w", s.name, err)
 	}
+	// The epoch is read before any object, so that a change arriving meanwhile dates the
+	// memos of this sync as older than itself.
+	epoch := s.others.Load() + s.cfg.Resolver.epoch()
+	s.memoMu.Lock()
+	defer s.memoMu.Unlock()
 	out := make([]*endpoint.Endpoint, 0, len(objs))
 	versions := make(map[types.UID]string, len(objs))
+	next := make(map[types.UID]memo, len(objs))
 	for _, o := range objs {
-		if !s.kind.optedIn(o) {
+		uid, version := o.GetUID(), o.GetResourceVersion()
+		m, ok := s.memo[uid]
+		if !ok || m.version != version || m.epoch != epoch {
+			m = memo{version: version, epoch: epoch, optedIn: s.kind.optedIn(o)}
+			if m.optedIn {
+				c := s.kind.claim(o)
+				m.ref = c.ref
+				m.eps, m.problems = buildEndpoints(&c, s.cfg.Resolver)
+			}
+		}
+		next[uid] = m
+		if !m.optedIn {
 			continue
 		}
-		c := s.kind.claim(o)
-		eps, problems := buildEndpoints(&c, s.cfg.Resolver)
-		s.reports.report(c.ref, o.GetResourceVersion(), problems)
-		versions[o.GetUID()] = o.GetResourceVersion()
-		out = append(out, eps...)
+		s.reports.report(m.ref, version, m.problems)
+		versions[uid] = version
+		out = append(out, m.eps...)
 	}
+	s.memo = next
 	s.reports.forgetExcept(versions)
 	// A total order, so that every replica and every sync sees the same list.
 	sort.Slice(out, func(i, j int) bool {
