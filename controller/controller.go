@@ -11,6 +11,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -190,7 +192,47 @@ type Controller struct {
 	// is in doubt. Event-triggered syncs plan from it instead of reading the whole server.
 	// Only the loop touches it.
 	known map[string]endpoint.Record
+
+	// syncing is held for the whole of each sync, so that Reconfigure changes nothing a sync
+	// in flight reads.
+	syncing      sync.Mutex
+	live         atomic.Pointer[Settings]
+	reconfigured chan struct{}
 }
+
+// Settings are the parts of the configuration that may change while the loop runs.
+type Settings struct {
+	DomainFilter endpoint.DomainFilter
+	Policy       plan.Policy
+	// Interval is the period of full resyncs.
+	Interval time.Duration
+}
+
+// Reconfigure runs apply between two syncs, where nothing reads what it changes, and on
+// success takes s and starts a sync that reads the server at once. apply's error is returned
+// and the settings in use are kept.
+func (c *Controller) Reconfigure(apply func() error, s Settings) error {
+	if s.Interval <= 0 {
+		return fmt.Errorf("interval %s is not positive", s.Interval)
+	}
+	c.syncing.Lock()
+	defer c.syncing.Unlock()
+	if apply != nil {
+		if err := apply(); err != nil {
+			return err
+		}
+	}
+	c.live.Store(&s)
+	// The loop's next sync reads the server: what is known was planned under other settings.
+	select {
+	case c.reconfigured <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// settings are the settings in use.
+func (c *Controller) settings() *Settings { return c.live.Load() }
 
 // New returns a controller; it registers itself with every source for change notifications.
 func New(cfg Config) *Controller {
@@ -206,7 +248,9 @@ func New(cfg Config) *Controller {
 	if cfg.Interval <= 0 {
 		cfg.Interval = time.Minute
 	}
-	c := &Controller{cfg: cfg, log: cfg.Log, trigger: make(chan struct{}, 1), credentials: make(chan struct{}, 1), reachable: make(chan struct{}, 1), refused: map[string]error{}}
+	c := &Controller{cfg: cfg, log: cfg.Log, trigger: make(chan struct{}, 1), credentials: make(chan struct{}, 1), reachable: make(chan struct{}, 1),
+		reconfigured: make(chan struct{}, 1), refused: map[string]error{}}
+	c.live.Store(&Settings{DomainFilter: cfg.DomainFilter, Policy: cfg.Policy, Interval: cfg.Interval})
 	for _, s := range cfg.Sources {
 		s.AddEventHandler(c.notify)
 	}
@@ -280,6 +324,9 @@ func (c *Controller) SyncOnce(ctx context.Context) (*Outcome, error) { return c.
 // from the known state when there is one, never deletes or releases from it, and holds back
 // changes refused before.
 func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
+	c.syncing.Lock()
+	defer c.syncing.Unlock()
+	live := c.settings()
 	start := c.cfg.Now()
 	var (
 		eps     []*endpoint.Endpoint
@@ -298,7 +345,7 @@ func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
 			objects = make(map[string]Object, len(got))
 		}
 		for _, ep := range got {
-			if c.cfg.DomainFilter.Match(ep.Hostname) {
+			if live.DomainFilter.Match(ep.Hostname) {
 				eps = append(eps, ep)
 			}
 			uid := ep.Sources[0].UID
@@ -340,7 +387,7 @@ func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
 	reg := c.cfg.Registry
 	st := reg.Classify(records)
 	desired := reg.Desired(eps, st)
-	changes := (&plan.Plan{Current: reg.Current(st, desired), Desired: desired, Policy: c.cfg.Policy}).Calculate()
+	changes := (&plan.Plan{Current: reg.Current(st, desired), Desired: desired, Policy: live.Policy}).Calculate()
 	res := reg.Apply(c.cfg.Now(), st, changes)
 	out := &Outcome{NextExpiry: res.NextExpiry, Pending: res.Pending, Fresh: fresh}
 	held := map[string]error{}
@@ -636,6 +683,9 @@ func (c *Controller) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-c.reconfigured:
+			next, nextFull = c.cfg.Now(), true
+			continue
 		case <-c.credentials:
 			if authWait {
 				next, nextFull = c.cfg.Now(), true
@@ -678,15 +728,16 @@ func (c *Controller) Run(ctx context.Context) error {
 		if out != nil && nextFull {
 			lastFull = lastStart
 		}
-		next, nextFull, authWait = lastFull.Add(c.cfg.Interval), true, false
+		interval := c.settings().Interval
+		next, nextFull, authWait = lastFull.Add(interval), true, false
 		var refused *RefusedError
 		switch {
 		case errors.As(err, &refused):
-			c.log.WithError(err).WithField("retry_in", c.cfg.Interval).Warn("writes refused; the rest is synced, those hostnames are retried at the interval")
+			c.log.WithError(err).WithField("retry_in", interval).Warn("writes refused; the rest is synced, those hostnames are retried at the interval")
 		case errors.Is(err, provider.ErrAuthentication):
 			failures++
-			next, authWait = lastStart.Add(c.cfg.Interval), true
-			c.log.WithError(err).WithField("retry_in", c.cfg.Interval).
+			next, authWait = lastStart.Add(interval), true
+			c.log.WithError(err).WithField("retry_in", interval).
 				Error("AuthenticationFailed: router-hosts refused the TLS authentication; retrying when the certificate files change or at the interval")
 			continue
 		case err != nil:
@@ -717,11 +768,12 @@ func (c *Controller) Run(ctx context.Context) error {
 // backoff doubles from one second up to the resync interval.
 func (c *Controller) backoff(failures int) time.Duration {
 	d := time.Second
-	for i := 1; i < failures && d < c.cfg.Interval; i++ {
+	interval := c.settings().Interval
+	for i := 1; i < failures && d < interval; i++ {
 		d *= 2
 	}
-	if d > c.cfg.Interval {
-		d = c.cfg.Interval
+	if d > interval {
+		d = interval
 	}
 	return d
 }

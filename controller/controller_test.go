@@ -137,7 +137,7 @@ func TestEventAfterQuietPeriodSyncsAtOnceAndBurstsCoalesce(t *testing.T) {
 }
 
 func TestBackoff(t *testing.T) {
-	c := &Controller{cfg: Config{Interval: 10 * time.Second}}
+	c := New(Config{Interval: 10 * time.Second})
 	for failures, want := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 4: 8 * time.Second, 5: 10 * time.Second, 30: 10 * time.Second} {
 		if got := c.backoff(failures); got != want {
 			t.Errorf("backoff(%d) = %v, want %v", failures, got, want)
@@ -507,7 +507,10 @@ func TestARefusedDeleteIsHeldBackWithoutReadingTheServerAgain(t *testing.T) {
 
 func TestTheIntervalsFullReadIsNotPostponedByEvents(t *testing.T) {
 	r := newKnownStateRig(t)
-	r.c.cfg.Interval, r.c.cfg.MinEventSyncInterval, r.c.cfg.Now = 300*time.Millisecond, 20*time.Millisecond, time.Now
+	r.c.cfg.MinEventSyncInterval, r.c.cfg.Now = 20*time.Millisecond, time.Now
+	live := *r.c.settings()
+	live.Interval = 300 * time.Millisecond
+	r.c.live.Store(&live)
 	r.want(at("a.lan", "10.0.0.1"))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -84,23 +84,33 @@ type taggedView struct {
 
 // New validates cfg and returns a Registry.
 func New(cfg Config) (*Registry, error) {
+	r := &Registry{}
+	if err := r.Reconfigure(cfg); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Reconfigure validates cfg and applies it from the next Classify on; on an error the
+// configuration in use is kept. It must not run beside a sync.
+func (r *Registry) Reconfigure(cfg Config) error {
 	clusterTag := PrefixCluster + cfg.ClusterName
 	if cfg.ClusterName == "" {
-		return nil, fmt.Errorf("cluster name is empty")
+		return fmt.Errorf("cluster name is empty")
 	}
 	if err := endpoint.ValidateTag(clusterTag); err != nil {
-		return nil, fmt.Errorf("cluster name: %w", err)
+		return fmt.Errorf("cluster name: %w", err)
 	}
 	for _, t := range cfg.DefaultTags {
 		if err := endpoint.ValidateTag(t); err != nil {
-			return nil, fmt.Errorf("default tag: %w", err)
+			return fmt.Errorf("default tag: %w", err)
 		}
 		if err := CheckUserTag(t); err != nil {
-			return nil, fmt.Errorf("default tag: %w", err)
+			return fmt.Errorf("default tag: %w", err)
 		}
 	}
 	if cfg.GracePeriod < 0 {
-		return nil, fmt.Errorf("grace period %s is negative", cfg.GracePeriod)
+		return fmt.Errorf("grace period %s is negative", cfg.GracePeriod)
 	}
 	if cfg.Policy == "" {
 		cfg.Policy = plan.Sync
@@ -108,7 +118,36 @@ func New(cfg Config) (*Registry, error) {
 	if cfg.Log == nil {
 		cfg.Log = logrus.StandardLogger()
 	}
-	return &Registry{cfg: cfg, clusterTag: clusterTag, log: cfg.Log}, nil
+	r.viewsMu.Lock()
+	r.mergedMu.Lock()
+	defer r.viewsMu.Unlock()
+	defer r.mergedMu.Unlock()
+	// Views and merges were made under the old policy.
+	r.cfg, r.clusterTag, r.log, r.views, r.merged = cfg, clusterTag, cfg.Log, nil, nil
+	return nil
+}
+
+// SplitDefaultTags reads a list of default tags as a RouterHostsConfig writes it: the owner
+// tag is implied and dropped, cluster:<name> names the cluster, and any other reserved tag is
+// an error.
+func SplitDefaultTags(tags []string) (cluster string, user []string, err error) {
+	for _, t := range tags {
+		switch {
+		case t == TagOwner:
+		case strings.HasPrefix(t, PrefixCluster):
+			name := strings.TrimPrefix(t, PrefixCluster)
+			if cluster != "" && cluster != name {
+				return "", nil, fmt.Errorf("default tags name two clusters, %q and %q", cluster, name)
+			}
+			cluster = name
+		default:
+			if err := CheckUserTag(t); err != nil {
+				return "", nil, fmt.Errorf("default tag: %w", err)
+			}
+			user = append(user, t)
+		}
+	}
+	return cluster, user, nil
 }
 
 // State is the server's entries sorted by who owns them, and what the registry found wrong

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
@@ -121,32 +122,53 @@ func statusIPs(raw []string) []string {
 // chain names, one informer each with a field selector, so the operator never caches every
 // Service in the cluster; sources share one Resolver.
 type Resolver struct {
+	client   Clients
+	ctx      context.Context
+	handlers handlers
+	// changes counts changes of the watched Services and of the chain: an address resolved
+	// before one may differ after it.
+	changes atomic.Uint64
+
+	mu       sync.Mutex
 	chain    []Strategy
 	services map[string]listersv1.ServiceLister // by "namespace/name"
 	synced   []cache.InformerSynced
-	handlers handlers
-	// changes counts changes of the watched Services: an address resolved before one may
-	// differ after it.
-	changes atomic.Uint64
 }
 
-// NewResolver starts the Service informers the chain needs and waits for their caches.
+// NewResolver starts the Service informers the chain needs and waits for their caches. The
+// informers run until ctx ends.
 func NewResolver(ctx context.Context, client Clients, chain []Strategy) (*Resolver, error) {
-	r := &Resolver{chain: chain, services: map[string]listersv1.ServiceLister{}}
+	r := &Resolver{client: client, ctx: ctx, services: map[string]listersv1.ServiceLister{}}
+	if err := r.SetChain(chain); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// SetChain replaces the chain, starting the informers of Services it names that are not
+// watched yet and waiting for their caches; on an error the chain in use is kept. Services
+// the old chain named stay watched (a handful of objects), so going back costs nothing.
+func (r *Resolver) SetChain(chain []Strategy) error {
+	if len(chain) == 0 {
+		return fmt.Errorf("the chain is empty")
+	}
+	var started []cache.InformerSynced
 	for _, st := range chain {
 		key := st.Namespace + "/" + st.Name
-		if st.Kind != StrategyService || r.services[key] != nil {
+		r.mu.Lock()
+		watched := r.services[key] != nil
+		r.mu.Unlock()
+		if st.Kind != StrategyService || watched {
 			continue
 		}
 		name := st.Name
-		svcs := client.Services.Services(st.Namespace)
-		inf, err := newInformer(client, svcs.List, svcs.Watch, &corev1.Service{}, func(o *metav1.ListOptions) {
+		svcs := r.client.Services.Services(st.Namespace)
+		inf, err := newInformer(r.client, svcs.List, svcs.Watch, &corev1.Service{}, func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
 		}, slimService)
 		if err != nil {
-			return nil, fmt.Errorf("the informer of Service %s: %w", key, err)
+			return fmt.Errorf("the informer of Service %s: %w", key, err)
 		}
-		r.services[key] = listersv1.NewServiceLister(inf.GetIndexer())
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc: func(any) { r.changed() },
 			UpdateFunc: func(old, obj any) {
@@ -158,15 +180,23 @@ func NewResolver(ctx context.Context, client Clients, chain []Strategy) (*Resolv
 			},
 			DeleteFunc: func(any) { r.changed() },
 		}); err != nil {
-			return nil, fmt.Errorf("watching Service %s: %w", key, err)
+			return fmt.Errorf("watching Service %s: %w", key, err)
 		}
+		go inf.RunWithContext(r.ctx)
+		r.mu.Lock()
+		r.services[key] = listersv1.NewServiceLister(inf.GetIndexer())
 		r.synced = append(r.synced, inf.HasSynced)
-		go inf.RunWithContext(ctx)
+		r.mu.Unlock()
+		started = append(started, inf.HasSynced)
 	}
-	if !waitSynced(ctx, r.synced...) {
-		return nil, fmt.Errorf("waiting for the Service caches: %w", context.Cause(ctx))
+	if !waitSynced(r.ctx, started...) {
+		return fmt.Errorf("waiting for the Service caches: %w", context.Cause(r.ctx))
 	}
-	return r, nil
+	r.mu.Lock()
+	r.chain = chain
+	r.mu.Unlock()
+	r.changed()
+	return nil
 }
 
 func (r *Resolver) changed() {
@@ -182,6 +212,8 @@ func (r *Resolver) AddEventHandler(fn func()) { r.handlers.add(fn) }
 
 // Synced reports whether every Service cache is filled.
 func (r *Resolver) Synced() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for _, s := range r.synced {
 		if !s() {
 			return false
@@ -213,7 +245,9 @@ func (r *Resolver) Resolve(own Own) ([]string, string) {
 		}
 		return nil, own.Missing
 	}
-	chain := r.chain
+	r.mu.Lock()
+	chain, services := r.chain, r.services
+	r.mu.Unlock()
 	if own.From == StrategyGatewayStatus && !slices.ContainsFunc(chain, func(s Strategy) bool { return s.Kind == StrategyGatewayStatus }) {
 		chain = append([]Strategy{{Kind: StrategyGatewayStatus}}, chain...)
 	}
@@ -228,7 +262,7 @@ func (r *Resolver) Resolve(own Own) ([]string, string) {
 				}
 			}
 		case StrategyService:
-			if l := r.services[st.Namespace+"/"+st.Name]; l != nil {
+			if l := services[st.Namespace+"/"+st.Name]; l != nil {
 				if svc, err := l.Services(st.Namespace).Get(st.Name); err == nil {
 					ips = serviceIPs(svc)
 				}
@@ -240,13 +274,19 @@ func (r *Resolver) Resolve(own Own) ([]string, string) {
 			return ips, ""
 		}
 	}
-	return nil, "no address from --ip-resolution " + r.String()
+	return nil, "no address from --ip-resolution " + chainString(chain)
 }
 
 // String renders the chain as on the command line.
 func (r *Resolver) String() string {
-	parts := make([]string, 0, len(r.chain))
-	for _, st := range r.chain {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return chainString(r.chain)
+}
+
+func chainString(chain []Strategy) string {
+	parts := make([]string, 0, len(chain))
+	for _, st := range chain {
 		parts = append(parts, st.String())
 	}
 	return strings.Join(parts, ",")

@@ -23,6 +23,7 @@ import (
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -31,7 +32,9 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/router-hosts-operator/router-hosts-operator/api/v1alpha1"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/kubetest"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
@@ -140,7 +143,79 @@ func run(operator, examples string) error {
 	if err := runOperator(ctx, operator, env, args...); err != nil {
 		return err
 	}
-	return printTable(ctx, client)
+	if err := printTable(ctx, client); err != nil {
+		return err
+	}
+	return byResource(ctx, cp, operator, env, opts, kubeconfig)
+}
+
+// configExample is the design's RouterHostsConfig, pointed at the demo's server.
+const configExample = `apiVersion: router-hosts.fzymgc.house/v1alpha1
+kind: RouterHostsConfig
+metadata:
+  name: default
+spec:
+  server:
+    endpoint: %q
+    serverName: %q
+    tlsSecretRef: {name: router-hosts-mtls, namespace: router-hosts-system}
+  ipResolution:
+    - type: IngressStatus
+    - type: IngressController
+      serviceName: traefik
+      serviceNamespace: traefik
+    - type: Static
+      address: "192.168.1.250"
+  deletion:
+    gracePeriodSeconds: 300
+  defaultTags: ["k8s-operator", "cluster:demo", "homelab"]
+`
+
+// byResource configures the same operator by a RouterHostsConfig and its Secret instead of
+// flags, runs it, and shows what kubectl get says.
+func byResource(ctx context.Context, cp *kubetest.ControlPlane, operator string, env map[string]string, opts routerhosts.Options, kubeconfig string) error {
+	step("Configuring by resource instead of flags: the mTLS Secret router-hosts-system/router-hosts-mtls and the RouterHostsConfig \"default\"")
+	data := map[string][]byte{}
+	for k, f := range map[string]string{"ca.crt": opts.CAFile, "tls.crt": opts.CertFile, "tls.key": opts.KeyFile} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("reading %s: %w", f, err)
+		}
+		data[k] = b
+	}
+	if err := create(ctx, cp.Client, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "router-hosts-system"}}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "router-hosts-system", Name: "router-hosts-mtls"}, Type: corev1.SecretTypeTLS, Data: data}
+	if _, err := cp.Client.CoreV1().Secrets(secret.Namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the Secret: %w", err)
+	}
+	doc := fmt.Sprintf(configExample, opts.Endpoint, opts.ServerName)
+	fmt.Print(doc)
+	var u unstructured.Unstructured
+	if err := sigsyaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+		return err
+	}
+	if _, err := dynamic.NewForConfigOrDie(cp.Config).Resource(v1alpha1.RouterHostsConfigResource).Create(ctx, &u, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("creating the RouterHostsConfig: %w", err)
+	}
+	byConfig := map[string]string{"KUBECONFIG": env["KUBECONFIG"]}
+	args := []string{"--once", "--source=ingress", "--source=hostmapping", "--source=service", "--source=gateway", "--config-name=default", "--log-level=warn"}
+	step("Sync with no server, TLS, cluster, tag or resolution flag: " + operator + " " + strings.Join(args, " "))
+	if err := runOperator(ctx, operator, byConfig, args...); err != nil {
+		return err
+	}
+	kubectl, err := kubetest.Kubectl()
+	if err != nil {
+		return err
+	}
+	step("kubectl get routerhostsconfig -o wide")
+	cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfig, "get", "routerhostsconfig", "-o", "wide")
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("kubectl get: %w", err)
+	}
+	return nil
 }
 
 func step(s string) { fmt.Printf("\n==> %s\n", s) }

@@ -13,7 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/clusterconfig"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
+	"github.com/router-hosts-operator/router-hosts-operator/registry"
 	"github.com/router-hosts-operator/router-hosts-operator/source"
 )
 
@@ -51,6 +53,7 @@ type Config struct {
 	LeaderElect          bool
 	LeaderElectionNS     string
 	LeaderElectionID     string
+	ConfigName           string
 
 	// Version is the binary's version, for the user agent and the start-up log.
 	Version string
@@ -106,6 +109,8 @@ func ParseFlags(args []string, version string) (*Config, error) {
 	app.Flag("leader-election-id", "Name of the leader Lease.").Default("router-hosts-operator").StringVar(&cfg.LeaderElectionID)
 	app.Flag("log-level", "panic, fatal, error, warn, info, debug or trace.").Default("info").SetValue(&enum{flag: "log-level", allowed: []string{"panic", "fatal", "error", "warn", "info", "debug", "trace"}, target: &cfg.LogLevel})
 	app.Flag("log-format", "text or json.").Default("text").SetValue(&enum{flag: "log-format", allowed: []string{"text", "json"}, target: &cfg.LogFormat})
+	app.Flag("config-name", "Name of the cluster-scoped RouterHostsConfig to read; a field it sets wins over its flag, and a change applies without a restart. Empty: flags only.").
+		Default("default").StringVar(&cfg.ConfigName)
 	if _, err := app.Parse(args); err != nil {
 		return nil, err
 	}
@@ -125,14 +130,25 @@ func (cfg *Config) validate() error {
 	if cfg.domains, err = endpoint.NewDomainFilter(cfg.DomainFilter, cfg.ExcludeDomains); err != nil {
 		return fmt.Errorf("--domain-filter/--exclude-domains: %w", err)
 	}
+	if _, err := registry.New(registry.Config{ClusterName: cfg.ClusterName, DefaultTags: cfg.DefaultTags, GracePeriod: cfg.GracePeriod}); err != nil {
+		return fmt.Errorf("--cluster-name/--default-tag: %w", err)
+	}
 	if _, err := labels.Parse(cfg.LabelFilter); err != nil {
 		return fmt.Errorf("--label-filter: %w", err)
 	}
+	tlsFiles := 0
+	for _, f := range []string{cfg.TLSCA, cfg.TLSCert, cfg.TLSKey} {
+		if f != "" {
+			tlsFiles++
+		}
+	}
+	// The endpoint and the TLS material may come from the RouterHostsConfig instead; that
+	// both come from somewhere is checked once it is read.
 	switch {
-	case cfg.Provider == "router-hosts" && cfg.Endpoint == "":
-		return fmt.Errorf("--router-hosts-endpoint is required with --provider=router-hosts")
-	case cfg.Provider == "router-hosts" && (cfg.TLSCA == "" || cfg.TLSCert == "" || cfg.TLSKey == ""):
-		return fmt.Errorf("--tls-ca, --tls-cert and --tls-key are required: router-hosts only speaks mTLS")
+	case cfg.Provider == "router-hosts" && cfg.ConfigName == "" && cfg.Endpoint == "":
+		return fmt.Errorf("--router-hosts-endpoint is required with --provider=router-hosts and no --config-name")
+	case tlsFiles != 0 && tlsFiles != 3, cfg.Provider == "router-hosts" && cfg.ConfigName == "" && tlsFiles == 0:
+		return fmt.Errorf("--tls-ca, --tls-cert and --tls-key go together and are required without a RouterHostsConfig: router-hosts only speaks mTLS")
 	case cfg.GracePeriod < 0:
 		return fmt.Errorf("--grace-period must not be negative")
 	case cfg.Interval <= 0:
@@ -250,4 +266,13 @@ func defaultLeaseNamespace() string {
 		return ns
 	}
 	return "default"
+}
+
+// settings are what the flags say of the settings a RouterHostsConfig may override.
+func (cfg *Config) settings() clusterconfig.Settings {
+	return clusterconfig.Settings{
+		ClusterName: cfg.ClusterName, DefaultTags: cfg.DefaultTags, GracePeriod: cfg.GracePeriod, Policy: cfg.policy,
+		IPResolution: cfg.strategies, DomainFilter: cfg.DomainFilter, ExcludeDomains: cfg.ExcludeDomains, Interval: cfg.Interval,
+		Endpoint: cfg.Endpoint, ServerName: cfg.TLSServerName, TLSFiles: cfg.TLSCA != "", NoServer: cfg.Provider == "inmemory",
+	}
 }

@@ -35,6 +35,7 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/events"
 	"github.com/router-hosts-operator/router-hosts-operator/health"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/clusterconfig"
 	"github.com/router-hosts-operator/router-hosts-operator/metrics"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
@@ -73,7 +74,10 @@ type Operator struct {
 	Provider   *routerhosts.Provider
 	// Status writes HostMapping statuses; nil without the hostmapping source.
 	Status *status.HostMappings
+	// Config follows the RouterHostsConfig; nil with --config-name="".
+	Config *clusterconfig.Watcher
 
+	resolver *source.Resolver
 	metrics  *metrics.Metrics
 	checker  *health.Checker
 	recorder *events.Recorder
@@ -114,25 +118,47 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 	}
 	op.leases = kc.leases
 
-	op.Registry, err = registry.New(registry.Config{
-		ClusterName: cfg.ClusterName, DefaultTags: cfg.DefaultTags, GracePeriod: cfg.GracePeriod,
-		Policy: cfg.policy, Log: log.WithField("component", "registry"),
-	})
+	// The RouterHostsConfig, when there is one, is read before anything is built from the
+	// settings it may override.
+	settings := cfg.settings()
+	if cfg.ConfigName != "" {
+		op.Config = clusterconfig.New(clusterconfig.Options{Name: cfg.ConfigName, Base: settings, Dynamic: kc.sources.Dynamic,
+			Discovery: kc.sources.Discovery, Secrets: kc.secrets, Status: kc.status, Apply: op.apply, Log: log.WithField("component", "config")})
+		var cerr error
+		settings, cerr = op.Config.Load(ctx)
+		if cerr != nil {
+			if cfg.Once || settings.Check() != nil {
+				return nil, fmt.Errorf("RouterHostsConfig %s: %w", cfg.ConfigName, cerr)
+			}
+			log.WithError(cerr).WithField("config", cfg.ConfigName).Warn("RouterHostsConfig not usable; starting on the flags")
+		}
+	}
+	if err := settings.Check(); err != nil {
+		return nil, err
+	}
+	domains, err := settings.Domains()
+	if err != nil {
+		return nil, err
+	}
+	rc := settings.Registry()
+	rc.Log = log.WithField("component", "registry")
+	op.Registry, err = registry.New(rc)
 	if err != nil {
 		return nil, fmt.Errorf("--cluster-name/--default-tag: %w", err)
 	}
 	var closeProv func()
-	op.Provider, closeProv, err = newProvider(cfg, log, op.metrics.ObserveRPC, op.Registry.StillApplies)
+	op.Provider, closeProv, err = newProvider(cfg, settings, log, op.metrics.ObserveRPC, op.Registry.StillApplies)
 	if err != nil {
 		return nil, err
 	}
 	op.closers = append(op.closers, closeProv)
 
 	// One resolver for every source: each named Service is watched once.
-	resolver, err := source.NewResolver(ctx, kc.sources, cfg.strategies)
+	resolver, err := source.NewResolver(ctx, kc.sources, settings.IPResolution)
 	if err != nil {
 		return nil, fmt.Errorf("starting --ip-resolution: %w", err)
 	}
+	op.resolver = resolver
 	var stopEvents func()
 	op.recorder, stopEvents = events.New(kc.events, log.WithField("component", "events"))
 	op.closers = append(op.closers, stopEvents)
@@ -162,12 +188,36 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 	sources = append(sources, hooks.Sources...)
 	op.checker = health.New(cfg.Interval, op.synced, op.Provider.Ping)
 	reporters = append(reporters, op.metrics, op.checker, op.recorder)
+	if op.Config != nil {
+		reporters = append(reporters, op.Config)
+	}
 	op.Controller = controller.New(controller.Config{
-		Sources: sources, Reporters: reporters, DomainFilter: cfg.domains, Registry: op.Registry, Provider: op.Provider, Policy: cfg.policy,
-		Interval: cfg.Interval, MinEventSyncInterval: cfg.MinEventSyncInterval,
+		Sources: sources, Reporters: reporters, DomainFilter: domains, Registry: op.Registry, Provider: op.Provider, Policy: settings.Policy,
+		Interval: settings.Interval, MinEventSyncInterval: cfg.MinEventSyncInterval,
 		DryRun: cfg.DryRun, Out: out, Log: log.WithField("component", "controller"), Now: hooks.Now,
 	})
 	return op, nil
+}
+
+// apply applies settings from the RouterHostsConfig between two syncs: the connection first
+// (the only step that can fail on its own), then the resolution chain and the registry's
+// policy, then the controller's.
+func (op *Operator) apply(s clusterconfig.Settings) error {
+	domains, err := s.Domains()
+	if err != nil {
+		return err
+	}
+	return op.Controller.Reconfigure(func() error {
+		if err := op.Provider.Retarget(s.Target()); err != nil {
+			return fmt.Errorf("connecting to %s: %w", s.Endpoint, err)
+		}
+		if err := op.resolver.SetChain(s.IPResolution); err != nil {
+			return fmt.Errorf("the IP resolution chain: %w", err)
+		}
+		rc := s.Registry()
+		rc.Log = op.log.WithField("component", "registry")
+		return op.Registry.Reconfigure(rc)
+	}, controller.Settings{DomainFilter: domains, Policy: s.Policy, Interval: s.Interval})
 }
 
 // Close releases the connection to router-hosts and stops the event recorder.
@@ -193,6 +243,9 @@ func (op *Operator) Run(ctx context.Context) error {
 	}
 	if cfg.Once {
 		op.recorder.SetLeading(!cfg.DryRun)
+		if op.Config != nil && !cfg.DryRun {
+			defer func() { op.Config.Flush(ctx) }()
+		}
 		sctx, stop := context.WithCancel(ctx)
 		defer stop()
 		runStatus(sctx)
@@ -215,6 +268,10 @@ func (op *Operator) Run(ctx context.Context) error {
 		}
 		defer stop()
 	}
+	if op.Config != nil {
+		// Every replica follows the config, so that a standby takes over with the current one.
+		go op.Config.Run(ctx)
+	}
 	// A certificate rotated while router-hosts refuses the old one is tried at once.
 	op.Provider.WatchCredentials(ctx, 5*time.Second, op.Controller.CredentialsChanged)
 	// A router back from an outage is synced as soon as it answers.
@@ -225,6 +282,9 @@ func (op *Operator) Run(ctx context.Context) error {
 		op.recorder.SetLeading(!cfg.DryRun) // a dry run writes nothing, events included
 		defer func() { op.metrics.SetLeader(false); op.checker.SetLeading(false); op.recorder.SetLeading(false) }()
 		runStatus(ctx)
+		if op.Config != nil && !cfg.DryRun {
+			go op.Config.RunStatus(ctx)
+		}
 		return op.Controller.Run(ctx)
 	}
 	if !cfg.LeaderElect {
@@ -250,6 +310,7 @@ type kubeClients struct {
 	sources source.Clients
 	status  dynamic.Interface
 	events  corev1client.EventsGetter
+	secrets corev1client.SecretsGetter
 	leases  coordinationv1client.LeasesGetter
 }
 
@@ -292,6 +353,10 @@ func newKubeClients(restCfg *rest.Config, qps float32, burst int, statusQPS floa
 	}
 	if kc.events, err = corev1client.NewForConfig(ownLimiter(protoCfg)); err != nil {
 		return nil, fmt.Errorf("creating the events client: %w", err)
+	}
+	// The mTLS Secret shares the sources' client: one object, read rarely.
+	if kc.secrets, err = corev1client.NewForConfig(protoCfg); err != nil {
+		return nil, fmt.Errorf("creating the Secret client: %w", err)
 	}
 	if kc.leases, err = coordinationv1client.NewForConfig(ownLimiter(protoCfg)); err != nil {
 		return nil, fmt.Errorf("creating the leader-election client: %w", err)
@@ -365,10 +430,10 @@ func runElected(ctx context.Context, cfg *Config, leases coordinationv1client.Le
 
 // newProvider connects to the router-hosts server, or starts the in-process store; observe
 // is told the outcome of every call, and stillApplies (the registry's) guards retries.
-func newProvider(cfg *Config, log *logrus.Logger, observe func(string, codes.Code), stillApplies func(*plan.Change, *endpoint.Record) bool) (*routerhosts.Provider, func(), error) {
+func newProvider(cfg *Config, s clusterconfig.Settings, log *logrus.Logger, observe func(string, codes.Code), stillApplies func(*plan.Change, *endpoint.Record) bool) (*routerhosts.Provider, func(), error) {
 	opts := routerhosts.Options{StillApplies: stillApplies,
-		Endpoint: cfg.Endpoint, CAFile: cfg.TLSCA, CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey,
-		ServerName: cfg.TLSServerName, Timeout: cfg.RequestTimeout, WriteConcurrency: cfg.WriteConcurrency,
+		Endpoint: s.Endpoint, CAFile: cfg.TLSCA, CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey, Keys: s.Keys,
+		ServerName: s.ServerName, Timeout: cfg.RequestTimeout, WriteConcurrency: cfg.WriteConcurrency,
 		Observe: observe, Log: log.WithField("component", "provider"),
 	}
 	if cfg.Provider == "inmemory" {
@@ -381,7 +446,7 @@ func newProvider(cfg *Config, log *logrus.Logger, observe func(string, codes.Cod
 	}
 	p, err := routerhosts.New(opts)
 	if err != nil {
-		return nil, nil, fmt.Errorf("connecting to router-hosts at %s: %w", cfg.Endpoint, err)
+		return nil, nil, fmt.Errorf("connecting to router-hosts at %s: %w", s.Endpoint, err)
 	}
 	return p, func() { _ = p.Close() }, nil
 }

@@ -34,6 +34,8 @@ type Options struct {
 	Endpoint string
 	// CAFile, CertFile and KeyFile are the mTLS files; they are re-read when they change.
 	CAFile, CertFile, KeyFile string
+	// Keys, when set, is the mTLS material instead of the files.
+	Keys *PEM
 	// ServerName overrides the name verified in the server's certificate.
 	ServerName string
 	// Timeout is the deadline of each unary call; ListHosts, which streams everything, gets 3×.
@@ -61,8 +63,8 @@ type Provider struct {
 	// unreachable is set when a call failed for want of a connection and cleared by a
 	// complete ListHosts; WatchConnection reports the server's return while it is set.
 	unreachable atomic.Bool
-	files       *reloadingFiles // nil when the caller owns the connection
-	stamp       string          // the files' stamp when conn was dialled
+	files       keyMaterial // nil when the caller owns the connection
+	stamp       string      // the material's stamp when conn was dialled
 }
 
 // New dials the server with mutual TLS. The connection is lazy: an unreachable server shows
@@ -71,7 +73,10 @@ func New(opts Options) (*Provider, error) {
 	if opts.Endpoint == "" {
 		return nil, errors.New("router-hosts endpoint is empty")
 	}
-	files := &reloadingFiles{caFile: opts.CAFile, certFile: opts.CertFile, keyFile: opts.KeyFile}
+	var files keyMaterial = &reloadingFiles{caFile: opts.CAFile, certFile: opts.CertFile, keyFile: opts.KeyFile}
+	if opts.Keys != nil {
+		files = opts.Keys
+	}
 	if _, _, err := files.load(); err != nil {
 		return nil, err
 	}
@@ -85,9 +90,12 @@ func New(opts Options) (*Provider, error) {
 
 // dial opens a new connection; the TLS handshake reads the current certificate files.
 func (p *Provider) dial() error {
-	stamp, _ := p.files.stampFiles()
-	conn, err := grpc.NewClient(p.opts.Endpoint,
-		grpc.WithTransportCredentials(newTransportCredentials(p.files, p.opts.ServerName)),
+	p.mu.Lock()
+	files, target, serverName := p.files, p.opts.Endpoint, p.opts.ServerName
+	p.mu.Unlock()
+	stamp, _ := files.stamp()
+	conn, err := grpc.NewClient(target,
+		grpc.WithTransportCredentials(newTransportCredentials(files, serverName)),
 		// The server disconnects clients that ping more often than every 15 s.
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)),
@@ -97,7 +105,7 @@ func (p *Provider) dial() error {
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: reconnectBackoff, MinConnectTimeout: 20 * time.Second}),
 	)
 	if err != nil {
-		return fmt.Errorf("dialing %s: %w", p.opts.Endpoint, err)
+		return fmt.Errorf("dialing %s: %w", target, err)
 	}
 	p.mu.Lock()
 	old := p.conn
@@ -113,10 +121,13 @@ func (p *Provider) dial() error {
 // Secret rotated by cert-manager is used from the next sync on: an established TLS session
 // would otherwise keep the old certificate for as long as it lives.
 func (p *Provider) refresh() {
-	if p.files == nil {
+	p.mu.Lock()
+	files := p.files
+	p.mu.Unlock()
+	if files == nil {
 		return
 	}
-	stamp, err := p.files.stampFiles()
+	stamp, err := files.stamp()
 	p.mu.Lock()
 	changed := err == nil && stamp != p.stamp
 	p.mu.Unlock()
@@ -126,6 +137,56 @@ func (p *Provider) refresh() {
 			p.log.WithError(err).Warn("reconnecting after a certificate change")
 		}
 	}
+}
+
+// material is the key material in use.
+func (p *Provider) material() keyMaterial {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.files
+}
+
+// Target is where the provider connects and with what.
+type Target struct {
+	Endpoint, ServerName string
+	// Keys is the mTLS material; nil means the files of Options.
+	Keys *PEM
+}
+
+// Retarget connects to t from the next call on, when it differs from the target in use; calls
+// in flight finish on the old connection. It does nothing for a connection the caller owns.
+func (p *Provider) Retarget(t Target) error {
+	files, err := p.retarget(t)
+	if err != nil || files == nil {
+		return err
+	}
+	p.log.WithField("endpoint", t.Endpoint).Info("connecting to router-hosts with the new settings")
+	return p.dial()
+}
+
+// retarget records t as the target and returns its key material, or nil when nothing changed.
+func (p *Provider) retarget(t Target) (keyMaterial, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.files == nil {
+		return nil, nil
+	}
+	cur, _ := p.files.(*PEM)
+	if p.opts.Endpoint == t.Endpoint && p.opts.ServerName == t.ServerName && ((t.Keys == nil && cur == nil) || (t.Keys != nil && t.Keys.Equal(cur))) {
+		return nil, nil
+	}
+	var files keyMaterial = t.Keys
+	if t.Keys == nil {
+		files = &reloadingFiles{caFile: p.opts.CAFile, certFile: p.opts.CertFile, keyFile: p.opts.KeyFile}
+		if rf, ok := p.files.(*reloadingFiles); ok {
+			files = rf // the same files: keep what was read
+		}
+		if _, _, err := files.load(); err != nil {
+			return nil, err
+		}
+	}
+	p.opts.Endpoint, p.opts.ServerName, p.files = t.Endpoint, t.ServerName, files
+	return files, nil
 }
 
 func (p *Provider) rpc() pb.HostsServiceClient {
@@ -270,7 +331,7 @@ func (p *Provider) WatchCredentials(ctx context.Context, every time.Duration, fn
 		every = 10 * time.Second
 	}
 	// The stamp now is the baseline: fn reports changes, not the files' existence.
-	last, _ := p.files.stampFiles()
+	last, _ := p.material().stamp()
 	go func() {
 		t := time.NewTicker(every)
 		defer t.Stop()
@@ -282,7 +343,7 @@ func (p *Provider) WatchCredentials(ctx context.Context, every time.Duration, fn
 			}
 			// A file missing for a moment mid-rotation is not a change yet: wait until all
 			// three are back and compare then.
-			stamp, err := p.files.stampFiles()
+			stamp, err := p.material().stamp()
 			if err != nil || stamp == last {
 				continue
 			}

@@ -2,8 +2,10 @@ package routerhosts
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -20,19 +22,59 @@ import (
 type reloadingFiles struct {
 	caFile, certFile, keyFile string
 
-	mu    sync.Mutex
-	stamp string
-	cert  *tls.Certificate
-	pool  *x509.CertPool
+	mu      sync.Mutex
+	stamped string
+	cert    *tls.Certificate
+	pool    *x509.CertPool
 }
+
+// keyMaterial is where the client's key pair and the CA come from: files re-read when they
+// change (reloadingFiles), or PEM held in memory (PEM, from a Secret).
+type keyMaterial interface {
+	// load returns the key pair and the CA pool to use now.
+	load() (*tls.Certificate, *x509.CertPool, error)
+	// stamp changes whenever load's answer may have.
+	stamp() (string, error)
+}
+
+// PEM is mTLS material held in memory: a Secret's ca.crt, tls.crt and tls.key.
+type PEM struct {
+	cert *tls.Certificate
+	pool *x509.CertPool
+	sum  string
+}
+
+// ParsePEM checks and holds a CA bundle, a client certificate and its key.
+func ParsePEM(ca, cert, key []byte) (*PEM, error) {
+	pair, err := tls.X509KeyPair(cert, key)
+	if err != nil {
+		return nil, fmt.Errorf("client certificate and key: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(ca) {
+		return nil, errors.New("the CA holds no PEM certificate")
+	}
+	h := sha256.New()
+	for _, b := range [][]byte{ca, cert, key} {
+		h.Write(b)
+		h.Write([]byte{0})
+	}
+	return &PEM{cert: &pair, pool: pool, sum: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// Equal reports whether both hold the same material.
+func (p *PEM) Equal(o *PEM) bool { return p == o || (p != nil && o != nil && p.sum == o.sum) }
+
+func (p *PEM) load() (*tls.Certificate, *x509.CertPool, error) { return p.cert, p.pool, nil }
+func (p *PEM) stamp() (string, error)                            { return p.sum, nil }
 
 // load returns the current key pair and pool, re-reading them if any file changed. When a
 // reload fails (a rotation caught half-written) the previous material stays in use.
 func (r *reloadingFiles) load() (*tls.Certificate, *x509.CertPool, error) {
-	stamp, err := r.stampFiles()
+	stamp, err := r.stamp()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if err == nil && stamp == r.stamp && r.cert != nil {
+	if err == nil && stamp == r.stamped && r.cert != nil {
 		return r.cert, r.pool, nil
 	}
 	cert, pool, lerr := readTLSFiles(r.caFile, r.certFile, r.keyFile)
@@ -45,11 +87,11 @@ func (r *reloadingFiles) load() (*tls.Certificate, *x509.CertPool, error) {
 		}
 		return nil, nil, err
 	}
-	r.stamp, r.cert, r.pool = stamp, cert, pool
+	r.stamped, r.cert, r.pool = stamp, cert, pool
 	return cert, pool, nil
 }
 
-func (r *reloadingFiles) stampFiles() (string, error) {
+func (r *reloadingFiles) stamp() (string, error) {
 	s := ""
 	for _, f := range []string{r.caFile, r.certFile, r.keyFile} {
 		fi, err := os.Stat(f)
@@ -79,7 +121,7 @@ func readTLSFiles(caFile, certFile, keyFile string) (*tls.Certificate, *x509.Cer
 
 // newTLSConfig builds a TLS 1.3 client configuration that presents the client certificate and
 // verifies the server against the CA, both read from files at each handshake.
-func newTLSConfig(files *reloadingFiles, serverName string) *tls.Config {
+func newTLSConfig(files keyMaterial, serverName string) *tls.Config {
 	return &tls.Config{
 		MinVersion: tls.VersionTLS13,
 		ServerName: serverName,
@@ -122,7 +164,7 @@ const acceptWait = time.Second
 
 // newTransportCredentials is the mTLS transport of New: newTLSConfig's configuration, plus a
 // read after the handshake that confirms the server accepted our certificate.
-func newTransportCredentials(files *reloadingFiles, serverName string) credentials.TransportCredentials {
+func newTransportCredentials(files keyMaterial, serverName string) credentials.TransportCredentials {
 	return acceptedCreds{credentials.NewTLS(newTLSConfig(files, serverName))}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -25,8 +26,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/router-hosts-operator/router-hosts-operator/api/v1alpha1"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/kubetest"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
 )
 
 const operatorNS = "router-hosts-system"
@@ -342,9 +345,37 @@ func TestKustomizeRBACIsSufficient(t *testing.T) {
 	}
 
 	h := newHarness(t, options{})
-	op := startOperator(t, h, saConfig, "--source=ingress", "--source=traefik", "--source=hostmapping", "--source=service", "--source=gateway", "--leader-elect",
+	// The RouterHostsConfig route: the server and its mTLS Secret come from the config, read
+	// under the role. The files the flags name hold a certificate the server refuses, so
+	// nothing works unless the Secret is read.
+	secrets := cp.Client.CoreV1().Secrets(operatorNS)
+	data := map[string][]byte{}
+	for k, f := range map[string]string{"ca.crt": h.srv.CAFile(), "tls.crt": h.srv.CertFile(), "tls.key": h.srv.KeyFile()} {
+		if data[k], err = os.ReadFile(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"router-hosts-mtls", "another-secret"} {
+		_ = secrets.Delete(context.Background(), name, metav1.DeleteOptions{})
+		if _, err := secrets.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: name}, Data: data}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := asSA.CoreV1().Secrets(operatorNS).Get(context.Background(), "another-secret", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("reading another Secret as the operator: %v, want Forbidden", err)
+	}
+	if _, err := createConfig(t, "apiVersion: router-hosts.fzymgc.house/v1alpha1\nkind: RouterHostsConfig\nmetadata: {name: rbac-test}\nspec:\n  server:\n    endpoint: \""+
+		h.srv.Addr()+"\"\n    tlsSecretRef: {name: router-hosts-mtls, namespace: "+operatorNS+"}\n", false); err != nil {
+		t.Fatal(err)
+	}
+	foreignCert, foreignKey, err := rhtestserver.WriteForeignClientCert(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := startOperatorEnv(t, h, map[string]string{"KUBECONFIG": saConfig, "ROUTER_HOSTS_OPERATOR_TLS_CERT": foreignCert, "ROUTER_HOSTS_OPERATOR_TLS_KEY": foreignKey},
+		"--source=ingress", "--source=traefik", "--source=hostmapping", "--source=service", "--source=gateway", "--leader-elect",
 		"--leader-election-namespace="+operatorNS, "--leader-election-id=rbac-test", "--grace-period=1s",
-		"--interval=2s", "--min-event-sync-interval=100ms")
+		"--interval=2s", "--min-event-sync-interval=100ms", "--config-name=rbac-test")
 	dyn := dynamic.NewForConfigOrDie(cp.Config)
 
 	ing := h.create(ingress(h.ns, "web", enabled("ip-address", "10.42.0.1"), "web.lan"))
@@ -358,6 +389,11 @@ func TestKustomizeRBACIsSufficient(t *testing.T) {
 	waitFor(t, 20*time.Second, func() bool {
 		return len(h.entries("web.lan")) == 1 && len(h.entries("route.lan")) == 1 && len(h.entries("hm.lan")) == 1 && len(h.entries("svc.lan")) == 1 &&
 			len(h.entries("gw.lan")) == 1
+	})
+	// The config's status is written under the role too.
+	waitFor(t, 10*time.Second, func() bool {
+		st, _ := configStatus(t, "rbac-test")
+		return condition(st, v1alpha1.ConditionReady).Status == metav1.ConditionTrue && st.Entries > 0
 	})
 	// Status written (hostmappings/status) and events created under the role.
 	waitFor(t, 10*time.Second, func() bool {

@@ -124,6 +124,11 @@ type options struct {
 	// ownControlPlane runs the harness on a control plane of its own with only the
 	// HostMapping CRD installed, for tests that add CRDs as a user would.
 	ownControlPlane bool
+	// configName is --config-name; by default the test's namespace, so that each test reads
+	// a RouterHostsConfig of its own, when it makes one.
+	configName string
+	// endpoint replaces the test server's address in --router-hosts-endpoint.
+	endpoint string
 }
 
 // args are the command-line flags o stands for.
@@ -143,8 +148,14 @@ func (h *harness) args(o options) []string {
 	if o.sources == nil {
 		o.sources = []string{"ingress"}
 	}
-	args := []string{"--kubeconfig=" + h.kubeconfig, "--cluster-name=" + o.cluster, "--grace-period=" + o.grace.String(),
-		"--policy=" + string(o.policy), "--router-hosts-endpoint=" + h.srv.Addr(), "--tls-ca=" + h.srv.CAFile(),
+	if o.configName == "" {
+		o.configName = h.ns
+	}
+	if o.endpoint == "" {
+		o.endpoint = h.srv.Addr()
+	}
+	args := []string{"--kubeconfig=" + h.kubeconfig, "--cluster-name=" + o.cluster, "--grace-period=" + o.grace.String(), "--config-name=" + o.configName,
+		"--policy=" + string(o.policy), "--router-hosts-endpoint=" + o.endpoint, "--tls-ca=" + h.srv.CAFile(),
 		"--tls-cert=" + h.srv.CertFile(), "--tls-key=" + h.srv.KeyFile(), "--request-timeout=5s", "--write-concurrency=4",
 		"--interval=1m", "--min-event-sync-interval=1s", "--kube-api-qps=1000", "--kube-api-burst=1000", "--metrics-address="}
 	for _, s := range o.ipResolution {
@@ -219,6 +230,10 @@ func (h *harness) build(o options) {
 	h.op, h.prov, h.ctrl, h.status = op, op.Provider, op.Controller, op.Status
 	if h.status != nil {
 		go h.status.Run(ctx)
+	}
+	if op.Config != nil {
+		go op.Config.Run(ctx)
+		go op.Config.RunStatus(ctx)
 	}
 }
 

@@ -1,0 +1,213 @@
+// Package clusterconfig is the RouterHostsConfig resource: it merges the object named by
+// --config-name over the flags, follows the object and its mTLS Secret, hands every valid change
+// to the operator while it runs, and reports the operator's state in the object's status.
+package clusterconfig
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"time"
+
+	"github.com/router-hosts-operator/router-hosts-operator/api/v1alpha1"
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/plan"
+	"github.com/router-hosts-operator/router-hosts-operator/provider/routerhosts"
+	"github.com/router-hosts-operator/router-hosts-operator/registry"
+	"github.com/router-hosts-operator/router-hosts-operator/source"
+)
+
+// Settings are the parts of the configuration a RouterHostsConfig may set; the flags give
+// the fallback of each.
+type Settings struct {
+	ClusterName    string
+	DefaultTags    []string
+	GracePeriod    time.Duration
+	Policy         plan.Policy
+	IPResolution   []source.Strategy
+	DomainFilter   []string
+	ExcludeDomains []string
+	Interval       time.Duration
+	Endpoint       string
+	ServerName     string
+	// TLSFiles says the flags name the mTLS files, the fallback when no Secret is named.
+	TLSFiles bool
+	// NoServer: entries go to the in-process store (--provider=inmemory), so the server's
+	// settings are not needed and not used.
+	NoServer bool
+	// Secret is the "namespace/name" of the Secret Keys were read from; empty when the files
+	// are used.
+	Secret string
+	Keys   *routerhosts.PEM
+}
+
+// Domains is the compiled domain filter.
+func (s *Settings) Domains() (endpoint.DomainFilter, error) {
+	return endpoint.NewDomainFilter(s.DomainFilter, s.ExcludeDomains)
+}
+
+// Registry is the registry's part of the settings.
+func (s *Settings) Registry() registry.Config {
+	return registry.Config{ClusterName: s.ClusterName, DefaultTags: s.DefaultTags, GracePeriod: s.GracePeriod, Policy: s.Policy}
+}
+
+// Target is the provider's part of the settings.
+func (s *Settings) Target() routerhosts.Target {
+	return routerhosts.Target{Endpoint: s.Endpoint, ServerName: s.ServerName, Keys: s.Keys}
+}
+
+// Equal reports whether a and b configure the operator the same way.
+func (s Settings) Equal(o Settings) bool {
+	if !s.Keys.Equal(o.Keys) {
+		return false
+	}
+	s.Keys, o.Keys = nil, nil
+	return reflect.DeepEqual(s, o)
+}
+
+// Check reports what would keep the settings from being applied.
+func (s *Settings) Check() error {
+	if _, err := s.Domains(); err != nil {
+		return fmt.Errorf("domain filter: %w", err)
+	}
+	if _, err := registry.New(s.Registry()); err != nil {
+		return err
+	}
+	switch {
+	case s.NoServer:
+	case s.Endpoint == "":
+		return fmt.Errorf("no router-hosts endpoint: set spec.server.endpoint or --router-hosts-endpoint")
+	case s.Keys == nil && !s.TLSFiles:
+		return fmt.Errorf("no mTLS material: set spec.server.tlsSecretRef or --tls-ca, --tls-cert and --tls-key")
+	}
+	switch {
+	case s.Interval <= 0:
+		return fmt.Errorf("the interval must be positive")
+	case len(s.IPResolution) == 0:
+		return fmt.Errorf("the IP resolution chain is empty")
+	}
+	return nil
+}
+
+// SecretKeys are the keys read from the mTLS Secret, as cert-manager writes them.
+var SecretKeys = []string{"ca.crt", "tls.crt", "tls.key"}
+
+// ReadSecret returns a Secret's data, or why it cannot.
+type ReadSecret func(namespace, name string) (map[string][]byte, error)
+
+// Merge lays spec over base: every field spec sets wins, every field it leaves out keeps
+// base's value. Nothing is applied here; the result has passed Check.
+func Merge(base Settings, spec *v1alpha1.RouterHostsConfigSpec, read ReadSecret) (Settings, error) {
+	s := base
+	s.DefaultTags = slices.Clone(base.DefaultTags)
+	if spec == nil {
+		return s, s.Check()
+	}
+	if spec.ClusterName != "" {
+		s.ClusterName = spec.ClusterName
+	}
+	if spec.DefaultTags != nil {
+		cluster, user, err := registry.SplitDefaultTags(spec.DefaultTags)
+		if err != nil {
+			return base, fmt.Errorf("spec.defaultTags: %w", err)
+		}
+		switch {
+		case cluster == "":
+		case spec.ClusterName != "" && cluster != spec.ClusterName:
+			return base, fmt.Errorf("spec.defaultTags names cluster %q but spec.clusterName is %q", cluster, spec.ClusterName)
+		default:
+			s.ClusterName = cluster
+		}
+		s.DefaultTags = user
+	}
+	if spec.IPResolution != nil {
+		steps := make([]string, 0, len(spec.IPResolution))
+		for i, st := range spec.IPResolution {
+			step, err := strategyOf(st)
+			if err != nil {
+				return base, fmt.Errorf("spec.ipResolution[%d]: %w", i, err)
+			}
+			steps = append(steps, step)
+		}
+		chain, err := source.ParseIPResolution(steps)
+		if err != nil {
+			return base, fmt.Errorf("spec.ipResolution: %w", err)
+		}
+		s.IPResolution = chain
+	}
+	if spec.Deletion != nil && spec.Deletion.GracePeriodSeconds != nil {
+		if *spec.Deletion.GracePeriodSeconds < 0 {
+			return base, fmt.Errorf("spec.deletion.gracePeriodSeconds must not be negative")
+		}
+		s.GracePeriod = time.Duration(*spec.Deletion.GracePeriodSeconds) * time.Second
+	}
+	if spec.Policy != "" {
+		p, err := plan.ParsePolicy(spec.Policy)
+		if err != nil {
+			return base, fmt.Errorf("spec.policy: %w", err)
+		}
+		s.Policy = p
+	}
+	if spec.DomainFilter != nil {
+		s.DomainFilter = spec.DomainFilter
+	}
+	if spec.ExcludeDomains != nil {
+		s.ExcludeDomains = spec.ExcludeDomains
+	}
+	if spec.Interval != nil {
+		s.Interval = time.Duration(*spec.Interval) * time.Second
+	}
+	if srv := spec.Server; srv != nil {
+		s.Endpoint, s.ServerName = srv.Endpoint, srv.ServerName
+		if ref := srv.TLSSecretRef; ref != nil {
+			keys, err := readKeys(read, ref.Namespace, ref.Name)
+			if err != nil {
+				return base, fmt.Errorf("spec.server.tlsSecretRef: %w", err)
+			}
+			s.Secret, s.Keys = ref.Namespace+"/"+ref.Name, keys
+		}
+	}
+	if err := s.Check(); err != nil {
+		return base, err
+	}
+	return s, nil
+}
+
+// strategyOf writes one ipResolution step as its --ip-resolution value.
+func strategyOf(st v1alpha1.IPResolution) (string, error) {
+	switch st.Type {
+	case v1alpha1.StepIngressController, v1alpha1.StepService:
+		if st.ServiceName == "" || st.ServiceNamespace == "" {
+			return "", fmt.Errorf("type %s needs serviceName and serviceNamespace", st.Type)
+		}
+		return string(source.StrategyService) + ":" + st.ServiceNamespace + "/" + st.ServiceName, nil
+	case v1alpha1.StepStatic:
+		return string(source.StrategyStatic) + ":" + st.Address, nil
+	case v1alpha1.StepIngressStatus:
+		return string(source.StrategyIngressStatus), nil
+	case v1alpha1.StepGatewayStatus:
+		return string(source.StrategyGatewayStatus), nil
+	}
+	return "", fmt.Errorf("unknown type %q (want %s, %s, %s, %s or %s)", st.Type, v1alpha1.StepIngressController,
+		v1alpha1.StepService, v1alpha1.StepStatic, v1alpha1.StepIngressStatus, v1alpha1.StepGatewayStatus)
+}
+
+func readKeys(read ReadSecret, namespace, name string) (*routerhosts.PEM, error) {
+	if read == nil {
+		return nil, fmt.Errorf("Secret %s/%s: not readable", namespace, name)
+	}
+	data, err := read(namespace, name)
+	if err != nil {
+		return nil, fmt.Errorf("Secret %s/%s: %w", namespace, name, err)
+	}
+	for _, k := range SecretKeys {
+		if len(data[k]) == 0 {
+			return nil, fmt.Errorf("Secret %s/%s has no %s", namespace, name, k)
+		}
+	}
+	keys, err := routerhosts.ParsePEM(data["ca.crt"], data["tls.crt"], data["tls.key"])
+	if err != nil {
+		return nil, fmt.Errorf("Secret %s/%s: %w", namespace, name, err)
+	}
+	return keys, nil
+}

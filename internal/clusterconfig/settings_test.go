@@ -1,0 +1,146 @@
+package clusterconfig
+
+import (
+	"errors"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/router-hosts-operator/router-hosts-operator/api/v1alpha1"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
+	"github.com/router-hosts-operator/router-hosts-operator/plan"
+	"github.com/router-hosts-operator/router-hosts-operator/source"
+)
+
+func base() Settings {
+	return Settings{ClusterName: "flags", DefaultTags: []string{"flag-tag"}, GracePeriod: 5 * time.Minute, Policy: plan.Sync,
+		IPResolution: []source.Strategy{{Kind: source.StrategyIngressStatus}}, Interval: time.Minute,
+		Endpoint: "flags.lan:50051", TLSFiles: true}
+}
+
+func i64(v int64) *int64 { return &v }
+
+// secrets serves the test server's client material as the Secret ns/mtls.
+func secrets(t *testing.T) ReadSecret {
+	t.Helper()
+	srv, err := rhtestserver.Start(t.TempDir(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	data := map[string][]byte{}
+	for k, f := range map[string]string{"ca.crt": srv.CAFile(), "tls.crt": srv.CertFile(), "tls.key": srv.KeyFile()} {
+		if data[k], err = os.ReadFile(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return func(namespace, name string) (map[string][]byte, error) {
+		switch namespace + "/" + name {
+		case "ns/mtls":
+			return data, nil
+		case "ns/half":
+			return map[string][]byte{"ca.crt": data["ca.crt"], "tls.crt": data["tls.crt"]}, nil
+		case "ns/garbled":
+			return map[string][]byte{"ca.crt": data["ca.crt"], "tls.crt": data["tls.key"], "tls.key": data["tls.key"]}, nil
+		}
+		return nil, errors.New("not found")
+	}
+}
+
+func TestMerge(t *testing.T) {
+	read := secrets(t)
+	for _, tc := range []struct {
+		name  string
+		spec  *v1alpha1.RouterHostsConfigSpec
+		check func(t *testing.T, s Settings)
+		err   string
+	}{
+		{name: "no object: the flags", spec: nil, check: func(t *testing.T, s Settings) {
+			if !s.Equal(base()) {
+				t.Errorf("%+v", s)
+			}
+		}},
+		{name: "an empty spec: the flags", spec: &v1alpha1.RouterHostsConfigSpec{}, check: func(t *testing.T, s Settings) {
+			if !s.Equal(base()) {
+				t.Errorf("%+v", s)
+			}
+		}},
+		{name: "the design's example", spec: &v1alpha1.RouterHostsConfigSpec{
+			Server: &v1alpha1.ServerSpec{Endpoint: "router.lan:50051", TLSSecretRef: &v1alpha1.SecretReference{Name: "mtls", Namespace: "ns"}},
+			IPResolution: []v1alpha1.IPResolution{{Type: "IngressController", ServiceName: "traefik", ServiceNamespace: "traefik-system"},
+				{Type: "Static", Address: "192.168.1.100"}},
+			Deletion:    &v1alpha1.DeletionSpec{GracePeriodSeconds: i64(300)},
+			DefaultTags: []string{"k8s-operator", "cluster:homelab"}},
+			check: func(t *testing.T, s Settings) {
+				want := []source.Strategy{{Kind: source.StrategyService, Namespace: "traefik-system", Name: "traefik"}, {Kind: source.StrategyStatic, IP: "192.168.1.100"}}
+				if s.Endpoint != "router.lan:50051" || s.Keys == nil || s.Secret != "ns/mtls" || s.ClusterName != "homelab" ||
+					len(s.DefaultTags) != 0 || s.GracePeriod != 300*time.Second || !slices.Equal(s.IPResolution, want) || s.Interval != time.Minute {
+					t.Errorf("%+v", s)
+				}
+			}},
+		{name: "every other field", spec: &v1alpha1.RouterHostsConfigSpec{ClusterName: "lab", Policy: "upsert-only", DomainFilter: []string{"home.lan"},
+			ExcludeDomains: []string{"x.home.lan"}, Interval: i64(30), DefaultTags: []string{"team"},
+			IPResolution: []v1alpha1.IPResolution{{Type: "GatewayStatus"}, {Type: "IngressStatus"}, {Type: "Service", ServiceName: "lb", ServiceNamespace: "infra"}}},
+			check: func(t *testing.T, s Settings) {
+				if s.ClusterName != "lab" || s.Policy != plan.UpsertOnly || !slices.Equal(s.DomainFilter, []string{"home.lan"}) ||
+					!slices.Equal(s.ExcludeDomains, []string{"x.home.lan"}) || s.Interval != 30*time.Second || !slices.Equal(s.DefaultTags, []string{"team"}) ||
+					len(s.IPResolution) != 3 || s.Endpoint != "flags.lan:50051" || s.Keys != nil {
+					t.Errorf("%+v", s)
+				}
+			}},
+		{name: "a cluster tag agreeing with clusterName", spec: &v1alpha1.RouterHostsConfigSpec{ClusterName: "lab", DefaultTags: []string{"cluster:lab"}},
+			check: func(t *testing.T, s Settings) {
+				if s.ClusterName != "lab" {
+					t.Errorf("%+v", s)
+				}
+			}},
+		{name: "a cluster tag contradicting clusterName", spec: &v1alpha1.RouterHostsConfigSpec{ClusterName: "lab", DefaultTags: []string{"cluster:other"}},
+			err: `names cluster "other" but spec.clusterName is "lab"`},
+		{name: "another reserved tag", spec: &v1alpha1.RouterHostsConfigSpec{DefaultTags: []string{"source:x"}}, err: "reserved"},
+		{name: "an unknown step", spec: &v1alpha1.RouterHostsConfigSpec{IPResolution: []v1alpha1.IPResolution{{Type: "NodeIP"}}}, err: `unknown type "NodeIP"`},
+		{name: "an unparseable address", spec: &v1alpha1.RouterHostsConfigSpec{IPResolution: []v1alpha1.IPResolution{{Type: "Static", Address: "router.lan"}}}, err: "router.lan"},
+		{name: "a Service step without its Service", spec: &v1alpha1.RouterHostsConfigSpec{IPResolution: []v1alpha1.IPResolution{{Type: "Service", ServiceName: "lb"}}},
+			err: "needs serviceName and serviceNamespace"},
+		{name: "a missing Secret", spec: &v1alpha1.RouterHostsConfigSpec{Server: &v1alpha1.ServerSpec{Endpoint: "r:1", TLSSecretRef: &v1alpha1.SecretReference{Name: "gone", Namespace: "ns"}}},
+			err: "Secret ns/gone: not found"},
+		{name: "a Secret without its key", spec: &v1alpha1.RouterHostsConfigSpec{Server: &v1alpha1.ServerSpec{Endpoint: "r:1", TLSSecretRef: &v1alpha1.SecretReference{Name: "half", Namespace: "ns"}}},
+			err: "has no tls.key"},
+		{name: "a Secret with a garbled certificate", spec: &v1alpha1.RouterHostsConfigSpec{Server: &v1alpha1.ServerSpec{Endpoint: "r:1", TLSSecretRef: &v1alpha1.SecretReference{Name: "garbled", Namespace: "ns"}}},
+			err: "client certificate and key"},
+		{name: "a bad domain filter", spec: &v1alpha1.RouterHostsConfigSpec{DomainFilter: []string{"*.lan"}}, err: "domain filter"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Merge(base(), tc.spec, read)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one saying %q", err, tc.err)
+				}
+				if !s.Equal(base()) {
+					t.Errorf("a refused config returned %+v, want the flags' settings", s)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, s)
+		})
+	}
+}
+
+// TestWithoutAnyServerMaterialNothingStarts: the endpoint and the mTLS material must come from
+// the flags or the config.
+func TestWithoutAnyServerMaterialNothingStarts(t *testing.T) {
+	b := base()
+	b.Endpoint = ""
+	if _, err := Merge(b, nil, nil); err == nil || !strings.Contains(err.Error(), "no router-hosts endpoint") {
+		t.Errorf("no endpoint: %v", err)
+	}
+	b = base()
+	b.TLSFiles = false
+	if _, err := Merge(b, &v1alpha1.RouterHostsConfigSpec{Server: &v1alpha1.ServerSpec{Endpoint: "r:1"}}, nil); err == nil || !strings.Contains(err.Error(), "no mTLS material") {
+		t.Errorf("no material: %v", err)
+	}
+}

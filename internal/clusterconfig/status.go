@@ -1,0 +1,225 @@
+package clusterconfig
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/router-hosts-operator/router-hosts-operator/api/v1alpha1"
+	"github.com/router-hosts-operator/router-hosts-operator/controller"
+)
+
+// The reasons of the Ready and Synced conditions, beside ServerReachable's.
+const (
+	ReasonReady      = "Ready"
+	ReasonSynced     = "Synced"
+	ReasonSyncFailed = "SyncFailed"
+	ReasonNoSyncYet  = "NoSyncYet"
+	// ConditionSynced is True when the last sync wrote everything it planned.
+	ConditionSynced = "Synced"
+)
+
+// lastSync is what the status needs of the last sync report.
+type lastSync struct {
+	seen       bool
+	ended      time.Time
+	stage      controller.Stage
+	err        string
+	authFailed bool
+	failed     int
+	entries    int
+	pending    int
+}
+
+// statusWriter writes the RouterHostsConfig's status beside the loop: a sync only leaves its
+// report, and the writer works out the status and writes it when it differs from what the
+// object shows.
+type statusWriter struct {
+	w    *Watcher
+	kick chan struct{}
+
+	mu   sync.Mutex
+	last lastSync
+}
+
+func newStatusWriter(w *Watcher) *statusWriter {
+	return &statusWriter{w: w, kick: make(chan struct{}, 1)}
+}
+
+func (sw *statusWriter) poke() {
+	select {
+	case sw.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Report takes a sync's outcome (controller.Reporter); it only counts and stores.
+func (w *Watcher) Report(_ context.Context, rep *controller.Report) {
+	l := lastSync{seen: true, ended: rep.Started.Add(rep.Duration), stage: rep.Stage, authFailed: rep.AuthFailed,
+		failed: len(rep.Failed), pending: rep.Pending}
+	if rep.Err != nil {
+		l.err = rep.Err.Error()
+	}
+	for _, recs := range rep.Entries {
+		l.entries += len(recs)
+	}
+	sw := w.status
+	sw.mu.Lock()
+	if rep.Stage == controller.StageSource || rep.Stage == controller.StageList {
+		// Nothing was counted: keep the last counts.
+		l.entries, l.pending = sw.last.entries, sw.last.pending
+	}
+	sw.last = l
+	sw.mu.Unlock()
+	sw.poke()
+}
+
+// RunStatus writes the object's status until ctx ends; the replica that leads runs it.
+func (w *Watcher) RunStatus(ctx context.Context) {
+	w.mu.Lock()
+	served := w.served
+	w.mu.Unlock()
+	if !served || w.opts.Status == nil {
+		return
+	}
+	w.status.poke()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.status.kick:
+		}
+		if err := w.status.write(ctx); err != nil && ctx.Err() == nil {
+			w.log.WithError(err).Warn("writing the RouterHostsConfig status")
+		}
+	}
+}
+
+// write writes the status the object should show, if it shows another.
+func (sw *statusWriter) write(ctx context.Context) error {
+	w := sw.w
+	w.mu.Lock()
+	obj, applied, problem := w.obj, w.applied, w.problem
+	w.mu.Unlock()
+	if obj == nil {
+		return nil
+	}
+	sw.mu.Lock()
+	last := sw.last
+	sw.mu.Unlock()
+	want := desiredStatus(obj, applied, problem, last, time.Now())
+	if sameStatus(&obj.Status, &want, applied.Interval) {
+		return nil
+	}
+	body, err := json.Marshal(map[string]any{"status": want})
+	if err != nil {
+		return err
+	}
+	_, err = w.opts.Status.Resource(v1alpha1.RouterHostsConfigResource).Patch(ctx, obj.Name, types.MergePatchType, body, metav1.PatchOptions{}, "status")
+	if err != nil {
+		return fmt.Errorf("RouterHostsConfig %s: %w", obj.Name, err)
+	}
+	return nil
+}
+
+// desiredStatus is the status for the object given the settings in use, the reason the
+// object's are not in use (nil when they are) and the last sync.
+func desiredStatus(obj *v1alpha1.RouterHostsConfig, applied Settings, problem error, last lastSync, now time.Time) v1alpha1.RouterHostsConfigStatus {
+	st := v1alpha1.RouterHostsConfigStatus{ObservedGeneration: obj.Generation, Endpoint: applied.Endpoint,
+		Entries: last.entries, PendingDeletions: last.pending, LastSyncTime: obj.Status.LastSyncTime, ServerVersion: obj.Status.ServerVersion}
+	if last.seen && last.stage == controller.StageDone {
+		t := metav1.NewTime(last.ended.UTC().Truncate(time.Second))
+		st.LastSyncTime = &t
+	}
+	cond := func(typ string, ok bool, reason, msg string) metav1.Condition {
+		s := metav1.ConditionFalse
+		if ok {
+			s = metav1.ConditionTrue
+		}
+		return metav1.Condition{Type: typ, Status: s, Reason: reason, Message: msg, ObservedGeneration: obj.Generation}
+	}
+	var reach, synced metav1.Condition
+	switch {
+	case !last.seen:
+		reach = metav1.Condition{Type: v1alpha1.ConditionServerReachable, Status: metav1.ConditionUnknown, Reason: ReasonNoSyncYet, Message: "no sync has run yet", ObservedGeneration: obj.Generation}
+		synced = metav1.Condition{Type: ConditionSynced, Status: metav1.ConditionUnknown, Reason: ReasonNoSyncYet, Message: "no sync has run yet", ObservedGeneration: obj.Generation}
+	case last.authFailed:
+		reach = cond(v1alpha1.ConditionServerReachable, false, v1alpha1.ReasonAuthenticationFailed, last.err)
+		synced = cond(ConditionSynced, false, ReasonSyncFailed, last.err)
+	case last.stage == controller.StageList || last.stage == controller.StageApply:
+		reach = cond(v1alpha1.ConditionServerReachable, false, v1alpha1.ReasonUnreachable, last.err)
+		synced = cond(ConditionSynced, false, ReasonSyncFailed, last.err)
+	case last.stage == controller.StageSource:
+		reach = cond(v1alpha1.ConditionServerReachable, true, v1alpha1.ReasonConnected, "")
+		synced = cond(ConditionSynced, false, ReasonSyncFailed, last.err)
+	default:
+		reach = cond(v1alpha1.ConditionServerReachable, true, v1alpha1.ReasonConnected, "router-hosts at "+applied.Endpoint+" answers")
+		if last.failed > 0 {
+			synced = cond(ConditionSynced, false, ReasonSyncFailed, fmt.Sprintf("%d hostnames were not written; see the Warning events of their objects", last.failed))
+		} else {
+			synced = cond(ConditionSynced, true, ReasonSynced, "every wanted entry is on the server")
+		}
+	}
+	if problem != nil && applied.Endpoint == "" {
+		reach = cond(v1alpha1.ConditionServerReachable, false, v1alpha1.ReasonInvalidConfig, problem.Error())
+	}
+	var ready metav1.Condition
+	switch {
+	case problem != nil:
+		ready = cond(v1alpha1.ConditionReady, false, v1alpha1.ReasonInvalidConfig, problem.Error()+"; the last good configuration stays in use")
+	case reach.Status != metav1.ConditionTrue:
+		ready = cond(v1alpha1.ConditionReady, false, reach.Reason, reach.Message)
+	case synced.Status != metav1.ConditionTrue:
+		ready = cond(v1alpha1.ConditionReady, false, synced.Reason, synced.Message)
+	default:
+		ready = cond(v1alpha1.ConditionReady, true, ReasonReady, "configuration applied, server reachable, last sync complete")
+	}
+	for _, c := range []metav1.Condition{ready, reach, synced} {
+		c.LastTransitionTime = metav1.NewTime(now.UTC().Truncate(time.Second))
+		for _, old := range obj.Status.Conditions {
+			if old.Type == c.Type && old.Status == c.Status {
+				c.LastTransitionTime = old.LastTransitionTime
+			}
+		}
+		st.Conditions = append(st.Conditions, c)
+	}
+	return st
+}
+
+// sameStatus reports whether the object already shows want. The last sync's time alone is
+// refreshed only once per interval, so a quiet operator writes one status an interval, not
+// one a sync.
+func sameStatus(have, want *v1alpha1.RouterHostsConfigStatus, interval time.Duration) bool {
+	a, b := *have, *want
+	stale := false
+	switch {
+	case a.LastSyncTime == nil && b.LastSyncTime != nil:
+		stale = true
+	case a.LastSyncTime != nil && b.LastSyncTime != nil:
+		stale = b.LastSyncTime.Sub(a.LastSyncTime.Time) >= interval
+	}
+	a.LastSyncTime, b.LastSyncTime = nil, nil
+	// As JSON, times compare as the apiserver stores them, whatever their location.
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return !stale && errA == nil && errB == nil && bytes.Equal(ja, jb)
+}
+
+// Flush writes the status once, for --once, which has no loop beside it.
+func (w *Watcher) Flush(ctx context.Context) {
+	w.mu.Lock()
+	served := w.served
+	w.mu.Unlock()
+	if !served || w.opts.Status == nil {
+		return
+	}
+	if err := w.status.write(ctx); err != nil {
+		w.log.WithError(err).Warn("writing the RouterHostsConfig status")
+	}
+}

@@ -1,0 +1,329 @@
+package clusterconfig
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/router-hosts-operator/router-hosts-operator/api/v1alpha1"
+)
+
+// Options wire a Watcher.
+type Options struct {
+	// Name is the RouterHostsConfig to read (--config-name).
+	Name string
+	// Base is what the flags say.
+	Base      Settings
+	Dynamic   dynamic.Interface
+	Discovery discovery.DiscoveryInterface
+	// Secrets reads the mTLS Secret; the operator may read that one Secret only.
+	Secrets corev1client.SecretsGetter
+	// Status writes the object's status, with its own rate limit.
+	Status dynamic.Interface
+	// Apply applies settings that passed Check; on its error the settings in use stay.
+	Apply func(Settings) error
+	Log   logrus.FieldLogger
+}
+
+// Watcher follows one RouterHostsConfig and the Secret it names.
+type Watcher struct {
+	opts Options
+	log  logrus.FieldLogger
+	kick chan struct{}
+
+	mu sync.Mutex
+	// served: the RouterHostsConfig CRD is installed.
+	served bool
+	// obj is the object as last read, nil when there is none.
+	obj *v1alpha1.RouterHostsConfig
+	// applied are the settings in use; problem is why the object's are not, nil when they are.
+	applied Settings
+	problem error
+	// secret follows the named Secret; nil when none is named.
+	secret *secretWatch
+	status *statusWriter
+}
+
+// New returns a Watcher; nothing is read until Load.
+func New(opts Options) *Watcher {
+	if opts.Log == nil {
+		opts.Log = logrus.StandardLogger()
+	}
+	w := &Watcher{opts: opts, log: opts.Log, kick: make(chan struct{}, 1), applied: opts.Base}
+	w.status = newStatusWriter(w)
+	return w
+}
+
+// Load reads the object and its Secret once, for the start. It returns the settings to start
+// with: the object's over the flags, or the flags alone when there is no object (or no
+// RouterHostsConfig CRD), which the caller checks. When the object cannot be used it returns
+// the flags' settings and why; the caller decides whether to run on them.
+func (w *Watcher) Load(ctx context.Context) (Settings, error) {
+	served, err := discovery.IsResourceEnabled(w.opts.Discovery, v1alpha1.RouterHostsConfigResource)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return w.opts.Base, fmt.Errorf("looking for the RouterHostsConfig CRD: %w", err)
+	}
+	w.mu.Lock()
+	w.served = served
+	w.mu.Unlock()
+	if !served {
+		w.log.Info("the RouterHostsConfig CRD is not installed; the flags alone configure the operator")
+		return w.opts.Base, nil
+	}
+	u, err := w.opts.Dynamic.Resource(v1alpha1.RouterHostsConfigResource).Get(ctx, w.opts.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		w.log.WithField("config", w.opts.Name).Info("no RouterHostsConfig of that name; the flags alone configure the operator")
+		return w.opts.Base, nil
+	case err != nil:
+		return w.opts.Base, fmt.Errorf("reading RouterHostsConfig %s: %w", w.opts.Name, err)
+	}
+	obj, err := decode(u)
+	if err != nil {
+		return w.opts.Base, err
+	}
+	read := func(namespace, name string) (map[string][]byte, error) {
+		s, err := w.opts.Secrets.Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return s.Data, nil
+	}
+	s, err := Merge(w.opts.Base, &obj.Spec, read)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.obj = obj
+	if err != nil {
+		w.problem = err
+		return w.opts.Base, err
+	}
+	w.applied = s
+	w.log.WithField("config", w.opts.Name).Info("configured by RouterHostsConfig")
+	return s, nil
+}
+
+// Run follows the object and its Secret until ctx ends, applying every valid change. Load
+// must have run.
+func (w *Watcher) Run(ctx context.Context) {
+	w.mu.Lock()
+	served := w.served
+	w.mu.Unlock()
+	if !served {
+		return
+	}
+	res := w.opts.Dynamic.Resource(v1alpha1.RouterHostsConfigResource)
+	byName := func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", w.opts.Name).String()
+	}
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			byName(&o)
+			return res.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			byName(&o)
+			return res.Watch(ctx, o)
+		},
+	}
+	inf := cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { w.poke() },
+		UpdateFunc: func(any, any) { w.poke() },
+		DeleteFunc: func(any) { w.poke() },
+	}); err != nil {
+		w.log.WithError(err).Error("watching the RouterHostsConfig")
+		return
+	}
+	go inf.RunWithContext(ctx)
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			w.mu.Lock()
+			if w.secret != nil {
+				w.secret.stop()
+			}
+			w.mu.Unlock()
+			return
+		case <-w.kick:
+		}
+		w.evaluate(ctx, inf.GetStore())
+	}
+}
+
+func (w *Watcher) poke() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// evaluate reads the object as cached and applies it when it changed what the operator runs
+// with.
+func (w *Watcher) evaluate(ctx context.Context, store cache.Store) {
+	var obj *v1alpha1.RouterHostsConfig
+	item, exists, err := store.GetByKey(w.opts.Name)
+	if err == nil && exists {
+		if u, ok := item.(*unstructured.Unstructured); ok {
+			obj, err = decode(u)
+		}
+	}
+	var (
+		s       = w.opts.Base
+		problem = err
+	)
+	if problem == nil && obj != nil {
+		read := w.followSecret(ctx, obj.Spec.Server)
+		s, problem = Merge(w.opts.Base, &obj.Spec, read)
+	} else if obj == nil {
+		w.followSecret(ctx, nil)
+	}
+	w.mu.Lock()
+	w.obj = obj
+	applied := w.applied
+	w.mu.Unlock()
+	if problem == nil && !s.Equal(applied) {
+		if problem = w.opts.Apply(s); problem == nil {
+			applied = s
+			w.log.WithFields(logrus.Fields{"config": w.opts.Name, "endpoint": s.Endpoint, "cluster": s.ClusterName}).Info("configuration applied")
+		} else {
+			problem = fmt.Errorf("applying the configuration: %w", problem)
+		}
+	}
+	w.mu.Lock()
+	prev := w.problem
+	w.applied, w.problem = applied, problem
+	w.mu.Unlock()
+	if problem != nil && (prev == nil || prev.Error() != problem.Error()) {
+		w.log.WithError(problem).WithField("config", w.opts.Name).Warn("RouterHostsConfig not applied; the last good configuration stays in use")
+	}
+	w.status.poke()
+}
+
+// followSecret watches the Secret server names (and stops watching one it no longer names),
+// and returns the reader Merge uses, from the watch's cache.
+func (w *Watcher) followSecret(ctx context.Context, server *v1alpha1.ServerSpec) ReadSecret {
+	var ref *v1alpha1.SecretReference
+	if server != nil {
+		ref = server.TLSSecretRef
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.secret != nil && (ref == nil || w.secret.namespace != ref.Namespace || w.secret.name != ref.Name) {
+		w.secret.stop()
+		w.secret = nil
+	}
+	if ref == nil {
+		return nil
+	}
+	if w.secret == nil {
+		w.secret = watchSecret(ctx, w.opts.Secrets, ref.Namespace, ref.Name, w.poke)
+	}
+	return w.secret.read
+}
+
+// Settings returns the settings in use and why the object's are not, nil when they are.
+func (w *Watcher) Settings() (Settings, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.applied, w.problem
+}
+
+func decode(u *unstructured.Unstructured) (*v1alpha1.RouterHostsConfig, error) {
+	var obj v1alpha1.RouterHostsConfig
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &obj); err != nil {
+		return nil, fmt.Errorf("reading RouterHostsConfig %s: %w", u.GetName(), err)
+	}
+	return &obj, nil
+}
+
+// secretWatch caches one Secret, by a watch on its name alone: the operator's RBAC lets it
+// read that Secret and no other.
+type secretWatch struct {
+	namespace, name string
+	stop            context.CancelFunc
+	inf             cache.SharedIndexInformer
+	// failed is the last error of the watch's list, such as Forbidden.
+	mu     sync.Mutex
+	failed error
+}
+
+func watchSecret(ctx context.Context, secrets corev1client.SecretsGetter, namespace, name string, changed func()) *secretWatch {
+	ctx, cancel := context.WithCancel(ctx)
+	sw := &secretWatch{namespace: namespace, name: name, stop: cancel}
+	api := secrets.Secrets(namespace)
+	byName := func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+	}
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			byName(&o)
+			l, err := api.List(ctx, o)
+			sw.mu.Lock()
+			sw.failed = err
+			sw.mu.Unlock()
+			if err != nil {
+				changed()
+			}
+			return l, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			byName(&o)
+			return api.Watch(ctx, o)
+		},
+	}
+	sw.inf = cache.NewSharedIndexInformer(lw, &corev1.Secret{}, 0, cache.Indexers{})
+	_, _ = sw.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { changed() },
+		UpdateFunc: func(any, any) { changed() },
+		DeleteFunc: func(any) { changed() },
+	})
+	go sw.inf.RunWithContext(ctx)
+	return sw
+}
+
+// read returns the Secret's data from the cache, or why it has none.
+func (sw *secretWatch) read(namespace, name string) (map[string][]byte, error) {
+	sw.mu.Lock()
+	failed := sw.failed
+	sw.mu.Unlock()
+	if failed != nil {
+		return nil, failed
+	}
+	if !sw.inf.HasSynced() {
+		// The first list is under way; its end pokes the watcher again.
+		deadline := time.Now().Add(10 * time.Second)
+		for !sw.inf.HasSynced() && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if !sw.inf.HasSynced() {
+			return nil, errors.New("not read yet")
+		}
+	}
+	item, exists, err := sw.inf.GetStore().GetByKey(namespace + "/" + name)
+	if err != nil {
+		return nil, err
+	}
+	s, ok := item.(*corev1.Secret)
+	if !exists || !ok {
+		return nil, errors.New("not found")
+	}
+	return s.Data, nil
+}
