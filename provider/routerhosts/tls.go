@@ -66,7 +66,7 @@ func ParsePEM(ca, cert, key []byte) (*PEM, error) {
 func (p *PEM) Equal(o *PEM) bool { return p == o || (p != nil && o != nil && p.sum == o.sum) }
 
 func (p *PEM) load() (*tls.Certificate, *x509.CertPool, error) { return p.cert, p.pool, nil }
-func (p *PEM) stamp() (string, error)                            { return p.sum, nil }
+func (p *PEM) stamp() (string, error)                          { return p.sum, nil }
 
 // load returns the current key pair and pool, re-reading them if any file changed. When a
 // reload fails (a rotation caught half-written) the previous material stays in use.

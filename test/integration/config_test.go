@@ -162,7 +162,9 @@ func TestRouterHostsConfigIsAppliedLive(t *testing.T) {
 	if _, err := createConfig(t, doc, false); err != nil {
 		t.Fatal(err)
 	}
-	h.applied(func(s clusterconfig.Settings, _ error) bool { return s.Endpoint == h.srv.Addr() && s.ClusterName == "homelab" })
+	h.applied(func(s clusterconfig.Settings, _ error) bool {
+		return s.Endpoint == h.srv.Addr() && s.ClusterName == "homelab"
+	})
 
 	web := h.create(ingress(h.ns, "web", enabled(), "web.lan"))
 	h.waitHost("web.lan", "10.0.0.7")
