@@ -192,6 +192,8 @@ type Controller struct {
 	// is in doubt. Event-triggered syncs plan from it instead of reading the whole server.
 	// Only the loop touches it.
 	known map[string]endpoint.Record
+	// knownList is known as a list, for the sync reading it; its array is reused.
+	knownList []endpoint.Record
 
 	// syncing is held for the whole of each sync, so that Reconfigure changes nothing a sync
 	// in flight reads.
@@ -372,10 +374,12 @@ func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
 		c.known = nil
 		records, err = c.cfg.Provider.Records(ctx)
 	} else {
-		records = make([]endpoint.Record, 0, len(c.known))
+		// The registry copies what it keeps, so the slice is the loop's to reuse.
+		records = c.knownList[:0]
 		for _, r := range c.known {
 			records = append(records, r)
 		}
+		c.knownList = records
 	}
 	listDuration := c.cfg.Now().Sub(listStart)
 	if err != nil {
@@ -386,8 +390,12 @@ func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
 	}
 	reg := c.cfg.Registry
 	st := reg.Classify(records)
+	// A sync planning from the known state looks only at the hostnames that may have
+	// changed; one that read the server looks at every one.
+	st.Incremental = !fresh
 	desired := reg.Desired(eps, st)
-	changes := (&plan.Plan{Current: reg.Current(st, desired), Desired: desired, Policy: live.Policy}).Calculate()
+	toPlan := reg.ToPlan(st, desired)
+	changes := (&plan.Plan{Current: reg.Current(st, toPlan), Desired: toPlan, Policy: live.Policy}).Calculate()
 	res := reg.Apply(c.cfg.Now(), st, changes)
 	out := &Outcome{NextExpiry: res.NextExpiry, Pending: res.Pending, Fresh: fresh}
 	held := map[string]error{}

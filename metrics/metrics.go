@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -25,12 +26,9 @@ const ns = "router_hosts_operator"
 type Metrics struct {
 	Registry *prometheus.Registry
 
-	cluster string
-	// owners are the owner labels of the last report's entries, by entry ID; only the
-	// goroutine delivering reports touches them.
-	owners          map[string]owner
+	cluster         string
 	sourceNames     []string
-	syncedEntries   *prometheus.GaugeVec
+	syncedEntries   *entries
 	syncErrors      *prometheus.CounterVec
 	syncDuration    prometheus.Histogram
 	pending         prometheus.Gauge
@@ -52,8 +50,8 @@ type Metrics struct {
 func New(cluster string, sourceNames []string) *Metrics {
 	m := &Metrics{
 		Registry: prometheus.NewRegistry(), cluster: cluster, sourceNames: sourceNames,
-		syncedEntries: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "synced_entries",
-			Help: "Entries this cluster owns on the router-hosts server, by namespace and kind."}, []string{"cluster", "namespace", "kind"}),
+		syncedEntries: &entries{cluster: cluster, desc: prometheus.NewDesc(prometheus.BuildFQName(ns, "", "synced_entries"),
+			"Entries this cluster owns on the router-hosts server, by namespace and kind.", []string{"cluster", "namespace", "kind"}, nil)},
 		syncErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "sync_errors_total",
 			Help: "Failed syncs by the stage that failed (source, list, authentication, apply)."}, []string{"reason"}),
 		syncDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "sync_duration_seconds",
@@ -135,12 +133,24 @@ func (m *Metrics) Report(_ context.Context, r *controller.Report) {
 	m.serverConnected.Set(1)
 	m.pending.Set(float64(r.Pending))
 	m.foreign.Set(float64(r.Foreign))
-	m.countEntries(r.Entries)
+	m.syncedEntries.set(r.Entries)
 	if r.Stage == controller.StageApply {
 		m.syncErrors.WithLabelValues(r.Stage.String()).Inc()
 		return
 	}
 	m.lastSync.Set(float64(r.Started.Add(r.Duration).Unix()))
+}
+
+// entries is synced_entries: the last report's entries, counted by owner when scraped rather
+// than at every sync, which at ten thousand entries would cost each sync a pass over them.
+type entries struct {
+	cluster string
+	desc    *prometheus.Desc
+
+	mu      sync.Mutex
+	entries map[string][]endpoint.Record
+	// owners are the owner labels of each entry by ID, read again only when its tags change.
+	owners map[string]owner
 }
 
 // owner is an entry's owner labels, with the tags they were read from.
@@ -149,16 +159,26 @@ type owner struct {
 	namespace, kind string
 }
 
-// countEntries sets synced_entries from the owned entries. An entry's owner is read again
-// only when its tags changed, and each series is set once.
-func (m *Metrics) countEntries(entries map[string][]endpoint.Record) {
+func (e *entries) set(entries map[string][]endpoint.Record) {
+	e.mu.Lock()
+	e.entries = entries
+	e.mu.Unlock()
+}
+
+// Describe is part of prometheus.Collector.
+func (e *entries) Describe(ch chan<- *prometheus.Desc) { ch <- e.desc }
+
+// Collect is part of prometheus.Collector: one gauge per owner.
+func (e *entries) Collect(ch chan<- prometheus.Metric) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
 	type series struct{ namespace, kind string }
 	counts := map[series]int{}
-	owners := make(map[string]owner, len(m.owners))
-	for _, recs := range entries {
+	owners := make(map[string]owner, len(e.owners))
+	for _, recs := range e.entries {
 		for i := range recs {
 			rec := &recs[i]
-			o, ok := m.owners[rec.ID]
+			o, ok := e.owners[rec.ID]
 			if !ok || !slices.Equal(o.tags, rec.Tags) {
 				namespace, kinds := registry.Owner(rec)
 				o = owner{rec.Tags, namespace, strings.Join(kinds, ",")}
@@ -167,10 +187,9 @@ func (m *Metrics) countEntries(entries map[string][]endpoint.Record) {
 			counts[series{o.namespace, o.kind}]++
 		}
 	}
-	m.owners = owners
-	m.syncedEntries.Reset()
+	e.owners = owners
 	for s, n := range counts {
-		m.syncedEntries.WithLabelValues(m.cluster, s.namespace, s.kind).Set(float64(n))
+		ch <- prometheus.MustNewConstMetric(e.desc, prometheus.GaugeValue, float64(n), e.cluster, s.namespace, s.kind)
 	}
 }
 

@@ -30,6 +30,14 @@ type Result struct {
 //     marks, deletes or releases.
 func (r *Registry) Apply(now time.Time, st *State, changes []plan.Change) Result {
 	res := Result{}
+	// Whatever the policy makes of them, the hostnames planned for are planned again next time.
+	noisy := make(map[string]bool, len(changes))
+	for i := range changes {
+		noisy[strings.ToLower(changes[i].Hostname())] = true
+	}
+	r.mergedMu.Lock()
+	r.noisy = noisy
+	r.mergedMu.Unlock()
 	deleted := map[string]bool{}
 	for _, c := range changes {
 		switch c.Action {
@@ -46,7 +54,7 @@ func (r *Registry) Apply(now time.Time, st *State, changes []plan.Change) Result
 			if r.cfg.Policy == plan.CreateOnly {
 				continue
 			}
-			v := st.views[c.Old.ID]
+			v := st.view(c.Old.ID)
 			if _, marked := v.value(PrefixPending); marked {
 				c.Action = plan.Unmark
 			}
@@ -76,7 +84,7 @@ func (r *Registry) Apply(now time.Time, st *State, changes []plan.Change) Result
 // deletion (release) itself. It returns the change, if any, and when the mark falls due if
 // that is still in the future.
 func (r *Registry) retire(now time.Time, st *State, rec *endpoint.Record) (*plan.Change, time.Time) {
-	v := st.views[rec.ID]
+	v := st.view(rec.ID)
 	grace := r.gracePeriod(&v)
 	raw, marked := v.value(PrefixPending)
 	markedAt, err := time.Parse(time.RFC3339, raw)
@@ -123,7 +131,7 @@ func (r *Registry) gracePeriod(v *view) time.Duration {
 func (r *Registry) pendingAfter(st *State, changes []plan.Change, deleted map[string]bool) int {
 	marked := map[string]bool{}
 	for _, rec := range st.Owned {
-		v := st.views[rec.ID]
+		v := st.view(rec.ID)
 		if _, ok := v.value(PrefixPending); ok {
 			marked[rec.ID] = true
 		}

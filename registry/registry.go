@@ -45,21 +45,41 @@ type Registry struct {
 
 	// views are the views of the last Classify's records by ID, with the tags they were made
 	// from: the syncs between two writes to an entry split its tags once.
+	// Entries not met by a Classify are swept from it, so that a full resync of 10,000
+	// entries allocates no map; pass counts the Classify calls.
 	viewsMu sync.Mutex
-	views   map[string]taggedView
+	views   map[string]*taggedView
+	pass    uint64
 
 	// merged are the last Desired's merges by hostname. A full resync merges every
 	// hostname, and one whose claims and entries are those of the last sync merges the same.
-	mergedMu sync.Mutex
-	merged   map[string]merged
+	// mergedMu guards the merges and Desired's scratch maps. Merges of hostnames a Desired
+	// does not meet are swept; mergePass counts the Desired calls.
+	mergedMu  sync.Mutex
+	merged    map[string]*merged
+	mergePass uint64
+	// noisy are the hostnames the last plan changed; the others are quiet and may settle.
+	noisy map[string]bool
+	// byHost and ownedByHost are Desired's scratch maps, kept for the next call.
+	byHost      map[string][]*endpoint.Endpoint
+	ownedByHost map[string][]*endpoint.Record
 }
 
 // merged is one hostname's merge with what it was made from: the claims (the same
 // endpoints, in the same order) and the owned entries (the same records, in any order).
 type merged struct {
 	claims []*endpoint.Endpoint
-	owned  []endpoint.Record
+	owned  []entryKey
 	out    *endpoint.Endpoint
+	pass   uint64
+	// marked: one of the entries is marked for deletion.
+	marked bool
+}
+
+// entryKey is what of an entry a merge depends on.
+type entryKey struct {
+	id, version, ip string
+	tags            []string
 }
 
 // from reports whether the merge was made from these claims and entries.
@@ -68,8 +88,8 @@ func (m *merged) from(claims []*endpoint.Endpoint, owned []*endpoint.Record) boo
 		return false
 	}
 	for _, rec := range owned {
-		if !slices.ContainsFunc(m.owned, func(o endpoint.Record) bool {
-			return o.ID == rec.ID && o.Version == rec.Version && o.IP == rec.IP && slices.Equal(o.Tags, rec.Tags)
+		if !slices.ContainsFunc(m.owned, func(o entryKey) bool {
+			return o.id == rec.ID && o.version == rec.Version && o.ip == rec.IP && slices.Equal(o.tags, rec.Tags)
 		}) {
 			return false
 		}
@@ -80,6 +100,9 @@ func (m *merged) from(claims []*endpoint.Endpoint, owned []*endpoint.Record) boo
 type taggedView struct {
 	tags []string
 	v    view
+	// owned: the entry is this cluster's.
+	owned bool
+	pass  uint64
 }
 
 // New validates cfg and returns a Registry.
@@ -123,7 +146,8 @@ func (r *Registry) Reconfigure(cfg Config) error {
 	defer r.viewsMu.Unlock()
 	defer r.mergedMu.Unlock()
 	// Views and merges were made under the old policy.
-	r.cfg, r.clusterTag, r.log, r.views, r.merged = cfg, clusterTag, cfg.Log, nil, nil
+	r.cfg, r.clusterTag, r.log = cfg, clusterTag, cfg.Log
+	r.views, r.merged = nil, nil
 	return nil
 }
 
@@ -165,8 +189,27 @@ type State struct {
 	Conflicts []Conflict
 	// Problems are the parts of claims Desired dropped, such as reserved tags.
 	Problems []Problem
+	// Incremental lets Desired settle hostnames: set it for a sync that plans from the known
+	// state, where one change among thousands of unchanged hostnames is the common case.
+	Incremental bool
 
-	views map[string]view // by entry ID, for owned entries
+	// settled are the hostnames Desired found exactly as the last sync left them with
+	// nothing to change: the same claims, the same entries (none marked, no adoption
+	// candidate, no other cluster's), and no change planned for them last time. The plan,
+	// being pure, would find nothing again, so it does not look at them.
+	settled map[string]bool
+
+	// views are the views of the entries by ID, the registry's own map: a State is read
+	// before the next Classify.
+	views map[string]*taggedView
+}
+
+// view is the view of an owned entry; the zero view for any other.
+func (s *State) view(id string) view {
+	if tv := s.views[id]; tv != nil && tv.owned {
+		return tv.v
+	}
+	return view{}
 }
 
 // Conflict is a claim on a hostname that lost to the namespace holding it, or to another
@@ -200,31 +243,38 @@ func (s *State) ForeignCount() int {
 // a tag an adopted entry carried before adoption (recorded in its loan) never makes it
 // another cluster's, nor marks it for deletion.
 func (r *Registry) Classify(records []endpoint.Record) *State {
-	st := &State{Foreign: map[string][]endpoint.Record{}, Unowned: map[string][]endpoint.Record{}, views: make(map[string]view, len(records)),
-		Owned: make([]endpoint.Record, 0, len(records))}
+	st := &State{Foreign: map[string][]endpoint.Record{}, Unowned: map[string][]endpoint.Record{}, Owned: make([]endpoint.Record, 0, len(records))}
 	r.viewsMu.Lock()
 	defer r.viewsMu.Unlock()
-	prev := r.views
-	r.views = make(map[string]taggedView, len(records))
+	if r.views == nil {
+		r.views = make(map[string]*taggedView, len(records))
+	}
+	r.pass++
 	for i := range records {
 		rec := records[i]
 		key := strings.ToLower(rec.Hostname)
-		vv, ok := prev[rec.ID]
-		if !ok || !slices.Equal(vv.tags, rec.Tags) {
-			vv = taggedView{rec.Tags, viewOf(&rec)}
+		vv := r.views[rec.ID]
+		if vv == nil || !slices.Equal(vv.tags, rec.Tags) {
+			v := viewOf(&rec)
+			vv = &taggedView{tags: rec.Tags, v: v, owned: v.has(TagOwner) && r.ours(&v)}
+			r.views[rec.ID] = vv
 		}
-		r.views[rec.ID] = vv
-		v := vv.v
+		vv.pass = r.pass
 		switch {
-		case !v.has(TagOwner):
+		case !vv.v.has(TagOwner):
 			st.Unowned[key] = append(st.Unowned[key], rec)
-		case r.ours(&v):
+		case vv.owned:
 			st.Owned = append(st.Owned, rec)
-			st.views[rec.ID] = v
 		default:
 			st.Foreign[key] = append(st.Foreign[key], rec)
 		}
 	}
+	for id, vv := range r.views {
+		if vv.pass != r.pass {
+			delete(r.views, id)
+		}
+	}
+	st.views = r.views
 	return st
 }
 
@@ -233,10 +283,13 @@ func (r *Registry) Classify(records []endpoint.Record) *State {
 // operator's block, which opens with TagPreExisting and closes with the loan record; for an
 // adoption candidate, its tags and the record adopting it would write.
 func (r *Registry) Current(st *State, desired []*endpoint.Endpoint) []plan.Current {
-	out := make([]plan.Current, 0, len(st.Owned))
+	out := make([]plan.Current, 0, len(st.Owned)-len(st.settled))
 	for _, rec := range st.Owned {
+		if len(st.settled) > 0 && st.settled[strings.ToLower(rec.Hostname)] {
+			continue
+		}
 		c := plan.Current{Record: rec, Class: plan.Created}
-		if v := st.views[rec.ID]; v.has(TagPreExisting) {
+		if v := st.view(rec.ID); v.has(TagPreExisting) {
 			c.Class = plan.Adopted
 			c.Keep = append(append([]string{}, v.user...), TagPreExisting)
 			if v.loan != nil {
@@ -249,6 +302,29 @@ func (r *Registry) Current(st *State, desired []*endpoint.Endpoint) []plan.Curre
 		for _, rec := range st.Unowned[ep.Hostname] {
 			out = append(out, plan.Current{Record: rec, Class: plan.Unowned,
 				Keep: append(append([]string{}, rec.Tags...), TagPreExisting), Trail: loanOf(&rec).trail()})
+		}
+	}
+	return out
+}
+
+// quiet reports whether a hostname merged as the last sync merged it (m) may be left out of
+// the plan: the last plan changed nothing for it, and nothing on the server for it is in
+// motion.
+func (r *Registry) quiet(host string, m *merged, st *State) bool {
+	return !m.marked && !r.noisy[host] && (len(st.Unowned) == 0 || len(st.Unowned[host]) == 0) &&
+		(len(st.Foreign) == 0 || len(st.Foreign[host]) == 0)
+}
+
+// ToPlan is what of desired the plan must look at: all of it, less the settled hostnames.
+// Current leaves out their entries alike.
+func (r *Registry) ToPlan(st *State, desired []*endpoint.Endpoint) []*endpoint.Endpoint {
+	if len(st.settled) == 0 {
+		return desired
+	}
+	out := make([]*endpoint.Endpoint, 0, len(desired)-len(st.settled))
+	for _, ep := range desired {
+		if !st.settled[ep.Hostname] {
+			out = append(out, ep)
 		}
 	}
 	return out
@@ -267,7 +343,14 @@ func (r *Registry) Current(st *State, desired []*endpoint.Endpoint) []plan.Curre
 //     tag (those not already marked for deletion): they stay wanted as they are.
 //   - Reserved tags among the user's tags are dropped and reported as Problems.
 func (r *Registry) Desired(eps []*endpoint.Endpoint, st *State) []*endpoint.Endpoint {
-	byHost := make(map[string][]*endpoint.Endpoint, len(eps))
+	r.mergedMu.Lock()
+	defer r.mergedMu.Unlock()
+	if r.byHost == nil {
+		r.byHost, r.ownedByHost = map[string][]*endpoint.Endpoint{}, map[string][]*endpoint.Record{}
+	}
+	byHost, ownedByHost := r.byHost, r.ownedByHost
+	clear(byHost)
+	clear(ownedByHost)
 	for _, ep := range eps {
 		byHost[ep.Hostname] = append(byHost[ep.Hostname], ep)
 		// Reported for every claim, written for none, whether or not the claim wins.
@@ -277,7 +360,6 @@ func (r *Registry) Desired(eps []*endpoint.Endpoint, st *State) []*endpoint.Endp
 			}
 		}
 	}
-	ownedByHost := make(map[string][]*endpoint.Record, len(st.Owned))
 	for i := range st.Owned {
 		rec := &st.Owned[i]
 		key := strings.ToLower(rec.Hostname)
@@ -289,10 +371,17 @@ func (r *Registry) Desired(eps []*endpoint.Endpoint, st *State) []*endpoint.Endp
 	}
 	sort.Strings(hosts)
 	out := make([]*endpoint.Endpoint, 0, len(hosts))
-	r.mergedMu.Lock()
-	defer r.mergedMu.Unlock()
-	prev := r.merged
-	r.merged = make(map[string]merged, len(hosts))
+	if r.merged == nil {
+		r.merged = make(map[string]*merged, len(hosts))
+	}
+	r.mergePass++
+	defer func() {
+		for h, m := range r.merged {
+			if m.pass != r.mergePass {
+				delete(r.merged, h)
+			}
+		}
+	}()
 	for _, h := range hosts {
 		claims := byHost[h]
 		if len(st.Foreign[h]) > 0 && len(ownedByHost[h]) == 0 {
@@ -304,16 +393,26 @@ func (r *Registry) Desired(eps []*endpoint.Endpoint, st *State) []*endpoint.Endp
 			continue
 		}
 		owned := ownedByHost[h]
-		if m, ok := prev[h]; ok && m.from(claims, owned) {
-			r.merged[h] = m
+		if m := r.merged[h]; m != nil && m.from(claims, owned) {
+			m.pass = r.mergePass
 			if m.out != nil {
 				out = append(out, m.out)
+				if st.Incremental && r.quiet(h, m, st) {
+					if st.settled == nil {
+						st.settled = map[string]bool{}
+					}
+					st.settled[h] = true
+				}
 			}
 			continue
 		}
-		memo := merged{claims: slices.Clone(claims), owned: make([]endpoint.Record, 0, len(owned))}
+		memo := &merged{claims: slices.Clone(claims), owned: make([]entryKey, 0, len(owned)), pass: r.mergePass}
 		for _, rec := range owned {
-			memo.owned = append(memo.owned, *rec)
+			memo.owned = append(memo.owned, entryKey{rec.ID, rec.Version, rec.IP, rec.Tags})
+			v := st.view(rec.ID)
+			if _, marked := v.value(PrefixPending); marked {
+				memo.marked = true
+			}
 		}
 		conflicts := len(st.Conflicts)
 		memo.out = r.merge(h, claims, owned, st)
@@ -323,6 +422,8 @@ func (r *Registry) Desired(eps []*endpoint.Endpoint, st *State) []*endpoint.Endp
 		// A merge with conflicts is made again every sync, so that every sync reports them.
 		if len(st.Conflicts) == conflicts {
 			r.merged[h] = memo
+		} else {
+			delete(r.merged, h)
 		}
 	}
 	return out
@@ -340,7 +441,7 @@ func clusterOf(rec *endpoint.Record) string {
 func (r *Registry) holder(owned []*endpoint.Record, st *State) string {
 	best := ""
 	for _, rec := range owned {
-		v := st.views[rec.ID]
+		v := st.view(rec.ID)
 		if ns, ok := v.value(PrefixNamespace); ok && (best == "" || ns < best) {
 			best = ns
 		}
@@ -438,7 +539,7 @@ func (r *Registry) merge(host string, claims []*endpoint.Endpoint, owned []*endp
 func (r *Registry) heldTargets(c *endpoint.Endpoint, owned []*endpoint.Record, st *State) []string {
 	var out []string
 	for _, rec := range owned {
-		v := st.views[rec.ID]
+		v := st.view(rec.ID)
 		if _, marked := v.value(PrefixPending); marked {
 			continue
 		}

@@ -373,3 +373,57 @@ func TestMergesAreReusedOnlyWhileTheirInputsHold(t *testing.T) {
 		t.Errorf("held.lan after its entry was marked: targets %v, want none", got)
 	}
 }
+
+// TestSettledHostnamesAreLeftOutOnlyWhileNothingMoves: a sync planning from the known state
+// leaves out of the plan a hostname whose claims and entries are those of the last sync,
+// which planned nothing for it; anything in motion brings it back, and a sync that read the
+// server plans every hostname.
+func TestSettledHostnamesAreLeftOutOnlyWhileNothingMoves(t *testing.T) {
+	r := newReg(t, plan.Sync)
+	web := claim("web.lan", "default", "web", "uid-1", time.Hour, "10.0.0.1")
+	// step runs one sync over records and returns what the plan looked at and what it changed.
+	step := func(incremental bool, records ...endpoint.Record) ([]*endpoint.Endpoint, []plan.Change) {
+		st := r.Classify(records)
+		st.Incremental = incremental
+		desired := r.Desired([]*endpoint.Endpoint{web}, st)
+		toPlan := r.ToPlan(st, desired)
+		changes := (&plan.Plan{Current: r.Current(st, toPlan), Desired: toPlan}).Calculate()
+		return toPlan, r.Apply(t0, st, changes).Changes
+	}
+	_, created := step(true)
+	if len(created) != 1 || created[0].Action != plan.Create {
+		t.Fatalf("first sync: %v", created)
+	}
+	entry := *created[0].New
+	entry.ID, entry.Version = "e1", "1"
+	if looked, changes := step(true, entry); len(looked) != 1 || len(changes) != 0 {
+		t.Fatalf("the sync after the create: looked at %d, changed %v; want 1 and nothing", len(looked), changes)
+	}
+	if looked, changes := step(true, entry); len(looked) != 0 || len(changes) != 0 {
+		t.Fatalf("a quiet sync: looked at %d, changed %v; want web.lan settled", len(looked), changes)
+	}
+	if looked, _ := step(false, entry); len(looked) != 1 {
+		t.Fatalf("a sync that read the server looked at %d hostnames, want every one", len(looked))
+	}
+	step(true, entry) // settled again
+	edited := entry
+	edited.IP, edited.Version = "10.0.0.9", "2"
+	if looked, changes := step(true, edited); len(looked) != 1 || len(changes) != 1 || changes[0].Action != plan.Update {
+		t.Fatalf("an entry edited by hand: looked at %d, changed %v; want it put back", len(looked), changes)
+	}
+	step(true, entry)
+	step(true, entry)
+	marked := entry
+	marked.Tags = append(slices.Clone(entry.Tags), PrefixPending+t0.Format(time.RFC3339))
+	marked.Version = "3"
+	step(true, marked)
+	if looked, changes := step(true, marked); len(looked) != 1 || len(changes) != 1 || changes[0].Action != plan.Unmark {
+		t.Fatalf("a marked entry still wanted: looked at %d, changed %v; want it unmarked, never settled", len(looked), changes)
+	}
+	step(true, entry)
+	step(true, entry)
+	hand := endpoint.Record{ID: "u1", Hostname: "web.lan", IP: "10.0.0.2", Version: "1", Tags: []string{"manual"}}
+	if looked, _ := step(true, entry, hand); len(looked) != 1 {
+		t.Fatalf("a hand-made entry beside it: looked at %d, want web.lan planned", len(looked))
+	}
+}

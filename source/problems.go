@@ -84,18 +84,18 @@ func (r *reporter) report(ref endpoint.SourceRef, version string, problems []Pro
 	}
 }
 
-// forgetExcept drops memory of objects that are gone, keeping the map bounded; present holds
-// the objects listed (by UID, with their resourceVersions).
-func (r *reporter) forgetExcept(present map[types.UID]string) {
+// forgetExcept drops memory of objects that are gone, keeping the maps bounded; present says
+// which objects were listed.
+func (r *reporter) forgetExcept(present func(types.UID) bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for uid := range r.seen {
-		if _, ok := present[uid]; !ok {
+		if !present(uid) {
 			delete(r.seen, uid)
 		}
 	}
 	for uid := range r.current {
-		if _, ok := present[types.UID(uid)]; !ok {
+		if !present(types.UID(uid)) {
 			delete(r.current, uid)
 		}
 	}

@@ -83,17 +83,21 @@ type Source struct {
 	// and one whose resourceVersion and inputs are unchanged gives the same endpoints, so
 	// only changed objects are read again.
 	memoMu sync.Mutex
-	memo   map[types.UID]memo
+	memo   map[types.UID]*memo
+	// pass counts the listings; a memo not met in the last one is of an object gone.
+	pass uint64
 }
 
 // memo is what one object gave a sync, valid while its resourceVersion and the epoch hold.
 type memo struct {
 	version  string
 	epoch    uint64
+	pass     uint64
 	optedIn  bool
-	ref      endpoint.SourceRef
 	eps      []*endpoint.Endpoint
 	problems []Problem
+	// ref is the object's reference, kept only when it has problems to report again.
+	ref *endpoint.SourceRef
 }
 
 // newSource starts k's informers. Adding a kind never touches this function.
@@ -153,30 +157,44 @@ func (s *Source) Endpoints(context.Context) ([]*endpoint.Endpoint, error) {
 	epoch := s.others.Load() + s.cfg.Resolver.epoch()
 	s.memoMu.Lock()
 	defer s.memoMu.Unlock()
+	if s.memo == nil {
+		s.memo = make(map[types.UID]*memo, len(objs))
+	}
+	s.pass++
 	out := make([]*endpoint.Endpoint, 0, len(objs))
-	versions := make(map[types.UID]string, len(objs))
-	next := make(map[types.UID]memo, len(objs))
 	for _, o := range objs {
 		uid, version := o.GetUID(), o.GetResourceVersion()
-		m, ok := s.memo[uid]
-		if !ok || m.version != version || m.epoch != epoch {
-			m = memo{version: version, epoch: epoch, optedIn: s.kind.optedIn(o)}
+		m := s.memo[uid]
+		if m != nil && m.version == version && m.epoch == epoch {
+			m.pass = s.pass
 			if m.optedIn {
-				c := s.kind.claim(o)
-				m.ref = c.ref
-				m.eps, m.problems = buildEndpoints(&c, s.cfg.Resolver)
+				// An object without problems last time and this time has nothing to report.
+				if len(m.problems) > 0 {
+					s.reports.report(*m.ref, version, m.problems)
+				}
+				out = append(out, m.eps...)
 			}
+			continue
 		}
-		next[uid] = m
+		m = &memo{version: version, epoch: epoch, pass: s.pass, optedIn: s.kind.optedIn(o)}
+		s.memo[uid] = m
 		if !m.optedIn {
 			continue
 		}
-		s.reports.report(m.ref, version, m.problems)
-		versions[uid] = version
+		c := s.kind.claim(o)
+		m.eps, m.problems = buildEndpoints(&c, s.cfg.Resolver)
+		if len(m.problems) > 0 {
+			m.ref = &c.ref
+		}
+		s.reports.report(c.ref, version, m.problems)
 		out = append(out, m.eps...)
 	}
-	s.memo = next
-	s.reports.forgetExcept(versions)
+	for uid, m := range s.memo {
+		if m.pass != s.pass {
+			delete(s.memo, uid) // gone from the cache
+		}
+	}
+	s.reports.forgetExcept(func(uid types.UID) bool { m := s.memo[uid]; return m != nil && m.optedIn })
 	// A total order, so that every replica and every sync sees the same list.
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Hostname != out[j].Hostname {

@@ -1,0 +1,56 @@
+package metrics
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"github.com/router-hosts-operator/router-hosts-operator/controller"
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+)
+
+// syncedEntries scrapes synced_entries as "namespace/kind" → value.
+func syncedEntries(t *testing.T, m *Metrics) map[string]float64 {
+	t.Helper()
+	fams, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range fams {
+		if f.GetName() != "router_hosts_operator_synced_entries" {
+			continue
+		}
+		for _, mt := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range mt.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["cluster"] != "home" {
+				t.Errorf("cluster label %q", labels["cluster"])
+			}
+			out[labels["namespace"]+"/"+labels["kind"]] = mt.GetGauge().GetValue()
+		}
+	}
+	return out
+}
+
+// TestSyncedEntriesAreCountedByOwnerWhenScraped: the last report's entries, by the namespace
+// and kinds in their tags, and a later report replaces the counts.
+func TestSyncedEntriesAreCountedByOwnerWhenScraped(t *testing.T) {
+	m := New("home", []string{"ingress"})
+	rec := func(id, ns, kind string) endpoint.Record {
+		return endpoint.Record{ID: id, Tags: []string{"k8s-operator", "cluster:home", "namespace:" + ns, "kind:" + kind}}
+	}
+	m.Report(context.Background(), &controller.Report{Entries: map[string][]endpoint.Record{
+		"a.lan": {rec("1", "web", "Ingress"), rec("2", "web", "Ingress")}, "b.lan": {rec("3", "dns", "HostMapping")}}})
+	if got, want := syncedEntries(t, m), map[string]float64{"web/Ingress": 2, "dns/HostMapping": 1}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("synced_entries = %v, want %v", got, want)
+	}
+	moved := rec("1", "web", "Ingress")
+	moved.Tags[2] = "namespace:other"
+	m.Report(context.Background(), &controller.Report{Entries: map[string][]endpoint.Record{"a.lan": {moved}}})
+	if got, want := syncedEntries(t, m), map[string]float64{"other/Ingress": 1}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("after a second report: %v, want %v", got, want)
+	}
+}
