@@ -8,8 +8,13 @@ K8S_VERSION   ?= v1.37.2
 ASSETS        := $(CURDIR)/.cache/envtest/$(K8S_VERSION)
 TEST_TIMEOUT  ?= 20m
 IMAGE         ?= ghcr.io/router-hosts-operator/router-hosts-operator
+HELM_VERSION  ?= v3.22.0
+HELM          := $(CURDIR)/.cache/helm/$(HELM_VERSION)/helm
+# external-dns's own packages drive the webhook in a module of their own (test/externaldns), so
+# that external-dns stays out of the operator's go.mod.
+EXTERNAL_DNS_TESTS := test/externaldns
 
-.PHONY: all build cross test unit integration demo bench lint generate envtest-assets clean fuzz image
+.PHONY: all build cross test unit integration demo bench lint generate envtest-assets helm clean fuzz image
 
 all: lint build test
 
@@ -31,10 +36,17 @@ envtest-assets: $(ASSETS)/kubectl
 $(ASSETS)/kubectl:
 	K8S_VERSION=$(K8S_VERSION) ASSETS=$(ASSETS) bash hack/envtest-assets.sh
 
-# Unit and integration tests; integration tests run a real kube-apiserver and etcd. The Traefik
-# rule scanner is also fuzzed briefly (`make fuzz` runs it for longer).
-test: envtest-assets lint cross
-	KUBEBUILDER_ASSETS=$(ASSETS) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+# Builds helm once, from the Go module proxy, for the chart tests; cached under .cache/.
+helm: $(HELM)
+$(HELM):
+	HELM_VERSION=$(HELM_VERSION) HELM_DIR=$(dir $(HELM)) bash hack/helm.sh
+
+# Unit and integration tests; integration tests run a real kube-apiserver and etcd, and the
+# chart tests the helm built above. The Traefik rule scanner is also fuzzed briefly (`make fuzz`
+# runs it for longer).
+test: envtest-assets helm lint cross
+	HELM=$(HELM) KUBEBUILDER_ASSETS=$(ASSETS) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	cd $(EXTERNAL_DNS_TESTS) && $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(GO) test -run '^$$' -fuzz '^FuzzParseMatch$$' -fuzztime $(FUZZ_SMOKE) ./source/
 
 FUZZ_SMOKE    ?= 30000x
@@ -51,8 +63,8 @@ fuzz:
 unit:
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/)
 
-integration: envtest-assets
-	KUBEBUILDER_ASSETS=$(ASSETS) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/...
+integration: envtest-assets helm
+	HELM=$(HELM) KUBEBUILDER_ASSETS=$(ASSETS) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/...
 
 # The operator's main job on this machine: a local control plane, the example Ingresses, the
 # router-hosts test server standing in for a router; a dry run, a real sync, the result.
@@ -72,6 +84,9 @@ lint:
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
+	# The external-dns tests' module: -e because tidy also loads the tests of external-dns's
+	# packages, whose helpers need a module version the proxy does not serve.
+	cd $(EXTERNAL_DNS_TESTS) && $(GO) vet ./... && GOFLAGS=-mod=mod $(GO) mod tidy -e -diff
 
 # Regenerates the committed gRPC stubs (needs protoc, protoc-gen-go, protoc-gen-go-grpc).
 generate:

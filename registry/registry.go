@@ -635,3 +635,17 @@ func (r *Registry) StillApplies(c *plan.Change, fresh *endpoint.Record) bool {
 	}
 	return true
 }
+
+// Owns reports whether rec is this cluster's, without touching the registry's state: for
+// readers outside a sync, such as the external-dns webhook answering GET /records.
+func (r *Registry) Owns(rec *endpoint.Record) bool {
+	v := viewOf(rec)
+	return r.ours(&v)
+}
+
+// Marked reports whether rec carries a pending-deletion mark the operator wrote.
+func Marked(rec *endpoint.Record) bool {
+	v := viewOf(rec)
+	_, marked := v.value(PrefixPending)
+	return marked
+}

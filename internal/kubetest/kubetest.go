@@ -148,17 +148,40 @@ const GatewayAPIVersion = "v1.6.3"
 // InstallGatewayAPI installs the Gateway API's standard CRDs for the route kinds the operator
 // reads, and Gateways, from sigs.k8s.io/gateway-api (downloaded into the module cache).
 func (cp *ControlPlane) InstallGatewayAPI() error {
-	out, err := exec.Command("go", "mod", "download", "-json", "sigs.k8s.io/gateway-api@"+GatewayAPIVersion).Output()
+	dir, err := moduleDir("sigs.k8s.io/gateway-api@" + GatewayAPIVersion)
 	if err != nil {
-		return fmt.Errorf("downloading sigs.k8s.io/gateway-api@%s: %w", GatewayAPIVersion, err)
-	}
-	var mod struct{ Dir string }
-	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
-		return fmt.Errorf("go mod download printed %s: %v", out, err)
+		return err
 	}
 	var files []string
 	for _, r := range []string{"gateways", "httproutes", "grpcroutes", "tlsroutes"} {
-		files = append(files, filepath.Join(mod.Dir, "config", "crd", "standard", "gateway.networking.k8s.io_"+r+".yaml"))
+		files = append(files, filepath.Join(dir, "config", "crd", "standard", "gateway.networking.k8s.io_"+r+".yaml"))
 	}
 	return cp.InstallCRDs(files...)
+}
+
+// PrometheusOperatorVersion is the Prometheus Operator release whose ServiceMonitor CRD the
+// chart tests install, from its own module on the Go module proxy.
+const PrometheusOperatorVersion = "v0.85.0"
+
+// InstallServiceMonitorCRD installs the Prometheus Operator's ServiceMonitor CRD, which the
+// Helm chart renders an object of, from github.com/prometheus-operator/prometheus-operator.
+func (cp *ControlPlane) InstallServiceMonitorCRD() error {
+	dir, err := moduleDir("github.com/prometheus-operator/prometheus-operator@" + PrometheusOperatorVersion)
+	if err != nil {
+		return err
+	}
+	return cp.InstallCRDs(filepath.Join(dir, "example", "prometheus-operator-crd", "monitoring.coreos.com_servicemonitors.yaml"))
+}
+
+// moduleDir downloads a module version into the module cache and returns its directory.
+func moduleDir(modVersion string) (string, error) {
+	out, err := exec.Command("go", "mod", "download", "-json", modVersion).Output()
+	if err != nil {
+		return "", fmt.Errorf("downloading %s: %w", modVersion, err)
+	}
+	var mod struct{ Dir string }
+	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
+		return "", fmt.Errorf("go mod download printed %s: %v", out, err)
+	}
+	return mod.Dir, nil
 }

@@ -54,6 +54,9 @@ type Config struct {
 	LeaderElectionNS     string
 	LeaderElectionID     string
 	ConfigName           string
+	WebhookAddress       string
+	// Command is the subcommand: "run" (the operator, the default) or "webhook".
+	Command string
 
 	// Version is the binary's version, for the user agent and the start-up log.
 	Version string
@@ -62,6 +65,14 @@ type Config struct {
 	policy     plan.Policy
 	domains    endpoint.DomainFilter
 }
+
+// The subcommands.
+const (
+	CommandRun     = "run"
+	CommandWebhook = "webhook"
+	// WebhookCluster is the webhook's cluster name unless --cluster-name says otherwise.
+	WebhookCluster = "external-dns"
+)
 
 // ParseFlags reads args and the environment; an invalid value fails with the flag's name.
 func ParseFlags(args []string, version string) (*Config, error) {
@@ -109,10 +120,27 @@ func ParseFlags(args []string, version string) (*Config, error) {
 	app.Flag("leader-election-id", "Name of the leader Lease.").Default("router-hosts-operator").StringVar(&cfg.LeaderElectionID)
 	app.Flag("log-level", "panic, fatal, error, warn, info, debug or trace.").Default("info").SetValue(&enum{flag: "log-level", allowed: []string{"panic", "fatal", "error", "warn", "info", "debug", "trace"}, target: &cfg.LogLevel})
 	app.Flag("log-format", "text or json.").Default("text").SetValue(&enum{flag: "log-format", allowed: []string{"text", "json"}, target: &cfg.LogFormat})
+	app.Command(CommandRun, "Keep router-hosts in step with the cluster's annotated resources (the default).").Default()
+	app.Command(CommandWebhook, "Serve router-hosts as an external-dns webhook provider: external-dns's sources, the operator's ownership, adoption and grace periods. "+
+		"Give it a --cluster-name of its own (default there: "+WebhookCluster+"); run external-dns with --provider=webhook --registry=noop.")
+	app.Flag("webhook-address", "Address of the external-dns webhook (webhook command); external-dns's sidecar convention is 127.0.0.1:8888.").
+		Default("127.0.0.1:8888").StringVar(&cfg.WebhookAddress)
+	clusterSet := false
+	app.GetFlag("cluster-name").IsSetByUser(&clusterSet)
 	app.Flag("config-name", "Name of the cluster-scoped RouterHostsConfig to read; a field it sets wins over its flag, and a change applies without a restart. Empty: flags only.").
 		Default("default").StringVar(&cfg.ConfigName)
-	if _, err := app.Parse(args); err != nil {
+	cmd, err := app.Parse(args)
+	if err != nil {
 		return nil, err
+	}
+	cfg.Command = cmd
+	if cmd == CommandWebhook {
+		// The webhook's entries must not be any operator's: an operator of the same cluster
+		// name would take them for its own, and the two would undo each other's writes.
+		if !clusterSet && os.Getenv("ROUTER_HOSTS_OPERATOR_CLUSTER_NAME") == "" {
+			cfg.ClusterName = WebhookCluster
+		}
+		cfg.ConfigName = "" // the RouterHostsConfig configures the operator, not the webhook
 	}
 	return cfg, cfg.validate()
 }

@@ -88,6 +88,14 @@ type Operator struct {
 // Run wires the operator from cfg, then runs one sync (--once) or the loop until ctx ends.
 // Plan lines of --dry-run go to out.
 func Run(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer) error {
+	if cfg.Command == CommandWebhook {
+		w, err := NewWebhook(cfg, log, nil)
+		if err != nil {
+			return err
+		}
+		defer w.Close()
+		return w.Run(ctx)
+	}
 	op, err := New(ctx, cfg, log, out, Hooks{})
 	if err != nil {
 		return err

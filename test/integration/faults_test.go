@@ -171,7 +171,7 @@ func TestBinaryHelpListsEveryFlagWithEnvVar(t *testing.T) {
 		"cluster-name", "ip-resolution", "grace-period", "default-tag", "policy", "interval", "min-event-sync-interval",
 		"once", "dry-run", "namespace", "kubeconfig", "log-level", "log-format", "version", "write-concurrency",
 		"request-timeout", "domain-filter", "exclude-domains", "label-filter", "default-tag", "metrics-address",
-		"leader-elect", "leader-election-namespace", "leader-election-id", "kube-api-qps", "kube-api-burst"} {
+		"leader-elect", "leader-election-namespace", "leader-election-id", "kube-api-qps", "kube-api-burst", "config-name", "webhook-address"} {
 		if !strings.Contains(string(out), "--"+f) && !strings.Contains(string(out), "--[no-]"+f) {
 			t.Errorf("--help lacks --%s", f)
 		}

@@ -1,0 +1,132 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/router-hosts-operator/router-hosts-operator/controller"
+	"github.com/router-hosts-operator/router-hosts-operator/health"
+	"github.com/router-hosts-operator/router-hosts-operator/metrics"
+	"github.com/router-hosts-operator/router-hosts-operator/registry"
+	"github.com/router-hosts-operator/router-hosts-operator/webhook"
+)
+
+// Webhook is the external-dns webhook wired from a Config: the webhook server is the only
+// source of the operator's own controller, registry and provider.
+type Webhook struct {
+	cfg        *Config
+	log        *logrus.Logger
+	Server     *webhook.Server
+	Controller *controller.Controller
+	metrics    *metrics.Metrics
+	checker    *health.Checker
+	closers    []func()
+}
+
+// NewWebhook wires the webhook and connects to router-hosts; it serves nothing yet.
+func NewWebhook(cfg *Config, log *logrus.Logger, now func() time.Time) (_ *Webhook, err error) {
+	w := &Webhook{cfg: cfg, log: log}
+	defer func() {
+		if err != nil {
+			w.Close()
+		}
+	}()
+	s := cfg.settings()
+	if err := s.Check(); err != nil {
+		return nil, err
+	}
+	rc := s.Registry()
+	rc.Log = log.WithField("component", "registry")
+	reg, err := registry.New(rc)
+	if err != nil {
+		return nil, fmt.Errorf("--cluster-name/--default-tag: %w", err)
+	}
+	w.metrics = metrics.New(s.ClusterName, []string{webhook.SourceKind})
+	prov, closeProv, err := newProvider(cfg, s, log, w.metrics.ObserveRPC, reg.StillApplies)
+	if err != nil {
+		return nil, err
+	}
+	w.closers = append(w.closers, closeProv)
+	w.Server = webhook.New(webhook.Config{Reader: prov, Owns: reg.Owns, Domains: s.DomainFilter, Exclude: s.ExcludeDomains,
+		Namespace: webhook.SourceKind, Log: log.WithField("component", "webhook")})
+	domains, err := s.Domains()
+	if err != nil {
+		return nil, err
+	}
+	w.checker = health.New(s.Interval, func() bool { return true }, prov.Ping)
+	w.Controller = controller.New(controller.Config{
+		Sources: []controller.Source{w.Server}, Reporters: []controller.Reporter{w.metrics, w.checker}, DomainFilter: domains,
+		Registry: reg, Provider: prov, Policy: s.Policy, Interval: s.Interval, MinEventSyncInterval: cfg.MinEventSyncInterval,
+		Log: log.WithField("component", "controller"), Now: now,
+	})
+	w.Server.SetSyncer(syncer{w.Controller})
+	return w, nil
+}
+
+// syncer runs one full sync of the controller for a POST /records.
+type syncer struct{ c *controller.Controller }
+
+func (s syncer) Sync(ctx context.Context) error {
+	_, err := s.c.SyncOnce(ctx)
+	return err
+}
+
+// Close releases the connection to router-hosts.
+func (w *Webhook) Close() {
+	for i := len(w.closers) - 1; i >= 0; i-- {
+		w.closers[i]()
+	}
+	w.closers = nil
+}
+
+// Run serves external-dns on --webhook-address and /metrics, /healthz and /readyz on
+// --metrics-address until ctx ends. Between external-dns's requests the controller's loop
+// runs as the operator's does, on --interval: it finishes deletions whose grace period ends
+// and puts back entries changed by hand, and writes nothing while all is in step.
+func (w *Webhook) Run(ctx context.Context) error {
+	lis, err := net.Listen("tcp", w.cfg.WebhookAddress)
+	if err != nil {
+		return fmt.Errorf("--webhook-address %s: %w", w.cfg.WebhookAddress, err)
+	}
+	return w.Serve(ctx, lis)
+}
+
+// Serve is Run on a listener of the caller's.
+func (w *Webhook) Serve(ctx context.Context, lis net.Listener) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if w.cfg.MetricsAddress != "" {
+		stop, err := serveHTTP(w.cfg.MetricsAddress, w.metrics, w.checker, w.log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
+	w.metrics.SetLeader(true)
+	w.checker.SetLeading(true)
+	srv := &http.Server{Handler: w.Server.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(lis) }()
+	w.log.WithFields(logrus.Fields{"address": lis.Addr().String(), "cluster": w.cfg.ClusterName}).Info("serving external-dns's webhook protocol")
+	loop := make(chan error, 1)
+	go func() { loop <- w.Controller.Run(ctx) }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("webhook server: %w", err)
+		}
+	case <-ctx.Done():
+	}
+	sctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
+	defer stop()
+	_ = srv.Shutdown(sctx)
+	cancel()
+	<-loop
+	return nil
+}
