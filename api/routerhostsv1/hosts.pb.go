@@ -942,6 +942,155 @@ func (x *ReadinessResponse) GetReason() string {
 	return ""
 }
 
+type HealthRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HealthRequest) Reset() {
+	*x = HealthRequest{}
+	mi := &file_router_hosts_v1_hosts_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HealthRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HealthRequest) ProtoMessage() {}
+
+func (x *HealthRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_router_hosts_v1_hosts_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HealthRequest.ProtoReflect.Descriptor instead.
+func (*HealthRequest) Descriptor() ([]byte, []int) {
+	return file_router_hosts_v1_hosts_proto_rawDescGZIP(), []int{17}
+}
+
+// HealthResponse's further component messages (3 on) are left out.
+type HealthResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Healthy       bool                   `protobuf:"varint,1,opt,name=healthy,proto3" json:"healthy,omitempty"`
+	Server        *ServerInfo            `protobuf:"bytes,2,opt,name=server,proto3" json:"server,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HealthResponse) Reset() {
+	*x = HealthResponse{}
+	mi := &file_router_hosts_v1_hosts_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HealthResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HealthResponse) ProtoMessage() {}
+
+func (x *HealthResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_router_hosts_v1_hosts_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HealthResponse.ProtoReflect.Descriptor instead.
+func (*HealthResponse) Descriptor() ([]byte, []int) {
+	return file_router_hosts_v1_hosts_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *HealthResponse) GetHealthy() bool {
+	if x != nil {
+		return x.Healthy
+	}
+	return false
+}
+
+func (x *HealthResponse) GetServer() *ServerInfo {
+	if x != nil {
+		return x.Server
+	}
+	return nil
+}
+
+type ServerInfo struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Version       string                 `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
+	UptimeSeconds int64                  `protobuf:"varint,2,opt,name=uptime_seconds,json=uptimeSeconds,proto3" json:"uptime_seconds,omitempty"`
+	BuildInfo     string                 `protobuf:"bytes,3,opt,name=build_info,json=buildInfo,proto3" json:"build_info,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ServerInfo) Reset() {
+	*x = ServerInfo{}
+	mi := &file_router_hosts_v1_hosts_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ServerInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ServerInfo) ProtoMessage() {}
+
+func (x *ServerInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_router_hosts_v1_hosts_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ServerInfo.ProtoReflect.Descriptor instead.
+func (*ServerInfo) Descriptor() ([]byte, []int) {
+	return file_router_hosts_v1_hosts_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ServerInfo) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *ServerInfo) GetUptimeSeconds() int64 {
+	if x != nil {
+		return x.UptimeSeconds
+	}
+	return 0
+}
+
+func (x *ServerInfo) GetBuildInfo() string {
+	if x != nil {
+		return x.BuildInfo
+	}
+	return ""
+}
+
 var File_router_hosts_v1_hosts_proto protoreflect.FileDescriptor
 
 const file_router_hosts_v1_hosts_proto_rawDesc = "" +
@@ -1020,7 +1169,17 @@ const file_router_hosts_v1_hosts_proto_rawDesc = "" +
 	"\x10ReadinessRequest\"A\n" +
 	"\x11ReadinessResponse\x12\x14\n" +
 	"\x05ready\x18\x01 \x01(\bR\x05ready\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason2\xd3\x04\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x0f\n" +
+	"\rHealthRequest\"_\n" +
+	"\x0eHealthResponse\x12\x18\n" +
+	"\ahealthy\x18\x01 \x01(\bR\ahealthy\x123\n" +
+	"\x06server\x18\x02 \x01(\v2\x1b.router_hosts.v1.ServerInfoR\x06server\"l\n" +
+	"\n" +
+	"ServerInfo\x12\x18\n" +
+	"\aversion\x18\x01 \x01(\tR\aversion\x12%\n" +
+	"\x0euptime_seconds\x18\x02 \x01(\x03R\ruptimeSeconds\x12\x1d\n" +
+	"\n" +
+	"build_info\x18\x03 \x01(\tR\tbuildInfo2\x9e\x05\n" +
 	"\fHostsService\x12L\n" +
 	"\aAddHost\x12\x1f.router_hosts.v1.AddHostRequest\x1a .router_hosts.v1.AddHostResponse\x12L\n" +
 	"\aGetHost\x12\x1f.router_hosts.v1.GetHostRequest\x1a .router_hosts.v1.GetHostResponse\x12U\n" +
@@ -1030,7 +1189,8 @@ const file_router_hosts_v1_hosts_proto_rawDesc = "" +
 	"DeleteHost\x12\".router_hosts.v1.DeleteHostRequest\x1a#.router_hosts.v1.DeleteHostResponse\x12T\n" +
 	"\tListHosts\x12!.router_hosts.v1.ListHostsRequest\x1a\".router_hosts.v1.ListHostsResponse0\x01\x12O\n" +
 	"\bLiveness\x12 .router_hosts.v1.LivenessRequest\x1a!.router_hosts.v1.LivenessResponse\x12R\n" +
-	"\tReadiness\x12!.router_hosts.v1.ReadinessRequest\x1a\".router_hosts.v1.ReadinessResponseBXZVgithub.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1;routerhostsv1b\x06proto3"
+	"\tReadiness\x12!.router_hosts.v1.ReadinessRequest\x1a\".router_hosts.v1.ReadinessResponse\x12I\n" +
+	"\x06Health\x12\x1e.router_hosts.v1.HealthRequest\x1a\x1f.router_hosts.v1.HealthResponseBXZVgithub.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1;routerhostsv1b\x06proto3"
 
 var (
 	file_router_hosts_v1_hosts_proto_rawDescOnce sync.Once
@@ -1044,7 +1204,7 @@ func file_router_hosts_v1_hosts_proto_rawDescGZIP() []byte {
 	return file_router_hosts_v1_hosts_proto_rawDescData
 }
 
-var file_router_hosts_v1_hosts_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_router_hosts_v1_hosts_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_router_hosts_v1_hosts_proto_goTypes = []any{
 	(*HostEntry)(nil),             // 0: router_hosts.v1.HostEntry
 	(*AliasesUpdate)(nil),         // 1: router_hosts.v1.AliasesUpdate
@@ -1063,36 +1223,42 @@ var file_router_hosts_v1_hosts_proto_goTypes = []any{
 	(*LivenessResponse)(nil),      // 14: router_hosts.v1.LivenessResponse
 	(*ReadinessRequest)(nil),      // 15: router_hosts.v1.ReadinessRequest
 	(*ReadinessResponse)(nil),     // 16: router_hosts.v1.ReadinessResponse
-	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
+	(*HealthRequest)(nil),         // 17: router_hosts.v1.HealthRequest
+	(*HealthResponse)(nil),        // 18: router_hosts.v1.HealthResponse
+	(*ServerInfo)(nil),            // 19: router_hosts.v1.ServerInfo
+	(*timestamppb.Timestamp)(nil), // 20: google.protobuf.Timestamp
 }
 var file_router_hosts_v1_hosts_proto_depIdxs = []int32{
-	17, // 0: router_hosts.v1.HostEntry.created_at:type_name -> google.protobuf.Timestamp
-	17, // 1: router_hosts.v1.HostEntry.updated_at:type_name -> google.protobuf.Timestamp
+	20, // 0: router_hosts.v1.HostEntry.created_at:type_name -> google.protobuf.Timestamp
+	20, // 1: router_hosts.v1.HostEntry.updated_at:type_name -> google.protobuf.Timestamp
 	0,  // 2: router_hosts.v1.AddHostResponse.entry:type_name -> router_hosts.v1.HostEntry
 	0,  // 3: router_hosts.v1.GetHostResponse.entry:type_name -> router_hosts.v1.HostEntry
 	1,  // 4: router_hosts.v1.UpdateHostRequest.aliases:type_name -> router_hosts.v1.AliasesUpdate
 	2,  // 5: router_hosts.v1.UpdateHostRequest.tags:type_name -> router_hosts.v1.TagsUpdate
 	0,  // 6: router_hosts.v1.UpdateHostResponse.entry:type_name -> router_hosts.v1.HostEntry
 	0,  // 7: router_hosts.v1.ListHostsResponse.entry:type_name -> router_hosts.v1.HostEntry
-	3,  // 8: router_hosts.v1.HostsService.AddHost:input_type -> router_hosts.v1.AddHostRequest
-	5,  // 9: router_hosts.v1.HostsService.GetHost:input_type -> router_hosts.v1.GetHostRequest
-	7,  // 10: router_hosts.v1.HostsService.UpdateHost:input_type -> router_hosts.v1.UpdateHostRequest
-	9,  // 11: router_hosts.v1.HostsService.DeleteHost:input_type -> router_hosts.v1.DeleteHostRequest
-	11, // 12: router_hosts.v1.HostsService.ListHosts:input_type -> router_hosts.v1.ListHostsRequest
-	13, // 13: router_hosts.v1.HostsService.Liveness:input_type -> router_hosts.v1.LivenessRequest
-	15, // 14: router_hosts.v1.HostsService.Readiness:input_type -> router_hosts.v1.ReadinessRequest
-	4,  // 15: router_hosts.v1.HostsService.AddHost:output_type -> router_hosts.v1.AddHostResponse
-	6,  // 16: router_hosts.v1.HostsService.GetHost:output_type -> router_hosts.v1.GetHostResponse
-	8,  // 17: router_hosts.v1.HostsService.UpdateHost:output_type -> router_hosts.v1.UpdateHostResponse
-	10, // 18: router_hosts.v1.HostsService.DeleteHost:output_type -> router_hosts.v1.DeleteHostResponse
-	12, // 19: router_hosts.v1.HostsService.ListHosts:output_type -> router_hosts.v1.ListHostsResponse
-	14, // 20: router_hosts.v1.HostsService.Liveness:output_type -> router_hosts.v1.LivenessResponse
-	16, // 21: router_hosts.v1.HostsService.Readiness:output_type -> router_hosts.v1.ReadinessResponse
-	15, // [15:22] is the sub-list for method output_type
-	8,  // [8:15] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	19, // 8: router_hosts.v1.HealthResponse.server:type_name -> router_hosts.v1.ServerInfo
+	3,  // 9: router_hosts.v1.HostsService.AddHost:input_type -> router_hosts.v1.AddHostRequest
+	5,  // 10: router_hosts.v1.HostsService.GetHost:input_type -> router_hosts.v1.GetHostRequest
+	7,  // 11: router_hosts.v1.HostsService.UpdateHost:input_type -> router_hosts.v1.UpdateHostRequest
+	9,  // 12: router_hosts.v1.HostsService.DeleteHost:input_type -> router_hosts.v1.DeleteHostRequest
+	11, // 13: router_hosts.v1.HostsService.ListHosts:input_type -> router_hosts.v1.ListHostsRequest
+	13, // 14: router_hosts.v1.HostsService.Liveness:input_type -> router_hosts.v1.LivenessRequest
+	15, // 15: router_hosts.v1.HostsService.Readiness:input_type -> router_hosts.v1.ReadinessRequest
+	17, // 16: router_hosts.v1.HostsService.Health:input_type -> router_hosts.v1.HealthRequest
+	4,  // 17: router_hosts.v1.HostsService.AddHost:output_type -> router_hosts.v1.AddHostResponse
+	6,  // 18: router_hosts.v1.HostsService.GetHost:output_type -> router_hosts.v1.GetHostResponse
+	8,  // 19: router_hosts.v1.HostsService.UpdateHost:output_type -> router_hosts.v1.UpdateHostResponse
+	10, // 20: router_hosts.v1.HostsService.DeleteHost:output_type -> router_hosts.v1.DeleteHostResponse
+	12, // 21: router_hosts.v1.HostsService.ListHosts:output_type -> router_hosts.v1.ListHostsResponse
+	14, // 22: router_hosts.v1.HostsService.Liveness:output_type -> router_hosts.v1.LivenessResponse
+	16, // 23: router_hosts.v1.HostsService.Readiness:output_type -> router_hosts.v1.ReadinessResponse
+	18, // 24: router_hosts.v1.HostsService.Health:output_type -> router_hosts.v1.HealthResponse
+	17, // [17:25] is the sub-list for method output_type
+	9,  // [9:17] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_router_hosts_v1_hosts_proto_init() }
@@ -1111,7 +1277,7 @@ func file_router_hosts_v1_hosts_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_router_hosts_v1_hosts_proto_rawDesc), len(file_router_hosts_v1_hosts_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -30,6 +30,7 @@ const (
 	HostsService_ListHosts_FullMethodName  = "/router_hosts.v1.HostsService/ListHosts"
 	HostsService_Liveness_FullMethodName   = "/router_hosts.v1.HostsService/Liveness"
 	HostsService_Readiness_FullMethodName  = "/router_hosts.v1.HostsService/Readiness"
+	HostsService_Health_FullMethodName     = "/router_hosts.v1.HostsService/Health"
 )
 
 // HostsServiceClient is the client API for HostsService service.
@@ -43,6 +44,7 @@ type HostsServiceClient interface {
 	ListHosts(ctx context.Context, in *ListHostsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ListHostsResponse], error)
 	Liveness(ctx context.Context, in *LivenessRequest, opts ...grpc.CallOption) (*LivenessResponse, error)
 	Readiness(ctx context.Context, in *ReadinessRequest, opts ...grpc.CallOption) (*ReadinessResponse, error)
+	Health(ctx context.Context, in *HealthRequest, opts ...grpc.CallOption) (*HealthResponse, error)
 }
 
 type hostsServiceClient struct {
@@ -132,6 +134,16 @@ func (c *hostsServiceClient) Readiness(ctx context.Context, in *ReadinessRequest
 	return out, nil
 }
 
+func (c *hostsServiceClient) Health(ctx context.Context, in *HealthRequest, opts ...grpc.CallOption) (*HealthResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(HealthResponse)
+	err := c.cc.Invoke(ctx, HostsService_Health_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // HostsServiceServer is the server API for HostsService service.
 // All implementations must embed UnimplementedHostsServiceServer
 // for forward compatibility.
@@ -143,6 +155,7 @@ type HostsServiceServer interface {
 	ListHosts(*ListHostsRequest, grpc.ServerStreamingServer[ListHostsResponse]) error
 	Liveness(context.Context, *LivenessRequest) (*LivenessResponse, error)
 	Readiness(context.Context, *ReadinessRequest) (*ReadinessResponse, error)
+	Health(context.Context, *HealthRequest) (*HealthResponse, error)
 	mustEmbedUnimplementedHostsServiceServer()
 }
 
@@ -173,6 +186,9 @@ func (UnimplementedHostsServiceServer) Liveness(context.Context, *LivenessReques
 }
 func (UnimplementedHostsServiceServer) Readiness(context.Context, *ReadinessRequest) (*ReadinessResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Readiness not implemented")
+}
+func (UnimplementedHostsServiceServer) Health(context.Context, *HealthRequest) (*HealthResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Health not implemented")
 }
 func (UnimplementedHostsServiceServer) mustEmbedUnimplementedHostsServiceServer() {}
 func (UnimplementedHostsServiceServer) testEmbeddedByValue()                      {}
@@ -314,6 +330,24 @@ func _HostsService_Readiness_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _HostsService_Health_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(HealthRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HostsServiceServer).Health(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HostsService_Health_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HostsServiceServer).Health(ctx, req.(*HealthRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // HostsService_ServiceDesc is the grpc.ServiceDesc for HostsService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -344,6 +378,10 @@ var HostsService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Readiness",
 			Handler:    _HostsService_Readiness_Handler,
+		},
+		{
+			MethodName: "Health",
+			Handler:    _HostsService_Health_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -46,6 +46,8 @@ type statusWriter struct {
 
 	mu   sync.Mutex
 	last lastSync
+	// version is the server's, as asked of the endpoint versionOf; only the writer touches them.
+	version, versionOf string
 }
 
 func newStatusWriter(w *Watcher) *statusWriter {
@@ -113,7 +115,16 @@ func (sw *statusWriter) write(ctx context.Context) error {
 	sw.mu.Lock()
 	last := sw.last
 	sw.mu.Unlock()
+	if w.opts.Version != nil && last.seen && last.stage == controller.StageDone && sw.versionOf != applied.Endpoint {
+		// Asked once per endpoint, here beside the loop, never by a sync.
+		if v, err := w.opts.Version(ctx); err == nil {
+			sw.version, sw.versionOf = v, applied.Endpoint
+		}
+	}
 	want := desiredStatus(obj, applied, problem, last, time.Now())
+	if sw.versionOf == applied.Endpoint {
+		want.ServerVersion = sw.version
+	}
 	if sameStatus(&obj.Status, &want, applied.Interval) {
 		return nil
 	}

@@ -37,6 +37,8 @@ type Options struct {
 	Status dynamic.Interface
 	// Apply applies settings that passed Check; on its error the settings in use stay.
 	Apply func(Settings) error
+	// Version asks the server for its version, for the status; nil leaves it out.
+	Version func(context.Context) (string, error)
 	Log   logrus.FieldLogger
 }
 

@@ -131,7 +131,8 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 	settings := cfg.settings()
 	if cfg.ConfigName != "" {
 		op.Config = clusterconfig.New(clusterconfig.Options{Name: cfg.ConfigName, Base: settings, Dynamic: kc.sources.Dynamic,
-			Discovery: kc.sources.Discovery, Secrets: kc.secrets, Status: kc.status, Apply: op.apply, Log: log.WithField("component", "config")})
+			Discovery: kc.sources.Discovery, Secrets: kc.secrets, Status: kc.status, Apply: op.apply, Version: op.serverVersion,
+			Log: log.WithField("component", "config")})
 		var cerr error
 		settings, cerr = op.Config.Load(ctx)
 		if cerr != nil {
@@ -205,6 +206,15 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 		DryRun: cfg.DryRun, Out: out, Log: log.WithField("component", "controller"), Now: hooks.Now,
 	})
 	return op, nil
+}
+
+// serverVersion is the server's version, for the RouterHostsConfig's status; the provider is
+// built after the config is read, so it is looked up when asked.
+func (op *Operator) serverVersion(ctx context.Context) (string, error) {
+	if op.Provider == nil {
+		return "", errors.New("not connected")
+	}
+	return op.Provider.ServerVersion(ctx)
 }
 
 // apply applies settings from the RouterHostsConfig between two syncs: the connection first

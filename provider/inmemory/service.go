@@ -24,6 +24,7 @@ const (
 	MethodList      = "ListHosts"
 	MethodLiveness  = "Liveness"
 	MethodReadiness = "Readiness"
+	MethodHealth    = "Health"
 )
 
 // Service serves a Store as router_hosts.v1.HostsService and counts calls per RPC, so tests can
@@ -48,7 +49,7 @@ type fault struct {
 // NewService serves store; several services may share one store.
 func NewService(store *Store) *Service {
 	s := &Service{store: store, calls: map[string]*atomic.Int64{}, faults: map[string]*fault{}}
-	for _, m := range []string{MethodAdd, MethodGet, MethodUpdate, MethodDelete, MethodList, MethodLiveness, MethodReadiness} {
+	for _, m := range []string{MethodAdd, MethodGet, MethodUpdate, MethodDelete, MethodList, MethodLiveness, MethodReadiness, MethodHealth} {
 		s.calls[m] = &atomic.Int64{}
 	}
 	return s
@@ -213,6 +214,17 @@ func (s *Service) Readiness(context.Context, *pb.ReadinessRequest) (*pb.Readines
 		return nil, err
 	}
 	return &pb.ReadinessResponse{Ready: true}, nil
+}
+
+// Version is the server version the in-memory service reports in Health.
+const Version = "inmemory-test"
+
+// Health reports the service healthy, with Version.
+func (s *Service) Health(context.Context, *pb.HealthRequest) (*pb.HealthResponse, error) {
+	if err := s.enter(MethodHealth); err != nil {
+		return nil, err
+	}
+	return &pb.HealthResponse{Healthy: true, Server: &pb.ServerInfo{Version: Version}}, nil
 }
 
 // Dial serves svc on an in-process bufconn listener and returns a plaintext client connection

@@ -318,6 +318,17 @@ func (p *Provider) Ping(ctx context.Context) error {
 	return nil
 }
 
+// ServerVersion asks the server for its version (the Health RPC).
+func (p *Provider) ServerVersion(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.opts.Timeout)
+	defer cancel()
+	resp, err := p.rpc().Health(ctx, &pb.HealthRequest{})
+	if err != nil {
+		return "", fmt.Errorf("Health: %w", p.callError(err))
+	}
+	return resp.GetServer().GetVersion(), nil
+}
+
 // WatchCredentials calls fn each time the TLS files change, checking every `every` (10 s when
 // not positive) until ctx ends; it returns at once and does the checking in a goroutine. The
 // controller uses it to sync again as soon as a certificate is rotated, rather than waiting

@@ -22,6 +22,7 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/api/v1alpha1"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/clusterconfig"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
+	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
 )
 
 // designExample is the RouterHostsConfig of the design, exactly as written there.
@@ -176,10 +177,10 @@ func TestRouterHostsConfigIsAppliedLive(t *testing.T) {
 	waitFor(t, 15*time.Second, func() bool {
 		st, gen := configStatus(t, name)
 		return condition(st, v1alpha1.ConditionReady).Status == metav1.ConditionTrue && st.Entries == 1 && st.Endpoint == h.srv.Addr() &&
-			st.ObservedGeneration == gen && st.LastSyncTime != nil
+			st.ObservedGeneration == gen && st.LastSyncTime != nil && st.ServerVersion == inmemory.Version
 	})
 	table := printerColumns(t, name)
-	for col, want := range map[string]string{"Endpoint": h.srv.Addr(), "Ready": "True", "Entries": "1", "Pending": "0"} {
+	for col, want := range map[string]string{"Endpoint": h.srv.Addr(), "Ready": "True", "Entries": "1", "Pending": "0", "Server": inmemory.Version} {
 		if table[col] != want {
 			t.Errorf("kubectl get column %s = %q, want %q (all: %v)", col, table[col], want, table)
 		}
