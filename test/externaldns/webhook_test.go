@@ -62,7 +62,10 @@ func newRig(t *testing.T, extra ...string) *rig {
 	r := &rig{t: t, srv: srv}
 	r.now.Store(time.Now().UnixNano())
 	args := append([]string{"webhook", "--router-hosts-endpoint=" + srv.Addr(), "--tls-ca=" + srv.CAFile(), "--tls-cert=" + srv.CertFile(),
-		"--tls-key=" + srv.KeyFile(), "--grace-period=1m", "--metrics-address=", "--interval=1h", "--domain-filter=home.lan"}, extra...)
+		"--tls-key=" + srv.KeyFile(), "--grace-period=1m", "--interval=1h", "--domain-filter=home.lan"}, extra...)
+	if !slices.ContainsFunc(extra, func(a string) bool { return strings.HasPrefix(a, "--metrics-address=") }) {
+		args = append(args, "--metrics-address=")
+	}
 	cfg, err := operator.ParseFlags(args, "test")
 	if err != nil {
 		t.Fatal(err)
@@ -193,8 +196,31 @@ func ingress(name string, ips []string, hosts ...string) []*endpoint.Endpoint {
 	return out
 }
 
+// freePort is a loopback address nothing listens on.
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
 func TestProtocol(t *testing.T) {
-	r := newRig(t, "--exclude-domains=iot.home.lan")
+	metrics := freePort(t)
+	r := newRig(t, "--exclude-domains=iot.home.lan", "--metrics-address="+metrics)
 	p := r.provider()
 	ctx := context.Background()
 
@@ -226,6 +252,17 @@ func TestProtocol(t *testing.T) {
 	e := r.entries("web.home.lan")
 	if len(e) != 2 || !e[0].HasTag("cluster:external-dns") || !e[0].HasTag("kind:external-dns") || !e[0].HasTag("k8s-operator") {
 		t.Fatalf("entries %v: want the webhook's ownership tags", e)
+	}
+
+	// The operator's usual health and metrics endpoints, on their own address.
+	if code, body := get(t, "http://"+metrics+"/readyz"); code != http.StatusOK {
+		t.Errorf("/readyz: %d %s", code, body)
+	}
+	if code, _ := get(t, "http://"+metrics+"/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz: %d", code)
+	}
+	if _, body := get(t, "http://"+metrics+"/metrics"); !strings.Contains(body, `router_hosts_operator_synced_entries{cluster="external-dns",kind="external-dns",namespace="external-dns"} 2`) {
+		t.Errorf("/metrics lacks the webhook's two entries:\n%s", body)
 	}
 
 	// Adjust: what router-hosts cannot hold is dropped, names and addresses as it writes them.
