@@ -192,8 +192,6 @@ type Controller struct {
 	// is in doubt. Event-triggered syncs plan from it instead of reading the whole server.
 	// Only the loop touches it.
 	known map[string]endpoint.Record
-	// knownList is known as a list, for the sync reading it; its array is reused.
-	knownList []endpoint.Record
 
 	// syncing is held for the whole of each sync, so that Reconfigure changes nothing a sync
 	// in flight reads.
@@ -374,12 +372,10 @@ func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
 		c.known = nil
 		records, err = c.cfg.Provider.Records(ctx)
 	} else {
-		// The registry copies what it keeps, so the slice is the loop's to reuse.
-		records = c.knownList[:0]
+		records = make([]endpoint.Record, 0, len(c.known))
 		for _, r := range c.known {
 			records = append(records, r)
 		}
-		c.knownList = records
 	}
 	listDuration := c.cfg.Now().Sub(listStart)
 	if err != nil {

@@ -6,7 +6,6 @@ package metrics
 import (
 	"context"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 
@@ -149,14 +148,6 @@ type entries struct {
 
 	mu      sync.Mutex
 	entries map[string][]endpoint.Record
-	// owners are the owner labels of each entry by ID, read again only when its tags change.
-	owners map[string]owner
-}
-
-// owner is an entry's owner labels, with the tags they were read from.
-type owner struct {
-	tags            []string
-	namespace, kind string
 }
 
 func (e *entries) set(entries map[string][]endpoint.Record) {
@@ -171,23 +162,16 @@ func (e *entries) Describe(ch chan<- *prometheus.Desc) { ch <- e.desc }
 // Collect is part of prometheus.Collector: one gauge per owner.
 func (e *entries) Collect(ch chan<- prometheus.Metric) {
 	e.mu.Lock()
-	defer e.mu.Unlock()
+	all := e.entries
+	e.mu.Unlock()
 	type series struct{ namespace, kind string }
 	counts := map[series]int{}
-	owners := make(map[string]owner, len(e.owners))
-	for _, recs := range e.entries {
+	for _, recs := range all {
 		for i := range recs {
-			rec := &recs[i]
-			o, ok := e.owners[rec.ID]
-			if !ok || !slices.Equal(o.tags, rec.Tags) {
-				namespace, kinds := registry.Owner(rec)
-				o = owner{rec.Tags, namespace, strings.Join(kinds, ",")}
-			}
-			owners[rec.ID] = o
-			counts[series{o.namespace, o.kind}]++
+			namespace, kinds := registry.Owner(&recs[i])
+			counts[series{namespace, strings.Join(kinds, ",")}]++
 		}
 	}
-	e.owners = owners
 	for s, n := range counts {
 		ch <- prometheus.MustNewConstMetric(e.desc, prometheus.GaugeValue, float64(n), e.cluster, s.namespace, s.kind)
 	}
