@@ -185,18 +185,21 @@ type Controller struct {
 	// refused are the writes the server (or validation) refused, by the change's rendering,
 	// with their errors. Event-triggered syncs hold back a change planned exactly the same
 	// again, so that one bad hostname is retried on the interval and never slows the others,
-	// while a change the user made to it since goes out at once. Only the loop touches it.
+	// while a change the user made to it since goes out at once. Only syncs touch it.
 	refused map[string]error
 	// known is the server's entries by ID as of the last full ListHosts, with the results of
 	// the operator's own writes since (every write returns the entry as stored); nil when it
 	// is in doubt. Event-triggered syncs plan from it instead of reading the whole server.
-	// Only the loop touches it.
+	// Only syncs touch it (others ask for a fresh read through stale).
 	known map[string]endpoint.Record
 
 	// syncing is held for the whole of each sync, so that Reconfigure changes nothing a sync
 	// in flight reads.
-	syncing      sync.Mutex
-	live         atomic.Pointer[Settings]
+	syncing sync.Mutex
+	live    atomic.Pointer[Settings]
+	// stale says the known state is in doubt: the next sync, whoever starts it, reads the
+	// server. Only a sync, holding syncing, touches known itself.
+	stale        atomic.Bool
 	reconfigured chan struct{}
 }
 
@@ -223,7 +226,8 @@ func (c *Controller) Reconfigure(apply func() error, s Settings) error {
 		}
 	}
 	c.live.Store(&s)
-	// The loop's next sync reads the server: what is known was planned under other settings.
+	// The next sync reads the server: what is known was planned under other settings.
+	c.stale.Store(true)
 	select {
 	case c.reconfigured <- struct{}{}:
 	default:
@@ -326,6 +330,9 @@ func (c *Controller) SyncOnce(ctx context.Context) (*Outcome, error) { return c.
 func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
 	c.syncing.Lock()
 	defer c.syncing.Unlock()
+	if c.stale.Swap(false) {
+		c.known = nil
+	}
 	live := c.settings()
 	start := c.cfg.Now()
 	var (
@@ -754,7 +761,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		failures, reachableUsed = 0, false
 		if out.NeedFresh {
 			// Read the server at once; refused changes stay held back until the interval.
-			c.known = nil
+			c.stale.Store(true)
 			next, nextFull = c.cfg.Now(), false
 			continue
 		}

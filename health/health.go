@@ -17,8 +17,8 @@ import (
 
 // Checker tracks the loop and answers the probes.
 type Checker struct {
-	// wedgedAfter is how long without a sync attempt counts as wedged.
-	wedgedAfter time.Duration
+	// wedgedAfter is how long without a sync attempt counts as wedged, in nanoseconds.
+	wedgedAfter atomic.Int64
 	lastSync    atomic.Int64
 	leading     atomic.Bool
 	synced      func() bool
@@ -30,9 +30,15 @@ type Checker struct {
 // sync for three intervals plus a minute is wedged. synced reports whether the informer
 // caches are filled; ping asks router-hosts whether it is ready.
 func New(interval time.Duration, synced func() bool, ping func(ctx context.Context) error) *Checker {
-	c := &Checker{wedgedAfter: 3*interval + time.Minute, synced: synced, ping: ping, now: time.Now}
+	c := &Checker{synced: synced, ping: ping, now: time.Now}
+	c.SetInterval(interval)
 	c.lastSync.Store(c.now().UnixNano())
 	return c
+}
+
+// SetInterval follows a change of the resync interval (a RouterHostsConfig's).
+func (c *Checker) SetInterval(interval time.Duration) {
+	c.wedgedAfter.Store(int64(3*interval + time.Minute))
 }
 
 // SetLeading records whether this replica runs the loop; a standby is never wedged.
@@ -49,7 +55,7 @@ func (c *Checker) Report(context.Context, *controller.Report) { c.lastSync.Store
 // Healthz fails when the leader's loop has not attempted a sync for too long.
 func (c *Checker) Healthz(w http.ResponseWriter, _ *http.Request) {
 	since := c.now().Sub(time.Unix(0, c.lastSync.Load()))
-	if c.leading.Load() && since > c.wedgedAfter {
+	if c.leading.Load() && since > time.Duration(c.wedgedAfter.Load()) {
 		http.Error(w, fmt.Sprintf("sync loop wedged: no sync attempt for %s", since.Round(time.Second)), http.StatusServiceUnavailable)
 		return
 	}

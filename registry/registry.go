@@ -283,7 +283,7 @@ func (r *Registry) Classify(records []endpoint.Record) *State {
 // operator's block, which opens with TagPreExisting and closes with the loan record; for an
 // adoption candidate, its tags and the record adopting it would write.
 func (r *Registry) Current(st *State, desired []*endpoint.Endpoint) []plan.Current {
-	out := make([]plan.Current, 0, len(st.Owned)-len(st.settled))
+	out := make([]plan.Current, 0, len(st.Owned))
 	for _, rec := range st.Owned {
 		if len(st.settled) > 0 && st.settled[strings.ToLower(rec.Hostname)] {
 			continue

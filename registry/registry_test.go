@@ -427,3 +427,20 @@ func TestSettledHostnamesAreLeftOutOnlyWhileNothingMoves(t *testing.T) {
 		t.Fatalf("a hand-made entry beside it: looked at %d, want web.lan planned", len(looked))
 	}
 }
+
+// TestAHeldHostnameWithoutEntriesSettlesSafely: an object with no address yet and no entry
+// settles with nothing to plan, beside fewer entries than settled hostnames.
+func TestAHeldHostnameWithoutEntriesSettlesSafely(t *testing.T) {
+	r := newReg(t, plan.Sync)
+	held := claim("pending.lan", "default", "lb", "uid-9", time.Hour) // no address, no entry
+	for i := 0; i < 3; i++ {
+		st := r.Classify(nil)
+		st.Incremental = true
+		desired := r.Desired([]*endpoint.Endpoint{held}, st)
+		toPlan := r.ToPlan(st, desired)
+		changes := (&plan.Plan{Current: r.Current(st, toPlan), Desired: toPlan}).Calculate()
+		if res := r.Apply(t0, st, changes); len(res.Changes) != 0 {
+			t.Fatalf("sync %d: %v", i, res.Changes)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -135,6 +136,9 @@ type Resolver struct {
 	synced   []cache.InformerSynced
 }
 
+// chainWait bounds the wait for the caches of the Services a chain names.
+const chainWait = 30 * time.Second
+
 // NewResolver starts the Service informers the chain needs and waits for their caches. The
 // informers run until ctx ends.
 func NewResolver(ctx context.Context, client Clients, chain []Strategy) (*Resolver, error) {
@@ -189,8 +193,11 @@ func (r *Resolver) SetChain(chain []Strategy) error {
 		r.mu.Unlock()
 		started = append(started, inf.HasSynced)
 	}
-	if !waitSynced(r.ctx, started...) {
-		return fmt.Errorf("waiting for the Service caches: %w", context.Cause(r.ctx))
+	// Bounded, because a change of the chain is applied between two syncs, which wait for it.
+	wctx, cancel := context.WithTimeout(r.ctx, chainWait)
+	defer cancel()
+	if !waitSynced(wctx, started...) {
+		return fmt.Errorf("waiting for the Service caches: %w", context.Cause(wctx))
 	}
 	r.mu.Lock()
 	r.chain = chain

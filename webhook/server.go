@@ -8,12 +8,19 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )
+
+// answerWithin is how long a request may take before it is answered 503. external-dns gives a
+// whole request 15 s by default (its read and write timeouts added) and takes a timeout for a
+// hard error that stops it, while a 503 is a soft one it retries at its next loop. A sync that
+// goes on after the answer finishes its writes; the next loop reads what they did.
+const answerWithin = 10 * time.Second
 
 // maxBody bounds a request body: external-dns sends all its records at once, a few hundred
 // bytes each.
@@ -106,7 +113,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /records", s.records)
 	mux.HandleFunc("POST /records", s.applyChanges)
 	mux.HandleFunc("POST /adjustendpoints", s.adjustEndpoints)
-	return mux
+	return http.TimeoutHandler(mux, answerWithin, "router-hosts did not answer in time; retry at the next loop\n")
 }
 
 func (s *Server) negotiate(w http.ResponseWriter, _ *http.Request) {

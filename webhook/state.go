@@ -25,7 +25,14 @@ func heldOf(recs []endpoint.Record, owns func(*endpoint.Record) bool, marked fun
 		if !owns(rec) || marked(rec) {
 			continue
 		}
-		h.add(rec.Hostname, rec.IP)
+		// As external-dns's records are read (parse), so that an entry spelled otherwise on
+		// the server (edited by hand) is the same record, not a new one beside it.
+		host, errH := endpoint.NormalizeHostname(rec.Hostname)
+		ip, errI := endpoint.NormalizeIP(rec.IP)
+		if errH != nil || errI != nil {
+			continue
+		}
+		h.add(host, ip)
 	}
 	return h
 }

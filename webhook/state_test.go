@@ -14,12 +14,14 @@ func TestHeldAndRecords(t *testing.T) {
 		{ID: "2", Hostname: "a.lan", IP: "fd00::1", Tags: []string{"mine"}},
 		{ID: "3", Hostname: "b.lan", IP: "10.0.0.2", Tags: []string{"mine", "marked"}},
 		{ID: "4", Hostname: "c.lan", IP: "10.0.0.3", Tags: []string{"theirs"}},
+		{ID: "5", Hostname: "D.LAN", IP: "FD00:0::5", Tags: []string{"mine"}},
 	}
 	has := func(tag string) func(*endpoint.Record) bool {
 		return func(r *endpoint.Record) bool { return r.HasTag(tag) }
 	}
 	got := heldOf(recs, has("mine"), has("marked")).records()
-	want := []*Endpoint{{DNSName: "a.lan", Targets: []string{"10.0.0.1"}, RecordType: "A"}, {DNSName: "a.lan", Targets: []string{"fd00::1"}, RecordType: "AAAA"}}
+	want := []*Endpoint{{DNSName: "a.lan", Targets: []string{"10.0.0.1"}, RecordType: "A"}, {DNSName: "a.lan", Targets: []string{"fd00::1"}, RecordType: "AAAA"},
+		{DNSName: "d.lan", Targets: []string{"fd00::5"}, RecordType: "AAAA"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("records = %+v, want %+v (not another's, not a marked one)", got, want)
 	}

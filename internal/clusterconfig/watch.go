@@ -39,7 +39,7 @@ type Options struct {
 	Apply func(Settings) error
 	// Version asks the server for its version, for the status; nil leaves it out.
 	Version func(context.Context) (string, error)
-	Log   logrus.FieldLogger
+	Log     logrus.FieldLogger
 }
 
 // Watcher follows one RouterHostsConfig and the Secret it names.
@@ -195,7 +195,11 @@ func (w *Watcher) evaluate(ctx context.Context, store cache.Store) {
 		read := w.followSecret(ctx, obj.Spec.Server)
 		s, problem = Merge(w.opts.Base, &obj.Spec, read)
 	} else if obj == nil {
+		// The object is gone: the flags alone, if they are enough.
 		w.followSecret(ctx, nil)
+		if problem = s.Check(); problem != nil {
+			problem = fmt.Errorf("the RouterHostsConfig is gone and the flags alone are not enough: %w", problem)
+		}
 	}
 	w.mu.Lock()
 	w.obj = obj

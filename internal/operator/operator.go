@@ -195,7 +195,7 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 		sources = append(sources, s)
 	}
 	sources = append(sources, hooks.Sources...)
-	op.checker = health.New(cfg.Interval, op.synced, op.Provider.Ping)
+	op.checker = health.New(settings.Interval, op.synced, op.Provider.Ping)
 	reporters = append(reporters, op.metrics, op.checker, op.recorder)
 	if op.Config != nil {
 		reporters = append(reporters, op.Config)
@@ -234,7 +234,11 @@ func (op *Operator) apply(s clusterconfig.Settings) error {
 		}
 		rc := s.Registry()
 		rc.Log = op.log.WithField("component", "registry")
-		return op.Registry.Reconfigure(rc)
+		if err := op.Registry.Reconfigure(rc); err != nil {
+			return err
+		}
+		op.checker.SetInterval(s.Interval)
+		return nil
 	}, controller.Settings{DomainFilter: domains, Policy: s.Policy, Interval: s.Interval})
 }
 

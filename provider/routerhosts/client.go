@@ -156,12 +156,23 @@ type Target struct {
 // Retarget connects to t from the next call on, when it differs from the target in use; calls
 // in flight finish on the old connection. It does nothing for a connection the caller owns.
 func (p *Provider) Retarget(t Target) error {
+	p.mu.Lock()
+	prevEndpoint, prevName, prevFiles := p.opts.Endpoint, p.opts.ServerName, p.files
+	p.mu.Unlock()
 	files, err := p.retarget(t)
 	if err != nil || files == nil {
 		return err
 	}
 	p.log.WithField("endpoint", t.Endpoint).Info("connecting to router-hosts with the new settings")
-	return p.dial()
+	if err := p.dial(); err != nil {
+		// Not connected to the new target: the old one stays, and so does its record, so
+		// that the next Retarget tries again.
+		p.mu.Lock()
+		p.opts.Endpoint, p.opts.ServerName, p.files = prevEndpoint, prevName, prevFiles
+		p.mu.Unlock()
+		return err
+	}
+	return nil
 }
 
 // retarget records t as the target and returns its key material, or nil when nothing changed.
