@@ -16,7 +16,7 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )
 
-// answerWithin is how long a request may take before it is answered 503. external-dns gives a
+// answerWithin is how long a request may take, by default, before it is answered 503. external-dns gives a
 // whole request 15 s by default (its read and write timeouts added) and takes a timeout for a
 // hard error that stops it, while a 503 is a soft one it retries at its next loop. A sync that
 // goes on after the answer finishes its writes; the next loop reads what they did.
@@ -46,7 +46,9 @@ type Config struct {
 	Exclude []string
 	// Namespace is written in the namespace: tag of the webhook's entries.
 	Namespace string
-	Log       logrus.FieldLogger
+	// AnswerWithin is how long a request may take before it is answered 503; 10 s when zero.
+	AnswerWithin time.Duration
+	Log          logrus.FieldLogger
 }
 
 // Server answers external-dns. It is also the controller's only Source: the endpoints it
@@ -68,6 +70,9 @@ type Server struct {
 func New(cfg Config) *Server {
 	if cfg.Log == nil {
 		cfg.Log = logrus.StandardLogger()
+	}
+	if cfg.AnswerWithin <= 0 {
+		cfg.AnswerWithin = answerWithin
 	}
 	return &Server{cfg: cfg, told: map[dropped]bool{}}
 }
@@ -113,7 +118,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /records", s.records)
 	mux.HandleFunc("POST /records", s.applyChanges)
 	mux.HandleFunc("POST /adjustendpoints", s.adjustEndpoints)
-	return http.TimeoutHandler(mux, answerWithin, "router-hosts did not answer in time; retry at the next loop\n")
+	return http.TimeoutHandler(mux, s.cfg.AnswerWithin, "router-hosts did not answer in time; retry at the next loop\n")
 }
 
 func (s *Server) negotiate(w http.ResponseWriter, _ *http.Request) {
