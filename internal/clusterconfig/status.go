@@ -84,10 +84,7 @@ func (w *Watcher) Report(_ context.Context, rep *controller.Report) {
 
 // RunStatus writes the object's status until ctx ends; the replica that leads runs it.
 func (w *Watcher) RunStatus(ctx context.Context) {
-	w.mu.Lock()
-	served := w.served
-	w.mu.Unlock()
-	if !served || w.opts.Status == nil {
+	if !w.writesStatus() {
 		return
 	}
 	w.status.poke()
@@ -224,13 +221,18 @@ func sameStatus(have, want *v1alpha1.RouterHostsConfigStatus, interval time.Dura
 
 // Flush writes the status once, for --once, which has no loop beside it.
 func (w *Watcher) Flush(ctx context.Context) {
-	w.mu.Lock()
-	served := w.served
-	w.mu.Unlock()
-	if !served || w.opts.Status == nil {
+	if !w.writesStatus() {
 		return
 	}
 	if err := w.status.write(ctx); err != nil {
 		w.log.WithError(err).Warn("writing the RouterHostsConfig status")
 	}
+}
+
+// writesStatus reports whether there is a status to write: the CRD is served and a status
+// client was given.
+func (w *Watcher) writesStatus() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.served && w.opts.Status != nil
 }
