@@ -129,25 +129,8 @@ func (w *Watcher) Run(ctx context.Context) {
 		return
 	}
 	res := w.opts.Dynamic.Resource(v1alpha1.RouterHostsConfigResource)
-	byName := func(o *metav1.ListOptions) {
-		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", w.opts.Name).String()
-	}
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			byName(&o)
-			return res.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			byName(&o)
-			return res.Watch(ctx, o)
-		},
-	}
-	inf := cache.NewSharedIndexInformer(lw, &unstructured.Unstructured{}, 0, cache.Indexers{})
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { w.poke() },
-		UpdateFunc: func(any, any) { w.poke() },
-		DeleteFunc: func(any) { w.poke() },
-	}); err != nil {
+	inf, err := byName(w.opts.Name, res.List, res.Watch, &unstructured.Unstructured{}, w.poke)
+	if err != nil {
 		w.log.WithError(err).Error("watching the RouterHostsConfig")
 		return
 	}
@@ -275,32 +258,17 @@ func watchSecret(ctx context.Context, secrets corev1client.SecretsGetter, namesp
 	ctx, cancel := context.WithCancel(ctx)
 	sw := &secretWatch{namespace: namespace, name: name, stop: cancel}
 	api := secrets.Secrets(namespace)
-	byName := func(o *metav1.ListOptions) {
-		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+	list := func(ctx context.Context, o metav1.ListOptions) (*corev1.SecretList, error) {
+		l, err := api.List(ctx, o)
+		sw.mu.Lock()
+		sw.failed = err
+		sw.mu.Unlock()
+		if err != nil {
+			changed() // so that the reader reports why
+		}
+		return l, err
 	}
-	lw := &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			byName(&o)
-			l, err := api.List(ctx, o)
-			sw.mu.Lock()
-			sw.failed = err
-			sw.mu.Unlock()
-			if err != nil {
-				changed()
-			}
-			return l, err
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			byName(&o)
-			return api.Watch(ctx, o)
-		},
-	}
-	sw.inf = cache.NewSharedIndexInformer(lw, &corev1.Secret{}, 0, cache.Indexers{})
-	_, _ = sw.inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { changed() },
-		UpdateFunc: func(any, any) { changed() },
-		DeleteFunc: func(any) { changed() },
-	})
+	sw.inf, _ = byName(name, list, api.Watch, &corev1.Secret{}, changed)
 	go sw.inf.RunWithContext(ctx)
 	return sw
 }
@@ -332,4 +300,32 @@ func (sw *secretWatch) read(namespace, name string) (map[string][]byte, error) {
 		return nil, errors.New("not found")
 	}
 	return s.Data, nil
+}
+
+// byName is an informer on the one object called name, by a field selector on list and watch
+// (so that RBAC by resourceNames allows it), calling changed on every change.
+func byName[L runtime.Object](name string, list func(context.Context, metav1.ListOptions) (L, error),
+	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error), example runtime.Object, changed func()) (cache.SharedIndexInformer, error) {
+	only := func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+	}
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			only(&o)
+			return list(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			only(&o)
+			return watchFn(ctx, o)
+		},
+	}
+	inf := cache.NewSharedIndexInformer(lw, example, 0, cache.Indexers{})
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { changed() },
+		UpdateFunc: func(any, any) { changed() },
+		DeleteFunc: func(any) { changed() },
+	}); err != nil {
+		return nil, err
+	}
+	return inf, nil
 }
