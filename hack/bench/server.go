@@ -2,23 +2,19 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/rhclient"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
 )
@@ -40,29 +36,10 @@ func (c conn) env() []string {
 	}
 }
 
-// client dials conn as a plain router-hosts client: mTLS with TLS 1.3 and the operator's
-// keepalive, nothing of the operator's own code, so the floor measures the server and gRPC.
+// client dials conn as a plain router-hosts client, nothing of the operator's own code, so the
+// floor measures the server and gRPC.
 func (c conn) client() (pb.HostsServiceClient, func(), error) {
-	cert, err := tls.LoadX509KeyPair(c.cert, c.key)
-	if err != nil {
-		return nil, nil, fmt.Errorf("loading the client certificate: %w", err)
-	}
-	caPEM, err := os.ReadFile(c.ca)
-	if err != nil {
-		return nil, nil, fmt.Errorf("reading the CA: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(caPEM) {
-		return nil, nil, fmt.Errorf("CA %s holds no PEM certificate", c.ca)
-	}
-	cfg := &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{cert}, RootCAs: pool, ServerName: c.serverName}
-	cc, err := grpc.NewClient(c.endpoint, grpc.WithTransportCredentials(credentials.NewTLS(cfg)),
-		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
-	if err != nil {
-		return nil, nil, fmt.Errorf("dialing %s: %w", c.endpoint, err)
-	}
-	return pb.NewHostsServiceClient(cc), func() { _ = cc.Close() }, nil
+	return rhclient.Dial(c.endpoint, rhclient.Files{CA: c.ca, Cert: c.cert, Key: c.key, ServerName: c.serverName})
 }
 
 // server is the router-hosts server a run writes to.
@@ -174,26 +151,16 @@ func (r *realServer) fresh(ctx context.Context, replayCost time.Duration) (conn,
 
 // mine lists the bench's entries; each call replays the server's log, hence pollEvery.
 func (r *realServer) mine(ctx context.Context) ([]*pb.HostEntry, error) {
-	stream, err := r.cli.ListHosts(ctx, &pb.ListHostsRequest{})
+	all, err := rhclient.List(ctx, r.cli)
 	if err != nil {
-		return nil, fmt.Errorf("ListHosts: %w", err)
+		return nil, err
 	}
 	var out []*pb.HostEntry
 	ids := map[string]string{}
-	for {
-		resp, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("ListHosts: %w", err)
-		}
-		for _, tag := range resp.GetEntry().GetTags() {
-			if tag == "cluster:"+benchCluster {
-				out = append(out, resp.GetEntry())
-				ids[resp.GetEntry().GetHostname()] = resp.GetEntry().GetId()
-				break
-			}
+	for _, e := range all {
+		if slices.Contains(e.GetTags(), "cluster:"+benchCluster) {
+			out = append(out, e)
+			ids[e.GetHostname()] = e.GetId()
 		}
 	}
 	r.mu.Lock()
