@@ -93,3 +93,47 @@ func WriteForeignClientCert(dir string) (certFile, keyFile string, err error) {
 	}
 	return certFile, keyFile, nil
 }
+
+// PKI is a CA with a server certificate and a client certificate it signed, as files in one
+// directory: what a router-hosts server and its client need. The server certificate names
+// localhost, 127.0.0.1 and ::1, the client certificate has the clientAuth usage.
+type PKI struct{ Dir string }
+
+// WritePKI writes a fresh PKI into dir (created if missing).
+func WritePKI(dir string) (PKI, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return PKI{}, fmt.Errorf("creating %s: %w", dir, err)
+	}
+	p := PKI{Dir: dir}
+	authority, err := newCA("router-hosts test CA")
+	if err != nil {
+		return PKI{}, err
+	}
+	if err := os.WriteFile(p.CAFile(), authority.pem, 0o600); err != nil {
+		return PKI{}, fmt.Errorf("writing CA: %w", err)
+	}
+	if err := authority.issue(p.ServerCertFile(), p.ServerKeyFile(), "router-hosts test server", x509.ExtKeyUsageServerAuth,
+		[]string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")}); err != nil {
+		return PKI{}, err
+	}
+	if err := authority.issue(p.CertFile(), p.KeyFile(), "router-hosts-operator", x509.ExtKeyUsageClientAuth, nil, nil); err != nil {
+		return PKI{}, err
+	}
+	return p, nil
+}
+
+// CAFile is the CA that signed both the server's and the client's certificates; the operator
+// verifies the server with it.
+func (p PKI) CAFile() string { return filepath.Join(p.Dir, "ca.crt") }
+
+// ServerCertFile and ServerKeyFile are the server's certificate (serverAuth) and key.
+func (p PKI) ServerCertFile() string { return filepath.Join(p.Dir, "server.crt") }
+
+// ServerKeyFile is the private key of ServerCertFile.
+func (p PKI) ServerKeyFile() string { return filepath.Join(p.Dir, "server.key") }
+
+// CertFile is the client certificate (clientAuth) the operator presents.
+func (p PKI) CertFile() string { return filepath.Join(p.Dir, "tls.crt") }
+
+// KeyFile is the private key of CertFile.
+func (p PKI) KeyFile() string { return filepath.Join(p.Dir, "tls.key") }

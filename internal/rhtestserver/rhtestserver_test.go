@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"io"
+	"net"
 	"os"
 	"strings"
 	"testing"
@@ -203,5 +205,28 @@ func TestStartOnGivenAddress(t *testing.T) {
 	}
 	if _, err := Start(t.TempDir(), addr); err == nil || !strings.Contains(err.Error(), addr) {
 		t.Fatalf("second server on a busy address: %v", err)
+	}
+}
+
+// TestStopDropsEveryConnectionAtOnce: Stop is a crash, not a drain. A client whose TLS
+// handshake never arrives (behind a dead network) neither delays it nor keeps its connection.
+func TestStopDropsEveryConnectionAtOnce(t *testing.T) {
+	srv := start(t)
+	raw, err := net.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	done := make(chan struct{})
+	go func() { srv.Stop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Stop waited for a TLS handshake that never comes")
+	}
+	_ = raw.SetReadDeadline(time.Now().Add(5 * time.Second))
+	var ne net.Error
+	if _, err := raw.Read(make([]byte, 1)); err == nil || (errors.As(err, &ne) && ne.Timeout()) {
+		t.Fatalf("the connection outlived Stop: read returned %v", err)
 	}
 }

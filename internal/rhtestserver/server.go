@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -26,45 +25,38 @@ import (
 // Server is a running test server. Its store outlives Stop, so a test can take the server
 // down and bring it back with Restart and see the operator recover.
 type Server struct {
-	dir     string
+	PKI
 	addr    string
 	svc     *inmemory.Service
 	tlsConf *tls.Config
 
 	mu   sync.Mutex
 	grpc *grpc.Server
+	lis  *dropListener
+	// hostsErr is the first error writing the hosts file met.
+	hostsErr error
 }
 
-// Start writes a fresh CA (ca.crt), a server certificate for localhost, 127.0.0.1 and ::1, and
-// a client certificate (tls.crt, tls.key) into dir, and serves on addr ("" means 127.0.0.1 on
-// a free port) with the real server's transport rules: mTLS, TLS 1.3, 15 s keepalive floor,
+// Start writes a fresh PKI into dir (WritePKI) and serves on addr ("" means 127.0.0.1 on a
+// free port) with the real server's transport rules: mTLS, TLS 1.3, 15 s keepalive floor,
 // 4 MiB requests.
 func Start(dir, addr string) (*Server, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("creating %s: %w", dir, err)
-	}
-	authority, err := newCA("router-hosts test CA")
+	pki, err := WritePKI(dir)
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{dir: dir, svc: inmemory.NewService(inmemory.NewStore())}
-	if err := os.WriteFile(s.CAFile(), authority.pem, 0o600); err != nil {
-		return nil, fmt.Errorf("writing CA: %w", err)
-	}
-	srvCert, srvKey := filepath.Join(dir, "server.crt"), filepath.Join(dir, "server.key")
-	if err := authority.issue(srvCert, srvKey, "router-hosts test server", x509.ExtKeyUsageServerAuth,
-		[]string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")}); err != nil {
-		return nil, err
-	}
-	if err := authority.issue(s.CertFile(), s.KeyFile(), "router-hosts-operator", x509.ExtKeyUsageClientAuth, nil, nil); err != nil {
-		return nil, err
-	}
+	s := &Server{PKI: pki, svc: inmemory.NewService(inmemory.NewStore())}
+	srvCert, srvKey := pki.ServerCertFile(), pki.ServerKeyFile()
 	pair, err := tls.LoadX509KeyPair(srvCert, srvKey)
 	if err != nil {
 		return nil, fmt.Errorf("loading server certificate: %w", err)
 	}
+	caPEM, err := os.ReadFile(pki.CAFile())
+	if err != nil {
+		return nil, fmt.Errorf("reading CA: %w", err)
+	}
 	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(authority.pem) {
+	if !pool.AppendCertsFromPEM(caPEM) {
 		return nil, errors.New("the generated CA does not parse")
 	}
 	s.tlsConf = &tls.Config{
@@ -83,6 +75,36 @@ func Start(dir, addr string) (*Server, error) {
 	return s, nil
 }
 
+// dropListener is a listener that remembers the connections it accepted, so that Stop can
+// drop them all at once as a crashing router does: gRPC's own Stop waits for every TLS
+// handshake under way, which a client behind a dead network never finishes.
+type dropListener struct {
+	net.Listener
+	mu    sync.Mutex
+	conns map[net.Conn]bool
+}
+
+func (l *dropListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.mu.Lock()
+		l.conns[c] = true
+		l.mu.Unlock()
+	}
+	return c, err
+}
+
+// drop closes the listener and every connection it accepted.
+func (l *dropListener) drop() {
+	_ = l.Listener.Close()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for c := range l.conns {
+		_ = c.Close()
+	}
+	l.conns = nil
+}
+
 // serve starts a fresh gRPC server on lis; a grpc.Server cannot serve again after Stop.
 func (s *Server) serve(lis net.Listener) {
 	g := grpc.NewServer(
@@ -92,10 +114,11 @@ func (s *Server) serve(lis net.Listener) {
 		grpc.MaxRecvMsgSize(4<<20),
 	)
 	pb.RegisterHostsServiceServer(g, s.svc)
+	dl := &dropListener{Listener: lis, conns: map[net.Conn]bool{}}
 	s.mu.Lock()
-	s.grpc = g
+	s.grpc, s.lis = g, dl
 	s.mu.Unlock()
-	go func() { _ = g.Serve(lis) }()
+	go func() { _ = g.Serve(dl) }()
 }
 
 // Addr is the host:port the server listens on, with the real port when Start was given :0.
@@ -107,24 +130,15 @@ func (s *Server) Service() *inmemory.Service { return s.svc }
 // Store is the data behind the service, for tests that edit entries behind the operator's back.
 func (s *Server) Store() *inmemory.Store { return s.svc.Store() }
 
-// CAFile is the CA that signed both the server's and the client's certificates; the operator
-// verifies the server with it.
-func (s *Server) CAFile() string { return filepath.Join(s.dir, "ca.crt") }
-
-// CertFile is the client certificate (clientAuth) the operator presents.
-func (s *Server) CertFile() string { return filepath.Join(s.dir, "tls.crt") }
-
-// KeyFile is the private key of CertFile.
-func (s *Server) KeyFile() string { return filepath.Join(s.dir, "tls.key") }
-
 // Stop stops serving at once, as a crashed or rebooting router: the port closes and calls in
 // flight fail with Unavailable. The data stays for Restart. Stopping twice is harmless.
 func (s *Server) Stop() {
 	s.mu.Lock()
-	g := s.grpc
-	s.grpc = nil
+	g, lis := s.grpc, s.lis
+	s.grpc, s.lis = nil, nil
 	s.mu.Unlock()
 	if g != nil {
+		lis.drop()
 		g.Stop()
 	}
 }

@@ -44,6 +44,8 @@ type Store struct {
 	// allocated megabytes per call would be slowed by its own GC, and by whatever else shares
 	// the machine, in a way the real server is not.
 	scratch map[string]*pb.HostEntry
+	// onWrite is told the live entries after every write (SetOnWrite).
+	onWrite func(live []*pb.HostEntry)
 }
 
 // logRecord is one event: the entry as it stood after the event, or nil for a delete. An
@@ -121,6 +123,29 @@ func (s *Store) record(id string, e *pb.HostEntry, n int) {
 	}
 	for i := 0; i < n; i++ {
 		s.log = append(s.log, logRecord{id: id, entry: e})
+	}
+	if s.onWrite != nil {
+		live := make([]*pb.HostEntry, 0, len(s.entries))
+		for _, e := range s.entries {
+			live = append(live, proto.Clone(e).(*pb.HostEntry))
+		}
+		s.onWrite(live)
+	}
+}
+
+// SetOnWrite calls fn with the live entries after every write, as the real server regenerates
+// its hosts file after each one; nil stops it. fn runs inside the writer's critical section,
+// so it sees every write, in order.
+func (s *Store) SetOnWrite(fn func(live []*pb.HostEntry)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onWrite = fn
+	if fn != nil {
+		live := make([]*pb.HostEntry, 0, len(s.entries))
+		for _, e := range s.entries {
+			live = append(live, proto.Clone(e).(*pb.HostEntry))
+		}
+		fn(live)
 	}
 }
 
