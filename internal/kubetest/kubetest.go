@@ -7,10 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -20,6 +23,9 @@ import (
 // ControlPlane is a running apiserver and etcd.
 type ControlPlane struct {
 	env *envtest.Environment
+	// certDir holds the apiserver's certificates; it is ours, not envtest's, so that they
+	// survive a restart of the apiserver (RestartAPIServer).
+	certDir string
 	// Config authenticates as a cluster admin.
 	Config *rest.Config
 	// Client is a clientset on Config.
@@ -58,12 +64,21 @@ func Start(crdDirs ...string) (*ControlPlane, error) {
 	if err != nil {
 		return nil, err
 	}
+	certDir, err := os.MkdirTemp("", "kubetest-apiserver-")
+	if err != nil {
+		return nil, fmt.Errorf("apiserver directory: %w", err)
+	}
 	env := &envtest.Environment{BinaryAssetsDirectory: dir, CRDDirectoryPaths: crdDirs, ErrorIfCRDPathMissing: len(crdDirs) > 0}
+	env.ControlPlane.GetAPIServer().CertDir = certDir
+	// An apiserver (or etcd) that has not drained its watches in this time is killed: a
+	// restart in a test is a crash, not a rolling upgrade (StopAPIServer).
+	env.ControlPlaneStopTimeout = apiServerStopTimeout
 	// The Service range of a kubeadm cluster, room for the bench's thousands of Services
 	// (envtest's default holds a few hundred).
 	env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", "10.96.0.0/12")
 	cfg, err := env.Start()
 	if err != nil {
+		_ = os.RemoveAll(certDir)
 		return nil, fmt.Errorf("starting kube-apiserver and etcd from %s: %w", dir, err)
 	}
 	// Tests create objects quickly; the default client-side limits would slow them down.
@@ -73,15 +88,54 @@ func Start(crdDirs ...string) (*ControlPlane, error) {
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		_ = env.Stop()
+		_ = os.RemoveAll(certDir)
 		return nil, fmt.Errorf("creating client: %w", err)
 	}
-	return &ControlPlane{env: env, Config: cfg, Client: client}, nil
+	return &ControlPlane{env: env, certDir: certDir, Config: cfg, Client: client}, nil
 }
 
 // Stop ends both processes.
 func (cp *ControlPlane) Stop() error {
+	defer os.RemoveAll(cp.certDir)
 	if err := cp.env.Stop(); err != nil {
 		return fmt.Errorf("stopping control plane: %w", err)
+	}
+	return nil
+}
+
+// apiServerStopTimeout is how long the apiserver and etcd get to drain on SIGTERM before SIGKILL.
+const apiServerStopTimeout = 2 * time.Second
+
+// StopAPIServer stops the kube-apiserver as an upgrade or a crash does, etcd left running:
+// SIGTERM, and SIGKILL if it has not drained its watches in two seconds. StartAPIServer
+// brings it back on the same address with the same certificates, so every client and
+// kubeconfig made before works again.
+func (cp *ControlPlane) StopAPIServer() error {
+	api := cp.env.ControlPlane.GetAPIServer()
+	err := api.Stop()
+	// envtest reports the SIGKILL after the timeout as an error: the apiserver was killed,
+	// which is what a crash does.
+	if err != nil && !strings.Contains(err.Error(), "timeout waiting for process") {
+		return fmt.Errorf("stopping kube-apiserver: %w", err)
+	}
+	// Until its port is free, the apiserver (killed or not) is still going.
+	addr := net.JoinHostPort(api.SecureServing.Address, api.SecureServing.Port)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return nil
+		}
+		c.Close()
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kube-apiserver still listens on %s after it was stopped", addr)
+		}
+	}
+}
+
+// StartAPIServer starts the kube-apiserver StopAPIServer stopped and waits until it serves.
+func (cp *ControlPlane) StartAPIServer() error {
+	if err := cp.env.ControlPlane.GetAPIServer().Start(); err != nil {
+		return fmt.Errorf("starting kube-apiserver again: %w", err)
 	}
 	return nil
 }
