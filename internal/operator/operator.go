@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -411,8 +412,11 @@ func serveHTTP(addr string, m *metrics.Metrics, checker *health.Checker, log *lo
 }
 
 // runElected runs lead only while this replica holds the Lease. Every replica keeps its
-// informer caches warm, so a standby that takes over syncs at once. On shutdown the Lease is
-// released, so a rolling update hands over in seconds instead of a lease duration.
+// informer caches warm, so a standby that takes over syncs at once. A replica that loses the
+// Lease (the apiserver away for longer than the renew deadline) stops its loop, waits until
+// the loop has returned, and stands by to lead again, rather than exiting: another replica
+// can take the Lease only once it has expired, after the loop stopped. On shutdown the Lease
+// is released, so a rolling update hands over in seconds instead of a lease duration.
 func runElected(ctx context.Context, cfg *Config, leases coordinationv1client.LeasesGetter, log *logrus.Logger, lead func(context.Context) error) error {
 	host, _ := os.Hostname()
 	id := fmt.Sprintf("%s_%d", host, time.Now().UnixNano())
@@ -421,33 +425,41 @@ func runElected(ctx context.Context, cfg *Config, leases coordinationv1client.Le
 		Client:     leases,
 		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
 	}
-	var leadErr error
-	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock: lock, ReleaseOnCancel: true, Name: cfg.LeaderElectionID,
-		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) {
-				log.WithField("identity", id).Info("became leader; syncing")
-				leadErr = lead(ctx)
+	for {
+		// led receives lead's result; the elector runs lead in a goroutine of its own and
+		// does not wait for it.
+		led := make(chan error, 1)
+		var leading atomic.Bool
+		elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+			Lock: lock, ReleaseOnCancel: true, Name: cfg.LeaderElectionID,
+			LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(ctx context.Context) {
+					leading.Store(true)
+					log.WithField("identity", id).Info("became leader; syncing")
+					led <- lead(ctx)
+				},
+				OnStoppedLeading: func() { log.WithField("identity", id).Info("stopped leading") },
+				OnNewLeader: func(current string) {
+					if current != id {
+						log.WithField("leader", current).Info("standing by; another replica leads")
+					}
+				},
 			},
-			OnStoppedLeading: func() { log.WithField("identity", id).Info("stopped leading") },
-			OnNewLeader: func(current string) {
-				if current != id {
-					log.WithField("leader", current).Info("standing by; another replica leads")
-				}
-			},
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("leader election: %w", err)
+		})
+		if err != nil {
+			return fmt.Errorf("leader election: %w", err)
+		}
+		elector.Run(ctx)
+		var leadErr error
+		if leading.Load() {
+			leadErr = <-led
+		}
+		if ctx.Err() != nil || leadErr != nil {
+			return leadErr
+		}
+		log.WithField("identity", id).Warn("lost the leader Lease (the apiserver did not answer in time); the loop has stopped, standing by to lead again")
 	}
-	elector.Run(ctx)
-	if ctx.Err() == nil {
-		// The Lease was lost while the process should go on: exit so the pod restarts clean
-		// rather than risk two writers.
-		return errors.New("lost the leader Lease")
-	}
-	return leadErr
 }
 
 // newProvider connects to the router-hosts server, or starts the in-process store; observe

@@ -154,7 +154,7 @@ func TestARouterBackFromAnOutageIsSyncedAtOnce(t *testing.T) {
 // while it is unreachable (the informers keep their last state), and syncing resumes when it
 // returns. The outage is made at the network: the operator reaches the apiserver through a
 // loopback proxy that refuses and cuts every connection, which is what the operator sees of an
-// apiserver that is down (envtest cannot restart an apiserver with the same certificates).
+// apiserver behind a dead network (TestALeaderThatLosesItsLeaseLeadsAgain restarts one).
 func TestAPIServerOutage(t *testing.T) {
 	h := newHarness(t, options{})
 	h.create(ingress(h.ns, "web", enabled("ip-address", "10.51.0.1"), "web.lan"))
@@ -273,4 +273,41 @@ func (p *proxy) up() {
 		p.t.Fatal(err)
 	}
 	p.serve(lis)
+}
+
+// TestALeaderThatLosesItsLeaseLeadsAgain restarts the kube-apiserver under a leader and keeps
+// it away for longer than the renew deadline (10 s), so the leader loses its Lease. The
+// process stops its loop and stands by instead of exiting, takes the Lease again once the
+// apiserver is back, and syncs what changed meanwhile. (Found by the soak: the operator used
+// to exit here.)
+func TestALeaderThatLosesItsLeaseLeadsAgain(t *testing.T) {
+	h := newHarness(t, options{ownControlPlane: true})
+	h.create(ingress(h.ns, "web", enabled("ip-address", "10.52.0.1"), "web.lan"))
+	p := startOperator(t, h, h.kubeconfig, "--leader-elect", "--leader-election-namespace="+h.ns, "--leader-election-id=op")
+	waitFor(t, 30*time.Second, func() bool {
+		return len(h.entries("web.lan")) == 1 && p.metric(t, "router_hosts_operator_is_leader") == 1
+	})
+
+	if err := h.cp.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, func() bool { return strings.Contains(p.logText(), "lost the leader Lease") })
+	if p.metric(t, "router_hosts_operator_is_leader") != 0 {
+		t.Fatal("the replica still says it leads after losing the Lease")
+	}
+	if err := h.cp.StartAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("the operator exited when it lost the Lease: %v", err)
+	}
+	waitFor(t, 60*time.Second, func() bool { return p.metric(t, "router_hosts_operator_is_leader") == 1 })
+	h.create(ingress(h.ns, "after", enabled("ip-address", "10.52.0.2"), "after.lan"))
+	waitFor(t, 30*time.Second, func() bool { return len(h.entries("after.lan")) == 1 })
+	if n := strings.Count(p.logText(), "became leader; syncing"); n != 2 {
+		t.Fatalf("became leader %d times, want twice (before and after the outage)", n)
+	}
+	if len(h.entries("web.lan")) != 1 {
+		t.Fatal("web.lan was lost over the outage")
+	}
 }
