@@ -2,6 +2,7 @@ package source
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"sync"
@@ -42,6 +43,10 @@ type crdWatch struct {
 	// beside them are cached (a route is read against its Gateways, never without them).
 	after func() bool
 
+	// retry is the first wait before discovery is asked again at start; it doubles to
+	// maxRetry.
+	retry time.Duration
+
 	mu      sync.Mutex
 	active  map[schema.GroupVersionResource]cache.GenericLister
 	started map[schema.GroupVersionResource]bool
@@ -56,17 +61,42 @@ func newCRDWatch(client dynamic.Interface, disc discovery.DiscoveryInterface, cf
 	}
 	return &crdWatch{
 		client: client, disc: disc, namespace: cfg.Namespace, selector: cfg.LabelSelector, interval: interval,
-		log: cfg.Log, onChange: onChange, ignore: ignore, transform: transform,
+		log: cfg.Log, onChange: onChange, ignore: ignore, transform: transform, retry: time.Second,
 		active: map[schema.GroupVersionResource]cache.GenericLister{}, started: map[schema.GroupVersionResource]bool{},
 		missing: map[schema.GroupVersionResource]bool{},
 	}
 }
 
+// maxRetry caps the wait between two discoveries at start.
+const maxRetry = 5 * time.Second
+
 // start checks the resources now, waits for the caches of those that are served, and keeps
-// checking the others in the background until ctx ends.
+// checking the others in the background until ctx ends. Discovery that fails at start (the
+// apiserver away, say while it restarts) is asked again until it answers, as informers retry
+// their lists: the first sync must see every served resource, or it would take a resource's
+// objects for deleted, so start returns only then, or when ctx ends.
 func (w *crdWatch) start(ctx context.Context, gvrs []schema.GroupVersionResource) error {
-	if err := w.check(ctx, gvrs, true); err != nil {
-		return err
+	wait := w.retry
+	for attempt := 0; ; attempt++ {
+		err := w.check(ctx, gvrs, true)
+		var de *discoveryError
+		if err == nil {
+			break
+		}
+		if !errors.As(err, &de) {
+			return err
+		}
+		if attempt%10 == 0 {
+			w.log.WithError(err).WithField("retry_in", wait).Warn("cannot discover custom resources yet; asking again until the apiserver answers")
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (%w)", err, context.Cause(ctx))
+		case <-time.After(wait):
+		}
+		if wait = 2 * wait; wait > maxRetry {
+			wait = maxRetry
+		}
 	}
 	go func() {
 		t := time.NewTicker(w.interval)
@@ -156,6 +186,15 @@ func (w *crdWatch) check(ctx context.Context, gvrs []schema.GroupVersionResource
 
 func (w *crdWatch) tweak(o *metav1.ListOptions) { o.LabelSelector = w.selector }
 
+// discoveryError is a discovery that did not answer whether a resource is served.
+type discoveryError struct {
+	gv  schema.GroupVersion
+	err error
+}
+
+func (e *discoveryError) Error() string { return fmt.Sprintf("discovering %s: %v", e.gv, e.err) }
+func (e *discoveryError) Unwrap() error { return e.err }
+
 // served asks discovery whether the group/version lists the resource. A group that does not
 // exist at all is "not served", not an error.
 func (w *crdWatch) served(gvr schema.GroupVersionResource) (bool, error) {
@@ -164,7 +203,7 @@ func (w *crdWatch) served(gvr schema.GroupVersionResource) (bool, error) {
 		if apierrors.IsNotFound(err) {
 			return false, nil
 		}
-		return false, fmt.Errorf("discovering %s: %w", gvr.GroupVersion(), err)
+		return false, &discoveryError{gv: gvr.GroupVersion(), err: err}
 	}
 	for _, r := range list.APIResources {
 		if r.Name == gvr.Resource {
