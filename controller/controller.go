@@ -396,10 +396,13 @@ func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
 	// A sync planning from the known state looks only at the hostnames that may have
 	// changed; one that read the server looks at every one.
 	st.Incremental = !fresh
-	desired := reg.Desired(eps, st)
+	// One clock reading decides both whose grace period has ended (a holder that let go)
+	// and which marks fall due.
+	now := c.cfg.Now()
+	desired := reg.Desired(now, eps, st)
 	toPlan := reg.ToPlan(st, desired)
 	changes := (&plan.Plan{Current: reg.Current(st, toPlan), Desired: toPlan, Policy: live.Policy}).Calculate()
-	res := reg.Apply(c.cfg.Now(), st, changes)
+	res := reg.Apply(now, st, changes)
 	out := &Outcome{NextExpiry: res.NextExpiry, Pending: res.Pending, Fresh: fresh}
 	held := map[string]error{}
 	if !full && len(c.refused) > 0 {
@@ -418,9 +421,16 @@ func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
 		// could remove an entry that is no longer the operator's to remove, and a create could
 		// add a line beside a hand-made one that a fresh read would adopt. Both wait for a
 		// sync that reads the server, which follows at once.
-		kept := res.Changes[:0:0]
+		// A hostname whose duplicate waits waits whole: re-pointing an entry onto the
+		// duplicate's address before it is gone would leave two lines for one address.
+		kept, waiting := res.Changes[:0:0], map[string]bool{}
 		for _, ch := range res.Changes {
-			if ch.Action == plan.Delete || ch.Action == plan.Release || ch.Action == plan.Create {
+			if ch.Duplicate {
+				waiting[ch.Hostname()] = true
+			}
+		}
+		for _, ch := range res.Changes {
+			if ch.Action == plan.Delete || ch.Action == plan.Release || ch.Action == plan.Create || waiting[ch.Hostname()] {
 				out.NeedFresh = true
 				continue
 			}

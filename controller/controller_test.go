@@ -446,6 +446,36 @@ func TestEventSyncsPlanFromTheKnownState(t *testing.T) {
 	}
 }
 
+// TestADuplicateIsDeletedBeforeItsAddressIsTaken: an adopted entry that takes over the address
+// of an entry the operator created never stands beside it. An event sync, which may not
+// delete, sends nothing for the hostname; the fresh read that follows deletes the created
+// entry before re-pointing the adopted one. (Found by the soak.)
+func TestADuplicateIsDeletedBeforeItsAddressIsTaken(t *testing.T) {
+	r := newKnownStateRig(t)
+	hand, err := r.svc.Store().Add(&pb.AddHostRequest{IpAddress: "192.168.1.9", Hostname: "a.lan", Tags: []string{"manual"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.want(at("a.lan", "10.0.0.1", "10.0.0.2"))
+	r.sync(t, true) // adopts the hand-made entry for 10.0.0.1, creates 10.0.0.2
+	if e := r.svc.Store().Lookup("a.lan"); len(e) != 2 {
+		t.Fatalf("server has %v", e)
+	}
+	r.want(at("a.lan", "10.0.0.2"))
+	r.svc.ResetCalls()
+	if out := r.sync(t, false); !out.NeedFresh || len(out.Changes) != 0 || r.svc.WriteCalls() != 0 {
+		t.Fatalf("event sync: %+v, calls %v; want nothing sent for a.lan until a fresh read", out, r.svc.CallCounts())
+	}
+	r.c.stale.Store(true) // as Run does on NeedFresh
+	out := r.sync(t, false)
+	if !out.Fresh || len(out.Changes) != 2 || out.Changes[0].Action != plan.Delete || !out.Changes[0].Duplicate {
+		t.Fatalf("fresh sync: %+v; want the created entry deleted at once and the adopted one re-pointed", out.Changes)
+	}
+	if e := r.svc.Store().Lookup("a.lan"); len(e) != 1 || e[0].GetId() != hand.GetId() || e[0].GetIpAddress() != "10.0.0.2" {
+		t.Fatalf("server has %v, want the adopted entry alone at 10.0.0.2", e)
+	}
+}
+
 func TestAStaleKnownStateIsReadAgain(t *testing.T) {
 	r := newKnownStateRig(t)
 	r.want(at("a.lan", "10.0.0.1"))

@@ -28,6 +28,11 @@ type Change struct {
 	Action Action
 	Old    *endpoint.Record
 	New    *endpoint.Record
+	// Duplicate, on a Delete of an entry the operator created: another entry of the hostname
+	// serves the same address after this plan (it kept it, or takes it over here), so the
+	// entry goes at once instead of after a grace period; waiting would leave two lines for one
+	// (hostname, address), since UpdateHost does not check uniqueness.
+	Duplicate bool
 }
 
 // Fields returns what an update changes; creates and deletes return 0.
@@ -53,6 +58,8 @@ func (c *Change) String() string {
 	case c.Old == nil:
 		return fmt.Sprintf("%-7s %s %s aliases=[%s] tags=[%s]", c.Action, c.New.Hostname, c.New.IP,
 			strings.Join(c.New.Aliases, ","), strings.Join(c.New.Tags, ","))
+	case c.New == nil && c.Duplicate:
+		return fmt.Sprintf("%-7s %s %s id=%s (duplicate)", c.Action, c.Old.Hostname, c.Old.IP, c.Old.ID)
 	case c.New == nil:
 		return fmt.Sprintf("%-7s %s %s id=%s", c.Action, c.Old.Hostname, c.Old.IP, c.Old.ID)
 	}

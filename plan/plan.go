@@ -121,11 +121,13 @@ func (p *Plan) Calculate() []Change {
 //     one the operator created, then one it may adopt;
 //  2. targets left over take surplus entries, re-pointed: adopted first, then adoptable ones
 //     (a hand-made line with a stale address must not stay beside ours), then created ones;
-//  3. an adopted entry still left over takes the target of a created or adoptable entry, so
-//     adopted entries are the last to go while the hostname is wanted: a created one goes
-//     instead, an adoptable one is left alone;
+//  3. an adopted entry still left over takes the target of a created entry, so adopted
+//     entries are the last to go while the hostname is wanted (only where deletes are
+//     allowed: the created entry must go, or two would serve one address);
 //  4. what is still missing is created; surplus created and adopted entries are deleted
 //     (the registry turns that into a grace period), surplus adoptable entries left alone.
+//     A surplus created entry whose address another entry serves is a duplicate, deleted
+//     at once.
 func planHostname(ep *endpoint.Endpoint, recs []*Current, policy Policy) []Change {
 	// The common case, one address served by one entry already right, costs no allocation.
 	if len(recs) == 1 && len(ep.Targets) == 1 && recs[0].Class != Unowned && recs[0].IP == ep.Targets[0] && upToDate(ep, recs[0]) {
@@ -161,13 +163,13 @@ func planHostname(ep *endpoint.Endpoint, recs []*Current, policy Policy) []Chang
 			}
 		}
 	}
-	if policy.allowsUpdates() {
+	if policy.allowsUpdates() && policy.allowsDeletes() {
 		for _, c := range recs {
 			if c.Class != Adopted || used[c] {
 				continue
 			}
 			for _, ip := range ep.Targets {
-				if a := assigned[ip]; a != nil && a.Class != Adopted {
+				if a := assigned[ip]; a != nil && a.Class == Created {
 					used[a] = false
 					assigned[ip], used[c] = c, true
 					break
@@ -195,7 +197,7 @@ func planHostname(ep *endpoint.Endpoint, recs []*Current, policy Policy) []Chang
 	if policy.allowsDeletes() {
 		for _, c := range recs {
 			if !used[c] && c.Class != Unowned {
-				out = append(out, Change{Action: Delete, Old: recordPtr(c.Record)})
+				out = append(out, Change{Action: Delete, Old: recordPtr(c.Record), Duplicate: c.Class == Created && assigned[c.IP] != nil})
 			}
 		}
 	}

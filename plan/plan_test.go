@@ -25,6 +25,8 @@ func summary(cs []Change) []string {
 		switch {
 		case c.Old == nil:
 			out = append(out, string(c.Action)+" "+c.New.Hostname+" "+c.New.IP)
+		case c.New == nil && c.Duplicate:
+			out = append(out, string(c.Action)+" "+c.Old.Hostname+" "+c.Old.IP+" "+c.Old.ID+" duplicate")
 		case c.New == nil:
 			out = append(out, string(c.Action)+" "+c.Old.Hostname+" "+c.Old.IP+" "+c.Old.ID)
 		default:
@@ -70,8 +72,8 @@ func TestCalculate(t *testing.T) {
 			want: []string{"create a.lan fd00::1"}},
 		{name: "target removed is a delete", current: []Current{cur("1", "a.lan", "10.0.0.1"), cur("2", "a.lan", "fd00::1")}, desired: []*endpoint.Endpoint{ep("a.lan", "10.0.0.1")},
 			want: []string{"delete a.lan fd00::1 2"}},
-		{name: "duplicate entry for one ip is a delete", current: []Current{cur("1", "a.lan", "10.0.0.1"), cur("2", "a.lan", "10.0.0.1")}, desired: []*endpoint.Endpoint{ep("a.lan", "10.0.0.1")},
-			want: []string{"delete a.lan 10.0.0.1 2"}},
+		{name: "duplicate entry for one ip is a delete at once", current: []Current{cur("1", "a.lan", "10.0.0.1"), cur("2", "a.lan", "10.0.0.1")}, desired: []*endpoint.Endpoint{ep("a.lan", "10.0.0.1")},
+			want: []string{"delete a.lan 10.0.0.1 2 duplicate"}},
 		{name: "hostname gone is a delete", current: []Current{cur("1", "a.lan", "10.0.0.1")},
 			want: []string{"delete a.lan 10.0.0.1 1"}},
 		{name: "no target deletes what the registry did not keep", current: []Current{cur("1", "a.lan", "10.0.0.1")}, desired: []*endpoint.Endpoint{ep("a.lan")},
@@ -87,9 +89,14 @@ func TestCalculate(t *testing.T) {
 			current: []Current{as(cur("u1", "a.lan", "10.0.0.1"), Unowned), as(cur("u2", "a.lan", "10.0.0.2"), Unowned)}, desired: []*endpoint.Endpoint{ep("a.lan", "10.0.0.1")},
 			want: []string{"adopt a.lan 10.0.0.1→10.0.0.1 u1 tags"}},
 		{name: "candidates of unwanted hostnames are left alone", current: []Current{as(cur("u", "a.lan", "10.0.0.1"), Unowned)}},
-		{name: "an adopted entry outlasts a created one while the hostname is wanted",
+		{name: "an adopted entry outlasts a created one while the hostname is wanted; the created one goes at once, never beside it at one address",
 			current: []Current{as(cur("a", "a.lan", "10.0.0.1"), Adopted), cur("c", "a.lan", "10.0.0.3")}, desired: []*endpoint.Endpoint{ep("a.lan", "10.0.0.3")},
-			want: []string{"delete a.lan 10.0.0.3 c", "update a.lan 10.0.0.1→10.0.0.3 a ip"}},
+			want: []string{"delete a.lan 10.0.0.3 c duplicate", "update a.lan 10.0.0.1→10.0.0.3 a ip"}},
+		{name: "an adopted entry does not take a candidate's address, which would leave two lines for it",
+			current: []Current{as(cur("a", "a.lan", "10.0.0.1"), Adopted), as(cur("u", "a.lan", "10.0.0.3"), Unowned)}, desired: []*endpoint.Endpoint{ep("a.lan", "10.0.0.3")},
+			want: []string{"delete a.lan 10.0.0.1 a", "adopt a.lan 10.0.0.3→10.0.0.3 u tags"}},
+		{name: "upsert-only: an adopted entry does not take a created one's address it could not delete", policy: UpsertOnly,
+			current: []Current{as(cur("a", "a.lan", "10.0.0.1"), Adopted), cur("c", "a.lan", "10.0.0.3")}, desired: []*endpoint.Endpoint{ep("a.lan", "10.0.0.3")}},
 		{name: "shrinking to the adopted ip deletes the created entry",
 			current: []Current{as(cur("a", "a.lan", "10.0.0.2"), Adopted), cur("c", "a.lan", "10.0.0.1")}, desired: []*endpoint.Endpoint{ep("a.lan", "10.0.0.2")},
 			want: []string{"delete a.lan 10.0.0.1 c"}},

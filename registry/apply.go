@@ -25,6 +25,7 @@ type Result struct {
 //
 //   - a delete becomes a durable pending-deletion mark, and only a mark older than its grace
 //     period deletes the entry or, for an adopted one, releases it to the user as it was found;
+//     a duplicate (another entry serves its address) is deleted at once;
 //   - an update that lifts a mark is an unmark;
 //   - create-only sends creates alone (no adoption, no unmark, no update); upsert-only never
 //     marks, deletes or releases.
@@ -63,6 +64,12 @@ func (r *Registry) Apply(now time.Time, st *State, changes []plan.Change) Result
 			if r.cfg.Policy != plan.Sync {
 				continue
 			}
+			if v := st.view(c.Old.ID); c.Duplicate && !v.has(TagPreExisting) {
+				// Its address stays served by another entry: no grace period to wait out.
+				res.Changes = append(res.Changes, c)
+				deleted[c.Old.ID] = true
+				continue
+			}
 			out, expiry := r.retire(now, st, c.Old)
 			if out != nil {
 				res.Changes = append(res.Changes, *out)
@@ -85,16 +92,13 @@ func (r *Registry) Apply(now time.Time, st *State, changes []plan.Change) Result
 // that is still in the future.
 func (r *Registry) retire(now time.Time, st *State, rec *endpoint.Record) (*plan.Change, time.Time) {
 	v := st.view(rec.ID)
-	grace := r.gracePeriod(&v)
-	raw, marked := v.value(PrefixPending)
-	markedAt, err := time.Parse(time.RFC3339, raw)
-	if !marked || err != nil {
+	due, marked := r.due(&v)
+	if !marked {
 		// Not yet marked (or the mark was mangled by hand): start the grace period now.
 		n := *rec
 		n.Tags = markedTags(rec.Tags, &v, PrefixPending+now.UTC().Format(time.RFC3339))
-		return &plan.Change{Action: plan.Mark, Old: rec, New: &n}, now.Add(grace)
+		return &plan.Change{Action: plan.Mark, Old: rec, New: &n}, now.Add(r.gracePeriod(&v))
 	}
-	due := markedAt.Add(grace)
 	if now.Before(due) {
 		return nil, due
 	}
@@ -114,6 +118,17 @@ func released(rec *endpoint.Record, v *view) *endpoint.Record {
 		n.IP, n.Hostname, n.Aliases = v.loan.ip, v.loan.hostname, append([]string{}, v.loan.aliases...)
 	}
 	return &n
+}
+
+// due is when the deletion mark on an entry falls due: the mark's time plus the entry's grace
+// period. marked is false when the entry carries no mark, or one mangled by hand.
+func (r *Registry) due(v *view) (due time.Time, marked bool) {
+	raw, ok := v.value(PrefixPending)
+	markedAt, err := time.Parse(time.RFC3339, raw)
+	if !ok || err != nil {
+		return time.Time{}, false
+	}
+	return markedAt.Add(r.gracePeriod(v)), true
 }
 
 // gracePeriod is the entry's own grace-period tag if it has one (so a per-object override

@@ -168,7 +168,7 @@ func TestPropertyOwnership(t *testing.T) {
 				before[id] = e
 			}
 			st := r.Classify(w.records())
-			desired := r.Desired(claims(rnd, age), st)
+			desired := r.Desired(now, claims(rnd, age), st)
 			changes := (&plan.Plan{Current: r.Current(st, desired), Desired: desired}).Calculate()
 			res := r.Apply(now, st, changes)
 			for _, c := range res.Changes {

@@ -335,14 +335,17 @@ func (r *Registry) ToPlan(st *State, desired []*endpoint.Endpoint) []*endpoint.E
 //
 //   - A hostname another cluster holds is left to it.
 //   - One namespace holds a hostname: the one named on the entries this cluster already has
-//     for it, until they are gone; only a hostname with no entry goes to the oldest claim.
-//     Other namespaces' claims are conflicts, so no tenant can take a hostname over.
+//     for it, until it lets go (holder); only a hostname it let go of, or with no entry, goes
+//     to the oldest claim. Other namespaces' claims are conflicts, so no tenant can take a
+//     hostname over.
 //   - Claims of the holding namespace merge: each address carries the source: tags of the
 //     objects that want it and the longest of their grace periods.
 //   - An object that resolves no address keeps exactly the entries that carry its source:
 //     tag (those not already marked for deletion): they stay wanted as they are.
 //   - Reserved tags among the user's tags are dropped and reported as Problems.
-func (r *Registry) Desired(eps []*endpoint.Endpoint, st *State) []*endpoint.Endpoint {
+//
+// now is the sync's clock reading, which says whose grace period has ended.
+func (r *Registry) Desired(now time.Time, eps []*endpoint.Endpoint, st *State) []*endpoint.Endpoint {
 	r.mergedMu.Lock()
 	defer r.mergedMu.Unlock()
 	if r.byHost == nil {
@@ -415,7 +418,7 @@ func (r *Registry) Desired(eps []*endpoint.Endpoint, st *State) []*endpoint.Endp
 			}
 		}
 		conflicts := len(st.Conflicts)
-		memo.out = r.merge(h, claims, owned, st)
+		memo.out = r.merge(now, h, claims, owned, st)
 		if memo.out != nil {
 			out = append(out, memo.out)
 		}
@@ -435,10 +438,13 @@ func clusterOf(rec *endpoint.Record) string {
 	return c
 }
 
-// holder is the namespace named on the hostname's owned entries, "" when there is none. The
-// operator writes one namespace on all of a hostname's entries; should they disagree (hand
-// edits), the first in order decides, so every replica decides the same.
-func (r *Registry) holder(owned []*endpoint.Record, st *State) string {
+// holder is the namespace that holds a hostname: the one named on its owned entries, "" when
+// there is none. The operator writes one namespace on all of a hostname's entries; should they
+// disagree (hand edits), the first in order decides, so every replica decides the same. A
+// namespace that no longer claims the hostname, and whose entries are all past their grace
+// period, has let go of it: the hostname goes to the oldest claim, and the plan makes that
+// claim's entries of the old ones in place, so the name never stops resolving.
+func (r *Registry) holder(now time.Time, owned []*endpoint.Record, claims []*endpoint.Endpoint, st *State) string {
 	best := ""
 	for _, rec := range owned {
 		v := st.view(rec.ID)
@@ -446,14 +452,23 @@ func (r *Registry) holder(owned []*endpoint.Record, st *State) string {
 			best = ns
 		}
 	}
-	return best
+	if best == "" || slices.ContainsFunc(claims, func(c *endpoint.Endpoint) bool { return c.Sources[0].Namespace == best }) {
+		return best
+	}
+	for _, rec := range owned {
+		v := st.view(rec.ID)
+		if due, marked := r.due(&v); !marked || now.Before(due) {
+			return best
+		}
+	}
+	return ""
 }
 
 // merge combines the claims on one hostname into the endpoint the plan sees; nil when every
 // claim lost to the holding namespace.
-func (r *Registry) merge(host string, claims []*endpoint.Endpoint, owned []*endpoint.Record, st *State) *endpoint.Endpoint {
+func (r *Registry) merge(now time.Time, host string, claims []*endpoint.Endpoint, owned []*endpoint.Record, st *State) *endpoint.Endpoint {
 	sort.SliceStable(claims, func(i, j int) bool { return olderClaim(claims[i], claims[j]) })
-	winner := r.holder(owned, st)
+	winner := r.holder(now, owned, claims, st)
 	winnerText := "namespace " + winner
 	if winner == "" {
 		winner = claims[0].Sources[0].Namespace

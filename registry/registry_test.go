@@ -3,6 +3,7 @@ package registry
 import (
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,7 +35,7 @@ func owned(id, host, ip string, extra ...string) endpoint.Record {
 // run is one full registry+plan pass, as the controller does it.
 func run(r *Registry, now time.Time, records []endpoint.Record, eps ...*endpoint.Endpoint) Result {
 	st := r.Classify(records)
-	desired := r.Desired(eps, st)
+	desired := r.Desired(now, eps, st)
 	changes := (&plan.Plan{Current: r.Current(st, desired), Desired: desired, Policy: r.cfg.Policy}).Calculate()
 	return r.Apply(now, st, changes)
 }
@@ -186,7 +187,7 @@ func TestDesiredClaims(t *testing.T) {
 	sameNS := claim("app.lan", "team-a", "app-api", "uid-a2", time.Minute, "10.0.0.2", "10.0.0.1")
 	intruder := claim("app.lan", "team-b", "steal", "uid-b", 0, "10.6.6.6")
 	st := r.Classify(nil)
-	got := r.Desired([]*endpoint.Endpoint{intruder, sameNS, old}, st)
+	got := r.Desired(t0, []*endpoint.Endpoint{intruder, sameNS, old}, st)
 	if len(got) != 1 {
 		t.Fatalf("desired = %d endpoints", len(got))
 	}
@@ -213,20 +214,82 @@ func TestHolderNamespaceIsSticky(t *testing.T) {
 	yearOld := claim("pay.lan", "team-a", "old", "uid-a", 365*24*time.Hour, "10.6.6.6")
 	dayOld := claim("pay.lan", "team-b", "pay", "uid-b", 24*time.Hour, "10.0.0.2")
 	st := r.Classify([]endpoint.Record{held})
-	got := r.Desired([]*endpoint.Endpoint{yearOld, dayOld}, st)
+	got := r.Desired(t0, []*endpoint.Endpoint{yearOld, dayOld}, st)
 	if len(got) != 1 || got[0].Sources[0].UID != "uid-b" || len(st.Conflicts) != 1 || st.Conflicts[0].Loser.UID != "uid-a" {
 		t.Fatalf("desired %+v conflicts %+v; want team-b to keep it", got, st.Conflicts)
 	}
 	// team-b deletes its Ingress: the entry is marked, and team-a still waits.
 	marked := owned("1", "pay.lan", "10.0.0.2", "namespace:team-b", "source:uid-b", PrefixPending+t0.Format(time.RFC3339))
 	st = r.Classify([]endpoint.Record{marked})
-	if got := r.Desired([]*endpoint.Endpoint{yearOld}, st); len(got) != 0 || len(st.Conflicts) != 1 {
+	if got := r.Desired(t0, []*endpoint.Endpoint{yearOld}, st); len(got) != 0 || len(st.Conflicts) != 1 {
 		t.Fatalf("during team-b's grace: desired %+v conflicts %+v", got, st.Conflicts)
 	}
 	// Once the entry is gone, the oldest claim wins.
 	st = r.Classify(nil)
-	if got := r.Desired([]*endpoint.Endpoint{yearOld}, st); len(got) != 1 || got[0].Sources[0].UID != "uid-a" {
+	if got := r.Desired(t0, []*endpoint.Endpoint{yearOld}, st); len(got) != 1 || got[0].Sources[0].UID != "uid-a" {
 		t.Fatalf("after the entry went: %+v", got)
+	}
+}
+
+// TestAHostnameIsHandedOverInPlace: when the namespace holding a hostname lets go of it while
+// another namespace's claim waits, the entry it leaves is re-pointed to the waiting claim in
+// one write when its grace period ends, so that the name never stops resolving; the holder
+// keeps it if it comes back, at any time before that write.
+func TestAHostnameIsHandedOverInPlace(t *testing.T) {
+	marked := owned("1", "pay.lan", "10.0.0.2", "namespace:team-b", "kind:Ingress", "source:uid-b", PrefixPending+t0.Format(time.RFC3339))
+	waiting := claim("pay.lan", "team-a", "old", "uid-a", 365*24*time.Hour, "10.6.6.6")
+	back := claim("pay.lan", "team-b", "pay2", "uid-b2", 0, "10.0.0.2")
+	for _, tc := range []struct {
+		name   string
+		now    time.Time
+		claims []*endpoint.Endpoint
+		// want is the one change, "" for none; ns and ip what it writes.
+		want, ns, ip string
+	}{
+		{"within team-b's grace period, team-a waits", t0.Add(4 * time.Minute), []*endpoint.Endpoint{waiting}, "", "", ""},
+		{"when it ends, team-a gets the entry in place", t0.Add(5 * time.Minute), []*endpoint.Endpoint{waiting}, "unmark pay.lan 1", "team-a", "10.6.6.6"},
+		{"long after, the same", t0.Add(time.Hour), []*endpoint.Endpoint{waiting}, "unmark pay.lan 1", "team-a", "10.6.6.6"},
+		{"team-b back within its grace period keeps it", t0.Add(4 * time.Minute), []*endpoint.Endpoint{waiting, back}, "unmark pay.lan 1", "team-b", "10.0.0.2"},
+		{"team-b back after its grace period keeps it", t0.Add(6 * time.Minute), []*endpoint.Endpoint{waiting, back}, "unmark pay.lan 1", "team-b", "10.0.0.2"},
+		{"nobody waits: deleted when due", t0.Add(5 * time.Minute), nil, "delete pay.lan 1", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := run(newReg(t, plan.Sync), tc.now, []endpoint.Record{marked}, tc.claims...)
+			got := actions(res)
+			if tc.want == "" {
+				if len(got) != 0 {
+					t.Fatalf("changes = %v, want none", got)
+				}
+				return
+			}
+			if !reflect.DeepEqual(got, []string{tc.want}) {
+				t.Fatalf("changes = %v, want %s", got, tc.want)
+			}
+			if n := res.Changes[0].New; n != nil {
+				if v := viewOf(n); n.IP != tc.ip || !v.has(PrefixNamespace+tc.ns) || slices.ContainsFunc(n.Tags, func(t string) bool { return strings.HasPrefix(t, PrefixPending) }) {
+					t.Fatalf("writes %+v, want it at %s for namespace %s, unmarked", n, tc.ip, tc.ns)
+				}
+			}
+		})
+	}
+}
+
+// TestADuplicateGoesAtOnce: when an adopted entry takes over the address of an entry the
+// operator created (adopted entries are the last to go), the created one is deleted at once,
+// before the adopted one is re-pointed, rather than marked: a grace period would leave two
+// lines for one (hostname, address). (Found by the soak.)
+func TestADuplicateGoesAtOnce(t *testing.T) {
+	r := newReg(t, plan.Sync)
+	adopted := endpoint.Record{ID: "a", Hostname: "nas.lan", IP: "10.0.0.1", Version: "3", Comment: "mine",
+		Tags: []string{"manual", TagPreExisting, "cluster:home", "k8s-operator", "kind:Ingress", "namespace:default", "source:uid-old",
+			PrefixOriginalHostname + "NAS.lan", PrefixOriginalIP + "192.168.1.9"}}
+	created := owned("c", "nas.lan", "10.0.0.3", "kind:Ingress", "namespace:default", "source:uid-1")
+	res := run(r, t0, []endpoint.Record{adopted, created}, claim("nas.lan", "default", "nas", "uid-1", time.Hour, "10.0.0.3"))
+	if got := actions(res); !reflect.DeepEqual(got, []string{"delete nas.lan c", "update nas.lan a"}) {
+		t.Fatalf("changes = %v, want the created entry deleted and the adopted one re-pointed", got)
+	}
+	if res.Changes[1].New.IP != "10.0.0.3" || res.Pending != 0 {
+		t.Fatalf("adopted entry now %+v, %d pending; want it at 10.0.0.3, nothing pending", res.Changes[1].New, res.Pending)
 	}
 }
 
@@ -238,7 +301,7 @@ func TestGraceIsPerClaim(t *testing.T) {
 	b.GracePeriod = &short
 	c := claim("shop.lan", "d", "c", "uid-c", time.Hour, "10.0.0.3", "10.0.0.4")
 	c.GracePeriod = &long
-	got := r.Desired([]*endpoint.Endpoint{a, b, c}, r.Classify(nil))[0].TargetTags
+	got := r.Desired(t0, []*endpoint.Endpoint{a, b, c}, r.Classify(nil))[0].TargetTags
 	want := map[string][]string{
 		"10.0.0.1": {"source:uid-a"},                                      // the default: no tag
 		"10.0.0.2": {"grace-period:2", "source:uid-b"},                    // b alone
@@ -250,7 +313,7 @@ func TestGraceIsPerClaim(t *testing.T) {
 	}
 	// An object without the annotation counts as the default, which beats a shorter one.
 	a2 := claim("shop.lan", "d", "a", "uid-a", time.Hour, "10.0.0.2")
-	got = r.Desired([]*endpoint.Endpoint{a2, b}, r.Classify(nil))[0].TargetTags
+	got = r.Desired(t0, []*endpoint.Endpoint{a2, b}, r.Classify(nil))[0].TargetTags
 	if !reflect.DeepEqual(got["10.0.0.2"], []string{"source:uid-a", "source:uid-b"}) {
 		t.Fatalf("10.0.0.2 tags = %q; want the default (no tag)", got["10.0.0.2"])
 	}
@@ -261,7 +324,7 @@ func TestReservedUserTagsAreDroppedAndReported(t *testing.T) {
 	ep := claim("web.lan", "d", "web", "uid", 0, "10.0.0.1")
 	ep.Tags = []string{"cluster:other", "k8s-operator", "ok", "pending-deletion:2099-01-01T00:00:00Z", "pre-existing:true", "grace-period:0", "source:x", "original-ip:1.2.3.4"}
 	st := r.Classify(nil)
-	got := r.Desired([]*endpoint.Endpoint{ep}, st)
+	got := r.Desired(t0, []*endpoint.Endpoint{ep}, st)
 	if !reflect.DeepEqual(got[0].Tags, []string{"homelab", "ok"}) {
 		t.Fatalf("tags = %q; want only the user's unreserved ones", got[0].Tags)
 	}
@@ -338,7 +401,7 @@ func TestMergesAreReusedOnlyWhileTheirInputsHold(t *testing.T) {
 	desired := func(recs []endpoint.Record, eps ...*endpoint.Endpoint) (map[string]*endpoint.Endpoint, *State) {
 		st := r.Classify(recs)
 		out := map[string]*endpoint.Endpoint{}
-		for _, e := range r.Desired(eps, st) {
+		for _, e := range r.Desired(t0, eps, st) {
 			out[e.Hostname] = e
 		}
 		return out, st
@@ -385,7 +448,7 @@ func TestSettledHostnamesAreLeftOutOnlyWhileNothingMoves(t *testing.T) {
 	step := func(incremental bool, records ...endpoint.Record) ([]*endpoint.Endpoint, []plan.Change) {
 		st := r.Classify(records)
 		st.Incremental = incremental
-		desired := r.Desired([]*endpoint.Endpoint{web}, st)
+		desired := r.Desired(t0, []*endpoint.Endpoint{web}, st)
 		toPlan := r.ToPlan(st, desired)
 		changes := (&plan.Plan{Current: r.Current(st, toPlan), Desired: toPlan}).Calculate()
 		return toPlan, r.Apply(t0, st, changes).Changes
@@ -436,7 +499,7 @@ func TestAHeldHostnameWithoutEntriesSettlesSafely(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		st := r.Classify(nil)
 		st.Incremental = true
-		desired := r.Desired([]*endpoint.Endpoint{held}, st)
+		desired := r.Desired(t0, []*endpoint.Endpoint{held}, st)
 		toPlan := r.ToPlan(st, desired)
 		changes := (&plan.Plan{Current: r.Current(st, toPlan), Desired: toPlan}).Calculate()
 		if res := r.Apply(t0, st, changes); len(res.Changes) != 0 {

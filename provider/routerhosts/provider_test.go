@@ -368,7 +368,7 @@ func TestAdoptionOfAnEntryEditedSinceItWasReadIsDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := reg.Classify(recs)
-	desired := reg.Desired([]*endpoint.Endpoint{want}, st)
+	desired := reg.Desired(time.Now(), []*endpoint.Endpoint{want}, st)
 	changes := reg.Apply(time.Now(), st, (&plan.Plan{Current: reg.Current(st, desired), Desired: desired}).Calculate()).Changes
 	if len(changes) != 1 || changes[0].Action != plan.Adopt {
 		t.Fatalf("changes = %v", changes)

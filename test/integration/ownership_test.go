@@ -17,6 +17,7 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
+	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
 )
 
 // handMade writes an entry straight into the server's store, as a person with the router-hosts
@@ -347,20 +348,35 @@ func TestHostnameStaysWithTheNamespaceHoldingIt(t *testing.T) {
 		t.Fatalf("after recreating the entry is still marked: %q", got.Tags)
 	}
 
-	// team-b lets it go for good: once the entry is gone, the other claim is written.
+	// team-b lets it go for good: when its grace period ends, its entry is handed to the
+	// waiting claim in place, one UpdateHost of the same entry, so pay.lan never stops
+	// resolving (no sync leaves it without an entry).
 	if err := cp.Client.NetworkingV1().Ingresses(teamB).Delete(context.Background(), "pay", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitSource(func(eps []*endpoint.Endpoint) bool { return len(eps) == 1 })
 	h.sync()
+	if got := h.one("pay.lan"); got.ID != held.ID || got.HasTag("namespace:"+teamA) {
+		t.Fatalf("during team-b's grace period: %+v; want team-b's entry, marked", got)
+	}
 	h.clock.Add(6 * time.Minute)
-	if out := h.sync(); !out.Resync {
-		t.Fatalf("the sync that deleted team-b's entry did not ask for another: %+v", out)
-	}
+	h.srv.Service().ResetCalls()
 	h.sync()
-	if got := h.one("pay.lan"); got.IP != "10.40.0.9" || !got.HasTag("namespace:"+teamA) {
-		t.Fatalf("after team-b's entry went: %+v; want team-a's claim", got)
+	got := h.one("pay.lan")
+	if got.ID != held.ID || got.IP != "10.40.0.9" || !got.HasTag("namespace:"+teamA) || got.HasTag("namespace:"+teamB) {
+		t.Fatalf("after team-b's grace period: %+v; want its entry re-pointed to team-a's claim", got)
 	}
+	if _, marked := got.TagValue("pending-deletion:"); marked {
+		t.Fatalf("the handed-over entry is still marked: %q", got.Tags)
+	}
+	// (The one DeleteHost of this sync is other.lan's, which old let go of at the same time.)
+	if c := h.srv.Service().CallCounts(); c[inmemory.MethodUpdate] != 1 || c[inmemory.MethodAdd] != 0 {
+		t.Fatalf("calls = %v, want the hand-over in one UpdateHost and nothing added", c)
+	}
+	if n := len(h.entries("other.lan")); n != 0 {
+		t.Fatalf("other.lan has %d entries after its grace period", n)
+	}
+	h.quiet("after the hand-over")
 }
 
 func TestConflictRetryRechecksOwnership(t *testing.T) {
