@@ -336,8 +336,8 @@ func (r *Registry) ToPlan(st *State, desired []*endpoint.Endpoint) []*endpoint.E
 //   - A hostname another cluster holds is left to it.
 //   - One namespace holds a hostname: the one named on the entries this cluster already has
 //     for it, until it lets go (holder); only a hostname it let go of, or with no entry, goes
-//     to the oldest claim. Other namespaces' claims are conflicts, so no tenant can take a
-//     hostname over.
+//     to the oldest claim that wants an address (taker). Other namespaces' claims are
+//     conflicts, so no tenant can take a hostname over.
 //   - Claims of the holding namespace merge: each address carries the source: tags of the
 //     objects that want it and the longest of their grace periods.
 //   - An object that resolves no address keeps exactly the entries that carry its source:
@@ -441,9 +441,10 @@ func clusterOf(rec *endpoint.Record) string {
 // holder is the namespace that holds a hostname: the one named on its owned entries, "" when
 // there is none. The operator writes one namespace on all of a hostname's entries; should they
 // disagree (hand edits), the first in order decides, so every replica decides the same. A
-// namespace that no longer claims the hostname, and whose entries are all past their grace
-// period, has let go of it: the hostname goes to the oldest claim, and the plan makes that
-// claim's entries of the old ones in place, so the name never stops resolving.
+// namespace that no longer wants an address of the hostname (no claim has one, none is held
+// on an entry of its own), and whose entries are all past their grace period, has let go of
+// it: the hostname goes to the next claim (taker), and the plan makes that claim's entries of
+// the old ones in place, so the name never stops resolving.
 func (r *Registry) holder(now time.Time, owned []*endpoint.Record, claims []*endpoint.Endpoint, st *State) string {
 	best := ""
 	for _, rec := range owned {
@@ -452,7 +453,9 @@ func (r *Registry) holder(now time.Time, owned []*endpoint.Record, claims []*end
 			best = ns
 		}
 	}
-	if best == "" || slices.ContainsFunc(claims, func(c *endpoint.Endpoint) bool { return c.Sources[0].Namespace == best }) {
+	if best == "" || slices.ContainsFunc(claims, func(c *endpoint.Endpoint) bool {
+		return c.Sources[0].Namespace == best && r.wants(c, owned, st)
+	}) {
 		return best
 	}
 	for _, rec := range owned {
@@ -464,6 +467,24 @@ func (r *Registry) holder(now time.Time, owned []*endpoint.Record, claims []*end
 	return ""
 }
 
+// taker is the claim that takes a hostname nobody holds: the oldest that wants an address (a
+// held claim without an entry of its own cannot write one, and must not keep the name from
+// the others), else the oldest. claims are sorted oldest first.
+func (r *Registry) taker(claims []*endpoint.Endpoint, owned []*endpoint.Record, st *State) *endpoint.Endpoint {
+	for _, c := range claims {
+		if r.wants(c, owned, st) {
+			return c
+		}
+	}
+	return claims[0]
+}
+
+// wants reports whether a claim asks for an address: one it resolves, or, held, an entry
+// of its own it keeps.
+func (r *Registry) wants(c *endpoint.Endpoint, owned []*endpoint.Record, st *State) bool {
+	return !c.Held() || len(r.heldTargets(c, owned, st)) > 0
+}
+
 // merge combines the claims on one hostname into the endpoint the plan sees; nil when every
 // claim lost to the holding namespace.
 func (r *Registry) merge(now time.Time, host string, claims []*endpoint.Endpoint, owned []*endpoint.Record, st *State) *endpoint.Endpoint {
@@ -471,8 +492,9 @@ func (r *Registry) merge(now time.Time, host string, claims []*endpoint.Endpoint
 	winner := r.holder(now, owned, claims, st)
 	winnerText := "namespace " + winner
 	if winner == "" {
-		winner = claims[0].Sources[0].Namespace
-		winnerText = winner + "/" + claims[0].Sources[0].Name
+		t := r.taker(claims, owned, st)
+		winner = t.Sources[0].Namespace
+		winnerText = winner + "/" + t.Sources[0].Name
 	}
 	m := &endpoint.Endpoint{Hostname: host, Sources: make([]endpoint.SourceRef, 0, len(claims))}
 	// perTarget is one claim's wish for one address: whose it is and how long its grace.

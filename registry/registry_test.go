@@ -252,6 +252,8 @@ func TestAHostnameIsHandedOverInPlace(t *testing.T) {
 		{"team-b back within its grace period keeps it", t0.Add(4 * time.Minute), []*endpoint.Endpoint{waiting, back}, "unmark pay.lan 1", "team-b", "10.0.0.2"},
 		{"team-b back after its grace period keeps it", t0.Add(6 * time.Minute), []*endpoint.Endpoint{waiting, back}, "unmark pay.lan 1", "team-b", "10.0.0.2"},
 		{"nobody waits: deleted when due", t0.Add(5 * time.Minute), nil, "delete pay.lan 1", "", ""},
+		{"team-b's claim left is held without an entry of its own: it has let go", t0.Add(5 * time.Minute),
+			[]*endpoint.Endpoint{waiting, claim("pay.lan", "team-b", "held", "uid-b3", time.Minute)}, "unmark pay.lan 1", "team-a", "10.6.6.6"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := run(newReg(t, plan.Sync), tc.now, []endpoint.Record{marked}, tc.claims...)
@@ -290,6 +292,23 @@ func TestADuplicateGoesAtOnce(t *testing.T) {
 	}
 	if res.Changes[1].New.IP != "10.0.0.3" || res.Pending != 0 {
 		t.Fatalf("adopted entry now %+v, %d pending; want it at 10.0.0.3, nothing pending", res.Changes[1].New, res.Pending)
+	}
+}
+
+// TestAHeldClaimDoesNotTakeAHostnameFromOneWithAnAddress: a hostname nobody holds goes to the
+// oldest claim that wants an address; a held claim (no address, no entry of its own) cannot
+// write one and does not keep the name from the others.
+func TestAHeldClaimDoesNotTakeAHostnameFromOneWithAnAddress(t *testing.T) {
+	r := newReg(t, plan.Sync)
+	held := claim("pay.lan", "team-a", "old", "uid-a", 365*24*time.Hour)
+	young := claim("pay.lan", "team-b", "pay", "uid-b", time.Hour, "10.0.0.2")
+	res := run(r, t0, nil, held, young)
+	if got := actions(res); !reflect.DeepEqual(got, []string{"create pay.lan"}) || !slices.Contains(res.Changes[0].New.Tags, "namespace:team-b") {
+		t.Fatalf("changes = %v (%+v), want team-b's entry", got, res.Changes)
+	}
+	// Held alone, the oldest claim still holds the name, with nothing to write.
+	if got := actions(run(newReg(t, plan.Sync), t0, nil, held)); len(got) != 0 {
+		t.Fatalf("changes = %v, want none", got)
 	}
 }
 
