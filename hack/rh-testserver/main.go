@@ -11,8 +11,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -26,10 +24,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
-
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/rhclient"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
 )
@@ -98,57 +94,18 @@ func list(args []string, out io.Writer) error {
 	if *addr == "" || *caFile == "" || *certFile == "" || *keyFile == "" {
 		return errors.New("-addr, -ca, -cert and -key are required (or the ROUTER_HOSTS_OPERATOR_* variables)")
 	}
-	conf, err := clientTLS(*caFile, *certFile, *keyFile, *serverName)
+	cli, closeCli, err := rhclient.Dial(*addr, rhclient.Files{CA: *caFile, Cert: *certFile, Key: *keyFile, ServerName: *serverName})
 	if err != nil {
 		return err
 	}
-	conn, err := grpc.NewClient(*addr, grpc.WithTransportCredentials(credentials.NewTLS(conf)))
-	if err != nil {
-		return fmt.Errorf("dialing %s: %w", *addr, err)
-	}
-	defer conn.Close()
+	defer closeCli()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	entries, err := listHosts(ctx, pb.NewHostsServiceClient(conn))
+	entries, err := rhclient.List(ctx, cli)
 	if err != nil {
 		return fmt.Errorf("listing %s: %w", *addr, err)
 	}
 	return printTable(out, entries)
-}
-
-// clientTLS is the configuration the real server demands: TLS 1.3 and a client certificate.
-func clientTLS(caFile, certFile, keyFile, serverName string) (*tls.Config, error) {
-	pair, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		return nil, fmt.Errorf("loading %s and %s: %w", certFile, keyFile, err)
-	}
-	caPEM, err := os.ReadFile(caFile)
-	if err != nil {
-		return nil, fmt.Errorf("reading the CA: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(caPEM) {
-		return nil, fmt.Errorf("%s holds no PEM certificate", caFile)
-	}
-	return &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{pair}, RootCAs: pool, ServerName: serverName}, nil
-}
-
-func listHosts(ctx context.Context, c pb.HostsServiceClient) ([]*pb.HostEntry, error) {
-	stream, err := c.ListHosts(ctx, &pb.ListHostsRequest{})
-	if err != nil {
-		return nil, fmt.Errorf("ListHosts: %w", err)
-	}
-	var entries []*pb.HostEntry
-	for {
-		r, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
-			return entries, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("ListHosts: %w", err)
-		}
-		entries = append(entries, r.GetEntry())
-	}
 }
 
 // printTable sorts by hostname then IP, because the server streams entries in no order.
