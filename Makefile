@@ -14,7 +14,7 @@ HELM          := $(CURDIR)/.cache/helm/$(HELM_VERSION)/helm
 # that external-dns stays out of the operator's go.mod.
 EXTERNAL_DNS_TESTS := test/externaldns
 
-.PHONY: all build cross test unit integration demo bench lint generate envtest-assets helm clean fuzz image
+.PHONY: all build cross test unit integration soak demo bench lint generate envtest-assets helm clean fuzz image
 
 all: lint build test
 
@@ -43,11 +43,14 @@ $(HELM):
 
 # Unit and integration tests; integration tests run a real kube-apiserver and etcd, and the
 # chart tests the helm built above. The Traefik rule scanner is also fuzzed briefly (`make fuzz`
-# runs it for longer).
+# runs it for longer). Last, the short soak: a fixed seed and a random one, 30 s of churn each,
+# the operator built with the race detector; it runs alone, since it is timed against the
+# machine's two cores.
 test: envtest-assets helm lint cross
-	HELM=$(HELM) KUBEBUILDER_ASSETS=$(ASSETS) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	HELM=$(HELM) KUBEBUILDER_ASSETS=$(ASSETS) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /test/soak)
 	cd $(EXTERNAL_DNS_TESTS) && $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(GO) test -run '^$$' -fuzz '^FuzzParseMatch$$' -fuzztime $(FUZZ_SMOKE) ./source/
+	KUBEBUILDER_ASSETS=$(ASSETS) $(GO) test -count=1 -v -timeout $(TEST_TIMEOUT) ./test/soak/
 
 FUZZ_SMOKE    ?= 30000x
 # Each fuzz target in turn, for an execution count rather than a time: a -fuzztime deadline can
@@ -65,6 +68,21 @@ unit:
 
 integration: envtest-assets helm
 	HELM=$(HELM) KUBEBUILDER_ASSETS=$(ASSETS) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/...
+
+# The whole-system soak (test/soak): two clusters sharing a router, every source kind churned,
+# a person editing the router by hand, replicas killed, the router and the kube-apiserver
+# restarted, a faulty network; checked against a model during the churn and after it settles.
+# The seed is printed first and with every failure; SOAK_SEED=N replays that run. Also:
+# SOAK_ROUTER_BIN (the real router-hosts server), SOAK_MUTATION (an operator broken on
+# purpose, which must fail), SOAK_RACE=1 (the race detector, which make test's short soak
+# always uses; off here so that a long run measures the operator's own memory),
+# SOAK_OPERATOR_BIN, SOAK_SETTLE, SOAK_DIR.
+SOAK_SEED     ?= random
+SOAK_DURATION ?= 60s
+SOAK_RACE     ?= 0
+soak: envtest-assets
+	SOAK_SEED=$(SOAK_SEED) SOAK_DURATION=$(SOAK_DURATION) SOAK_RACE=$(SOAK_RACE) KUBEBUILDER_ASSETS=$(ASSETS) \
+	  $(GO) test -count=1 -v -timeout 4h -run '^TestSoak$$' ./test/soak/
 
 # The operator's main job on this machine: a local control plane, the example Ingresses, the
 # router-hosts test server standing in for a router; a dry run, a real sync, the result.
