@@ -108,6 +108,8 @@ func failureOf(ce *plan.ChangeError) Failure {
 
 // Report is what reporters learn about a sync.
 type Report struct {
+	// Cluster is the cluster name the sync ran as (a RouterHostsConfig may change it).
+	Cluster string
 	// Desired holds the merged endpoint of every managed hostname, with the objects that won it.
 	Desired []*endpoint.Endpoint
 	// Endpoints are the sources' endpoints the sync read (within the domain filter), so that a
@@ -490,7 +492,7 @@ func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
 	for _, ce := range changeErrors(applyErr) {
 		failedChanges[ce.Change] = ce
 	}
-	rep := &Report{Desired: desired, Endpoints: eps, Objects: objects, Entries: entriesAfter(st.Owned, res.Changes, applyErr), Failed: failed, FailedChanges: failedChanges,
+	rep := &Report{Cluster: reg.ClusterName(), Desired: desired, Endpoints: eps, Objects: objects, Entries: entriesAfter(st.Owned, res.Changes, applyErr), Failed: failed, FailedChanges: failedChanges,
 		Changes: res.Changes, Pending: res.Pending, Foreign: st.ForeignCount(), SourceEndpoints: counts, Conflicts: st.Conflicts,
 		Problems: st.Problems, Started: start, Duration: c.cfg.Now().Sub(start), ListDuration: listDuration}
 	if whole != nil {

@@ -25,7 +25,6 @@ const ns = "router_hosts_operator"
 type Metrics struct {
 	Registry *prometheus.Registry
 
-	cluster         string
 	sourceNames     []string
 	syncedEntries   *entries
 	syncErrors      *prometheus.CounterVec
@@ -46,10 +45,10 @@ type Metrics struct {
 
 // New creates and registers the metrics. sourceNames label source_endpoints in the order the
 // controller reads the sources.
-func New(cluster string, sourceNames []string) *Metrics {
+func New(sourceNames []string) *Metrics {
 	m := &Metrics{
-		Registry: prometheus.NewRegistry(), cluster: cluster, sourceNames: sourceNames,
-		syncedEntries: &entries{cluster: cluster, desc: prometheus.NewDesc(prometheus.BuildFQName(ns, "", "synced_entries"),
+		Registry: prometheus.NewRegistry(), sourceNames: sourceNames,
+		syncedEntries: &entries{desc: prometheus.NewDesc(prometheus.BuildFQName(ns, "", "synced_entries"),
 			"Entries this cluster owns on the router-hosts server, by namespace and kind.", []string{"cluster", "namespace", "kind"}, nil)},
 		syncErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "sync_errors_total",
 			Help: "Failed syncs by the stage that failed (source, list, authentication, apply)."}, []string{"reason"}),
@@ -132,7 +131,7 @@ func (m *Metrics) Report(_ context.Context, r *controller.Report) {
 	m.serverConnected.Set(1)
 	m.pending.Set(float64(r.Pending))
 	m.foreign.Set(float64(r.Foreign))
-	m.syncedEntries.set(r.Entries)
+	m.syncedEntries.set(r.Cluster, r.Entries)
 	if r.Stage == controller.StageApply {
 		m.syncErrors.WithLabelValues(r.Stage.String()).Inc()
 		return
@@ -141,18 +140,19 @@ func (m *Metrics) Report(_ context.Context, r *controller.Report) {
 }
 
 // entries is synced_entries: the last report's entries, counted by owner when scraped rather
-// than at every sync, which at ten thousand entries would cost each sync a pass over them.
+// than at every sync, which at ten thousand entries would cost each sync a pass over them. The
+// cluster label is the one that sync ran as, so it follows a RouterHostsConfig's clusterName.
 type entries struct {
-	cluster string
-	desc    *prometheus.Desc
+	desc *prometheus.Desc
 
 	mu      sync.Mutex
+	cluster string
 	entries map[string][]endpoint.Record
 }
 
-func (e *entries) set(entries map[string][]endpoint.Record) {
+func (e *entries) set(cluster string, entries map[string][]endpoint.Record) {
 	e.mu.Lock()
-	e.entries = entries
+	e.cluster, e.entries = cluster, entries
 	e.mu.Unlock()
 }
 
@@ -162,7 +162,7 @@ func (e *entries) Describe(ch chan<- *prometheus.Desc) { ch <- e.desc }
 // Collect is part of prometheus.Collector: one gauge per owner.
 func (e *entries) Collect(ch chan<- prometheus.Metric) {
 	e.mu.Lock()
-	all := e.entries
+	cluster, all := e.cluster, e.entries
 	e.mu.Unlock()
 	type series struct{ namespace, kind string }
 	counts := map[series]int{}
@@ -173,7 +173,7 @@ func (e *entries) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	for s, n := range counts {
-		ch <- prometheus.MustNewConstMetric(e.desc, prometheus.GaugeValue, float64(n), e.cluster, s.namespace, s.kind)
+		ch <- prometheus.MustNewConstMetric(e.desc, prometheus.GaugeValue, float64(n), cluster, s.namespace, s.kind)
 	}
 }
 

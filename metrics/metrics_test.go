@@ -9,7 +9,7 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
 
-// syncedEntries scrapes synced_entries as "namespace/kind" → value.
+// syncedEntries scrapes synced_entries as "cluster/namespace/kind" → value.
 func syncedEntries(t *testing.T, m *Metrics) map[string]float64 {
 	t.Helper()
 	fams, err := m.Registry.Gather()
@@ -26,31 +26,29 @@ func syncedEntries(t *testing.T, m *Metrics) map[string]float64 {
 			for _, l := range mt.GetLabel() {
 				labels[l.GetName()] = l.GetValue()
 			}
-			if labels["cluster"] != "home" {
-				t.Errorf("cluster label %q", labels["cluster"])
-			}
-			out[labels["namespace"]+"/"+labels["kind"]] = mt.GetGauge().GetValue()
+			out[labels["cluster"]+"/"+labels["namespace"]+"/"+labels["kind"]] = mt.GetGauge().GetValue()
 		}
 	}
 	return out
 }
 
 // TestSyncedEntriesAreCountedByOwnerWhenScraped: the last report's entries, by the namespace
-// and kinds in their tags, and a later report replaces the counts.
+// and kinds in their tags, labelled with the cluster the sync ran as; a later report replaces
+// the counts, and its cluster the label (a RouterHostsConfig renamed the cluster).
 func TestSyncedEntriesAreCountedByOwnerWhenScraped(t *testing.T) {
-	m := New("home", []string{"ingress"})
+	m := New([]string{"ingress"})
 	rec := func(id, ns, kind string) endpoint.Record {
 		return endpoint.Record{ID: id, Tags: []string{"k8s-operator", "cluster:home", "namespace:" + ns, "kind:" + kind}}
 	}
-	m.Report(context.Background(), &controller.Report{Entries: map[string][]endpoint.Record{
+	m.Report(context.Background(), &controller.Report{Cluster: "home", Entries: map[string][]endpoint.Record{
 		"a.lan": {rec("1", "web", "Ingress"), rec("2", "web", "Ingress")}, "b.lan": {rec("3", "dns", "HostMapping")}}})
-	if got, want := syncedEntries(t, m), map[string]float64{"web/Ingress": 2, "dns/HostMapping": 1}; !reflect.DeepEqual(got, want) {
+	if got, want := syncedEntries(t, m), map[string]float64{"home/web/Ingress": 2, "home/dns/HostMapping": 1}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("synced_entries = %v, want %v", got, want)
 	}
 	moved := rec("1", "web", "Ingress")
 	moved.Tags[2] = "namespace:other"
-	m.Report(context.Background(), &controller.Report{Entries: map[string][]endpoint.Record{"a.lan": {moved}}})
-	if got, want := syncedEntries(t, m), map[string]float64{"other/Ingress": 1}; !reflect.DeepEqual(got, want) {
+	m.Report(context.Background(), &controller.Report{Cluster: "lab", Entries: map[string][]endpoint.Record{"a.lan": {moved}}})
+	if got, want := syncedEntries(t, m), map[string]float64{"lab/other/Ingress": 1}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("after a second report: %v, want %v", got, want)
 	}
 }

@@ -151,6 +151,9 @@ func (r *Registry) Reconfigure(cfg Config) error {
 	return nil
 }
 
+// ClusterName is the name of the cluster whose entries the registry owns.
+func (r *Registry) ClusterName() string { return r.cfg.ClusterName }
+
 // SplitDefaultTags reads a list of default tags as a RouterHostsConfig writes it: the owner
 // tag is implied and dropped, cluster:<name> names the cluster, and any other reserved tag is
 // an error.

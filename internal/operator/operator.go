@@ -119,7 +119,7 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 		return nil, fmt.Errorf("loading kubeconfig: %w", err)
 	}
 	restCfg.UserAgent = "router-hosts-operator/" + cfg.Version
-	op.metrics = metrics.New(cfg.ClusterName, cfg.Sources)
+	op.metrics = metrics.New(cfg.Sources)
 	restCfg.Wrap(op.metrics.WrapTransport)
 	kc, err := newKubeClients(restCfg, cfg.KubeAPIQPS, cfg.KubeAPIBurst, hooks.StatusQPS)
 	if err != nil {

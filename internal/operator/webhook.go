@@ -47,7 +47,7 @@ func NewWebhook(cfg *Config, log *logrus.Logger, now func() time.Time) (_ *Webho
 	if err != nil {
 		return nil, fmt.Errorf("--cluster-name/--default-tag: %w", err)
 	}
-	w.metrics = metrics.New(s.ClusterName, []string{webhook.SourceKind})
+	w.metrics = metrics.New([]string{webhook.SourceKind})
 	prov, closeProv, err := newProvider(cfg, s, log, w.metrics.ObserveRPC, reg.StillApplies)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/router-hosts-operator/router-hosts-operator/api/v1alpha1"
+	"github.com/router-hosts-operator/router-hosts-operator/controller"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/clusterconfig"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
@@ -154,7 +156,9 @@ func TestTheDesignsRouterHostsConfigIsAcceptedAsWritten(t *testing.T) {
 // a rotated Secret is used without a restart; status and printer columns tell it all.
 func TestRouterHostsConfigIsAppliedLive(t *testing.T) {
 	name := "it-config-live"
-	h := newHarness(t, options{configName: name, endpoint: "127.0.0.1:1", cluster: "flags", ipResolution: []string{"static:10.9.9.9"}})
+	seen := &clusterSeen{}
+	h := newHarness(t, options{configName: name, endpoint: "127.0.0.1:1", cluster: "flags", ipResolution: []string{"static:10.9.9.9"},
+		reporters: []controller.Reporter{seen}})
 	traefik := h.service("traefik", corev1.ServiceTypeLoadBalancer, nil)
 	h.setLoadBalancer(traefik, corev1.LoadBalancerIngress{IP: "10.0.0.7"})
 	h.mtlsSecret("router-hosts-mtls", h.srv.CertFile(), h.srv.KeyFile())
@@ -173,6 +177,10 @@ func TestRouterHostsConfigIsAppliedLive(t *testing.T) {
 	e := h.one("web.lan")
 	if e.IP != "10.0.0.7" || !e.HasTag("cluster:homelab") || e.HasTag("cluster:flags") || slices.ContainsFunc(e.Tags, func(t string) bool { return strings.HasPrefix(t, "grace-period:") }) {
 		t.Fatalf("entry %v: want 10.0.0.7 from the IngressController step, cluster:homelab, the default grace", e)
+	}
+	// The metrics' cluster label comes from the report: the configuration in use, not the flag.
+	if c := seen.get(); c != "homelab" {
+		t.Fatalf("the sync reported cluster %q, want the config's homelab", c)
 	}
 	waitFor(t, 15*time.Second, func() bool {
 		st, gen := configStatus(t, name)
@@ -333,4 +341,24 @@ func resourceVersion(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	return u.GetResourceVersion()
+}
+
+// clusterSeen is a reporter that keeps the cluster the last sync reported.
+type clusterSeen struct {
+	mu      sync.Mutex
+	cluster string
+}
+
+func (c *clusterSeen) Report(_ context.Context, r *controller.Report) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r.Cluster != "" {
+		c.cluster = r.Cluster
+	}
+}
+
+func (c *clusterSeen) get() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cluster
 }
