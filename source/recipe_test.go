@@ -44,7 +44,9 @@ func (k *widgetKind) claim(o metav1.Object) claim {
 }
 
 // widgetSpec keeps what the kind reads of a Widget's spec.
-func widgetSpec(spec map[string]any) map[string]any { return map[string]any{"hostnames": spec["hostnames"]} }
+func widgetSpec(spec map[string]any) map[string]any {
+	return map[string]any{"hostnames": spec["hostnames"]}
+}
 
 // Step 3: the line of kinds().
 var recipe = []kindInfo{
