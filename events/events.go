@@ -57,9 +57,17 @@ type Recorder struct {
 	normal, suppressed int
 
 	mu sync.Mutex
-	// last is the message of the last standing warning per object and reason, so a condition
-	// that persists across syncs is reported once and again only when it changes.
-	last map[string]string
+	// last is the last standing warning per object and reason, so a condition that persists
+	// across syncs is reported once and again only when it changes.
+	last map[string]warning
+}
+
+// warning is a standing warning: its message and the object it is about.
+type warning struct {
+	msg string
+	ref endpoint.SourceRef
+	// host is the hostname of a conflict, for the log.
+	host string
 }
 
 // New starts an event broadcaster writing through client; stop flushes and ends it. client
@@ -73,7 +81,7 @@ func New(client typedcorev1.EventsGetter, log logrus.FieldLogger) (r *Recorder, 
 
 // NewWithRecorder uses an existing recorder (tests pass record.FakeRecorder).
 func NewWithRecorder(rec record.EventRecorder, log logrus.FieldLogger) *Recorder {
-	return &Recorder{rec: rec, log: log, last: map[string]string{}}
+	return &Recorder{rec: rec, log: log, last: map[string]warning{}}
 }
 
 // SetLeading turns emission on or off.
@@ -182,55 +190,65 @@ func (r *Recorder) retired(c *plan.Change, alive map[string]endpoint.SourceRef) 
 
 // standing reports conditions that last across syncs (write failures, an authentication
 // failure, conflicts, reserved tags) once each, and forgets them when they clear so a
-// recurrence is reported again.
+// recurrence is reported again. A conflict is also logged when it starts and when it ends:
+// the log tells the story of a hostname two namespaces (or clusters) want without repeating
+// it at every sync.
 func (r *Recorder) standing(rep *controller.Report, claims map[string][]endpoint.SourceRef) {
-	now := map[string]string{}
-	refs := map[string]endpoint.SourceRef{}
+	now := map[string]warning{}
 	for host, f := range rep.Failed {
 		msg := f.Err.Error()
 		if f.Kind == controller.FailureAuthentication {
 			msg = AuthenticationFailed + ": " + msg
 		}
 		for _, s := range claims[host] {
-			k := s.UID + "/" + SyncFailed
-			now[k], refs[k] = msg, s
+			now[s.UID+"/"+SyncFailed] = warning{msg: msg, ref: s}
 		}
 	}
 	if rep.AuthFailed {
 		for _, ep := range rep.Endpoints {
 			for _, s := range ep.Sources {
-				k := s.UID + "/" + SyncFailed
-				now[k], refs[k] = AuthenticationFailed+": "+rep.Err.Error(), s
+				now[s.UID+"/"+SyncFailed] = warning{msg: AuthenticationFailed + ": " + rep.Err.Error(), ref: s}
 			}
 		}
 	}
 	for _, c := range rep.Conflicts {
-		k := c.Loser.UID + "/" + HostnameConflict
-		now[k], refs[k] = fmt.Sprintf("hostname %s is held by %s; this claim is not written", c.Hostname, c.Winner), c.Loser
+		now[c.Loser.UID+"/"+HostnameConflict] = warning{msg: fmt.Sprintf("hostname %s is held by %s; this claim is not written", c.Hostname, c.Winner),
+			ref: c.Loser, host: c.Hostname}
 	}
 	for _, p := range rep.Problems {
 		k := p.Source.UID + "/" + InvalidAnnotation
 		if prev, ok := now[k]; ok {
-			now[k] = prev + "; " + p.Message
+			prev.msg += "; " + p.Message
+			now[k] = prev
 		} else {
-			now[k], refs[k] = p.Message, p.Source
+			now[k] = warning{msg: p.Message, ref: p.Source}
 		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for k, msg := range now {
-		if r.last[k] == msg {
+	for k, w := range now {
+		if r.last[k].msg == w.msg {
 			continue
 		}
-		r.last[k] = msg
+		r.last[k] = w
 		reason := k[strings.LastIndex(k, "/")+1:]
-		r.rec.Event(objectRef(refs[k]), corev1.EventTypeWarning, reason, msg)
-	}
-	for k := range r.last {
-		if _, ok := now[k]; !ok {
-			delete(r.last, k)
+		r.rec.Event(objectRef(w.ref), corev1.EventTypeWarning, reason, w.msg)
+		if reason == HostnameConflict {
+			r.objectLog(w).Warn(w.msg)
 		}
 	}
+	for k, w := range r.last {
+		if _, ok := now[k]; !ok {
+			delete(r.last, k)
+			if strings.HasSuffix(k, "/"+HostnameConflict) {
+				r.objectLog(w).Info("hostname conflict over: this claim is written, or no longer made")
+			}
+		}
+	}
+}
+
+func (r *Recorder) objectLog(w warning) logrus.FieldLogger {
+	return r.log.WithFields(logrus.Fields{"hostname": w.host, "kind": w.ref.Kind, "namespace": w.ref.Namespace, "name": w.ref.Name})
 }
 
 // normalEvent sends a Normal event about a transition, within the per-sync cap.

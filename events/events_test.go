@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sirupsen/logrus"
+	logtest "github.com/sirupsen/logrus/hooks/test"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
@@ -149,5 +150,38 @@ func TestAFailedChangeIsNeverAnnouncedAsDone(t *testing.T) {
 	}
 	if len(normal) != 1 || !strings.Contains(normal[0], "10.0.0.1") {
 		t.Fatalf("normal events %q; want only the create that went through", normal)
+	}
+}
+
+// TestAConflictIsLoggedWhenItStartsAndWhenItEnds: a claim that loses to another namespace's
+// or cluster's hold is one Warning event and one log line however many syncs see it, and one
+// log line when it ends.
+func TestAConflictIsLoggedWhenItStartsAndWhenItEnds(t *testing.T) {
+	fake := record.NewFakeRecorder(100)
+	log, hook := logtest.NewNullLogger()
+	r := NewWithRecorder(fake, log)
+	r.SetLeading(true)
+	steal := endpoint.SourceRef{Version: "v1", Group: "networking.k8s.io", Kind: "Ingress", Namespace: "b", Name: "steal", UID: "u2"}
+	theirs := endpoint.SourceRef{Version: "v1", Group: "networking.k8s.io", Kind: "Ingress", Namespace: "c", Name: "nas", UID: "u3"}
+	conflicts := []registry.Conflict{{Hostname: "pay.lan", Loser: steal, Winner: "namespace a"}, {Hostname: "nas.lan", Loser: theirs, Winner: "cluster other"}}
+	for i := 0; i < 5; i++ {
+		r.Report(context.Background(), &controller.Report{Conflicts: conflicts})
+	}
+	if got := drain(fake); len(got) != 2 {
+		t.Fatalf("events over five syncs = %q, want one HostnameConflict per claim", got)
+	}
+	if n := len(hook.AllEntries()); n != 2 || hook.LastEntry().Level != logrus.WarnLevel {
+		t.Fatalf("%d log lines over five syncs, want one warning per claim", n)
+	}
+	hook.Reset()
+	r.Report(context.Background(), &controller.Report{Conflicts: conflicts[1:]})
+	if es := hook.AllEntries(); len(es) != 1 || es[0].Data["hostname"] != "pay.lan" || es[0].Level != logrus.InfoLevel {
+		t.Fatalf("log when pay.lan's conflict ended: %v", es)
+	}
+	for i := 0; i < 3; i++ {
+		r.Report(context.Background(), &controller.Report{Conflicts: conflicts[1:]})
+	}
+	if n := len(hook.AllEntries()); n != 1 {
+		t.Fatalf("%d log lines after three more syncs, want none more", n)
 	}
 }

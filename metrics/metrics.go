@@ -41,6 +41,7 @@ type Metrics struct {
 	kubeRequests    *prometheus.CounterVec
 	serverRequests  *prometheus.CounterVec
 	failedHostnames prometheus.Gauge
+	conflicts       prometheus.Gauge
 }
 
 // New creates and registers the metrics. sourceNames label source_endpoints in the order the
@@ -78,8 +79,10 @@ func New(sourceNames []string) *Metrics {
 			Help: "Calls to the router-hosts server, by RPC and gRPC status code (for ListHosts, how the stream ended)."}, []string{"method", "code"}),
 		failedHostnames: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "failed_hostnames",
 			Help: "Hostnames whose writes failed or were refused in the last sync; they are retried at the interval."}),
+		conflicts: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "hostname_conflicts",
+			Help: "Claims the last sync did not write because another namespace or another cluster holds their hostname."}),
 	}
-	m.Registry.MustRegister(m.failedHostnames, m.syncedEntries, m.syncErrors, m.syncDuration, m.pending, m.serverConnected, m.lastSync,
+	m.Registry.MustRegister(m.failedHostnames, m.conflicts, m.syncedEntries, m.syncErrors, m.syncDuration, m.pending, m.serverConnected, m.lastSync,
 		m.changes, m.sourceEndpoints, m.foreign, m.isLeader, m.lastDuration, m.lastList, m.kubeRequests, m.serverRequests,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Counters with known labels start at zero, so rates work from the first scrape.
@@ -123,6 +126,7 @@ func (m *Metrics) Report(_ context.Context, r *controller.Report) {
 		return
 	}
 	m.failedHostnames.Set(float64(len(r.Failed)))
+	m.conflicts.Set(float64(len(r.Conflicts)))
 	for i := range r.Changes {
 		if r.FailedChanges[&r.Changes[i]] == nil {
 			m.changes.WithLabelValues(string(r.Changes[i].Action)).Inc()

@@ -2,11 +2,13 @@ package metrics
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"testing"
 
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )
 
 // syncedEntries scrapes synced_entries as "cluster/namespace/kind" → value.
@@ -50,5 +52,36 @@ func TestSyncedEntriesAreCountedByOwnerWhenScraped(t *testing.T) {
 	m.Report(context.Background(), &controller.Report{Cluster: "lab", Entries: map[string][]endpoint.Record{"a.lan": {moved}}})
 	if got, want := syncedEntries(t, m), map[string]float64{"lab/other/Ingress": 1}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("after a second report: %v, want %v", got, want)
+	}
+}
+
+// TestConflictsAreAGauge: the claims a sync did not write because another namespace or
+// cluster holds their hostname, as of the last sync that planned.
+func TestConflictsAreAGauge(t *testing.T) {
+	m := New([]string{"ingress"})
+	gauge := func() float64 {
+		fams, err := m.Registry.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range fams {
+			if f.GetName() == "router_hosts_operator_hostname_conflicts" {
+				return f.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		t.Fatal("no hostname_conflicts")
+		return 0
+	}
+	m.Report(context.Background(), &controller.Report{Conflicts: []registry.Conflict{{Hostname: "a.lan"}, {Hostname: "b.lan"}}})
+	if g := gauge(); g != 2 {
+		t.Fatalf("hostname_conflicts = %v, want 2", g)
+	}
+	m.Report(context.Background(), &controller.Report{Stage: controller.StageList, Err: errors.New("down")})
+	if g := gauge(); g != 2 {
+		t.Fatalf("a sync that did not plan changed hostname_conflicts to %v", g)
+	}
+	m.Report(context.Background(), &controller.Report{})
+	if g := gauge(); g != 0 {
+		t.Fatalf("hostname_conflicts = %v after they cleared, want 0", g)
 	}
 }

@@ -47,7 +47,7 @@ func (r *Registry) Apply(now time.Time, st *State, changes []plan.Change) Result
 		case plan.Adopt:
 			if r.cfg.Policy == plan.CreateOnly {
 				r.log.WithFields(logrus.Fields{"hostname": c.New.Hostname, "id": c.Old.ID}).
-					Warn("hostname exists as an entry the operator does not own; create-only policy forbids adopting it")
+					Debug("hostname exists as an entry the operator does not own; create-only policy forbids adopting it")
 				continue
 			}
 			res.Changes = append(res.Changes, c)

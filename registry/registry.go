@@ -392,7 +392,6 @@ func (r *Registry) Desired(now time.Time, eps []*endpoint.Endpoint, st *State) [
 		claims := byHost[h]
 		if len(st.Foreign[h]) > 0 && len(ownedByHost[h]) == 0 {
 			owner := clusterOf(&st.Foreign[h][0])
-			r.log.WithFields(logrus.Fields{"hostname": h, "owner": owner}).Warn("hostname is managed by another cluster; not writing it")
 			for _, c := range claims {
 				st.Conflicts = append(st.Conflicts, Conflict{Hostname: h, Loser: c.Sources[0], Winner: "cluster " + owner})
 			}
@@ -513,8 +512,6 @@ func (r *Registry) merge(now time.Time, host string, claims []*endpoint.Endpoint
 	for _, c := range claims {
 		src := c.Sources[0]
 		if src.Namespace != winner {
-			r.log.WithFields(logrus.Fields{"hostname": host, "namespace": src.Namespace, "name": src.Name, "kind": src.Kind, "holder": winnerText}).
-				Warn("hostname is held by another namespace; ignoring this claim")
 			st.Conflicts = append(st.Conflicts, Conflict{Hostname: host, Loser: src, Winner: winnerText})
 			continue
 		}
