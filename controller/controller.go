@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"k8s.io/utils/clock"
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
@@ -169,21 +170,22 @@ type Config struct {
 	DryRun bool
 	Out    io.Writer
 	Log    logrus.FieldLogger
-	// Now is the clock; tests may replace it.
-	Now func() time.Time
+	// Clock is the time source: every sync's clock reading and the loop's timers. Tests drive
+	// a fake one (k8s.io/utils/clock/testing) instead of sleeping.
+	Clock clock.Clock
+	// Scheduled, when set, is told every schedule the loop waits on, once its timer is set:
+	// when the next sync starts and what kind it is. Tests step their clock to it.
+	Scheduled func(Schedule)
 }
-
-// expirySlack is added to a grace-period expiry before the sync that acts on it, so that the
-// sync's own clock reading is safely past it.
-const expirySlack = 100 * time.Millisecond
 
 // Controller is the sync loop.
 type Controller struct {
-	cfg         Config
-	log         logrus.FieldLogger
-	trigger     chan struct{}
-	credentials chan struct{}
-	reachable   chan struct{}
+	cfg Config
+	log logrus.FieldLogger
+	// pending holds the Triggers that arrived since the loop last looked, and wake tells it
+	// there are some: news never blocks its sender, and a burst is one wake-up.
+	pending atomic.Uint32
+	wake    chan struct{}
 	// refused are the writes the server (or validation) refused, by the change's rendering,
 	// with their errors. Event-triggered syncs hold back a change planned exactly the same
 	// again, so that one bad hostname is retried on the interval and never slows the others,
@@ -201,8 +203,7 @@ type Controller struct {
 	live    atomic.Pointer[Settings]
 	// stale says the known state is in doubt: the next sync, whoever starts it, reads the
 	// server. Only a sync, holding syncing, touches known itself.
-	stale        atomic.Bool
-	reconfigured chan struct{}
+	stale atomic.Bool
 }
 
 // Settings are the parts of the configuration that may change while the loop runs.
@@ -230,10 +231,7 @@ func (c *Controller) Reconfigure(apply func() error, s Settings) error {
 	c.live.Store(&s)
 	// The next sync reads the server: what is known was planned under other settings.
 	c.stale.Store(true)
-	select {
-	case c.reconfigured <- struct{}{}:
-	default:
-	}
+	c.tell(TriggerReconfigured)
 	return nil
 }
 
@@ -242,8 +240,8 @@ func (c *Controller) settings() *Settings { return c.live.Load() }
 
 // New returns a controller; it registers itself with every source for change notifications.
 func New(cfg Config) *Controller {
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
 	}
 	if cfg.Log == nil {
 		cfg.Log = logrus.StandardLogger()
@@ -254,8 +252,7 @@ func New(cfg Config) *Controller {
 	if cfg.Interval <= 0 {
 		cfg.Interval = time.Minute
 	}
-	c := &Controller{cfg: cfg, log: cfg.Log, trigger: make(chan struct{}, 1), credentials: make(chan struct{}, 1), reachable: make(chan struct{}, 1),
-		reconfigured: make(chan struct{}, 1), refused: map[string]error{}}
+	c := &Controller{cfg: cfg, log: cfg.Log, wake: make(chan struct{}, 1), refused: map[string]error{}}
 	c.live.Store(&Settings{DomainFilter: cfg.DomainFilter, Policy: cfg.Policy, Interval: cfg.Interval})
 	for _, s := range cfg.Sources {
 		s.AddEventHandler(c.notify)
@@ -266,27 +263,26 @@ func New(cfg Config) *Controller {
 // ServerReachable tells the loop that the server answers again, so that a sync waiting out
 // the backoff of a failure runs at once: a router that comes back from a reboot gets the
 // changes made meanwhile within a moment of answering.
-func (c *Controller) ServerReachable() {
-	select {
-	case c.reachable <- struct{}{}:
-	default:
-	}
-}
+func (c *Controller) ServerReachable() { c.tell(TriggerReachable) }
 
 // notify records that something changed without ever blocking an informer: one pending
 // trigger is enough, since the next sync reads everything anyway.
-func (c *Controller) notify() {
-	select {
-	case c.trigger <- struct{}{}:
-	default:
-	}
-}
+func (c *Controller) notify() { c.tell(TriggerChanged) }
 
 // CredentialsChanged tells the loop that the TLS files changed, so that a sync waiting out an
 // authentication failure runs at once instead of at the next interval.
-func (c *Controller) CredentialsChanged() {
+func (c *Controller) CredentialsChanged() { c.tell(TriggerCredentials) }
+
+// tell hands the loop news without blocking.
+func (c *Controller) tell(t Trigger) {
+	for {
+		old := c.pending.Load()
+		if c.pending.CompareAndSwap(old, old|uint32(t)) {
+			break
+		}
+	}
 	select {
-	case c.credentials <- struct{}{}:
+	case c.wake <- struct{}{}:
 	default:
 	}
 }
@@ -336,7 +332,7 @@ func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
 		c.known = nil
 	}
 	live := c.settings()
-	start := c.cfg.Now()
+	start := c.cfg.Clock.Now()
 	var (
 		eps     []*endpoint.Endpoint
 		objects map[string]Object // by the object's UID
@@ -346,7 +342,7 @@ func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
 		got, err := s.Endpoints(ctx)
 		if err != nil {
 			err = fmt.Errorf("reading source %d: %w", i, err)
-			c.report(ctx, &Report{Err: err, Stage: StageSource, Started: start, Duration: c.cfg.Now().Sub(start)})
+			c.report(ctx, &Report{Err: err, Stage: StageSource, Started: start, Duration: c.cfg.Clock.Now().Sub(start)})
 			return nil, err
 		}
 		counts[i] = len(got)
@@ -370,7 +366,7 @@ func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
 			}
 		}
 	}
-	listStart := c.cfg.Now()
+	listStart := c.cfg.Clock.Now()
 	sourceDuration := listStart.Sub(start)
 	fresh := full || c.known == nil
 	var (
@@ -386,11 +382,11 @@ func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
 			records = append(records, r)
 		}
 	}
-	listDuration := c.cfg.Now().Sub(listStart)
+	listDuration := c.cfg.Clock.Now().Sub(listStart)
 	if err != nil {
 		err = fmt.Errorf("listing router-hosts entries: %w", err)
 		c.report(ctx, &Report{Err: err, Stage: StageList, AuthFailed: errors.Is(err, provider.ErrAuthentication), Endpoints: eps, Objects: objects,
-			SourceEndpoints: counts, Started: start, Duration: c.cfg.Now().Sub(start)})
+			SourceEndpoints: counts, Started: start, Duration: c.cfg.Clock.Now().Sub(start)})
 		return nil, err
 	}
 	reg := c.cfg.Registry
@@ -400,7 +396,7 @@ func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
 	st.Incremental = !fresh
 	// One clock reading decides both whose grace period has ended (a holder that let go)
 	// and which marks fall due.
-	now := c.cfg.Now()
+	now := c.cfg.Clock.Now()
 	desired := reg.Desired(now, eps, st)
 	toPlan := reg.ToPlan(st, desired)
 	changes := (&plan.Plan{Current: reg.Current(st, toPlan), Desired: toPlan, Policy: live.Policy}).Calculate()
@@ -443,7 +439,7 @@ func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
 	out.Changes = res.Changes
 	log := c.log.WithFields(logrus.Fields{"fresh": fresh,
 		"source_duration": sourceDuration.Round(time.Microsecond), "list_duration": listDuration.Round(time.Microsecond),
-		"plan_duration": c.cfg.Now().Sub(listStart.Add(listDuration)).Round(time.Microsecond),
+		"plan_duration": c.cfg.Clock.Now().Sub(listStart.Add(listDuration)).Round(time.Microsecond),
 		"endpoints":     len(eps), "hostnames": len(desired), "entries": len(records),
 		"owned": len(st.Owned), "foreign": st.ForeignCount(), "changes": len(res.Changes), "pending_deletions": res.Pending,
 	})
@@ -459,14 +455,14 @@ func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
 	}
 	var applyErr error
 	if len(res.Changes) > 0 {
-		applyStart := c.cfg.Now()
+		applyStart := c.cfg.Clock.Now()
 		applyErr = c.cfg.Provider.ApplyChanges(ctx, res.Changes)
 		if applyErr == nil {
-			log.WithFields(logrus.Fields{"apply_duration": c.cfg.Now().Sub(applyStart).Round(time.Microsecond),
-				"duration": c.cfg.Now().Sub(start).Round(time.Millisecond)}).Info("sync applied changes")
+			log.WithFields(logrus.Fields{"apply_duration": c.cfg.Clock.Now().Sub(applyStart).Round(time.Microsecond),
+				"duration": c.cfg.Clock.Now().Sub(start).Round(time.Millisecond)}).Info("sync applied changes")
 		}
 	} else {
-		log.WithField("duration", c.cfg.Now().Sub(start).Round(time.Millisecond)).Debug("sync: nothing to change")
+		log.WithField("duration", c.cfg.Clock.Now().Sub(start).Round(time.Millisecond)).Debug("sync: nothing to change")
 	}
 	c.remember(fresh, records, res.Changes, applyErr)
 	if !fresh && anyStale(applyErr) {
@@ -494,7 +490,7 @@ func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
 	}
 	rep := &Report{Cluster: reg.ClusterName(), Desired: desired, Endpoints: eps, Objects: objects, Entries: entriesAfter(st.Owned, res.Changes, applyErr), Failed: failed, FailedChanges: failedChanges,
 		Changes: res.Changes, Pending: res.Pending, Foreign: st.ForeignCount(), SourceEndpoints: counts, Conflicts: st.Conflicts,
-		Problems: st.Problems, Started: start, Duration: c.cfg.Now().Sub(start), ListDuration: listDuration}
+		Problems: st.Problems, Started: start, Duration: c.cfg.Clock.Now().Sub(start), ListDuration: listDuration}
 	if whole != nil {
 		rep.Err, rep.Stage, rep.AuthFailed = applyErr, StageApply, errors.Is(whole, provider.ErrAuthentication)
 	}
@@ -681,122 +677,76 @@ func changeErrors(err error) []*plan.ChangeError {
 	return out
 }
 
-// Run syncs until ctx ends: at once, then every Interval, soon after any source event, and
-// when a pending deletion falls due. Syncs never overlap. A failed sync is retried with capped
-// exponential backoff, cut short when the server answers again (ServerReachable); an
-// authentication failure waits for the interval or for new certificate files
-// (CredentialsChanged); refused writes are not failures of the sync and are retried by the
-// next interval's sync. It returns nil when ctx ends.
+// Run syncs until ctx ends: at once, then as the Schedule says (every interval, soon after
+// any source event, when a pending deletion falls due, after a failure's backoff). Syncs never
+// overlap. Refused writes are not failures of the sync and are tried again by the next
+// interval's sync. Every timer comes from the Clock. It returns nil when ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
-	var (
-		next      = c.cfg.Now()
-		nextFull  = true
-		lastStart time.Time
-		lastEvent time.Time // start of the last event-triggered sync
-		lastFull  time.Time // start of the last sync that read the server
-		failures  int
-		authWait  bool
-		// reachableUsed: the server's return already cut this run of failures short.
-		reachableUsed bool
-		timer         = time.NewTimer(0)
-	)
-	defer timer.Stop()
+	s := NewSchedule(c.cfg.Clock.Now(), c.settings().Interval, c.cfg.MinEventSyncInterval)
 	for {
-		timer.Reset(time.Until(next))
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-c.reconfigured:
-			next, nextFull = c.cfg.Now(), true
+		case <-c.wake:
+			s = c.triggered(s)
 			continue
-		case <-c.credentials:
-			if authWait {
-				next, nextFull = c.cfg.Now(), true
-			}
-			continue
-		case <-c.reachable:
-			// A failed sync is retried at once with a full read, once per run of failures: a
-			// server that falls over again on every sync gets the growing backoff, not a
-			// retry at every restart. An authentication failure keeps waiting for new
-			// certificate files.
-			if failures > 0 && !authWait && !reachableUsed {
-				next, nextFull, reachableUsed = c.cfg.Now(), true, true
-			}
-			continue
-		case <-c.trigger:
-			// An event: sync at once after a quiet period; events during an event-triggered
-			// sync, or soon after its start, coalesce into one more sync no sooner than the
-			// minimum spacing (an interval's sync does not delay them). Not before a failure
-			// backoff ends.
-			at := c.cfg.Now()
-			if e := lastEvent.Add(c.cfg.MinEventSyncInterval); at.Before(e) {
-				at = e
-			}
-			if failures == 0 && at.Before(next) {
-				next, nextFull = at, false
-			}
-			continue
-		case <-timer.C:
+		default:
 		}
-		lastStart = c.cfg.Now()
-		if !nextFull {
-			lastEvent = lastStart
+		if wait := s.Next.Sub(c.cfg.Clock.Now()); wait > 0 {
+			timer := c.cfg.Clock.NewTimer(wait)
+			if c.cfg.Scheduled != nil {
+				c.cfg.Scheduled(s)
+			}
+			select {
+			case <-ctx.Done():
+				timer.Stop()
+				return nil
+			case <-c.wake:
+				timer.Stop()
+				s = c.triggered(s)
+				continue
+			case <-timer.C():
+			}
 		}
-		out, err := c.sync(ctx, nextFull)
+		start := c.cfg.Clock.Now()
+		s = s.Starting(start)
+		out, err := c.sync(ctx, s.Mode == ModeFull)
 		if ctx.Err() != nil {
 			return nil
 		}
-		// The full read comes every interval counted from the last one, however many
-		// event-triggered syncs ran since.
-		if out != nil && nextFull {
-			lastFull = lastStart
-		}
-		interval := c.settings().Interval
-		next, nextFull, authWait = lastFull.Add(interval), true, false
+		r := Synced{Mode: s.Mode, Started: start, Read: out != nil}
 		var refused *RefusedError
 		switch {
 		case errors.As(err, &refused):
-			c.log.WithError(err).WithField("retry_in", interval).Warn("writes refused; the rest is synced, those hostnames are retried at the interval")
+			c.log.WithError(err).WithField("retry_in", s.Interval).Warn("writes refused; the rest is synced, those hostnames are retried at the interval")
 		case errors.Is(err, provider.ErrAuthentication):
-			failures++
-			next, authWait = lastStart.Add(interval), true
-			c.log.WithError(err).WithField("retry_in", interval).
-				Error("AuthenticationFailed: router-hosts refused the TLS authentication; retrying when the certificate files change or at the interval")
-			continue
+			r.Result = ResultAuthentication
 		case err != nil:
-			failures++
-			backoff := c.backoff(failures)
-			c.log.WithError(err).WithFields(logrus.Fields{"retry_in": backoff, "failures": failures}).Error("sync failed")
-			next = c.cfg.Now().Add(backoff)
-			continue
+			r.Result = ResultFailed
 		}
-		failures, reachableUsed = 0, false
-		if out.NeedFresh {
-			// Read the server at once; refused changes stay held back until the interval.
-			c.stale.Store(true)
-			next, nextFull = c.cfg.Now(), false
-			continue
+		if out != nil && (err == nil || refused != nil) {
+			r.Again, r.NextExpiry = out.NeedFresh || out.Resync, out.NextExpiry
+			if out.NeedFresh {
+				// Read the server at once; refused changes stay held back until the interval.
+				c.stale.Store(true)
+			}
 		}
-		if out.Resync {
-			next, nextFull = c.cfg.Now(), false
-			continue
-		}
-		if !out.NextExpiry.IsZero() && out.NextExpiry.Before(next) {
-			// Wake up when the grace period ends, not at the next interval.
-			next = out.NextExpiry.Add(expirySlack)
+		s = s.Done(r, c.cfg.Clock.Now())
+		switch r.Result {
+		case ResultAuthentication:
+			c.log.WithError(err).WithField("retry_in", s.Next.Sub(c.cfg.Clock.Now()).Round(time.Second)).
+				Error("AuthenticationFailed: router-hosts refused the TLS authentication; retrying when the certificate files change or at the interval")
+		case ResultFailed:
+			c.log.WithError(err).WithFields(logrus.Fields{"retry_in": s.Next.Sub(c.cfg.Clock.Now()), "failures": s.failures}).Error("sync failed")
 		}
 	}
 }
 
-// backoff doubles from one second up to the resync interval.
-func (c *Controller) backoff(failures int) time.Duration {
-	d := time.Second
-	interval := c.settings().Interval
-	for i := 1; i < failures && d < interval; i++ {
-		d *= 2
+// triggered is the schedule after the news that woke the loop.
+func (c *Controller) triggered(s Schedule) Schedule {
+	t := Trigger(c.pending.Swap(0))
+	if t&TriggerReconfigured != 0 {
+		s.Interval = c.settings().Interval
 	}
-	if d > interval {
-		d = interval
-	}
-	return d
+	return s.Triggered(t, c.cfg.Clock.Now())
 }

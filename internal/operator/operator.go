@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/sirupsen/logrus"
+	"k8s.io/utils/clock"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
@@ -49,8 +50,9 @@ import (
 // Hooks replace parts of the operator as shipped; the integration tests use them, main does
 // not. A zero Hooks is the operator as shipped.
 type Hooks struct {
-	// Now is the controller's clock, so that tests can let grace periods pass.
-	Now func() time.Time
+	// Clock is the controller's clock, so that tests can let grace periods pass; nil is the
+	// real one.
+	Clock clock.Clock
 	// DiscoveryInterval is how often missing CRDs are looked for again.
 	DiscoveryInterval time.Duration
 	// Sources are added after the ones --source names.
@@ -204,7 +206,7 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 	op.Controller = controller.New(controller.Config{
 		Sources: sources, Reporters: reporters, DomainFilter: domains, Registry: op.Registry, Provider: op.Provider, Policy: settings.Policy,
 		Interval: settings.Interval, MinEventSyncInterval: cfg.MinEventSyncInterval,
-		DryRun: cfg.DryRun, Out: out, Log: log.WithField("component", "controller"), Now: hooks.Now,
+		DryRun: cfg.DryRun, Out: out, Log: log.WithField("component", "controller"), Clock: hooks.Clock,
 	})
 	return op, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"k8s.io/utils/clock"
 
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
 	"github.com/router-hosts-operator/router-hosts-operator/health"
@@ -29,8 +30,9 @@ type Webhook struct {
 	closers    []func()
 }
 
-// NewWebhook wires the webhook and connects to router-hosts; it serves nothing yet.
-func NewWebhook(cfg *Config, log *logrus.Logger, now func() time.Time) (_ *Webhook, err error) {
+// NewWebhook wires the webhook and connects to router-hosts; it serves nothing yet. clk is the
+// controller's clock; nil is the real one.
+func NewWebhook(cfg *Config, log *logrus.Logger, clk clock.Clock) (_ *Webhook, err error) {
 	w := &Webhook{cfg: cfg, log: log}
 	defer func() {
 		if err != nil {
@@ -63,7 +65,7 @@ func NewWebhook(cfg *Config, log *logrus.Logger, now func() time.Time) (_ *Webho
 	w.Controller = controller.New(controller.Config{
 		Sources: []controller.Source{w.Server}, Reporters: []controller.Reporter{w.metrics, w.checker}, DomainFilter: domains,
 		Registry: reg, Provider: prov, Policy: s.Policy, Interval: s.Interval, MinEventSyncInterval: cfg.MinEventSyncInterval,
-		Log: log.WithField("component", "controller"), Now: now,
+		Log: log.WithField("component", "controller"), Clock: clk,
 	})
 	w.Server.SetSyncer(syncer{w.Controller})
 	return w, nil

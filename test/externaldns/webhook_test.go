@@ -18,11 +18,11 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sirupsen/logrus"
+	testingclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/external-dns/endpoint"
 	"sigs.k8s.io/external-dns/pkg/apis/externaldns"
 	"sigs.k8s.io/external-dns/plan"
@@ -46,7 +46,7 @@ type rig struct {
 	hook   *operator.Webhook
 	url    string
 	client *routerhosts.Provider
-	now    atomic.Int64
+	clock  *testingclock.FakeClock
 	// requests counts what external-dns's client sent, by method and path.
 	mu       sync.Mutex
 	requests []string
@@ -59,8 +59,7 @@ func newRig(t *testing.T, extra ...string) *rig {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Stop)
-	r := &rig{t: t, srv: srv}
-	r.now.Store(time.Now().UnixNano())
+	r := &rig{t: t, srv: srv, clock: testingclock.NewFakeClock(time.Now())}
 	args := append([]string{"webhook", "--router-hosts-endpoint=" + srv.Addr(), "--tls-ca=" + srv.CAFile(), "--tls-cert=" + srv.CertFile(),
 		"--tls-key=" + srv.KeyFile(), "--grace-period=1m", "--interval=1h", "--domain-filter=home.lan"}, extra...)
 	if !slices.ContainsFunc(extra, func(a string) bool { return strings.HasPrefix(a, "--metrics-address=") }) {
@@ -72,7 +71,7 @@ func newRig(t *testing.T, extra ...string) *rig {
 	}
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	r.hook, err = operator.NewWebhook(cfg, log, func() time.Time { return time.Unix(0, r.now.Load()) })
+	r.hook, err = operator.NewWebhook(cfg, log, r.clock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,7 +384,7 @@ func TestExternalDNSLoop(t *testing.T) {
 	if ch := step("the loop after", nil); ch.HasChanges() {
 		t.Fatalf("marked entries shown to external-dns: it planned %+v", ch)
 	}
-	r.now.Add(int64(61 * time.Second))
+	r.clock.Step(61 * time.Second)
 	if _, err := r.hook.Controller.SyncOnce(ctx); err != nil {
 		t.Fatal(err)
 	}

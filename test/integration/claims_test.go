@@ -115,7 +115,7 @@ func TestDomainFilterAndFlagChange(t *testing.T) {
 			t.Errorf("%s marked = %v, want %v", host, marked, wantMarked)
 		}
 	}
-	h.clock.Add(2 * time.Minute)
+	h.clock.Step(2 * time.Minute)
 	h.sync()
 	if len(h.entries("c.out.lan"))+len(h.entries("b.private.in.lan")) != 0 || len(h.entries("a.in.lan")) != 1 {
 		t.Fatal("after the grace period only a.in.lan should remain")

@@ -200,7 +200,7 @@ func TestRouterHostsConfigIsAppliedLive(t *testing.T) {
 	// last sync's time is refreshed once per interval only).
 	before := resourceVersion(t, name)
 	for range 3 {
-		h.clock.Add(2 * time.Second)
+		h.clock.Step(2 * time.Second)
 		h.sync()
 	}
 	time.Sleep(500 * time.Millisecond)
@@ -220,7 +220,7 @@ func TestRouterHostsConfigIsAppliedLive(t *testing.T) {
 	h.delete(web)
 	h.waitGone("web.lan")
 	h.sync()
-	h.clock.Add(61 * time.Second)
+	h.clock.Step(61 * time.Second)
 	h.sync()
 	if n := len(h.entries("web.lan")); n != 0 {
 		t.Fatalf("the new 60 s grace period did not apply: %d entries left", n)

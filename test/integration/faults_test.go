@@ -28,7 +28,7 @@ func TestServerDownFailsSyncDeletesNothingAndConverges(t *testing.T) {
 	h.srv.Stop()
 	two := h.create(ingress(h.ns, "two", enabled("ip-address", "10.10.0.2"), "two.lan"))
 	h.waitHost("two.lan", "10.10.0.2")
-	h.clock.Add(time.Hour)
+	h.clock.Step(time.Hour)
 	if _, err := h.ctrl.SyncOnce(context.Background()); err == nil {
 		t.Fatal("sync succeeded with the server down")
 	}
@@ -76,7 +76,7 @@ func TestFailingSourceNeverDeletes(t *testing.T) {
 	h.waitGone("web.lan")
 	h.srv.Service().ResetCalls()
 	for i := 0; i < 3; i++ {
-		h.clock.Add(time.Hour)
+		h.clock.Step(time.Hour)
 		if _, err := h.ctrl.SyncOnce(context.Background()); err == nil {
 			t.Fatal("sync succeeded although a source failed")
 		}

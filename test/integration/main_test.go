@@ -22,6 +22,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	testingclock "k8s.io/utils/clock/testing"
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
@@ -82,12 +84,6 @@ func runMain(m *testing.M) int {
 	return m.Run()
 }
 
-// clock is a settable time source, so grace periods can pass without sleeping.
-type clock struct{ t atomic.Int64 }
-
-func newClock() *clock               { c := &clock{}; c.t.Store(time.Now().UnixNano()); return c }
-func (c *clock) Now() time.Time      { return time.Unix(0, c.t.Load()) }
-func (c *clock) Add(d time.Duration) { c.t.Add(int64(d)) }
 
 // harness is one operator instance wired by the operator package from command-line flags, as
 // main wires it, against a namespace of its own and a test server of its own.
@@ -101,7 +97,8 @@ type harness struct {
 	op         *operator.Operator
 	prov       *routerhosts.Provider
 	ctrl       *controller.Controller
-	clock      *clock
+	// clock is the controller's clock: grace periods pass when the test steps it.
+	clock *testingclock.FakeClock
 	// status is the HostMapping status writer, when that source runs.
 	status *status.HostMappings
 }
@@ -129,6 +126,9 @@ type options struct {
 	configName string
 	// endpoint replaces the test server's address in --router-hosts-endpoint.
 	endpoint string
+	// realClock gives the controller the real clock, for a test that runs its loop (Run):
+	// syncs then happen by themselves, and h.clock is not the controller's.
+	realClock bool
 }
 
 // args are the command-line flags o stands for.
@@ -192,7 +192,7 @@ func (h *harness) statusWritten() {
 
 func newHarness(t *testing.T, o options) *harness {
 	t.Helper()
-	h := &harness{t: t, clock: newClock(), cp: cp, kubeconfig: kubeconfig}
+	h := &harness{t: t, clock: testingclock.NewFakeClock(time.Now()), cp: cp, kubeconfig: kubeconfig}
 	if o.ownControlPlane {
 		h.cp, h.kubeconfig = ownControlPlane(t)
 	}
@@ -221,7 +221,11 @@ func (h *harness) build(o options) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	op, err := operator.New(ctx, cfg, log, io.Discard, operator.Hooks{Now: h.clock.Now, DiscoveryInterval: 200 * time.Millisecond,
+	var clk clock.Clock = h.clock
+	if o.realClock {
+		clk = clock.RealClock{}
+	}
+	op, err := operator.New(ctx, cfg, log, io.Discard, operator.Hooks{Clock: clk, DiscoveryInterval: 200 * time.Millisecond,
 		Sources: o.extraSources, Reporters: o.reporters, Warner: o.warner, StatusQPS: o.statusQPS})
 	if err != nil {
 		t.Fatalf("operator: %v", err)

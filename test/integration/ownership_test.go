@@ -143,7 +143,7 @@ func TestAdoptionIsAReversibleLoan(t *testing.T) {
 	if out := h.sync(); len(out.Changes) != 1 || out.Changes[0].Action != plan.Mark {
 		t.Fatalf("changes = %v, want one mark", out.Changes)
 	}
-	h.clock.Add(2 * time.Minute)
+	h.clock.Step(2 * time.Minute)
 	if out := h.sync(); len(out.Changes) != 1 || out.Changes[0].Action != plan.Release {
 		t.Fatalf("changes = %v, want one release", out.Changes)
 	}
@@ -180,7 +180,7 @@ func TestAdoptionPairsEntriesByAddress(t *testing.T) {
 	if out := h.sync(); len(out.Changes) != 1 || out.Changes[0].Action != plan.Mark || out.Changes[0].Old.ID != created {
 		t.Fatalf("changes = %v, want the created entry marked", out.Changes)
 	}
-	h.clock.Add(2 * time.Minute)
+	h.clock.Step(2 * time.Minute)
 	h.sync()
 	if got := h.entries("nas.lan"); len(got) != 1 || got[0].ID != hand.ID || !got[0].HasTag("k8s-operator") {
 		t.Fatalf("entries = %+v; want only the adopted entry, still owned", got)
@@ -198,7 +198,7 @@ func TestAdoptionPairsEntriesByAddress(t *testing.T) {
 	h.delete(ing)
 	h.waitGone("nas.lan")
 	h.sync()
-	h.clock.Add(2 * time.Minute)
+	h.clock.Step(2 * time.Minute)
 	h.sync()
 	sameAsFound(t, h.byID(hand.ID), hand)
 }
@@ -241,7 +241,7 @@ func TestHeldClaimIsHeldOnASharedHostname(t *testing.T) {
 	})
 	h.srv.Service().ResetCalls()
 	h.sync()
-	h.clock.Add(time.Hour)
+	h.clock.Step(time.Hour)
 	h.sync()
 	if n := h.writes(); n != 0 {
 		t.Fatalf("%d writes while b was held", n)
@@ -279,12 +279,12 @@ func TestGracePeriodIsPerClaim(t *testing.T) {
 	h.delete(b)
 	h.waitGone("shop.lan")
 	h.sync() // both marked; the objects are gone, their grace periods live on the entries
-	h.clock.Add(3 * time.Second)
+	h.clock.Step(3 * time.Second)
 	h.sync()
 	if got := ipsOf(h.entries("shop.lan")); !reflect.DeepEqual(got, []string{"10.20.0.1"}) {
 		t.Fatalf("after 3 s: %v; want b's address gone and a's waiting out the default", got)
 	}
-	h.clock.Add(5 * time.Minute)
+	h.clock.Step(5 * time.Minute)
 	h.sync()
 	if n := len(h.entries("shop.lan")); n != 0 {
 		t.Fatalf("after the default grace period: %d entries", n)
@@ -359,7 +359,7 @@ func TestHostnameStaysWithTheNamespaceHoldingIt(t *testing.T) {
 	if got := h.one("pay.lan"); got.ID != held.ID || got.HasTag("namespace:"+teamA) {
 		t.Fatalf("during team-b's grace period: %+v; want team-b's entry, marked", got)
 	}
-	h.clock.Add(6 * time.Minute)
+	h.clock.Step(6 * time.Minute)
 	h.srv.Service().ResetCalls()
 	h.sync()
 	got := h.one("pay.lan")
@@ -422,7 +422,7 @@ func TestPoliciesLeaveExistingEntriesAlone(t *testing.T) {
 	h.quiet("create-only")
 	// upsert-only: past the grace period nothing is deleted or released.
 	h.build(options{grace: time.Minute, policy: plan.UpsertOnly})
-	h.clock.Add(time.Hour)
+	h.clock.Step(time.Hour)
 	h.srv.Service().ResetCalls()
 	h.sync()
 	if c := h.srv.Service().CallCounts(); c["DeleteHost"] != 0 {

@@ -241,7 +241,7 @@ func TestEntryDeletedEvent(t *testing.T) {
 	}
 
 	// The grace period passes: old.lan is deleted, nas.lan given back, gone.lan deleted.
-	h.clock.Add(2 * time.Minute)
+	h.clock.Step(2 * time.Minute)
 	out := h.sync()
 	acts := map[string]plan.Action{}
 	for _, c := range out.Changes {

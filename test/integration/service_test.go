@@ -104,7 +104,7 @@ func TestServiceSource(t *testing.T) {
 	if _, marked := h.one("ext2.lan").TagValue("pending-deletion:"); !marked {
 		t.Fatal("ext2.lan not marked for deletion after leaving the annotation")
 	}
-	h.clock.Add(2 * time.Minute)
+	h.clock.Step(2 * time.Minute)
 	h.sync()
 	if len(h.entries("ext2.lan")) != 0 || len(h.entries("ext.lan")) != 1 {
 		t.Fatal("ext2.lan not deleted after its grace period, or ext.lan lost")

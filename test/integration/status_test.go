@@ -27,7 +27,7 @@ func (c *countingReporter) Report(context.Context, *controller.Report) { c.n.Add
 func TestChangesReachTheRouterWhileStatusesArePending(t *testing.T) {
 	const n = 200
 	syncs := &countingReporter{}
-	h := newHarness(t, options{sources: []string{"hostmapping"}, statusQPS: 20, reporters: []controller.Reporter{syncs}})
+	h := newHarness(t, options{sources: []string{"hostmapping"}, statusQPS: 20, reporters: []controller.Reporter{syncs}, realClock: true})
 	for i := 0; i < n; i++ {
 		h.hostMapping(fmt.Sprintf("hm-%d", i), map[string]any{"hostname": fmt.Sprintf("hm-%d.lan", i), "ipAddress": fmt.Sprintf("10.70.%d.%d", i/250, i%250+1)})
 	}

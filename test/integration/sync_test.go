@@ -157,7 +157,7 @@ func TestOtherClustersEntryIsUntouched(t *testing.T) {
 	h.waitHost("shared.lan", "10.6.0.1")
 	h.srv.Service().ResetCalls()
 	h.sync()
-	h.clock.Add(time.Hour)
+	h.clock.Step(time.Hour)
 	h.sync()
 	if h.writes() != 0 {
 		t.Fatalf("wrote %d times; another cluster's entries must never be written", h.writes())
@@ -193,7 +193,7 @@ func TestMarkExpireDeleteAndUnmark(t *testing.T) {
 	// keep.lan comes back before expiry: same entry, mark removed.
 	h.create(ingress(h.ns, "keep", enabled("ip-address", "10.7.0.1"), "keep.lan"))
 	h.waitHost("keep.lan", "10.7.0.1")
-	h.clock.Add(time.Minute)
+	h.clock.Step(time.Minute)
 	out = h.sync()
 	if len(out.Changes) != 1 || out.Changes[0].Action != plan.Unmark {
 		t.Fatalf("changes = %v, want one unmark", out.Changes)
@@ -208,7 +208,7 @@ func TestMarkExpireDeleteAndUnmark(t *testing.T) {
 	if h.writes() != 0 || len(h.entries("drop.lan")) != 1 {
 		t.Fatalf("before expiry: %d writes", h.writes())
 	}
-	h.clock.Add(5 * time.Minute)
+	h.clock.Step(5 * time.Minute)
 	out = h.sync()
 	if len(out.Changes) != 1 || out.Changes[0].Action != plan.Delete || len(h.entries("drop.lan")) != 0 {
 		t.Fatalf("after expiry: changes %v, drop.lan entries %d", out.Changes, len(h.entries("drop.lan")))
@@ -226,7 +226,7 @@ func TestPerObjectGracePeriodOutlivesTheObject(t *testing.T) {
 	if want := h.clock.Now().Add(30 * time.Second); out.NextExpiry.Sub(want).Abs() > time.Second {
 		t.Fatalf("next expiry %v, want about %v", out.NextExpiry, want)
 	}
-	h.clock.Add(31 * time.Second)
+	h.clock.Step(31 * time.Second)
 	h.sync()
 	if n := len(h.entries("short.lan")); n != 0 {
 		t.Fatalf("entry survived its own 30 s grace period (default is 1 h): %d entries", n)

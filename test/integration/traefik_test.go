@@ -212,7 +212,7 @@ func TestHostMappingLifecycleAndStatus(t *testing.T) {
 	if _, marked := h.one("printer.lan").TagValue("pending-deletion:"); !marked {
 		t.Fatal("deleted HostMapping's entry is not marked")
 	}
-	h.clock.Add(2 * time.Minute)
+	h.clock.Step(2 * time.Minute)
 	h.sync()
 	if len(h.entries("printer.lan")) != 0 {
 		t.Fatal("entry outlived the grace period")

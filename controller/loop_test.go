@@ -1,0 +1,289 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/plan"
+	"github.com/router-hosts-operator/router-hosts-operator/provider"
+	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
+	"github.com/router-hosts-operator/router-hosts-operator/provider/routerhosts"
+	"github.com/router-hosts-operator/router-hosts-operator/registry"
+)
+
+// loop runs the controller's loop on a fake clock. The test learns every schedule the loop
+// waits on and moves the clock to it: nothing sleeps, and nothing depends on how fast the
+// machine is.
+type loop struct {
+	t      *testing.T
+	c      *Controller
+	clock  *testingclock.FakeClock
+	scheds chan Schedule
+}
+
+var loopT0 = time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+
+// startLoop runs cfg's loop, with an hour's interval and a registry of cluster t (a minute's
+// grace) unless cfg says otherwise.
+func startLoop(t *testing.T, cfg Config) *loop {
+	t.Helper()
+	l := &loop{t: t, clock: testingclock.NewFakeClock(loopT0), scheds: make(chan Schedule, 1000)}
+	cfg.Clock, cfg.Scheduled = l.clock, func(s Schedule) { l.scheds <- s }
+	if cfg.Log == nil {
+		log := logrus.New()
+		log.SetLevel(logrus.PanicLevel)
+		cfg.Log = log
+	}
+	if cfg.Registry == nil {
+		reg, err := registry.New(registry.Config{ClusterName: "t", GracePeriod: time.Minute, Log: cfg.Log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Registry = reg
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = time.Hour
+	}
+	l.c = New(cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = l.c.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return l
+}
+
+// waits returns the next schedule the loop waits on. The limit only catches a loop that hangs.
+func (l *loop) waits() Schedule {
+	l.t.Helper()
+	select {
+	case s := <-l.scheds:
+		return s
+	case <-time.After(10 * time.Second):
+		l.t.Fatal("the loop never came to wait")
+	}
+	return Schedule{}
+}
+
+// waitsFor skips the schedules the loop waited on until one that cond accepts.
+func (l *loop) waitsFor(cond func(Schedule) bool) Schedule {
+	l.t.Helper()
+	for {
+		if s := l.waits(); cond(s) {
+			return s
+		}
+	}
+}
+
+// at is loopT0 plus d.
+func at(d time.Duration) time.Time { return loopT0.Add(d) }
+
+// is reports whether a schedule waits for a sync of mode at t.
+func is(t time.Time, mode Mode) func(Schedule) bool {
+	return func(s Schedule) bool { return s.Next.Equal(t) && s.Mode == mode }
+}
+
+// countingSource counts its reads: every sync starts with one.
+type countingSource struct {
+	stubSource
+	reads atomic.Int64
+}
+
+func (s *countingSource) Endpoints(ctx context.Context) ([]*endpoint.Endpoint, error) {
+	s.reads.Add(1)
+	return s.stubSource.Endpoints(ctx)
+}
+
+func TestEventAfterQuietPeriodSyncsAtOnceAndBurstsCoalesce(t *testing.T) {
+	src := &countingSource{}
+	l := startLoop(t, Config{Sources: []Source{src}, Provider: &recordingProvider{}, MinEventSyncInterval: 300 * time.Millisecond})
+	l.waitsFor(is(at(time.Hour), ModeFull)) // after the first sync
+	l.clock.Step(10 * time.Second)           // a quiet period
+
+	src.handler()
+	l.waitsFor(is(at(time.Hour), ModeFull))
+	if n := src.reads.Load(); n != 2 {
+		t.Fatalf("%d syncs after an event that followed a quiet period, want it synced at once", n)
+	}
+	// A burst right after that sync: one more sync, no sooner than the spacing.
+	for range 20 {
+		src.handler()
+	}
+	s := l.waitsFor(is(at(10*time.Second+300*time.Millisecond), ModeEvent))
+	l.clock.SetTime(s.Next.Add(-time.Millisecond))
+	if n := src.reads.Load(); n != 2 {
+		t.Fatalf("%d syncs before the spacing ended", n)
+	}
+	l.clock.SetTime(s.Next)
+	l.waitsFor(is(at(time.Hour), ModeFull))
+	if n := src.reads.Load(); n != 3 {
+		t.Fatalf("%d syncs for a burst, want one more", n)
+	}
+}
+
+func TestRunSyncsWhenAGracePeriodEnds(t *testing.T) {
+	svc := inmemory.NewService(inmemory.NewStore())
+	conn, stop, err := inmemory.Dial(svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	log := logrus.New()
+	log.SetLevel(logrus.WarnLevel)
+	prov := routerhosts.NewFromConn(conn, routerhosts.Options{Log: log})
+	// An entry this cluster owns that no source wants any more.
+	if err := prov.ApplyChanges(context.Background(), []plan.Change{{Action: plan.Create,
+		New: &endpoint.Record{Hostname: "old.lan", IP: "10.0.0.1", Tags: []string{"k8s-operator", "cluster:t"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := registry.New(registry.Config{ClusterName: "t", GracePeriod: 5 * time.Second, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := startLoop(t, Config{Sources: []Source{&stubSource{}}, Registry: reg, Provider: prov, MinEventSyncInterval: time.Second, Log: log})
+	// The first sync marks it; the loop wakes when the grace period ends, not at the interval.
+	s := l.waits()
+	if want := at(5*time.Second + expirySlack); !s.Next.Equal(want) || svc.Store().Len() != 1 {
+		t.Fatalf("after the mark: next sync at t0%+v with %d entries, want at t0%+v", s.Next.Sub(loopT0), svc.Store().Len(), want.Sub(loopT0))
+	}
+	l.clock.SetTime(s.Next)
+	l.waitsFor(is(s.Next.Add(time.Hour), ModeFull)) // an interval after that full sync
+	if n := svc.Store().Len(); n != 0 {
+		t.Fatalf("%d entries after the grace period", n)
+	}
+}
+
+func TestRefusedWriteNeverSlowsTheOthers(t *testing.T) {
+	src := &stubSource{eps: []*endpoint.Endpoint{claimOf("bad.lan")}}
+	prov := &refusingProvider{refuse: "bad.lan", tries: map[string]int{}}
+	l := startLoop(t, Config{Sources: []Source{src}, Provider: prov, MinEventSyncInterval: 20 * time.Millisecond})
+	// A refusal is no failure: the next sync is the interval's, not a backoff's.
+	l.waitsFor(is(at(time.Hour), ModeFull))
+	if n := prov.count("bad.lan"); n != 1 {
+		t.Fatalf("bad.lan tried %d times", n)
+	}
+	// New objects after the refusal sync at once, and event-triggered syncs leave the refused
+	// hostname to the interval.
+	for i, host := range []string{"good.lan", "good2.lan", "good3.lan"} {
+		l.clock.Step(time.Second)
+		src.mu.Lock()
+		src.eps = append(src.eps, claimOf(host))
+		src.mu.Unlock()
+		src.handler()
+		l.waitsFor(is(at(time.Hour), ModeFull))
+		if n := prov.count(host); n != 1 {
+			t.Fatalf("change %d after a refused write: %s tried %d times, want once at once", i, host, n)
+		}
+	}
+	if n := prov.count("bad.lan"); n != 1 {
+		t.Fatalf("the refused hostname was tried %d times by event-triggered syncs; want it left to the interval", n)
+	}
+	// The user changes the refused object: that is a new change, sent at once.
+	l.clock.Step(time.Second)
+	src.mu.Lock()
+	src.eps[0] = claimOf("bad.lan")
+	src.eps[0].Targets = []string{"10.0.0.2"}
+	src.mu.Unlock()
+	src.handler()
+	l.waitsFor(is(at(time.Hour), ModeFull))
+	if n := prov.count("bad.lan"); n != 2 {
+		t.Fatalf("bad.lan tried %d times after it changed, want 2", n)
+	}
+	// The interval's full sync tries it again.
+	l.clock.SetTime(at(time.Hour))
+	l.waitsFor(is(at(2*time.Hour), ModeFull))
+	if n := prov.count("bad.lan"); n != 3 {
+		t.Fatalf("the full sync tried the refused hostname %d times in all, want 3", n)
+	}
+}
+
+func TestAuthenticationFailureWaitsForNewCredentials(t *testing.T) {
+	src := &stubSource{eps: []*endpoint.Endpoint{claimOf("a.lan")}}
+	prov := &refusingProvider{tries: map[string]int{}, listErr: fmt.Errorf("ListHosts: %w: tls: unknown certificate authority", provider.ErrAuthentication)}
+	l := startLoop(t, Config{Sources: []Source{src}, Provider: prov, MinEventSyncInterval: 20 * time.Millisecond})
+	// Not retried before the interval: neither a backoff nor an event cuts the wait.
+	l.waitsFor(is(at(time.Hour), ModeFull))
+	l.clock.Step(2 * time.Second)
+	src.handler()
+	l.waitsFor(is(at(time.Hour), ModeFull))
+	if n := prov.lists.Load(); n != 1 {
+		t.Fatalf("%d ListHosts while authentication fails and the certificate is unchanged; want no retry before the interval", n)
+	}
+	// New certificate files: a sync at once.
+	prov.mu.Lock()
+	prov.listErr = nil
+	prov.mu.Unlock()
+	l.c.CredentialsChanged()
+	l.waitsFor(is(at(2*time.Second+time.Hour), ModeFull))
+	if n := prov.count("a.lan"); n != 1 {
+		t.Fatalf("a.lan written %d times after the certificate changed, want once at once", n)
+	}
+}
+
+func TestAFailedSyncIsRetriedWhenTheServerAnswers(t *testing.T) {
+	src := &stubSource{eps: []*endpoint.Endpoint{claimOf("a.lan")}}
+	down := errors.New("ListHosts: Unavailable: connection refused")
+	prov := &refusingProvider{tries: map[string]int{}, listErr: down}
+	setErr := func(err error) { prov.mu.Lock(); prov.listErr = err; prov.mu.Unlock() }
+	l := startLoop(t, Config{Sources: []Source{src}, Provider: prov, MinEventSyncInterval: 20 * time.Millisecond})
+	l.waitsFor(is(at(time.Second), ModeFull)) // the first failure's backoff
+	// The server's return cuts it short, once per run of failures: the retry fails too, and
+	// a second return waits out the backoff.
+	l.clock.Step(100 * time.Millisecond)
+	l.c.ServerReachable()
+	l.waitsFor(is(at(100*time.Millisecond+2*time.Second), ModeFull))
+	l.c.ServerReachable()
+	l.waitsFor(is(at(100*time.Millisecond+2*time.Second), ModeFull))
+	if n := prov.lists.Load(); n != 2 {
+		t.Fatalf("%d ListHosts after a second return within one run of failures; want the backoff", n)
+	}
+	setErr(nil)
+	l.clock.SetTime(at(100*time.Millisecond + 2*time.Second))
+	l.waitsFor(is(at(100*time.Millisecond+2*time.Second+time.Hour), ModeFull))
+	if n := prov.count("a.lan"); n != 1 {
+		t.Fatalf("a.lan written %d times", n)
+	}
+	// A new run of failures may be cut short again.
+	setErr(down)
+	l.clock.Step(10 * time.Second)
+	src.handler()
+	l.waitsFor(is(at(12100*time.Millisecond+time.Second), ModeFull))
+	setErr(nil)
+	l.c.ServerReachable()
+	l.waitsFor(is(at(12100*time.Millisecond+time.Hour), ModeFull))
+	if n := prov.lists.Load(); n != 5 {
+		t.Fatalf("%d ListHosts, want the failed event sync retried at once on the server's return", n)
+	}
+	// Without a failure to retry, the news starts no sync.
+	l.c.ServerReachable()
+	l.waitsFor(is(at(12100*time.Millisecond+time.Hour), ModeFull))
+	if n := prov.lists.Load(); n != 5 {
+		t.Fatalf("%d ListHosts after ServerReachable in steady state, want none", n)
+	}
+}
+
+func TestTheIntervalsFullReadIsNotPostponedByEvents(t *testing.T) {
+	r := newKnownStateRig(t)
+	r.want(claimAt("a.lan", "10.0.0.1"))
+	l := startLoop(t, Config{Sources: []Source{r.src}, Registry: r.c.cfg.Registry, Provider: r.c.cfg.Provider, Interval: 300 * time.Millisecond,
+		MinEventSyncInterval: 20 * time.Millisecond})
+	l.waitsFor(is(at(300*time.Millisecond), ModeFull))
+	// An event every 50 ms for 1.2 s: event-triggered syncs plan from the known state, and the
+	// full read still comes every 300 ms.
+	for i := 1; i <= 24; i++ {
+		l.clock.SetTime(at(time.Duration(i) * 50 * time.Millisecond))
+		r.src.handler()
+		next := at(time.Duration(i/6+1) * 300 * time.Millisecond)
+		l.waitsFor(is(next, ModeFull))
+	}
+	if n := r.svc.Calls("ListHosts"); n != 5 {
+		t.Fatalf("%d ListHosts in 1.2 s at a 300 ms interval with events every 50 ms; want 5 (at 0, 300, 600, 900 and 1,200 ms)", n)
+	}
+}

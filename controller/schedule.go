@@ -1,0 +1,178 @@
+package controller
+
+import "time"
+
+// Mode is the kind of sync the scheduler asks for.
+type Mode uint8
+
+const (
+	// ModeFull reads the server, plans every hostname and tries again what was refused: at
+	// start, every interval, when a deletion falls due, after a failure, a reconfiguration or
+	// new certificate files.
+	ModeFull Mode = iota + 1
+	// ModeEvent follows a change of the cluster: it plans from the known state when there is
+	// one, and holds back what was refused until the interval.
+	ModeEvent
+)
+
+func (m Mode) String() string {
+	if m == ModeEvent {
+		return "event"
+	}
+	return "full"
+}
+
+// Trigger is news that may call for a sync sooner than the schedule says.
+type Trigger uint8
+
+// The triggers; as bits, so that news arriving together is one wake-up.
+const (
+	// TriggerChanged: a source's objects changed.
+	TriggerChanged Trigger = 1 << iota
+	// TriggerReconfigured: the settings changed (Reconfigure).
+	TriggerReconfigured
+	// TriggerCredentials: the TLS files changed.
+	TriggerCredentials
+	// TriggerReachable: the server answers again.
+	TriggerReachable
+)
+
+// Result is how a sync ended, as far as scheduling goes.
+type Result uint8
+
+// The results.
+const (
+	// ResultOK: the sync got through; some writes may have been refused, which the interval
+	// tries again.
+	ResultOK Result = iota
+	// ResultAuthentication: the server refused the TLS authentication.
+	ResultAuthentication
+	// ResultFailed: a read or the writes failed as a whole.
+	ResultFailed
+)
+
+// Synced is what the scheduler learns of a sync.
+type Synced struct {
+	Mode    Mode
+	Started time.Time
+	Result  Result
+	// Read says the sync read the server and planned: a full sync that did is the one the
+	// interval counts from.
+	Read bool
+	// Again asks for an event-triggered sync at once: the known state is out of date, or
+	// removals freed hostnames others wait for.
+	Again bool
+	// NextExpiry is when the earliest pending deletion falls due; zero when none.
+	NextExpiry time.Time
+}
+
+// Schedule says what runs next, and when. Its methods are pure functions of the schedule,
+// what happened and the time it happened: the loop (Run) only waits for the earlier of its
+// timer and the news, and tells the schedule.
+type Schedule struct {
+	// Next is when the next sync starts; Mode what kind it is.
+	Next time.Time
+	Mode Mode
+	// Interval is the period of full syncs; Spacing the least time between the starts of two
+	// event-triggered ones, so that a burst of changes coalesces into one more sync.
+	Interval, Spacing time.Duration
+
+	// lastEvent is when the last event-triggered sync started; lastFull when the last full
+	// sync that read the server did.
+	lastEvent, lastFull time.Time
+	// failures counts the syncs failed in a row.
+	failures int
+	// authWait: the last sync failed authentication, and only new certificate files or the
+	// interval try again.
+	authWait bool
+	// reachableUsed: the server's return has already cut this run of failures short.
+	reachableUsed bool
+}
+
+// expirySlack is added to a grace period's end before the sync that acts on it, so that the
+// sync's own clock reading is safely past it.
+const expirySlack = 100 * time.Millisecond
+
+// NewSchedule starts with a full sync now.
+func NewSchedule(now time.Time, interval, spacing time.Duration) Schedule {
+	return Schedule{Next: now, Mode: ModeFull, Interval: interval, Spacing: spacing}
+}
+
+// Starting is told that the sync the schedule asked for starts now.
+func (s Schedule) Starting(now time.Time) Schedule {
+	if s.Mode == ModeEvent {
+		s.lastEvent = now
+	}
+	return s
+}
+
+// Triggered is the schedule after news at now.
+//
+//   - A change: an event-triggered sync at once after a quiet period; changes during an
+//     event-triggered sync, or soon after its start, coalesce into one more no sooner than the
+//     spacing. A full sync due sooner, or a failure's backoff, is not brought forward.
+//   - Reconfigured: a full sync at once, under the new interval.
+//   - New certificate files: a full sync at once, if authentication failed.
+//   - The server answers again: a full sync at once if syncs are failing, once per run of
+//     failures, so that a server that falls over at every sync gets the growing backoff.
+func (s Schedule) Triggered(t Trigger, now time.Time) Schedule {
+	if t&TriggerReconfigured != 0 {
+		s.Next, s.Mode = now, ModeFull
+	}
+	if t&TriggerCredentials != 0 && s.authWait {
+		s.Next, s.Mode = now, ModeFull
+	}
+	if t&TriggerReachable != 0 && s.failures > 0 && !s.authWait && !s.reachableUsed {
+		s.Next, s.Mode, s.reachableUsed = now, ModeFull, true
+	}
+	if t&TriggerChanged != 0 && s.failures == 0 {
+		at := now
+		if e := s.lastEvent.Add(s.Spacing); at.Before(e) {
+			at = e
+		}
+		if at.Before(s.Next) {
+			s.Next, s.Mode = at, ModeEvent
+		}
+	}
+	return s
+}
+
+// Done is the schedule after a sync ended at now. The next full sync comes an interval after
+// the last full one that read the server, however many event-triggered syncs ran since; an
+// authentication failure waits for the interval (or new certificate files), any other
+// failure a backoff doubling from one second to the interval; a pending deletion wakes the
+// loop when it falls due.
+func (s Schedule) Done(r Synced, now time.Time) Schedule {
+	if r.Read && r.Mode == ModeFull {
+		s.lastFull = r.Started
+	}
+	s.Next, s.Mode, s.authWait = s.lastFull.Add(s.Interval), ModeFull, false
+	switch r.Result {
+	case ResultAuthentication:
+		s.failures++
+		s.Next, s.authWait = r.Started.Add(s.Interval), true
+		return s
+	case ResultFailed:
+		s.failures++
+		s.Next = now.Add(s.backoff())
+		return s
+	}
+	s.failures, s.reachableUsed = 0, false
+	if r.Again {
+		s.Next, s.Mode = now, ModeEvent
+		return s
+	}
+	if !r.NextExpiry.IsZero() && r.NextExpiry.Before(s.Next) {
+		s.Next = r.NextExpiry.Add(expirySlack)
+	}
+	return s
+}
+
+// backoff doubles from one second up to the interval.
+func (s Schedule) backoff() time.Duration {
+	d := time.Second
+	for i := 1; i < s.failures && d < s.Interval; i++ {
+		d *= 2
+	}
+	return min(d, s.Interval)
+}

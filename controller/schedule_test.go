@@ -1,0 +1,108 @@
+package controller
+
+import (
+	"testing"
+	"time"
+)
+
+// TestSchedule is the scheduler's table: a schedule, what happens at a time, and what runs
+// next, and when. t0 is a full sync that read the server and ended with nothing pending.
+func TestSchedule(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	const interval, spacing = time.Minute, time.Second
+	// settled is the schedule after the full sync at t0.
+	settled := func() Schedule {
+		s := NewSchedule(t0, interval, spacing).Starting(t0)
+		return s.Done(Synced{Mode: ModeFull, Started: t0, Read: true}, at(50*time.Millisecond))
+	}
+	// step is one thing that happens: a trigger, the start of the sync due, or its end.
+	type step func(Schedule) Schedule
+	trigger := func(tr Trigger, d time.Duration) step {
+		return func(s Schedule) Schedule { return s.Triggered(tr, at(d)) }
+	}
+	// run starts the sync that is due and ends it after took with r (its mode and start filled in).
+	run := func(took time.Duration, r Synced) step {
+		return func(s Schedule) Schedule {
+			start := s.Next
+			r.Mode, r.Started = s.Mode, start
+			return s.Starting(start).Done(r, start.Add(took))
+		}
+	}
+	failed := Synced{Result: ResultFailed}
+	for _, tc := range []struct {
+		name  string
+		steps []step
+		next  time.Time
+		mode  Mode
+	}{
+		{"at start, a full sync at once", nil, t0, ModeFull},
+		{"after the first sync, the interval", []step{}, at(interval), ModeFull},
+		{"a change after a quiet period syncs at once", []step{trigger(TriggerChanged, 10 * time.Second)}, at(10 * time.Second), ModeEvent},
+		{"changes during an event sync coalesce after the spacing", []step{
+			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Synced{Read: true}),
+			trigger(TriggerChanged, 10*time.Second+100*time.Millisecond), trigger(TriggerChanged, 10*time.Second+200*time.Millisecond),
+		}, at(11 * time.Second), ModeEvent},
+		{"event syncs do not postpone the interval's full read", []step{
+			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Synced{Read: true}),
+			trigger(TriggerChanged, 30*time.Second), run(20*time.Millisecond, Synced{Read: true}),
+		}, at(interval), ModeFull},
+		{"a change does not bring a sooner full sync forward", []step{trigger(TriggerChanged, interval - 10*time.Millisecond)}, at(interval - 10*time.Millisecond), ModeEvent},
+		{"a grace period ending wakes the loop", []step{
+			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Synced{Read: true, NextExpiry: at(14 * time.Second)}),
+		}, at(14*time.Second + expirySlack), ModeFull},
+		{"a deletion falling due after the interval waits for it", []step{
+			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Synced{Read: true, NextExpiry: at(2 * interval)}),
+		}, at(interval), ModeFull},
+		{"a stale known state: an event sync at once", []step{
+			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Synced{Again: true}),
+		}, at(10*time.Second + 20*time.Millisecond), ModeEvent},
+		{"a failure: backoff of a second", []step{trigger(TriggerReconfigured, 5 * time.Second), run(10*time.Millisecond, failed)},
+			at(5*time.Second + 10*time.Millisecond + time.Second), ModeFull},
+		{"failures double the backoff", []step{
+			trigger(TriggerReconfigured, 5*time.Second), run(0, failed), run(0, failed), run(0, failed),
+		}, at(5*time.Second + 7*time.Second), ModeFull},
+		{"the backoff stops at the interval", []step{
+			trigger(TriggerReconfigured, 5*time.Second), run(0, failed), run(0, failed), run(0, failed), run(0, failed),
+			run(0, failed), run(0, failed), run(0, failed), run(0, failed),
+		}, at(5*time.Second + (1+2+4+8+16+32+60+60)*time.Second), ModeFull},
+		{"a change does not cut a backoff short", []step{
+			trigger(TriggerReconfigured, 5*time.Second), run(0, failed), trigger(TriggerChanged, 5*time.Second+100*time.Millisecond),
+		}, at(6 * time.Second), ModeFull},
+		{"the server's return cuts a backoff short", []step{
+			trigger(TriggerReconfigured, 5*time.Second), run(0, failed), trigger(TriggerReachable, 5*time.Second+100*time.Millisecond),
+		}, at(5*time.Second + 100*time.Millisecond), ModeFull},
+		{"once per run of failures", []step{
+			trigger(TriggerReconfigured, 5*time.Second), run(0, failed), trigger(TriggerReachable, 5*time.Second+100*time.Millisecond),
+			run(0, failed), trigger(TriggerReachable, 5*time.Second+200*time.Millisecond),
+		}, at(5*time.Second + 100*time.Millisecond + 2*time.Second), ModeFull},
+		{"a new run of failures may be cut short again", []step{
+			trigger(TriggerReconfigured, 5*time.Second), run(0, failed), trigger(TriggerReachable, 5*time.Second+100*time.Millisecond),
+			run(0, Synced{Read: true}), trigger(TriggerChanged, 7*time.Second), run(0, failed), trigger(TriggerReachable, 7*time.Second+500*time.Millisecond),
+		}, at(7*time.Second + 500*time.Millisecond), ModeFull},
+		{"the server's return in steady state starts nothing", []step{trigger(TriggerReachable, 10 * time.Second)}, at(interval), ModeFull},
+		{"an authentication failure waits for the interval", []step{
+			trigger(TriggerReconfigured, 5*time.Second), run(0, Synced{Result: ResultAuthentication}), trigger(TriggerChanged, 6*time.Second),
+			trigger(TriggerReachable, 7*time.Second),
+		}, at(5*time.Second + interval), ModeFull},
+		{"or for new certificate files", []step{
+			trigger(TriggerReconfigured, 5*time.Second), run(0, Synced{Result: ResultAuthentication}), trigger(TriggerCredentials, 8*time.Second),
+		}, at(8 * time.Second), ModeFull},
+		{"new certificate files without a failure start nothing", []step{trigger(TriggerCredentials, 8 * time.Second)}, at(interval), ModeFull},
+		{"a reconfiguration: a full sync at once", []step{trigger(TriggerReconfigured, 20 * time.Second)}, at(20 * time.Second), ModeFull},
+		{"news arriving together is one wake-up", []step{trigger(TriggerChanged|TriggerReconfigured, 20*time.Second)}, at(20 * time.Second), ModeFull},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewSchedule(t0, interval, spacing)
+			if tc.steps != nil {
+				s = settled()
+				for _, st := range tc.steps {
+					s = st(s)
+				}
+			}
+			if !s.Next.Equal(tc.next) || s.Mode != tc.mode {
+				t.Fatalf("next: %s sync at t0%+v, want %s at t0%+v", s.Mode, s.Next.Sub(t0), tc.mode, tc.next.Sub(t0))
+			}
+		})
+	}
+}
