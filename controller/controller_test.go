@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-	testingclock "k8s.io/utils/clock/testing"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	testingclock "k8s.io/utils/clock/testing"
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
@@ -96,9 +96,6 @@ func TestFailedListAppliesNothing(t *testing.T) {
 	}
 }
 
-
-
-
 // refusingProvider keeps entries in memory and refuses every write for one hostname, as the
 // server refuses an invalid entry.
 type refusingProvider struct {
@@ -146,10 +143,6 @@ func (p *refusingProvider) count(host string) int {
 func claimOf(host string) *endpoint.Endpoint {
 	return &endpoint.Endpoint{Hostname: host, Targets: []string{"10.0.0.1"}, Sources: []endpoint.SourceRef{{Kind: "Ingress", Namespace: "d", Name: host, UID: host}}}
 }
-
-
-
-
 
 // knownStateRig is a controller on the in-memory server with a settable clock, for the rules
 // of event-triggered syncs that plan from the known state.
@@ -326,4 +319,3 @@ func TestARefusedDeleteIsHeldBackWithoutReadingTheServerAgain(t *testing.T) {
 		t.Fatalf("calls = %v; the refused deletion waits for the interval", c)
 	}
 }
-

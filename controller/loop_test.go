@@ -105,7 +105,7 @@ func TestEventAfterQuietPeriodSyncsAtOnceAndBurstsCoalesce(t *testing.T) {
 	src := &countingSource{}
 	l := startLoop(t, Config{Sources: []Source{src}, Provider: &recordingProvider{}, MinEventSyncInterval: 300 * time.Millisecond})
 	l.waitsFor(is(at(time.Hour), ModeFull)) // after the first sync
-	l.clock.Step(10 * time.Second)           // a quiet period
+	l.clock.Step(10 * time.Second)          // a quiet period
 
 	src.handler()
 	l.waitsFor(is(at(time.Hour), ModeFull))

@@ -38,7 +38,7 @@ func TestSchedule(t *testing.T) {
 	}{
 		{"at start, a full sync at once", nil, t0, ModeFull},
 		{"after the first sync, the interval", []step{}, at(interval), ModeFull},
-		{"a change after a quiet period syncs at once", []step{trigger(TriggerChanged, 10 * time.Second)}, at(10 * time.Second), ModeEvent},
+		{"a change after a quiet period syncs at once", []step{trigger(TriggerChanged, 10*time.Second)}, at(10 * time.Second), ModeEvent},
 		{"changes during an event sync coalesce after the spacing", []step{
 			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Synced{Read: true}),
 			trigger(TriggerChanged, 10*time.Second+100*time.Millisecond), trigger(TriggerChanged, 10*time.Second+200*time.Millisecond),
@@ -47,7 +47,7 @@ func TestSchedule(t *testing.T) {
 			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Synced{Read: true}),
 			trigger(TriggerChanged, 30*time.Second), run(20*time.Millisecond, Synced{Read: true}),
 		}, at(interval), ModeFull},
-		{"a change does not bring a sooner full sync forward", []step{trigger(TriggerChanged, interval - 10*time.Millisecond)}, at(interval - 10*time.Millisecond), ModeEvent},
+		{"a change does not bring a sooner full sync forward", []step{trigger(TriggerChanged, interval-10*time.Millisecond)}, at(interval - 10*time.Millisecond), ModeEvent},
 		{"a grace period ending wakes the loop", []step{
 			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Synced{Read: true, NextExpiry: at(14 * time.Second)}),
 		}, at(14*time.Second + expirySlack), ModeFull},
@@ -57,7 +57,7 @@ func TestSchedule(t *testing.T) {
 		{"a stale known state: an event sync at once", []step{
 			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Synced{Again: true}),
 		}, at(10*time.Second + 20*time.Millisecond), ModeEvent},
-		{"a failure: backoff of a second", []step{trigger(TriggerReconfigured, 5 * time.Second), run(10*time.Millisecond, failed)},
+		{"a failure: backoff of a second", []step{trigger(TriggerReconfigured, 5*time.Second), run(10*time.Millisecond, failed)},
 			at(5*time.Second + 10*time.Millisecond + time.Second), ModeFull},
 		{"failures double the backoff", []step{
 			trigger(TriggerReconfigured, 5*time.Second), run(0, failed), run(0, failed), run(0, failed),
@@ -80,7 +80,7 @@ func TestSchedule(t *testing.T) {
 			trigger(TriggerReconfigured, 5*time.Second), run(0, failed), trigger(TriggerReachable, 5*time.Second+100*time.Millisecond),
 			run(0, Synced{Read: true}), trigger(TriggerChanged, 7*time.Second), run(0, failed), trigger(TriggerReachable, 7*time.Second+500*time.Millisecond),
 		}, at(7*time.Second + 500*time.Millisecond), ModeFull},
-		{"the server's return in steady state starts nothing", []step{trigger(TriggerReachable, 10 * time.Second)}, at(interval), ModeFull},
+		{"the server's return in steady state starts nothing", []step{trigger(TriggerReachable, 10*time.Second)}, at(interval), ModeFull},
 		{"an authentication failure waits for the interval", []step{
 			trigger(TriggerReconfigured, 5*time.Second), run(0, Synced{Result: ResultAuthentication}), trigger(TriggerChanged, 6*time.Second),
 			trigger(TriggerReachable, 7*time.Second),
@@ -88,8 +88,8 @@ func TestSchedule(t *testing.T) {
 		{"or for new certificate files", []step{
 			trigger(TriggerReconfigured, 5*time.Second), run(0, Synced{Result: ResultAuthentication}), trigger(TriggerCredentials, 8*time.Second),
 		}, at(8 * time.Second), ModeFull},
-		{"new certificate files without a failure start nothing", []step{trigger(TriggerCredentials, 8 * time.Second)}, at(interval), ModeFull},
-		{"a reconfiguration: a full sync at once", []step{trigger(TriggerReconfigured, 20 * time.Second)}, at(20 * time.Second), ModeFull},
+		{"new certificate files without a failure start nothing", []step{trigger(TriggerCredentials, 8*time.Second)}, at(interval), ModeFull},
+		{"a reconfiguration: a full sync at once", []step{trigger(TriggerReconfigured, 20*time.Second)}, at(20 * time.Second), ModeFull},
 		{"news arriving together is one wake-up", []step{trigger(TriggerChanged|TriggerReconfigured, 20*time.Second)}, at(20 * time.Second), ModeFull},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -84,7 +84,6 @@ func runMain(m *testing.M) int {
 	return m.Run()
 }
 
-
 // harness is one operator instance wired by the operator package from command-line flags, as
 // main wires it, against a namespace of its own and a test server of its own.
 type harness struct {
