@@ -774,6 +774,96 @@ func (x *ListHostsResponse) GetEntry() *HostEntry {
 	return nil
 }
 
+// SearchHosts matches query as a case-insensitive substring of ip_address, hostname, comment
+// and each tag (not aliases); an empty query returns every entry.
+type SearchHostsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Query         string                 `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchHostsRequest) Reset() {
+	*x = SearchHostsRequest{}
+	mi := &file_router_hosts_v1_hosts_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchHostsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchHostsRequest) ProtoMessage() {}
+
+func (x *SearchHostsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_router_hosts_v1_hosts_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchHostsRequest.ProtoReflect.Descriptor instead.
+func (*SearchHostsRequest) Descriptor() ([]byte, []int) {
+	return file_router_hosts_v1_hosts_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *SearchHostsRequest) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+type SearchHostsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entry         *HostEntry             `protobuf:"bytes,1,opt,name=entry,proto3" json:"entry,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchHostsResponse) Reset() {
+	*x = SearchHostsResponse{}
+	mi := &file_router_hosts_v1_hosts_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchHostsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchHostsResponse) ProtoMessage() {}
+
+func (x *SearchHostsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_router_hosts_v1_hosts_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchHostsResponse.ProtoReflect.Descriptor instead.
+func (*SearchHostsResponse) Descriptor() ([]byte, []int) {
+	return file_router_hosts_v1_hosts_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *SearchHostsResponse) GetEntry() *HostEntry {
+	if x != nil {
+		return x.Entry
+	}
+	return nil
+}
+
 type LivenessRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -782,7 +872,7 @@ type LivenessRequest struct {
 
 func (x *LivenessRequest) Reset() {
 	*x = LivenessRequest{}
-	mi := &file_router_hosts_v1_hosts_proto_msgTypes[13]
+	mi := &file_router_hosts_v1_hosts_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -794,7 +884,7 @@ func (x *LivenessRequest) String() string {
 func (*LivenessRequest) ProtoMessage() {}
 
 func (x *LivenessRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_router_hosts_v1_hosts_proto_msgTypes[13]
+	mi := &file_router_hosts_v1_hosts_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -807,7 +897,7 @@ func (x *LivenessRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LivenessRequest.ProtoReflect.Descriptor instead.
 func (*LivenessRequest) Descriptor() ([]byte, []int) {
-	return file_router_hosts_v1_hosts_proto_rawDescGZIP(), []int{13}
+	return file_router_hosts_v1_hosts_proto_rawDescGZIP(), []int{15}
 }
 
 type LivenessResponse struct {
@@ -819,7 +909,7 @@ type LivenessResponse struct {
 
 func (x *LivenessResponse) Reset() {
 	*x = LivenessResponse{}
-	mi := &file_router_hosts_v1_hosts_proto_msgTypes[14]
+	mi := &file_router_hosts_v1_hosts_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -831,7 +921,7 @@ func (x *LivenessResponse) String() string {
 func (*LivenessResponse) ProtoMessage() {}
 
 func (x *LivenessResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_router_hosts_v1_hosts_proto_msgTypes[14]
+	mi := &file_router_hosts_v1_hosts_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -844,7 +934,7 @@ func (x *LivenessResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LivenessResponse.ProtoReflect.Descriptor instead.
 func (*LivenessResponse) Descriptor() ([]byte, []int) {
-	return file_router_hosts_v1_hosts_proto_rawDescGZIP(), []int{14}
+	return file_router_hosts_v1_hosts_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *LivenessResponse) GetAlive() bool {
@@ -862,7 +952,7 @@ type ReadinessRequest struct {
 
 func (x *ReadinessRequest) Reset() {
 	*x = ReadinessRequest{}
-	mi := &file_router_hosts_v1_hosts_proto_msgTypes[15]
+	mi := &file_router_hosts_v1_hosts_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -874,7 +964,7 @@ func (x *ReadinessRequest) String() string {
 func (*ReadinessRequest) ProtoMessage() {}
 
 func (x *ReadinessRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_router_hosts_v1_hosts_proto_msgTypes[15]
+	mi := &file_router_hosts_v1_hosts_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -887,7 +977,7 @@ func (x *ReadinessRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadinessRequest.ProtoReflect.Descriptor instead.
 func (*ReadinessRequest) Descriptor() ([]byte, []int) {
-	return file_router_hosts_v1_hosts_proto_rawDescGZIP(), []int{15}
+	return file_router_hosts_v1_hosts_proto_rawDescGZIP(), []int{17}
 }
 
 type ReadinessResponse struct {
@@ -900,7 +990,7 @@ type ReadinessResponse struct {
 
 func (x *ReadinessResponse) Reset() {
 	*x = ReadinessResponse{}
-	mi := &file_router_hosts_v1_hosts_proto_msgTypes[16]
+	mi := &file_router_hosts_v1_hosts_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -912,7 +1002,7 @@ func (x *ReadinessResponse) String() string {
 func (*ReadinessResponse) ProtoMessage() {}
 
 func (x *ReadinessResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_router_hosts_v1_hosts_proto_msgTypes[16]
+	mi := &file_router_hosts_v1_hosts_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -925,7 +1015,7 @@ func (x *ReadinessResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadinessResponse.ProtoReflect.Descriptor instead.
 func (*ReadinessResponse) Descriptor() ([]byte, []int) {
-	return file_router_hosts_v1_hosts_proto_rawDescGZIP(), []int{16}
+	return file_router_hosts_v1_hosts_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ReadinessResponse) GetReady() bool {
@@ -950,7 +1040,7 @@ type HealthRequest struct {
 
 func (x *HealthRequest) Reset() {
 	*x = HealthRequest{}
-	mi := &file_router_hosts_v1_hosts_proto_msgTypes[17]
+	mi := &file_router_hosts_v1_hosts_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -962,7 +1052,7 @@ func (x *HealthRequest) String() string {
 func (*HealthRequest) ProtoMessage() {}
 
 func (x *HealthRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_router_hosts_v1_hosts_proto_msgTypes[17]
+	mi := &file_router_hosts_v1_hosts_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -975,7 +1065,7 @@ func (x *HealthRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthRequest.ProtoReflect.Descriptor instead.
 func (*HealthRequest) Descriptor() ([]byte, []int) {
-	return file_router_hosts_v1_hosts_proto_rawDescGZIP(), []int{17}
+	return file_router_hosts_v1_hosts_proto_rawDescGZIP(), []int{19}
 }
 
 // HealthResponse's further component messages (3 on) are left out.
@@ -989,7 +1079,7 @@ type HealthResponse struct {
 
 func (x *HealthResponse) Reset() {
 	*x = HealthResponse{}
-	mi := &file_router_hosts_v1_hosts_proto_msgTypes[18]
+	mi := &file_router_hosts_v1_hosts_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1001,7 +1091,7 @@ func (x *HealthResponse) String() string {
 func (*HealthResponse) ProtoMessage() {}
 
 func (x *HealthResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_router_hosts_v1_hosts_proto_msgTypes[18]
+	mi := &file_router_hosts_v1_hosts_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1014,7 +1104,7 @@ func (x *HealthResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HealthResponse.ProtoReflect.Descriptor instead.
 func (*HealthResponse) Descriptor() ([]byte, []int) {
-	return file_router_hosts_v1_hosts_proto_rawDescGZIP(), []int{18}
+	return file_router_hosts_v1_hosts_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *HealthResponse) GetHealthy() bool {
@@ -1042,7 +1132,7 @@ type ServerInfo struct {
 
 func (x *ServerInfo) Reset() {
 	*x = ServerInfo{}
-	mi := &file_router_hosts_v1_hosts_proto_msgTypes[19]
+	mi := &file_router_hosts_v1_hosts_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1054,7 +1144,7 @@ func (x *ServerInfo) String() string {
 func (*ServerInfo) ProtoMessage() {}
 
 func (x *ServerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_router_hosts_v1_hosts_proto_msgTypes[19]
+	mi := &file_router_hosts_v1_hosts_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1067,7 +1157,7 @@ func (x *ServerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerInfo.ProtoReflect.Descriptor instead.
 func (*ServerInfo) Descriptor() ([]byte, []int) {
-	return file_router_hosts_v1_hosts_proto_rawDescGZIP(), []int{19}
+	return file_router_hosts_v1_hosts_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ServerInfo) GetVersion() string {
@@ -1162,6 +1252,10 @@ const file_router_hosts_v1_hosts_proto_rawDesc = "" +
 	"\x06_limitB\t\n" +
 	"\a_offset\"E\n" +
 	"\x11ListHostsResponse\x120\n" +
+	"\x05entry\x18\x01 \x01(\v2\x1a.router_hosts.v1.HostEntryR\x05entry\"*\n" +
+	"\x12SearchHostsRequest\x12\x14\n" +
+	"\x05query\x18\x01 \x01(\tR\x05query\"G\n" +
+	"\x13SearchHostsResponse\x120\n" +
 	"\x05entry\x18\x01 \x01(\v2\x1a.router_hosts.v1.HostEntryR\x05entry\"\x11\n" +
 	"\x0fLivenessRequest\"(\n" +
 	"\x10LivenessResponse\x12\x14\n" +
@@ -1179,7 +1273,7 @@ const file_router_hosts_v1_hosts_proto_rawDesc = "" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12%\n" +
 	"\x0euptime_seconds\x18\x02 \x01(\x03R\ruptimeSeconds\x12\x1d\n" +
 	"\n" +
-	"build_info\x18\x03 \x01(\tR\tbuildInfo2\x9e\x05\n" +
+	"build_info\x18\x03 \x01(\tR\tbuildInfo2\xfa\x05\n" +
 	"\fHostsService\x12L\n" +
 	"\aAddHost\x12\x1f.router_hosts.v1.AddHostRequest\x1a .router_hosts.v1.AddHostResponse\x12L\n" +
 	"\aGetHost\x12\x1f.router_hosts.v1.GetHostRequest\x1a .router_hosts.v1.GetHostResponse\x12U\n" +
@@ -1187,7 +1281,8 @@ const file_router_hosts_v1_hosts_proto_rawDesc = "" +
 	"UpdateHost\x12\".router_hosts.v1.UpdateHostRequest\x1a#.router_hosts.v1.UpdateHostResponse\x12U\n" +
 	"\n" +
 	"DeleteHost\x12\".router_hosts.v1.DeleteHostRequest\x1a#.router_hosts.v1.DeleteHostResponse\x12T\n" +
-	"\tListHosts\x12!.router_hosts.v1.ListHostsRequest\x1a\".router_hosts.v1.ListHostsResponse0\x01\x12O\n" +
+	"\tListHosts\x12!.router_hosts.v1.ListHostsRequest\x1a\".router_hosts.v1.ListHostsResponse0\x01\x12Z\n" +
+	"\vSearchHosts\x12#.router_hosts.v1.SearchHostsRequest\x1a$.router_hosts.v1.SearchHostsResponse0\x01\x12O\n" +
 	"\bLiveness\x12 .router_hosts.v1.LivenessRequest\x1a!.router_hosts.v1.LivenessResponse\x12R\n" +
 	"\tReadiness\x12!.router_hosts.v1.ReadinessRequest\x1a\".router_hosts.v1.ReadinessResponse\x12I\n" +
 	"\x06Health\x12\x1e.router_hosts.v1.HealthRequest\x1a\x1f.router_hosts.v1.HealthResponseBXZVgithub.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1;routerhostsv1b\x06proto3"
@@ -1204,7 +1299,7 @@ func file_router_hosts_v1_hosts_proto_rawDescGZIP() []byte {
 	return file_router_hosts_v1_hosts_proto_rawDescData
 }
 
-var file_router_hosts_v1_hosts_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_router_hosts_v1_hosts_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_router_hosts_v1_hosts_proto_goTypes = []any{
 	(*HostEntry)(nil),             // 0: router_hosts.v1.HostEntry
 	(*AliasesUpdate)(nil),         // 1: router_hosts.v1.AliasesUpdate
@@ -1219,46 +1314,51 @@ var file_router_hosts_v1_hosts_proto_goTypes = []any{
 	(*DeleteHostResponse)(nil),    // 10: router_hosts.v1.DeleteHostResponse
 	(*ListHostsRequest)(nil),      // 11: router_hosts.v1.ListHostsRequest
 	(*ListHostsResponse)(nil),     // 12: router_hosts.v1.ListHostsResponse
-	(*LivenessRequest)(nil),       // 13: router_hosts.v1.LivenessRequest
-	(*LivenessResponse)(nil),      // 14: router_hosts.v1.LivenessResponse
-	(*ReadinessRequest)(nil),      // 15: router_hosts.v1.ReadinessRequest
-	(*ReadinessResponse)(nil),     // 16: router_hosts.v1.ReadinessResponse
-	(*HealthRequest)(nil),         // 17: router_hosts.v1.HealthRequest
-	(*HealthResponse)(nil),        // 18: router_hosts.v1.HealthResponse
-	(*ServerInfo)(nil),            // 19: router_hosts.v1.ServerInfo
-	(*timestamppb.Timestamp)(nil), // 20: google.protobuf.Timestamp
+	(*SearchHostsRequest)(nil),    // 13: router_hosts.v1.SearchHostsRequest
+	(*SearchHostsResponse)(nil),   // 14: router_hosts.v1.SearchHostsResponse
+	(*LivenessRequest)(nil),       // 15: router_hosts.v1.LivenessRequest
+	(*LivenessResponse)(nil),      // 16: router_hosts.v1.LivenessResponse
+	(*ReadinessRequest)(nil),      // 17: router_hosts.v1.ReadinessRequest
+	(*ReadinessResponse)(nil),     // 18: router_hosts.v1.ReadinessResponse
+	(*HealthRequest)(nil),         // 19: router_hosts.v1.HealthRequest
+	(*HealthResponse)(nil),        // 20: router_hosts.v1.HealthResponse
+	(*ServerInfo)(nil),            // 21: router_hosts.v1.ServerInfo
+	(*timestamppb.Timestamp)(nil), // 22: google.protobuf.Timestamp
 }
 var file_router_hosts_v1_hosts_proto_depIdxs = []int32{
-	20, // 0: router_hosts.v1.HostEntry.created_at:type_name -> google.protobuf.Timestamp
-	20, // 1: router_hosts.v1.HostEntry.updated_at:type_name -> google.protobuf.Timestamp
+	22, // 0: router_hosts.v1.HostEntry.created_at:type_name -> google.protobuf.Timestamp
+	22, // 1: router_hosts.v1.HostEntry.updated_at:type_name -> google.protobuf.Timestamp
 	0,  // 2: router_hosts.v1.AddHostResponse.entry:type_name -> router_hosts.v1.HostEntry
 	0,  // 3: router_hosts.v1.GetHostResponse.entry:type_name -> router_hosts.v1.HostEntry
 	1,  // 4: router_hosts.v1.UpdateHostRequest.aliases:type_name -> router_hosts.v1.AliasesUpdate
 	2,  // 5: router_hosts.v1.UpdateHostRequest.tags:type_name -> router_hosts.v1.TagsUpdate
 	0,  // 6: router_hosts.v1.UpdateHostResponse.entry:type_name -> router_hosts.v1.HostEntry
 	0,  // 7: router_hosts.v1.ListHostsResponse.entry:type_name -> router_hosts.v1.HostEntry
-	19, // 8: router_hosts.v1.HealthResponse.server:type_name -> router_hosts.v1.ServerInfo
-	3,  // 9: router_hosts.v1.HostsService.AddHost:input_type -> router_hosts.v1.AddHostRequest
-	5,  // 10: router_hosts.v1.HostsService.GetHost:input_type -> router_hosts.v1.GetHostRequest
-	7,  // 11: router_hosts.v1.HostsService.UpdateHost:input_type -> router_hosts.v1.UpdateHostRequest
-	9,  // 12: router_hosts.v1.HostsService.DeleteHost:input_type -> router_hosts.v1.DeleteHostRequest
-	11, // 13: router_hosts.v1.HostsService.ListHosts:input_type -> router_hosts.v1.ListHostsRequest
-	13, // 14: router_hosts.v1.HostsService.Liveness:input_type -> router_hosts.v1.LivenessRequest
-	15, // 15: router_hosts.v1.HostsService.Readiness:input_type -> router_hosts.v1.ReadinessRequest
-	17, // 16: router_hosts.v1.HostsService.Health:input_type -> router_hosts.v1.HealthRequest
-	4,  // 17: router_hosts.v1.HostsService.AddHost:output_type -> router_hosts.v1.AddHostResponse
-	6,  // 18: router_hosts.v1.HostsService.GetHost:output_type -> router_hosts.v1.GetHostResponse
-	8,  // 19: router_hosts.v1.HostsService.UpdateHost:output_type -> router_hosts.v1.UpdateHostResponse
-	10, // 20: router_hosts.v1.HostsService.DeleteHost:output_type -> router_hosts.v1.DeleteHostResponse
-	12, // 21: router_hosts.v1.HostsService.ListHosts:output_type -> router_hosts.v1.ListHostsResponse
-	14, // 22: router_hosts.v1.HostsService.Liveness:output_type -> router_hosts.v1.LivenessResponse
-	16, // 23: router_hosts.v1.HostsService.Readiness:output_type -> router_hosts.v1.ReadinessResponse
-	18, // 24: router_hosts.v1.HostsService.Health:output_type -> router_hosts.v1.HealthResponse
-	17, // [17:25] is the sub-list for method output_type
-	9,  // [9:17] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	0,  // 8: router_hosts.v1.SearchHostsResponse.entry:type_name -> router_hosts.v1.HostEntry
+	21, // 9: router_hosts.v1.HealthResponse.server:type_name -> router_hosts.v1.ServerInfo
+	3,  // 10: router_hosts.v1.HostsService.AddHost:input_type -> router_hosts.v1.AddHostRequest
+	5,  // 11: router_hosts.v1.HostsService.GetHost:input_type -> router_hosts.v1.GetHostRequest
+	7,  // 12: router_hosts.v1.HostsService.UpdateHost:input_type -> router_hosts.v1.UpdateHostRequest
+	9,  // 13: router_hosts.v1.HostsService.DeleteHost:input_type -> router_hosts.v1.DeleteHostRequest
+	11, // 14: router_hosts.v1.HostsService.ListHosts:input_type -> router_hosts.v1.ListHostsRequest
+	13, // 15: router_hosts.v1.HostsService.SearchHosts:input_type -> router_hosts.v1.SearchHostsRequest
+	15, // 16: router_hosts.v1.HostsService.Liveness:input_type -> router_hosts.v1.LivenessRequest
+	17, // 17: router_hosts.v1.HostsService.Readiness:input_type -> router_hosts.v1.ReadinessRequest
+	19, // 18: router_hosts.v1.HostsService.Health:input_type -> router_hosts.v1.HealthRequest
+	4,  // 19: router_hosts.v1.HostsService.AddHost:output_type -> router_hosts.v1.AddHostResponse
+	6,  // 20: router_hosts.v1.HostsService.GetHost:output_type -> router_hosts.v1.GetHostResponse
+	8,  // 21: router_hosts.v1.HostsService.UpdateHost:output_type -> router_hosts.v1.UpdateHostResponse
+	10, // 22: router_hosts.v1.HostsService.DeleteHost:output_type -> router_hosts.v1.DeleteHostResponse
+	12, // 23: router_hosts.v1.HostsService.ListHosts:output_type -> router_hosts.v1.ListHostsResponse
+	14, // 24: router_hosts.v1.HostsService.SearchHosts:output_type -> router_hosts.v1.SearchHostsResponse
+	16, // 25: router_hosts.v1.HostsService.Liveness:output_type -> router_hosts.v1.LivenessResponse
+	18, // 26: router_hosts.v1.HostsService.Readiness:output_type -> router_hosts.v1.ReadinessResponse
+	20, // 27: router_hosts.v1.HostsService.Health:output_type -> router_hosts.v1.HealthResponse
+	19, // [19:28] is the sub-list for method output_type
+	10, // [10:19] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_router_hosts_v1_hosts_proto_init() }
@@ -1277,7 +1377,7 @@ func file_router_hosts_v1_hosts_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_router_hosts_v1_hosts_proto_rawDesc), len(file_router_hosts_v1_hosts_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -23,14 +23,15 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	HostsService_AddHost_FullMethodName    = "/router_hosts.v1.HostsService/AddHost"
-	HostsService_GetHost_FullMethodName    = "/router_hosts.v1.HostsService/GetHost"
-	HostsService_UpdateHost_FullMethodName = "/router_hosts.v1.HostsService/UpdateHost"
-	HostsService_DeleteHost_FullMethodName = "/router_hosts.v1.HostsService/DeleteHost"
-	HostsService_ListHosts_FullMethodName  = "/router_hosts.v1.HostsService/ListHosts"
-	HostsService_Liveness_FullMethodName   = "/router_hosts.v1.HostsService/Liveness"
-	HostsService_Readiness_FullMethodName  = "/router_hosts.v1.HostsService/Readiness"
-	HostsService_Health_FullMethodName     = "/router_hosts.v1.HostsService/Health"
+	HostsService_AddHost_FullMethodName     = "/router_hosts.v1.HostsService/AddHost"
+	HostsService_GetHost_FullMethodName     = "/router_hosts.v1.HostsService/GetHost"
+	HostsService_UpdateHost_FullMethodName  = "/router_hosts.v1.HostsService/UpdateHost"
+	HostsService_DeleteHost_FullMethodName  = "/router_hosts.v1.HostsService/DeleteHost"
+	HostsService_ListHosts_FullMethodName   = "/router_hosts.v1.HostsService/ListHosts"
+	HostsService_SearchHosts_FullMethodName = "/router_hosts.v1.HostsService/SearchHosts"
+	HostsService_Liveness_FullMethodName    = "/router_hosts.v1.HostsService/Liveness"
+	HostsService_Readiness_FullMethodName   = "/router_hosts.v1.HostsService/Readiness"
+	HostsService_Health_FullMethodName      = "/router_hosts.v1.HostsService/Health"
 )
 
 // HostsServiceClient is the client API for HostsService service.
@@ -42,6 +43,7 @@ type HostsServiceClient interface {
 	UpdateHost(ctx context.Context, in *UpdateHostRequest, opts ...grpc.CallOption) (*UpdateHostResponse, error)
 	DeleteHost(ctx context.Context, in *DeleteHostRequest, opts ...grpc.CallOption) (*DeleteHostResponse, error)
 	ListHosts(ctx context.Context, in *ListHostsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ListHostsResponse], error)
+	SearchHosts(ctx context.Context, in *SearchHostsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SearchHostsResponse], error)
 	Liveness(ctx context.Context, in *LivenessRequest, opts ...grpc.CallOption) (*LivenessResponse, error)
 	Readiness(ctx context.Context, in *ReadinessRequest, opts ...grpc.CallOption) (*ReadinessResponse, error)
 	Health(ctx context.Context, in *HealthRequest, opts ...grpc.CallOption) (*HealthResponse, error)
@@ -114,6 +116,25 @@ func (c *hostsServiceClient) ListHosts(ctx context.Context, in *ListHostsRequest
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type HostsService_ListHostsClient = grpc.ServerStreamingClient[ListHostsResponse]
 
+func (c *hostsServiceClient) SearchHosts(ctx context.Context, in *SearchHostsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SearchHostsResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &HostsService_ServiceDesc.Streams[1], HostsService_SearchHosts_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[SearchHostsRequest, SearchHostsResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type HostsService_SearchHostsClient = grpc.ServerStreamingClient[SearchHostsResponse]
+
 func (c *hostsServiceClient) Liveness(ctx context.Context, in *LivenessRequest, opts ...grpc.CallOption) (*LivenessResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(LivenessResponse)
@@ -153,6 +174,7 @@ type HostsServiceServer interface {
 	UpdateHost(context.Context, *UpdateHostRequest) (*UpdateHostResponse, error)
 	DeleteHost(context.Context, *DeleteHostRequest) (*DeleteHostResponse, error)
 	ListHosts(*ListHostsRequest, grpc.ServerStreamingServer[ListHostsResponse]) error
+	SearchHosts(*SearchHostsRequest, grpc.ServerStreamingServer[SearchHostsResponse]) error
 	Liveness(context.Context, *LivenessRequest) (*LivenessResponse, error)
 	Readiness(context.Context, *ReadinessRequest) (*ReadinessResponse, error)
 	Health(context.Context, *HealthRequest) (*HealthResponse, error)
@@ -180,6 +202,9 @@ func (UnimplementedHostsServiceServer) DeleteHost(context.Context, *DeleteHostRe
 }
 func (UnimplementedHostsServiceServer) ListHosts(*ListHostsRequest, grpc.ServerStreamingServer[ListHostsResponse]) error {
 	return status.Error(codes.Unimplemented, "method ListHosts not implemented")
+}
+func (UnimplementedHostsServiceServer) SearchHosts(*SearchHostsRequest, grpc.ServerStreamingServer[SearchHostsResponse]) error {
+	return status.Error(codes.Unimplemented, "method SearchHosts not implemented")
 }
 func (UnimplementedHostsServiceServer) Liveness(context.Context, *LivenessRequest) (*LivenessResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Liveness not implemented")
@@ -294,6 +319,17 @@ func _HostsService_ListHosts_Handler(srv interface{}, stream grpc.ServerStream) 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type HostsService_ListHostsServer = grpc.ServerStreamingServer[ListHostsResponse]
 
+func _HostsService_SearchHosts_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(SearchHostsRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(HostsServiceServer).SearchHosts(m, &grpc.GenericServerStream[SearchHostsRequest, SearchHostsResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type HostsService_SearchHostsServer = grpc.ServerStreamingServer[SearchHostsResponse]
+
 func _HostsService_Liveness_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(LivenessRequest)
 	if err := dec(in); err != nil {
@@ -388,6 +424,11 @@ var HostsService_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "ListHosts",
 			Handler:       _HostsService_ListHosts_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "SearchHosts",
+			Handler:       _HostsService_SearchHosts_Handler,
 			ServerStreams: true,
 		},
 	},

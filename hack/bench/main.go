@@ -74,6 +74,13 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == "reads" {
+		if err := readsCommand(os.Args[2:], os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "bench reads:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var o options
 	sizes := flag.String("sizes", "1000,5000,10000", "numbers of Ingresses, comma-separated")
 	routerSizes := flag.String("router-sizes", "1000", "sizes also run with the test server slowed to the real server's replay cost (test server only; empty for none)")

@@ -22,6 +22,7 @@ const (
 	MethodUpdate    = "UpdateHost"
 	MethodDelete    = "DeleteHost"
 	MethodList      = "ListHosts"
+	MethodSearch    = "SearchHosts"
 	MethodLiveness  = "Liveness"
 	MethodReadiness = "Readiness"
 	MethodHealth    = "Health"
@@ -49,7 +50,7 @@ type fault struct {
 // NewService serves store; several services may share one store.
 func NewService(store *Store) *Service {
 	s := &Service{store: store, calls: map[string]*atomic.Int64{}, faults: map[string]*fault{}}
-	for _, m := range []string{MethodAdd, MethodGet, MethodUpdate, MethodDelete, MethodList, MethodLiveness, MethodReadiness, MethodHealth} {
+	for _, m := range []string{MethodAdd, MethodGet, MethodUpdate, MethodDelete, MethodList, MethodSearch, MethodLiveness, MethodReadiness, MethodHealth} {
 		s.calls[m] = &atomic.Int64{}
 	}
 	return s
@@ -194,6 +195,22 @@ func (s *Service) ListHosts(_ *pb.ListHostsRequest, stream grpc.ServerStreamingS
 	}
 	for _, e := range s.store.List() {
 		if err := stream.Send(&pb.ListHostsResponse{Entry: e}); err != nil {
+			return fmt.Errorf("sending entry: %w", err)
+		}
+	}
+	return nil
+}
+
+// SearchHosts streams the entries whose address, hostname, comment or any tag contains the
+// query, without regard to case (aliases are not searched); an empty query matches every
+// entry. As on the real server it replays the whole log, as ListHosts does: it saves only
+// what is sent.
+func (s *Service) SearchHosts(req *pb.SearchHostsRequest, stream grpc.ServerStreamingServer[pb.SearchHostsResponse]) error {
+	if err := s.enter(MethodSearch); err != nil {
+		return err
+	}
+	for _, e := range s.store.Search(req.GetQuery()) {
+		if err := stream.Send(&pb.SearchHostsResponse{Entry: e}); err != nil {
 			return fmt.Errorf("sending entry: %w", err)
 		}
 	}

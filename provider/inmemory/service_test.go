@@ -254,3 +254,52 @@ func TestConcurrentWriter(t *testing.T) {
 		t.Fatalf("retry: %v, %v", u, err)
 	}
 }
+
+// TestSearchHostsOverGRPC: the query is a case-insensitive substring of the address, the
+// hostname, the comment or a tag, never of an alias; empty matches everything.
+func TestSearchHostsOverGRPC(t *testing.T) {
+	svc, c := dial(t)
+	ctx := context.Background()
+	for _, req := range []*pb.AddHostRequest{
+		{IpAddress: "10.0.0.1", Hostname: "NAS.lan", Comment: proto.String("the attic")},
+		{IpAddress: "10.0.0.2", Hostname: "nas.lan.example", Tags: []string{"Team-A"}},
+		{IpAddress: "10.0.0.3", Hostname: "web.lan", Aliases: []string{"nas-old.lan"}},
+		{IpAddress: "192.168.1.7", Hostname: "printer.lan", Tags: []string{"source:abc"}},
+	} {
+		if _, err := c.AddHost(ctx, req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct{ query, want string }{
+		{"nas.lan", "NAS.lan,nas.lan.example"},
+		{"NAS", "NAS.lan,nas.lan.example"},
+		{"attic", "NAS.lan"},
+		{"team-a", "nas.lan.example"},
+		{"nas-old", ""},
+		{"192.168", "printer.lan"},
+		{"", "NAS.lan,nas.lan.example,printer.lan,web.lan"},
+	} {
+		stream, err := c.SearchHosts(ctx, &pb.SearchHostsRequest{Query: tc.query})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for {
+			r, err := stream.Recv()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, r.GetEntry().GetHostname())
+		}
+		sort.Strings(got)
+		if g := strings.Join(got, ","); g != tc.want {
+			t.Errorf("SearchHosts(%q) = %s, want %s", tc.query, g, tc.want)
+		}
+	}
+	if n := svc.Calls(MethodSearch); n != 7 {
+		t.Fatalf("%d SearchHosts counted, want 7", n)
+	}
+}

@@ -297,6 +297,24 @@ func (s *Store) List() []*pb.HostEntry {
 	return out
 }
 
+// Search returns the live entries SearchHosts matches (see Service.SearchHosts), replaying
+// the log.
+func (s *Store) Search(query string) []*pb.HostEntry {
+	q := strings.ToLower(query)
+	has := func(v string) bool { return strings.Contains(strings.ToLower(v), q) }
+	var out []*pb.HostEntry
+	for _, e := range s.replayed() {
+		match := q == "" || has(e.GetIpAddress()) || has(e.GetHostname()) || has(e.GetComment())
+		for _, t := range e.GetTags() {
+			match = match || has(t)
+		}
+		if match {
+			out = append(out, proto.Clone(e).(*pb.HostEntry))
+		}
+	}
+	return out
+}
+
 // Lookup returns the live entries with this hostname without a replay (a scan of the entries
 // under the store's lock): it is how a test or benchmark watches the server, not an RPC.
 func (s *Store) Lookup(hostname string) []*pb.HostEntry {

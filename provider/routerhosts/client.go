@@ -298,19 +298,47 @@ func (p *Provider) Records(ctx context.Context) ([]endpoint.Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ListHosts: %w", p.callError(err))
 	}
+	return p.receive("ListHosts", func() (*pb.HostEntry, error) {
+		resp, err := stream.Recv()
+		return resp.GetEntry(), err
+	}, func(*endpoint.Record) bool { return true })
+}
+
+// Search reads the entries of one hostname, spelled in any case, with one SearchHosts. The
+// server replays its whole log for it as for ListHosts, but sends only what matches; the
+// query also matches other hostnames, addresses, comments and tags containing it, which are
+// left out here.
+func (p *Provider) Search(ctx context.Context, hostname string) ([]endpoint.Record, error) {
+	p.refresh()
+	ctx, cancel := context.WithTimeout(ctx, 3*p.opts.Timeout)
+	defer cancel()
+	stream, err := p.rpc().SearchHosts(ctx, &pb.SearchHostsRequest{Query: hostname})
+	if err != nil {
+		return nil, fmt.Errorf("SearchHosts: %w", p.callError(err))
+	}
+	return p.receive("SearchHosts", func() (*pb.HostEntry, error) {
+		resp, err := stream.Recv()
+		return resp.GetEntry(), err
+	}, func(r *endpoint.Record) bool { return strings.EqualFold(r.Hostname, hostname) })
+}
+
+// receive reads a stream of entries to its end, keeping those keep accepts. A stream cut
+// short fails the read: a partial list must never be mistaken for the whole.
+func (p *Provider) receive(rpc string, next func() (*pb.HostEntry, error), keep func(*endpoint.Record) bool) ([]endpoint.Record, error) {
 	var out []endpoint.Record
 	for {
-		resp, err := stream.Recv()
+		e, err := next()
 		if errors.Is(err, io.EOF) {
 			p.unreachable.Store(false)
 			return out, nil
 		}
 		if err != nil {
-			// A partial list must never be mistaken for the whole: fail the read.
-			return nil, fmt.Errorf("ListHosts after %d entries: %w", len(out), p.callError(err))
+			return nil, fmt.Errorf("%s after %d entries: %w", rpc, len(out), p.callError(err))
 		}
-		if e := resp.GetEntry(); e != nil {
-			out = append(out, fromEntry(e))
+		if e != nil {
+			if r := fromEntry(e); keep(&r) {
+				out = append(out, r)
+			}
 		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -386,5 +388,36 @@ func TestAdoptionOfAnEntryEditedSinceItWasReadIsDropped(t *testing.T) {
 	}
 	if got := get(t, svc, hand.ID); !proto.Equal(got, renamed) {
 		t.Fatalf("entry = %v; the user's renamed entry must stay as they left it (%v)", got, renamed)
+	}
+}
+
+// TestSearchReadsOneHostnameInAnyCase: the entries of one hostname however it is spelled, and
+// none of the others the server's substring match also sends (a longer hostname, a comment).
+func TestSearchReadsOneHostnameInAnyCase(t *testing.T) {
+	p, svc := newProvider(t)
+	for _, r := range []*pb.AddHostRequest{
+		{IpAddress: "10.0.0.1", Hostname: "NAS.lan"},
+		{IpAddress: "10.0.0.2", Hostname: "nas.lan"},
+		{IpAddress: "10.0.0.3", Hostname: "nas.lan.example"},
+		{IpAddress: "10.0.0.4", Hostname: "web.lan", Comment: proto.String("moved from nas.lan")},
+	} {
+		if _, err := svc.Store().Add(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := p.Search(context.Background(), "nas.lan")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ips []string
+	for _, r := range got {
+		ips = append(ips, r.IP)
+	}
+	sort.Strings(ips)
+	if want := []string{"10.0.0.1", "10.0.0.2"}; !reflect.DeepEqual(ips, want) {
+		t.Fatalf("Search(nas.lan) = %v, want %v", ips, want)
+	}
+	if n := svc.Calls(inmemory.MethodSearch); n != 1 {
+		t.Fatalf("%d SearchHosts calls, want 1", n)
 	}
 }

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/rhclient"
+	"github.com/router-hosts-operator/router-hosts-operator/registry"
+)
+
+// readsCommand is `bench reads`: what each way of reading the server costs as it fills, for
+// choosing how a sync learns of the entries of a hostname it is about to create. It fills the
+// server in ROUTER_HOSTS_OPERATOR_* with the bench's entries (tagged cluster:rho-bench, the
+// operator's five tags and comment) up to each size, then times GetHost of one entry,
+// SearchHosts of one hostname and ListHosts, and deletes its entries at the end.
+func readsCommand(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("reads", flag.ExitOnError)
+	sizes := fs.String("sizes", "1000,5000", "entries on the server when the reads are timed, comma-separated")
+	rounds := fs.Int("rounds", 20, "calls timed per read and size")
+	concurrency := fs.Int("concurrency", 4, "AddHost calls in flight while filling")
+	_ = fs.Parse(args) // ExitOnError: Parse exits on a bad flag
+	ns, err := parseSizes(*sizes)
+	if err != nil {
+		return err
+	}
+	c := connFromEnv()
+	if c.endpoint == "" {
+		return errors.New("bench reads needs ROUTER_HOSTS_OPERATOR_ROUTER_HOSTS_ENDPOINT, _TLS_CA, _TLS_CERT and _TLS_KEY")
+	}
+	cli, closeCli, err := c.client()
+	if err != nil {
+		return err
+	}
+	defer closeCli()
+	ctx := context.Background()
+	var ids []string
+	defer func() {
+		for _, id := range ids {
+			if _, err := cli.DeleteHost(ctx, &pb.DeleteHostRequest{Id: id}); err != nil && status.Code(err) != codes.NotFound {
+				fmt.Fprintln(os.Stderr, "bench reads: cleaning up:", err)
+				return
+			}
+		}
+	}()
+	fmt.Fprintf(out, "%-8s %-12s %12s %12s %12s\n", "entries", "read", "p50", "p90", "max")
+	for _, n := range ns {
+		start := time.Now()
+		added, err := fill(ctx, cli, len(ids), n, *concurrency)
+		ids = append(ids, added...)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "filled to %d entries in %v\n", n, time.Since(start).Round(time.Second))
+		for _, r := range []struct {
+			name string
+			call func(i int) error
+		}{
+			{"GetHost", func(i int) error {
+				_, err := cli.GetHost(ctx, &pb.GetHostRequest{Id: ids[i%len(ids)]})
+				return err
+			}},
+			{"SearchHosts", func(i int) error {
+				stream, err := cli.SearchHosts(ctx, &pb.SearchHostsRequest{Query: benchHostname(i % n)})
+				if err != nil {
+					return err
+				}
+				for {
+					if _, err := stream.Recv(); errors.Is(err, io.EOF) {
+						return nil
+					} else if err != nil {
+						return err
+					}
+				}
+			}},
+			{"ListHosts", func(int) error {
+				_, err := rhclient.List(ctx, cli)
+				return err
+			}},
+		} {
+			var took []time.Duration
+			for i := 0; i < *rounds; i++ {
+				s := time.Now()
+				if err := r.call(i * 7919); err != nil {
+					return fmt.Errorf("%s at %d entries: %w", r.name, n, err)
+				}
+				took = append(took, time.Since(s))
+			}
+			slices.Sort(took)
+			fmt.Fprintf(out, "%-8d %-12s %9s ms %9s ms %9s ms\n", n, r.name, ms(took[len(took)/2]), ms(took[len(took)*9/10]), ms(took[len(took)-1]))
+		}
+	}
+	return nil
+}
+
+// benchHostname is the i-th hostname the reads fill the server with.
+func benchHostname(i int) string { return fmt.Sprintf("reads-%05d.bench.example", i) }
+
+// fill adds entries from from up to to, concurrency at a time, and returns their IDs.
+func fill(ctx context.Context, cli pb.HostsServiceClient, from, to, concurrency int) ([]string, error) {
+	var (
+		mu   sync.Mutex
+		ids  []string
+		errs []error
+		wg   sync.WaitGroup
+	)
+	work := make(chan int)
+	for range concurrency {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				resp, err := cli.AddHost(ctx, &pb.AddHostRequest{IpAddress: fmt.Sprintf("10.%d.%d.%d", 90+i/65536, i/256%256, i%256), Hostname: benchHostname(i),
+					Comment: proto.String("router-hosts-operator: Ingress bench/app"),
+					Tags: []string{registry.PrefixCluster + benchCluster, registry.TagOwner, registry.PrefixKind + "Ingress",
+						registry.PrefixNamespace + "bench", registry.PrefixSource + fmt.Sprintf("00000000-0000-0000-0000-%012d", i)}})
+				mu.Lock()
+				if err != nil {
+					errs = append(errs, err)
+				} else {
+					ids = append(ids, resp.GetId())
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for i := from; i < to; i++ {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	sort.Strings(ids)
+	return ids, errors.Join(errs...)
+}
