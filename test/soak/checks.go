@@ -72,6 +72,9 @@ type settings struct {
 	// slack is how late an operator may act on what it is told: informer delivery, the spacing
 	// of event-triggered syncs and one sync.
 	slack time.Duration
+	// writeLag is how long a write may take to land after the sync planned it (the operators'
+	// --request-timeout): a deletion mark carries the time it was planned.
+	writeLag time.Duration
 }
 
 // checker holds the invariants against what the router shows. The continuous checks run
@@ -107,7 +110,8 @@ type nsSeen struct {
 	ns string
 	at time.Time
 	// due is the latest of the entries' earliest ends of grace: a marked entry's mark plus
-	// its grace period; an unmarked one cannot be marked before this listing.
+	// its grace period; an unmarked one cannot carry a mark from before this listing, less
+	// the time a write may take to land.
 	due time.Time
 }
 
@@ -392,7 +396,7 @@ func (c *checker) sticky(v *view, now time.Time) {
 						grace = time.Duration(s) * time.Second
 					}
 				}
-				from := now
+				from := now.Add(-c.set.writeLag)
 				if m := values(tags, registry.PrefixPending); len(m) > 0 {
 					if t, err := time.Parse(time.RFC3339, m[0]); err == nil {
 						from = t

@@ -342,3 +342,17 @@ func TestGrowthIsJudgedOnTheLongestLivedLeader(t *testing.T) {
 		})
 	}
 }
+
+// TestGoroutineCensus counts a stack dump's goroutines by the first function of ours (or a
+// library's) they are in.
+func TestGoroutineCensus(t *testing.T) {
+	dump := "SIGQUIT: quit\nPC=0x1 m=0 sigcode=0\n\n" +
+		"goroutine 1 [select]:\nruntime.gopark(0x1)\n\t/go/src/runtime/proc.go:1\nk8s.io/client-go/tools/cache.(*Reflector).watch(0x2)\n\t/x.go:2\n\n" +
+		"goroutine 7 [IO wait]:\ninternal/poll.runtime_pollWait(0x1)\n\t/y.go:1\nnet/http.(*persistConn).readLoop(0x3)\n\t/z.go:3\n\n" +
+		"goroutine 9 [select]:\nruntime.gopark(0x1)\n\t/go/src/runtime/proc.go:1\nk8s.io/client-go/tools/cache.(*Reflector).watch(0x4)\n\t/x.go:2\n"
+	got := goroutineCensus(dump)
+	want := []string{"    2 k8s.io/client-go/tools/cache.(*Reflector).watch", "    1 net/http.(*persistConn).readLoop"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("census %q, want %q", got, want)
+	}
+}

@@ -74,7 +74,7 @@ var actions = []action{
 	{"kill-follower", 0.8, (*driver).killFollower},
 	{"kill-b", 0.8, (*driver).killB},
 	{"router-restart", 0.8, (*driver).routerRestart},
-	{"apiserver-restart", 0.5, (*driver).apiserverRestart},
+	{"apiserver-restart", 0.15, (*driver).apiserverRestart},
 	{"network-fault", 2, (*driver).networkFault},
 }
 

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -109,6 +110,24 @@ func (r *replica) kill() *proc {
 	p.killed.Store(true)
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
 	<-p.done
+	return p
+}
+
+// dump ends the running process with SIGQUIT, so that Go writes every goroutine's stack to
+// its log; it returns that process, nil when none ran.
+func (r *replica) dump() *proc {
+	p := r.current()
+	if p == nil {
+		return nil
+	}
+	p.killed.Store(true)
+	_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-p.done:
+	case <-time.After(20 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
 	return p
 }
 
@@ -231,6 +250,37 @@ func (p *proc) tail(n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// goroutineCensus counts the goroutines of a Go stack dump by the function they are in (the
+// first frame of each, less the runtime's own), most first.
+func goroutineCensus(dump string) []string {
+	counts := map[string]int{}
+	lines := strings.Split(dump, "\n")
+	for i, l := range lines {
+		if !strings.HasPrefix(l, "goroutine ") || !strings.HasSuffix(l, ":") {
+			continue
+		}
+		for _, f := range lines[i+1:] {
+			if f == "" {
+				break
+			}
+			if strings.HasPrefix(f, "\t") || strings.HasPrefix(f, "runtime.") || strings.HasPrefix(f, "internal/") {
+				continue
+			}
+			if j := strings.LastIndex(f, "("); j > 0 {
+				f = f[:j]
+			}
+			counts[f]++
+			break
+		}
+	}
+	out := make([]string, 0, len(counts))
+	for f, n := range counts {
+		out = append(out, fmt.Sprintf("%5d %s", n, f))
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(out)))
+	return out
 }
 
 // troubles are the marks of a crash in a log: a panic, a fatal runtime error, a data race.

@@ -110,7 +110,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.Router = "real server " + cfg.RouterBin
 	}
 	m := newModel()
-	set := settings{clusters: map[string]time.Duration{}, slack: time.Second}
+	set := settings{clusters: map[string]time.Duration{}, slack: time.Second, writeLag: requestTimeout}
 	for _, c := range clusterSpecs {
 		set.clusters[c.name] = defaultGrace
 	}
@@ -243,26 +243,64 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		last[i].At = end
 		last[i].Detail = "not settled within " + cfg.Settle.String() + ": " + last[i].Detail
 	}
+	if err := writeSamples(filepath.Join(cfg.Dir, "samples.csv"), res.Samples); err != nil {
+		return res, err
+	}
+	if cfg.Duration >= longRun {
+		res.Growth = fitGrowth(res.Samples)
+		if f := res.Growth.failure(end); f != nil {
+			f.Detail += dumpFollowed(w, res.Growth)
+			res.Failures = append(res.Failures, *f)
+		}
+	}
 	w.stopOperators()
 	if tr, ok := w.router.(*testRouter); ok {
 		if err := tr.hostsErr(); err != nil {
 			return res, fmt.Errorf("the test server's hosts file: %w", err)
 		}
 	}
-	res.Failures = append(ck.Failures(), last...)
+	res.Failures = append(append(ck.Failures(), last...), res.Failures...)
 	res.Failures = append(res.Failures, scanLogs(cfg.Dir, end)...)
 	res.Vanishes = ck.Vanishes
 	if err := res.history.write(filepath.Join(cfg.Dir, "actions.log")); err != nil {
 		return res, err
 	}
-	if cfg.Duration >= longRun {
-		res.Growth = fitGrowth(res.Samples)
-		if f := res.Growth.failure(end); f != nil {
-			res.Failures = append(res.Failures, *f)
-		}
-	}
 	sort.SliceStable(res.Failures, func(i, j int) bool { return res.Failures[i].At < res.Failures[j].At })
 	return res, nil
+}
+
+// dumpFollowed asks the process growth followed, if it still runs, for a stack dump, and
+// renders the census of its goroutines for the failure.
+func dumpFollowed(w *world, g *growth) string {
+	if g == nil {
+		return ""
+	}
+	for _, rs := range w.replicas {
+		for _, r := range rs {
+			if p := r.current(); p != nil && p.name == g.proc {
+				r.dump()
+				census := goroutineCensus(p.logText())
+				if len(census) > 15 {
+					census = census[:15]
+				}
+				return fmt.Sprintf("; its goroutines when it ended (SIGQUIT, the stacks in %s):\n%s", p.logPath, strings.Join(census, "\n"))
+			}
+		}
+	}
+	return ""
+}
+
+// writeSamples saves the leader's resources, one sample a line.
+func writeSamples(path string, samples []sample) error {
+	var b strings.Builder
+	b.WriteString("at_s,process,age_s,rss_kib,goroutines,fds\n")
+	for _, s := range samples {
+		fmt.Fprintf(&b, "%.1f,%s,%.1f,%.0f,%.0f,%.0f\n", s.at.Seconds(), s.proc, s.age.Seconds(), s.rssKiB, s.goroutines, s.fds)
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		return fmt.Errorf("writing the samples: %w", err)
+	}
+	return nil
 }
 
 // settleCheck lists the router and runs the final checks on it.

@@ -45,6 +45,8 @@ const (
 	leaseNamespace = "soak-system"
 	// defaultGrace is the operators' --grace-period.
 	defaultGrace = 4 * time.Second
+	// requestTimeout is the operators' --request-timeout.
+	requestTimeout = 5 * time.Second
 )
 
 // world is everything a run drives: the control plane, the router, the network to it, the
@@ -181,7 +183,7 @@ func (w *world) operatorArgs(c clusterSpec, index int) (args, env []string) {
 	}
 	args = []string{"--kubeconfig=" + w.kubeconfig, "--cluster-name=" + cluster, "--label-filter=" + clusterLabel + "=" + c.name,
 		"--source=ingress", "--source=hostmapping", "--source=service", "--source=gateway-httproute", "--source=traefik",
-		"--ip-resolution=ingress-status", "--grace-period=" + defaultGrace.String(), "--interval=10s", "--request-timeout=5s",
+		"--ip-resolution=ingress-status", "--grace-period=" + defaultGrace.String(), "--interval=10s", "--request-timeout=" + requestTimeout.String(),
 		"--policy=" + policy, "--config-name=", "--log-level=debug"}
 	if c.replicas > 1 {
 		args = append(args, "--leader-elect", "--leader-election-namespace="+leaseNamespace, "--leader-election-id=soak-"+c.name)
