@@ -41,7 +41,7 @@ func BenchmarkEventSync10k(b *testing.B) {
 	prov := routerhosts.NewFromConn(conn, routerhosts.Options{Log: log, StillApplies: reg.StillApplies, WriteConcurrency: 4})
 	c := New(Config{Sources: []Source{src}, Registry: reg, Provider: prov, Interval: time.Hour, Log: log})
 	ctx := context.Background()
-	if _, err := c.sync(ctx, true); err != nil {
+	if _, err := c.sync(ctx, ModeFull); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
@@ -53,7 +53,7 @@ func BenchmarkEventSync10k(b *testing.B) {
 		src.mu.Lock()
 		src.eps[k%n] = &e
 		src.mu.Unlock()
-		if _, err := c.sync(ctx, false); err != nil {
+		if _, err := c.sync(ctx, ModeEvent); err != nil {
 			b.Fatal(err)
 		}
 	}

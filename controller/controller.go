@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
+	"github.com/router-hosts-operator/router-hosts-operator/planner"
 	"github.com/router-hosts-operator/router-hosts-operator/provider"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )
@@ -32,7 +32,7 @@ type Source interface {
 
 // Provider reads and writes the router-hosts server.
 type Provider interface {
-	Records(ctx context.Context) ([]endpoint.Record, error)
+	planner.Reader
 	ApplyChanges(ctx context.Context, changes []plan.Change) error
 }
 
@@ -144,11 +144,12 @@ type Report struct {
 	// dropped (reserved tags).
 	Conflicts []registry.Conflict
 	Problems  []registry.Problem
-	// Started and Duration time the sync; ListDuration is the part spent in ListHosts, the
-	// server's share of a no-op sync.
+	// Started and Duration time the sync; ListDuration is the part spent reading the server,
+	// its share of a no-op sync, and Read what was read.
 	Started      time.Time
 	Duration     time.Duration
 	ListDuration time.Duration
+	Read         planner.Read
 }
 
 // Config wires the loop.
@@ -186,24 +187,15 @@ type Controller struct {
 	// there are some: news never blocks its sender, and a burst is one wake-up.
 	pending atomic.Uint32
 	wake    chan struct{}
-	// refused are the writes the server (or validation) refused, by the change's rendering,
-	// with their errors. Event-triggered syncs hold back a change planned exactly the same
-	// again, so that one bad hostname is retried on the interval and never slows the others,
-	// while a change the user made to it since goes out at once. Only syncs touch it.
-	refused map[string]error
-	// known is the server's entries by ID as of the last full ListHosts, with the results of
-	// the operator's own writes since (every write returns the entry as stored); nil when it
-	// is in doubt. Event-triggered syncs plan from it instead of reading the whole server.
-	// Only syncs touch it (others ask for a fresh read through stale).
-	known map[string]endpoint.Record
+	// requests are the callers of SyncNow waiting for the loop's next full sync.
+	requestsMu sync.Mutex
+	requests   []chan error
 
 	// syncing is held for the whole of each sync, so that Reconfigure changes nothing a sync
-	// in flight reads.
+	// in flight reads; the planner is only touched under it.
 	syncing sync.Mutex
+	planner *planner.Planner
 	live    atomic.Pointer[Settings]
-	// stale says the known state is in doubt: the next sync, whoever starts it, reads the
-	// server. Only a sync, holding syncing, touches known itself.
-	stale atomic.Bool
 }
 
 // Settings are the parts of the configuration that may change while the loop runs.
@@ -229,8 +221,8 @@ func (c *Controller) Reconfigure(apply func() error, s Settings) error {
 		}
 	}
 	c.live.Store(&s)
-	// The next sync reads the server: what is known was planned under other settings.
-	c.stale.Store(true)
+	// What the planner learnt was learnt under other settings.
+	c.planner.Reset()
 	c.tell(TriggerReconfigured)
 	return nil
 }
@@ -252,7 +244,7 @@ func New(cfg Config) *Controller {
 	if cfg.Interval <= 0 {
 		cfg.Interval = time.Minute
 	}
-	c := &Controller{cfg: cfg, log: cfg.Log, wake: make(chan struct{}, 1), refused: map[string]error{}}
+	c := &Controller{cfg: cfg, log: cfg.Log, wake: make(chan struct{}, 1), planner: planner.New(cfg.Registry, cfg.Provider, cfg.Clock)}
 	c.live.Store(&Settings{DomainFilter: cfg.DomainFilter, Policy: cfg.Policy, Interval: cfg.Interval})
 	for _, s := range cfg.Sources {
 		s.AddEventHandler(c.notify)
@@ -272,6 +264,35 @@ func (c *Controller) notify() { c.tell(TriggerChanged) }
 // CredentialsChanged tells the loop that the TLS files changed, so that a sync waiting out an
 // authentication failure runs at once instead of at the next interval.
 func (c *Controller) CredentialsChanged() { c.tell(TriggerCredentials) }
+
+// SyncNow asks the running loop for a full sync and waits for it: a sync that starts after
+// the request, so that it reads what the caller changed before asking. It returns the sync's
+// error, or ctx's if the caller stops waiting first; the sync then still runs.
+func (c *Controller) SyncNow(ctx context.Context) error {
+	answer := make(chan error, 1)
+	c.requestsMu.Lock()
+	c.requests = append(c.requests, answer)
+	c.requestsMu.Unlock()
+	c.tell(TriggerRequested)
+	select {
+	case err := <-answer:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// takeRequests are the requests a full sync starting now answers.
+func (c *Controller) takeRequests() []chan error {
+	c.requestsMu.Lock()
+	defer c.requestsMu.Unlock()
+	r := c.requests
+	c.requests = nil
+	return r
+}
+
+// errStopped answers the requests of a loop that stops.
+var errStopped = errors.New("the operator is stopping")
 
 // tell hands the loop news without blocking.
 func (c *Controller) tell(t Trigger) {
@@ -293,14 +314,12 @@ type Outcome struct {
 	// NextExpiry is when the earliest pending deletion falls due; zero when none.
 	NextExpiry time.Time
 	Pending    int
-	// Resync asks for another sync soon: entries were removed while other namespaces' claims
-	// waited for the hostname, and those claims can now be written.
-	Resync bool
-	// NeedFresh asks for a sync that reads the server at once: this one planned from the known
-	// state and found it out of date, or held back a deletion that only a fresh read may send.
-	NeedFresh bool
-	// Fresh says this sync read the server (ListHosts) rather than the known state.
-	Fresh bool
+	// Again asks for another sync at once: the planner found its known state out of date or
+	// held back what only a read of the whole server may send, or entries were removed while
+	// other namespaces' claims waited for the hostname, and those claims can now be written.
+	Again bool
+	// Read is what the sync read of the server.
+	Read planner.Read
 }
 
 // RefusedError is the error of a sync whose only failures were writes the server (or the
@@ -319,18 +338,16 @@ func (e *RefusedError) Unwrap() error { return e.Err }
 
 // SyncOnce runs one full sync: it reads the server, and retries refused writes too. Any failed
 // read abandons the sync before planning, because a source or server that answered nothing
-// must never look like "delete everything".
-func (c *Controller) SyncOnce(ctx context.Context) (*Outcome, error) { return c.sync(ctx, true) }
+// must never look like "delete everything". It runs beside the loop, if one runs: for --once
+// and tests; a caller beside a running loop asks it with SyncNow.
+func (c *Controller) SyncOnce(ctx context.Context) (*Outcome, error) {
+	return c.sync(ctx, planner.Full)
+}
 
-// sync runs one sync. A full one reads the server; an event-triggered one (full false) plans
-// from the known state when there is one, never deletes or releases from it, and holds back
-// changes refused before.
-func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
+// sync runs one sync of the given mode.
+func (c *Controller) sync(ctx context.Context, mode planner.Mode) (*Outcome, error) {
 	c.syncing.Lock()
 	defer c.syncing.Unlock()
-	if c.stale.Swap(false) {
-		c.known = nil
-	}
 	live := c.settings()
 	start := c.cfg.Clock.Now()
 	var (
@@ -366,97 +383,36 @@ func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
 			}
 		}
 	}
-	listStart := c.cfg.Clock.Now()
-	sourceDuration := listStart.Sub(start)
-	fresh := full || c.known == nil
-	var (
-		records []endpoint.Record
-		err     error
-	)
-	if fresh {
-		c.known = nil
-		records, err = c.cfg.Provider.Records(ctx)
-	} else {
-		records = make([]endpoint.Record, 0, len(c.known))
-		for _, r := range c.known {
-			records = append(records, r)
-		}
-	}
-	listDuration := c.cfg.Clock.Now().Sub(listStart)
+	planStart := c.cfg.Clock.Now()
+	sourceDuration := planStart.Sub(start)
+	sy, err := c.planner.Plan(ctx, eps, mode, live.Policy)
 	if err != nil {
-		err = fmt.Errorf("listing router-hosts entries: %w", err)
 		c.report(ctx, &Report{Err: err, Stage: StageList, AuthFailed: errors.Is(err, provider.ErrAuthentication), Endpoints: eps, Objects: objects,
 			SourceEndpoints: counts, Started: start, Duration: c.cfg.Clock.Now().Sub(start)})
 		return nil, err
 	}
-	reg := c.cfg.Registry
-	st := reg.Classify(records)
-	// A sync planning from the known state looks only at the hostnames that may have
-	// changed; one that read the server looks at every one.
-	st.Incremental = !fresh
-	// One clock reading decides both whose grace period has ended (a holder that let go)
-	// and which marks fall due.
-	now := c.cfg.Clock.Now()
-	desired := reg.Desired(now, eps, st)
-	toPlan := reg.ToPlan(st, desired)
-	changes := (&plan.Plan{Current: reg.Current(st, toPlan), Desired: toPlan, Policy: live.Policy}).Calculate()
-	res := reg.Apply(now, st, changes)
-	out := &Outcome{NextExpiry: res.NextExpiry, Pending: res.Pending, Fresh: fresh}
-	held := map[string]error{}
-	if !full && len(c.refused) > 0 {
-		kept := res.Changes[:0:0]
-		for _, ch := range res.Changes {
-			if err, ok := c.refused[ch.String()]; ok {
-				held[ch.Hostname()] = err
-				continue
-			}
-			kept = append(kept, ch)
-		}
-		res.Changes = kept
-	}
-	if !fresh {
-		// The known state may lack what others wrote since the last read: a delete or release
-		// could remove an entry that is no longer the operator's to remove, and a create could
-		// add a line beside a hand-made one that a fresh read would adopt. Both wait for a
-		// sync that reads the server, which follows at once.
-		// A hostname whose duplicate waits waits whole: re-pointing an entry onto the
-		// duplicate's address before it is gone would leave two lines for one address.
-		kept, waiting := res.Changes[:0:0], map[string]bool{}
-		for _, ch := range res.Changes {
-			if ch.Duplicate {
-				waiting[ch.Hostname()] = true
-			}
-		}
-		for _, ch := range res.Changes {
-			if ch.Action == plan.Delete || ch.Action == plan.Release || ch.Action == plan.Create || waiting[ch.Hostname()] {
-				out.NeedFresh = true
-				continue
-			}
-			kept = append(kept, ch)
-		}
-		res.Changes = kept
-	}
-	out.Changes = res.Changes
-	log := c.log.WithFields(logrus.Fields{"fresh": fresh,
-		"source_duration": sourceDuration.Round(time.Microsecond), "list_duration": listDuration.Round(time.Microsecond),
-		"plan_duration": c.cfg.Clock.Now().Sub(listStart.Add(listDuration)).Round(time.Microsecond),
-		"endpoints":     len(eps), "hostnames": len(desired), "entries": len(records),
-		"owned": len(st.Owned), "foreign": st.ForeignCount(), "changes": len(res.Changes), "pending_deletions": res.Pending,
+	st := sy.State
+	out := &Outcome{Changes: sy.Changes, NextExpiry: sy.NextExpiry, Pending: sy.Pending, Read: sy.Read}
+	log := c.log.WithFields(logrus.Fields{"mode": mode, "read": sy.Read,
+		"source_duration": sourceDuration.Round(time.Microsecond), "list_duration": sy.ReadDuration.Round(time.Microsecond),
+		"plan_duration": c.cfg.Clock.Now().Sub(planStart.Add(sy.ReadDuration)).Round(time.Microsecond),
+		"endpoints":     len(eps), "hostnames": len(sy.Desired), "planned": sy.Planned, "entries": sy.Entries,
+		"owned": len(st.Owned), "foreign": st.ForeignCount(), "changes": len(sy.Changes), "pending_deletions": sy.Pending,
 	})
 	if c.cfg.DryRun {
-		for i := range res.Changes {
-			fmt.Fprintln(c.cfg.Out, res.Changes[i].String())
+		for i := range sy.Changes {
+			fmt.Fprintln(c.cfg.Out, sy.Changes[i].String())
 		}
-		if len(res.Changes) == 0 {
+		if len(sy.Changes) == 0 {
 			fmt.Fprintln(c.cfg.Out, "no changes")
 		}
 		log.Info("dry run: plan printed, nothing written")
 		return out, nil
 	}
 	var applyErr error
-	if len(res.Changes) > 0 {
+	if len(sy.Changes) > 0 {
 		applyStart := c.cfg.Clock.Now()
-		applyErr = c.cfg.Provider.ApplyChanges(ctx, res.Changes)
+		applyErr = c.cfg.Provider.ApplyChanges(ctx, sy.Changes)
 		if applyErr == nil {
 			log.WithFields(logrus.Fields{"apply_duration": c.cfg.Clock.Now().Sub(applyStart).Round(time.Microsecond),
 				"duration": c.cfg.Clock.Now().Sub(start).Round(time.Millisecond)}).Info("sync applied changes")
@@ -464,42 +420,34 @@ func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
 	} else {
 		log.WithField("duration", c.cfg.Clock.Now().Sub(start).Round(time.Millisecond)).Debug("sync: nothing to change")
 	}
-	c.remember(fresh, records, res.Changes, applyErr)
-	if !fresh && anyStale(applyErr) {
-		out.NeedFresh = true
-	}
-	whole, refused := splitErrors(applyErr)
+	out.Again = c.planner.Learn(sy, applyErr)
+	whole, _ := plan.SplitRefused(applyErr)
 	failed := map[string]Failure{}
-	for host, err := range held {
+	for host, err := range sy.Held {
 		failed[host] = Failure{Err: err, Kind: FailureRefused}
 	}
-	if !fresh {
+	failedChanges := map[*plan.Change]error{}
+	for _, ce := range plan.Errors(applyErr) {
+		failedChanges[ce.Change] = ce
 		// A write that met a state newer than the known one is no failure of the user's: the
-		// fresh sync that follows at once plans it again.
-		refused = slices.DeleteFunc(refused, func(ce *plan.ChangeError) bool { return ce.Stale })
-	}
-	for _, ce := range changeErrors(applyErr) {
-		if fresh || !ce.Stale {
+		// sync that follows at once plans it again.
+		if sy.Read == planner.ReadServer || !ce.Stale {
 			failed[ce.Change.Hostname()] = failureOf(ce)
 		}
 	}
-	c.rememberRefused(full, refused)
-	failedChanges := map[*plan.Change]error{}
-	for _, ce := range changeErrors(applyErr) {
-		failedChanges[ce.Change] = ce
-	}
-	rep := &Report{Cluster: reg.ClusterName(), Desired: desired, Endpoints: eps, Objects: objects, Entries: entriesAfter(st.Owned, res.Changes, applyErr), Failed: failed, FailedChanges: failedChanges,
-		Changes: res.Changes, Pending: res.Pending, Foreign: st.ForeignCount(), SourceEndpoints: counts, Conflicts: st.Conflicts,
-		Problems: st.Problems, Started: start, Duration: c.cfg.Clock.Now().Sub(start), ListDuration: listDuration}
+	rep := &Report{Cluster: c.cfg.Registry.ClusterName(), Desired: sy.Desired, Endpoints: eps, Objects: objects,
+		Entries: entriesAfter(st.Owned, sy.Changes, applyErr), Failed: failed, FailedChanges: failedChanges,
+		Changes: sy.Changes, Pending: sy.Pending, Foreign: st.ForeignCount(), SourceEndpoints: counts, Conflicts: st.Conflicts,
+		Problems: st.Problems, Started: start, Duration: c.cfg.Clock.Now().Sub(start), ListDuration: sy.ReadDuration, Read: sy.Read}
 	if whole != nil {
 		rep.Err, rep.Stage, rep.AuthFailed = applyErr, StageApply, errors.Is(whole, provider.ErrAuthentication)
 	}
 	c.report(ctx, rep)
-	if len(st.Conflicts) > 0 {
-		out.Resync = removedAny(res.Changes, applyErr)
+	if len(st.Conflicts) > 0 && removedAny(sy.Changes, applyErr) {
+		out.Again = true
 	}
 	if whole != nil {
-		return out, fmt.Errorf("applying %d changes: %w", len(res.Changes), applyErr)
+		return out, fmt.Errorf("applying %d changes: %w", len(sy.Changes), applyErr)
 	}
 	if len(failed) > 0 {
 		hosts := make([]string, 0, len(failed))
@@ -516,88 +464,10 @@ func (c *Controller) sync(ctx context.Context, full bool) (*Outcome, error) {
 	return out, nil
 }
 
-// remember keeps the server state this sync read or planned from, with the results of its
-// writes, for the next event-triggered sync. Any failed write puts the state in doubt.
-func (c *Controller) remember(fresh bool, records []endpoint.Record, sent []plan.Change, applyErr error) {
-	if applyErr != nil {
-		c.known = nil
-		return
-	}
-	if fresh {
-		c.known = make(map[string]endpoint.Record, len(records))
-		for _, r := range records {
-			c.known[r.ID] = r
-		}
-	}
-	if c.known == nil {
-		return
-	}
-	for i := range sent {
-		ch := &sent[i]
-		switch {
-		case ch.New == nil:
-			delete(c.known, ch.Old.ID)
-		case ch.New.ID != "":
-			c.known[ch.New.ID] = *ch.New
-		}
-	}
-}
-
-// anyStale reports whether a write met an entry other than the one it was planned against.
-func anyStale(err error) bool {
-	for _, ce := range changeErrors(err) {
-		if ce.Stale {
-			return true
-		}
-	}
-	return false
-}
-
-// rememberRefused updates the changes held back from event-triggered syncs: a full sync
-// starts the list afresh, an event-triggered one adds to it.
-func (c *Controller) rememberRefused(full bool, refused []*plan.ChangeError) {
-	if full {
-		c.refused = map[string]error{}
-	}
-	for _, ce := range refused {
-		c.refused[ce.Change.String()] = ce
-	}
-}
-
-// splitErrors separates the refused changes from the failures that concern the server as a
-// whole (unreachable, timed out, authentication, a stopped sync); whole is nil when every
-// failure was a refusal.
-func splitErrors(err error) (whole error, refused []*plan.ChangeError) {
-	if err == nil {
-		return nil, nil
-	}
-	var rest []error
-	for _, e := range flatten(err) {
-		var ce *plan.ChangeError
-		if errors.As(e, &ce) && ce.Refused {
-			refused = append(refused, ce)
-			continue
-		}
-		rest = append(rest, e)
-	}
-	return errors.Join(rest...), refused
-}
-
-func flatten(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, flatten(e)...)
-		}
-		return out
-	}
-	return []error{err}
-}
-
 // removedAny reports whether a delete or release went through.
 func removedAny(changes []plan.Change, applyErr error) bool {
 	failed := map[*plan.Change]bool{}
-	for _, e := range changeErrors(applyErr) {
+	for _, e := range plan.Errors(applyErr) {
 		failed[e.Change] = true
 	}
 	for i := range changes {
@@ -620,7 +490,7 @@ func (c *Controller) report(ctx context.Context, r *Report) {
 // entriesAfter is the owned entries per hostname once the changes that succeeded are applied.
 func entriesAfter(owned []endpoint.Record, changes []plan.Change, applyErr error) map[string][]endpoint.Record {
 	failed := map[*plan.Change]bool{}
-	for _, e := range changeErrors(applyErr) {
+	for _, e := range plan.Errors(applyErr) {
 		failed[e.Change] = true
 	}
 	// The changes are few beside the entries: index them, then walk the entries once.
@@ -665,23 +535,16 @@ func entriesAfter(owned []endpoint.Record, changes []plan.Change, applyErr error
 	return out
 }
 
-// changeErrors finds the per-change errors inside a provider's aggregate error.
-func changeErrors(err error) []*plan.ChangeError {
-	var out []*plan.ChangeError
-	for _, e := range flatten(err) {
-		var ce *plan.ChangeError
-		if e != nil && errors.As(e, &ce) {
-			out = append(out, ce)
-		}
-	}
-	return out
-}
-
 // Run syncs until ctx ends: at once, then as the Schedule says (every interval, soon after
 // any source event, when a pending deletion falls due, after a failure's backoff). Syncs never
 // overlap. Refused writes are not failures of the sync and are tried again by the next
 // interval's sync. Every timer comes from the Clock. It returns nil when ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
+	defer func() {
+		for _, r := range c.takeRequests() {
+			r <- errStopped
+		}
+	}()
 	s := NewSchedule(c.cfg.Clock.Now(), c.settings().Interval, c.cfg.MinEventSyncInterval)
 	for {
 		select {
@@ -710,7 +573,14 @@ func (c *Controller) Run(ctx context.Context) error {
 		}
 		start := c.cfg.Clock.Now()
 		s = s.Starting(start)
-		out, err := c.sync(ctx, s.Mode == ModeFull)
+		var answer []chan error
+		if s.Mode == ModeFull {
+			answer = c.takeRequests()
+		}
+		out, err := c.sync(ctx, s.Mode)
+		for _, a := range answer {
+			a <- err
+		}
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -725,11 +595,7 @@ func (c *Controller) Run(ctx context.Context) error {
 			r.Result = ResultFailed
 		}
 		if out != nil && (err == nil || refused != nil) {
-			r.Again, r.NextExpiry = out.NeedFresh || out.Resync, out.NextExpiry
-			if out.NeedFresh {
-				// Read the server at once; refused changes stay held back until the interval.
-				c.stale.Store(true)
-			}
+			r.Again, r.NextExpiry = out.Again, out.NextExpiry
 		}
 		s = s.Done(r, c.cfg.Clock.Now())
 		switch r.Result {

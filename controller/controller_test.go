@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
+	"github.com/router-hosts-operator/router-hosts-operator/planner"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/routerhosts"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
@@ -54,6 +56,9 @@ func (p *recordingProvider) Records(context.Context) ([]endpoint.Record, error) 
 	if p.starts != nil {
 		p.starts <- time.Now()
 	}
+	return nil, p.listErr
+}
+func (p *recordingProvider) Search(context.Context, string) ([]endpoint.Record, error) {
 	return nil, p.listErr
 }
 func (p *recordingProvider) ApplyChanges(context.Context, []plan.Change) error {
@@ -112,6 +117,20 @@ func (p *refusingProvider) Records(context.Context) ([]endpoint.Record, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]endpoint.Record(nil), p.recs...), p.listErr
+}
+
+// Search answers from what Records would; the records are few. It counts as a read.
+func (p *refusingProvider) Search(ctx context.Context, host string) ([]endpoint.Record, error) {
+	p.lists.Add(1)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []endpoint.Record
+	for _, r := range p.recs {
+		if strings.EqualFold(r.Hostname, host) {
+			out = append(out, r)
+		}
+	}
+	return out, p.listErr
 }
 
 func (p *refusingProvider) ApplyChanges(_ context.Context, cs []plan.Change) error {
@@ -181,7 +200,11 @@ func (r *knownStateRig) want(eps ...*endpoint.Endpoint) {
 
 func (r *knownStateRig) sync(t *testing.T, full bool) *Outcome {
 	t.Helper()
-	out, err := r.c.sync(context.Background(), full)
+	mode := ModeEvent
+	if full {
+		mode = ModeFull
+	}
+	out, err := r.c.sync(context.Background(), mode)
 	var refused *RefusedError
 	if err != nil && !errors.As(err, &refused) {
 		t.Fatalf("sync: %v", err)
@@ -204,7 +227,7 @@ func TestEventSyncsPlanFromTheKnownState(t *testing.T) {
 	// A change: one UpdateHost, no ListHosts; the stored version is known, so the next
 	// change needs no re-read either.
 	r.want(claimAt("a.lan", "10.0.0.2"))
-	if out := r.sync(t, false); out.Fresh || len(out.Changes) != 1 {
+	if out := r.sync(t, false); out.Read == planner.ReadServer || len(out.Changes) != 1 {
 		t.Fatalf("outcome = %+v, want one change planned from the known state", out)
 	}
 	r.want(claimAt("a.lan", "10.0.0.3"))
@@ -223,10 +246,10 @@ func TestEventSyncsPlanFromTheKnownState(t *testing.T) {
 	r.clock.Step(2 * time.Minute)
 	r.svc.ResetCalls()
 	out := r.sync(t, false)
-	if !out.NeedFresh || len(out.Changes) != 0 || r.svc.Calls("DeleteHost") != 0 {
+	if !out.Again || len(out.Changes) != 0 || r.svc.Calls("DeleteHost") != 0 {
 		t.Fatalf("outcome %+v, calls %v: a deletion due must wait for a fresh read", out, r.svc.CallCounts())
 	}
-	if out := r.sync(t, true); !out.Fresh || len(out.Changes) != 1 || out.Changes[0].Action != plan.Delete {
+	if out := r.sync(t, true); out.Read != planner.ReadServer || len(out.Changes) != 1 || out.Changes[0].Action != plan.Delete {
 		t.Fatalf("fresh sync = %+v, want the deletion", out)
 	}
 }
@@ -248,12 +271,11 @@ func TestADuplicateIsDeletedBeforeItsAddressIsTaken(t *testing.T) {
 	}
 	r.want(claimAt("a.lan", "10.0.0.2"))
 	r.svc.ResetCalls()
-	if out := r.sync(t, false); !out.NeedFresh || len(out.Changes) != 0 || r.svc.WriteCalls() != 0 {
+	if out := r.sync(t, false); !out.Again || len(out.Changes) != 0 || r.svc.WriteCalls() != 0 {
 		t.Fatalf("event sync: %+v, calls %v; want nothing sent for a.lan until a fresh read", out, r.svc.CallCounts())
 	}
-	r.c.stale.Store(true) // as Run does on NeedFresh
 	out := r.sync(t, false)
-	if !out.Fresh || len(out.Changes) != 2 || out.Changes[0].Action != plan.Delete || !out.Changes[0].Duplicate {
+	if out.Read != planner.ReadServer || len(out.Changes) != 2 || out.Changes[0].Action != plan.Delete || !out.Changes[0].Duplicate {
 		t.Fatalf("fresh sync: %+v; want the created entry deleted at once and the adopted one re-pointed", out.Changes)
 	}
 	if e := r.svc.Store().Lookup("a.lan"); len(e) != 1 || e[0].GetId() != hand.GetId() || e[0].GetIpAddress() != "10.0.0.2" {
@@ -271,10 +293,10 @@ func TestAStaleKnownStateIsReadAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.want(claimAt("a.lan", "10.0.0.2"))
-	if out := r.sync(t, false); out.Fresh || !out.NeedFresh {
+	if out := r.sync(t, false); out.Read == planner.ReadServer || !out.Again {
 		t.Fatalf("outcome = %+v; an update that met no entry must ask for a fresh read", out)
 	}
-	if out := r.sync(t, false); !out.Fresh {
+	if out := r.sync(t, false); out.Read != planner.ReadServer {
 		t.Fatal("the sync after a stale write did not read the server")
 	}
 	if e := r.svc.Store().Lookup("a.lan"); len(e) != 1 || e[0].GetIpAddress() != "10.0.0.2" {
@@ -282,18 +304,16 @@ func TestAStaleKnownStateIsReadAgain(t *testing.T) {
 	}
 
 	// An entry made by hand after the last read, with an address of its own: a create from the
-	// known state would put a second line beside it for good, so creates wait for the fresh
-	// read, which adopts the hand-made line and re-points it.
+	// known state would put a second line beside it for good, so the event sync searches the
+	// server for the new hostname, adopts the hand-made line and re-points it.
 	r.svc.ResetCalls()
 	if _, err := r.svc.Store().Add(&pb.AddHostRequest{IpAddress: "10.0.0.8", Hostname: "b.lan", Tags: []string{"manual"}}); err != nil {
 		t.Fatal(err)
 	}
 	r.want(claimAt("a.lan", "10.0.0.2"), claimAt("b.lan", "10.0.0.9"))
-	if out := r.sync(t, false); !out.NeedFresh || len(out.Changes) != 0 || r.svc.Calls("AddHost") != 0 {
-		t.Fatalf("outcome = %+v, calls %v; a create must wait for a fresh read", out, r.svc.CallCounts())
-	}
-	if out := r.sync(t, true); len(out.Changes) != 1 || out.Changes[0].Action != plan.Adopt {
-		t.Fatalf("fresh sync = %+v, want the adoption", out.Changes)
+	if out := r.sync(t, false); out.Read != planner.ReadHost || len(out.Changes) != 1 || out.Changes[0].Action != plan.Adopt ||
+		r.svc.Calls("AddHost") != 0 || r.svc.Calls("ListHosts") != 0 {
+		t.Fatalf("outcome = %+v, calls %v; want b.lan searched and its line adopted", out, r.svc.CallCounts())
 	}
 	if e := r.svc.Store().Lookup("b.lan"); len(e) != 1 || e[0].GetIpAddress() != "10.0.0.9" {
 		t.Fatalf("b.lan entries = %v, want the hand-made line re-pointed and nothing beside it", e)
@@ -311,7 +331,7 @@ func TestARefusedDeleteIsHeldBackWithoutReadingTheServerAgain(t *testing.T) {
 	r.sync(t, true) // the deletion falls due and is refused
 	r.svc.ResetCalls()
 	for i := 0; i < 3; i++ {
-		if out := r.sync(t, false); out.NeedFresh {
+		if out := r.sync(t, false); out.Again {
 			t.Fatalf("event sync %d asks for a fresh read for a deletion refused before: %+v", i, out)
 		}
 	}

@@ -287,3 +287,34 @@ func TestTheIntervalsFullReadIsNotPostponedByEvents(t *testing.T) {
 		t.Fatalf("%d ListHosts in 1.2 s at a 300 ms interval with events every 50 ms; want 5 (at 0, 300, 600, 900 and 1,200 ms)", n)
 	}
 }
+
+// TestARequestedSyncIsTheLoops: SyncNow is answered by a full sync of the loop that starts
+// after the request, at once even during a failure's backoff.
+func TestARequestedSyncIsTheLoops(t *testing.T) {
+	src := &stubSource{eps: []*endpoint.Endpoint{claimOf("a.lan")}}
+	down := errors.New("ListHosts: Unavailable: connection refused")
+	prov := &refusingProvider{tries: map[string]int{}, listErr: down}
+	l := startLoop(t, Config{Sources: []Source{src}, Provider: prov, MinEventSyncInterval: time.Second})
+	l.waitsFor(is(at(time.Second), ModeFull)) // the first failure's backoff
+	if err := l.c.SyncNow(context.Background()); err == nil || !errors.Is(err, down) {
+		t.Fatalf("SyncNow during an outage: %v, want the sync's error", err)
+	}
+	if n := prov.lists.Load(); n != 2 {
+		t.Fatalf("%d reads, want the request's sync at once", n)
+	}
+	prov.mu.Lock()
+	prov.listErr = nil
+	prov.mu.Unlock()
+	if err := l.c.SyncNow(context.Background()); err != nil {
+		t.Fatalf("SyncNow: %v", err)
+	}
+	if n := prov.count("a.lan"); n != 1 {
+		t.Fatalf("a.lan written %d times, want once by the request's sync", n)
+	}
+	// A caller that stops waiting gets its context's error; the loop goes on.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := l.c.SyncNow(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("SyncNow with a cancelled context: %v", err)
+	}
+}

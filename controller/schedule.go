@@ -1,26 +1,19 @@
 package controller
 
-import "time"
+import (
+	"time"
 
-// Mode is the kind of sync the scheduler asks for.
-type Mode uint8
-
-const (
-	// ModeFull reads the server, plans every hostname and tries again what was refused: at
-	// start, every interval, when a deletion falls due, after a failure, a reconfiguration or
-	// new certificate files.
-	ModeFull Mode = iota + 1
-	// ModeEvent follows a change of the cluster: it plans from the known state when there is
-	// one, and holds back what was refused until the interval.
-	ModeEvent
+	"github.com/router-hosts-operator/router-hosts-operator/planner"
 )
 
-func (m Mode) String() string {
-	if m == ModeEvent {
-		return "event"
-	}
-	return "full"
-}
+// Mode is the kind of sync the scheduler asks for: the planner's.
+type Mode = planner.Mode
+
+// The modes.
+const (
+	ModeFull  = planner.Full
+	ModeEvent = planner.Event
+)
 
 // Trigger is news that may call for a sync sooner than the schedule says.
 type Trigger uint8
@@ -35,6 +28,8 @@ const (
 	TriggerCredentials
 	// TriggerReachable: the server answers again.
 	TriggerReachable
+	// TriggerRequested: a caller of SyncNow (external-dns's request) waits for a full sync.
+	TriggerRequested
 )
 
 // Result is how a sync ended, as far as scheduling goes.
@@ -115,7 +110,12 @@ func (s Schedule) Starting(now time.Time) Schedule {
 //   - New certificate files: a full sync at once, if authentication failed.
 //   - The server answers again: a full sync at once if syncs are failing, once per run of
 //     failures, so that a server that falls over at every sync gets the growing backoff.
+//   - A request: a full sync at once, whatever the backoff, since someone waits for its
+//     answer.
 func (s Schedule) Triggered(t Trigger, now time.Time) Schedule {
+	if t&TriggerRequested != 0 {
+		s.Next, s.Mode = now, ModeFull
+	}
 	if t&TriggerReconfigured != 0 {
 		s.Next, s.Mode = now, ModeFull
 	}

@@ -90,6 +90,14 @@ func TestSchedule(t *testing.T) {
 		}, at(8 * time.Second), ModeFull},
 		{"new certificate files without a failure start nothing", []step{trigger(TriggerCredentials, 8*time.Second)}, at(interval), ModeFull},
 		{"a reconfiguration: a full sync at once", []step{trigger(TriggerReconfigured, 20*time.Second)}, at(20 * time.Second), ModeFull},
+		{"a request: a full sync at once", []step{trigger(TriggerRequested, 20*time.Second)}, at(20 * time.Second), ModeFull},
+		{"a request cuts a backoff short", []step{
+			trigger(TriggerReconfigured, 5*time.Second), run(0, failed), run(0, failed), trigger(TriggerRequested, 5*time.Second+100*time.Millisecond),
+		}, at(5*time.Second + 100*time.Millisecond), ModeFull},
+		{"a request during an event sync's spacing is not postponed", []step{
+			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Synced{Read: true}),
+			trigger(TriggerChanged, 10*time.Second+100*time.Millisecond), trigger(TriggerRequested, 10*time.Second+200*time.Millisecond),
+		}, at(10*time.Second + 200*time.Millisecond), ModeFull},
 		{"news arriving together is one wake-up", []step{trigger(TriggerChanged|TriggerReconfigured, 20*time.Second)}, at(20 * time.Second), ModeFull},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

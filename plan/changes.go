@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -141,3 +142,47 @@ func (e *ChangeError) Error() string {
 
 // Unwrap gives access to the provider's error, e.g. a gRPC status.
 func (e *ChangeError) Unwrap() error { return e.Err }
+
+// Errors finds the per-change errors inside a provider's aggregate error (errors.Join, nested
+// or not).
+func Errors(err error) []*ChangeError {
+	var out []*ChangeError
+	for _, e := range flatten(err) {
+		var ce *ChangeError
+		if e != nil && errors.As(e, &ce) {
+			out = append(out, ce)
+		}
+	}
+	return out
+}
+
+// flatten lists the errors an errors.Join holds, at any depth.
+func flatten(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var out []error
+		for _, e := range j.Unwrap() {
+			out = append(out, flatten(e)...)
+		}
+		return out
+	}
+	return []error{err}
+}
+
+// SplitRefused separates the refused changes from the failures that concern the server as a
+// whole (unreachable, timed out, authentication, a stopped sync); whole is nil when every
+// failure was a refusal.
+func SplitRefused(err error) (whole error, refused []*ChangeError) {
+	if err == nil {
+		return nil, nil
+	}
+	var rest []error
+	for _, e := range flatten(err) {
+		var ce *ChangeError
+		if errors.As(e, &ce) && ce.Refused {
+			refused = append(refused, ce)
+			continue
+		}
+		rest = append(rest, e)
+	}
+	return errors.Join(rest...), refused
+}

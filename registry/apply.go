@@ -31,14 +31,6 @@ type Result struct {
 //     marks, deletes or releases.
 func (r *Registry) Apply(now time.Time, st *State, changes []plan.Change) Result {
 	res := Result{}
-	// Whatever the policy makes of them, the hostnames planned for are planned again next time.
-	noisy := make(map[string]bool, len(changes))
-	for i := range changes {
-		noisy[strings.ToLower(changes[i].Hostname())] = true
-	}
-	r.mergedMu.Lock()
-	r.noisy = noisy
-	r.mergedMu.Unlock()
 	deleted := map[string]bool{}
 	for _, c := range changes {
 		switch c.Action {
@@ -55,7 +47,7 @@ func (r *Registry) Apply(now time.Time, st *State, changes []plan.Change) Result
 			if r.cfg.Policy == plan.CreateOnly {
 				continue
 			}
-			v := st.view(c.Old.ID)
+			v := st.view(c.Old)
 			if _, marked := v.value(PrefixPending); marked {
 				c.Action = plan.Unmark
 			}
@@ -64,7 +56,7 @@ func (r *Registry) Apply(now time.Time, st *State, changes []plan.Change) Result
 			if r.cfg.Policy != plan.Sync {
 				continue
 			}
-			if v := st.view(c.Old.ID); c.Duplicate && !v.has(TagPreExisting) {
+			if v := st.view(c.Old); c.Duplicate && !v.has(TagPreExisting) {
 				// Its address stays served by another entry: no grace period to wait out.
 				res.Changes = append(res.Changes, c)
 				deleted[c.Old.ID] = true
@@ -91,7 +83,7 @@ func (r *Registry) Apply(now time.Time, st *State, changes []plan.Change) Result
 // deletion (release) itself. It returns the change, if any, and when the mark falls due if
 // that is still in the future.
 func (r *Registry) retire(now time.Time, st *State, rec *endpoint.Record) (*plan.Change, time.Time) {
-	v := st.view(rec.ID)
+	v := st.view(rec)
 	due, marked := r.due(&v)
 	if !marked {
 		// Not yet marked (or the mark was mangled by hand): start the grace period now.
@@ -145,8 +137,9 @@ func (r *Registry) gracePeriod(v *view) time.Duration {
 // pendingAfter counts owned entries that carry a mark once changes are applied.
 func (r *Registry) pendingAfter(st *State, changes []plan.Change, deleted map[string]bool) int {
 	marked := map[string]bool{}
-	for _, rec := range st.Owned {
-		v := st.view(rec.ID)
+	for i := range st.Owned {
+		rec := &st.Owned[i]
+		v := st.view(rec)
 		if _, ok := v.value(PrefixPending); ok {
 			marked[rec.ID] = true
 		}

@@ -167,9 +167,9 @@ func TestPropertyOwnership(t *testing.T) {
 			for id, e := range w.entries {
 				before[id] = e
 			}
-			st := r.Classify(w.records())
-			desired := r.Desired(now, claims(rnd, age), st)
-			changes := (&plan.Plan{Current: r.Current(st, desired), Desired: desired}).Calculate()
+			st := r.Classify(w.records(), nil)
+			desired := r.Desired(now, claims(rnd, age), st, nil)
+			changes := (&plan.Plan{Current: r.Current(st, desired, nil), Desired: desired}).Calculate()
 			res := r.Apply(now, st, changes)
 			for _, c := range res.Changes {
 				where := fmt.Sprintf("seed %d step %d: %s", seed, step, c.String())

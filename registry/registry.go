@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -37,72 +36,52 @@ type Config struct {
 	Log    logrus.FieldLogger
 }
 
-// Registry applies ownership policy around the pure plan.
+// Registry applies ownership policy around the pure plan. It keeps no state between calls:
+// what a sync may reuse from the last (parsed tags, merges) is handed in by its caller, so
+// every decision is a function of the entries, the claims, the settings and the time.
 type Registry struct {
 	cfg        Config
 	clusterTag string
 	log        logrus.FieldLogger
-
-	// views are the views of the last Classify's records by ID, with the tags they were made
-	// from: the syncs between two writes to an entry split its tags once.
-	// Entries not met by a Classify are swept from it, so that a full resync of 10,000
-	// entries allocates no map; pass counts the Classify calls.
-	viewsMu sync.Mutex
-	views   map[string]*taggedView
-	pass    uint64
-
-	// merged are the last Desired's merges by hostname. A full resync merges every
-	// hostname, and one whose claims and entries are those of the last sync merges the same.
-	// mergedMu guards the merges and Desired's scratch maps. Merges of hostnames a Desired
-	// does not meet are swept; mergePass counts the Desired calls.
-	mergedMu  sync.Mutex
-	merged    map[string]*merged
-	mergePass uint64
-	// noisy are the hostnames the last plan changed; the others are quiet and may settle.
-	noisy map[string]bool
-	// byHost and ownedByHost are Desired's scratch maps, kept for the next call.
-	byHost      map[string][]*endpoint.Endpoint
-	ownedByHost map[string][]*endpoint.Record
 }
 
-// merged is one hostname's merge with what it was made from: the claims (the same
-// endpoints, in the same order) and the owned entries (the same records, in any order).
-type merged struct {
-	claims []*endpoint.Endpoint
-	owned  []entryKey
-	out    *endpoint.Endpoint
-	pass   uint64
-	// marked: one of the entries is marked for deletion.
-	marked bool
-}
-
-// entryKey is what of an entry a merge depends on.
-type entryKey struct {
-	id, version, ip string
-	tags            []string
-}
-
-// from reports whether the merge was made from these claims and entries.
-func (m *merged) from(claims []*endpoint.Endpoint, owned []*endpoint.Record) bool {
-	if !slices.Equal(m.claims, claims) || len(m.owned) != len(owned) {
-		return false
-	}
-	for _, rec := range owned {
-		if !slices.ContainsFunc(m.owned, func(o entryKey) bool {
-			return o.id == rec.ID && o.version == rec.Version && o.ip == rec.IP && slices.Equal(o.tags, rec.Tags)
-		}) {
-			return false
-		}
-	}
-	return true
-}
-
-type taggedView struct {
-	tags []string
-	v    view
-	// owned: the entry is this cluster's.
+// Parsed is what the operator reads from one entry's tags: the view of its own block and
+// whether the entry is this cluster's.
+type Parsed struct {
+	v     view
 	owned bool
-	pass  uint64
+}
+
+// Parse reads rec's tags.
+func (r *Registry) Parse(rec *endpoint.Record) *Parsed {
+	v := viewOf(rec)
+	return &Parsed{v: v, owned: v.has(TagOwner) && r.ours(&v)}
+}
+
+// Parser parses entries' tags, from a cache of its own when an entry's tags are those it
+// parsed before (the registry's Parse when there is none).
+type Parser interface {
+	Parse(rec *endpoint.Record) *Parsed
+}
+
+// Merges hands Desired the merge of a hostname it made before from the same claims and
+// entries, and keeps the ones it makes.
+type Merges interface {
+	Merged(host string, claims []*endpoint.Endpoint, owned []*endpoint.Record) (out *endpoint.Endpoint, ok bool)
+	Keep(m Merge)
+}
+
+// Merge is one hostname's merge and what it was made from.
+type Merge struct {
+	Host   string
+	Claims []*endpoint.Endpoint
+	Owned  []*endpoint.Record
+	// Out is the endpoint the plan sees; nil when every claim lost.
+	Out *endpoint.Endpoint
+	// Conflicted: the merge turned claims down, which a merge reused would leave unreported.
+	Conflicted bool
+	// Marked: one of the entries is marked for deletion.
+	Marked bool
 }
 
 // New validates cfg and returns a Registry.
@@ -141,13 +120,7 @@ func (r *Registry) Reconfigure(cfg Config) error {
 	if cfg.Log == nil {
 		cfg.Log = logrus.StandardLogger()
 	}
-	r.viewsMu.Lock()
-	r.mergedMu.Lock()
-	defer r.viewsMu.Unlock()
-	defer r.mergedMu.Unlock()
-	// Views and merges were made under the old policy.
 	r.cfg, r.clusterTag, r.log = cfg, clusterTag, cfg.Log
-	r.views, r.merged = nil, nil
 	return nil
 }
 
@@ -192,25 +165,14 @@ type State struct {
 	Conflicts []Conflict
 	// Problems are the parts of claims Desired dropped, such as reserved tags.
 	Problems []Problem
-	// Incremental lets Desired settle hostnames: set it for a sync that plans from the known
-	// state, where one change among thousands of unchanged hostnames is the common case.
-	Incremental bool
 
-	// settled are the hostnames Desired found exactly as the last sync left them with
-	// nothing to change: the same claims, the same entries (none marked, no adoption
-	// candidate, no other cluster's), and no change planned for them last time. The plan,
-	// being pure, would find nothing again, so it does not look at them.
-	settled map[string]bool
-
-	// views are the views of the entries by ID, the registry's own map: a State is read
-	// before the next Classify.
-	views map[string]*taggedView
+	parser Parser
 }
 
 // view is the view of an owned entry; the zero view for any other.
-func (s *State) view(id string) view {
-	if tv := s.views[id]; tv != nil && tv.owned {
-		return tv.v
+func (s *State) view(rec *endpoint.Record) view {
+	if p := s.parser.Parse(rec); p.owned {
+		return p.v
 	}
 	return view{}
 }
@@ -242,57 +204,57 @@ func (s *State) ForeignCount() int {
 	return n
 }
 
-// Classify sorts the records of one ListHosts by owner. Only tags the operator wrote count:
-// a tag an adopted entry carried before adoption (recorded in its loan) never makes it
-// another cluster's, nor marks it for deletion.
-func (r *Registry) Classify(records []endpoint.Record) *State {
-	st := &State{Foreign: map[string][]endpoint.Record{}, Unowned: map[string][]endpoint.Record{}, Owned: make([]endpoint.Record, 0, len(records))}
-	r.viewsMu.Lock()
-	defer r.viewsMu.Unlock()
-	if r.views == nil {
-		r.views = make(map[string]*taggedView, len(records))
+// Classify sorts the records of one read by owner, their tags parsed by parser (nil: parsed
+// afresh). Only tags the operator wrote count: a tag an adopted entry carried before adoption
+// (recorded in its loan) never makes it another cluster's, nor marks it for deletion.
+func (r *Registry) Classify(records []endpoint.Record, parser Parser) *State {
+	if parser == nil {
+		parser = r
 	}
-	r.pass++
+	st := &State{Foreign: map[string][]endpoint.Record{}, Unowned: map[string][]endpoint.Record{},
+		Owned: make([]endpoint.Record, 0, len(records)), parser: parser}
 	for i := range records {
-		rec := records[i]
+		rec := &records[i]
 		key := strings.ToLower(rec.Hostname)
-		vv := r.views[rec.ID]
-		if vv == nil || !slices.Equal(vv.tags, rec.Tags) {
-			v := viewOf(&rec)
-			vv = &taggedView{tags: rec.Tags, v: v, owned: v.has(TagOwner) && r.ours(&v)}
-			r.views[rec.ID] = vv
-		}
-		vv.pass = r.pass
+		p := parser.Parse(rec)
 		switch {
-		case !vv.v.has(TagOwner):
-			st.Unowned[key] = append(st.Unowned[key], rec)
-		case vv.owned:
-			st.Owned = append(st.Owned, rec)
+		case !p.v.has(TagOwner):
+			st.Unowned[key] = append(st.Unowned[key], *rec)
+		case p.owned:
+			st.Owned = append(st.Owned, *rec)
 		default:
-			st.Foreign[key] = append(st.Foreign[key], rec)
+			st.Foreign[key] = append(st.Foreign[key], *rec)
 		}
 	}
-	for id, vv := range r.views {
-		if vv.pass != r.pass {
-			delete(r.views, id)
-		}
-	}
-	st.views = r.views
 	return st
 }
 
+// Marked reports whether one of these entries carries a pending-deletion mark the operator
+// wrote.
+func (s *State) Marked(owned []*endpoint.Record) bool {
+	for _, rec := range owned {
+		v := s.view(rec)
+		if _, marked := v.value(PrefixPending); marked {
+			return true
+		}
+	}
+	return false
+}
+
 // Current turns the owned entries, and the unowned ones that desired hostnames could adopt,
-// into plan input. An adopted entry keeps the user's tags, verbatim and in order, ahead of the
+// into plan input, less the entries of settled hostnames (lowercase), which the plan does not
+// look at. An adopted entry keeps the user's tags, verbatim and in order, ahead of the
 // operator's block, which opens with TagPreExisting and closes with the loan record; for an
 // adoption candidate, its tags and the record adopting it would write.
-func (r *Registry) Current(st *State, desired []*endpoint.Endpoint) []plan.Current {
+func (r *Registry) Current(st *State, desired []*endpoint.Endpoint, settled map[string]bool) []plan.Current {
 	out := make([]plan.Current, 0, len(st.Owned))
-	for _, rec := range st.Owned {
-		if len(st.settled) > 0 && st.settled[strings.ToLower(rec.Hostname)] {
+	for i := range st.Owned {
+		rec := st.Owned[i]
+		if len(settled) > 0 && settled[strings.ToLower(rec.Hostname)] {
 			continue
 		}
 		c := plan.Current{Record: rec, Class: plan.Created}
-		if v := st.view(rec.ID); v.has(TagPreExisting) {
+		if v := st.view(&st.Owned[i]); v.has(TagPreExisting) {
 			c.Class = plan.Adopted
 			c.Keep = append(append([]string{}, v.user...), TagPreExisting)
 			if v.loan != nil {
@@ -305,29 +267,6 @@ func (r *Registry) Current(st *State, desired []*endpoint.Endpoint) []plan.Curre
 		for _, rec := range st.Unowned[ep.Hostname] {
 			out = append(out, plan.Current{Record: rec, Class: plan.Unowned,
 				Keep: append(append([]string{}, rec.Tags...), TagPreExisting), Trail: loanOf(&rec).trail()})
-		}
-	}
-	return out
-}
-
-// quiet reports whether a hostname merged as the last sync merged it (m) may be left out of
-// the plan: the last plan changed nothing for it, and nothing on the server for it is in
-// motion.
-func (r *Registry) quiet(host string, m *merged, st *State) bool {
-	return !m.marked && !r.noisy[host] && (len(st.Unowned) == 0 || len(st.Unowned[host]) == 0) &&
-		(len(st.Foreign) == 0 || len(st.Foreign[host]) == 0)
-}
-
-// ToPlan is what of desired the plan must look at: all of it, less the settled hostnames.
-// Current leaves out their entries alike.
-func (r *Registry) ToPlan(st *State, desired []*endpoint.Endpoint) []*endpoint.Endpoint {
-	if len(st.settled) == 0 {
-		return desired
-	}
-	out := make([]*endpoint.Endpoint, 0, len(desired)-len(st.settled))
-	for _, ep := range desired {
-		if !st.settled[ep.Hostname] {
-			out = append(out, ep)
 		}
 	}
 	return out
@@ -347,16 +286,11 @@ func (r *Registry) ToPlan(st *State, desired []*endpoint.Endpoint) []*endpoint.E
 //     tag (those not already marked for deletion): they stay wanted as they are.
 //   - Reserved tags among the user's tags are dropped and reported as Problems.
 //
-// now is the sync's clock reading, which says whose grace period has ended.
-func (r *Registry) Desired(now time.Time, eps []*endpoint.Endpoint, st *State) []*endpoint.Endpoint {
-	r.mergedMu.Lock()
-	defer r.mergedMu.Unlock()
-	if r.byHost == nil {
-		r.byHost, r.ownedByHost = map[string][]*endpoint.Endpoint{}, map[string][]*endpoint.Record{}
-	}
-	byHost, ownedByHost := r.byHost, r.ownedByHost
-	clear(byHost)
-	clear(ownedByHost)
+// now is the sync's clock reading, which says whose grace period has ended. merges (may be
+// nil) hands back the merge of a hostname whose claims and entries are those it was made from.
+func (r *Registry) Desired(now time.Time, eps []*endpoint.Endpoint, st *State, merges Merges) []*endpoint.Endpoint {
+	byHost := make(map[string][]*endpoint.Endpoint, len(eps))
+	ownedByHost := make(map[string][]*endpoint.Record, len(st.Owned))
 	for _, ep := range eps {
 		byHost[ep.Hostname] = append(byHost[ep.Hostname], ep)
 		// Reported for every claim, written for none, whether or not the claim wins.
@@ -377,17 +311,6 @@ func (r *Registry) Desired(now time.Time, eps []*endpoint.Endpoint, st *State) [
 	}
 	sort.Strings(hosts)
 	out := make([]*endpoint.Endpoint, 0, len(hosts))
-	if r.merged == nil {
-		r.merged = make(map[string]*merged, len(hosts))
-	}
-	r.mergePass++
-	defer func() {
-		for h, m := range r.merged {
-			if m.pass != r.mergePass {
-				delete(r.merged, h)
-			}
-		}
-	}()
 	for _, h := range hosts {
 		claims := byHost[h]
 		if len(st.Foreign[h]) > 0 && len(ownedByHost[h]) == 0 {
@@ -398,37 +321,26 @@ func (r *Registry) Desired(now time.Time, eps []*endpoint.Endpoint, st *State) [
 			continue
 		}
 		owned := ownedByHost[h]
-		if m := r.merged[h]; m != nil && m.from(claims, owned) {
-			m.pass = r.mergePass
-			if m.out != nil {
-				out = append(out, m.out)
-				if st.Incremental && r.quiet(h, m, st) {
-					if st.settled == nil {
-						st.settled = map[string]bool{}
-					}
-					st.settled[h] = true
+		if merges != nil {
+			if m, ok := merges.Merged(h, claims, owned); ok {
+				if m != nil {
+					out = append(out, m)
 				}
+				continue
 			}
-			continue
 		}
-		memo := &merged{claims: slices.Clone(claims), owned: make([]entryKey, 0, len(owned)), pass: r.mergePass}
-		for _, rec := range owned {
-			memo.owned = append(memo.owned, entryKey{rec.ID, rec.Version, rec.IP, rec.Tags})
-			v := st.view(rec.ID)
-			if _, marked := v.value(PrefixPending); marked {
-				memo.marked = true
-			}
+		// merge sorts its claims: a merge kept is keyed by the claims as they came.
+		key := claims
+		if merges != nil {
+			key = slices.Clone(claims)
 		}
 		conflicts := len(st.Conflicts)
-		memo.out = r.merge(now, h, claims, owned, st)
-		if memo.out != nil {
-			out = append(out, memo.out)
+		m := r.merge(now, h, claims, owned, st)
+		if m != nil {
+			out = append(out, m)
 		}
-		// A merge with conflicts is made again every sync, so that every sync reports them.
-		if len(st.Conflicts) == conflicts {
-			r.merged[h] = memo
-		} else {
-			delete(r.merged, h)
+		if merges != nil {
+			merges.Keep(Merge{Host: h, Claims: key, Owned: owned, Out: m, Conflicted: len(st.Conflicts) > conflicts, Marked: st.Marked(owned)})
 		}
 	}
 	return out
@@ -450,7 +362,7 @@ func clusterOf(rec *endpoint.Record) string {
 func (r *Registry) holder(now time.Time, owned []*endpoint.Record, claims []*endpoint.Endpoint, st *State) string {
 	best := ""
 	for _, rec := range owned {
-		v := st.view(rec.ID)
+		v := st.view(rec)
 		if ns, ok := v.value(PrefixNamespace); ok && (best == "" || ns < best) {
 			best = ns
 		}
@@ -461,7 +373,7 @@ func (r *Registry) holder(now time.Time, owned []*endpoint.Record, claims []*end
 		return best
 	}
 	for _, rec := range owned {
-		v := st.view(rec.ID)
+		v := st.view(rec)
 		if due, marked := r.due(&v); !marked || now.Before(due) {
 			return best
 		}
@@ -576,7 +488,7 @@ func (r *Registry) merge(now time.Time, host string, claims []*endpoint.Endpoint
 func (r *Registry) heldTargets(c *endpoint.Endpoint, owned []*endpoint.Record, st *State) []string {
 	var out []string
 	for _, rec := range owned {
-		v := st.view(rec.ID)
+		v := st.view(rec)
 		if _, marked := v.value(PrefixPending); marked {
 			continue
 		}

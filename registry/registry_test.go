@@ -34,9 +34,9 @@ func owned(id, host, ip string, extra ...string) endpoint.Record {
 
 // run is one full registry+plan pass, as the controller does it.
 func run(r *Registry, now time.Time, records []endpoint.Record, eps ...*endpoint.Endpoint) Result {
-	st := r.Classify(records)
-	desired := r.Desired(now, eps, st)
-	changes := (&plan.Plan{Current: r.Current(st, desired), Desired: desired, Policy: r.cfg.Policy}).Calculate()
+	st := r.Classify(records, nil)
+	desired := r.Desired(now, eps, st, nil)
+	changes := (&plan.Plan{Current: r.Current(st, desired, nil), Desired: desired, Policy: r.cfg.Policy}).Calculate()
 	return r.Apply(now, st, changes)
 }
 
@@ -164,7 +164,7 @@ func TestAdoptKeepsOwnTagsAndReleaseRestoresThem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := proxmox.Classify([]endpoint.Record{*n}); len(st.Owned) != 0 || st.ForeignCount() != 1 {
+	if st := proxmox.Classify([]endpoint.Record{*n}, nil); len(st.Owned) != 0 || st.ForeignCount() != 1 {
 		t.Fatalf("cluster proxmox owns %d entries; the adopted entry is home's", len(st.Owned))
 	}
 	// The claim goes: mark, then release after the grace period: exactly what was found.
@@ -186,8 +186,8 @@ func TestDesiredClaims(t *testing.T) {
 	old := claim("app.lan", "team-a", "app", "uid-a", time.Hour, "10.0.0.1")
 	sameNS := claim("app.lan", "team-a", "app-api", "uid-a2", time.Minute, "10.0.0.2", "10.0.0.1")
 	intruder := claim("app.lan", "team-b", "steal", "uid-b", 0, "10.6.6.6")
-	st := r.Classify(nil)
-	got := r.Desired(t0, []*endpoint.Endpoint{intruder, sameNS, old}, st)
+	st := r.Classify(nil, nil)
+	got := r.Desired(t0, []*endpoint.Endpoint{intruder, sameNS, old}, st, nil)
 	if len(got) != 1 {
 		t.Fatalf("desired = %d endpoints", len(got))
 	}
@@ -213,20 +213,20 @@ func TestHolderNamespaceIsSticky(t *testing.T) {
 	held := owned("1", "pay.lan", "10.0.0.2", "namespace:team-b", "kind:Ingress", "source:uid-b")
 	yearOld := claim("pay.lan", "team-a", "old", "uid-a", 365*24*time.Hour, "10.6.6.6")
 	dayOld := claim("pay.lan", "team-b", "pay", "uid-b", 24*time.Hour, "10.0.0.2")
-	st := r.Classify([]endpoint.Record{held})
-	got := r.Desired(t0, []*endpoint.Endpoint{yearOld, dayOld}, st)
+	st := r.Classify([]endpoint.Record{held}, nil)
+	got := r.Desired(t0, []*endpoint.Endpoint{yearOld, dayOld}, st, nil)
 	if len(got) != 1 || got[0].Sources[0].UID != "uid-b" || len(st.Conflicts) != 1 || st.Conflicts[0].Loser.UID != "uid-a" {
 		t.Fatalf("desired %+v conflicts %+v; want team-b to keep it", got, st.Conflicts)
 	}
 	// team-b deletes its Ingress: the entry is marked, and team-a still waits.
 	marked := owned("1", "pay.lan", "10.0.0.2", "namespace:team-b", "source:uid-b", PrefixPending+t0.Format(time.RFC3339))
-	st = r.Classify([]endpoint.Record{marked})
-	if got := r.Desired(t0, []*endpoint.Endpoint{yearOld}, st); len(got) != 0 || len(st.Conflicts) != 1 {
+	st = r.Classify([]endpoint.Record{marked}, nil)
+	if got := r.Desired(t0, []*endpoint.Endpoint{yearOld}, st, nil); len(got) != 0 || len(st.Conflicts) != 1 {
 		t.Fatalf("during team-b's grace: desired %+v conflicts %+v", got, st.Conflicts)
 	}
 	// Once the entry is gone, the oldest claim wins.
-	st = r.Classify(nil)
-	if got := r.Desired(t0, []*endpoint.Endpoint{yearOld}, st); len(got) != 1 || got[0].Sources[0].UID != "uid-a" {
+	st = r.Classify(nil, nil)
+	if got := r.Desired(t0, []*endpoint.Endpoint{yearOld}, st, nil); len(got) != 1 || got[0].Sources[0].UID != "uid-a" {
 		t.Fatalf("after the entry went: %+v", got)
 	}
 }
@@ -320,7 +320,7 @@ func TestGraceIsPerClaim(t *testing.T) {
 	b.GracePeriod = &short
 	c := claim("shop.lan", "d", "c", "uid-c", time.Hour, "10.0.0.3", "10.0.0.4")
 	c.GracePeriod = &long
-	got := r.Desired(t0, []*endpoint.Endpoint{a, b, c}, r.Classify(nil))[0].TargetTags
+	got := r.Desired(t0, []*endpoint.Endpoint{a, b, c}, r.Classify(nil, nil), nil)[0].TargetTags
 	want := map[string][]string{
 		"10.0.0.1": {"source:uid-a"},                                      // the default: no tag
 		"10.0.0.2": {"grace-period:2", "source:uid-b"},                    // b alone
@@ -332,7 +332,7 @@ func TestGraceIsPerClaim(t *testing.T) {
 	}
 	// An object without the annotation counts as the default, which beats a shorter one.
 	a2 := claim("shop.lan", "d", "a", "uid-a", time.Hour, "10.0.0.2")
-	got = r.Desired(t0, []*endpoint.Endpoint{a2, b}, r.Classify(nil))[0].TargetTags
+	got = r.Desired(t0, []*endpoint.Endpoint{a2, b}, r.Classify(nil, nil), nil)[0].TargetTags
 	if !reflect.DeepEqual(got["10.0.0.2"], []string{"source:uid-a", "source:uid-b"}) {
 		t.Fatalf("10.0.0.2 tags = %q; want the default (no tag)", got["10.0.0.2"])
 	}
@@ -342,8 +342,8 @@ func TestReservedUserTagsAreDroppedAndReported(t *testing.T) {
 	r := newReg(t, plan.Sync)
 	ep := claim("web.lan", "d", "web", "uid", 0, "10.0.0.1")
 	ep.Tags = []string{"cluster:other", "k8s-operator", "ok", "pending-deletion:2099-01-01T00:00:00Z", "pre-existing:true", "grace-period:0", "source:x", "original-ip:1.2.3.4"}
-	st := r.Classify(nil)
-	got := r.Desired(t0, []*endpoint.Endpoint{ep}, st)
+	st := r.Classify(nil, nil)
+	got := r.Desired(t0, []*endpoint.Endpoint{ep}, st, nil)
 	if !reflect.DeepEqual(got[0].Tags, []string{"homelab", "ok"}) {
 		t.Fatalf("tags = %q; want only the user's unreserved ones", got[0].Tags)
 	}
@@ -403,126 +403,6 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	} {
 		if _, err := New(cfg); err == nil {
 			t.Errorf("New(%+v) accepted a bad config", cfg)
-		}
-	}
-}
-
-// TestMergesAreReusedOnlyWhileTheirInputsHold: a sync whose claims and entries for a hostname
-// are those of the last sync gets the same merge; a new claim, a changed entry or a changed
-// claim merges again, and conflicts are reported by every sync.
-func TestMergesAreReusedOnlyWhileTheirInputsHold(t *testing.T) {
-	r := newReg(t, plan.Sync)
-	web := claim("web.lan", "default", "web", "uid-1", time.Hour, "10.0.0.1")
-	held := claim("held.lan", "default", "held", "uid-2", time.Hour) // no address: held
-	rival := claim("rival.lan", "other", "r", "uid-3", time.Minute, "10.0.0.3")
-	first := claim("rival.lan", "default", "f", "uid-4", time.Hour, "10.0.0.4")
-	recs := []endpoint.Record{owned("e1", "web.lan", "10.0.0.1"), owned("e2", "held.lan", "10.0.0.2", "source:uid-2")}
-	desired := func(recs []endpoint.Record, eps ...*endpoint.Endpoint) (map[string]*endpoint.Endpoint, *State) {
-		st := r.Classify(recs)
-		out := map[string]*endpoint.Endpoint{}
-		for _, e := range r.Desired(t0, eps, st) {
-			out[e.Hostname] = e
-		}
-		return out, st
-	}
-	a, _ := desired(recs, web, held, first, rival)
-	b, st := desired(recs, web, held, first, rival)
-	for _, h := range []string{"web.lan", "held.lan"} {
-		if a[h] == nil || a[h] != b[h] {
-			t.Errorf("%s merged again with nothing changed", h)
-		}
-	}
-	if len(st.Conflicts) != 1 || st.Conflicts[0].Loser.UID != "uid-3" {
-		t.Errorf("second sync's conflicts = %+v, want rival.lan's", st.Conflicts)
-	}
-
-	again := *web
-	again.Targets = []string{"10.0.0.9"}
-	c, _ := desired(recs, &again, held, first, rival)
-	if got := c["web.lan"].Targets; !slices.Equal(got, []string{"10.0.0.9"}) {
-		t.Errorf("changed claim: targets %v", got)
-	}
-	if c["held.lan"] != a["held.lan"] {
-		t.Error("held.lan merged again though only web.lan changed")
-	}
-
-	// The held entry is marked for deletion elsewhere: its new version is no longer held.
-	marked := slices.Clone(recs)
-	marked[1] = owned("e2", "held.lan", "10.0.0.2", "source:uid-2", PrefixPending+t0.Format(time.RFC3339))
-	marked[1].Version = "2"
-	d, _ := desired(marked, &again, held, first, rival)
-	if got := d["held.lan"]; got == nil || len(got.Targets) != 0 {
-		t.Errorf("held.lan after its entry was marked: targets %v, want none", got)
-	}
-}
-
-// TestSettledHostnamesAreLeftOutOnlyWhileNothingMoves: a sync planning from the known state
-// leaves out of the plan a hostname whose claims and entries are those of the last sync,
-// which planned nothing for it; anything in motion brings it back, and a sync that read the
-// server plans every hostname.
-func TestSettledHostnamesAreLeftOutOnlyWhileNothingMoves(t *testing.T) {
-	r := newReg(t, plan.Sync)
-	web := claim("web.lan", "default", "web", "uid-1", time.Hour, "10.0.0.1")
-	// step runs one sync over records and returns what the plan looked at and what it changed.
-	step := func(incremental bool, records ...endpoint.Record) ([]*endpoint.Endpoint, []plan.Change) {
-		st := r.Classify(records)
-		st.Incremental = incremental
-		desired := r.Desired(t0, []*endpoint.Endpoint{web}, st)
-		toPlan := r.ToPlan(st, desired)
-		changes := (&plan.Plan{Current: r.Current(st, toPlan), Desired: toPlan}).Calculate()
-		return toPlan, r.Apply(t0, st, changes).Changes
-	}
-	_, created := step(true)
-	if len(created) != 1 || created[0].Action != plan.Create {
-		t.Fatalf("first sync: %v", created)
-	}
-	entry := *created[0].New
-	entry.ID, entry.Version = "e1", "1"
-	if looked, changes := step(true, entry); len(looked) != 1 || len(changes) != 0 {
-		t.Fatalf("the sync after the create: looked at %d, changed %v; want 1 and nothing", len(looked), changes)
-	}
-	if looked, changes := step(true, entry); len(looked) != 0 || len(changes) != 0 {
-		t.Fatalf("a quiet sync: looked at %d, changed %v; want web.lan settled", len(looked), changes)
-	}
-	if looked, _ := step(false, entry); len(looked) != 1 {
-		t.Fatalf("a sync that read the server looked at %d hostnames, want every one", len(looked))
-	}
-	step(true, entry) // settled again
-	edited := entry
-	edited.IP, edited.Version = "10.0.0.9", "2"
-	if looked, changes := step(true, edited); len(looked) != 1 || len(changes) != 1 || changes[0].Action != plan.Update {
-		t.Fatalf("an entry edited by hand: looked at %d, changed %v; want it put back", len(looked), changes)
-	}
-	step(true, entry)
-	step(true, entry)
-	marked := entry
-	marked.Tags = append(slices.Clone(entry.Tags), PrefixPending+t0.Format(time.RFC3339))
-	marked.Version = "3"
-	step(true, marked)
-	if looked, changes := step(true, marked); len(looked) != 1 || len(changes) != 1 || changes[0].Action != plan.Unmark {
-		t.Fatalf("a marked entry still wanted: looked at %d, changed %v; want it unmarked, never settled", len(looked), changes)
-	}
-	step(true, entry)
-	step(true, entry)
-	hand := endpoint.Record{ID: "u1", Hostname: "web.lan", IP: "10.0.0.2", Version: "1", Tags: []string{"manual"}}
-	if looked, _ := step(true, entry, hand); len(looked) != 1 {
-		t.Fatalf("a hand-made entry beside it: looked at %d, want web.lan planned", len(looked))
-	}
-}
-
-// TestAHeldHostnameWithoutEntriesSettlesSafely: an object with no address yet and no entry
-// settles with nothing to plan, beside fewer entries than settled hostnames.
-func TestAHeldHostnameWithoutEntriesSettlesSafely(t *testing.T) {
-	r := newReg(t, plan.Sync)
-	held := claim("pending.lan", "default", "lb", "uid-9", time.Hour) // no address, no entry
-	for i := 0; i < 3; i++ {
-		st := r.Classify(nil)
-		st.Incremental = true
-		desired := r.Desired(t0, []*endpoint.Endpoint{held}, st)
-		toPlan := r.ToPlan(st, desired)
-		changes := (&plan.Plan{Current: r.Current(st, toPlan), Desired: toPlan}).Calculate()
-		if res := r.Apply(t0, st, changes); len(res.Changes) != 0 {
-			t.Fatalf("sync %d: %v", i, res.Changes)
 		}
 	}
 }

@@ -31,7 +31,7 @@ type Reader interface {
 	Records(ctx context.Context) ([]endpoint.Record, error)
 }
 
-// Syncer runs one sync of the operator's controller, reading the server fresh.
+// Syncer has the operator's loop run one sync that reads the server and waits for it.
 type Syncer interface {
 	Sync(ctx context.Context) error
 }
@@ -62,6 +62,10 @@ type Server struct {
 	applying sync.Mutex
 	mu       sync.Mutex
 	pending  *Changes // the changes of the request being applied, nil between requests
+	// last is what the webhook held once the last sync's writes were done, nil when unknown
+	// (at start, after a failed sync): a sync starts from it instead of reading the server
+	// for it, since the sync reads the server itself.
+	last held
 	// told remembers which dropped records were logged, so each is logged once.
 	told map[dropped]bool
 }
@@ -83,13 +87,15 @@ func (s *Server) SetSyncer(sy Syncer) { s.syncer = sy }
 
 // Endpoints is the controller.Source: what external-dns holds, with the changes being applied.
 func (s *Server) Endpoints(ctx context.Context) ([]*endpoint.Endpoint, error) {
-	h, err := s.held(ctx)
-	if err != nil {
-		return nil, err
-	}
 	s.mu.Lock()
-	pending := s.pending
+	pending, h := s.pending, s.last.clone()
 	s.mu.Unlock()
+	if h == nil {
+		var err error
+		if h, err = s.held(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if pending != nil {
 		if err := h.apply(pending); err != nil {
 			return nil, err
@@ -101,6 +107,25 @@ func (s *Server) Endpoints(ctx context.Context) ([]*endpoint.Endpoint, error) {
 // AddEventHandler is part of controller.Source; external-dns's requests, not events, start
 // the syncs that matter.
 func (s *Server) AddEventHandler(func()) {}
+
+// Synced is told the entries the webhook owns once a sync's writes are done, by hostname.
+func (s *Server) Synced(entries map[string][]endpoint.Record) {
+	var recs []endpoint.Record
+	for _, rs := range entries {
+		recs = append(recs, rs...)
+	}
+	h := heldOf(recs, func(*endpoint.Record) bool { return true }, registry.Marked)
+	s.mu.Lock()
+	s.last = h
+	s.mu.Unlock()
+}
+
+// Forget is told that a sync failed: what the webhook holds is read from the server again.
+func (s *Server) Forget() {
+	s.mu.Lock()
+	s.last = nil
+	s.mu.Unlock()
+}
 
 func (s *Server) held(ctx context.Context) (held, error) {
 	recs, err := s.cfg.Reader.Records(ctx)
@@ -136,8 +161,9 @@ func (s *Server) records(w http.ResponseWriter, r *http.Request) {
 	reply(w, http.StatusOK, h.records())
 }
 
-// applyChanges writes external-dns's changes through the operator's pipeline: one sync that
-// reads the server fresh and plans everything the webhook holds with the changes applied.
+// applyChanges writes external-dns's changes through the operator's pipeline: the loop's next
+// sync, which reads the server and plans everything the webhook holds with the changes
+// applied.
 // Invalid changes are a 400 and write nothing; a failed sync is a 503.
 func (s *Server) applyChanges(w http.ResponseWriter, r *http.Request) {
 	var ch Changes

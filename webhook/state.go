@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"net/netip"
 	"sort"
 
@@ -35,6 +36,18 @@ func heldOf(recs []endpoint.Record, owns func(*endpoint.Record) bool, marked fun
 		h.add(host, ip)
 	}
 	return h
+}
+
+// clone is a copy to change; nil stays nil.
+func (h held) clone() held {
+	if h == nil {
+		return nil
+	}
+	out := make(held, len(h))
+	for host, ips := range h {
+		out[host] = maps.Clone(ips)
+	}
+	return out
 }
 
 func (h held) add(host, ip string) {

@@ -63,7 +63,7 @@ func NewWebhook(cfg *Config, log *logrus.Logger, clk clock.Clock) (_ *Webhook, e
 	}
 	w.checker = health.New(s.Interval, func() bool { return true }, prov.Ping)
 	w.Controller = controller.New(controller.Config{
-		Sources: []controller.Source{w.Server}, Reporters: []controller.Reporter{w.metrics, w.checker}, DomainFilter: domains,
+		Sources: []controller.Source{w.Server}, Reporters: []controller.Reporter{w.metrics, w.checker, heldReporter{w.Server}}, DomainFilter: domains,
 		Registry: reg, Provider: prov, Policy: s.Policy, Interval: s.Interval, MinEventSyncInterval: cfg.MinEventSyncInterval,
 		Log: log.WithField("component", "controller"), Clock: clk,
 	})
@@ -71,12 +71,22 @@ func NewWebhook(cfg *Config, log *logrus.Logger, clk clock.Clock) (_ *Webhook, e
 	return w, nil
 }
 
-// syncer runs one full sync of the controller for a POST /records.
+// syncer has the controller's loop run a full sync for a POST /records: on the loop, so that
+// the grace deadlines it sets wake the loop.
 type syncer struct{ c *controller.Controller }
 
-func (s syncer) Sync(ctx context.Context) error {
-	_, err := s.c.SyncOnce(ctx)
-	return err
+func (s syncer) Sync(ctx context.Context) error { return s.c.SyncNow(ctx) }
+
+// heldReporter tells the webhook what it holds after each sync, so that the next one starts
+// from it instead of reading the server twice.
+type heldReporter struct{ s *webhook.Server }
+
+func (h heldReporter) Report(_ context.Context, r *controller.Report) {
+	if r.Err != nil || r.Stage != controller.StageDone {
+		h.s.Forget()
+		return
+	}
+	h.s.Synced(r.Entries)
 }
 
 // Close releases the connection to router-hosts.

@@ -1,0 +1,285 @@
+// Package planner owns everything between "these endpoints are wanted" and "these writes go
+// out": what it reads of the server, the registry's ownership policy applied to it, the plan,
+// and every cache that makes a sync among thousands of unchanged hostnames cheap (the known
+// server state, refused writes, parsed tags, merges and settled hostnames), each with its
+// invalidation rule in a file of its own. Its two calls are Plan and Learn; the controller
+// keeps scheduling, the writes and the report.
+package planner
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/utils/clock"
+
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/plan"
+	"github.com/router-hosts-operator/router-hosts-operator/registry"
+)
+
+// Mode is the kind of sync.
+type Mode uint8
+
+const (
+	// Full reads the whole server, plans every hostname and tries again what was refused: at
+	// start, every interval, when a deletion falls due, after a failure, a reconfiguration or
+	// new certificate files, and for external-dns's requests.
+	Full Mode = iota + 1
+	// Event follows a change of the cluster: it plans from the known state when there is one,
+	// reads the one hostname it would create, and holds back what was refused until the
+	// interval.
+	Event
+)
+
+func (m Mode) String() string {
+	if m == Event {
+		return "event"
+	}
+	return "full"
+}
+
+// Read says what a sync read of the server.
+type Read uint8
+
+const (
+	// ReadServer: the whole server (ListHosts).
+	ReadServer Read = iota + 1
+	// ReadKnown: nothing; the known state.
+	ReadKnown
+	// ReadHost: the known state, and the one hostname it creates (SearchHosts).
+	ReadHost
+)
+
+func (r Read) String() string {
+	switch r {
+	case ReadKnown:
+		return "known"
+	case ReadHost:
+		return "host"
+	}
+	return "server"
+}
+
+// Reader reads the router-hosts server: every entry, or the entries of one hostname in any
+// case.
+type Reader interface {
+	Records(ctx context.Context) ([]endpoint.Record, error)
+	Search(ctx context.Context, hostname string) ([]endpoint.Record, error)
+}
+
+// Planner plans syncs. It is not safe for concurrent use: the controller runs one sync at a
+// time.
+type Planner struct {
+	reg  *registry.Registry
+	read Reader
+	clk  clock.PassiveClock
+
+	known   known
+	refused refused
+	views   views
+	merges  merges
+}
+
+// New returns a planner for reg's policy, reading through read, taking each sync's time from
+// clk.
+func New(reg *registry.Registry, read Reader, clk clock.PassiveClock) *Planner {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &Planner{reg: reg, read: read, clk: clk, views: views{reg: reg}}
+}
+
+// Reset forgets everything learnt: the registry's settings changed.
+func (p *Planner) Reset() {
+	p.known.forget()
+	p.views.reset()
+	p.merges.reset()
+	p.refused = refused{}
+}
+
+// Sync is one sync's plan.
+type Sync struct {
+	Mode Mode
+	Read Read
+	// Changes are the writes to send, sorted like the plan's.
+	Changes []plan.Change
+	// Held are the hostnames whose changes were held back, refused before with these errors.
+	Held map[string]error
+	// Desired holds the merged endpoint of every managed hostname; State the entries by owner,
+	// with the conflicts and problems found.
+	Desired []*endpoint.Endpoint
+	State   *registry.State
+	// Entries is the number of entries planned from; Planned the hostnames the plan looked at
+	// (the others were settled).
+	Entries, Planned int
+	// ReadDuration is the time spent reading the server.
+	ReadDuration time.Duration
+	// Now is the clock reading the sync decided by.
+	Now time.Time
+	// NextExpiry is when the earliest pending deletion falls due, zero when none; Pending the
+	// owned entries marked for deletion once Changes are applied.
+	NextExpiry time.Time
+	Pending    int
+	// NeedFresh: the sync held back what only a read of the whole server may send (a delete,
+	// a release, a hostname whose duplicate waits, creates of several hostnames): Learn
+	// forgets the known state, and the caller runs a sync at once.
+	NeedFresh bool
+
+	records  []endpoint.Record // a whole read, which Learn keeps as the known state
+	searched string            // the hostname searched (ReadHost), lowercase
+}
+
+// Plan reads what mode calls for and plans eps (the sources' endpoints within the domain
+// filter) under policy. A read that fails returns its error, and nothing is planned: a
+// server that answered nothing must never look like "delete everything".
+//
+// An event sync plans from the known state. A new hostname (a create) must not double a line
+// someone added by hand meanwhile, which the known state may not have: a create of one
+// hostname searches the server for it and plans again; creates of several read the whole
+// server. Deletes and releases are held back for a read of the whole server, since the entry
+// may no longer be the operator's to remove.
+func (p *Planner) Plan(ctx context.Context, eps []*endpoint.Endpoint, mode Mode, policy plan.Policy) (*Sync, error) {
+	s := &Sync{Mode: mode, Read: ReadKnown}
+	if mode == Full || !p.known.valid {
+		if err := p.readServer(ctx, s); err != nil {
+			return nil, err
+		}
+	}
+	p.plan(s, eps, policy)
+	if s.Read == ReadKnown {
+		switch hosts := creates(s.Changes); {
+		case len(hosts) == 1:
+			start := p.clk.Now()
+			found, err := p.read.Search(ctx, hosts[0])
+			s.ReadDuration += p.clk.Since(start)
+			if err != nil {
+				return nil, fmt.Errorf("searching router-hosts for %s: %w", hosts[0], err)
+			}
+			p.known.searched(hosts[0], found)
+			s.Read, s.searched = ReadHost, hosts[0]
+			p.plan(s, eps, policy)
+		case len(hosts) > 1:
+			if err := p.readServer(ctx, s); err != nil {
+				return nil, err
+			}
+			p.plan(s, eps, policy)
+		}
+	}
+	if s.Read != ReadServer {
+		s.Changes = p.waitForServer(s)
+	}
+	p.merges.end()
+	p.views.sweep()
+	return s, nil
+}
+
+// readServer reads every entry.
+func (p *Planner) readServer(ctx context.Context, s *Sync) error {
+	start := p.clk.Now()
+	records, err := p.read.Records(ctx)
+	s.ReadDuration += p.clk.Since(start)
+	if err != nil {
+		return fmt.Errorf("listing router-hosts entries: %w", err)
+	}
+	s.Read, s.records = ReadServer, records
+	return nil
+}
+
+// plan runs the registry and the plan over what s read.
+func (p *Planner) plan(s *Sync, eps []*endpoint.Endpoint, policy plan.Policy) {
+	records := s.records
+	if s.Read != ReadServer {
+		records = p.known.records()
+	}
+	p.views.begin()
+	p.merges.begin()
+	st := p.reg.Classify(records, &p.views)
+	// One clock reading decides both whose grace period has ended (a holder that let go) and
+	// which marks fall due.
+	now := p.clk.Now()
+	desired := p.reg.Desired(now, eps, st, &p.merges)
+	var settled map[string]bool
+	toPlan := desired
+	if s.Read != ReadServer {
+		settled = p.merges.settled(desired, st)
+	}
+	if len(settled) > 0 {
+		toPlan = make([]*endpoint.Endpoint, 0, len(desired)-len(settled))
+		for _, ep := range desired {
+			if !settled[ep.Hostname] {
+				toPlan = append(toPlan, ep)
+			}
+		}
+	}
+	changes := (&plan.Plan{Current: p.reg.Current(st, toPlan, settled), Desired: toPlan, Policy: policy}).Calculate()
+	p.merges.changed(changes)
+	res := p.reg.Apply(now, st, changes)
+	s.Changes, s.NextExpiry, s.Pending = res.Changes, res.NextExpiry, res.Pending
+	s.Desired, s.State, s.Now, s.Entries, s.Planned = desired, st, now, len(records), len(toPlan)
+	if s.Mode == Event {
+		s.Changes, s.Held = p.refused.hold(s.Changes)
+	}
+}
+
+// creates are the hostnames s creates, lowercase.
+func creates(changes []plan.Change) []string {
+	var out []string
+	for i := range changes {
+		if h := strings.ToLower(changes[i].Hostname()); changes[i].Action == plan.Create && !slices.Contains(out, h) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// waitForServer drops from a plan made without a whole read what only such a read may send:
+// a delete or release could remove an entry that is no longer the operator's, a create of a
+// hostname not searched could double a hand-made line, and a hostname whose duplicate waits
+// waits whole (re-pointing an entry onto the duplicate's address before it is gone would
+// leave two lines for one address). Any of them sets NeedFresh.
+func (p *Planner) waitForServer(s *Sync) []plan.Change {
+	waiting := map[string]bool{}
+	for _, ch := range s.Changes {
+		if ch.Duplicate {
+			waiting[strings.ToLower(ch.Hostname())] = true
+		}
+	}
+	kept := s.Changes[:0:0]
+	for _, ch := range s.Changes {
+		h := strings.ToLower(ch.Hostname())
+		if ch.Action == plan.Delete || ch.Action == plan.Release || waiting[h] || (ch.Action == plan.Create && h != s.searched) {
+			s.NeedFresh = true
+			continue
+		}
+		kept = append(kept, ch)
+	}
+	return kept
+}
+
+// Learn takes what became of s's writes (applyErr is the provider's) and reports whether a
+// sync should follow at once: the known state turned out to be out of date.
+func (p *Planner) Learn(s *Sync, applyErr error) (again bool) {
+	errs := plan.Errors(applyErr)
+	switch {
+	case applyErr != nil || s.NeedFresh:
+		p.known.forget()
+	case s.Read == ReadServer:
+		p.known.read(s.records)
+		p.known.wrote(s.Changes)
+	default:
+		p.known.wrote(s.Changes)
+	}
+	p.refused.learn(s.Mode == Full, s.Read == ReadServer, errs)
+	if s.NeedFresh {
+		return true
+	}
+	for _, ce := range errs {
+		if ce.Stale && s.Read != ReadServer {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,53 @@
+package planner
+
+import (
+	"slices"
+
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/registry"
+)
+
+// views caches the registry's reading of each entry's tags, by entry ID: the syncs between
+// two writes to an entry parse its tags once. The rule: a reading stands while the entry's
+// tags are the ones it was made from; entries a read no longer returns are swept at the end
+// of each sync; a reconfiguration (another cluster name) drops them all.
+type views struct {
+	reg  *registry.Registry
+	byID map[string]*parsedTags
+	// pass counts the syncs; a reading not used in the current one is swept by sweep.
+	pass uint64
+}
+
+type parsedTags struct {
+	tags   []string
+	parsed *registry.Parsed
+	pass   uint64
+}
+
+// Parse is the registry.Parser.
+func (v *views) Parse(rec *endpoint.Record) *registry.Parsed {
+	if v.byID == nil {
+		v.byID = map[string]*parsedTags{}
+	}
+	p := v.byID[rec.ID]
+	if p == nil || !slices.Equal(p.tags, rec.Tags) {
+		p = &parsedTags{tags: rec.Tags, parsed: v.reg.Parse(rec)}
+		v.byID[rec.ID] = p
+	}
+	p.pass = v.pass
+	return p.parsed
+}
+
+// begin starts a sync.
+func (v *views) begin() { v.pass++ }
+
+// sweep drops the readings of entries the sync did not meet.
+func (v *views) sweep() {
+	for id, p := range v.byID {
+		if p.pass != v.pass {
+			delete(v.byID, id)
+		}
+	}
+}
+
+func (v *views) reset() { v.byID = nil }
