@@ -47,6 +47,7 @@ const envPrefix = "ROUTER_HOSTS_OPERATOR_"
 type options struct {
 	sizes       []int
 	changes     int
+	creates     int
 	noops       int
 	concurrency int
 	operator    string
@@ -86,6 +87,7 @@ func main() {
 	routerSizes := flag.String("router-sizes", "1000", "sizes also run with the test server slowed to the real server's replay cost (test server only; empty for none)")
 	hmSizes := flag.String("hostmapping-sizes", "1000", "numbers of HostMappings, comma-separated, run also (empty for none)")
 	flag.IntVar(&o.changes, "changes", 50, "single-object changes timed per size, one a second")
+	flag.IntVar(&o.creates, "creates", 10, "new objects (a new hostname each) timed per Ingress size, one a second")
 	flag.IntVar(&o.noops, "noops", 5, "no-op syncs timed per size")
 	flag.IntVar(&o.concurrency, "concurrency", 4, "write concurrency of the plain client; the operator runs with its default (4)")
 	flag.StringVar(&o.operator, "operator", "bin/router-hosts-operator", "operator binary")
@@ -190,6 +192,10 @@ type result struct {
 	// over changeTime.
 	changeLists float64
 	changeTime  time.Duration
+	// creations are the timed creates of new objects; createLists and createSearches the
+	// ListHosts and SearchHosts the operator sent meanwhile.
+	creations                   []time.Duration
+	createLists, createSearches float64
 	// outage is the outage run's, for HostMappings on the test server.
 	outage *outageResult
 }
@@ -380,6 +386,9 @@ func (b *bench) run(ctx context.Context, cl *cluster, n int, cost time.Duration)
 		if err := b.latency(ctx, cl, op, r, step); err != nil {
 			return nil, err
 		}
+		if err := b.creations(ctx, cl, op, r, step); err != nil {
+			return nil, err
+		}
 	} else if b.opts.outage > 0 {
 		if err := b.outage(ctx, cl, op, r, statuses, b.opts.outage, step); err != nil {
 			return nil, err
@@ -558,6 +567,40 @@ func (b *bench) latency(ctx context.Context, cl *cluster, op *operator, r *resul
 	r.changeTime = time.Since(start)
 	if len(r.latencies) > 0 {
 		step("change latency p50 %v p99 %v, %v ListHosts", percentile(r.latencies, 50), percentile(r.latencies, 99), r.changeLists)
+	}
+	return nil
+}
+
+// creations creates new objects, each with a hostname of its own, a second apart, and times
+// each from the API write until the server has its entry.
+func (b *bench) creations(ctx context.Context, cl *cluster, op *operator, r *result, step func(string, ...any)) error {
+	before, err := op.scrape(ctx)
+	if err != nil {
+		return err
+	}
+	start := time.Now().Add(time.Second)
+	for k := 0; k < b.opts.creates; k++ {
+		time.Sleep(time.Until(start.Add(time.Duration(k) * time.Second)))
+		t0 := time.Now()
+		a, err := cl.create(ctx, len(cl.apps))
+		if err != nil {
+			return err
+		}
+		cl.apps = append(cl.apps, a)
+		d, err := b.waitIP(ctx, op, a.hostname, a.ip, t0)
+		if err != nil {
+			return err
+		}
+		r.creations = append(r.creations, d)
+	}
+	after, err := op.scrape(ctx)
+	if err != nil {
+		return err
+	}
+	r.createLists = after.rpcs("ListHosts") - before.rpcs("ListHosts")
+	r.createSearches = after.rpcs("SearchHosts") - before.rpcs("SearchHosts")
+	if len(r.creations) > 0 {
+		step("create latency p50 %v p99 %v, %v ListHosts, %v SearchHosts", percentile(r.creations, 50), percentile(r.creations, 99), r.createLists, r.createSearches)
 	}
 	return nil
 }
