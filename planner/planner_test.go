@@ -2,6 +2,7 @@ package planner
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -142,7 +143,7 @@ func TestSyncModes(t *testing.T) {
 			if l, q := s.svc.Calls(inmemory.MethodList), s.svc.Calls(inmemory.MethodSearch); l != tc.lists || q != tc.searches {
 				t.Errorf("ListHosts %d, SearchHosts %d; want %d, %d", l, q, tc.lists, tc.searches)
 			}
-			if got := actions(sy.Changes); !equal(got, tc.sent) {
+			if got := actions(sy.Changes); !slices.Equal(got, tc.sent) {
 				t.Errorf("sent %v, want %v", got, tc.sent)
 			}
 			// What it sends goes through, and the server ends with one line per address.
@@ -169,18 +170,6 @@ func TestSyncModes(t *testing.T) {
 	}
 }
 
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // TestTheKnownStateFollowsTheWrites: after a sync's writes, the next event sync plans from
 // what they stored, with no read; an entry changed by hand since is put back by the next full
 // sync; a write that met a newer entry asks for a read of the whole server.
@@ -205,7 +194,7 @@ func TestTheKnownStateFollowsTheWrites(t *testing.T) {
 	if sy := s.sync(t, p, Event, moved); len(sy.Changes) != 0 {
 		t.Fatalf("an event sync saw a hand edit it cannot know of: %v", actions(sy.Changes))
 	}
-	if sy := s.sync(t, p, Full, moved); !equal(actions(sy.Changes), []string{"update web.lan"}) {
+	if sy := s.sync(t, p, Full, moved); !slices.Equal(actions(sy.Changes), []string{"update web.lan"}) {
 		t.Fatalf("the full sync after a hand edit sent %v", actions(sy.Changes))
 	}
 	// A write that fails puts the known state in doubt: the next sync reads the server.
@@ -214,7 +203,7 @@ func TestTheKnownStateFollowsTheWrites(t *testing.T) {
 	if sy := s.sync(t, p, Event, again); sy.Read != ReadKnown || len(sy.Changes) != 1 {
 		t.Fatalf("the move: read %s, sent %v", sy.Read, actions(sy.Changes))
 	}
-	if sy := s.sync(t, p, Event, again); sy.Read != ReadServer || !equal(actions(sy.Changes), []string{"update web.lan"}) {
+	if sy := s.sync(t, p, Event, again); sy.Read != ReadServer || !slices.Equal(actions(sy.Changes), []string{"update web.lan"}) {
 		t.Fatalf("the sync after a failed write read %s, sent %v; want the server read and the move sent", sy.Read, actions(sy.Changes))
 	}
 }
@@ -238,7 +227,7 @@ func TestAReadThatFailsSendsNothing(t *testing.T) {
 				t.Fatalf("a failed %s planned %v", method, sy)
 			}
 			s.svc.SetFault(method, nil, 0)
-			if sy := s.sync(t, p, Full, web, nas); !equal(actions(sy.Changes), []string{"create nas.lan"}) {
+			if sy := s.sync(t, p, Full, web, nas); !slices.Equal(actions(sy.Changes), []string{"create nas.lan"}) {
 				t.Fatalf("once the server answers: %v", actions(sy.Changes))
 			}
 		})
@@ -259,7 +248,7 @@ func TestARefusedChangeWaitsForTheInterval(t *testing.T) {
 	if sy := s.sync(t, p, Event, web); len(sy.Changes) != 0 || sy.Held["web.lan"] == nil {
 		t.Fatalf("an event sync sent %v, held %v; want it held", actions(sy.Changes), sy.Held)
 	}
-	if sy := s.sync(t, p, Full, web); !equal(actions(sy.Changes), []string{"create web.lan"}) {
+	if sy := s.sync(t, p, Full, web); !slices.Equal(actions(sy.Changes), []string{"create web.lan"}) {
 		t.Fatalf("the interval sent %v", actions(sy.Changes))
 	}
 }
