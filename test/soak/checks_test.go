@@ -356,3 +356,21 @@ func TestGoroutineCensus(t *testing.T) {
 		t.Fatalf("census %q, want %q", got, want)
 	}
 }
+
+// A run directory is one run's: a second run on it is refused until the first lets go.
+func TestARunDirectoryIsOneRuns(t *testing.T) {
+	dir := t.TempDir()
+	unlock, err := lockDir(dir)
+	if err != nil {
+		t.Fatalf("first run: %v", err)
+	}
+	if _, err := lockDir(dir); err == nil {
+		t.Fatal("a second run took the directory the first is using")
+	}
+	unlock()
+	again, err := lockDir(dir)
+	if err != nil {
+		t.Fatalf("after the first run let go: %v", err)
+	}
+	again()
+}

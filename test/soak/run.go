@@ -20,6 +20,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -105,6 +106,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("run directory: %w", err)
 	}
+	unlock, err := lockDir(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	res := &Result{Seed: cfg.Seed, Duration: cfg.Duration, Router: "test server", Actions: map[string]int{}, Settled: -1, history: &history{}, Dir: cfg.Dir}
 	if cfg.RouterBin != "" {
 		res.Router = "real server " + cfg.RouterBin
@@ -384,4 +390,19 @@ func (r *Result) Err() error {
 	var b strings.Builder
 	r.Report(&b)
 	return errors.New(b.String())
+}
+
+// lockDir takes the run directory for this run alone. Two runs sharing one would share the
+// router's hosts file, certificates and kubeconfig, and each would check the other's world;
+// the lock is the kernel's, so it goes with the process that held it, however that ends.
+func lockDir(dir string) (unlock func(), err error) {
+	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("run directory lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("run directory %s is in use by another soak run (%w); give this one its own SOAK_DIR", dir, err)
+	}
+	return func() { f.Close() }, nil
 }
