@@ -25,12 +25,7 @@ func BenchmarkEventSync10k(b *testing.B) {
 			Sources: []endpoint.SourceRef{{Kind: "HostMapping", Group: "router-hosts.fzymgc.house", Version: "v1alpha1", Namespace: "bench", Name: host,
 				UID: fmt.Sprintf("uid-%05d", i), CreationTimestamp: time.Unix(1_700_000_000, 0)}}}
 	}
-	svc := inmemory.NewService(inmemory.NewStore())
-	conn, stop, err := inmemory.Dial(svc)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer stop()
+	_, conn := inmemory.DialTest(b)
 	log := logrus.New()
 	log.SetLevel(logrus.WarnLevel)
 	reg, err := registry.New(registry.Config{ClusterName: "bench", GracePeriod: time.Minute, Log: log})

@@ -174,12 +174,7 @@ type knownStateRig struct {
 
 func newKnownStateRig(t *testing.T) *knownStateRig {
 	t.Helper()
-	svc := inmemory.NewService(inmemory.NewStore())
-	conn, stop, err := inmemory.Dial(svc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
+	svc, conn := inmemory.DialTest(t)
 	log := logrus.New()
 	log.SetLevel(logrus.WarnLevel)
 	reg, err := registry.New(registry.Config{ClusterName: "t", GracePeriod: time.Minute, Log: log})

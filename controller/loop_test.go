@@ -129,12 +129,7 @@ func TestEventAfterQuietPeriodSyncsAtOnceAndBurstsCoalesce(t *testing.T) {
 }
 
 func TestRunSyncsWhenAGracePeriodEnds(t *testing.T) {
-	svc := inmemory.NewService(inmemory.NewStore())
-	conn, stop, err := inmemory.Dial(svc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
+	svc, conn := inmemory.DialTest(t)
 	log := logrus.New()
 	log.SetLevel(logrus.WarnLevel)
 	prov := routerhosts.NewFromConn(conn, routerhosts.Options{Log: log})

@@ -45,12 +45,7 @@ type server struct {
 
 func newServer(t *testing.T) *server {
 	t.Helper()
-	svc := inmemory.NewService(inmemory.NewStore())
-	conn, stop, err := inmemory.Dial(svc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
+	svc, conn := inmemory.DialTest(t)
 	log := logrus.New()
 	log.SetLevel(logrus.PanicLevel)
 	return &server{svc: svc, prov: routerhosts.NewFromConn(conn, routerhosts.Options{Log: log})}

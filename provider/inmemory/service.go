@@ -261,3 +261,23 @@ func Dial(svc *Service) (conn *grpc.ClientConn, stop func(), err error) {
 	}
 	return conn, func() { _ = conn.Close(); srv.Stop() }, nil
 }
+
+// TB is the part of testing.TB that DialTest uses.
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	Cleanup(func())
+}
+
+// DialTest serves a fresh, empty server for a test and connects to it (Dial); both go when the
+// test ends.
+func DialTest(tb TB) (*Service, *grpc.ClientConn) {
+	tb.Helper()
+	svc := NewService(NewStore())
+	conn, stop, err := Dial(svc)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(stop)
+	return svc, conn
+}

@@ -28,12 +28,7 @@ import (
 // newProvider returns a provider on an in-process server with the real server's semantics.
 func newProvider(t *testing.T) (*Provider, *inmemory.Service) {
 	t.Helper()
-	svc := inmemory.NewService(inmemory.NewStore())
-	conn, stop, err := inmemory.Dial(svc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
+	svc, conn := inmemory.DialTest(t)
 	log := logrus.New()
 	log.SetLevel(logrus.WarnLevel)
 	return NewFromConn(conn, Options{Timeout: 5 * time.Second, Log: log}), svc
@@ -224,12 +219,7 @@ func TestRecordsIsOneListHosts(t *testing.T) {
 // TestObserveReportsEveryCallWithItsOutcome: unary calls report their code, and ListHosts
 // reports how its stream ended, so a server error that arrives mid-stream is not counted as OK.
 func TestObserveReportsEveryCallWithItsOutcome(t *testing.T) {
-	svc := inmemory.NewService(inmemory.NewStore())
-	conn, stop, err := inmemory.Dial(svc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
+	svc, conn := inmemory.DialTest(t)
 	seen := map[string]int{}
 	observe := func(method string, code codes.Code) { seen[method+" "+code.String()]++ }
 	log := logrus.New()
@@ -355,12 +345,7 @@ func TestAdoptionOfAnEntryEditedSinceItWasReadIsDropped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := inmemory.NewService(inmemory.NewStore())
-	conn, stop, err := inmemory.Dial(svc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
+	svc, conn := inmemory.DialTest(t)
 	p := NewFromConn(conn, Options{Timeout: 5 * time.Second, Log: logrus.New(), StillApplies: reg.StillApplies})
 	hand := create(t, p, endpoint.Record{Hostname: "nas.lan", IP: "192.168.1.5", Tags: []string{"manual"}, Comment: "by hand"})
 	want := &endpoint.Endpoint{Hostname: "nas.lan", Targets: []string{"10.0.0.5"}, OwnerTags: []string{"cluster:home", "k8s-operator", "namespace:d"},
