@@ -207,3 +207,21 @@ func (c *cluster) patch(ctx context.Context, i int, patch map[string]any) error 
 	}
 	return nil
 }
+
+// shrink deletes the objects past the first n, so that the next run of the same size meets
+// the cluster it expects: the timed creates add objects of their own.
+func (c *cluster) shrink(ctx context.Context, n int) error {
+	for i := len(c.apps) - 1; i >= n; i-- {
+		var err error
+		if c.kind == source.HostMappingKind {
+			err = c.hostMappings().Delete(ctx, c.apps[i].name, metav1.DeleteOptions{})
+		} else {
+			err = c.client.NetworkingV1().Ingresses(c.ns).Delete(ctx, c.apps[i].name, metav1.DeleteOptions{})
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("deleting %s %s: %w", c.kind, c.apps[i].name, err)
+		}
+		c.apps = c.apps[:i]
+	}
+	return nil
+}

@@ -397,6 +397,9 @@ func (b *bench) run(ctx context.Context, cl *cluster, n int, cost time.Duration)
 	if err := b.finish(op, r, stopHeap); err != nil {
 		return nil, err
 	}
+	if err := cl.shrink(ctx, n); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 
