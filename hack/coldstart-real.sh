@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Cold start on the real server: 4 plain writers (the bench's floor client, the operator's own
+# payloads) on a fresh server, against the operator from exec until the hosts file has N lines.
+#
+# usage: hack/coldstart-real.sh OUT_DIR   (N=1000 by default)
+# env:   R (the real-router build: router-hosts, controlplane; default .cache/real-router),
+#        REAL_ROUTER_LIB (../shared/real-router/lib.sh), KUBEBUILDER_ASSETS,
+#        OPERATOR_BIN (bin/router-hosts-operator), BENCH_BIN (built here when unset)
+set -u
+cd "$(dirname "$0")/.."
+R=${R:-$PWD/.cache/real-router}
+export RH_BIN=$R/router-hosts RAWLOAD_BIN=/bin/true KUBEBUILDER_ASSETS=${KUBEBUILDER_ASSETS:-$(ls -d $PWD/.cache/envtest/*/ | head -1)}
+source "${REAL_ROUTER_LIB:-../shared/real-router/lib.sh}"
+set +e
+OPERATOR_BIN=${OPERATOR_BIN:-$PWD/bin/router-hosts-operator}
+if [ -z "${BENCH_BIN:-}" ]; then BENCH_BIN=$PWD/.cache/bench; go build -o "$BENCH_BIN" ./hack/bench || exit 1; fi
+N=${N:-1000}; OUT=${1:?usage: $0 OUT_DIR}; rm -rf $OUT; mkdir -p $OUT; P=$OUT/pki
+make_pki $P
+python3 - $N > $OUT/payloads.json <<'PY'
+import sys,json,uuid
+for i in range(int(sys.argv[1])):
+    print(json.dumps({"hostname":"h%d.bench.example"%i,"ipAddress":"10.0.%d.%d"%(i>>8,i&255),"comment":"router-hosts-operator: HostMapping default/hm-%d"%i,
+      "tags":["cluster:bench","k8s-operator","kind:HostMapping","namespace:default","source:%s"%uuid.uuid4()]}))
+PY
+$R/controlplane -out $OUT/kubeconfig -crds $PWD/kustomize/crds > $OUT/cp.log 2>&1 & echo $! > $OUT/cp.pid
+for _ in $(seq 1 600); do grep -q '^ready' $OUT/cp.log && break; sleep 0.1; done
+for i in $(seq 0 $((N-1))); do printf -- '---\napiVersion: router-hosts.fzymgc.house/v1alpha1\nkind: HostMapping\nmetadata: {name: hm-%s, namespace: default}\nspec: {hostname: h%s.bench.example, ip: 10.0.%s.%s}\n' "$i" "$i" $((i>>8)) $((i&255)); done > $OUT/objects.yaml
+kubectl --kubeconfig $OUT/kubeconfig create -f $OUT/objects.yaml > /dev/null
+start_server $P $OUT/floor
+ROUTER_HOSTS_OPERATOR_ROUTER_HOSTS_ENDPOINT=127.0.0.1:$SRV_PORT ROUTER_HOSTS_OPERATOR_TLS_CA=$P/ca.crt ROUTER_HOSTS_OPERATOR_TLS_CERT=$P/client.crt ROUTER_HOSTS_OPERATOR_TLS_KEY=$P/client.key \
+  "$BENCH_BIN" floor -payloads $OUT/payloads.json -concurrency 4 > $OUT/floor.txt 2>&1
+stop_pidfile $OUT/floor/server.pid 40
+start_server $P $OUT/op
+t0=$(now_ns)
+ROUTER_HOSTS_OPERATOR_ROUTER_HOSTS_ENDPOINT=127.0.0.1:$SRV_PORT ROUTER_HOSTS_OPERATOR_TLS_CA=$P/ca.crt ROUTER_HOSTS_OPERATOR_TLS_CERT=$P/client.crt ROUTER_HOSTS_OPERATOR_TLS_KEY=$P/client.key \
+  "$OPERATOR_BIN" --kubeconfig $OUT/kubeconfig --source=hostmapping --cluster-name=bench --metrics-address 127.0.0.1:$(free_port) > $OUT/operator.log 2>&1 & echo $! > $OUT/op.pid
+until [ "$(grep -c 'bench\.example' $OUT/op/hosts 2>/dev/null)" -ge "$N" ]; do sleep 0.02; done
+t1=$(now_ns)
+stop_pidfile $OUT/op.pid 20; stop_pidfile $OUT/op/server.pid 40
+pgrep -P $(cat $OUT/cp.pid) > $OUT/cp-children; stop_pidfile $OUT/cp.pid 60
+while read -r c; do echo $c > $OUT/c.pid; stop_pidfile $OUT/c.pid 20; done < $OUT/cp-children
+echo "floor $(cat $OUT/floor.txt) operator $(python3 -c "print(round(($t1-$t0)/1e9,3))")s"
