@@ -17,12 +17,7 @@ import (
 
 func dial(t *testing.T) (*Service, pb.HostsServiceClient) {
 	t.Helper()
-	svc := NewService(NewStore())
-	conn, stop, err := Dial(svc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
+	svc, conn := DialTest(t)
 	return svc, pb.NewHostsServiceClient(conn)
 }
 
