@@ -22,16 +22,25 @@ import (
 )
 
 // readsCommand is `bench reads`: what each way of reading the server costs as it fills, for
-// choosing how a sync learns of the entries of a hostname it is about to create. It fills the
-// server in ROUTER_HOSTS_OPERATOR_* with the bench's entries (tagged cluster:rho-bench, the
-// operator's five tags and comment) up to each size, then times GetHost of one entry,
-// SearchHosts of one hostname and ListHosts, and deletes its entries at the end.
+// choosing how a sync learns of the entries of a hostname it is about to create, and what the
+// write of one change costs beside them. It fills the server in ROUTER_HOSTS_OPERATOR_* with
+// the bench's entries up to each size, then times GetHost of one entry, SearchHosts of one
+// hostname, ListHosts and UpdateHost of one entry's address (the server rewrites its hosts
+// file from a replay of its log before it answers), and deletes its entries at the end.
+// -payload=upstream fills with what the upstream operator writes for a HostMapping (a short
+// comment, no tags) instead of the operator's five tags and comment, so the two stores' costs
+// can be told apart from the operators'.
 func readsCommand(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("reads", flag.ExitOnError)
 	sizes := fs.String("sizes", "1000,5000", "entries on the server when the reads are timed, comma-separated")
 	rounds := fs.Int("rounds", 20, "calls timed per read and size")
 	concurrency := fs.Int("concurrency", 4, "AddHost calls in flight while filling")
+	payloadName := fs.String("payload", "operator", "what the entries carry: operator (five tags and the comment) or upstream (a short comment, no tags)")
 	_ = fs.Parse(args) // ExitOnError: Parse exits on a bad flag
+	payload, ok := payloads[*payloadName]
+	if !ok {
+		return fmt.Errorf("unknown -payload %q: operator or upstream", *payloadName)
+	}
 	ns, err := parseSizes(*sizes)
 	if err != nil {
 		return err
@@ -58,7 +67,7 @@ func readsCommand(args []string, out io.Writer) error {
 	fmt.Fprintf(out, "%-8s %-12s %12s %12s %12s\n", "entries", "read", "p50", "p90", "max")
 	for _, n := range ns {
 		start := time.Now()
-		added, err := fill(ctx, cli, len(ids), n, *concurrency)
+		added, err := fill(ctx, cli, len(ids), n, *concurrency, payload)
 		ids = append(ids, added...)
 		if err != nil {
 			return err
@@ -89,6 +98,20 @@ func readsCommand(args []string, out io.Writer) error {
 				_, err := rhclient.List(ctx, cli)
 				return err
 			}},
+			{"UpdateHost", func(i int) error {
+				// The address alternates, so every call is a real change of one field.
+				id := ids[i%len(ids)]
+				got, err := cli.GetHost(ctx, &pb.GetHostRequest{Id: id})
+				if err != nil {
+					return err
+				}
+				ip := "10.250.0.1"
+				if got.GetEntry().GetIpAddress() == ip {
+					ip = "10.250.0.2"
+				}
+				_, err = cli.UpdateHost(ctx, &pb.UpdateHostRequest{Id: id, IpAddress: &ip, ExpectedVersion: proto.String(got.GetEntry().GetVersion())})
+				return err
+			}},
 		} {
 			var took []time.Duration
 			for i := 0; i < *rounds; i++ {
@@ -108,8 +131,19 @@ func readsCommand(args []string, out io.Writer) error {
 // benchHostname is the i-th hostname the reads fill the server with.
 func benchHostname(i int) string { return fmt.Sprintf("reads-%05d.bench.example", i) }
 
+// payload is what the i-th entry carries besides its hostname and address.
+type payload func(i int) (comment string, tags []string)
+
+var payloads = map[string]payload{
+	"operator": func(i int) (string, []string) {
+		return "router-hosts-operator: Ingress bench/app", []string{registry.PrefixCluster + benchCluster, registry.TagOwner, registry.PrefixKind + "Ingress",
+			registry.PrefixNamespace + "bench", registry.PrefixSource + fmt.Sprintf("00000000-0000-0000-0000-%012d", i)}
+	},
+	"upstream": func(i int) (string, []string) { return fmt.Sprintf("k8s:bench/app-%d", i), nil },
+}
+
 // fill adds entries from from up to to, concurrency at a time, and returns their IDs.
-func fill(ctx context.Context, cli pb.HostsServiceClient, from, to, concurrency int) ([]string, error) {
+func fill(ctx context.Context, cli pb.HostsServiceClient, from, to, concurrency int, carry payload) ([]string, error) {
 	var (
 		mu   sync.Mutex
 		ids  []string
@@ -122,10 +156,9 @@ func fill(ctx context.Context, cli pb.HostsServiceClient, from, to, concurrency 
 		go func() {
 			defer wg.Done()
 			for i := range work {
+				comment, tags := carry(i)
 				resp, err := cli.AddHost(ctx, &pb.AddHostRequest{IpAddress: fmt.Sprintf("10.%d.%d.%d", 90+i/65536, i/256%256, i%256), Hostname: benchHostname(i),
-					Comment: proto.String("router-hosts-operator: Ingress bench/app"),
-					Tags: []string{registry.PrefixCluster + benchCluster, registry.TagOwner, registry.PrefixKind + "Ingress",
-						registry.PrefixNamespace + "bench", registry.PrefixSource + fmt.Sprintf("00000000-0000-0000-0000-%012d", i)}})
+					Comment: proto.String(comment), Tags: tags})
 				mu.Lock()
 				if err != nil {
 					errs = append(errs, err)
