@@ -7,11 +7,11 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-ARG VERSION=dev
+ARG VERSION=dev COMMIT="" DATE=""
 ARG TARGETOS TARGETARCH TARGETVARIANT
 # grpcnotrace leaves out gRPC's x/net/trace (and html/template), which the operator never enables.
 RUN GOARM="${TARGETVARIANT#v}" CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH \
-    go build -tags grpcnotrace -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /router-hosts-operator .
+    go build -tags grpcnotrace -trimpath -ldflags "-s -w -X main.version=${VERSION} -X main.commit=${COMMIT} -X main.date=${DATE}" -o /router-hosts-operator .
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /router-hosts-operator /router-hosts-operator

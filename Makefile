@@ -3,24 +3,38 @@
 
 GO            ?= go
 BIN           := bin/router-hosts-operator
+# The version is the git tag (v0.1.0, or v0.1.0-3-gabc1234 between tags); the date is the
+# commit's, so that two builds of one commit are the same binary.
 VERSION       ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT        ?= $(shell git rev-parse HEAD 2>/dev/null)
+DATE          ?= $(shell TZ=UTC0 git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
+LDFLAGS       := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.date=$(DATE)
 K8S_VERSION   ?= v1.37.2
 ASSETS        := $(CURDIR)/.cache/envtest/$(K8S_VERSION)
+# The oldest supported Kubernetes: the CRDs' CEL isIP() compiles in new rules from 1.31.
+K8S_FLOOR     ?= v1.31.14
+ASSETS_FLOOR  := $(CURDIR)/.cache/envtest/$(K8S_FLOOR)
 TEST_TIMEOUT  ?= 20m
 IMAGE         ?= ghcr.io/router-hosts-operator/router-hosts-operator
 HELM_VERSION  ?= v3.22.0
 HELM          := $(CURDIR)/.cache/helm/$(HELM_VERSION)/helm
+ACTIONLINT_VERSION ?= v1.7.12
+ACTIONLINT    := $(CURDIR)/.cache/actionlint/$(ACTIONLINT_VERSION)/actionlint
+# external-dns as a process, for the example's test (v0.22.0's main needs two module versions
+# the proxy does not serve; v0.21.0 is what external-dns's chart 1.21 deploys).
+EXTERNAL_DNS_VERSION ?= v0.21.0
+EXTERNAL_DNS  := $(CURDIR)/.cache/external-dns/$(EXTERNAL_DNS_VERSION)/external-dns
 # external-dns's own packages drive the webhook in a module of their own (test/externaldns), so
 # that external-dns stays out of the operator's go.mod.
 EXTERNAL_DNS_TESTS := test/externaldns
 
-.PHONY: all build cross test unit integration soak demo bench lint generate envtest-assets helm clean fuzz image
+.PHONY: all build cross dist test unit integration soak demo bench lint generate envtest-assets envtest-floor helm actionlint external-dns clean fuzz image
 
 all: lint build test
 
 # grpcnotrace leaves out gRPC's x/net/trace (and html/template), which the operator never enables.
 build:
-	CGO_ENABLED=0 $(GO) build -tags grpcnotrace -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $(BIN) .
+	CGO_ENABLED=0 $(GO) build -tags grpcnotrace -trimpath -ldflags "$(LDFLAGS)" -o $(BIN) .
 
 # The image's platforms, cross-compiled (no Docker engine needed), so a break on one shows in CI.
 PLATFORMS     := linux/amd64 linux/arm64 linux/arm/v7
@@ -31,24 +45,53 @@ cross:
 	  GOOS=$$os GOARCH=$$arch GOARM=$$variant CGO_ENABLED=0 $(GO) build -tags grpcnotrace -trimpath -o /dev/null . || exit 1; \
 	done
 
-# Builds kube-apiserver and etcd once; cached under .cache/ afterwards.
+# The release's binaries: linux and darwin, amd64 and arm64, one archive each (the binary, the
+# licence and the README), with their SHA-256 sums in dist/checksums.txt.
+DIST_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+dist:
+	rm -rf dist && mkdir -p dist
+	@for p in $(DIST_PLATFORMS); do \
+	  os=$${p%/*}; arch=$${p#*/}; d=dist/router-hosts-operator_$(VERSION)_$${os}_$${arch}; \
+	  echo "building $$d"; mkdir -p $$d; \
+	  GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 $(GO) build -tags grpcnotrace -trimpath -ldflags "$(LDFLAGS)" -o $$d/router-hosts-operator . || exit 1; \
+	  cp LICENSE README.md $$d/ && tar -C dist -czf $$d.tar.gz $$(basename $$d) && rm -r $$d || exit 1; \
+	done
+	cd dist && sha256sum *.tar.gz > checksums.txt
+
+# Builds kube-apiserver and etcd once (the current release, and the oldest supported one);
+# cached under .cache/ afterwards.
 envtest-assets: $(ASSETS)/kubectl
 $(ASSETS)/kubectl:
 	K8S_VERSION=$(K8S_VERSION) ASSETS=$(ASSETS) bash hack/envtest-assets.sh
+envtest-floor: $(ASSETS_FLOOR)/kubectl
+$(ASSETS_FLOOR)/kubectl:
+	K8S_VERSION=$(K8S_FLOOR) ASSETS=$(ASSETS_FLOOR) bash hack/envtest-assets.sh
 
-# Builds helm once, from the Go module proxy, for the chart tests; cached under .cache/.
+# Builds helm (for the chart tests and lint) and actionlint (for the workflows) once, from the
+# Go module proxy; cached under .cache/.
 helm: $(HELM)
 $(HELM):
-	HELM_VERSION=$(HELM_VERSION) HELM_DIR=$(dir $(HELM)) bash hack/helm.sh
+	bash hack/go-tool.sh helm.sh/helm/v3/cmd/helm@$(HELM_VERSION) $(dir $(HELM))
+actionlint: $(ACTIONLINT)
+$(ACTIONLINT):
+	bash hack/go-tool.sh github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION) $(dir $(ACTIONLINT))
+external-dns: $(EXTERNAL_DNS)
+$(EXTERNAL_DNS):
+	bash hack/go-tool.sh sigs.k8s.io/external-dns@$(EXTERNAL_DNS_VERSION) $(dir $(EXTERNAL_DNS))
 
 # Unit and integration tests; integration tests run a real kube-apiserver and etcd, and the
-# chart tests the helm built above. The Traefik rule scanner is also fuzzed briefly (`make fuzz`
-# runs it for longer). Last, the short soak: a fixed seed and a random one, 30 s of churn each,
-# the operator built with the race detector; it runs alone, since it is timed against the
-# machine's two cores.
-test: envtest-assets helm lint cross
+# chart tests the helm built above. The CRDs' rules and a sync run again against the oldest
+# supported apiserver. The external-dns tests drive the webhook with external-dns's packages and
+# run the example's containers as processes. The Traefik rule scanner is also fuzzed briefly
+# (`make fuzz` runs it for longer). Last, the short soak: a fixed seed and a random one, 30 s of
+# churn each, the operator built with the race detector; it runs alone, since it is timed
+# against the machine's two cores.
+FLOOR_TESTS   := TestCRDRulesOnThisAPIServer|TestCRDRefusesReservedTags|TestTheDesignsRouterHostsConfigIsAcceptedAsWritten|TestOnlyAnnotatedIngressesGetEntriesWithExactTags|TestHostMappingLifecycleAndStatus
+test: envtest-assets envtest-floor helm external-dns lint cross
 	HELM=$(HELM) KUBEBUILDER_ASSETS=$(ASSETS) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /test/soak)
-	cd $(EXTERNAL_DNS_TESTS) && $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	KUBEBUILDER_ASSETS=$(ASSETS_FLOOR) EXPECT_KUBE_MINOR=$(word 1,$(subst ., ,$(K8S_FLOOR:v%=%))).$(word 2,$(subst ., ,$(K8S_FLOOR:v%=%))) \
+	  $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '^($(FLOOR_TESTS))$$' ./test/integration/
+	cd $(EXTERNAL_DNS_TESTS) && HELM=$(HELM) EXTERNAL_DNS=$(EXTERNAL_DNS) KUBEBUILDER_ASSETS=$(ASSETS) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(GO) test -run '^$$' -fuzz '^FuzzParseMatch$$' -fuzztime $(FUZZ_SMOKE) ./source/
 	KUBEBUILDER_ASSETS=$(ASSETS) $(GO) test -count=1 -v -timeout $(TEST_TIMEOUT) ./test/soak/
 
@@ -97,7 +140,9 @@ BENCH_FLAGS   ?=
 bench: envtest-assets build
 	KUBEBUILDER_ASSETS=$(ASSETS) $(GO) run ./hack/bench -operator $(BIN) $(BENCH_FLAGS)
 
-lint:
+# Go hygiene, the chart (helm lint --strict), the GitHub workflows (actionlint) and the check
+# that the release's version agrees everywhere (hack/check-versions.sh).
+lint: helm actionlint
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
@@ -105,6 +150,9 @@ lint:
 	# The external-dns tests' module: -e because tidy also loads the tests of external-dns's
 	# packages, whose helpers need a module version the proxy does not serve.
 	cd $(EXTERNAL_DNS_TESTS) && $(GO) vet ./... && GOFLAGS=-mod=mod $(GO) mod tidy -e -diff
+	$(HELM) lint --strict charts/router-hosts-operator
+	$(ACTIONLINT) -no-color
+	bash hack/check-versions.sh
 
 # Regenerates the committed gRPC stubs (needs protoc, protoc-gen-go, protoc-gen-go-grpc).
 generate:
@@ -114,7 +162,7 @@ generate:
 
 # Builds the container image (needs a Docker engine; none runs on the CI machines).
 image:
-	docker build --build-arg VERSION=$(VERSION) -t $(IMAGE):$(VERSION) .
+	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) --build-arg DATE=$(DATE) -t $(IMAGE):$(VERSION) .
 
 clean:
 	rm -rf bin

@@ -16,11 +16,16 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/internal/operator"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// The release's version (its git tag), commit and build date, set at build time with
+// -ldflags "-X main.version=... -X main.commit=... -X main.date=...".
+var (
+	version = "dev"
+	commit  = ""
+	date    = ""
+)
 
 func main() {
-	cfg, err := operator.ParseFlags(os.Args[1:], version)
+	cfg, err := operator.ParseFlags(os.Args[1:], operator.Build{Version: version, Commit: commit, Date: date}.WithVCS())
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "router-hosts-operator: %v\n", err)
 		os.Exit(2)

@@ -63,7 +63,7 @@ func TestManifestsMatchTheBinary(t *testing.T) {
 			if !strings.HasPrefix(c.Image, string(image[1])+":") {
 				t.Errorf("image %s is not the one `make image` builds (%s)", c.Image, image[1])
 			}
-			cfg, err := operator.ParseFlags(c.Args, "test")
+			cfg, err := operator.ParseFlags(c.Args, operator.Build{Version: "test"})
 			if err != nil {
 				t.Fatalf("the binary rejects the Deployment's args: %v", err)
 			}
@@ -73,6 +73,38 @@ func TestManifestsMatchTheBinary(t *testing.T) {
 			port := c.Ports[0].ContainerPort
 			if port != 7979 || c.LivenessProbe.HTTPGet.Path != "/healthz" || c.ReadinessProbe.HTTPGet.Path != "/readyz" {
 				t.Errorf("probes or port do not match the binary's server: %+v", c)
+			}
+		})
+	}
+}
+
+// TestWebhookMetricsDefault: the webhook sidecar serves /metrics and the probes on :8080 by
+// default, external-dns's webhook convention, clear of external-dns's own :7979 in the same pod;
+// the operator keeps :7979, and an address given as a flag or its twin wins.
+func TestWebhookMetricsDefault(t *testing.T) {
+	tls := []string{"--router-hosts-endpoint=r:1", "--tls-ca=a", "--tls-cert=b", "--tls-key=c"}
+	for _, c := range []struct {
+		name string
+		args []string
+		env  string
+		want string
+	}{
+		{"operator", tls, "", ":7979"},
+		{"webhook", append([]string{"webhook"}, tls...), "", ":8080"},
+		{"webhook, flag", append([]string{"webhook", "--metrics-address=:9100"}, tls...), "", ":9100"},
+		{"webhook, disabled", append([]string{"webhook", "--metrics-address="}, tls...), "", ""},
+		{"webhook, env twin", append([]string{"webhook"}, tls...), ":9200", ":9200"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.env != "" {
+				t.Setenv("ROUTER_HOSTS_OPERATOR_METRICS_ADDRESS", c.env)
+			}
+			cfg, err := operator.ParseFlags(c.args, operator.Build{Version: "test"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.MetricsAddress != c.want {
+				t.Errorf("metrics address %q, want %q", cfg.MetricsAddress, c.want)
 			}
 		})
 	}

@@ -20,9 +20,9 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 )
 
-// The README's "Adding a source" recipe, carried out as written for a made-up custom resource,
-// Widget, whose spec.hostnames are its hostnames. TestTheRecipeMakesASource shows the steps
-// build a working source; TestTheREADMEShowsTheRecipeAsBuilt keeps the README's lines the ones
+// The "Adding a source" recipe of docs/sources.md, carried out as written for a made-up custom
+// resource, Widget, whose spec.hostnames are its hostnames. TestTheRecipeMakesASource shows the
+// steps build a working source; TestTheDocsShowTheRecipeAsBuilt keeps the page's lines the ones
 // used here.
 
 // Step 1: source/widget.go.
@@ -91,8 +91,8 @@ func TestTheRecipeMakesASource(t *testing.T) {
 	}
 }
 
-func TestTheREADMEShowsTheRecipeAsBuilt(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+func TestTheDocsShowTheRecipeAsBuilt(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "docs", "sources.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestTheREADMEShowsTheRecipeAsBuilt(t *testing.T) {
 		`return &widgetKind{crdKind{resources: widgetResources, transform: slimUnstructured(widgetSpec)}}`,
 	} {
 		if !strings.Contains(string(readme), line) {
-			t.Errorf("the README's recipe lacks %s", line)
+			t.Errorf("docs/sources.md's recipe lacks %s", line)
 		}
 		if !strings.Contains(string(self), line) {
 			t.Errorf("the recipe built here lacks %s", line)

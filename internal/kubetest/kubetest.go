@@ -227,6 +227,21 @@ func (cp *ControlPlane) InstallServiceMonitorCRD() error {
 	return cp.InstallCRDs(filepath.Join(dir, "example", "prometheus-operator-crd", "monitoring.coreos.com_servicemonitors.yaml"))
 }
 
+// CertManagerVersion is the cert-manager release whose CRDs the tests install, from its own
+// module on the Go module proxy.
+const CertManagerVersion = "v1.21.2"
+
+// InstallCertManagerCRDs installs cert-manager's Issuer and Certificate CRDs, for the example
+// that issues the operator's client certificate, from github.com/cert-manager/cert-manager.
+func (cp *ControlPlane) InstallCertManagerCRDs() error {
+	dir, err := moduleDir("github.com/cert-manager/cert-manager@" + CertManagerVersion)
+	if err != nil {
+		return err
+	}
+	crds := filepath.Join(dir, "deploy", "crds")
+	return cp.InstallCRDs(filepath.Join(crds, "cert-manager.io_issuers.yaml"), filepath.Join(crds, "cert-manager.io_certificates.yaml"))
+}
+
 // moduleDir downloads a module version into the module cache and returns its directory.
 func moduleDir(modVersion string) (string, error) {
 	out, err := exec.Command("go", "mod", "download", "-json", modVersion).Output()

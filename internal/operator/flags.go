@@ -58,8 +58,10 @@ type Config struct {
 	// Command is the subcommand: "run" (the operator, the default) or "webhook".
 	Command string
 
-	// Version is the binary's version, for the user agent and the start-up log.
+	// Version is the binary's version, for the user agent and the start-up log; Build all
+	// the binary knows of its build.
 	Version string
+	Build   Build
 
 	strategies []source.Strategy
 	policy     plan.Policy
@@ -72,14 +74,18 @@ const (
 	CommandWebhook = "webhook"
 	// WebhookCluster is the webhook's cluster name unless --cluster-name says otherwise.
 	WebhookCluster = "external-dns"
+	// WebhookMetricsAddress is where the webhook serves /metrics, /healthz and /readyz unless
+	// --metrics-address says otherwise: external-dns's webhook providers use port 8080, and
+	// its chart probes the sidecar there.
+	WebhookMetricsAddress = ":8080"
 )
 
 // ParseFlags reads args and the environment; an invalid value fails with the flag's name.
-func ParseFlags(args []string, version string) (*Config, error) {
-	cfg := &Config{Version: version}
+func ParseFlags(args []string, build Build) (*Config, error) {
+	cfg := &Config{Version: build.Version, Build: build}
 	app := kingpin.New("router-hosts-operator",
 		"Keeps a router-hosts server's host entries in step with annotated Kubernetes resources.")
-	app.Version(version)
+	app.Version(build.String())
 	app.DefaultEnvars()
 	app.HelpFlag.NoEnvar()
 	app.VersionFlag.NoEnvar()
@@ -113,7 +119,9 @@ func ParseFlags(args []string, version string) (*Config, error) {
 		Default("20").SetValue(&float{flag: "kube-api-qps", target: &cfg.KubeAPIQPS})
 	app.Flag("kube-api-burst", "Requests the Kubernetes API may receive at once above --kube-api-qps, per client.").
 		Default("50").SetValue(&integer{flag: "kube-api-burst", target: &cfg.KubeAPIBurst})
-	app.Flag("metrics-address", "Address of the HTTP server for /metrics, /healthz and /readyz; empty disables it.").Default(":7979").StringVar(&cfg.MetricsAddress)
+	metricsSet := false
+	app.Flag("metrics-address", "Address of the HTTP server for /metrics, /healthz and /readyz; empty disables it. The webhook command's default is "+WebhookMetricsAddress+", external-dns's sidecar convention.").
+		Default(":7979").IsSetByUser(&metricsSet).StringVar(&cfg.MetricsAddress)
 	app.Flag("leader-elect", "Run with a Lease so that only one of several replicas syncs.").BoolVar(&cfg.LeaderElect)
 	app.Flag("leader-election-namespace", "Namespace of the leader Lease (default: the pod's namespace from POD_NAMESPACE, else default).").
 		Default(defaultLeaseNamespace()).StringVar(&cfg.LeaderElectionNS)
@@ -141,6 +149,10 @@ func ParseFlags(args []string, version string) (*Config, error) {
 			cfg.ClusterName = WebhookCluster
 		}
 		cfg.ConfigName = "" // the RouterHostsConfig configures the operator, not the webhook
+		// A sidecar shares the pod's network with external-dns, whose own metrics take :7979.
+		if _, env := os.LookupEnv("ROUTER_HOSTS_OPERATOR_METRICS_ADDRESS"); !metricsSet && !env {
+			cfg.MetricsAddress = WebhookMetricsAddress
+		}
 	}
 	return cfg, cfg.validate()
 }

@@ -257,7 +257,7 @@ func (op *Operator) Close() {
 func (op *Operator) Run(ctx context.Context) error {
 	cfg, log := op.cfg, op.log
 	log.WithFields(logrus.Fields{
-		"version": cfg.Version, "sources": cfg.Sources, "provider": cfg.Provider, "cluster": cfg.ClusterName,
+		"version": cfg.Version, "commit": cfg.Build.Commit, "sources": cfg.Sources, "provider": cfg.Provider, "cluster": cfg.ClusterName,
 		"policy": cfg.Policy, "dry_run": cfg.DryRun, "once": cfg.Once, "leader_elect": cfg.LeaderElect,
 	}).Info("router-hosts-operator starting")
 	// The status writer runs beside the loop, only while this replica leads.

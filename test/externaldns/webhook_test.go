@@ -65,7 +65,7 @@ func newRig(t *testing.T, extra ...string) *rig {
 	if !slices.ContainsFunc(extra, func(a string) bool { return strings.HasPrefix(a, "--metrics-address=") }) {
 		args = append(args, "--metrics-address=")
 	}
-	cfg, err := operator.ParseFlags(args, "test")
+	cfg, err := operator.ParseFlags(args, operator.Build{Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

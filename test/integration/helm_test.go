@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +19,7 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/internal/operator"
 )
 
-// helmBin is the helm that hack/helm.sh built from the module proxy; make test builds it and
+// helmBin is the helm that hack/go-tool.sh built from the module proxy; make test builds it and
 // passes its path in HELM.
 func helmBin(t *testing.T) string {
 	t.Helper()
@@ -27,12 +28,22 @@ func helmBin(t *testing.T) string {
 		p = filepath.Join(repoRoot(), ".cache", "helm", "v3.22.0", "helm")
 	}
 	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("helm is not built (run hack/helm.sh, as make test does): %v", err)
+		t.Fatalf("helm is not built (run make helm, as make test does): %v", err)
 	}
 	return p
 }
 
 func helm(t *testing.T, args ...string) []byte {
+	t.Helper()
+	out, err := helmRun(t, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// helmRun runs helm; its error carries helm's output.
+func helmRun(t *testing.T, args ...string) ([]byte, error) {
 	t.Helper()
 	cmd := exec.Command(helmBin(t), args...)
 	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
@@ -40,9 +51,9 @@ func helm(t *testing.T, args ...string) []byte {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("helm %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr.String())
+		return out, fmt.Errorf("helm %s: %w\n%s%s", strings.Join(args, " "), err, out, stderr.String())
 	}
-	return out
+	return out, nil
 }
 
 func chartDir() string { return filepath.Join(repoRoot(), "charts", "router-hosts-operator") }
@@ -105,7 +116,7 @@ func TestHelmChart(t *testing.T) {
 	renders := map[string][]byte{}
 	for name, values := range map[string][]string{"default": nil, "homelab": {"-f", homelab}, "full": {"-f", full}} {
 		helm(t, append([]string{"lint", "--strict", chartDir()}, values...)...)
-		out := helm(t, append([]string{"template", "rho", chartDir(), "--namespace", operatorNS, "--include-crds"}, values...)...)
+		out := helm(t, append([]string{"template", "router-hosts-operator", chartDir(), "--namespace", operatorNS, "--include-crds"}, values...)...)
 		renders[name] = out
 		kubectl(t, out, "apply", "--dry-run=server", "-f", "-")
 
@@ -115,7 +126,7 @@ func TestHelmChart(t *testing.T) {
 			t.Fatal(err)
 		}
 		args := dep.Spec.Template.Spec.Containers[0].Args
-		if _, err := operator.ParseFlags(args, "test"); err != nil {
+		if _, err := operator.ParseFlags(args, operator.Build{Version: "test"}); err != nil {
 			t.Errorf("%s values: the binary refuses the chart's flags %q: %v", name, args, err)
 		}
 	}
@@ -133,7 +144,7 @@ func TestHelmChart(t *testing.T) {
 			t.Errorf("the full values do not render %s: %s", flag, args)
 		}
 	}
-	if _, err := operator.ParseFlags(dep.Spec.Template.Spec.Containers[0].Args, "test"); err != nil {
+	if _, err := operator.ParseFlags(dep.Spec.Template.Spec.Containers[0].Args, operator.Build{Version: "test"}); err != nil {
 		t.Errorf("the binary refuses the full values' flags: %v", err)
 	}
 
@@ -229,11 +240,182 @@ func TestExternalDNSExampleApplies(t *testing.T) {
 			t.Errorf("external-dns runs with %v; want --provider=webhook --registry=noop", c.Args)
 		}
 	}
-	cfg, err := operator.ParseFlags(hook, "test")
+	cfg, err := operator.ParseFlags(hook, operator.Build{Version: "test"})
 	if err != nil {
 		t.Fatalf("the webhook's flags %v: %v", hook, err)
 	}
 	if cfg.Command != operator.CommandWebhook || cfg.WebhookAddress != "127.0.0.1:8888" || cfg.ClusterName != "homelab-external-dns" {
 		t.Errorf("webhook config %+v", cfg)
+	}
+}
+
+// everyValue sets the values a user reaches for beside the flags, each away from its default.
+const everyValue = `
+nameOverride: rho
+replicaCount: 3
+imagePullSecrets: [{name: regcred}]
+serviceAccount: {create: true, name: dns-operator, annotations: {team: infra}}
+extraEnv: [{name: GOGC, value: "50"}]
+extraVolumes: [{name: scratch, emptyDir: {}}]
+extraVolumeMounts: [{name: scratch, mountPath: /scratch}]
+podLabels: {team: infra}
+priorityClassName: system-cluster-critical
+topologySpreadConstraints:
+  - {maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: ScheduleAnyway, labelSelector: {matchLabels: {app.kubernetes.io/name: rho}}}
+podDisruptionBudget: {minAvailable: 2}
+startupProbe: null
+metrics: {port: 9090, service: {annotations: {prometheus.io/scrape: "true"}}}
+`
+
+// TestHelmChartValues: values.schema.json turns a typo into helm's error, naming the value, on
+// every command that reads values; the values beside the flags render what they say; two
+// releases never share a name.
+func TestHelmChartValues(t *testing.T) {
+	ensureNamespace(t, operatorNS)
+	for _, c := range []struct{ name, values, want string }{
+		{"unknown source", "sources: [ingres]", "sources"},
+		{"wrong type", "replicaCount: two", "replicaCount"},
+		{"misspelt key", "replicas: 3", "replicas"},
+		{"unknown pull policy", "image: {pullPolicy: Sometimes}", "pullPolicy"},
+		{"port out of range", "metrics: {port: 70000}", "port"},
+		{"unknown log level", "logLevel: verbose", "logLevel"},
+		{"endpoint without a port", "routerHosts: {endpoint: router.lan}", "endpoint"},
+		{"reserved character in a tag", "defaultTags: [\"a,b\"]", "defaultTags"},
+		{"unknown nested key", "leaderElection: {enable: true}", "enable"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := filepath.Join(t.TempDir(), "values.yaml")
+			if err := os.WriteFile(f, []byte(c.values), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for _, cmd := range [][]string{{"lint", "--strict", chartDir(), "-f", f}, {"template", "x", chartDir(), "-f", f}} {
+				_, err := helmRun(t, cmd...)
+				if err == nil || !strings.Contains(err.Error(), "values don't meet the specifications of the schema") || !strings.Contains(err.Error(), c.want) {
+					t.Errorf("helm %s with %q: %v; want the schema's error naming %s", cmd[0], c.values, err, c.want)
+				}
+			}
+		})
+	}
+
+	f := filepath.Join(t.TempDir(), "every.yaml")
+	if err := os.WriteFile(f, []byte(everyValue), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	helm(t, "lint", "--strict", chartDir(), "-f", f)
+	out := helm(t, "template", "home", chartDir(), "--namespace", operatorNS, "-f", f)
+	kubectl(t, out, "apply", "--dry-run=server", "-f", "-")
+	all := docs(t, out)
+	var dep appsv1.Deployment
+	if err := yaml.Unmarshal(all["Deployment"][0], &dep); err != nil {
+		t.Fatal(err)
+	}
+	pod := dep.Spec.Template.Spec
+	c := pod.Containers[0]
+	for _, chk := range []struct {
+		what string
+		ok   bool
+	}{
+		{"name from nameOverride, scoped by the release", dep.Name == "home-rho"},
+		{"the named ServiceAccount", pod.ServiceAccountName == "dns-operator" && strings.Contains(string(all["ServiceAccount"][0]), "name: dns-operator")},
+		{"imagePullSecrets", len(pod.ImagePullSecrets) == 1 && pod.ImagePullSecrets[0].Name == "regcred"},
+		{"extraEnv after POD_NAMESPACE", len(c.Env) == 2 && c.Env[1].Name == "GOGC"},
+		{"extraVolumes beside the TLS Secret", len(pod.Volumes) == 2 && pod.Volumes[1].Name == "scratch"},
+		{"extraVolumeMounts", len(c.VolumeMounts) == 2 && c.VolumeMounts[1].MountPath == "/scratch"},
+		{"podLabels on the pod, not in the selector", dep.Spec.Template.Labels["team"] == "infra" && dep.Spec.Selector.MatchLabels["team"] == ""},
+		{"priorityClassName", pod.PriorityClassName == "system-cluster-critical"},
+		{"topologySpreadConstraints", len(pod.TopologySpreadConstraints) == 1},
+		{"startup probe off", c.StartupProbe == nil && c.LivenessProbe != nil && c.ReadinessProbe != nil},
+		{"metrics port", slices.Contains(c.Args, "--metrics-address=:9090") && c.Ports[0].ContainerPort == 9090},
+		{"a PodDisruptionBudget of 2", len(all["PodDisruptionBudget"]) == 1 && strings.Contains(string(all["PodDisruptionBudget"][0]), "minAvailable: 2")},
+		{"the metrics Service, annotated", len(all["Service"]) == 1 && strings.Contains(string(all["Service"][0]), "prometheus.io/scrape")},
+	} {
+		if !chk.ok {
+			t.Errorf("every value: %s not rendered", chk.what)
+		}
+	}
+
+	// One replica, no metrics, no RBAC, an existing ServiceAccount: no PodDisruptionBudget (it
+	// would block every drain), no Service, no probes, and the metrics server off.
+	out = helm(t, "template", "home", chartDir(), "--namespace", operatorNS, "--set", "replicaCount=1,metrics.enabled=false,rbac.create=false,serviceAccount.create=false,serviceAccount.name=existing")
+	all = docs(t, out)
+	dep = appsv1.Deployment{} // Unmarshal merges into what is there
+	if err := yaml.Unmarshal(all["Deployment"][0], &dep); err != nil {
+		t.Fatal(err)
+	}
+	c = dep.Spec.Template.Spec.Containers[0]
+	for kind, n := range map[string]int{"PodDisruptionBudget": 0, "Service": 0, "ClusterRole": 0, "Role": 0, "RoleBinding": 0, "ClusterRoleBinding": 0, "ServiceAccount": 0} {
+		if len(all[kind]) != n {
+			t.Errorf("minimal values render %d %s, want %d", len(all[kind]), kind, n)
+		}
+	}
+	if c.LivenessProbe != nil || c.ReadinessProbe != nil || c.StartupProbe != nil || len(c.Ports) != 0 || !slices.Contains(c.Args, "--metrics-address=") ||
+		dep.Spec.Template.Spec.ServiceAccountName != "existing" {
+		t.Errorf("minimal values: probes %v %v %v, ports %v, args %v, service account %q", c.LivenessProbe, c.ReadinessProbe, c.StartupProbe, c.Ports, c.Args, dep.Spec.Template.Spec.ServiceAccountName)
+	}
+
+	// Two releases in one cluster: every cluster-scoped name differs.
+	names := func(release string) []string {
+		var out []string
+		for _, d := range docs(t, helm(t, "template", release, chartDir(), "--namespace", operatorNS))["ClusterRole"] {
+			var r rbacv1.ClusterRole
+			if err := yaml.Unmarshal(d, &r); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, r.Name)
+		}
+		return out
+	}
+	if a, b := names("lab"), names("office"); len(a) != 1 || len(b) != 1 || a[0] == b[0] || a[0] != "lab-router-hosts-operator" {
+		t.Errorf("ClusterRoles of two releases: %v and %v", a, b)
+	}
+}
+
+// TestCertManagerExampleIssuesTheMountedSecret: examples/cert-manager is accepted by the real
+// apiserver with cert-manager's own CRDs (server-side dry run), and its Certificate writes the
+// Secret, in the namespace, that the chart's and kustomize's Deployments mount.
+func TestCertManagerExampleIssuesTheMountedSecret(t *testing.T) {
+	ensureNamespace(t, operatorNS)
+	if err := cp.InstallCertManagerCRDs(); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(repoRoot(), "examples", "cert-manager", "certificate.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubectl(t, raw, "apply", "--dry-run=server", "-f", "-")
+	var cert struct {
+		Metadata struct{ Namespace string }
+		Spec     struct {
+			SecretName string   `json:"secretName"`
+			Usages     []string `json:"usages"`
+		}
+	}
+	if err := yaml.Unmarshal(docs(t, raw)["Certificate"][0], &cert); err != nil {
+		t.Fatal(err)
+	}
+	kust, err := kubetest.Kustomize(filepath.Join(repoRoot(), "kustomize"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mounted := map[string]string{}
+	for name, stream := range map[string][]byte{"kustomize": kust, "the chart": helm(t, "template", "router-hosts-operator", chartDir(), "--namespace", operatorNS)} {
+		var dep appsv1.Deployment
+		if err := yaml.Unmarshal(docs(t, stream)["Deployment"][0], &dep); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range dep.Spec.Template.Spec.Volumes {
+			if v.Secret != nil {
+				mounted[name] = dep.Namespace + "/" + v.Secret.SecretName
+			}
+		}
+	}
+	want := cert.Metadata.Namespace + "/" + cert.Spec.SecretName
+	for name, got := range mounted {
+		if got != want {
+			t.Errorf("%s mounts %s; the Certificate writes %s", name, got, want)
+		}
+	}
+	if len(mounted) != 2 || !slices.Contains(cert.Spec.Usages, "client auth") {
+		t.Errorf("mounted %v; usages %v (the server wants clientAuth)", mounted, cert.Spec.Usages)
 	}
 }

@@ -214,7 +214,7 @@ func (h *harness) build(o options) {
 	log := logrus.New()
 	log.SetLevel(logrus.DebugLevel)
 	log.SetOutput(testWriter{t})
-	cfg, err := operator.ParseFlags(h.args(o), "test")
+	cfg, err := operator.ParseFlags(h.args(o), operator.Build{Version: "test"})
 	if err != nil {
 		t.Fatalf("flags: %v", err)
 	}

@@ -1,18 +1,39 @@
-{{/* The name of every object the chart makes; fullnameOverride replaces it. */}}
+{{/* The chart's name, or nameOverride. */}}
+{{- define "rho.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/*
+The name of every object the chart makes, scoped by the release so that two releases never
+share a cluster-scoped ClusterRole: fullnameOverride, else the release's name when it already
+contains the chart's, else "<release>-<name>".
+*/}}
 {{- define "rho.fullname" -}}
-{{- default "router-hosts-operator" .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := include "rho.name" . -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "rho.serviceAccountName" -}}
+{{- default (include "rho.fullname" .) .Values.serviceAccount.name -}}
 {{- end -}}
 
 {{- define "rho.labels" -}}
-app.kubernetes.io/name: router-hosts-operator
-app.kubernetes.io/instance: {{ .Release.Name }}
+{{ include "rho.selector" . }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
 {{- define "rho.selector" -}}
-app.kubernetes.io/name: router-hosts-operator
+app.kubernetes.io/name: {{ include "rho.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
