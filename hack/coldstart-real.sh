@@ -2,6 +2,9 @@
 # Cold start on the real server: 4 plain writers (the bench's floor client, the operator's own
 # payloads) on a fresh server, against the operator from exec until the hosts file has N lines.
 #
+# Also prints the CPU seconds each client and each server used: on a two-core machine the
+# server is CPU-bound, so a client's own CPU is taken from the server's writes.
+#
 # usage: hack/coldstart-real.sh OUT_DIR   (N=1000 by default)
 # env:   R (the real-router build: router-hosts, controlplane; default .cache/real-router),
 #        REAL_ROUTER_LIB (../shared/real-router/lib.sh), KUBEBUILDER_ASSETS,
@@ -27,8 +30,12 @@ for _ in $(seq 1 600); do grep -q '^ready' $OUT/cp.log && break; sleep 0.1; done
 for i in $(seq 0 $((N-1))); do printf -- '---\napiVersion: router-hosts.fzymgc.house/v1alpha1\nkind: HostMapping\nmetadata: {name: hm-%s, namespace: default}\nspec: {hostname: h%s.bench.example, ip: 10.0.%s.%s}\n' "$i" "$i" $((i>>8)) $((i&255)); done > $OUT/objects.yaml
 kubectl --kubeconfig $OUT/kubeconfig create -f $OUT/objects.yaml > /dev/null
 start_server $P $OUT/floor
-ROUTER_HOSTS_OPERATOR_ROUTER_HOSTS_ENDPOINT=127.0.0.1:$SRV_PORT ROUTER_HOSTS_OPERATOR_TLS_CA=$P/ca.crt ROUTER_HOSTS_OPERATOR_TLS_CERT=$P/client.crt ROUTER_HOSTS_OPERATOR_TLS_KEY=$P/client.key \
-  "$BENCH_BIN" floor -payloads $OUT/payloads.json -concurrency 4 > $OUT/floor.txt 2>&1
+# CPU seconds (user + system) of a live process, from /proc (fields 14 and 15, in clock ticks).
+cpu() { awk -v hz="$(clk_tck)" '{printf "%.2f", ($14+$15)/hz}' /proc/$1/stat; }
+TIMEFORMAT='%U %S'
+{ time ROUTER_HOSTS_OPERATOR_ROUTER_HOSTS_ENDPOINT=127.0.0.1:$SRV_PORT ROUTER_HOSTS_OPERATOR_TLS_CA=$P/ca.crt ROUTER_HOSTS_OPERATOR_TLS_CERT=$P/client.crt ROUTER_HOSTS_OPERATOR_TLS_KEY=$P/client.key \
+  "$BENCH_BIN" floor -payloads $OUT/payloads.json -concurrency 4 > $OUT/floor.txt 2>&1 ; } 2> $OUT/floor.time
+floor_cpu=$(awk '{printf "%.2f", $1+$2}' $OUT/floor.time); floor_srv_cpu=$(cpu "$(cat $OUT/floor/server.pid)")
 stop_pidfile $OUT/floor/server.pid 40
 start_server $P $OUT/op
 t0=$(now_ns)
@@ -36,7 +43,9 @@ ROUTER_HOSTS_OPERATOR_ROUTER_HOSTS_ENDPOINT=127.0.0.1:$SRV_PORT ROUTER_HOSTS_OPE
   "$OPERATOR_BIN" --kubeconfig $OUT/kubeconfig --source=hostmapping --cluster-name=bench --metrics-address 127.0.0.1:$(free_port) > $OUT/operator.log 2>&1 & echo $! > $OUT/op.pid
 until [ "$(grep -c 'bench\.example' $OUT/op/hosts 2>/dev/null)" -ge "$N" ]; do sleep 0.02; done
 t1=$(now_ns)
+op_cpu=$(cpu "$(cat $OUT/op.pid)"); op_srv_cpu=$(cpu "$(cat $OUT/op/server.pid)")
 stop_pidfile $OUT/op.pid 20; stop_pidfile $OUT/op/server.pid 40
 pgrep -P $(cat $OUT/cp.pid) > $OUT/cp-children; stop_pidfile $OUT/cp.pid 60
 while read -r c; do echo $c > $OUT/c.pid; stop_pidfile $OUT/c.pid 20; done < $OUT/cp-children
 echo "floor $(cat $OUT/floor.txt) operator $(python3 -c "print(round(($t1-$t0)/1e9,3))")s"
+echo "CPU seconds: floor client $floor_cpu, its server $floor_srv_cpu; operator $op_cpu (its whole start included), its server $op_srv_cpu"
