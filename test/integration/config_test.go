@@ -303,7 +303,14 @@ func TestAnUnusableConfigFailsOnceAtStart(t *testing.T) {
 // printerColumns returns the columns kubectl get shows for the named RouterHostsConfig.
 func printerColumns(t *testing.T, name string) map[string]string {
 	t.Helper()
-	raw, err := cp.Client.Discovery().RESTClient().Get().AbsPath("/apis/router-hosts.fzymgc.house/v1alpha1/routerhostsconfigs/"+name).
+	return tableRow(t, "/apis/router-hosts.fzymgc.house/v1alpha1/routerhostsconfigs/"+name)
+}
+
+// tableRow returns the columns kubectl get shows for the one object at path, as the apiserver
+// serves them (its Table form, the CRD's printer columns).
+func tableRow(t *testing.T, path string) map[string]string {
+	t.Helper()
+	raw, err := cp.Client.Discovery().RESTClient().Get().AbsPath(path).
 		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(context.Background())
 	if err != nil {
 		t.Fatal(err)

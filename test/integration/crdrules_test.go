@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -86,21 +85,7 @@ func TestCRDRulesOnThisAPIServer(t *testing.T) {
 	}
 
 	// The printer columns `kubectl get hostmappings` shows, as this apiserver serves them.
-	raw, err := cp.Client.Discovery().RESTClient().Get().AbsPath("/apis/router-hosts.fzymgc.house/v1alpha1/namespaces/"+ns+"/hostmappings/v6").
-		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var table metav1.Table
-	if err := json.Unmarshal(raw, &table); err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]string{}
-	for i, col := range table.ColumnDefinitions {
-		if len(table.Rows) == 1 && i < len(table.Rows[0].Cells) && table.Rows[0].Cells[i] != nil {
-			got[col.Name] = jsonText(table.Rows[0].Cells[i])
-		}
-	}
+	got := tableRow(t, "/apis/router-hosts.fzymgc.house/v1alpha1/namespaces/"+ns+"/hostmappings/v6")
 	if got["Hostname"] != "v6.lan" || got["IP"] != "fd00::70" {
 		t.Errorf("printer columns: %v", got)
 	}
