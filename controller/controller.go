@@ -150,6 +150,12 @@ type Report struct {
 	Duration     time.Duration
 	ListDuration time.Duration
 	Read         planner.Read
+	// Mode is the kind of sync.
+	Mode planner.Mode
+	// ChangedAt is when the earliest cluster change this sync read arrived, zero when it read
+	// none (an interval's sync of an unchanged cluster): Started+Duration less ChangedAt is
+	// how long the change took to reach the router, when the sync wrote it.
+	ChangedAt time.Time
 }
 
 // Config wires the loop.
@@ -187,6 +193,10 @@ type Controller struct {
 	// there are some: news never blocks its sender, and a burst is one wake-up.
 	pending atomic.Uint32
 	wake    chan struct{}
+	// changedAt is when the earliest cluster change no sync has read yet arrived (Unix
+	// nanoseconds, 0 for none): the start of a change's latency, which the sync that writes it
+	// reports.
+	changedAt atomic.Int64
 	// requests are the callers of SyncNow waiting for the loop's next full sync.
 	requestsMu sync.Mutex
 	requests   []chan error
@@ -259,7 +269,27 @@ func (c *Controller) ServerReachable() { c.tell(TriggerReachable) }
 
 // notify records that something changed without ever blocking an informer: one pending
 // trigger is enough, since the next sync reads everything anyway.
-func (c *Controller) notify() { c.tell(TriggerChanged) }
+func (c *Controller) notify() {
+	c.changedSince(c.cfg.Clock.Now())
+	c.tell(TriggerChanged)
+}
+
+// unread puts back the time of the changes a sync read but did not write, zero for none.
+func (c *Controller) unread(changed time.Time) {
+	if !changed.IsZero() {
+		c.changedSince(changed)
+	}
+}
+
+// changedSince notes a change at t unless an earlier one is still unread.
+func (c *Controller) changedSince(t time.Time) {
+	for {
+		old := c.changedAt.Load()
+		if (old != 0 && old <= t.UnixNano()) || c.changedAt.CompareAndSwap(old, t.UnixNano()) {
+			return
+		}
+	}
+}
 
 // CredentialsChanged tells the loop that the TLS files changed, so that a sync waiting out an
 // authentication failure runs at once instead of at the next interval.
@@ -349,6 +379,11 @@ func (c *Controller) sync(ctx context.Context, mode planner.Mode) (*Outcome, err
 	c.syncing.Lock()
 	defer c.syncing.Unlock()
 	live := c.settings()
+	// The changes before this point are the ones this sync reads.
+	var changed time.Time
+	if at := c.changedAt.Swap(0); at != 0 {
+		changed = time.Unix(0, at)
+	}
 	start := c.cfg.Clock.Now()
 	var (
 		eps     []*endpoint.Endpoint
@@ -359,7 +394,8 @@ func (c *Controller) sync(ctx context.Context, mode planner.Mode) (*Outcome, err
 		got, err := s.Endpoints(ctx)
 		if err != nil {
 			err = fmt.Errorf("reading source %d: %w", i, err)
-			c.report(ctx, &Report{Err: err, Stage: StageSource, Started: start, Duration: c.cfg.Clock.Now().Sub(start)})
+			c.report(ctx, &Report{Err: err, Stage: StageSource, Started: start, Duration: c.cfg.Clock.Now().Sub(start), Mode: mode})
+			c.unread(changed)
 			return nil, err
 		}
 		counts[i] = len(got)
@@ -387,7 +423,8 @@ func (c *Controller) sync(ctx context.Context, mode planner.Mode) (*Outcome, err
 	sourceDuration := planStart.Sub(start)
 	sy, err := c.planner.Plan(ctx, eps, mode, live.Policy)
 	if err != nil {
-		c.report(ctx, &Report{Err: err, Stage: StageList, AuthFailed: errors.Is(err, provider.ErrAuthentication), Endpoints: eps, Objects: objects,
+		c.unread(changed)
+		c.report(ctx, &Report{Err: err, Stage: StageList, AuthFailed: errors.Is(err, provider.ErrAuthentication), Endpoints: eps, Objects: objects, Mode: mode,
 			SourceEndpoints: counts, Started: start, Duration: c.cfg.Clock.Now().Sub(start)})
 		return nil, err
 	}
@@ -422,6 +459,11 @@ func (c *Controller) sync(ctx context.Context, mode planner.Mode) (*Outcome, err
 	}
 	out.Again = c.planner.Learn(sy, applyErr)
 	whole, _ := plan.SplitRefused(applyErr)
+	if out.Again || whole != nil {
+		// The sync that follows (at once, or after the backoff) writes what this one held
+		// back or could not send: the change's latency runs on until then.
+		c.unread(changed)
+	}
 	failed := map[string]Failure{}
 	for host, err := range sy.Held {
 		failed[host] = Failure{Err: err, Kind: FailureRefused}
@@ -438,7 +480,8 @@ func (c *Controller) sync(ctx context.Context, mode planner.Mode) (*Outcome, err
 	rep := &Report{Cluster: c.cfg.Registry.ClusterName(), Desired: sy.Desired, Endpoints: eps, Objects: objects,
 		Entries: entriesAfter(st.Owned, sy.Changes, applyErr), Failed: failed, FailedChanges: failedChanges,
 		Changes: sy.Changes, Pending: sy.Pending, Foreign: st.ForeignCount(), SourceEndpoints: counts, Conflicts: st.Conflicts,
-		Problems: st.Problems, Started: start, Duration: c.cfg.Clock.Now().Sub(start), ListDuration: sy.ReadDuration, Read: sy.Read}
+		Problems: st.Problems, Started: start, Duration: c.cfg.Clock.Now().Sub(start), ListDuration: sy.ReadDuration, Read: sy.Read,
+		Mode: mode, ChangedAt: changed}
 	if whole != nil {
 		rep.Err, rep.Stage, rep.AuthFailed = applyErr, StageApply, errors.Is(whole, provider.ErrAuthentication)
 	}

@@ -334,3 +334,60 @@ func TestARefusedDeleteIsHeldBackWithoutReadingTheServerAgain(t *testing.T) {
 		t.Fatalf("calls = %v; the refused deletion waits for the interval", c)
 	}
 }
+
+// reportRecorder keeps every report.
+type reportRecorder struct{ reports []*Report }
+
+func (r *reportRecorder) Report(_ context.Context, rep *Report) { r.reports = append(r.reports, rep) }
+
+// TestChangeLatencyRunsFromTheChangeToItsWrite: a report's ChangedAt is when the earliest
+// change the sync read arrived, so that an observer can time a change to the router; a sync
+// that holds the write back for the one that follows hands the time on to it.
+func TestChangeLatencyRunsFromTheChangeToItsWrite(t *testing.T) {
+	r := newKnownStateRig(t)
+	rec := &reportRecorder{}
+	r.c.cfg.Reporters = append(r.c.cfg.Reporters, rec)
+	last := func() *Report { return rec.reports[len(rec.reports)-1] }
+
+	r.want(claimAt("a.lan", "10.0.0.1"))
+	r.sync(t, true)
+	if !last().ChangedAt.IsZero() {
+		t.Fatalf("a sync no change woke reports ChangedAt %v", last().ChangedAt)
+	}
+
+	changed := r.clock.Now()
+	r.want(claimAt("a.lan", "10.0.0.2"))
+	r.src.handler() // the informer's event
+	r.clock.Step(30 * time.Millisecond)
+	r.src.handler() // a later one does not move the start
+	if out := r.sync(t, false); len(out.Changes) != 1 {
+		t.Fatalf("outcome %+v, want the update", out)
+	}
+	if got := last().ChangedAt; !got.Equal(changed) || last().Mode != ModeEvent {
+		t.Fatalf("ChangedAt %v mode %v, want %v (the first event) and an event sync", got, last().Mode, changed)
+	}
+	r.sync(t, false)
+	if !last().ChangedAt.IsZero() {
+		t.Fatalf("the change was counted twice: ChangedAt %v", last().ChangedAt)
+	}
+
+	// The entry was deleted by hand: the event sync's update meets no entry, and the read of
+	// the whole server that follows at once writes the change; it reports the change's time.
+	e := r.svc.Store().Lookup("a.lan")[0]
+	if err := r.svc.Store().Delete(e.GetId(), nil); err != nil {
+		t.Fatal(err)
+	}
+	changed = r.clock.Now()
+	r.want(claimAt("a.lan", "10.0.0.3"))
+	r.src.handler()
+	r.clock.Step(20 * time.Millisecond)
+	if out := r.sync(t, false); !out.Again {
+		t.Fatalf("outcome %+v, want a fresh read asked for", out)
+	}
+	if out := r.sync(t, false); out.Read != planner.ReadServer || len(out.Changes) != 1 || out.Changes[0].Action != plan.Create {
+		t.Fatalf("outcome %+v, want the entry created again", out)
+	}
+	if got := last().ChangedAt; !got.Equal(changed) {
+		t.Fatalf("the sync that wrote the change reports ChangedAt %v, want %v", got, changed)
+	}
+}

@@ -6,7 +6,8 @@ package metrics
 import (
 	"context"
 	"net/http"
-	"strings"
+	"runtime"
+	"strconv"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +18,7 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
+	"github.com/router-hosts-operator/router-hosts-operator/source"
 )
 
 const ns = "router_hosts_operator"
@@ -27,8 +29,12 @@ type Metrics struct {
 
 	sourceNames     []string
 	syncedEntries   *entries
+	buildInfo       *prometheus.GaugeVec
 	syncErrors      *prometheus.CounterVec
-	syncDuration    prometheus.Histogram
+	syncDuration    *prometheus.HistogramVec
+	changeLatency   prometheus.Histogram
+	invalid         *prometheus.GaugeVec
+	held            prometheus.Gauge
 	pending         prometheus.Gauge
 	serverConnected prometheus.Gauge
 	lastSync        prometheus.Gauge
@@ -51,10 +57,20 @@ func New(sourceNames []string) *Metrics {
 		Registry: prometheus.NewRegistry(), sourceNames: sourceNames,
 		syncedEntries: &entries{desc: prometheus.NewDesc(prometheus.BuildFQName(ns, "", "synced_entries"),
 			"Entries this cluster owns on the router-hosts server, by namespace and kind.", []string{"cluster", "namespace", "kind"}, nil)},
+		buildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "build_info",
+			Help: "1, labelled with the binary's version, commit and Go version."}, []string{"version", "commit", "goversion"}),
 		syncErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "sync_errors_total",
 			Help: "Failed syncs by the stage that failed (source, list, authentication, apply)."}, []string{"reason"}),
-		syncDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "sync_duration_seconds",
-			Help: "Duration of syncs.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}),
+		syncDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "sync_duration_seconds",
+			Help:    "Duration of syncs, by kind (full: reads the whole server; event: after a cluster change) and result (success, failure).",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}, []string{"mode", "result"}),
+		changeLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "change_latency_seconds",
+			Help:    "Time from a cluster change (the informer's event) until the sync that read it finished writing it to router-hosts.",
+			Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}}),
+		invalid: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "invalid_endpoints",
+			Help: "Problems found in the objects' input in the last sync, by reason (InvalidHostname, InvalidAnnotation, NoAddress, ReservedTag): each is also a Warning event."}, []string{"reason"}),
+		held: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "held_endpoints",
+			Help: "Endpoints whose object resolves no address in the last sync: their entries are held as they are."}),
 		pending: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "pending_deletions",
 			Help: "Owned entries marked for deletion, waiting for their grace period."}),
 		serverConnected: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "server_connected",
@@ -71,10 +87,11 @@ func New(sourceNames []string) *Metrics {
 			Help: "1 while this replica holds the leader lease (or runs without leader election)."}),
 		lastDuration: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "last_sync_duration_seconds",
 			Help: "Duration of the last sync that reached the server."}),
-		lastList: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "last_sync_list_seconds",
-			Help: "Time the last sync spent in ListHosts (the server's share)."}),
+		lastList: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "last_sync_list_duration_seconds",
+			Help: "Time the last sync spent reading the server (ListHosts or SearchHosts: the server's share)."}),
 		kubeRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "kube_requests_total",
-			Help: "Requests sent to the Kubernetes API, by HTTP method. Syncs add none (they read the informer caches); Lease renewals, watch renewals and events do."}, []string{"method"}),
+			Help: "Requests sent to the Kubernetes API, by HTTP method and status code (\"error\" when no response came). Syncs add none (they read the informer caches); Lease renewals, watch renewals, statuses and events do."},
+			[]string{"method", "code"}),
 		serverRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "router_hosts_requests_total",
 			Help: "Calls to the router-hosts server, by RPC and gRPC status code (for ListHosts, how the stream ended)."}, []string{"method", "code"}),
 		failedHostnames: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "failed_hostnames",
@@ -82,17 +99,26 @@ func New(sourceNames []string) *Metrics {
 		conflicts: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "hostname_conflicts",
 			Help: "Claims the last sync did not write because another namespace or another cluster holds their hostname."}),
 	}
-	m.Registry.MustRegister(m.failedHostnames, m.conflicts, m.syncedEntries, m.syncErrors, m.syncDuration, m.pending, m.serverConnected, m.lastSync,
+	m.Registry.MustRegister(m.buildInfo, m.changeLatency, m.invalid, m.held, m.failedHostnames, m.conflicts, m.syncedEntries, m.syncErrors, m.syncDuration, m.pending, m.serverConnected, m.lastSync,
 		m.changes, m.sourceEndpoints, m.foreign, m.isLeader, m.lastDuration, m.lastList, m.kubeRequests, m.serverRequests,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Counters with known labels start at zero, so rates work from the first scrape.
-	for _, r := range []string{"source", "list", "apply"} {
+	for _, r := range []string{"source", "list", "authentication", "apply"} {
 		m.syncErrors.WithLabelValues(r)
+	}
+	for _, r := range invalidReasons {
+		m.invalid.WithLabelValues(r)
 	}
 	for _, a := range []plan.Action{plan.Create, plan.Update, plan.Adopt, plan.Mark, plan.Unmark, plan.Delete, plan.Release} {
 		m.changes.WithLabelValues(string(a))
 	}
 	return m
+}
+
+// SetBuild records the binary's version and commit in build_info.
+func (m *Metrics) SetBuild(version, commit string) {
+	m.buildInfo.Reset()
+	m.buildInfo.WithLabelValues(version, commit, runtime.Version()).Set(1)
 }
 
 // SetLeader records whether this replica leads.
@@ -106,7 +132,11 @@ func (m *Metrics) Report(_ context.Context, r *controller.Report) {
 		m.lastDuration.Set(r.Duration.Seconds())
 		m.lastList.Set(r.ListDuration.Seconds())
 	}
-	m.syncDuration.Observe(r.Duration.Seconds())
+	result := "success"
+	if r.Stage != controller.StageDone {
+		result = "failure"
+	}
+	m.syncDuration.WithLabelValues(r.Mode.String(), result).Observe(r.Duration.Seconds())
 	for i, n := range r.SourceEndpoints {
 		if i < len(m.sourceNames) {
 			m.sourceEndpoints.WithLabelValues(m.sourceNames[i]).Set(float64(n))
@@ -127,10 +157,16 @@ func (m *Metrics) Report(_ context.Context, r *controller.Report) {
 	}
 	m.failedHostnames.Set(float64(len(r.Failed)))
 	m.conflicts.Set(float64(len(r.Conflicts)))
+	m.setInvalid(r)
+	wrote := false
 	for i := range r.Changes {
 		if r.FailedChanges[&r.Changes[i]] == nil {
 			m.changes.WithLabelValues(string(r.Changes[i].Action)).Inc()
+			wrote = true
 		}
+	}
+	if wrote && !r.ChangedAt.IsZero() {
+		m.changeLatency.Observe(r.Started.Add(r.Duration).Sub(r.ChangedAt).Seconds())
 	}
 	m.serverConnected.Set(1)
 	m.pending.Set(float64(r.Pending))
@@ -142,6 +178,38 @@ func (m *Metrics) Report(_ context.Context, r *controller.Report) {
 	}
 	m.lastSync.Set(float64(r.Started.Add(r.Duration).Unix()))
 }
+
+// setInvalid counts the problems in the objects' input and the held endpoints of one sync.
+func (m *Metrics) setInvalid(r *controller.Report) {
+	counts := map[string]int{}
+	for _, o := range r.Objects {
+		for _, p := range o.Problems {
+			counts[p.Reason]++
+		}
+	}
+	counts[reasonReservedTag] += len(r.Problems)
+	m.invalid.Reset()
+	for _, reason := range invalidReasons {
+		m.invalid.WithLabelValues(reason).Set(float64(counts[reason]))
+		delete(counts, reason)
+	}
+	for reason, n := range counts {
+		m.invalid.WithLabelValues(reason).Set(float64(n))
+	}
+	held := 0
+	for _, ep := range r.Endpoints {
+		if ep.Held() {
+			held++
+		}
+	}
+	m.held.Set(float64(held))
+}
+
+// reasonReservedTag counts the registry's problems: a user tag that is reserved, dropped.
+const reasonReservedTag = "ReservedTag"
+
+// invalidReasons always have a series, so that rates and alerts work from the first scrape.
+var invalidReasons = []string{source.ReasonInvalidHostname, source.ReasonInvalidAnnotation, source.ReasonNoAddress, reasonReservedTag}
 
 // entries is synced_entries: the last report's entries, counted by owner when scraped rather
 // than at every sync, which at ten thousand entries would cost each sync a pass over them. The
@@ -172,8 +240,11 @@ func (e *entries) Collect(ch chan<- prometheus.Metric) {
 	counts := map[series]int{}
 	for _, recs := range all {
 		for i := range recs {
+			// An entry several kinds of object claim counts once under each.
 			namespace, kinds := registry.Owner(&recs[i])
-			counts[series{namespace, strings.Join(kinds, ",")}]++
+			for _, k := range kinds {
+				counts[series{namespace, k}]++
+			}
 		}
 	}
 	for s, n := range counts {
@@ -197,8 +268,13 @@ func (m *Metrics) ObserveRPC(method string, code codes.Code) {
 // benchmark can show that syncs are served from the informer caches.
 func (m *Metrics) WrapTransport(rt http.RoundTripper) http.RoundTripper {
 	return roundTripper(func(req *http.Request) (*http.Response, error) {
-		m.kubeRequests.WithLabelValues(req.Method).Inc()
-		return rt.RoundTrip(req)
+		resp, err := rt.RoundTrip(req)
+		code := "error"
+		if err == nil {
+			code = strconv.Itoa(resp.StatusCode)
+		}
+		m.kubeRequests.WithLabelValues(req.Method, code).Inc()
+		return resp, err
 	})
 }
 

@@ -3,12 +3,19 @@ package metrics
 import (
 	"context"
 	"errors"
+	"net/http"
 	"reflect"
+	"runtime"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/plan"
+	"github.com/router-hosts-operator/router-hosts-operator/planner"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
+	"github.com/router-hosts-operator/router-hosts-operator/source"
 )
 
 // syncedEntries scrapes synced_entries as "cluster/namespace/kind" → value.
@@ -83,5 +90,129 @@ func TestConflictsAreAGauge(t *testing.T) {
 	m.Report(context.Background(), &controller.Report{})
 	if g := gauge(); g != 0 {
 		t.Fatalf("hostname_conflicts = %v after they cleared, want 0", g)
+	}
+}
+
+// scrape gathers every series as "name{label=value,...}" → its value (a histogram's count).
+func scrape(t *testing.T, m *Metrics) map[string]float64 {
+	t.Helper()
+	fams, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range fams {
+		for _, mt := range f.GetMetric() {
+			var labels []string
+			for _, l := range mt.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+			}
+			key := strings.TrimPrefix(f.GetName(), "router_hosts_operator_") + "{" + strings.Join(labels, ",") + "}"
+			switch {
+			case mt.GetCounter() != nil:
+				out[key] = mt.GetCounter().GetValue()
+			case mt.GetGauge() != nil:
+				out[key] = mt.GetGauge().GetValue()
+			case mt.GetHistogram() != nil:
+				out[key] = float64(mt.GetHistogram().GetSampleCount())
+				out[key+"_sum"] = mt.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	return out
+}
+
+// TestDayTwoMetrics: the series an SRE looks for, each from the report that sets it.
+func TestDayTwoMetrics(t *testing.T) {
+	m := New([]string{"ingress"})
+	m.SetBuild("v0.1.0", "abc123")
+	got := scrape(t, m)
+	for _, key := range []string{
+		"build_info{commit=abc123,goversion=" + runtime.Version() + ",version=v0.1.0}",
+		"sync_errors_total{reason=authentication}", // zero from the start, so rate() works
+		"invalid_endpoints{reason=NoAddress}",
+	} {
+		if _, ok := got[key]; !ok {
+			t.Errorf("no series %s before any sync", key)
+		}
+	}
+
+	start := time.Unix(1_800_000_000, 0)
+	web := &endpoint.Endpoint{Hostname: "web.lan", Targets: []string{"10.0.0.1"}}
+	gone := &endpoint.Endpoint{Hostname: "gone.lan"} // no address resolves: held
+	changes := []plan.Change{{Action: plan.Update, Old: &endpoint.Record{ID: "1"}, New: &endpoint.Record{ID: "1"}}}
+	m.Report(context.Background(), &controller.Report{Mode: planner.Event, Started: start, Duration: 10 * time.Millisecond,
+		ChangedAt: start.Add(-40 * time.Millisecond), Changes: changes, Endpoints: []*endpoint.Endpoint{web, gone},
+		Objects: map[string]controller.Object{
+			"u1": {Problems: []endpoint.Problem{{Reason: source.ReasonInvalidHostname}, {Reason: source.ReasonInvalidHostname}}},
+			"u2": {Problems: []endpoint.Problem{{Reason: source.ReasonNoAddress}}}},
+		Problems: []registry.Problem{{Tag: "k8s-operator"}},
+		Entries:  map[string][]endpoint.Record{"web.lan": {{ID: "1", Tags: []string{"k8s-operator", "cluster:home", "namespace:web", "kind:HTTPRoute", "kind:Ingress"}}}},
+		Cluster:  "home"})
+	// A failed read: a failure of its kind, and no change latency.
+	m.Report(context.Background(), &controller.Report{Mode: planner.Full, Stage: controller.StageList, Err: errors.New("down"), ChangedAt: start})
+	// A write that failed: no change latency either.
+	failed := []plan.Change{{Action: plan.Create, New: &endpoint.Record{}}}
+	m.Report(context.Background(), &controller.Report{Mode: planner.Event, Started: start, ChangedAt: start, Changes: failed,
+		FailedChanges: map[*plan.Change]error{&failed[0]: errors.New("refused")}, Endpoints: []*endpoint.Endpoint{web, gone}})
+	got = scrape(t, m)
+	for key, want := range map[string]float64{
+		"sync_duration_seconds{mode=event,result=success}": 2,
+		"sync_duration_seconds{mode=full,result=failure}":  1,
+		"change_latency_seconds{}":                         1,
+		"held_endpoints{}":                                 1,
+	} {
+		if got[key] != want {
+			t.Errorf("%s = %v, want %v", key, got[key], want)
+		}
+	}
+	if s := got["change_latency_seconds{}_sum"]; s < 0.0499 || s > 0.0501 {
+		t.Errorf("change latency %v s, want 0.05 (the change 40 ms before a 10 ms sync)", s)
+	}
+	// The last sync that planned had no problems: the gauges follow it, not the first.
+	for _, reason := range []string{"InvalidHostname", "NoAddress", "ReservedTag", "InvalidAnnotation"} {
+		if v, ok := got["invalid_endpoints{reason="+reason+"}"]; !ok || v != 0 {
+			t.Errorf("invalid_endpoints{reason=%s} = %v (present %v) after a sync without problems, want 0", reason, v, ok)
+		}
+	}
+}
+
+// TestInvalidEndpointsByReason: the problems of one sync, by reason.
+func TestInvalidEndpointsByReason(t *testing.T) {
+	m := New([]string{"ingress"})
+	m.Report(context.Background(), &controller.Report{Objects: map[string]controller.Object{
+		"u1": {Problems: []endpoint.Problem{{Reason: source.ReasonInvalidHostname}, {Reason: source.ReasonInvalidHostname}}},
+		"u2": {Problems: []endpoint.Problem{{Reason: source.ReasonNoAddress}}}},
+		Problems: []registry.Problem{{Tag: "k8s-operator"}}})
+	got := scrape(t, m)
+	for reason, want := range map[string]float64{"InvalidHostname": 2, "NoAddress": 1, "ReservedTag": 1, "InvalidAnnotation": 0} {
+		if v := got["invalid_endpoints{reason="+reason+"}"]; v != want {
+			t.Errorf("invalid_endpoints{reason=%s} = %v, want %v", reason, v, want)
+		}
+	}
+}
+
+// TestKubeRequestsByCode: a 403 (RBAC refusing a status patch) and a request that got no
+// answer are told apart from the successes.
+func TestKubeRequestsByCode(t *testing.T) {
+	m := New(nil)
+	answers := []func() (*http.Response, error){
+		func() (*http.Response, error) { return &http.Response{StatusCode: 200, Body: http.NoBody}, nil },
+		func() (*http.Response, error) { return &http.Response{StatusCode: 403, Body: http.NoBody}, nil },
+		func() (*http.Response, error) { return nil, errors.New("connection refused") },
+	}
+	i := 0
+	rt := m.WrapTransport(roundTripper(func(*http.Request) (*http.Response, error) { i++; return answers[i-1]() }))
+	for range answers {
+		req, _ := http.NewRequest(http.MethodPatch, "https://api/apis/x", nil)
+		if resp, err := rt.RoundTrip(req); err == nil {
+			resp.Body.Close()
+		}
+	}
+	got := scrape(t, m)
+	for _, code := range []string{"200", "403", "error"} {
+		if got["kube_requests_total{code="+code+",method=PATCH}"] != 1 {
+			t.Errorf("kube_requests_total{code=%s}: %v", code, got)
+		}
 	}
 }

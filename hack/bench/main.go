@@ -534,7 +534,7 @@ func (b *bench) noops(ctx context.Context, cl *cluster, op *operator, r *result)
 			return fmt.Errorf("no-op sync %d: %w", k, err)
 		}
 		total := time.Duration(after.sum("router_hosts_operator_last_sync_duration_seconds", nil) * float64(time.Second))
-		list := time.Duration(after.sum("router_hosts_operator_last_sync_list_seconds", nil) * float64(time.Second))
+		list := time.Duration(after.sum("router_hosts_operator_last_sync_list_duration_seconds", nil) * float64(time.Second))
 		r.noopOp = append(r.noopOp, (total - list).Round(10*time.Microsecond))
 		r.noopList = append(r.noopList, list.Round(10*time.Microsecond))
 		for _, rpc := range []string{rpcAdd, rpcUpdate, rpcDelete} {

@@ -122,6 +122,7 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 	}
 	restCfg.UserAgent = "router-hosts-operator/" + cfg.Version
 	op.metrics = metrics.New(cfg.Sources)
+	op.metrics.SetBuild(cfg.Version, cfg.Build.Commit)
 	restCfg.Wrap(op.metrics.WrapTransport)
 	kc, err := newKubeClients(restCfg, cfg.KubeAPIQPS, cfg.KubeAPIBurst, hooks.StatusQPS)
 	if err != nil {
