@@ -1,6 +1,9 @@
-// Package health serves /healthz and /readyz. Liveness means the sync loop is not wedged;
-// readiness means the caches are filled and router-hosts answers, so `kubectl get pods` tells
-// the truth about a CA mismatch or an unreachable router.
+// Package health serves /healthz, /readyz and /routerz. Liveness means the sync loop is not
+// wedged; readiness means the process works (its caches are filled), leader or standby. The
+// router's state is kept out of both, as external-dns keeps its provider's: a router outage
+// must not mark every replica NotReady, which stalls `helm install --wait`, rollouts and GitOps
+// health. /routerz, the RouterHostsConfig's conditions, the events and the metrics say whether
+// router-hosts answers.
 package health
 
 import (
@@ -62,14 +65,25 @@ func (c *Checker) Healthz(w http.ResponseWriter, _ *http.Request) {
 	fmt.Fprintln(w, "ok")
 }
 
-// Readyz is ready when the caches are synced and router-hosts answered just now. A refused
-// certificate is named AuthenticationFailed, the reason the status conditions use, because it
-// needs a new certificate or CA rather than patience.
-func (c *Checker) Readyz(w http.ResponseWriter, r *http.Request) {
+// Readyz is ready when the caches are synced, whatever the router's state; the body says
+// whether this replica leads.
+func (c *Checker) Readyz(w http.ResponseWriter, _ *http.Request) {
 	if !c.synced() {
 		http.Error(w, "informer caches not synced", http.StatusServiceUnavailable)
 		return
 	}
+	role := "standby"
+	if c.leading.Load() {
+		role = "leader"
+	}
+	fmt.Fprintf(w, "ok (%s)\n", role)
+}
+
+// Routerz answers whether router-hosts answers its Readiness RPC just now, for a person or a
+// blackbox probe, never for the kubelet. A refused certificate is named AuthenticationFailed,
+// the reason the status conditions use, because it needs a new certificate or CA rather than
+// patience.
+func (c *Checker) Routerz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 	defer cancel()
 	if err := c.ping(ctx); err != nil {

@@ -390,12 +390,13 @@ func newKubeClients(restCfg *rest.Config, qps float32, burst int, statusQPS floa
 	return kc, nil
 }
 
-// serveHTTP serves /metrics, /healthz and /readyz until stop is called.
+// serveHTTP serves /metrics, /healthz, /readyz and /routerz until stop is called.
 func serveHTTP(addr string, m *metrics.Metrics, checker *health.Checker, log *logrus.Logger) (stop func(), err error) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", checker.Healthz)
 	mux.HandleFunc("/readyz", checker.Readyz)
+	mux.HandleFunc("/routerz", checker.Routerz)
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-address %s: %w", addr, err)
@@ -406,7 +407,7 @@ func serveHTTP(addr string, m *metrics.Metrics, checker *health.Checker, log *lo
 			log.WithError(err).Error("metrics server stopped")
 		}
 	}()
-	log.WithField("address", lis.Addr().String()).Info("serving /metrics, /healthz and /readyz")
+	log.WithField("address", lis.Addr().String()).Info("serving /metrics, /healthz, /readyz and /routerz")
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()

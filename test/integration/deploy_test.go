@@ -233,21 +233,27 @@ func TestMetricsAndReadiness(t *testing.T) {
 	waitFor(t, 10*time.Second, func() bool {
 		return p.metric(t, "router_hosts_operator_changes_total", `action="delete"`) == 1 && p.metric(t, "router_hosts_operator_pending_deletions") == 0
 	})
-	if _, err := p.get("/readyz"); err != nil {
-		t.Fatalf("readyz with the server up: %v", err)
+	for _, path := range []string{"/readyz", "/routerz"} {
+		if _, err := p.get(path); err != nil {
+			t.Fatalf("%s with the server up: %v", path, err)
+		}
 	}
+	// A router outage is the router's: /routerz and the metrics say so, the pod stays Ready.
 	h.srv.Stop()
 	waitFor(t, 10*time.Second, func() bool {
-		body, err := p.get("/readyz")
+		body, err := p.get("/routerz")
 		return err != nil && strings.Contains(body, "router-hosts not reachable")
 	})
 	waitFor(t, 10*time.Second, func() bool {
 		return p.metric(t, "router_hosts_operator_server_connected") == 0 && p.metric(t, "router_hosts_operator_sync_errors_total", `reason="list"`) >= 1
 	})
+	if body, err := p.get("/readyz"); err != nil || !strings.HasPrefix(body, "ok") {
+		t.Fatalf("/readyz during the router's outage: %q %v; readiness is the process's, not the router's", body, err)
+	}
 	if err := h.srv.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 15*time.Second, func() bool { _, err := p.get("/readyz"); return err == nil })
+	waitFor(t, 15*time.Second, func() bool { _, err := p.get("/routerz"); return err == nil })
 	if _, err := p.get("/healthz"); err != nil {
 		t.Fatalf("healthz: %v", err)
 	}
@@ -451,5 +457,57 @@ func TestKustomizeRBACIsSufficient(t *testing.T) {
 	})
 	if strings.Contains(strings.ToLower(op.logText()), "forbidden") {
 		t.Fatalf("the operator hit a permission error:\n%s", op.logText())
+	}
+}
+
+// TestARouterOutageKeepsThePodReady: while router-hosts is down the pod stays Ready (readiness
+// is the process's: a router outage must not stall rollouts, helm --wait or GitOps health),
+// and the outage shows where an operator looks: the RouterHostsConfig's ServerReachable
+// condition, server_connected and /routerz; all of them clear when the router answers again.
+func TestARouterOutageKeepsThePodReady(t *testing.T) {
+	h := newHarness(t, options{})
+	name := "it-outage"
+	h.mtlsSecret("router-hosts-mtls", h.srv.CertFile(), h.srv.KeyFile())
+	doc := fmt.Sprintf(`apiVersion: router-hosts.fzymgc.house/v1alpha1
+kind: RouterHostsConfig
+metadata: {name: %s}
+spec:
+  server:
+    endpoint: %q
+    tlsSecretRef: {name: router-hosts-mtls, namespace: %s}
+`, name, h.srv.Addr(), h.ns)
+	if _, err := createConfig(t, doc, false); err != nil {
+		t.Fatal(err)
+	}
+	p := startOperator(t, h, kubeconfig, "--config-name="+name, "--interval=1s")
+	reachable := func() metav1.Condition {
+		st, _ := configStatus(t, name)
+		return condition(st, v1alpha1.ConditionServerReachable)
+	}
+	waitFor(t, 15*time.Second, func() bool { return reachable().Status == metav1.ConditionTrue })
+
+	h.srv.Stop()
+	waitFor(t, 15*time.Second, func() bool {
+		c := reachable()
+		return c.Status == metav1.ConditionFalse && c.Reason == v1alpha1.ReasonUnreachable && p.metric(t, "router_hosts_operator_server_connected") == 0
+	})
+	if body, err := p.get("/routerz"); err == nil || !strings.Contains(body, "router-hosts not reachable") {
+		t.Errorf("/routerz during the outage: %q %v", body, err)
+	}
+	// Ready all through: probed as the kubelet would, every 200 ms for 3 s.
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if body, err := p.get("/readyz"); err != nil || !strings.HasPrefix(body, "ok (leader)") {
+			t.Fatalf("/readyz during the router's outage: %q %v", body, err)
+		}
+	}
+
+	if err := h.srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 15*time.Second, func() bool {
+		return reachable().Status == metav1.ConditionTrue && p.metric(t, "router_hosts_operator_server_connected") == 1
+	})
+	if _, err := p.get("/routerz"); err != nil {
+		t.Errorf("/routerz after the outage: %v", err)
 	}
 }

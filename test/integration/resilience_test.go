@@ -357,10 +357,13 @@ func TestAuthenticationFailedIsReportedAndNotRetriedInATightLoop(t *testing.T) {
 	var body string
 	waitFor(t, 15*time.Second, func() bool {
 		var err error
-		body, err = p.get("/readyz")
+		body, err = p.get("/routerz")
 		return err != nil && strings.Contains(err.Error(), "503") && strings.HasPrefix(body, "AuthenticationFailed")
 	})
-	t.Logf("/readyz: %s", strings.TrimSpace(body))
+	t.Logf("/routerz: %s", strings.TrimSpace(body))
+	if body, err := p.get("/readyz"); err != nil {
+		t.Fatalf("/readyz with a refused certificate: %q %v; the pod stays Ready, the router's state is reported elsewhere", body, err)
+	}
 	waitFor(t, 10*time.Second, func() bool { reason, _ := rsCondition(h.getHM("printer")); return reason == "AuthenticationFailed" })
 	var ev *corev1.Event
 	waitFor(t, 10*time.Second, func() bool { ev = rsEvent(t, h.ns, uid, events.SyncFailed); return ev != nil })
@@ -393,7 +396,7 @@ func TestAuthenticationFailedIsReportedAndNotRetriedInATightLoop(t *testing.T) {
 	})
 	waitFor(t, 10*time.Second, func() bool { return len(rsLookup(h, "printer.lan")) == 1 })
 	t.Logf("printer.lan reached the router %v after the certificate was rotated", time.Since(rotated).Round(time.Millisecond))
-	waitFor(t, 10*time.Second, func() bool { _, err := p.get("/readyz"); return err == nil })
+	waitFor(t, 10*time.Second, func() bool { _, err := p.get("/routerz"); return err == nil })
 	waitFor(t, 10*time.Second, func() bool {
 		u := h.getHM("printer")
 		reason, _ := rsCondition(u)
