@@ -84,6 +84,10 @@ type state struct {
 	gen     int64
 	reason  string
 	message string
+	// addresses are the ones the object resolved to, sorted and comma-joined; ready says the
+	// Ready condition is written.
+	addresses string
+	ready     bool
 }
 
 // Report hands the sync's report over and returns at once: the writer works out the statuses
@@ -238,7 +242,7 @@ func (h *HostMappings) Flush(ctx context.Context) error {
 
 func (h *HostMappings) compute(hm *v1alpha1.HostMapping, r *controller.Report, desired map[string]*endpoint.Endpoint, dropped []string) state {
 	prev := current(hm)
-	st := state{gen: hm.Generation, id: prev.id}
+	st := state{gen: hm.Generation, id: prev.id, ready: true}
 	if r.Stage == controller.StageSource {
 		return prev // a source failed: nothing new is known about this object
 	}
@@ -284,6 +288,7 @@ func (h *HostMappings) compute(hm *v1alpha1.HostMapping, r *controller.Report, d
 		st.reason, st.message = ReasonNoAddress, "no address: set spec.ipAddress or configure --ip-resolution"
 		return st
 	}
+	st.addresses = strings.Join(endpoint.SortedUnique(ep.Targets), ",")
 	if len(dropped) > 0 {
 		// The entry is written without the refused part: not what the spec asks for.
 		st.id, st.reason = entries[0].ID, ReasonValidationFailed
@@ -320,7 +325,8 @@ func joinProblems(p []endpoint.Problem) string {
 // current is the decisive part of the object's status.
 func current(hm *v1alpha1.HostMapping) state {
 	st := hm.Status
-	return state{synced: st.Synced, id: st.RouterHostsID, gen: st.ObservedGeneration, reason: st.Reason, message: st.Message}
+	return state{synced: st.Synced, id: st.RouterHostsID, gen: st.ObservedGeneration, reason: st.Reason, message: st.Message,
+		addresses: st.Addresses, ready: st.Ready}
 }
 
 // errNotWritten says the object changed or went meanwhile; the sync that change triggers
@@ -339,6 +345,12 @@ func (h *HostMappings) write(ctx context.Context, hm *v1alpha1.HostMapping, st s
 	if st.synced {
 		condStatus = "True"
 	}
+	addresses := []any{}
+	if st.addresses != "" {
+		for _, a := range strings.Split(st.addresses, ",") {
+			addresses = append(addresses, a)
+		}
+	}
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": v1alpha1.GroupVersion.String(), "kind": v1alpha1.HostMappingKind,
 		"metadata": map[string]any{"name": hm.Name, "namespace": hm.Namespace, "resourceVersion": hm.ResourceVersion},
@@ -347,10 +359,15 @@ func (h *HostMappings) write(ctx context.Context, hm *v1alpha1.HostMapping, st s
 			"routerHostsId":      st.id,
 			"lastSyncTime":       now,
 			"observedGeneration": st.gen,
-			"conditions": []any{map[string]any{
-				"type": v1alpha1.ConditionSynced, "status": condStatus, "reason": st.reason, "message": st.message,
-				"observedGeneration": st.gen, "lastTransitionTime": transition,
-			}},
+			"addresses":          addresses,
+			// Ready is Synced under kstatus's name: Current when True at the observed
+			// generation, InProgress otherwise.
+			"conditions": []any{
+				map[string]any{"type": v1alpha1.ConditionSynced, "status": condStatus, "reason": st.reason, "message": st.message,
+					"observedGeneration": st.gen, "lastTransitionTime": transition},
+				map[string]any{"type": v1alpha1.ConditionReady, "status": condStatus, "reason": st.reason, "message": st.message,
+					"observedGeneration": st.gen, "lastTransitionTime": transition},
+			},
 		},
 	}}
 	_, err := h.client.Namespace(hm.Namespace).UpdateStatus(ctx, obj, metav1.UpdateOptions{})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -42,21 +43,21 @@ func TestComputeTranslatesTheReport(t *testing.T) {
 		message string
 	}{
 		{name: "synced", report: controller.Report{Objects: objs, Entries: entries},
-			want: state{synced: true, id: "01ABC", gen: 2, reason: ReasonSuccess}},
+			want: state{synced: true, id: "01ABC", gen: 2, reason: ReasonSuccess, addresses: "10.0.0.9", ready: true}},
 		{name: "a reserved tag was dropped: written, but not as the spec says", report: controller.Report{Objects: objs, Entries: entries},
-			dropped: []string{`tag "cluster:x" is reserved; dropped`}, want: state{id: "01ABC", gen: 2, reason: ReasonValidationFailed}, message: "cluster:x"},
+			dropped: []string{`tag "cluster:x" is reserved; dropped`}, want: state{id: "01ABC", gen: 2, reason: ReasonValidationFailed, addresses: "10.0.0.9", ready: true}, message: "cluster:x"},
 		{name: "authentication refused on the read", report: controller.Report{Objects: objs, Stage: controller.StageList, AuthFailed: true, Err: authErr},
-			want: state{gen: 2, reason: ReasonAuthenticationFailed}, message: "unknown certificate authority"},
+			want: state{gen: 2, reason: ReasonAuthenticationFailed, ready: true}, message: "unknown certificate authority"},
 		{name: "server unreachable", report: controller.Report{Objects: objs, Stage: controller.StageList, Err: errors.New("connection refused")},
-			want: state{gen: 2, reason: ReasonServerUnreachable}},
+			want: state{gen: 2, reason: ReasonServerUnreachable, ready: true}},
 		{name: "authentication refused on the write", report: controller.Report{Objects: objs, Entries: entries, Failed: map[string]controller.Failure{"printer.lan": {Err: authErr, Kind: controller.FailureAuthentication}}},
-			want: state{gen: 2, reason: ReasonAuthenticationFailed}},
+			want: state{gen: 2, reason: ReasonAuthenticationFailed, ready: true}},
 		{name: "server unreachable on the write", report: controller.Report{Objects: objs, Entries: entries, Failed: map[string]controller.Failure{"printer.lan": {Err: errors.New("Unavailable"), Kind: controller.FailureUnreachable}}},
-			want: state{gen: 2, reason: ReasonServerUnreachable}},
+			want: state{gen: 2, reason: ReasonServerUnreachable, ready: true}},
 		{name: "no valid hostname", report: controller.Report{Objects: invalid},
-			want: state{gen: 2, reason: ReasonValidationFailed}, message: "spec.hostname is empty"},
+			want: state{gen: 2, reason: ReasonValidationFailed, ready: true}, message: "spec.hostname is empty"},
 		{name: "no address", report: controller.Report{Objects: held, Desired: []*endpoint.Endpoint{{Hostname: "printer.lan", Sources: []endpoint.SourceRef{ref}}}},
-			want: state{gen: 2, reason: ReasonNoAddress}},
+			want: state{gen: 2, reason: ReasonNoAddress, ready: true}},
 		{name: "a source failed: the status stays", report: controller.Report{Stage: controller.StageSource, Err: errors.New("cache not synced")},
 			want: state{gen: 0, reason: ""}},
 		{name: "created after the sync read its sources: no word yet", report: controller.Report{Entries: entries},
@@ -66,7 +67,7 @@ func TestComputeTranslatesTheReport(t *testing.T) {
 				Sources: []endpoint.SourceRef{{UID: "uid-p", Generation: 1}}}}}}},
 			want: state{gen: 0, reason: ""}},
 		{name: "write refused", report: controller.Report{Objects: objs, Entries: entries, Failed: map[string]controller.Failure{"printer.lan": {Err: errors.New("InvalidArgument")}}},
-			want: state{gen: 2, reason: ReasonWriteFailed}},
+			want: state{gen: 2, reason: ReasonWriteFailed, ready: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := h.compute(hm, &tc.report, desired, tc.dropped)
@@ -101,6 +102,7 @@ func TestANewerStatusIsNeverSkippedForOneInFlight(t *testing.T) {
 	var (
 		mu      sync.Mutex
 		written []string
+		last    *unstructured.Unstructured
 		release = make(chan struct{})
 	)
 	client.PrependReactor("update", "hostmappings", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -108,6 +110,7 @@ func TestANewerStatusIsNeverSkippedForOneInFlight(t *testing.T) {
 		conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
 		mu.Lock()
 		written = append(written, conds[0].(map[string]any)["reason"].(string))
+		last = obj
 		first := len(written) == 1
 		mu.Unlock()
 		if first {
@@ -143,5 +146,18 @@ func TestANewerStatusIsNeverSkippedForOneInFlight(t *testing.T) {
 	defer mu.Unlock()
 	if len(written) != 2 || written[1] != ReasonSuccess {
 		t.Fatalf("statuses written %q; the newer Success must follow the ServerUnreachable in flight", written)
+	}
+	// The status a GitOps tool reads: the resolved address, and Ready beside Synced, as kstatus
+	// wants it (True at the observed generation).
+	addrs, _, _ := unstructured.NestedStringSlice(last.Object, "status", "addresses")
+	conds, _, _ := unstructured.NestedSlice(last.Object, "status", "conditions")
+	ready := map[string]any{}
+	for _, c := range conds {
+		if m := c.(map[string]any); m["type"] == v1alpha1.ConditionReady {
+			ready = m
+		}
+	}
+	if !slices.Equal(addrs, []string{"10.0.0.9"}) || ready["status"] != "True" || ready["observedGeneration"] != int64(1) || ready["reason"] != ReasonSuccess {
+		t.Fatalf("written status: addresses %v, Ready %v", addrs, ready)
 	}
 }

@@ -23,7 +23,8 @@ var HostMappingResource = GroupVersion.WithResource("hostmappings")
 // HostMappingKind is the kind written in kind: tags and events.
 const HostMappingKind = "HostMapping"
 
-// ConditionSynced is the type of the condition the operator writes.
+// ConditionSynced is the type of the condition the operator writes on a HostMapping; beside it
+// goes ConditionReady, the same verdict under the name kstatus (Flux, Argo CD) reads.
 const ConditionSynced = "Synced"
 
 // HostMapping is one explicit router-hosts entry.
@@ -52,6 +53,12 @@ type HostMappingStatus struct {
 	ObservedGeneration int64
 	// Reason, Message and LastTransitionTime are the Synced condition's.
 	Reason, Message, LastTransitionTime string
+	// Addresses are status.addresses, the address(es) the object resolved to, comma-joined so
+	// that statuses compare with ==.
+	Addresses string
+	// Ready says the status carries the Ready condition (kstatus's), which statuses written
+	// before it lack.
+	Ready bool
 }
 
 // GetObjectKind is part of runtime.Object.
@@ -97,10 +104,22 @@ func FromUnstructured(u *unstructured.Unstructured, meta metav1.ObjectMeta) *Hos
 	}
 	conds, _ := status["conditions"].([]any)
 	for _, c := range conds {
-		if m, _ := c.(map[string]any); m["type"] == ConditionSynced {
+		switch m, _ := c.(map[string]any); m["type"] {
+		case ConditionSynced:
 			h.Status.Reason, _ = m["reason"].(string)
 			h.Status.Message, _ = m["message"].(string)
 			h.Status.LastTransitionTime, _ = m["lastTransitionTime"].(string)
+		case ConditionReady:
+			h.Status.Ready = true
+		}
+	}
+	addrs, _ := status["addresses"].([]any)
+	for i, a := range addrs {
+		if s, ok := a.(string); ok {
+			if i > 0 {
+				h.Status.Addresses += ","
+			}
+			h.Status.Addresses += s
 		}
 	}
 	return h

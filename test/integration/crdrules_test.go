@@ -86,7 +86,8 @@ func TestCRDRulesOnThisAPIServer(t *testing.T) {
 
 	// The printer columns `kubectl get hostmappings` shows, as this apiserver serves them.
 	got := tableRow(t, "/apis/router-hosts.fzymgc.house/v1alpha1/namespaces/"+ns+"/hostmappings/v6")
-	if got["Hostname"] != "v6.lan" || got["IP"] != "fd00::70" {
+	// No operator writes this one's status: its address and readiness are blank until one does.
+	if _, ok := got["Addresses"]; got["Hostname"] != "v6.lan" || ok {
 		t.Errorf("printer columns: %v", got)
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -182,12 +184,23 @@ func TestHostMappingLifecycleAndStatus(t *testing.T) {
 		t.Fatalf("observedGeneration = %d, want 2", g)
 	}
 
-	// The upstream operator's field name works too.
+	// The upstream operator's field name works too, and the status says which address it gave:
+	// kubectl get shows it, with the Ready condition GitOps tools read.
 	h.hostMapping("legacy", map[string]any{"hostname": "legacy-hm.lan", "ip": "10.22.0.2"})
 	h.waitHost("legacy-hm.lan", "10.22.0.2")
 	h.sync()
 	if len(h.entries("legacy-hm.lan")) != 1 {
 		t.Fatal("spec.ip was not honoured")
+	}
+	h.statusWritten()
+	for name, addr := range map[string]string{"printer": "10.22.0.1", "legacy": "10.22.0.2"} {
+		cols := tableRow(t, "/apis/router-hosts.fzymgc.house/v1alpha1/namespaces/"+h.ns+"/hostmappings/"+name)
+		if !strings.Contains(cols["Addresses"], addr) || cols["Ready"] != "True" {
+			t.Errorf("kubectl get hostmapping %s: %v, want Addresses %s and Ready True", name, cols, addr)
+		}
+		if got, _, _ := unstructured.NestedStringSlice(h.getHM(name).Object, "status", "addresses"); !slices.Equal(got, []string{addr}) {
+			t.Errorf("%s status.addresses = %v, want [%s]", name, got, addr)
+		}
 	}
 
 	// The CRD's schema refuses bad objects at admission.
