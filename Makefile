@@ -24,11 +24,14 @@ ACTIONLINT    := $(CURDIR)/.cache/actionlint/$(ACTIONLINT_VERSION)/actionlint
 # the proxy does not serve; v0.21.0 is what external-dns's chart 1.21 deploys).
 EXTERNAL_DNS_VERSION ?= v0.21.0
 EXTERNAL_DNS  := $(CURDIR)/.cache/external-dns/$(EXTERNAL_DNS_VERSION)/external-dns
+# promtool, for the alerts' unit tests (Prometheus 3.x's module versions are v0.3xx).
+PROMETHEUS_VERSION ?= v0.316.0
+PROMTOOL      := $(CURDIR)/.cache/promtool/$(PROMETHEUS_VERSION)/promtool
 # external-dns's own packages drive the webhook in a module of their own (test/externaldns), so
 # that external-dns stays out of the operator's go.mod.
 EXTERNAL_DNS_TESTS := test/externaldns
 
-.PHONY: all build cross dist test unit integration soak demo bench lint generate envtest-assets envtest-floor helm actionlint external-dns clean fuzz image
+.PHONY: all build cross dist test unit integration soak demo bench lint generate envtest-assets envtest-floor helm actionlint external-dns promtool clean fuzz image
 
 all: lint build test
 
@@ -78,17 +81,21 @@ $(ACTIONLINT):
 external-dns: $(EXTERNAL_DNS)
 $(EXTERNAL_DNS):
 	bash hack/go-tool.sh sigs.k8s.io/external-dns@$(EXTERNAL_DNS_VERSION) $(dir $(EXTERNAL_DNS))
+promtool: $(PROMTOOL)
+$(PROMTOOL):
+	bash hack/go-tool.sh github.com/prometheus/prometheus/cmd/promtool@$(PROMETHEUS_VERSION) $(dir $(PROMTOOL))
 
 # Unit and integration tests; integration tests run a real kube-apiserver and etcd, and the
 # chart tests the helm built above. The CRDs' rules and a sync run again against the oldest
 # supported apiserver. The external-dns tests drive the webhook with external-dns's packages and
-# run the example's containers as processes. The Traefik rule scanner is also fuzzed briefly
+# run the example's containers as processes. The alerts run their promtool unit tests. The
+# Traefik rule scanner is also fuzzed briefly
 # (`make fuzz` runs it for longer). Last, the short soak: a fixed seed and a random one, 30 s of
 # churn each, the operator built with the race detector; it runs alone, since it is timed
 # against the machine's two cores.
 FLOOR_TESTS   := TestCRDRulesOnThisAPIServer|TestCRDRefusesReservedTags|TestTheDesignsRouterHostsConfigIsAcceptedAsWritten|TestOnlyAnnotatedIngressesGetEntriesWithExactTags|TestHostMappingLifecycleAndStatus
-test: envtest-assets envtest-floor helm external-dns lint cross
-	HELM=$(HELM) KUBEBUILDER_ASSETS=$(ASSETS) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /test/soak)
+test: envtest-assets envtest-floor helm external-dns promtool lint cross
+	HELM=$(HELM) PROMTOOL=$(PROMTOOL) KUBEBUILDER_ASSETS=$(ASSETS) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /test/soak)
 	KUBEBUILDER_ASSETS=$(ASSETS_FLOOR) EXPECT_KUBE_MINOR=$(word 1,$(subst ., ,$(K8S_FLOOR:v%=%))).$(word 2,$(subst ., ,$(K8S_FLOOR:v%=%))) \
 	  $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '^($(FLOOR_TESTS))$$' ./test/integration/
 	cd $(EXTERNAL_DNS_TESTS) && HELM=$(HELM) EXTERNAL_DNS=$(EXTERNAL_DNS) KUBEBUILDER_ASSETS=$(ASSETS) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
@@ -109,8 +116,8 @@ fuzz:
 unit:
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/)
 
-integration: envtest-assets helm
-	HELM=$(HELM) KUBEBUILDER_ASSETS=$(ASSETS) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/...
+integration: envtest-assets helm promtool
+	HELM=$(HELM) PROMTOOL=$(PROMTOOL) KUBEBUILDER_ASSETS=$(ASSETS) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/integration/
 
 # The whole-system soak (test/soak): two clusters sharing a router, every source kind churned,
 # a person editing the router by hand, replicas killed, the router and the kube-apiserver

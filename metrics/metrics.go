@@ -56,7 +56,9 @@ func New(sourceNames []string) *Metrics {
 	m := &Metrics{
 		Registry: prometheus.NewRegistry(), sourceNames: sourceNames,
 		syncedEntries: &entries{desc: prometheus.NewDesc(prometheus.BuildFQName(ns, "", "synced_entries"),
-			"Entries this cluster owns on the router-hosts server, by namespace and kind.", []string{"cluster", "namespace", "kind"}, nil)},
+			"Entries this cluster owns on the router-hosts server, by namespace and kind.", []string{"cluster", "namespace", "kind"}, nil),
+			adoptedDesc: prometheus.NewDesc(prometheus.BuildFQName(ns, "", "adopted_entries"),
+				"Entries this cluster owns that it adopted (hand-made lines it gives back when no object wants the name).", []string{"cluster"}, nil)},
 		buildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "build_info",
 			Help: "1, labelled with the binary's version, commit and Go version."}, []string{"version", "commit", "goversion"}),
 		syncErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "sync_errors_total",
@@ -215,7 +217,7 @@ var invalidReasons = []string{source.ReasonInvalidHostname, source.ReasonInvalid
 // than at every sync, which at ten thousand entries would cost each sync a pass over them. The
 // cluster label is the one that sync ran as, so it follows a RouterHostsConfig's clusterName.
 type entries struct {
-	desc *prometheus.Desc
+	desc, adoptedDesc *prometheus.Desc
 
 	mu      sync.Mutex
 	cluster string
@@ -229,7 +231,7 @@ func (e *entries) set(cluster string, entries map[string][]endpoint.Record) {
 }
 
 // Describe is part of prometheus.Collector.
-func (e *entries) Describe(ch chan<- *prometheus.Desc) { ch <- e.desc }
+func (e *entries) Describe(ch chan<- *prometheus.Desc) { ch <- e.desc; ch <- e.adoptedDesc }
 
 // Collect is part of prometheus.Collector: one gauge per owner.
 func (e *entries) Collect(ch chan<- prometheus.Metric) {
@@ -238,17 +240,24 @@ func (e *entries) Collect(ch chan<- prometheus.Metric) {
 	e.mu.Unlock()
 	type series struct{ namespace, kind string }
 	counts := map[series]int{}
+	adopted := 0
 	for _, recs := range all {
 		for i := range recs {
 			// An entry several kinds of object claim counts once under each.
-			namespace, kinds := registry.Owner(&recs[i])
+			namespace, kinds, loan := registry.Owner(&recs[i])
 			for _, k := range kinds {
 				counts[series{namespace, k}]++
+			}
+			if loan {
+				adopted++
 			}
 		}
 	}
 	for s, n := range counts {
 		ch <- prometheus.MustNewConstMetric(e.desc, prometheus.GaugeValue, float64(n), cluster, s.namespace, s.kind)
+	}
+	if all != nil {
+		ch <- prometheus.MustNewConstMetric(e.adoptedDesc, prometheus.GaugeValue, float64(adopted), cluster)
 	}
 }
 

@@ -147,8 +147,18 @@ func TestDayTwoMetrics(t *testing.T) {
 			"u1": {Problems: []endpoint.Problem{{Reason: source.ReasonInvalidHostname}, {Reason: source.ReasonInvalidHostname}}},
 			"u2": {Problems: []endpoint.Problem{{Reason: source.ReasonNoAddress}}}},
 		Problems: []registry.Problem{{Tag: "k8s-operator"}},
-		Entries:  map[string][]endpoint.Record{"web.lan": {{ID: "1", Tags: []string{"k8s-operator", "cluster:home", "namespace:web", "kind:HTTPRoute", "kind:Ingress"}}}},
-		Cluster:  "home"})
+		Entries: map[string][]endpoint.Record{"web.lan": {{ID: "1", Tags: []string{"k8s-operator", "cluster:home", "namespace:web", "kind:HTTPRoute", "kind:Ingress"}}},
+			"nas.lan": {{ID: "2", Tags: []string{"manual", "pre-existing:true", "k8s-operator", "cluster:home", "namespace:web", "kind:HostMapping"}}}},
+		Cluster: "home"})
+	got = scrape(t, m)
+	for _, kind := range []string{"HTTPRoute", "Ingress"} { // one entry, claimed by both kinds
+		if v := got["synced_entries{cluster=home,kind="+kind+",namespace=web}"]; v != 1 {
+			t.Errorf("synced_entries of kind %s = %v, want 1", kind, v)
+		}
+	}
+	if v := got["adopted_entries{cluster=home}"]; v != 1 {
+		t.Errorf("adopted_entries = %v, want 1 (nas.lan)", v)
+	}
 	// A failed read: a failure of its kind, and no change latency.
 	m.Report(context.Background(), &controller.Report{Mode: planner.Full, Stage: controller.StageList, Err: errors.New("down"), ChangedAt: start})
 	// A write that failed: no change latency either.
