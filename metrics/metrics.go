@@ -33,8 +33,7 @@ type Metrics struct {
 	syncErrors      *prometheus.CounterVec
 	syncDuration    *prometheus.HistogramVec
 	changeLatency   prometheus.Histogram
-	invalid         *prometheus.GaugeVec
-	held            prometheus.Gauge
+	inputs          *inputs
 	pending         prometheus.Gauge
 	serverConnected prometheus.Gauge
 	lastSync        prometheus.Gauge
@@ -69,10 +68,11 @@ func New(sourceNames []string) *Metrics {
 		changeLatency: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "change_latency_seconds",
 			Help:    "Time from a cluster change (the informer's event) until the sync that read it finished writing it to router-hosts.",
 			Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}}),
-		invalid: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "invalid_endpoints",
-			Help: "Problems found in the objects' input in the last sync, by reason (InvalidHostname, InvalidAnnotation, NoAddress, ReservedTag): each is also a Warning event."}, []string{"reason"}),
-		held: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "held_endpoints",
-			Help: "Endpoints whose object resolves no address in the last sync: their entries are held as they are."}),
+		inputs: &inputs{
+			invalid: prometheus.NewDesc(prometheus.BuildFQName(ns, "", "invalid_endpoints"),
+				"Problems found in the objects' input in the last sync, by reason (InvalidHostname, InvalidAnnotation, NoAddress, ReservedTag): each is also a Warning event.", []string{"reason"}, nil),
+			held: prometheus.NewDesc(prometheus.BuildFQName(ns, "", "held_endpoints"),
+				"Endpoints whose object resolves no address in the last sync: their entries are held as they are.", nil, nil)},
 		pending: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "pending_deletions",
 			Help: "Owned entries marked for deletion, waiting for their grace period."}),
 		serverConnected: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "server_connected",
@@ -101,15 +101,12 @@ func New(sourceNames []string) *Metrics {
 		conflicts: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "hostname_conflicts",
 			Help: "Claims the last sync did not write because another namespace or another cluster holds their hostname."}),
 	}
-	m.Registry.MustRegister(m.buildInfo, m.changeLatency, m.invalid, m.held, m.failedHostnames, m.conflicts, m.syncedEntries, m.syncErrors, m.syncDuration, m.pending, m.serverConnected, m.lastSync,
+	m.Registry.MustRegister(m.buildInfo, m.changeLatency, m.inputs, m.failedHostnames, m.conflicts, m.syncedEntries, m.syncErrors, m.syncDuration, m.pending, m.serverConnected, m.lastSync,
 		m.changes, m.sourceEndpoints, m.foreign, m.isLeader, m.lastDuration, m.lastList, m.kubeRequests, m.serverRequests,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Counters with known labels start at zero, so rates work from the first scrape.
 	for _, r := range []string{"source", "list", "authentication", "apply"} {
 		m.syncErrors.WithLabelValues(r)
-	}
-	for _, r := range invalidReasons {
-		m.invalid.WithLabelValues(r)
 	}
 	for _, a := range []plan.Action{plan.Create, plan.Update, plan.Adopt, plan.Mark, plan.Unmark, plan.Delete, plan.Release} {
 		m.changes.WithLabelValues(string(a))
@@ -159,7 +156,7 @@ func (m *Metrics) Report(_ context.Context, r *controller.Report) {
 	}
 	m.failedHostnames.Set(float64(len(r.Failed)))
 	m.conflicts.Set(float64(len(r.Conflicts)))
-	m.setInvalid(r)
+	m.inputs.set(r)
 	wrote := false
 	for i := range r.Changes {
 		if r.FailedChanges[&r.Changes[i]] == nil {
@@ -181,30 +178,53 @@ func (m *Metrics) Report(_ context.Context, r *controller.Report) {
 	m.lastSync.Set(float64(r.Started.Add(r.Duration).Unix()))
 }
 
-// setInvalid counts the problems in the objects' input and the held endpoints of one sync.
-func (m *Metrics) setInvalid(r *controller.Report) {
-	counts := map[string]int{}
-	for _, o := range r.Objects {
+// inputs is invalid_endpoints and held_endpoints: the last report's problems and endpoints,
+// counted when scraped (like synced_entries) rather than in every sync.
+type inputs struct {
+	invalid, held *prometheus.Desc
+
+	mu        sync.Mutex
+	objects   map[string]controller.Object
+	endpoints []*endpoint.Endpoint
+	problems  int // the registry's: reserved tags dropped
+}
+
+func (in *inputs) set(r *controller.Report) {
+	in.mu.Lock()
+	in.objects, in.endpoints, in.problems = r.Objects, r.Endpoints, len(r.Problems)
+	in.mu.Unlock()
+}
+
+// Describe is part of prometheus.Collector.
+func (in *inputs) Describe(ch chan<- *prometheus.Desc) { ch <- in.invalid; ch <- in.held }
+
+// Collect is part of prometheus.Collector. Every reason has a series from the start, so that
+// rates and alerts work from the first scrape.
+func (in *inputs) Collect(ch chan<- prometheus.Metric) {
+	in.mu.Lock()
+	objects, eps, reserved := in.objects, in.endpoints, in.problems
+	in.mu.Unlock()
+	counts := map[string]int{reasonReservedTag: reserved}
+	for _, o := range objects {
 		for _, p := range o.Problems {
 			counts[p.Reason]++
 		}
 	}
-	counts[reasonReservedTag] += len(r.Problems)
-	m.invalid.Reset()
 	for _, reason := range invalidReasons {
-		m.invalid.WithLabelValues(reason).Set(float64(counts[reason]))
-		delete(counts, reason)
+		if _, ok := counts[reason]; !ok {
+			counts[reason] = 0
+		}
 	}
 	for reason, n := range counts {
-		m.invalid.WithLabelValues(reason).Set(float64(n))
+		ch <- prometheus.MustNewConstMetric(in.invalid, prometheus.GaugeValue, float64(n), reason)
 	}
 	held := 0
-	for _, ep := range r.Endpoints {
+	for _, ep := range eps {
 		if ep.Held() {
 			held++
 		}
 	}
-	m.held.Set(float64(held))
+	ch <- prometheus.MustNewConstMetric(in.held, prometheus.GaugeValue, float64(held))
 }
 
 // reasonReservedTag counts the registry's problems: a user tag that is reserved, dropped.
