@@ -21,22 +21,25 @@ import (
 // syncedEntries scrapes synced_entries as "cluster/namespace/kind" → value.
 func syncedEntries(t *testing.T, m *Metrics) map[string]float64 {
 	t.Helper()
-	fams, err := m.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]float64{}
-	for _, f := range fams {
-		if f.GetName() != "router_hosts_operator_synced_entries" {
+	for key, v := range scrape(t, m) {
+		if !strings.HasPrefix(key, "synced_entries{") {
 			continue
 		}
-		for _, mt := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range mt.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
+		var cluster, kind, namespace string
+		labels := strings.TrimSuffix(strings.TrimPrefix(key, "synced_entries{"), "}")
+		for _, kv := range strings.Split(labels, ",") {
+			k, val, _ := strings.Cut(kv, "=")
+			switch k {
+			case "cluster":
+				cluster = val
+			case "kind":
+				kind = val
+			case "namespace":
+				namespace = val
 			}
-			out[labels["cluster"]+"/"+labels["namespace"]+"/"+labels["kind"]] = mt.GetGauge().GetValue()
 		}
+		out[cluster+"/"+namespace+"/"+kind] = v
 	}
 	return out
 }

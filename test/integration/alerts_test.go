@@ -17,18 +17,8 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
 
-// promtool is the promtool make test builds from the module proxy and passes in PROMTOOL.
-func promtool(t *testing.T) string {
-	t.Helper()
-	p := os.Getenv("PROMTOOL")
-	if p == "" {
-		t.Fatal("PROMTOOL is not set: make test builds promtool (hack/go-tool.sh) and passes its path")
-	}
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("PROMTOOL: %v", err)
-	}
-	return p
-}
+// promtool is the promtool make test builds.
+func promtool(t *testing.T) string { return builtTool(t, "PROMTOOL", "") }
 
 func alertsFile() string { return filepath.Join(chartDir(), "files", "alerts.yaml") }
 

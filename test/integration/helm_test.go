@@ -19,18 +19,26 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/internal/operator"
 )
 
-// helmBin is the helm that hack/go-tool.sh built from the module proxy; make test builds it and
-// passes its path in HELM.
-func helmBin(t *testing.T) string {
+// builtTool is a tool make test builds from the module proxy (hack/go-tool.sh) and passes in
+// env; fallback is where make puts it, for a run by hand ("" for none).
+func builtTool(t *testing.T, env, fallback string) string {
 	t.Helper()
-	p := os.Getenv("HELM")
+	p := os.Getenv(env)
 	if p == "" {
-		p = filepath.Join(repoRoot(), ".cache", "helm", "v3.22.0", "helm")
+		p = fallback
+	}
+	if p == "" {
+		t.Fatalf("%s is not set: make test builds the tool and passes its path", env)
 	}
 	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("helm is not built (run make helm, as make test does): %v", err)
+		t.Fatalf("%s is not built (run make test, which builds it): %v", env, err)
 	}
 	return p
+}
+
+// helmBin is the helm make test builds.
+func helmBin(t *testing.T) string {
+	return builtTool(t, "HELM", filepath.Join(repoRoot(), ".cache", "helm", "v3.22.0", "helm"))
 }
 
 func helm(t *testing.T, args ...string) []byte {
