@@ -36,6 +36,8 @@ type routeKind struct {
 	gateways  *crdWatch
 	// namespaces holds each namespace's labels, for allowedRoutes selectors.
 	namespaces *crdWatch
+	// named are the Gateways, namespace/name, whose routes are managed whole (--gateway-name).
+	named map[string]bool
 }
 
 func newRouteKind(resource, kind string, protocols ...string) kind {
@@ -45,6 +47,10 @@ func newRouteKind(resource, kind string, protocols ...string) kind {
 }
 
 func (k *routeKind) start(ctx context.Context, c Clients, cfg Config, changed func(old, cur metav1.Object)) error {
+	k.named = map[string]bool{}
+	for _, n := range cfg.GatewayNames {
+		k.named[n] = true
+	}
 	// Gateways and namespaces change what routes claim: any change of them re-reads all.
 	// Routes name Gateways in any namespace, so those are watched everywhere.
 	others := func(old, cur metav1.Object) { changed(nil, nil) }
@@ -66,22 +72,32 @@ func (k *routeKind) start(ctx context.Context, c Clients, cfg Config, changed fu
 	return k.crdKind.start(ctx, c, cfg, changed)
 }
 
-// optedIn: the route is annotated, or one of the Gateways it names is.
+// optedIn: the route is annotated, or one of the Gateways it names is annotated or managed
+// whole (--gateway-name); a route annotated "false" opts out of the latter two.
 func (k *routeKind) optedIn(o metav1.Object) bool {
 	if enabled(o) {
 		return true
 	}
+	if optedOut(o) {
+		return false
+	}
 	for _, ref := range parentRefs(o.(*unstructured.Unstructured)) {
-		if gw := k.gateway(ref.namespace, ref.name); gw != nil && enabled(gw) {
+		if gw := k.gateway(ref.namespace, ref.name); gw != nil && k.gatewayOptsIn(gw) {
 			return true
 		}
 	}
 	return false
 }
 
+// gatewayOptsIn reports whether a Gateway opts its routes in: annotated, or named by
+// --gateway-name.
+func (k *routeKind) gatewayOptsIn(gw metav1.Object) bool {
+	return enabled(gw) || k.named[gw.GetNamespace()+"/"+gw.GetName()]
+}
+
 // claim reads the route's names on each counting parent, and gives each name the addresses of
 // the Gateways that gave it that name, not of every parent. A route opted in only through its
-// Gateways counts only the annotated ones.
+// Gateways counts only the ones that opt routes in.
 func (k *routeKind) claim(o metav1.Object) claim {
 	route := o.(*unstructured.Unstructured)
 	ref := refOf(gatewayGroup, "v1", k.kind, route)
@@ -100,7 +116,7 @@ func (k *routeKind) claim(o metav1.Object) claim {
 			continue
 		}
 		gw := k.gateway(p.namespace, p.name)
-		if gw == nil || (!routeOptedIn && !enabled(gw)) {
+		if gw == nil || (!routeOptedIn && !k.gatewayOptsIn(gw)) {
 			continue
 		}
 		listeners := k.listeners(gw, p, route)

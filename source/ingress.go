@@ -10,14 +10,39 @@ import (
 
 // ingressKind reads networking.k8s.io/v1 Ingresses: the hosts of their rules, addressed by
 // their load-balancer status (ingress-status) or the rest of the chain.
-type ingressKind struct{ typedKind }
+type ingressKind struct {
+	typedKind
+	// classes are the ingress classes managed whole (--ingress-class).
+	classes map[string]bool
+}
 
 func (k *ingressKind) start(ctx context.Context, c Clients, cfg Config, changed func(old, cur metav1.Object)) error {
+	k.classes = map[string]bool{}
+	for _, cl := range cfg.IngressClasses {
+		k.classes[cl] = true
+	}
 	ings := c.Ingresses.Ingresses(cfg.Namespace)
 	return startTyped(ctx, &k.typedKind, c, cfg, "Ingress", ings.List, ings.Watch, &networkingv1.Ingress{}, slimIngress, changed)
 }
 
-func (k *ingressKind) optedIn(o metav1.Object) bool { return enabled(o) }
+// optedIn: annotated, or of a class managed whole and not opted out.
+func (k *ingressKind) optedIn(o metav1.Object) bool {
+	if enabled(o) {
+		return true
+	}
+	return len(k.classes) > 0 && !optedOut(o) && k.classes[ingressClass(o.(*networkingv1.Ingress))]
+}
+
+// ingressClass is spec.ingressClassName, else the legacy kubernetes.io/ingress.class annotation.
+func ingressClass(ing *networkingv1.Ingress) string {
+	if ing.Spec.IngressClassName != nil {
+		return *ing.Spec.IngressClassName
+	}
+	return ing.Annotations[legacyIngressClass]
+}
+
+// legacyIngressClass is the annotation that named an Ingress's class before spec.ingressClassName.
+const legacyIngressClass = "kubernetes.io/ingress.class"
 
 func (k *ingressKind) claim(o metav1.Object) claim {
 	ing := o.(*networkingv1.Ingress)

@@ -30,6 +30,11 @@ type Config struct {
 	// Warner receives problems with objects, for Warning events; nil means log only.
 	Warner Warner
 	Log    logrus.FieldLogger
+	// IngressClasses opts every Ingress of these classes in without its annotation
+	// (--ingress-class); GatewayNames, as namespace/name, every route attached to these
+	// Gateways (--gateway-name). The annotation set to "false" opts an object out of both.
+	IngressClasses []string
+	GatewayNames   []string
 }
 
 // kind is what one resource kind supplies; Source does the rest (change notifications,
@@ -234,6 +239,10 @@ func annotatedClaim(ref endpoint.SourceRef, o metav1.Object, hosts []string, own
 
 // enabled is the opt-in of annotated kinds.
 func enabled(o metav1.Object) bool { return o.GetAnnotations()[AnnotationEnabled] == "true" }
+
+// optedOut reports whether the object's annotation opts it out of a class-wide or
+// Gateway-wide mode.
+func optedOut(o metav1.Object) bool { return o.GetAnnotations()[AnnotationEnabled] == "false" }
 
 // buildEndpoints is the part every kind shares: normalise the hostnames, apply the overrides,
 // resolve the targets (holding when nothing resolves), and make one endpoint per hostname.

@@ -49,6 +49,13 @@ func slimIngress(obj any) (any, error) {
 		return obj, nil // a tombstone (cache.DeletedFinalStateUnknown) holds an object cut already
 	}
 	out := &networkingv1.Ingress{ObjectMeta: slimMeta(ing.ObjectMeta)}
+	out.Spec.IngressClassName = ing.Spec.IngressClassName
+	if cl, ok := ing.Annotations[legacyIngressClass]; ok {
+		if out.Annotations == nil {
+			out.Annotations = map[string]string{}
+		}
+		out.Annotations[legacyIngressClass] = cl
+	}
 	if len(ing.Spec.Rules) > 0 {
 		out.Spec.Rules = make([]networkingv1.IngressRule, len(ing.Spec.Rules))
 		for i, r := range ing.Spec.Rules {

@@ -51,7 +51,11 @@ func TestSlimIngressKeepsWhatTheSourceReads(t *testing.T) {
 	if slim.ResourceVersion != "42" || slim.Generation != 3 {
 		t.Errorf("version lost: %+v", slim.ObjectMeta)
 	}
-	if slim.Labels != nil || slim.ManagedFields != nil || slim.Finalizers != nil || slim.Spec.TLS != nil || slim.Spec.IngressClassName != nil ||
+	// The class decides opt-in under --ingress-class.
+	if ingressClass(slim) != "traefik" {
+		t.Errorf("class lost: %+v", slim.Spec)
+	}
+	if slim.Labels != nil || slim.ManagedFields != nil || slim.Finalizers != nil || slim.Spec.TLS != nil ||
 		slim.Spec.Rules[0].HTTP != nil || len(slim.Annotations) != 5 {
 		t.Errorf("cut object still holds what the operator never reads: %+v", slim)
 	}

@@ -44,6 +44,8 @@ type Config struct {
 	DomainFilter         []string
 	ExcludeDomains       []string
 	LabelFilter          string
+	IngressClasses       []string
+	GatewayNames         []string
 	Kubeconfig           string
 	KubeAPIQPS           float32
 	KubeAPIBurst         int
@@ -112,6 +114,10 @@ func ParseFlags(args []string, build Build) (*Config, error) {
 	app.Flag("dry-run", "Print the plan, one line per change, and write nothing.").BoolVar(&cfg.DryRun)
 	app.Flag("domain-filter", "Only manage hostnames equal to or under this domain (repeatable; default: all).").StringsVar(&cfg.DomainFilter)
 	app.Flag("exclude-domains", "Never manage hostnames equal to or under this domain (repeatable).").StringsVar(&cfg.ExcludeDomains)
+	app.Flag("ingress-class", "Manage every Ingress of this ingress class (repeatable; spec.ingressClassName or the legacy kubernetes.io/ingress.class annotation) without its annotation; router-hosts.fzymgc.house/enabled: \"false\" opts one out.").
+		StringsVar(&cfg.IngressClasses)
+	app.Flag("gateway-name", "Manage every route attached to this Gateway, namespace/name (repeatable), without annotations; router-hosts.fzymgc.house/enabled: \"false\" on a route opts it out.").
+		StringsVar(&cfg.GatewayNames)
 	app.Flag("label-filter", "Only read resources whose labels match this selector (applied by the apiserver), e.g. dns=internal.").StringVar(&cfg.LabelFilter)
 	app.Flag("namespace", "Only read resources in this namespace (default: all).").StringVar(&cfg.Namespace)
 	app.Flag("kubeconfig", "Kubeconfig file (default: $KUBECONFIG, else the in-cluster config).").Default(os.Getenv("KUBECONFIG")).StringVar(&cfg.Kubeconfig)
@@ -175,6 +181,16 @@ func (cfg *Config) validate() error {
 	}
 	if _, err := labels.Parse(cfg.LabelFilter); err != nil {
 		return fmt.Errorf("--label-filter: %w", err)
+	}
+	for _, g := range cfg.GatewayNames {
+		if ns, name, ok := strings.Cut(g, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			return fmt.Errorf("--gateway-name %q: want namespace/name", g)
+		}
+	}
+	for _, c := range cfg.IngressClasses {
+		if c == "" {
+			return fmt.Errorf("--ingress-class: an empty class")
+		}
 	}
 	tlsFiles := 0
 	for _, f := range []string{cfg.TLSCA, cfg.TLSCert, cfg.TLSKey} {

@@ -176,7 +176,7 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 	op.recorder, stopEvents = events.New(kc.events, log.WithField("component", "events"))
 	op.closers = append(op.closers, stopEvents)
 	srcCfg := source.Config{Namespace: cfg.Namespace, LabelSelector: cfg.LabelFilter, Resolver: resolver,
-		DiscoveryInterval: hooks.DiscoveryInterval, Warner: op.recorder}
+		DiscoveryInterval: hooks.DiscoveryInterval, Warner: op.recorder, IngressClasses: cfg.IngressClasses, GatewayNames: cfg.GatewayNames}
 	if hooks.Warner != nil {
 		srcCfg.Warner = hooks.Warner
 	}

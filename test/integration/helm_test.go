@@ -82,6 +82,8 @@ requestTimeout: 15s
 domainFilter: [home.lan]
 excludeDomains: [iot.home.lan]
 labelFilter: dns=internal
+ingressClasses: [lan]
+gatewayNames: [infra/lan]
 watchNamespace: apps
 kubeAPIQPS: "30"
 kubeAPIBurst: "60"
@@ -146,7 +148,7 @@ func TestHelmChart(t *testing.T) {
 	args := strings.Join(dep.Spec.Template.Spec.Containers[0].Args, " ")
 	for _, flag := range []string{"--router-hosts-endpoint=router.lan:50051", "--tls-server-name=router.lan", "--cluster-name=homelab", "--ip-resolution=static:192.168.1.100",
 		"--grace-period=10m", "--default-tag=team-a", "--policy=upsert-only", "--interval=2m", "--min-event-sync-interval=2s", "--write-concurrency=8",
-		"--request-timeout=15s", "--domain-filter=home.lan", "--exclude-domains=iot.home.lan", "--label-filter=dns=internal", "--namespace=apps",
+		"--request-timeout=15s", "--domain-filter=home.lan", "--exclude-domains=iot.home.lan", "--label-filter=dns=internal", "--ingress-class=lan", "--gateway-name=infra/lan", "--namespace=apps",
 		"--kube-api-qps=30", "--kube-api-burst=60", "--dry-run", "--log-level=debug", "--log-format=text", "--source=gateway", "--config-name=default", "--leader-elect"} {
 		if !strings.Contains(args, flag) {
 			t.Errorf("the full values do not render %s: %s", flag, args)

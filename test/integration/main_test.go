@@ -128,6 +128,9 @@ type options struct {
 	// realClock gives the controller the real clock, for a test that runs its loop (Run):
 	// syncs then happen by themselves, and h.clock is not the controller's.
 	realClock bool
+	// ingressClasses and gatewayNames are --ingress-class and --gateway-name ("{ns}" stands
+	// for the test's namespace).
+	ingressClasses, gatewayNames []string
 }
 
 // args are the command-line flags o stands for.
@@ -171,6 +174,12 @@ func (h *harness) args(o options) []string {
 	}
 	if o.labelFilter != "" {
 		args = append(args, "--label-filter="+o.labelFilter)
+	}
+	for _, c := range o.ingressClasses {
+		args = append(args, "--ingress-class="+c)
+	}
+	for _, g := range o.gatewayNames {
+		args = append(args, "--gateway-name="+strings.ReplaceAll(g, "{ns}", h.ns))
 	}
 	if !o.allNS {
 		args = append(args, "--namespace="+h.ns)
