@@ -78,33 +78,35 @@ func TestManifestsMatchTheBinary(t *testing.T) {
 	}
 }
 
-// TestWebhookMetricsDefault: the webhook sidecar serves /metrics and the probes on :8080 by
-// default, external-dns's webhook convention, clear of external-dns's own :7979 in the same pod;
-// the operator keeps :7979, and an address given as a flag or its twin wins.
-func TestWebhookMetricsDefault(t *testing.T) {
+// TestWebhookDefaults: the webhook sidecar serves /metrics and the probes on :8080 by default,
+// external-dns's webhook convention, clear of external-dns's own :7979 in the same pod, and
+// writes as cluster external-dns; the operator keeps :7979 and default; a value given as a flag
+// or by its environment twin wins.
+func TestWebhookDefaults(t *testing.T) {
 	tls := []string{"--router-hosts-endpoint=r:1", "--tls-ca=a", "--tls-cert=b", "--tls-key=c"}
 	for _, c := range []struct {
-		name string
-		args []string
-		env  string
-		want string
+		name             string
+		args             []string
+		env              map[string]string
+		metrics, cluster string
 	}{
-		{"operator", tls, "", ":7979"},
-		{"webhook", append([]string{"webhook"}, tls...), "", ":8080"},
-		{"webhook, flag", append([]string{"webhook", "--metrics-address=:9100"}, tls...), "", ":9100"},
-		{"webhook, disabled", append([]string{"webhook", "--metrics-address="}, tls...), "", ""},
-		{"webhook, env twin", append([]string{"webhook"}, tls...), ":9200", ":9200"},
+		{"operator", tls, nil, ":7979", "default"},
+		{"webhook", append([]string{"webhook"}, tls...), nil, ":8080", "external-dns"},
+		{"webhook, flags", append([]string{"webhook", "--metrics-address=:9100", "--cluster-name=lab"}, tls...), nil, ":9100", "lab"},
+		{"webhook, metrics off", append([]string{"webhook", "--metrics-address="}, tls...), nil, "", "external-dns"},
+		{"webhook, env twins", append([]string{"webhook"}, tls...),
+			map[string]string{"ROUTER_HOSTS_OPERATOR_METRICS_ADDRESS": ":9200", "ROUTER_HOSTS_OPERATOR_CLUSTER_NAME": "home"}, ":9200", "home"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if c.env != "" {
-				t.Setenv("ROUTER_HOSTS_OPERATOR_METRICS_ADDRESS", c.env)
+			for k, v := range c.env {
+				t.Setenv(k, v)
 			}
 			cfg, err := operator.ParseFlags(c.args, operator.Build{Version: "test"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cfg.MetricsAddress != c.want {
-				t.Errorf("metrics address %q, want %q", cfg.MetricsAddress, c.want)
+			if cfg.MetricsAddress != c.metrics || cfg.ClusterName != c.cluster {
+				t.Errorf("metrics address %q, cluster %q; want %q, %q", cfg.MetricsAddress, cfg.ClusterName, c.metrics, c.cluster)
 			}
 		})
 	}

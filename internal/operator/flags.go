@@ -82,6 +82,9 @@ const (
 	WebhookMetricsAddress = ":8080"
 )
 
+// envPrefix starts every flag's environment twin (kingpin's DefaultEnvars for the app's name).
+const envPrefix = "ROUTER_HOSTS_OPERATOR_"
+
 // ParseFlags reads args and the environment; an invalid value fails with the flag's name.
 func ParseFlags(args []string, build Build) (*Config, error) {
 	cfg := &Config{Version: build.Version, Build: build}
@@ -125,9 +128,8 @@ func ParseFlags(args []string, build Build) (*Config, error) {
 		Default("20").SetValue(&float{flag: "kube-api-qps", target: &cfg.KubeAPIQPS})
 	app.Flag("kube-api-burst", "Requests the Kubernetes API may receive at once above --kube-api-qps, per client.").
 		Default("50").SetValue(&integer{flag: "kube-api-burst", target: &cfg.KubeAPIBurst})
-	metricsSet := false
 	app.Flag("metrics-address", "Address of the HTTP server for /metrics, /healthz and /readyz; empty disables it. The webhook command's default is "+WebhookMetricsAddress+", external-dns's sidecar convention.").
-		Default(":7979").IsSetByUser(&metricsSet).StringVar(&cfg.MetricsAddress)
+		Default(":7979").StringVar(&cfg.MetricsAddress)
 	app.Flag("leader-elect", "Run with a Lease so that only one of several replicas syncs.").BoolVar(&cfg.LeaderElect)
 	app.Flag("leader-election-namespace", "Namespace of the leader Lease (default: the pod's namespace from POD_NAMESPACE, else default).").
 		Default(defaultLeaseNamespace()).StringVar(&cfg.LeaderElectionNS)
@@ -139,8 +141,16 @@ func ParseFlags(args []string, build Build) (*Config, error) {
 		"Give it a --cluster-name of its own (default there: "+WebhookCluster+"); run external-dns with --provider=webhook --registry=noop.")
 	app.Flag("webhook-address", "Address of the external-dns webhook (webhook command); external-dns's sidecar convention is 127.0.0.1:8888.").
 		Default("127.0.0.1:8888").StringVar(&cfg.WebhookAddress)
-	clusterSet := false
-	app.GetFlag("cluster-name").IsSetByUser(&clusterSet)
+	// given reports whether the user set a flag, on the command line or by its environment
+	// twin, so that the webhook command can choose defaults of its own for the others.
+	set := map[string]*bool{"cluster-name": new(bool), "metrics-address": new(bool)}
+	for name, b := range set {
+		app.GetFlag(name).IsSetByUser(b)
+	}
+	given := func(flag string) bool {
+		_, env := os.LookupEnv(envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_")))
+		return *set[flag] || env
+	}
 	app.Flag("config-name", "Name of the cluster-scoped RouterHostsConfig to read; a field it sets wins over its flag, and a change applies without a restart. Empty: flags only.").
 		Default("default").StringVar(&cfg.ConfigName)
 	cmd, err := app.Parse(args)
@@ -151,12 +161,12 @@ func ParseFlags(args []string, build Build) (*Config, error) {
 	if cmd == CommandWebhook {
 		// The webhook's entries must not be any operator's: an operator of the same cluster
 		// name would take them for its own, and the two would undo each other's writes.
-		if !clusterSet && os.Getenv("ROUTER_HOSTS_OPERATOR_CLUSTER_NAME") == "" {
+		if !given("cluster-name") {
 			cfg.ClusterName = WebhookCluster
 		}
 		cfg.ConfigName = "" // the RouterHostsConfig configures the operator, not the webhook
 		// A sidecar shares the pod's network with external-dns, whose own metrics take :7979.
-		if _, env := os.LookupEnv("ROUTER_HOSTS_OPERATOR_METRICS_ADDRESS"); !metricsSet && !env {
+		if !given("metrics-address") {
 			cfg.MetricsAddress = WebhookMetricsAddress
 		}
 	}
