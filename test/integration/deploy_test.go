@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -509,5 +510,48 @@ spec:
 	})
 	if _, err := p.get("/routerz"); err != nil {
 		t.Errorf("/routerz after the outage: %v", err)
+	}
+}
+
+// TestUninstallingLeavesTheEntries: the README's "Uninstalling". With the operator gone, its
+// entries stay exactly as they are, even for objects deleted afterwards (only a running
+// operator deletes), and nothing waits for it: its objects carry no finalizer, so they go at
+// once.
+func TestUninstallingLeavesTheEntries(t *testing.T) {
+	h := newHarness(t, options{})
+	p := startOperator(t, h, kubeconfig, "--source=ingress", "--source=hostmapping", "--grace-period=1s", "--interval=1s", "--min-event-sync-interval=100ms")
+	ing := h.create(ingress(h.ns, "web", enabled("ip-address", "10.43.0.1"), "web.uninstall.lan"))
+	hm := h.hostMapping("nas", map[string]any{"hostname": "nas.uninstall.lan", "ipAddress": "10.43.0.2"})
+	waitFor(t, 10*time.Second, func() bool {
+		return len(h.entries("web.uninstall.lan")) == 1 && len(h.entries("nas.uninstall.lan")) == 1
+	})
+	before := map[string]endpoint.Record{"web.uninstall.lan": h.one("web.uninstall.lan"), "nas.uninstall.lan": h.one("nas.uninstall.lan")}
+
+	// helm uninstall: the pods get SIGTERM and go.
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("the operator exited with %v after SIGTERM", err)
+	}
+	ctx := context.Background()
+	cur, err := h.cp.Client.NetworkingV1().Ingresses(h.ns).Get(ctx, ing.Name, metav1.GetOptions{})
+	if err != nil || len(cur.Finalizers) != 0 || len(hm.GetFinalizers()) != 0 || len(h.getHM("nas").GetFinalizers()) != 0 {
+		t.Fatalf("finalizers on the operator's objects: Ingress %v (%v), HostMapping %v", cur.Finalizers, err, h.getHM("nas").GetFinalizers())
+	}
+	if err := h.cp.Client.NetworkingV1().Ingresses(h.ns).Delete(ctx, ing.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.hmClient().Delete(ctx, "nas", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, func() bool {
+		_, err1 := h.cp.Client.NetworkingV1().Ingresses(h.ns).Get(ctx, ing.Name, metav1.GetOptions{})
+		_, err2 := h.hmClient().Get(ctx, "nas", metav1.GetOptions{})
+		return apierrors.IsNotFound(err1) && apierrors.IsNotFound(err2)
+	})
+	time.Sleep(3 * time.Second) // three grace periods and intervals of the operator that is gone
+	for host, was := range before {
+		if now := h.one(host); now.ID != was.ID || now.Version != was.Version || now.IP != was.IP || !slices.Equal(now.Tags, was.Tags) {
+			t.Errorf("%s changed with the operator gone: %+v, was %+v", host, now, was)
+		}
 	}
 }
