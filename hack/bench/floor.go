@@ -13,9 +13,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sirupsen/logrus"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/plan"
+	"github.com/router-hosts-operator/router-hosts-operator/provider/routerhosts"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )
 
@@ -71,6 +75,7 @@ func floorClient(args []string) error {
 	fs := flag.NewFlagSet("floor", flag.ExitOnError)
 	payloads := fs.String("payloads", "", "file of AddHostRequest, one JSON object a line")
 	concurrency := fs.Int("concurrency", 4, "requests in flight at once")
+	via := fs.String("via", "client", "client: a plain gRPC client; provider: the operator's provider (its connection, deadlines and write pool), the same requests as creates")
 	_ = fs.Parse(args) // ExitOnError: Parse exits on a bad flag
 	raw, err := os.ReadFile(*payloads)
 	if err != nil {
@@ -83,6 +88,9 @@ func floorClient(args []string) error {
 			return fmt.Errorf("payload %q: %w", line, err)
 		}
 		reqs = append(reqs, req)
+	}
+	if *via == "provider" {
+		return floorViaProvider(reqs, *concurrency)
 	}
 	cli, closeConn, err := connFromEnv().client()
 	if err != nil {
@@ -120,5 +128,33 @@ func floorClient(args []string) error {
 		return firstErr
 	}
 	fmt.Println(took)
+	return nil
+}
+
+// floorViaProvider sends the requests as creates through the operator's provider, after the
+// ListHosts its first sync makes: the operator's write path without the rest of the operator.
+func floorViaProvider(reqs []*pb.AddHostRequest, concurrency int) error {
+	c := connFromEnv()
+	log := logrus.New()
+	log.SetLevel(logrus.WarnLevel)
+	p, err := routerhosts.New(routerhosts.Options{Endpoint: c.endpoint, CAFile: c.ca, CertFile: c.cert, KeyFile: c.key, ServerName: c.serverName,
+		WriteConcurrency: concurrency, Log: log})
+	if err != nil {
+		return fmt.Errorf("provider: %w", err)
+	}
+	defer func() { _ = p.Close() }()
+	ctx := context.Background()
+	if _, err := p.Records(ctx); err != nil {
+		return err
+	}
+	changes := make([]plan.Change, len(reqs))
+	for i, r := range reqs {
+		changes[i] = plan.Change{Action: plan.Create, New: &endpoint.Record{Hostname: r.GetHostname(), IP: r.GetIpAddress(), Comment: r.GetComment(), Tags: r.GetTags()}}
+	}
+	start := time.Now()
+	if err := p.ApplyChanges(ctx, changes); err != nil {
+		return err
+	}
+	fmt.Println(time.Since(start))
 	return nil
 }
