@@ -15,8 +15,9 @@ const maxGraceSeconds = 365 * 24 * 3600
 // HostMapping's spec), already validated. Problems are returned as messages, so one bad value
 // is reported and ignored without affecting the rest.
 type overrides struct {
-	// ips are the addresses asked for; nil when none is given.
-	ips []string
+	// ips are the addresses asked for; nil when none is given. names are hostnames whose
+	// addresses are asked for (external-dns's target annotation), resolved by DNS.
+	ips, names []string
 	// badIPs is true when addresses are given but one is invalid: the hostnames are held.
 	badIPs      bool
 	tags        []string

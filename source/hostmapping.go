@@ -23,6 +23,9 @@ const HostMappingKind = v1alpha1.HostMappingKind
 // changes only the status starts no sync.
 type hostMappingKind struct{ crdKind }
 
+// specDriven: a HostMapping's hostnames and addresses are its spec.
+func (*hostMappingKind) specDriven() {}
+
 func newHostMappingKind() kind {
 	return &hostMappingKind{crdKind{resources: []crdResource{{HostMappingGVR, HostMappingKind}}, transform: slimHostMapping,
 		ignore: func(old, cur metav1.Object) bool {

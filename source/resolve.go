@@ -134,6 +134,54 @@ type Resolver struct {
 	chain    []Strategy
 	services map[string]listersv1.ServiceLister // by "namespace/name"
 	synced   []cache.InformerSynced
+	// dns answers hostnames given where an address is wanted; nil leaves them unresolved.
+	dns *DNS
+}
+
+// UseDNS resolves, from now on, the hostnames that load balancers report and that targets
+// name, through d; an answer that changes counts as a change of what the chain resolves.
+func (r *Resolver) UseDNS(d *DNS) {
+	d.mu.Lock()
+	d.changed = r.changed
+	d.mu.Unlock()
+	r.mu.Lock()
+	r.dns = d
+	r.mu.Unlock()
+}
+
+// Touch tells the DNS cache that names are still in use: a sync that reuses what an object
+// gave before does not look them up, and a name nobody uses is forgotten when its answer
+// expires.
+func (r *Resolver) Touch(names []string) {
+	r.mu.Lock()
+	d := r.dns
+	r.mu.Unlock()
+	if d != nil {
+		d.touch(names)
+	}
+}
+
+// Addresses returns ips, canonical, with the addresses DNS gives for names; while any name is
+// unanswered or its lookup fails, none, and why: a partial answer must not drop an address.
+func (r *Resolver) Addresses(ips, names []string) ([]string, string) {
+	out := statusIPs(ips)
+	if len(names) == 0 {
+		return out, ""
+	}
+	r.mu.Lock()
+	d := r.dns
+	r.mu.Unlock()
+	for _, n := range names {
+		if d == nil {
+			return nil, "no DNS server to resolve " + n
+		}
+		got, why := d.Lookup(n)
+		if why != "" {
+			return nil, why
+		}
+		out = append(out, got...)
+	}
+	return endpoint.SortedUnique(out), ""
 }
 
 // chainWait bounds the wait for the caches of the Services a chain names.
@@ -235,8 +283,9 @@ func (r *Resolver) Synced() bool {
 type Own struct {
 	// From is the chain step the addresses answer.
 	From StrategyKind
-	// IPs are the reported addresses as written; hostname-only entries are not among them.
-	IPs []string
+	// IPs are the reported addresses as written; Names the hostnames reported without an
+	// address (a cloud load balancer's), which DNS resolves.
+	IPs, Names []string
 	// Final: without addresses of its own the object has none. For a kind without a chain
 	// step (a Service) the chain never applies; for one with a step (a route whose Gateway
 	// has no address yet) the chain stops there. Missing then says why.
@@ -247,8 +296,9 @@ type Own struct {
 // Resolve returns the addresses of the first strategy that yields any, or none and why.
 func (r *Resolver) Resolve(own Own) ([]string, string) {
 	if own.Final && own.From == "" {
-		if ips := statusIPs(own.IPs); len(ips) > 0 {
-			return ips, ""
+		ips, why := r.Addresses(own.IPs, own.Names)
+		if len(ips) > 0 || why != "" {
+			return ips, why
 		}
 		return nil, own.Missing
 	}
@@ -263,7 +313,12 @@ func (r *Resolver) Resolve(own Own) ([]string, string) {
 		switch st.Kind {
 		case StrategyIngressStatus, StrategyGatewayStatus:
 			if own.From == st.Kind {
-				ips = statusIPs(own.IPs)
+				var why string
+				// A status name not answered yet holds the step: falling through would
+				// write a later step's address, then move the entry once DNS answers.
+				if ips, why = r.Addresses(own.IPs, own.Names); why != "" {
+					return nil, why
+				}
 				if len(ips) == 0 && own.Final {
 					return nil, own.Missing
 				}

@@ -23,26 +23,32 @@ func (k *serviceKind) optedIn(o metav1.Object) bool { return enabled(o) }
 
 func (k *serviceKind) claim(o metav1.Object) claim {
 	svc := o.(*corev1.Service)
-	var problems []Problem
 	hosts := splitList(svc.Annotations[AnnotationHostname])
-	if len(hosts) == 0 {
-		problems = append(problems, invalidHostname("annotation %s is missing or empty: a Service has no hostname of its own", AnnotationHostname))
-	}
 	own := Own{Final: true} // no chain step: a Service's own addresses or none
 	if svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
 		for _, in := range svc.Status.LoadBalancer.Ingress {
 			if in.IP == "" && in.Hostname != "" {
-				problems = append(problems, invalidAnnotation("load-balancer address %q skipped: router-hosts needs an IP address", in.Hostname))
+				own.Names = append(own.Names, in.Hostname) // a cloud load balancer's: DNS resolves it
 				continue
 			}
 			own.IPs = append(own.IPs, in.IP)
 		}
 	}
-	if len(own.IPs) == 0 {
+	var problems []Problem
+	if len(own.IPs) > 0 {
+		// Only a load balancer that reports no IP is resolved by its hostname.
+		for _, n := range own.Names {
+			problems = append(problems, invalidAnnotation("load-balancer address %q skipped: the load balancer reports IP addresses, which are used", n))
+		}
+		own.Names = nil
+	}
+	if len(own.IPs) == 0 && len(own.Names) == 0 {
 		own.IPs = svc.Spec.ExternalIPs
 	}
 	own.Missing = "no address: the Service has no load-balancer IP and no externalIPs; set the " + AnnotationIPAddress + " annotation"
-	return annotatedClaim(refOf("", "v1", "Service", svc), svc, hosts, own, problems)
+	c := annotatedClaim(refOf("", "v1", "Service", svc), svc, hosts, own, problems)
+	c.noHosts = "annotation " + AnnotationHostname + " is missing or empty: a Service has no hostname of its own"
+	return c
 }
 
 // slimAnnotatedService keeps what the service source reads of an opted-in Service (its type,
@@ -54,7 +60,7 @@ func slimAnnotatedService(obj any) (any, error) {
 		return obj, nil
 	}
 	out := &corev1.Service{ObjectMeta: slimMeta(svc.ObjectMeta)}
-	if !enabled(svc) {
+	if !enabled(svc) && svc.Annotations[AnnotationExternalDNSHostname] == "" {
 		out.Annotations = nil
 		return out, nil
 	}

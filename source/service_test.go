@@ -66,7 +66,7 @@ func TestServiceEndpoints(t *testing.T) {
 			want: map[string][]string{"ext.lan": {"10.0.0.6"}}},
 		{name: "NodePort without an address is held, never the chain's static", svc: svc("np", corev1.ServiceTypeNodePort, host("np.lan"), nil),
 			want: map[string][]string{"np.lan": nil}, problem: "no load-balancer IP"},
-		{name: "a hostname-only load balancer is skipped with a warning", svc: svc("elb", lb, host("elb.lan"), nil, corev1.LoadBalancerIngress{Hostname: "lb.example.com"}),
+		{name: "a hostname-only load balancer without DNS is held, saying why", svc: svc("elb", lb, host("elb.lan"), nil, corev1.LoadBalancerIngress{Hostname: "lb.example.com"}),
 			want: map[string][]string{"elb.lan": nil}, problem: "lb.example.com"},
 		{name: "the ip-address annotation wins", svc: svc("pin", lb, host("pin.lan", AnnotationIPAddress, "10.0.0.7"), nil, lbIP("10.0.0.8")),
 			want: map[string][]string{"pin.lan": {"10.0.0.7"}}},

@@ -35,6 +35,9 @@ type Config struct {
 	// Gateways (--gateway-name). The annotation set to "false" opts an object out of both.
 	IngressClasses []string
 	GatewayNames   []string
+	// ExternalDNSAnnotations reads external-dns's hostname and target annotations
+	// (--external-dns-annotations): its hostname annotation opts an object in.
+	ExternalDNSAnnotations bool
 }
 
 // kind is what one resource kind supplies; Source does the rest (change notifications,
@@ -70,6 +73,9 @@ type claim struct {
 	hostOwn map[string]Own
 	// problems are those found while reading the object.
 	problems []Problem
+	// noHosts, when set, is the problem reported if the claim ends up with no hostname at all
+	// (a Service names its hostnames in annotations only).
+	noHosts string
 }
 
 // Source lists the opted-in objects of one kind from informer caches. It never writes and
@@ -103,6 +109,8 @@ type memo struct {
 	problems []Problem
 	// ref is the object's reference, kept only when it has problems to report again.
 	ref *endpoint.SourceRef
+	// names are the hostnames DNS resolves for the object, kept in use while the memo is.
+	names []string
 }
 
 // newSource starts k's informers. Adding a kind never touches this function.
@@ -131,9 +139,21 @@ func (s *Source) changed(old, cur metav1.Object) {
 		s.others.Add(1)
 		s.handlers.fire()
 	case old != nil && cur != nil && old.GetResourceVersion() == cur.GetResourceVersion():
-	case (old != nil && s.kind.optedIn(old)) || (cur != nil && s.kind.optedIn(cur)):
+	case (old != nil && s.optedIn(old)) || (cur != nil && s.optedIn(cur)):
 		s.handlers.fire()
 	}
+}
+
+// optedIn reports whether an object asks for entries: the kind's rule, or in the
+// external-dns mode external-dns's hostname annotation.
+func (s *Source) optedIn(o metav1.Object) bool {
+	return s.kind.optedIn(o) || (s.externalDNS() && externalDNSOptedIn(o))
+}
+
+// externalDNS reports whether the source reads external-dns's annotations.
+func (s *Source) externalDNS() bool {
+	_, spec := s.kind.(specDriven)
+	return s.cfg.ExternalDNSAnnotations && !spec
 }
 
 // AddEventHandler registers handler for changes of opted-in objects and of the Services the
@@ -172,6 +192,9 @@ func (s *Source) Endpoints(context.Context) ([]*endpoint.Endpoint, error) {
 		m := s.memo[uid]
 		if m != nil && m.version == version && m.epoch == epoch {
 			m.pass = s.pass
+			if m.names != nil {
+				s.cfg.Resolver.Touch(m.names)
+			}
 			if m.optedIn {
 				// An object without problems last time and this time has nothing to report.
 				if len(m.problems) > 0 {
@@ -181,13 +204,17 @@ func (s *Source) Endpoints(context.Context) ([]*endpoint.Endpoint, error) {
 			}
 			continue
 		}
-		m = &memo{version: version, epoch: epoch, pass: s.pass, optedIn: s.kind.optedIn(o)}
+		m = &memo{version: version, epoch: epoch, pass: s.pass, optedIn: s.optedIn(o)}
 		s.memo[uid] = m
 		if !m.optedIn {
 			continue
 		}
 		c := s.kind.claim(o)
+		if s.externalDNS() {
+			addExternalDNS(&c, o)
+		}
 		m.eps, m.problems = buildEndpoints(&c, s.cfg.Resolver)
+		m.names = c.dnsNames()
 		if len(m.problems) > 0 {
 			m.ref = &c.ref
 		}
@@ -237,6 +264,19 @@ func annotatedClaim(ref endpoint.SourceRef, o metav1.Object, hosts []string, own
 	return claim{ref: ref, hosts: hosts, overrides: parseOverrides(o.GetAnnotations()), own: own, problems: problems}
 }
 
+// dnsNames are the hostnames DNS resolves for the claim: its target annotation's and those its
+// status reports.
+func (c *claim) dnsNames() []string {
+	names := append(append([]string(nil), c.overrides.names...), c.own.Names...)
+	for _, own := range c.hostOwn {
+		names = append(names, own.Names...)
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	return endpoint.SortedUnique(names)
+}
+
 // enabled is the opt-in of annotated kinds.
 func enabled(o metav1.Object) bool { return o.GetAnnotations()[AnnotationEnabled] == "true" }
 
@@ -263,6 +303,9 @@ func buildEndpoints(c *claim, r *Resolver) ([]*endpoint.Endpoint, []Problem) {
 		}
 	}
 	if len(hosts) == 0 {
+		if len(c.hosts) == 0 && c.noHosts != "" {
+			problems = append(problems, invalidHostname("%s", c.noHosts))
+		}
 		return nil, problems
 	}
 	out := make([]*endpoint.Endpoint, 0, len(hosts))
@@ -272,6 +315,12 @@ func buildEndpoints(c *claim, r *Resolver) ([]*endpoint.Endpoint, []Problem) {
 		switch {
 		case o.badIPs:
 			// Held: keep whatever exists until the override is fixed.
+		case o.names != nil:
+			var why string
+			if targets, why = r.Addresses(o.ips, o.names); why != "" && !missing[why] {
+				missing[why] = true
+				problems = append(problems, Problem{Reason: ReasonNoAddress, Message: why + "; existing entries are held"})
+			}
 		case o.ips != nil:
 			targets = o.ips
 		default:

@@ -20,7 +20,7 @@ import (
 // Each transform is idempotent, as client-go may apply it to an object twice.
 
 // slimMeta keeps identity, version and age (claims are ordered by creation time), and only the
-// operator's own annotations.
+// annotations the operator reads.
 func slimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 	return metav1.ObjectMeta{
 		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
@@ -28,11 +28,12 @@ func slimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 	}
 }
 
-// ownAnnotations returns the router-hosts.fzymgc.house/ annotations, nil when there are none.
+// ownAnnotations returns the router-hosts.fzymgc.house/ annotations and the two of
+// external-dns's the operator can read, nil when there are none.
 func ownAnnotations(all map[string]string) map[string]string {
 	var out map[string]string
 	for k, v := range all {
-		if strings.HasPrefix(k, annotationPrefix) {
+		if strings.HasPrefix(k, annotationPrefix) || k == AnnotationExternalDNSHostname || k == AnnotationExternalDNSTarget {
 			if out == nil {
 				out = make(map[string]string, 4)
 			}
@@ -63,7 +64,7 @@ func slimIngress(obj any) (any, error) {
 		}
 	}
 	for _, lb := range ing.Status.LoadBalancer.Ingress {
-		out.Status.LoadBalancer.Ingress = append(out.Status.LoadBalancer.Ingress, networkingv1.IngressLoadBalancerIngress{IP: lb.IP})
+		out.Status.LoadBalancer.Ingress = append(out.Status.LoadBalancer.Ingress, networkingv1.IngressLoadBalancerIngress{IP: lb.IP, Hostname: lb.Hostname})
 	}
 	return out, nil
 }

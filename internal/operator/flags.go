@@ -3,6 +3,7 @@ package operator
 import (
 	"fmt"
 	"math"
+	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -22,41 +23,43 @@ import (
 // Config is everything the command line says. Every flag also reads
 // ROUTER_HOSTS_OPERATOR_<FLAG_IN_CAPS>, so a Deployment can be configured either way.
 type Config struct {
-	Sources              []string
-	Provider             string
-	Endpoint             string
-	TLSCA                string
-	TLSCert              string
-	TLSKey               string
-	TLSServerName        string
-	ClusterName          string
-	IPResolution         []string
-	GracePeriod          time.Duration
-	DefaultTags          []string
-	Policy               string
-	Interval             time.Duration
-	MinEventSyncInterval time.Duration
-	WriteConcurrency     int
-	RequestTimeout       time.Duration
-	Once                 bool
-	DryRun               bool
-	Namespace            string
-	DomainFilter         []string
-	ExcludeDomains       []string
-	LabelFilter          string
-	IngressClasses       []string
-	GatewayNames         []string
-	Kubeconfig           string
-	KubeAPIQPS           float32
-	KubeAPIBurst         int
-	LogLevel             string
-	LogFormat            string
-	MetricsAddress       string
-	LeaderElect          bool
-	LeaderElectionNS     string
-	LeaderElectionID     string
-	ConfigName           string
-	WebhookAddress       string
+	Sources                []string
+	Provider               string
+	Endpoint               string
+	TLSCA                  string
+	TLSCert                string
+	TLSKey                 string
+	TLSServerName          string
+	ClusterName            string
+	IPResolution           []string
+	GracePeriod            time.Duration
+	DefaultTags            []string
+	Policy                 string
+	Interval               time.Duration
+	MinEventSyncInterval   time.Duration
+	WriteConcurrency       int
+	RequestTimeout         time.Duration
+	Once                   bool
+	DryRun                 bool
+	Namespace              string
+	DomainFilter           []string
+	ExcludeDomains         []string
+	LabelFilter            string
+	IngressClasses         []string
+	GatewayNames           []string
+	ExternalDNSAnnotations bool
+	DNSServer              string
+	Kubeconfig             string
+	KubeAPIQPS             float32
+	KubeAPIBurst           int
+	LogLevel               string
+	LogFormat              string
+	MetricsAddress         string
+	LeaderElect            bool
+	LeaderElectionNS       string
+	LeaderElectionID       string
+	ConfigName             string
+	WebhookAddress         string
 	// Command is the subcommand: "run" (the operator, the default) or "webhook".
 	Command string
 
@@ -121,6 +124,10 @@ func ParseFlags(args []string, build Build) (*Config, error) {
 		StringsVar(&cfg.IngressClasses)
 	app.Flag("gateway-name", "Manage every route attached to this Gateway, namespace/name (repeatable), without annotations; router-hosts.fzymgc.house/enabled: \"false\" on a route opts it out.").
 		StringsVar(&cfg.GatewayNames)
+	app.Flag("external-dns-annotations", "Also read external-dns's annotations: external-dns.alpha.kubernetes.io/hostname opts an object in with those hostnames, external-dns.alpha.kubernetes.io/target gives its addresses (IPs, or hostnames resolved by DNS); the operator's own ip-address annotation wins.").
+		BoolVar(&cfg.ExternalDNSAnnotations)
+	app.Flag("dns-server", "DNS server, host:port, that resolves hostnames given where an address is wanted (a load balancer that reports only a hostname, a target annotation) (default: the first nameserver of /etc/resolv.conf).").
+		StringVar(&cfg.DNSServer)
 	app.Flag("label-filter", "Only read resources whose labels match this selector (applied by the apiserver), e.g. dns=internal.").StringVar(&cfg.LabelFilter)
 	app.Flag("namespace", "Only read resources in this namespace (default: all).").StringVar(&cfg.Namespace)
 	app.Flag("kubeconfig", "Kubeconfig file (default: $KUBECONFIG, else the in-cluster config).").Default(os.Getenv("KUBECONFIG")).StringVar(&cfg.Kubeconfig)
@@ -200,6 +207,11 @@ func (cfg *Config) validate() error {
 	for _, c := range cfg.IngressClasses {
 		if c == "" {
 			return fmt.Errorf("--ingress-class: an empty class")
+		}
+	}
+	if cfg.DNSServer != "" {
+		if host, port, err := net.SplitHostPort(cfg.DNSServer); err != nil || host == "" || port == "" {
+			return fmt.Errorf("--dns-server %q: want host:port", cfg.DNSServer)
 		}
 	}
 	tlsFiles := 0

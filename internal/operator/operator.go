@@ -172,11 +172,15 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 		return nil, fmt.Errorf("starting --ip-resolution: %w", err)
 	}
 	op.resolver = resolver
+	if dns := newDNS(ctx, cfg.DNSServer, hooks.Clock, log); dns != nil {
+		resolver.UseDNS(dns)
+	}
 	var stopEvents func()
 	op.recorder, stopEvents = events.New(kc.events, log.WithField("component", "events"))
 	op.closers = append(op.closers, stopEvents)
 	srcCfg := source.Config{Namespace: cfg.Namespace, LabelSelector: cfg.LabelFilter, Resolver: resolver,
-		DiscoveryInterval: hooks.DiscoveryInterval, Warner: op.recorder, IngressClasses: cfg.IngressClasses, GatewayNames: cfg.GatewayNames}
+		DiscoveryInterval: hooks.DiscoveryInterval, Warner: op.recorder, IngressClasses: cfg.IngressClasses, GatewayNames: cfg.GatewayNames,
+		ExternalDNSAnnotations: cfg.ExternalDNSAnnotations}
 	if hooks.Warner != nil {
 		srcCfg.Warner = hooks.Warner
 	}
@@ -487,4 +491,22 @@ func newProvider(cfg *Config, s clusterconfig.Settings, log *logrus.Logger, obse
 		return nil, nil, fmt.Errorf("connecting to router-hosts at %s: %w", s.Endpoint, err)
 	}
 	return p, func() { _ = p.Close() }, nil
+}
+
+// newDNS returns the cache that resolves hostnames given where an address is wanted, asking
+// server (else the system's nameserver), with the tests' clock when it has timers; nil, with
+// a warning, when there is no server to ask: such hostnames are then held.
+func newDNS(ctx context.Context, server string, clk clock.Clock, log logrus.FieldLogger) *source.DNS {
+	if server == "" {
+		var err error
+		if server, err = source.SystemDNSServer(); err != nil {
+			log.WithError(err).Warn("no DNS server: hostnames given where an address is wanted stay unresolved and their entries held; set --dns-server")
+			return nil
+		}
+	}
+	var timers clock.WithDelayedExecution = clock.RealClock{}
+	if c, ok := clk.(clock.WithDelayedExecution); ok {
+		timers = c
+	}
+	return source.NewDNS(ctx, server, timers)
 }

@@ -84,6 +84,8 @@ excludeDomains: [iot.home.lan]
 labelFilter: dns=internal
 ingressClasses: [lan]
 gatewayNames: [infra/lan]
+externalDNSAnnotations: true
+dnsServer: "10.96.0.10:53"
 watchNamespace: apps
 kubeAPIQPS: "30"
 kubeAPIBurst: "60"

@@ -131,6 +131,9 @@ type options struct {
 	// ingressClasses and gatewayNames are --ingress-class and --gateway-name ("{ns}" stands
 	// for the test's namespace).
 	ingressClasses, gatewayNames []string
+	// externalDNS is --external-dns-annotations; dnsServer --dns-server.
+	externalDNS bool
+	dnsServer   string
 }
 
 // args are the command-line flags o stands for.
@@ -180,6 +183,12 @@ func (h *harness) args(o options) []string {
 	}
 	for _, g := range o.gatewayNames {
 		args = append(args, "--gateway-name="+strings.ReplaceAll(g, "{ns}", h.ns))
+	}
+	if o.externalDNS {
+		args = append(args, "--external-dns-annotations")
+	}
+	if o.dnsServer != "" {
+		args = append(args, "--dns-server="+o.dnsServer)
 	}
 	if !o.allNS {
 		args = append(args, "--namespace="+h.ns)
