@@ -40,7 +40,20 @@ type cluster struct {
 	kind   string // source.HostMappingKind, or "Ingress"
 	ns     string
 	apps   []app
+	// classWide makes Ingresses without the opt-in annotation, one in classEvery of the class
+	// the operator manages (--ingress-class), the others of another class.
+	classWide bool
 }
+
+// The class-wide run's classes.
+const (
+	managedClass = "lan"
+	otherClass   = "public"
+	classEvery   = 10
+)
+
+// managed reports whether the i-th Ingress of a class-wide cluster is of the managed class.
+func managed(i int) bool { return i%classEvery == 0 }
 
 func newCluster(ctx context.Context, client kubernetes.Interface, dyn dynamic.Interface, kind string) (*cluster, error) {
 	c := &cluster{client: client, dyn: dyn, kind: kind, ns: benchNamespace}
@@ -121,11 +134,19 @@ func (c *cluster) create(ctx context.Context, i int) (app, error) {
 	}
 	a := app{name: fmt.Sprintf("app-%05d", i), hostname: fmt.Sprintf("app-%05d.bench.lan", i), ip: appIP(i)}
 	class := "traefik"
+	annotations := map[string]string{source.AnnotationEnabled: "true", source.AnnotationIPAddress: a.ip}
+	if c.classWide {
+		class = otherClass
+		if managed(i) {
+			class = managedClass
+		}
+		delete(annotations, source.AnnotationEnabled)
+	}
 	prefix := networkingv1.PathTypePrefix
 	ing := &networkingv1.Ingress{
 		ObjectMeta: metav1.ObjectMeta{Name: a.name, Namespace: c.ns,
 			Labels:      map[string]string{"app.kubernetes.io/name": a.name},
-			Annotations: map[string]string{source.AnnotationEnabled: "true", source.AnnotationIPAddress: a.ip}},
+			Annotations: annotations},
 		Spec: networkingv1.IngressSpec{IngressClassName: &class, Rules: []networkingv1.IngressRule{{
 			Host: a.hostname,
 			IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{

@@ -61,6 +61,8 @@ type options struct {
 	// mixed is N of the mixed run (N Ingresses, HTTPRoutes and Services, 10 × N plain
 	// Services); 0 for none.
 	mixed int
+	// classWide is N of the class-wide run (N Ingresses, one in ten managed by its class).
+	classWide int
 	// keep keeps the operator logs of a run that succeeds, too.
 	keep bool
 	// outage is how long the test server is stopped in each HostMapping run; 0 for no outage.
@@ -94,6 +96,7 @@ func main() {
 	flag.StringVar(&o.server, "server", "test", "test: the router-hosts test server; real: the server in ROUTER_HOSTS_OPERATOR_*")
 	flag.DurationVar(&o.replayCost, "replay-cost", 0, "test server latency per replayed event in the main runs")
 	flag.BoolVar(&o.planBench, "plan", true, "run the plan benchmark first")
+	flag.IntVar(&o.classWide, "class-wide", 0, "N of the class-wide run: N Ingresses without annotations, one in ten of the class the operator manages with --ingress-class (0 for none)")
 	flag.IntVar(&o.mixed, "mixed", 1000, "N of the mixed run: N Ingresses, N HTTPRoutes and N annotated Services beside 10 × N plain Services (0 for none)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the operator logs (they are kept anyway when the run fails)")
 	flag.DurationVar(&o.outage, "outage", 10*time.Second, "how long the test server is stopped in each HostMapping run, 0 for no outage run")
@@ -147,6 +150,7 @@ type bench struct {
 	cluster    *cluster // Ingresses
 	hm         *cluster // HostMappings
 	mixed      *cluster // the mixed run's Ingresses; its routes and Services beside them
+	classWide  *cluster // the class-wide run's Ingresses
 	srv        server
 	// changes counts the addresses nextIP has handed out.
 	changes int
@@ -154,8 +158,10 @@ type bench struct {
 
 // result is one run's measurements.
 type result struct {
-	label      string
-	n          int
+	label string
+	// n is the entries the run converges to; objects, when set, the objects the operator
+	// caches (the class-wide run's Ingresses of every class), by which the memory budget goes.
+	n, objects int
 	replayCost time.Duration
 	floor      time.Duration
 	converge   time.Duration
@@ -271,6 +277,15 @@ func run(o options) (missed int, err error) {
 			return 0, err
 		}
 	}
+	if o.classWide > 0 {
+		if b.classWide, err = newCluster(ctx, client, dyn, "Ingress"); err != nil {
+			return 0, err
+		}
+		b.classWide.ns, b.classWide.classWide = classNamespace, true
+		if err := b.classWide.ensureNamespace(ctx); err != nil {
+			return 0, err
+		}
+	}
 	var results []*result
 	type runSpec struct {
 		n    int
@@ -302,6 +317,13 @@ func run(o options) (missed int, err error) {
 		r, err := b.runMixed(ctx, o.mixed)
 		if err != nil {
 			return 0, fmt.Errorf("mixed run: %w", err)
+		}
+		results = append(results, r)
+	}
+	if o.classWide > 0 {
+		r, err := b.runClassWide(ctx, o.classWide)
+		if err != nil {
+			return 0, fmt.Errorf("class-wide run: %w", err)
 		}
 		results = append(results, r)
 	}

@@ -183,3 +183,55 @@ func (b *bench) runMixed(ctx context.Context, n int) (*result, error) {
 	}
 	return r, nil
 }
+
+// classNamespace holds the class-wide run's Ingresses.
+const classNamespace = "bench-class"
+
+// runClassWide measures --ingress-class among n Ingresses of which one in classEvery is of the
+// managed class: convergence, no-op syncs and memory, the informer caching all n.
+func (b *bench) runClassWide(ctx context.Context, n int) (*result, error) {
+	r := &result{n: n / classEvery, objects: n, kind: "class-wide", label: fmt.Sprintf("class-wide %d of %d Ingresses", n/classEvery, n),
+		realServer: b.opts.server == "real"}
+	step := func(format string, a ...any) {
+		fmt.Fprintf(os.Stderr, "bench: %s: %s\n", r.label, fmt.Sprintf(format, a...))
+	}
+	step("creating %d Ingresses, %d of class %s", n, n/classEvery, managedClass)
+	t := time.Now()
+	if err := b.classWide.grow(ctx, n); err != nil {
+		return nil, err
+	}
+	step("created in %v", time.Since(t).Round(time.Millisecond))
+	// The managed Ingresses, as a cluster of their own: the no-op syncs touch them.
+	mine := *b.classWide
+	mine.apps = nil
+	for i, a := range b.classWide.apps {
+		if managed(i) {
+			mine.apps = append(mine.apps, a)
+		}
+	}
+	c, err := b.srv.fresh(ctx, b.opts.replayCost)
+	if err != nil {
+		return nil, err
+	}
+	if r.floor, r.floorCPU, err = floor(ctx, b.dir, c, "Ingress", classNamespace, mine.apps, b.opts.concurrency); err != nil {
+		return nil, err
+	}
+	op, stopHeap, err := b.startConverged(ctx, b.opts.replayCost, r, "--source=ingress", "--ingress-class="+managedClass, "--namespace="+classNamespace)
+	if err != nil {
+		return nil, err
+	}
+	defer op.stop()
+	defer stopHeap()
+	step("converged in %v; RPCs %v", r.converge.Round(time.Millisecond), r.rpcs)
+	if err := b.settle(ctx, op, r); err != nil {
+		return nil, err
+	}
+	if err := b.noops(ctx, &mine, op, r); err != nil {
+		return nil, err
+	}
+	step("no-op syncs: operator %v, ListHosts %v", r.noopOp, r.noopList)
+	if err := b.finish(op, r, stopHeap); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
