@@ -36,8 +36,8 @@ type routeKind struct {
 	gateways  *crdWatch
 	// namespaces holds each namespace's labels, for allowedRoutes selectors.
 	namespaces *crdWatch
-	// named are the Gateways, namespace/name, whose routes are managed whole (--gateway-name).
-	named map[string]bool
+	// optIn names the Gateways, namespace/name, whose routes are managed whole (--gateway-name).
+	optIn *liveOptIn
 }
 
 func newRouteKind(resource, kind string, protocols ...string) kind {
@@ -47,10 +47,7 @@ func newRouteKind(resource, kind string, protocols ...string) kind {
 }
 
 func (k *routeKind) start(ctx context.Context, c Clients, cfg Config, changed func(old, cur metav1.Object)) error {
-	k.named = map[string]bool{}
-	for _, n := range cfg.GatewayNames {
-		k.named[n] = true
-	}
+	k.optIn = cfg.optIn
 	// Gateways and namespaces change what routes claim: any change of them re-reads all.
 	// Routes name Gateways in any namespace, so those are watched everywhere.
 	others := func(old, cur metav1.Object) { changed(nil, nil) }
@@ -92,7 +89,7 @@ func (k *routeKind) optedIn(o metav1.Object) bool {
 // gatewayOptsIn reports whether a Gateway opts its routes in: annotated, or named by
 // --gateway-name.
 func (k *routeKind) gatewayOptsIn(gw metav1.Object) bool {
-	return enabled(gw) || k.named[gw.GetNamespace()+"/"+gw.GetName()]
+	return enabled(gw) || k.optIn.load().gateways[gw.GetNamespace()+"/"+gw.GetName()]
 }
 
 // claim reads the route's names on each counting parent, and gives each name the addresses of

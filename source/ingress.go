@@ -12,15 +12,12 @@ import (
 // their load-balancer status (ingress-status) or the rest of the chain.
 type ingressKind struct {
 	typedKind
-	// classes are the ingress classes managed whole (--ingress-class).
-	classes map[string]bool
+	// optIn names the ingress classes managed whole (--ingress-class).
+	optIn *liveOptIn
 }
 
 func (k *ingressKind) start(ctx context.Context, c Clients, cfg Config, changed func(old, cur metav1.Object)) error {
-	k.classes = map[string]bool{}
-	for _, cl := range cfg.IngressClasses {
-		k.classes[cl] = true
-	}
+	k.optIn = cfg.optIn
 	ings := c.Ingresses.Ingresses(cfg.Namespace)
 	return startTyped(ctx, &k.typedKind, c, cfg, "Ingress", ings.List, ings.Watch, &networkingv1.Ingress{}, slimIngress, changed)
 }
@@ -30,7 +27,8 @@ func (k *ingressKind) optedIn(o metav1.Object) bool {
 	if enabled(o) {
 		return true
 	}
-	return len(k.classes) > 0 && !optedOut(o) && k.classes[ingressClass(o.(*networkingv1.Ingress))]
+	classes := k.optIn.load().classes
+	return len(classes) > 0 && !optedOut(o) && classes[ingressClass(o.(*networkingv1.Ingress))]
 }
 
 // ingressClass is spec.ingressClassName, else the legacy kubernetes.io/ingress.class annotation.

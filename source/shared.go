@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -30,14 +31,12 @@ type Config struct {
 	// Warner receives problems with objects, for Warning events; nil means log only.
 	Warner Warner
 	Log    logrus.FieldLogger
-	// IngressClasses opts every Ingress of these classes in without its annotation
-	// (--ingress-class); GatewayNames, as namespace/name, every route attached to these
-	// Gateways (--gateway-name). The annotation set to "false" opts an object out of both.
-	IngressClasses []string
-	GatewayNames   []string
-	// ExternalDNSAnnotations reads external-dns's hostname and target annotations
-	// (--external-dns-annotations): its hostname annotation opts an object in.
-	ExternalDNSAnnotations bool
+	// OptIn is how objects are managed besides their annotation, at start; the annotation
+	// set to "false" opts an object out of all of it.
+	OptIn OptIn
+
+	// optIn is the source's OptIn in use, which its kind reads too.
+	optIn *liveOptIn
 }
 
 // kind is what one resource kind supplies; Source does the rest (change notifications,
@@ -121,6 +120,8 @@ func newSource(ctx context.Context, name string, k kind, c Clients, cfg Config) 
 	if cfg.Log == nil {
 		cfg.Log = logrus.StandardLogger()
 	}
+	cfg.optIn = &liveOptIn{}
+	cfg.optIn.p.Store(compileOptIn(cfg.OptIn))
 	s := &Source{name: name, kind: k, cfg: cfg, reports: newReporter(cfg.Log, cfg.Warner)}
 	if err := k.start(ctx, c, cfg, s.changed); err != nil {
 		return nil, fmt.Errorf("%s source: %w", name, err)
@@ -153,7 +154,20 @@ func (s *Source) optedIn(o metav1.Object) bool {
 // externalDNS reports whether the source reads external-dns's annotations.
 func (s *Source) externalDNS() bool {
 	_, spec := s.kind.(specDriven)
-	return s.cfg.ExternalDNSAnnotations && !spec
+	return s.cfg.optIn.load().externalDNS && !spec
+}
+
+// SetOptIn manages objects by o from the next sync on; a change re-reads every object and
+// triggers a sync.
+func (s *Source) SetOptIn(o OptIn) {
+	cur := s.cfg.optIn.load()
+	next := compileOptIn(o)
+	if cur != nil && maps.Equal(cur.classes, next.classes) && maps.Equal(cur.gateways, next.gateways) && cur.externalDNS == next.externalDNS {
+		return
+	}
+	s.cfg.optIn.p.Store(next)
+	s.others.Add(1)
+	s.handlers.fire()
 }
 
 // AddEventHandler registers handler for changes of opted-in objects and of the Services the

@@ -58,6 +58,15 @@ type RouterHostsConfigSpec struct {
 	DomainFilter   []string       `json:"domainFilter,omitempty"`
 	ExcludeDomains []string       `json:"excludeDomains,omitempty"`
 	Interval       *int64         `json:"intervalSeconds,omitempty"`
+	OptIn          *OptInSpec     `json:"optIn,omitempty"`
+}
+
+// OptInSpec is how objects are managed besides their opt-in annotation; each field left out
+// keeps its flag's value.
+type OptInSpec struct {
+	IngressClasses         []string `json:"ingressClasses,omitempty"`
+	GatewayNames           []string `json:"gatewayNames,omitempty"`
+	ExternalDNSAnnotations *bool    `json:"externalDNSAnnotations,omitempty"`
 }
 
 // ServerSpec is the router-hosts server and the Secret with the client's mTLS material.

@@ -28,6 +28,7 @@ type Settings struct {
 	DomainFilter   []string
 	ExcludeDomains []string
 	Interval       time.Duration
+	OptIn          source.OptIn
 	Endpoint       string
 	ServerName     string
 	// TLSFiles says the flags name the mTLS files, the fallback when no Secret is named.
@@ -156,6 +157,20 @@ func Merge(base Settings, spec *v1alpha1.RouterHostsConfigSpec, read ReadSecret)
 	}
 	if spec.Interval != nil {
 		s.Interval = time.Duration(*spec.Interval) * time.Second
+	}
+	if o := spec.OptIn; o != nil {
+		if o.IngressClasses != nil {
+			s.OptIn.IngressClasses = o.IngressClasses
+		}
+		if o.GatewayNames != nil {
+			s.OptIn.GatewayNames = o.GatewayNames
+		}
+		if o.ExternalDNSAnnotations != nil {
+			s.OptIn.ExternalDNSAnnotations = *o.ExternalDNSAnnotations
+		}
+		if err := s.OptIn.Check(); err != nil {
+			return base, fmt.Errorf("spec.optIn: %w", err)
+		}
 	}
 	if srv := spec.Server; srv != nil {
 		s.Endpoint, s.ServerName = srv.Endpoint, srv.ServerName

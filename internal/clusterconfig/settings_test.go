@@ -17,7 +17,8 @@ import (
 func base() Settings {
 	return Settings{ClusterName: "flags", DefaultTags: []string{"flag-tag"}, GracePeriod: 5 * time.Minute, Policy: plan.Sync,
 		IPResolution: []source.Strategy{{Kind: source.StrategyIngressStatus}}, Interval: time.Minute,
-		Endpoint: "flags.lan:50051", TLSFiles: true}
+		Endpoint: "flags.lan:50051", TLSFiles: true,
+		OptIn: source.OptIn{GatewayNames: []string{"infra/lan"}, ExternalDNSAnnotations: true}}
 }
 
 func i64(v int64) *int64 { return &v }
@@ -110,6 +111,21 @@ func TestMerge(t *testing.T) {
 		{name: "a Secret with a garbled certificate", spec: &v1alpha1.RouterHostsConfigSpec{Server: &v1alpha1.ServerSpec{Endpoint: "r:1", TLSSecretRef: &v1alpha1.SecretReference{Name: "garbled", Namespace: "ns"}}},
 			err: "client certificate and key"},
 		{name: "a bad domain filter", spec: &v1alpha1.RouterHostsConfigSpec{DomainFilter: []string{"*.lan"}}, err: "domain filter"},
+		{name: "opt-in: a field left out keeps the flag's", spec: &v1alpha1.RouterHostsConfigSpec{OptIn: &v1alpha1.OptInSpec{IngressClasses: []string{"lan"}}},
+			check: func(t *testing.T, s Settings) {
+				want := base().OptIn
+				want.IngressClasses = []string{"lan"}
+				if !s.OptIn.Equal(want) {
+					t.Errorf("%+v, want %+v", s.OptIn, want)
+				}
+			}},
+		{name: "opt-in: external-dns's annotations off over the flag", spec: &v1alpha1.RouterHostsConfigSpec{OptIn: &v1alpha1.OptInSpec{ExternalDNSAnnotations: new(false)}},
+			check: func(t *testing.T, s Settings) {
+				if s.OptIn.ExternalDNSAnnotations || !slices.Equal(s.OptIn.GatewayNames, base().OptIn.GatewayNames) {
+					t.Errorf("%+v", s.OptIn)
+				}
+			}},
+		{name: "opt-in: a Gateway without its namespace", spec: &v1alpha1.RouterHostsConfigSpec{OptIn: &v1alpha1.OptInSpec{GatewayNames: []string{"gw"}}}, err: "spec.optIn"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := Merge(base(), tc.spec, read)

@@ -199,15 +199,8 @@ func (cfg *Config) validate() error {
 	if _, err := labels.Parse(cfg.LabelFilter); err != nil {
 		return fmt.Errorf("--label-filter: %w", err)
 	}
-	for _, g := range cfg.GatewayNames {
-		if ns, name, ok := strings.Cut(g, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-			return fmt.Errorf("--gateway-name %q: want namespace/name", g)
-		}
-	}
-	for _, c := range cfg.IngressClasses {
-		if c == "" {
-			return fmt.Errorf("--ingress-class: an empty class")
-		}
+	if err := cfg.optIn().Check(); err != nil {
+		return fmt.Errorf("--ingress-class or --gateway-name: %w", err)
 	}
 	if cfg.DNSServer != "" {
 		if host, port, err := net.SplitHostPort(cfg.DNSServer); err != nil || host == "" || port == "" {
@@ -352,5 +345,11 @@ func (cfg *Config) settings() clusterconfig.Settings {
 		ClusterName: cfg.ClusterName, DefaultTags: cfg.DefaultTags, GracePeriod: cfg.GracePeriod, Policy: cfg.policy,
 		IPResolution: cfg.strategies, DomainFilter: cfg.DomainFilter, ExcludeDomains: cfg.ExcludeDomains, Interval: cfg.Interval,
 		Endpoint: cfg.Endpoint, ServerName: cfg.TLSServerName, TLSFiles: cfg.TLSCA != "", NoServer: cfg.Provider == "inmemory",
+		OptIn: cfg.optIn(),
 	}
+}
+
+// optIn is what the flags say of how objects opt in besides their annotation.
+func (cfg *Config) optIn() source.OptIn {
+	return source.OptIn{IngressClasses: cfg.IngressClasses, GatewayNames: cfg.GatewayNames, ExternalDNSAnnotations: cfg.ExternalDNSAnnotations}
 }

@@ -179,8 +179,7 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 	op.recorder, stopEvents = events.New(kc.events, log.WithField("component", "events"))
 	op.closers = append(op.closers, stopEvents)
 	srcCfg := source.Config{Namespace: cfg.Namespace, LabelSelector: cfg.LabelFilter, Resolver: resolver,
-		DiscoveryInterval: hooks.DiscoveryInterval, Warner: op.recorder, IngressClasses: cfg.IngressClasses, GatewayNames: cfg.GatewayNames,
-		ExternalDNSAnnotations: cfg.ExternalDNSAnnotations}
+		DiscoveryInterval: hooks.DiscoveryInterval, Warner: op.recorder, OptIn: settings.OptIn}
 	if hooks.Warner != nil {
 		srcCfg.Warner = hooks.Warner
 	}
@@ -244,6 +243,9 @@ func (op *Operator) apply(s clusterconfig.Settings) error {
 		rc.Log = op.log.WithField("component", "registry")
 		if err := op.Registry.Reconfigure(rc); err != nil {
 			return err
+		}
+		for _, src := range op.Sources {
+			src.SetOptIn(s.OptIn)
 		}
 		op.checker.SetInterval(s.Interval)
 		return nil
