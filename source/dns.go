@@ -82,8 +82,8 @@ func SystemDNSServer() (string, error) {
 }
 
 // Lookup returns name's addresses (canonical, sorted), or none and why. It never waits: a
-// name not in the cache is asked for, and until the answer it has none.
-func (d *DNS) Lookup(name string) ([]string, string) {
+// name not in the cache is asked for, and until the answer it has none, Waiting.
+func (d *DNS) Lookup(name string) ([]string, Unresolved) {
 	name = strings.ToLower(strings.TrimSuffix(name, "."))
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -96,11 +96,11 @@ func (d *DNS) Lookup(name string) ([]string, string) {
 	a.used = true
 	switch {
 	case !a.answered:
-		return nil, "waiting for DNS to answer for " + name
+		return nil, Unresolved{Why: "waiting for DNS to answer for " + name, Waiting: true}
 	case a.err != nil:
-		return nil, fmt.Sprintf("DNS lookup of %s failed: %v", name, a.err)
+		return nil, Unresolved{Why: fmt.Sprintf("DNS lookup of %s failed: %v", name, a.err)}
 	}
-	return a.ips, ""
+	return a.ips, Unresolved{}
 }
 
 // touch marks names in use, as a Lookup does, without looking them up.

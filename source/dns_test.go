@@ -73,14 +73,14 @@ func TestDNSAnswersBesideTheCaller(t *testing.T) {
 	srv.Set("lb.example.com", dnstest.Answer{IPs: []string{"10.0.0.2", "fd00::2", "10.0.0.1"}, TTL: 60})
 	d, _, changed := dnsUnderTest(t, srv)
 
-	ips, why := d.Lookup("LB.example.com.")
-	if ips != nil || !strings.Contains(why, "waiting for DNS") {
-		t.Fatalf("first lookup: %v %q, want none while waiting", ips, why)
+	ips, u := d.Lookup("LB.example.com.")
+	if ips != nil || !u.Waiting || !strings.Contains(u.Why, "waiting for DNS") {
+		t.Fatalf("first lookup: %v %q, want none while waiting", ips, u.Why)
 	}
 	waitChanged(t, changed)
-	ips, why = d.Lookup("lb.example.com")
-	if why != "" || strings.Join(ips, ",") != "10.0.0.1,10.0.0.2,fd00::2" {
-		t.Fatalf("answered: %v %q", ips, why)
+	ips, u = d.Lookup("lb.example.com")
+	if u.Why != "" || strings.Join(ips, ",") != "10.0.0.1,10.0.0.2,fd00::2" {
+		t.Fatalf("answered: %v %q", ips, u.Why)
 	}
 	if n := srv.Queries("lb.example.com"); n != 2 {
 		t.Errorf("%d questions, want one A and one AAAA", n)
@@ -122,8 +122,8 @@ func TestDNSFollowsTheTTL(t *testing.T) {
 	waitQueries(t, srv, "lb.example.com", before+2, changed)
 	stepTimers(t, clk, time.Minute) // unused since: forgotten
 	waitQueries(t, srv, "lb.example.com", before+2, changed)
-	if _, why := d.Lookup("lb.example.com"); !strings.Contains(why, "waiting") {
-		t.Fatalf("a forgotten name is asked anew: %q", why)
+	if _, u := d.Lookup("lb.example.com"); !strings.Contains(u.Why, "waiting") {
+		t.Fatalf("a forgotten name is asked anew: %q", u.Why)
 	}
 }
 
@@ -152,16 +152,16 @@ func TestDNSFailuresHold(t *testing.T) {
 	} {
 		d.Lookup(name)
 		waitChanged(t, changed)
-		if ips, why := d.Lookup(name); ips != nil || !strings.Contains(why, want) {
-			t.Errorf("%s: %v %q, want none and %q", name, ips, why, want)
+		if ips, u := d.Lookup(name); ips != nil || u.Waiting || !strings.Contains(u.Why, want) {
+			t.Errorf("%s: %v %q, want none and %q", name, ips, u.Why, want)
 		}
 	}
 	// A failure is asked again after dnsRetry, and an answer then is a change.
 	srv.Set("missing.example.com", dnstest.Answer{IPs: []string{"10.0.0.3"}, TTL: 60})
 	stepTimers(t, clk, dnsRetry)
 	waitChanged(t, changed)
-	if ips, why := d.Lookup("missing.example.com"); strings.Join(ips, ",") != "10.0.0.3" {
-		t.Fatalf("after the retry: %v %q", ips, why)
+	if ips, u := d.Lookup("missing.example.com"); strings.Join(ips, ",") != "10.0.0.3" {
+		t.Fatalf("after the retry: %v %q", ips, u.Why)
 	}
 }
 
@@ -174,20 +174,20 @@ func TestDNSTimesOutAndFallsBackToTCP(t *testing.T) {
 
 	d.Lookup("big.example.com")
 	waitChanged(t, changed)
-	if ips, why := d.Lookup("big.example.com"); strings.Join(ips, ",") != "10.0.0.4" {
-		t.Fatalf("a truncated answer, asked again over TCP: %v %q", ips, why)
+	if ips, u := d.Lookup("big.example.com"); strings.Join(ips, ",") != "10.0.0.4" {
+		t.Fatalf("a truncated answer, asked again over TCP: %v %q", ips, u.Why)
 	}
 
 	// The caller never waits on a server that does not answer: the lookup says so at once.
-	if ips, why := d.Lookup("silent.example.com"); ips != nil || !strings.Contains(why, "waiting") {
-		t.Fatalf("while the server is silent: %v %q", ips, why)
+	if ips, u := d.Lookup("silent.example.com"); ips != nil || !strings.Contains(u.Why, "waiting") {
+		t.Fatalf("while the server is silent: %v %q", ips, u.Why)
 	}
 	select {
 	case <-changed:
 	case <-time.After(10 * time.Second):
 		t.Fatal("a server that never answers left the name waiting")
 	}
-	if ips, why := d.Lookup("silent.example.com"); ips != nil || !strings.Contains(why, "failed") {
-		t.Fatalf("after the timeout: %v %q", ips, why)
+	if ips, u := d.Lookup("silent.example.com"); ips != nil || !strings.Contains(u.Why, "failed") {
+		t.Fatalf("after the timeout: %v %q", ips, u.Why)
 	}
 }

@@ -161,27 +161,35 @@ func (r *Resolver) Touch(names []string) {
 	}
 }
 
+// Unresolved says why an object has no address right now, when it is not simply that nothing
+// yields one. Waiting marks a hold that ends by itself within moments (DNS has not answered
+// yet): the entries are held all the same, but it is no warning.
+type Unresolved struct {
+	Why     string
+	Waiting bool
+}
+
 // Addresses returns ips, canonical, with the addresses DNS gives for names; while any name is
 // unanswered or its lookup fails, none, and why: a partial answer must not drop an address.
-func (r *Resolver) Addresses(ips, names []string) ([]string, string) {
+func (r *Resolver) Addresses(ips, names []string) ([]string, Unresolved) {
 	out := statusIPs(ips)
 	if len(names) == 0 {
-		return out, ""
+		return out, Unresolved{}
 	}
 	r.mu.Lock()
 	d := r.dns
 	r.mu.Unlock()
 	for _, n := range names {
 		if d == nil {
-			return nil, "no DNS server to resolve " + n
+			return nil, Unresolved{Why: "no DNS server to resolve " + n}
 		}
-		got, why := d.Lookup(n)
-		if why != "" {
-			return nil, why
+		got, u := d.Lookup(n)
+		if u.Why != "" {
+			return nil, u
 		}
 		out = append(out, got...)
 	}
-	return endpoint.SortedUnique(out), ""
+	return endpoint.SortedUnique(out), Unresolved{}
 }
 
 // chainWait bounds the wait for the caches of the Services a chain names.
@@ -294,13 +302,13 @@ type Own struct {
 }
 
 // Resolve returns the addresses of the first strategy that yields any, or none and why.
-func (r *Resolver) Resolve(own Own) ([]string, string) {
+func (r *Resolver) Resolve(own Own) ([]string, Unresolved) {
 	if own.Final && own.From == "" {
-		ips, why := r.Addresses(own.IPs, own.Names)
-		if len(ips) > 0 || why != "" {
-			return ips, why
+		ips, u := r.Addresses(own.IPs, own.Names)
+		if len(ips) > 0 || u.Why != "" {
+			return ips, u
 		}
-		return nil, own.Missing
+		return nil, Unresolved{Why: own.Missing}
 	}
 	r.mu.Lock()
 	chain, services := r.chain, r.services
@@ -313,14 +321,14 @@ func (r *Resolver) Resolve(own Own) ([]string, string) {
 		switch st.Kind {
 		case StrategyIngressStatus, StrategyGatewayStatus:
 			if own.From == st.Kind {
-				var why string
+				var u Unresolved
 				// A status name not answered yet holds the step: falling through would
 				// write a later step's address, then move the entry once DNS answers.
-				if ips, why = r.Addresses(own.IPs, own.Names); why != "" {
-					return nil, why
+				if ips, u = r.Addresses(own.IPs, own.Names); u.Why != "" {
+					return nil, u
 				}
 				if len(ips) == 0 && own.Final {
-					return nil, own.Missing
+					return nil, Unresolved{Why: own.Missing}
 				}
 			}
 		case StrategyService:
@@ -333,10 +341,10 @@ func (r *Resolver) Resolve(own Own) ([]string, string) {
 			ips = []string{st.IP}
 		}
 		if len(ips) > 0 {
-			return ips, ""
+			return ips, Unresolved{}
 		}
 	}
-	return nil, "no address from --ip-resolution " + chainString(chain)
+	return nil, Unresolved{Why: "no address from --ip-resolution " + chainString(chain)}
 }
 
 // String renders the chain as on the command line.

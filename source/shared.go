@@ -329,23 +329,23 @@ func buildEndpoints(c *claim, r *Resolver) ([]*endpoint.Endpoint, []Problem) {
 		switch {
 		case o.badIPs:
 			// Held: keep whatever exists until the override is fixed.
-		case o.names != nil:
-			var why string
-			if targets, why = r.Addresses(o.ips, o.names); why != "" && !missing[why] {
-				missing[why] = true
-				problems = append(problems, Problem{Reason: ReasonNoAddress, Message: why + "; existing entries are held"})
-			}
-		case o.ips != nil:
+		case o.ips != nil && o.names == nil:
 			targets = o.ips
 		default:
-			own, ok := c.hostOwn[h]
-			if !ok {
-				own = c.own
+			var u Unresolved
+			if o.names != nil {
+				targets, u = r.Addresses(o.ips, o.names)
+			} else {
+				own, ok := c.hostOwn[h]
+				if !ok {
+					own = c.own
+				}
+				targets, u = r.Resolve(own)
 			}
-			var why string
-			if targets, why = r.Resolve(own); len(targets) == 0 && !missing[why] {
-				missing[why] = true
-				problems = append(problems, Problem{Reason: ReasonNoAddress, Message: why + "; existing entries are held"})
+			// Held either way; waiting for DNS's first answer is no warning.
+			if len(targets) == 0 && !u.Waiting && !missing[u.Why] {
+				missing[u.Why] = true
+				problems = append(problems, Problem{Reason: ReasonNoAddress, Message: u.Why + "; existing entries are held"})
 			}
 		}
 		aliases, errs := endpoint.NormalizeAliases(h, o.aliases)
