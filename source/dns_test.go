@@ -87,12 +87,20 @@ func TestDNSAnswersBesideTheCaller(t *testing.T) {
 	}
 }
 
-func TestDNSFollowsTheTTL(t *testing.T) {
+// answered returns a cache that has looked name up on a server answering a, once the answer
+// is in.
+func answered(t *testing.T, name string, a dnstest.Answer) (*dnstest.Server, *DNS, *clocktesting.FakeClock, chan struct{}) {
+	t.Helper()
 	srv := dnstest.Start(t)
-	srv.Set("lb.example.com", dnstest.Answer{IPs: []string{"10.0.0.1"}, TTL: 60})
+	srv.Set(name, a)
 	d, clk, changed := dnsUnderTest(t, srv)
-	d.Lookup("lb.example.com")
+	d.Lookup(name)
 	waitChanged(t, changed)
+	return srv, d, clk, changed
+}
+
+func TestDNSFollowsTheTTL(t *testing.T) {
+	srv, d, clk, changed := answered(t, "lb.example.com", dnstest.Answer{IPs: []string{"10.0.0.1"}, TTL: 60})
 
 	// Before the TTL nothing is asked; at it, a name in use is asked again, and the same
 	// answer is no change.
@@ -128,11 +136,7 @@ func TestDNSFollowsTheTTL(t *testing.T) {
 }
 
 func TestDNSTTLBounds(t *testing.T) {
-	srv := dnstest.Start(t)
-	srv.Set("zero.example.com", dnstest.Answer{IPs: []string{"10.0.0.1"}, TTL: 0})
-	d, clk, changed := dnsUnderTest(t, srv)
-	d.Lookup("zero.example.com")
-	waitChanged(t, changed)
+	srv, d, clk, changed := answered(t, "zero.example.com", dnstest.Answer{IPs: []string{"10.0.0.1"}, TTL: 0})
 	stepTimers(t, clk, dnsMinTTL-time.Second)
 	d.Lookup("zero.example.com")
 	waitQueries(t, srv, "zero.example.com", 2, changed)

@@ -61,3 +61,26 @@ func TestAddExternalDNS(t *testing.T) {
 		})
 	}
 }
+
+// TestExternalDNSModeKinds: in the mode, the annotated kinds read external-dns's annotations
+// and HostMappings, whose spec is what they ask for, do not; the caches keep those two
+// annotations of external-dns's and no other.
+func TestExternalDNSModeKinds(t *testing.T) {
+	live := &liveOptIn{}
+	live.p.Store(compileOptIn(OptIn{ExternalDNSAnnotations: true}))
+	cfg := Config{Resolver: &Resolver{}, optIn: live}
+	for _, tc := range []struct {
+		name string
+		k    kind
+		want bool
+	}{{"hostmapping", newHostMappingKind(), false}, {"traefik", newTraefikKind(), true}, {"ingress", &ingressKind{}, true}, {"service", &serviceKind{}, true}} {
+		if got := (&Source{kind: tc.k, cfg: cfg}).externalDNS(); got != tc.want {
+			t.Errorf("%s reads external-dns's annotations: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	m := slimMeta(metav1.ObjectMeta{Annotations: map[string]string{AnnotationExternalDNSHostname: "a.lan", AnnotationExternalDNSTarget: "10.0.0.1",
+		externalDNSPrefix + "ttl": "60", AnnotationEnabled: "true"}})
+	if len(m.Annotations) != 3 || m.Annotations[AnnotationExternalDNSTarget] != "10.0.0.1" {
+		t.Errorf("cached annotations %v", m.Annotations)
+	}
+}

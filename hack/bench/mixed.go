@@ -156,15 +156,22 @@ func (b *bench) runMixed(ctx context.Context, n int) (*result, error) {
 		return nil, err
 	}
 	step("created in %v", time.Since(t).Round(time.Millisecond))
+	return b.measure(ctx, r, b.mixed, mixedNamespace, apps, step,
+		"--source=ingress", "--source=gateway-httproute", "--source=service", "--namespace="+mixedNamespace)
+}
+
+// measure is what the mixed and class-wide runs share: the floor on apps (the entries of the
+// objects in ns), the operator with args until it converges, its first sync's events, the
+// no-op syncs on cl's objects, and its memory.
+func (b *bench) measure(ctx context.Context, r *result, cl *cluster, ns string, apps []app, step func(string, ...any), args ...string) (*result, error) {
 	c, err := b.srv.fresh(ctx, b.opts.replayCost)
 	if err != nil {
 		return nil, err
 	}
-	if r.floor, r.floorCPU, err = floor(ctx, b.dir, c, "Ingress", mixedNamespace, apps, b.opts.concurrency); err != nil {
+	if r.floor, r.floorCPU, err = floor(ctx, b.dir, c, "Ingress", ns, apps, b.opts.concurrency); err != nil {
 		return nil, err
 	}
-	op, stopHeap, err := b.startConverged(ctx, b.opts.replayCost, r,
-		"--source=ingress", "--source=gateway-httproute", "--source=service", "--namespace="+mixedNamespace)
+	op, stopHeap, err := b.startConverged(ctx, b.opts.replayCost, r, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +181,7 @@ func (b *bench) runMixed(ctx context.Context, n int) (*result, error) {
 	if err := b.settle(ctx, op, r); err != nil {
 		return nil, err
 	}
-	if err := b.noops(ctx, b.mixed, op, r); err != nil {
+	if err := b.noops(ctx, cl, op, r); err != nil {
 		return nil, err
 	}
 	step("no-op syncs: operator %v, ListHosts %v", r.noopOp, r.noopList)
@@ -209,29 +216,5 @@ func (b *bench) runClassWide(ctx context.Context, n int) (*result, error) {
 			mine.apps = append(mine.apps, a)
 		}
 	}
-	c, err := b.srv.fresh(ctx, b.opts.replayCost)
-	if err != nil {
-		return nil, err
-	}
-	if r.floor, r.floorCPU, err = floor(ctx, b.dir, c, "Ingress", classNamespace, mine.apps, b.opts.concurrency); err != nil {
-		return nil, err
-	}
-	op, stopHeap, err := b.startConverged(ctx, b.opts.replayCost, r, "--source=ingress", "--ingress-class="+managedClass, "--namespace="+classNamespace)
-	if err != nil {
-		return nil, err
-	}
-	defer op.stop()
-	defer stopHeap()
-	step("converged in %v; RPCs %v", r.converge.Round(time.Millisecond), r.rpcs)
-	if err := b.settle(ctx, op, r); err != nil {
-		return nil, err
-	}
-	if err := b.noops(ctx, &mine, op, r); err != nil {
-		return nil, err
-	}
-	step("no-op syncs: operator %v, ListHosts %v", r.noopOp, r.noopList)
-	if err := b.finish(op, r, stopHeap); err != nil {
-		return nil, err
-	}
-	return r, nil
+	return b.measure(ctx, r, &mine, classNamespace, mine.apps, step, "--source=ingress", "--ingress-class="+managedClass, "--namespace="+classNamespace)
 }
