@@ -84,7 +84,7 @@ func SystemDNSServer() (string, error) {
 // Lookup returns name's addresses (canonical, sorted), or none and why. It never waits: a
 // name not in the cache is asked for, and until the answer it has none, Waiting.
 func (d *DNS) Lookup(name string) ([]string, Unresolved) {
-	name = strings.ToLower(strings.TrimSuffix(name, "."))
+	name = dnsKey(name)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	a := d.names[name]
@@ -103,12 +103,15 @@ func (d *DNS) Lookup(name string) ([]string, Unresolved) {
 	return a.ips, Unresolved{}
 }
 
+// dnsKey is a name as the cache keeps it: DNS names compare without case or the root's dot.
+func dnsKey(name string) string { return strings.ToLower(strings.TrimSuffix(name, ".")) }
+
 // touch marks names in use, as a Lookup does, without looking them up.
 func (d *DNS) touch(names []string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, n := range names {
-		if a := d.names[strings.ToLower(strings.TrimSuffix(n, "."))]; a != nil {
+		if a := d.names[dnsKey(n)]; a != nil {
 			a.used = true
 		}
 	}

@@ -60,14 +60,8 @@ func (k *ingressKind) claim(o metav1.Object) claim {
 	}
 	own := Own{From: StrategyIngressStatus}
 	for _, in := range ing.Status.LoadBalancer.Ingress {
-		if in.IP == "" && in.Hostname != "" {
-			own.Names = append(own.Names, in.Hostname) // a cloud load balancer's: DNS resolves it
-			continue
-		}
-		own.IPs = append(own.IPs, in.IP)
+		own.addPoint(in.IP, in.Hostname)
 	}
-	if len(own.IPs) > 0 {
-		own.Names = nil // only a load balancer that reports no IP is resolved by its hostname
-	}
+	own.ipsFirst()
 	return annotatedClaim(refOf("networking.k8s.io", "v1", "Ingress", ing), ing, hosts, own, problems)
 }

@@ -3,7 +3,6 @@ package source
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync/atomic"
 )
@@ -16,12 +15,6 @@ type OptIn struct {
 	IngressClasses         []string
 	GatewayNames           []string
 	ExternalDNSAnnotations bool
-}
-
-// Equal reports whether o and p opt in the same objects.
-func (o OptIn) Equal(p OptIn) bool {
-	return slices.Equal(o.IngressClasses, p.IngressClasses) && slices.Equal(o.GatewayNames, p.GatewayNames) &&
-		o.ExternalDNSAnnotations == p.ExternalDNSAnnotations
 }
 
 // Check reports a class or a Gateway name that can match nothing.

@@ -301,6 +301,25 @@ type Own struct {
 	Missing string
 }
 
+// addPoint takes one point of a load-balancer status: its IP, else its hostname.
+func (o *Own) addPoint(ip, hostname string) {
+	if ip == "" && hostname != "" {
+		o.Names = append(o.Names, hostname)
+		return
+	}
+	o.IPs = append(o.IPs, ip)
+}
+
+// ipsFirst applies the rule that only a load balancer reporting no IP is resolved by its
+// hostnames (a cloud's): beside IPs they are dropped, and returned so a kind may say so.
+func (o *Own) ipsFirst() (dropped []string) {
+	if len(o.IPs) == 0 {
+		return nil
+	}
+	dropped, o.Names = o.Names, nil
+	return dropped
+}
+
 // Resolve returns the addresses of the first strategy that yields any, or none and why.
 func (r *Resolver) Resolve(own Own) ([]string, Unresolved) {
 	if own.Final && own.From == "" {

@@ -27,20 +27,12 @@ func (k *serviceKind) claim(o metav1.Object) claim {
 	own := Own{Final: true} // no chain step: a Service's own addresses or none
 	if svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
 		for _, in := range svc.Status.LoadBalancer.Ingress {
-			if in.IP == "" && in.Hostname != "" {
-				own.Names = append(own.Names, in.Hostname) // a cloud load balancer's: DNS resolves it
-				continue
-			}
-			own.IPs = append(own.IPs, in.IP)
+			own.addPoint(in.IP, in.Hostname)
 		}
 	}
 	var problems []Problem
-	if len(own.IPs) > 0 {
-		// Only a load balancer that reports no IP is resolved by its hostname.
-		for _, n := range own.Names {
-			problems = append(problems, invalidAnnotation("load-balancer address %q skipped: the load balancer reports IP addresses, which are used", n))
-		}
-		own.Names = nil
+	for _, n := range own.ipsFirst() {
+		problems = append(problems, invalidAnnotation("load-balancer address %q skipped: the load balancer reports IP addresses, which are used", n))
 	}
 	if len(own.IPs) == 0 && len(own.Names) == 0 {
 		own.IPs = svc.Spec.ExternalIPs

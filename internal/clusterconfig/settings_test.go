@@ -3,6 +3,7 @@ package clusterconfig
 import (
 	"errors"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -115,7 +116,7 @@ func TestMerge(t *testing.T) {
 			check: func(t *testing.T, s Settings) {
 				want := base().OptIn
 				want.IngressClasses = []string{"lan"}
-				if !s.OptIn.Equal(want) {
+				if !reflect.DeepEqual(s.OptIn, want) {
 					t.Errorf("%+v, want %+v", s.OptIn, want)
 				}
 			}},
