@@ -303,7 +303,10 @@ func TestALeaderThatLosesItsLeaseLeadsAgain(t *testing.T) {
 	}
 	waitFor(t, 60*time.Second, func() bool { return p.metric(t, "router_hosts_operator_is_leader") == 1 })
 	h.create(ingress(h.ns, "after", enabled("ip-address", "10.52.0.2"), "after.lan"))
-	waitFor(t, 30*time.Second, func() bool { return len(h.entries("after.lan")) == 1 })
+	// The informers see the new object once their reflectors list again, and client-go backs
+	// them off while the apiserver is away (up to 30 s between attempts, with jitter), so the
+	// wait covers two of those.
+	waitFor(t, 90*time.Second, func() bool { return len(h.entries("after.lan")) == 1 })
 	if n := strings.Count(p.logText(), "became leader; syncing"); n != 2 {
 		t.Fatalf("became leader %d times, want twice (before and after the outage)", n)
 	}
