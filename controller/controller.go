@@ -385,10 +385,8 @@ func (c *Controller) sync(ctx context.Context, mode planner.Mode) (*Outcome, err
 		changed = time.Unix(0, at)
 	}
 	start := c.cfg.Clock.Now()
-	var (
-		eps     []*endpoint.Endpoint
-		objects map[string]Object // by the object's UID
-	)
+	var eps []*endpoint.Endpoint
+	read := make([]sourceRead, len(c.cfg.Sources))
 	counts := make([]int, len(c.cfg.Sources))
 	for i, s := range c.cfg.Sources {
 		got, err := s.Endpoints(ctx)
@@ -399,23 +397,13 @@ func (c *Controller) sync(ctx context.Context, mode planner.Mode) (*Outcome, err
 			return nil, err
 		}
 		counts[i] = len(got)
-		if objects == nil {
-			objects = make(map[string]Object, len(got))
+		read[i].endpoints = got
+		if ps, ok := s.(ProblemSource); ok {
+			read[i].problems = ps.Problems()
 		}
 		for _, ep := range got {
 			if live.DomainFilter.Match(ep.Hostname) {
 				eps = append(eps, ep)
-			}
-			uid := ep.Sources[0].UID
-			o := objects[uid]
-			o.Endpoints = append(o.Endpoints, ep)
-			objects[uid] = o
-		}
-		if ps, ok := s.(ProblemSource); ok {
-			for uid, p := range ps.Problems() {
-				o := objects[uid]
-				o.Problems = p
-				objects[uid] = o
 			}
 		}
 	}
@@ -424,7 +412,7 @@ func (c *Controller) sync(ctx context.Context, mode planner.Mode) (*Outcome, err
 	sy, err := c.planner.Plan(ctx, eps, mode, live.Policy)
 	if err != nil {
 		c.unread(changed)
-		c.report(ctx, &Report{Err: err, Stage: StageList, AuthFailed: errors.Is(err, provider.ErrAuthentication), Endpoints: eps, Objects: objects, Mode: mode,
+		c.report(ctx, &Report{Err: err, Stage: StageList, AuthFailed: errors.Is(err, provider.ErrAuthentication), Endpoints: eps, Objects: objectsOf(read), Mode: mode,
 			SourceEndpoints: counts, Started: start, Duration: c.cfg.Clock.Now().Sub(start)})
 		return nil, err
 	}
@@ -477,7 +465,7 @@ func (c *Controller) sync(ctx context.Context, mode planner.Mode) (*Outcome, err
 			failed[ce.Change.Hostname()] = failureOf(ce)
 		}
 	}
-	rep := &Report{Cluster: c.cfg.Registry.ClusterName(), Desired: sy.Desired, Endpoints: eps, Objects: objects,
+	rep := &Report{Cluster: c.cfg.Registry.ClusterName(), Desired: sy.Desired, Endpoints: eps, Objects: objectsOf(read),
 		Entries: entriesAfter(st.Owned, sy.Changes, applyErr), Failed: failed, FailedChanges: failedChanges,
 		Changes: sy.Changes, Pending: sy.Pending, Foreign: st.ForeignCount(), SourceEndpoints: counts, Conflicts: st.Conflicts,
 		Problems: st.Problems, Started: start, Duration: c.cfg.Clock.Now().Sub(start), ListDuration: sy.ReadDuration, Read: sy.Read,
@@ -505,6 +493,36 @@ func (c *Controller) sync(ctx context.Context, mode planner.Mode) (*Outcome, err
 		return out, &RefusedError{Hostnames: hosts, Err: errors.Join(errs...)}
 	}
 	return out, nil
+}
+
+// sourceRead is what one source gave a sync.
+type sourceRead struct {
+	endpoints []*endpoint.Endpoint
+	problems  map[string][]endpoint.Problem
+}
+
+// objectsOf is what the sources made of each object, by UID. Only the report needs it, so a
+// sync builds it after its writes.
+func objectsOf(read []sourceRead) map[string]Object {
+	n := 0
+	for _, r := range read {
+		n += len(r.endpoints)
+	}
+	objects := make(map[string]Object, n)
+	for _, r := range read {
+		for _, ep := range r.endpoints {
+			uid := ep.Sources[0].UID
+			o := objects[uid]
+			o.Endpoints = append(o.Endpoints, ep)
+			objects[uid] = o
+		}
+		for uid, p := range r.problems {
+			o := objects[uid]
+			o.Problems = p
+			objects[uid] = o
+		}
+	}
+	return objects
 }
 
 // removedAny reports whether a delete or release went through.

@@ -130,6 +130,7 @@ type Sync struct {
 
 	records  []endpoint.Record // a whole read, which Learn keeps as the known state
 	searched string            // the hostname searched (ReadHost), lowercase
+	plans    int               // the times the registry and the plan ran
 }
 
 // Plan reads what mode calls for and plans eps (the sources' endpoints within the domain
@@ -158,9 +159,12 @@ func (p *Planner) Plan(ctx context.Context, eps []*endpoint.Endpoint, mode Mode,
 			if err != nil {
 				return nil, fmt.Errorf("searching router-hosts for %s: %w", hosts[0], err)
 			}
-			p.known.searched(hosts[0], found)
 			s.Read, s.searched = ReadHost, hosts[0]
-			p.plan(s, eps, policy)
+			// The plan is a function of the known state: when the search found what was
+			// known of the hostname (most often nothing), planning again would find the same.
+			if p.known.searched(hosts[0], found) {
+				p.plan(s, eps, policy)
+			}
 		case len(hosts) > 1:
 			if err := p.readServer(ctx, s); err != nil {
 				return nil, err
@@ -190,6 +194,7 @@ func (p *Planner) readServer(ctx context.Context, s *Sync) error {
 
 // plan runs the registry and the plan over what s read.
 func (p *Planner) plan(s *Sync, eps []*endpoint.Endpoint, policy plan.Policy) {
+	s.plans++
 	records := s.records
 	if s.Read != ReadServer {
 		records = p.known.records()

@@ -247,7 +247,7 @@ func (s *State) Marked(owned []*endpoint.Record) bool {
 // operator's block, which opens with TagPreExisting and closes with the loan record; for an
 // adoption candidate, its tags and the record adopting it would write.
 func (r *Registry) Current(st *State, desired []*endpoint.Endpoint, settled map[string]bool) []plan.Current {
-	out := make([]plan.Current, 0, len(st.Owned))
+	out := make([]plan.Current, 0, max(len(st.Owned)-len(settled), 0))
 	for i := range st.Owned {
 		rec := st.Owned[i]
 		if len(settled) > 0 && settled[strings.ToLower(rec.Hostname)] {
@@ -291,8 +291,15 @@ func (r *Registry) Current(st *State, desired []*endpoint.Endpoint, settled map[
 func (r *Registry) Desired(now time.Time, eps []*endpoint.Endpoint, st *State, merges Merges) []*endpoint.Endpoint {
 	byHost := make(map[string][]*endpoint.Endpoint, len(eps))
 	ownedByHost := make(map[string][]*endpoint.Record, len(st.Owned))
+	// In the order the hostnames first came: sources list theirs sorted, so the sort below
+	// mostly finds them in order.
+	hosts := make([]string, 0, len(eps))
 	for _, ep := range eps {
-		byHost[ep.Hostname] = append(byHost[ep.Hostname], ep)
+		claims, seen := byHost[ep.Hostname]
+		if !seen {
+			hosts = append(hosts, ep.Hostname)
+		}
+		byHost[ep.Hostname] = append(claims, ep)
 		// Reported for every claim, written for none, whether or not the claim wins.
 		for _, t := range ep.Tags {
 			if err := CheckUserTag(t); err != nil {
@@ -305,11 +312,7 @@ func (r *Registry) Desired(now time.Time, eps []*endpoint.Endpoint, st *State, m
 		key := strings.ToLower(rec.Hostname)
 		ownedByHost[key] = append(ownedByHost[key], rec)
 	}
-	hosts := make([]string, 0, len(byHost))
-	for h := range byHost {
-		hosts = append(hosts, h)
-	}
-	sort.Strings(hosts)
+	slices.Sort(hosts)
 	out := make([]*endpoint.Endpoint, 0, len(hosts))
 	for _, h := range hosts {
 		claims := byHost[h]

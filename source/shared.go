@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -96,6 +95,8 @@ type Source struct {
 	memo   map[types.UID]*memo
 	// pass counts the listings; a memo not met in the last one is of an object gone.
 	pass uint64
+	// order is the last listing, in order.
+	order order
 }
 
 // memo is what one object gave a sync, valid while its resourceVersion and the epoch hold.
@@ -200,7 +201,7 @@ func (s *Source) Endpoints(context.Context) ([]*endpoint.Endpoint, error) {
 		s.memo = make(map[types.UID]*memo, len(objs))
 	}
 	s.pass++
-	out := make([]*endpoint.Endpoint, 0, len(objs))
+	var fresh []placed
 	for _, o := range objs {
 		uid, version := o.GetUID(), o.GetResourceVersion()
 		m := s.memo[uid]
@@ -214,7 +215,6 @@ func (s *Source) Endpoints(context.Context) ([]*endpoint.Endpoint, error) {
 				if len(m.problems) > 0 {
 					s.reports.report(*m.ref, version, m.problems)
 				}
-				out = append(out, m.eps...)
 			}
 			continue
 		}
@@ -233,7 +233,9 @@ func (s *Source) Endpoints(context.Context) ([]*endpoint.Endpoint, error) {
 			m.ref = &c.ref
 		}
 		s.reports.report(c.ref, version, m.problems)
-		out = append(out, m.eps...)
+		for _, ep := range m.eps {
+			fresh = append(fresh, placed{ep, m})
+		}
 	}
 	for uid, m := range s.memo {
 		if m.pass != s.pass {
@@ -241,31 +243,11 @@ func (s *Source) Endpoints(context.Context) ([]*endpoint.Endpoint, error) {
 		}
 	}
 	s.reports.forgetExcept(func(uid types.UID) bool { m := s.memo[uid]; return m != nil && m.optedIn })
-	// A total order, so that every replica and every sync sees the same list.
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Hostname != out[j].Hostname {
-			return out[i].Hostname < out[j].Hostname
-		}
-		return refLess(&out[i].Sources[0], &out[j].Sources[0])
-	})
-	return out, nil
+	return s.order.list(s.pass, fresh), nil
 }
 
 // Problems returns the problems of each object, by UID, as of the last Endpoints.
 func (s *Source) Problems() map[string][]Problem { return s.reports.problems() }
-
-func refLess(a, b *endpoint.SourceRef) bool {
-	if a.Namespace != b.Namespace {
-		return a.Namespace < b.Namespace
-	}
-	if a.Name != b.Name {
-		return a.Name < b.Name
-	}
-	if a.Kind != b.Kind {
-		return a.Kind < b.Kind
-	}
-	return a.Group < b.Group
-}
 
 // refOf is the reference an endpoint carries back to its object.
 func refOf(group, version, kind string, o metav1.Object) endpoint.SourceRef {
