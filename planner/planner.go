@@ -64,7 +64,8 @@ func (r Read) String() string {
 }
 
 // Reader reads the router-hosts server: every entry, or the entries of one hostname in any
-// case.
+// case. The slices it returns are the planner's from then on (the known state is kept in
+// Records' own).
 type Reader interface {
 	Records(ctx context.Context) ([]endpoint.Record, error)
 	Search(ctx context.Context, hostname string) ([]endpoint.Record, error)
