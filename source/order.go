@@ -27,24 +27,19 @@ type placed struct {
 // merged in.
 func (o *order) list(pass uint64, fresh []placed) []*endpoint.Endpoint {
 	slices.SortFunc(fresh, comparePlaced)
-	kept := make([]placed, 0, len(o.last)+len(fresh))
+	merged := make([]placed, 0, len(o.last)+len(fresh))
+	j := 0
 	for _, p := range o.last {
-		if p.m.pass == pass {
-			kept = append(kept, p)
+		if p.m.pass != pass {
+			continue
 		}
-	}
-	merged := make([]placed, 0, len(kept)+len(fresh))
-	i, j := 0, 0
-	for i < len(kept) && j < len(fresh) {
-		if comparePlaced(fresh[j], kept[i]) < 0 {
+		for j < len(fresh) && comparePlaced(fresh[j], p) < 0 {
 			merged = append(merged, fresh[j])
 			j++
-		} else {
-			merged = append(merged, kept[i])
-			i++
 		}
+		merged = append(merged, p)
 	}
-	merged = append(append(merged, kept[i:]...), fresh[j:]...)
+	merged = append(merged, fresh[j:]...)
 	o.last = merged
 	out := make([]*endpoint.Endpoint, len(merged))
 	for k, p := range merged {
