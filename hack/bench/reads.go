@@ -35,11 +35,11 @@ func readsCommand(args []string, out io.Writer) error {
 	sizes := fs.String("sizes", "1000,5000", "entries on the server when the reads are timed, comma-separated")
 	rounds := fs.Int("rounds", 20, "calls timed per read and size")
 	concurrency := fs.Int("concurrency", 4, "AddHost calls in flight while filling")
-	payloadName := fs.String("payload", "operator", "what the entries carry: operator (five tags and the comment) or upstream (a short comment, no tags)")
+	payloadName := fs.String("payload", "operator", "what the entries carry: operator (five tags and the comment), upstream (a short comment, no tags) or equal (the five tags, upstream's comment)")
 	_ = fs.Parse(args) // ExitOnError: Parse exits on a bad flag
 	payload, ok := payloads[*payloadName]
 	if !ok {
-		return fmt.Errorf("unknown -payload %q: operator or upstream", *payloadName)
+		return fmt.Errorf("unknown -payload %q: operator, upstream or equal", *payloadName)
 	}
 	ns, err := parseSizes(*sizes)
 	if err != nil {
@@ -134,12 +134,21 @@ func benchHostname(i int) string { return fmt.Sprintf("reads-%05d.bench.example"
 // payload is what the i-th entry carries besides its hostname and address.
 type payload func(i int) (comment string, tags []string)
 
+// operatorPayload is what the operator writes for the i-th of the bench's Ingresses.
+func operatorPayload(i int) (string, []string) {
+	return "router-hosts-operator: Ingress bench/app", []string{registry.PrefixCluster + benchCluster, registry.TagOwner, registry.PrefixKind + "Ingress",
+		registry.PrefixNamespace + "bench", registry.PrefixSource + fmt.Sprintf("00000000-0000-0000-0000-%012d", i)}
+}
+
 var payloads = map[string]payload{
-	"operator": func(i int) (string, []string) {
-		return "router-hosts-operator: Ingress bench/app", []string{registry.PrefixCluster + benchCluster, registry.TagOwner, registry.PrefixKind + "Ingress",
-			registry.PrefixNamespace + "bench", registry.PrefixSource + fmt.Sprintf("00000000-0000-0000-0000-%012d", i)}
-	},
+	"operator": operatorPayload,
 	"upstream": func(i int) (string, []string) { return fmt.Sprintf("k8s:bench/app-%d", i), nil },
+	// equal is what hack/latency-equal.sh has the upstream operator write: our five tags, its
+	// own comment, so that only the comments differ from operator's.
+	"equal": func(i int) (string, []string) {
+		_, tags := operatorPayload(i)
+		return fmt.Sprintf("k8s:bench/app-%d", i), tags
+	},
 }
 
 // fill adds entries from from up to to, concurrency at a time, and returns their IDs.
