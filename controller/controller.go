@@ -132,9 +132,11 @@ type Report struct {
 	// not accept, or a server certificate our CA does not verify).
 	AuthFailed bool
 	// Changes are the writes the sync sent; FailedChanges holds the error of each one that
-	// failed, keyed by its address in Changes (the others succeeded).
+	// failed, keyed by its address in Changes (the others succeeded). Deferred is the number
+	// of changes left to the syncs that follow, beyond the budget of writes per sync.
 	Changes       []plan.Change
 	FailedChanges map[*plan.Change]error
+	Deferred      int
 	// Pending is the number of owned entries marked for deletion; Foreign the number owned by
 	// other clusters.
 	Pending, Foreign int
@@ -161,8 +163,6 @@ type Report struct {
 // Config wires the loop.
 type Config struct {
 	Sources []Source
-	// DomainFilter limits the hostnames managed; owned entries outside it are no longer wanted.
-	DomainFilter endpoint.DomainFilter
 	// Reporters are told the outcome of each sync.
 	Reporters []Reporter
 	Registry  *registry.Registry
@@ -208,10 +208,10 @@ type Controller struct {
 	live    atomic.Pointer[Settings]
 }
 
-// Settings are the parts of the configuration that may change while the loop runs.
+// Settings are the parts of the configuration that may change while the loop runs; the
+// registry's are applied with it (Reconfigure's apply).
 type Settings struct {
-	DomainFilter endpoint.DomainFilter
-	Policy       plan.Policy
+	Policy plan.Policy
 	// Interval is the period of full resyncs.
 	Interval time.Duration
 }
@@ -255,7 +255,7 @@ func New(cfg Config) *Controller {
 		cfg.Interval = time.Minute
 	}
 	c := &Controller{cfg: cfg, log: cfg.Log, wake: make(chan struct{}, 1), planner: planner.New(cfg.Registry, cfg.Provider, cfg.Clock)}
-	c.live.Store(&Settings{DomainFilter: cfg.DomainFilter, Policy: cfg.Policy, Interval: cfg.Interval})
+	c.live.Store(&Settings{Policy: cfg.Policy, Interval: cfg.Interval})
 	for _, s := range cfg.Sources {
 		s.AddEventHandler(c.notify)
 	}
@@ -401,8 +401,9 @@ func (c *Controller) sync(ctx context.Context, mode planner.Mode) (*Outcome, err
 		if ps, ok := s.(ProblemSource); ok {
 			read[i].problems = ps.Problems()
 		}
+		// Owned entries outside the domain filter are no longer wanted.
 		for _, ep := range got {
-			if live.DomainFilter.Match(ep.Hostname) {
+			if c.cfg.Registry.Manages(ep.Hostname) {
 				eps = append(eps, ep)
 			}
 		}
@@ -430,6 +431,9 @@ func (c *Controller) sync(ctx context.Context, mode planner.Mode) (*Outcome, err
 		}
 		if len(sy.Changes) == 0 {
 			fmt.Fprintln(c.cfg.Out, "no changes")
+		}
+		if sy.Deferred > 0 {
+			fmt.Fprintf(c.cfg.Out, "%d more changes follow in the next syncs (the budget of writes per sync)\n", sy.Deferred)
 		}
 		log.Info("dry run: plan printed, nothing written")
 		return out, nil
@@ -467,7 +471,7 @@ func (c *Controller) sync(ctx context.Context, mode planner.Mode) (*Outcome, err
 	}
 	rep := &Report{Cluster: c.cfg.Registry.ClusterName(), Desired: sy.Desired, Endpoints: eps, Objects: objectsOf(read),
 		Entries: entriesAfter(st.Owned, sy.Changes, applyErr), Failed: failed, FailedChanges: failedChanges,
-		Changes: sy.Changes, Pending: sy.Pending, Foreign: st.ForeignCount(), SourceEndpoints: counts, Conflicts: st.Conflicts,
+		Changes: sy.Changes, Deferred: sy.Deferred, Pending: sy.Pending, Foreign: st.ForeignCount(), SourceEndpoints: counts, Conflicts: st.Conflicts,
 		Problems: st.Problems, Started: start, Duration: c.cfg.Clock.Now().Sub(start), ListDuration: sy.ReadDuration, Read: sy.Read,
 		Mode: mode, ChangedAt: changed}
 	if whole != nil {

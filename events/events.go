@@ -39,7 +39,24 @@ const (
 	// AuthenticationFailed prefixes the message of a SyncFailed event when router-hosts refused
 	// the TLS authentication.
 	AuthenticationFailed = "AuthenticationFailed"
+	// NameNotPermitted: the tenancy rules do not let the object's namespace claim a name.
+	NameNotPermitted = "NameNotPermitted"
+	// OverBudget: the object, or its namespace, is over its budget; its new names are not
+	// written.
+	OverBudget = "OverBudget"
 )
+
+// problemReason is the event reason of a registry Problem: a part of the object's input that
+// is dropped or corrected is an InvalidAnnotation, as the sources' are.
+func problemReason(r registry.ProblemReason) string {
+	switch r {
+	case registry.ProblemNotPermitted:
+		return NameNotPermitted
+	case registry.ProblemOverBudget:
+		return OverBudget
+	}
+	return InvalidAnnotation
+}
 
 // MaxNormalPerSync caps the Normal events of one sync. Each is an etcd write: a first sync of
 // 10,000 Ingresses would otherwise post 10,000 SyncSucceeded events, for minutes after the
@@ -211,18 +228,25 @@ func (r *Recorder) standing(rep *controller.Report, claims map[string][]endpoint
 			}
 		}
 	}
+	// An object may lose several names, and have several problems: one warning of each
+	// reason says them all.
+	add := func(k string, w warning) {
+		if prev, ok := now[k]; ok {
+			prev.msg += "; " + w.msg
+			now[k] = prev
+			return
+		}
+		now[k] = w
+	}
 	for _, c := range rep.Conflicts {
-		now[c.Loser.UID+"/"+HostnameConflict] = warning{msg: fmt.Sprintf("hostname %s is held by %s; this claim is not written", c.Hostname, c.Winner),
-			ref: c.Loser, host: c.Hostname}
+		msg := fmt.Sprintf("hostname %s is held by %s; this claim is not written", c.Hostname, c.Winner)
+		if c.Alias {
+			msg = fmt.Sprintf("alias %s is held by %s; the alias is not written, the rest is", c.Hostname, c.Winner)
+		}
+		add(c.Loser.UID+"/"+HostnameConflict, warning{msg: msg, ref: c.Loser, host: c.Hostname})
 	}
 	for _, p := range rep.Problems {
-		k := p.Source.UID + "/" + InvalidAnnotation
-		if prev, ok := now[k]; ok {
-			prev.msg += "; " + p.Message
-			now[k] = prev
-		} else {
-			now[k] = warning{msg: p.Message, ref: p.Source}
-		}
+		add(p.Source.UID+"/"+problemReason(p.Reason), warning{msg: p.Message, ref: p.Source})
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -47,6 +47,7 @@ type Metrics struct {
 	serverRequests  *prometheus.CounterVec
 	failedHostnames prometheus.Gauge
 	conflicts       prometheus.Gauge
+	deferred        prometheus.Gauge
 }
 
 // New creates and registers the metrics. sourceNames label source_endpoints in the order the
@@ -70,7 +71,7 @@ func New(sourceNames []string) *Metrics {
 			Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300}}),
 		inputs: &inputs{
 			invalid: prometheus.NewDesc(prometheus.BuildFQName(ns, "", "invalid_endpoints"),
-				"Problems found in the objects' input in the last sync, by reason (InvalidHostname, InvalidAnnotation, NoAddress, ReservedTag): each is also a Warning event.", []string{"reason"}, nil),
+				"Problems found in the objects' input in the last sync, by reason (InvalidHostname, InvalidAnnotation, NoAddress; and the registry's ReservedTag, OutsideDomains, NotPermitted, GracePeriodCapped, OverBudget): each is also a Warning event.", []string{"reason"}, nil),
 			held: prometheus.NewDesc(prometheus.BuildFQName(ns, "", "held_endpoints"),
 				"Endpoints whose object resolves no address in the last sync: their entries are held as they are.", nil, nil)},
 		pending: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "pending_deletions",
@@ -99,9 +100,11 @@ func New(sourceNames []string) *Metrics {
 		failedHostnames: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "failed_hostnames",
 			Help: "Hostnames whose writes failed or were refused in the last sync; they are retried at the interval."}),
 		conflicts: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "hostname_conflicts",
-			Help: "Claims the last sync did not write because another namespace or another cluster holds their hostname."}),
+			Help: "Claims on a name (a hostname or an alias) the last sync did not write because another namespace, another cluster or a hand-made entry holds it."}),
+		deferred: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "deferred_changes",
+			Help: "Changes the last sync left to the syncs that follow it at once, beyond the budget of writes per sync."}),
 	}
-	m.Registry.MustRegister(m.buildInfo, m.changeLatency, m.inputs, m.failedHostnames, m.conflicts, m.syncedEntries, m.syncErrors, m.syncDuration, m.pending, m.serverConnected, m.lastSync,
+	m.Registry.MustRegister(m.buildInfo, m.changeLatency, m.inputs, m.failedHostnames, m.conflicts, m.deferred, m.syncedEntries, m.syncErrors, m.syncDuration, m.pending, m.serverConnected, m.lastSync,
 		m.changes, m.sourceEndpoints, m.foreign, m.isLeader, m.lastDuration, m.lastList, m.kubeRequests, m.serverRequests,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Counters with known labels start at zero, so rates work from the first scrape.
@@ -156,6 +159,7 @@ func (m *Metrics) Report(_ context.Context, r *controller.Report) {
 	}
 	m.failedHostnames.Set(float64(len(r.Failed)))
 	m.conflicts.Set(float64(len(r.Conflicts)))
+	m.deferred.Set(float64(r.Deferred))
 	m.inputs.set(r)
 	wrote := false
 	for i := range r.Changes {
@@ -186,12 +190,16 @@ type inputs struct {
 	mu        sync.Mutex
 	objects   map[string]controller.Object
 	endpoints []*endpoint.Endpoint
-	problems  int // the registry's: reserved tags dropped
+	problems  map[string]int // the registry's, by reason
 }
 
 func (in *inputs) set(r *controller.Report) {
 	in.mu.Lock()
-	in.objects, in.endpoints, in.problems = r.Objects, r.Endpoints, len(r.Problems)
+	problems := make(map[string]int, len(r.Problems))
+	for _, p := range r.Problems {
+		problems[string(p.Reason)]++
+	}
+	in.objects, in.endpoints, in.problems = r.Objects, r.Endpoints, problems
 	in.mu.Unlock()
 }
 
@@ -202,15 +210,18 @@ func (in *inputs) Describe(ch chan<- *prometheus.Desc) { ch <- in.invalid; ch <-
 // rates and alerts work from the first scrape.
 func (in *inputs) Collect(ch chan<- prometheus.Metric) {
 	in.mu.Lock()
-	objects, eps, reserved := in.objects, in.endpoints, in.problems
+	objects, eps, registered := in.objects, in.endpoints, in.problems
 	in.mu.Unlock()
-	counts := map[string]int{reasonReservedTag: reserved}
+	counts := make(map[string]int, len(registered)+8)
+	for reason, n := range registered {
+		counts[reason] = n
+	}
 	for _, o := range objects {
 		for _, p := range o.Problems {
 			counts[p.Reason]++
 		}
 	}
-	for _, reason := range invalidReasons {
+	for _, reason := range invalidReasons() {
 		if _, ok := counts[reason]; !ok {
 			counts[reason] = 0
 		}
@@ -227,11 +238,15 @@ func (in *inputs) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(in.held, prometheus.GaugeValue, float64(held))
 }
 
-// reasonReservedTag counts the registry's problems: a user tag that is reserved, dropped.
-const reasonReservedTag = "ReservedTag"
-
-// invalidReasons always have a series, so that rates and alerts work from the first scrape.
-var invalidReasons = []string{source.ReasonInvalidHostname, source.ReasonInvalidAnnotation, source.ReasonNoAddress, reasonReservedTag}
+// invalidReasons always have a series, so that rates and alerts work from the first scrape:
+// the sources' reasons and the registry's.
+func invalidReasons() []string {
+	out := []string{source.ReasonInvalidHostname, source.ReasonInvalidAnnotation, source.ReasonNoAddress}
+	for _, r := range registry.ProblemReasons() {
+		out = append(out, string(r))
+	}
+	return out
+}
 
 // entries is synced_entries: the last report's entries, counted by owner when scraped rather
 // than at every sync, which at ten thousand entries would cost each sync a pass over them. The

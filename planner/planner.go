@@ -128,6 +128,9 @@ type Sync struct {
 	// a release, a hostname whose duplicate waits, creates of several hostnames): Learn
 	// forgets the known state, and the caller runs a sync at once.
 	NeedFresh bool
+	// Deferred is the number of changes left to the syncs that follow, beyond the budget of
+	// writes per sync; the caller runs the next at once.
+	Deferred int
 
 	records  []endpoint.Record // a whole read, which Learn keeps as the known state
 	searched string            // the hostname searched (ReadHost), lowercase
@@ -176,6 +179,7 @@ func (p *Planner) Plan(ctx context.Context, eps []*endpoint.Endpoint, mode Mode,
 	if s.Read != ReadServer {
 		s.Changes = p.waitForServer(s)
 	}
+	s.Changes, s.Deferred = p.reg.Ration(s.Changes)
 	p.merges.end()
 	p.views.sweep()
 	return s, nil
@@ -279,7 +283,7 @@ func (p *Planner) Learn(s *Sync, applyErr error) (again bool) {
 		p.known.wrote(s.Changes)
 	}
 	p.refused.learn(s.Mode == Full, s.Read == ReadServer, errs)
-	if s.NeedFresh {
+	if s.NeedFresh || s.Deferred > 0 {
 		return true
 	}
 	for _, ce := range errs {

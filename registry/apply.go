@@ -124,11 +124,12 @@ func (r *Registry) due(v *view) (due time.Time, marked bool) {
 }
 
 // gracePeriod is the entry's own grace-period tag if it has one (so a per-object override
-// survives the object), else the configured default.
+// survives the object), else the configured default; never above the maximum, so that
+// lowering it takes effect on entries written before.
 func (r *Registry) gracePeriod(v *view) time.Duration {
 	if s, ok := v.value(PrefixGracePeriod); ok {
 		if d, err := time.ParseDuration(s + "s"); err == nil && d >= 0 {
-			return d
+			return r.ten.capGrace(d)
 		}
 	}
 	return r.cfg.GracePeriod

@@ -33,7 +33,14 @@ type Config struct {
 	GracePeriod time.Duration
 	// Policy is the plan policy; create-only also forbids adoption, which edits an entry.
 	Policy plan.Policy
-	Log    logrus.FieldLogger
+	// DomainFilter and ExcludeDomains are the domains whose names the operator manages, as
+	// external-dns's --domain-filter and --exclude-domains; hostnames and aliases alike.
+	DomainFilter, ExcludeDomains []string
+	// Tenancy says which names each namespace may claim, which may adopt, and the longest
+	// grace period; Budgets bound objects, namespaces and syncs.
+	Tenancy Tenancy
+	Budgets Budgets
+	Log     logrus.FieldLogger
 }
 
 // Registry applies ownership policy around the pure plan. It keeps no state between calls:
@@ -42,6 +49,8 @@ type Config struct {
 type Registry struct {
 	cfg        Config
 	clusterTag string
+	domains    endpoint.DomainFilter
+	ten        tenancy
 	log        logrus.FieldLogger
 }
 
@@ -114,15 +123,33 @@ func (r *Registry) Reconfigure(cfg Config) error {
 	if cfg.GracePeriod < 0 {
 		return fmt.Errorf("grace period %s is negative", cfg.GracePeriod)
 	}
+	domains, err := endpoint.NewDomainFilter(cfg.DomainFilter, cfg.ExcludeDomains)
+	if err != nil {
+		return fmt.Errorf("domain filter: %w", err)
+	}
+	ten, err := compileTenancy(cfg.Tenancy)
+	if err != nil {
+		return fmt.Errorf("tenancy: %w", err)
+	}
+	if ten.maxGrace > 0 && cfg.GracePeriod > ten.maxGrace {
+		return fmt.Errorf("grace period %s is above the maximum grace period %s", cfg.GracePeriod, ten.maxGrace)
+	}
+	if err := checkBudgets(cfg.Budgets); err != nil {
+		return err
+	}
 	if cfg.Policy == "" {
 		cfg.Policy = plan.Sync
 	}
 	if cfg.Log == nil {
 		cfg.Log = logrus.StandardLogger()
 	}
-	r.cfg, r.clusterTag, r.log = cfg, clusterTag, cfg.Log
+	r.cfg, r.clusterTag, r.domains, r.ten, r.log = cfg, clusterTag, domains, ten, cfg.Log
 	return nil
 }
+
+// Manages reports whether the operator manages hostname (normalised): the domain filter's
+// rule, which aliases obey too.
+func (r *Registry) Manages(hostname string) bool { return r.domains.Match(hostname) }
 
 // ClusterName is the name of the cluster whose entries the registry owns.
 func (r *Registry) ClusterName() string { return r.cfg.ClusterName }
@@ -177,19 +204,22 @@ func (s *State) view(rec *endpoint.Record) view {
 	return view{}
 }
 
-// Conflict is a claim on a hostname that lost to the namespace holding it, or to another
-// cluster.
+// Conflict is a claim on a name that lost to the namespace holding it, to another cluster or
+// to a hand-made entry.
 type Conflict struct {
+	// Hostname is the name: the claim's hostname, or one of its aliases (Alias).
 	Hostname string
+	Alias    bool
 	Loser    endpoint.SourceRef
-	// Winner names who holds the hostname: "namespace <ns>", "namespace/name" of the older
-	// claim, or "cluster <name>".
+	// Winner names who holds the name: "namespace <ns>", "namespace/name" of the older claim,
+	// "cluster <name>" or a hand-made entry.
 	Winner string
 }
 
 // Problem is a part of an object's claim the registry refused to write.
 type Problem struct {
 	Source endpoint.SourceRef
+	Reason ProblemReason
 	// Tag is the user-supplied tag that was dropped because it is reserved.
 	Tag     string
 	Message string
@@ -265,6 +295,9 @@ func (r *Registry) Current(st *State, desired []*endpoint.Endpoint, settled map[
 	}
 	for _, ep := range desired {
 		for _, rec := range st.Unowned[ep.Hostname] {
+			if !r.adoptable(ep, &rec) {
+				continue
+			}
 			out = append(out, plan.Current{Record: rec, Class: plan.Unowned,
 				Keep: append(append([]string{}, rec.Tags...), TagPreExisting), Trail: loanOf(&rec).trail()})
 		}
@@ -272,9 +305,17 @@ func (r *Registry) Current(st *State, desired []*endpoint.Endpoint, settled map[
 	return out
 }
 
+// adoptable reports whether the namespace that won ep may adopt rec, a hand-made entry of its
+// hostname.
+func (r *Registry) adoptable(ep *endpoint.Endpoint, rec *endpoint.Record) bool {
+	return !rec.HasTag(TagNoAdopt) && r.ten.mayAdopt(ep.Sources[0].Namespace)
+}
+
 // Desired merges the sources' endpoints into one per hostname and derives the ownership tags,
 // default tags and provenance comment.
 //
+//   - The claims are screened first (screen): objects over their budget, names a namespace
+//     may not claim, aliases outside the domain filter, grace periods over the maximum.
 //   - A hostname another cluster holds is left to it.
 //   - One namespace holds a hostname: the one named on the entries this cluster already has
 //     for it, until it lets go (holder); only a hostname it let go of, or with no entry, goes
@@ -285,12 +326,30 @@ func (r *Registry) Current(st *State, desired []*endpoint.Endpoint, settled map[
 //   - An object that resolves no address keeps exactly the entries that carry its source:
 //     tag (those not already marked for deletion): they stay wanted as they are.
 //   - Reserved tags among the user's tags are dropped and reported as Problems.
+//   - Every alias obeys the rule hostnames obey (names.go): one namespace of one cluster per
+//     name, and none a hand-made entry carries.
+//   - A namespace at its budget of entries gets no new hostname.
 //
 // now is the sync's clock reading, which says whose grace period has ended. merges (may be
 // nil) hands back the merge of a hostname whose claims and entries are those it was made from.
 func (r *Registry) Desired(now time.Time, eps []*endpoint.Endpoint, st *State, merges Merges) []*endpoint.Endpoint {
-	byHost := make(map[string][]*endpoint.Endpoint, len(eps))
 	ownedByHost := make(map[string][]*endpoint.Record, len(st.Owned))
+	for i := range st.Owned {
+		rec := &st.Owned[i]
+		key := strings.ToLower(rec.Hostname)
+		ownedByHost[key] = append(ownedByHost[key], rec)
+	}
+	for _, ep := range eps {
+		// Reported for every claim, written for none, whether or not the claim wins.
+		for _, t := range ep.Tags {
+			if err := CheckUserTag(t); err != nil {
+				st.Problems = append(st.Problems, Problem{Source: ep.Sources[0], Reason: ProblemReservedTag, Tag: t, Message: err.Error() + "; dropped"})
+			}
+		}
+	}
+	car := carriersOf(st)
+	eps, touched := r.screen(eps, st, ownedByHost, car)
+	byHost := make(map[string][]*endpoint.Endpoint, len(eps))
 	// In the order the hostnames first came: sources list theirs sorted, so the sort below
 	// mostly finds them in order.
 	hosts := make([]string, 0, len(eps))
@@ -300,17 +359,6 @@ func (r *Registry) Desired(now time.Time, eps []*endpoint.Endpoint, st *State, m
 			hosts = append(hosts, ep.Hostname)
 		}
 		byHost[ep.Hostname] = append(claims, ep)
-		// Reported for every claim, written for none, whether or not the claim wins.
-		for _, t := range ep.Tags {
-			if err := CheckUserTag(t); err != nil {
-				st.Problems = append(st.Problems, Problem{Source: ep.Sources[0], Tag: t, Message: err.Error() + "; dropped"})
-			}
-		}
-	}
-	for i := range st.Owned {
-		rec := &st.Owned[i]
-		key := strings.ToLower(rec.Hostname)
-		ownedByHost[key] = append(ownedByHost[key], rec)
 	}
 	slices.Sort(hosts)
 	out := make([]*endpoint.Endpoint, 0, len(hosts))
@@ -324,7 +372,7 @@ func (r *Registry) Desired(now time.Time, eps []*endpoint.Endpoint, st *State, m
 			continue
 		}
 		owned := ownedByHost[h]
-		if merges != nil {
+		if merges != nil && !touched[h] {
 			if m, ok := merges.Merged(h, claims, owned); ok {
 				if m != nil {
 					out = append(out, m)
@@ -343,10 +391,19 @@ func (r *Registry) Desired(now time.Time, eps []*endpoint.Endpoint, st *State, m
 			out = append(out, m)
 		}
 		if merges != nil {
-			merges.Keep(Merge{Host: h, Claims: key, Owned: owned, Out: m, Conflicted: len(st.Conflicts) > conflicts, Marked: st.Marked(owned)})
+			merges.Keep(Merge{Host: h, Claims: key, Owned: owned, Out: m, Conflicted: touched[h] || len(st.Conflicts) > conflicts, Marked: st.Marked(owned)})
 		}
 	}
-	return out
+	// A merge reused is kept no longer when what follows changes its endpoint, so that the
+	// hostname is planned (not settled) and its refusals reported at every sync.
+	forget := func(host string) {
+		if merges != nil {
+			merges.Keep(Merge{Host: host, Conflicted: true})
+		}
+	}
+	out = r.aliases(out, byHost, st, ownedByHost, car, forget)
+	out = r.unadoptable(out, st, car, forget)
+	return r.namespaceBudget(out, st, ownedByHost, forget)
 }
 
 func clusterOf(rec *endpoint.Record) string {

@@ -23,6 +23,7 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/api/v1alpha1"
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )
 
 // The reasons of the Synced condition.
@@ -35,7 +36,46 @@ const (
 	ReasonWriteFailed       = "WriteFailed"
 	// ReasonAuthenticationFailed: router-hosts refused the TLS authentication.
 	ReasonAuthenticationFailed = "AuthenticationFailed"
+	// ReasonNotPermitted: the tenancy rules do not let the namespace claim a name.
+	ReasonNotPermitted = "NotPermitted"
+	// ReasonOverBudget: the object or its namespace is over its budget; what it has stays.
+	ReasonOverBudget = "OverBudget"
 )
+
+// refusal is a part of an object's claim the registry did not write: a problem, or an alias
+// another holds.
+type refusal struct {
+	reason, message string
+}
+
+// refusalsOf are the registry's refusals of each object, by UID, in the status's reasons.
+func refusalsOf(r *controller.Report) map[string][]refusal {
+	out := map[string][]refusal{}
+	for _, p := range r.Problems {
+		reason := ReasonValidationFailed
+		switch p.Reason {
+		case registry.ProblemNotPermitted:
+			reason = ReasonNotPermitted
+		case registry.ProblemOverBudget:
+			reason = ReasonOverBudget
+		}
+		out[p.Source.UID] = append(out[p.Source.UID], refusal{reason, p.Message})
+	}
+	for _, c := range r.Conflicts {
+		if c.Alias {
+			out[c.Loser.UID] = append(out[c.Loser.UID], refusal{ReasonConflict, fmt.Sprintf("alias %s is held by %s", c.Hostname, c.Winner)})
+		}
+	}
+	return out
+}
+
+func joinRefusals(rs []refusal) string {
+	msgs := make([]string, len(rs))
+	for i, r := range rs {
+		msgs[i] = r.message
+	}
+	return strings.Join(msgs, "; ")
+}
 
 // Objects reads HostMappings from a cache (the HostMapping source).
 type Objects interface {
@@ -120,10 +160,7 @@ func (h *HostMappings) digestLatest() {
 	for _, ep := range r.Desired {
 		desired[ep.Hostname] = ep
 	}
-	dropped := map[string][]string{}
-	for _, p := range r.Problems {
-		dropped[p.Source.UID] = append(dropped[p.Source.UID], p.Message)
-	}
+	dropped := refusalsOf(r)
 	wants := make([]state, len(objs))
 	for i, hm := range objs {
 		wants[i] = h.compute(hm, r, desired, dropped[string(hm.UID)])
@@ -240,7 +277,7 @@ func (h *HostMappings) Flush(ctx context.Context) error {
 	}
 }
 
-func (h *HostMappings) compute(hm *v1alpha1.HostMapping, r *controller.Report, desired map[string]*endpoint.Endpoint, dropped []string) state {
+func (h *HostMappings) compute(hm *v1alpha1.HostMapping, r *controller.Report, desired map[string]*endpoint.Endpoint, dropped []refusal) state {
 	prev := current(hm)
 	st := state{gen: hm.Generation, id: prev.id, ready: true}
 	if r.Stage == controller.StageSource {
@@ -267,6 +304,14 @@ func (h *HostMappings) compute(hm *v1alpha1.HostMapping, r *controller.Report, d
 	ep := eps[0]
 	d := desired[ep.Hostname]
 	if d == nil || !claims(d, string(hm.UID)) {
+		// A whole claim the tenancy rules or a budget turned down says so; otherwise another
+		// holds the hostname.
+		for _, f := range dropped {
+			if f.reason == ReasonNotPermitted || f.reason == ReasonOverBudget {
+				st.reason, st.id, st.message = f.reason, "", joinRefusals(dropped)
+				return st
+			}
+		}
 		st.reason, st.id = ReasonConflict, ""
 		st.message = fmt.Sprintf("hostname %s is claimed by another object or cluster", ep.Hostname)
 		return st
@@ -291,8 +336,8 @@ func (h *HostMappings) compute(hm *v1alpha1.HostMapping, r *controller.Report, d
 	st.addresses = strings.Join(endpoint.SortedUnique(ep.Targets), ",")
 	if len(dropped) > 0 {
 		// The entry is written without the refused part: not what the spec asks for.
-		st.id, st.reason = entries[0].ID, ReasonValidationFailed
-		st.message = strings.Join(dropped, "; ") + "; the rest is synced"
+		st.id, st.reason = entries[0].ID, dropped[0].reason
+		st.message = joinRefusals(dropped) + "; the rest is synced"
 		return st
 	}
 	st.synced, st.id, st.reason, st.message = true, entries[0].ID, ReasonSuccess, "Host synced to router-hosts"

@@ -38,14 +38,14 @@ func TestComputeTranslatesTheReport(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		report  controller.Report
-		dropped []string
+		dropped []refusal
 		want    state
 		message string
 	}{
 		{name: "synced", report: controller.Report{Objects: objs, Entries: entries},
 			want: state{synced: true, id: "01ABC", gen: 2, reason: ReasonSuccess, addresses: "10.0.0.9", ready: true}},
 		{name: "a reserved tag was dropped: written, but not as the spec says", report: controller.Report{Objects: objs, Entries: entries},
-			dropped: []string{`tag "cluster:x" is reserved; dropped`}, want: state{id: "01ABC", gen: 2, reason: ReasonValidationFailed, addresses: "10.0.0.9", ready: true}, message: "cluster:x"},
+			dropped: []refusal{{ReasonValidationFailed, `tag "cluster:x" is reserved; dropped`}}, want: state{id: "01ABC", gen: 2, reason: ReasonValidationFailed, addresses: "10.0.0.9", ready: true}, message: "cluster:x"},
 		{name: "authentication refused on the read", report: controller.Report{Objects: objs, Stage: controller.StageList, AuthFailed: true, Err: authErr},
 			want: state{gen: 2, reason: ReasonAuthenticationFailed, ready: true}, message: "unknown certificate authority"},
 		{name: "server unreachable", report: controller.Report{Objects: objs, Stage: controller.StageList, Err: errors.New("connection refused")},

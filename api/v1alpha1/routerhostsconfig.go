@@ -59,6 +59,37 @@ type RouterHostsConfigSpec struct {
 	ExcludeDomains []string       `json:"excludeDomains,omitempty"`
 	Interval       *int64         `json:"intervalSeconds,omitempty"`
 	OptIn          *OptInSpec     `json:"optIn,omitempty"`
+	Tenancy        *TenancySpec   `json:"tenancy,omitempty"`
+	Budgets        *BudgetsSpec   `json:"budgets,omitempty"`
+}
+
+// TenancySpec says which names each namespace may claim and which namespaces may adopt
+// hand-made entries; each field left out keeps its flag's value.
+type TenancySpec struct {
+	// NamespaceDomains, when not empty, are the only names namespaces may claim.
+	NamespaceDomains []NamespaceDomains `json:"namespaceDomains,omitempty"`
+	// AdoptionNamespaces are the namespaces (or patterns) that may adopt hand-made entries;
+	// an empty list lets none.
+	AdoptionNamespaces []string `json:"adoptionNamespaces,omitempty"`
+	// MaxGracePeriodSeconds caps the grace period an object may ask for; 0 lifts the cap.
+	MaxGracePeriodSeconds *int64 `json:"maxGracePeriodSeconds,omitempty"`
+}
+
+// NamespaceDomains lets the namespaces Namespace names (a name or a pattern such as team-*)
+// claim names under Domains.
+type NamespaceDomains struct {
+	Namespace string   `json:"namespace"`
+	Domains   []string `json:"domains"`
+}
+
+// BudgetsSpec bounds what objects, namespaces and syncs may ask of the router; each field left
+// out keeps its flag's value, and 0 means no limit.
+type BudgetsSpec struct {
+	EntriesPerObject    *int32 `json:"entriesPerObject,omitempty"`
+	AliasesPerObject    *int32 `json:"aliasesPerObject,omitempty"`
+	TagsPerObject       *int32 `json:"tagsPerObject,omitempty"`
+	EntriesPerNamespace *int32 `json:"entriesPerNamespace,omitempty"`
+	WritesPerSync       *int32 `json:"writesPerSync,omitempty"`
 }
 
 // OptInSpec is how objects are managed besides their opt-in annotation; each field left out

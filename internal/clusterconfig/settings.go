@@ -29,6 +29,8 @@ type Settings struct {
 	ExcludeDomains []string
 	Interval       time.Duration
 	OptIn          source.OptIn
+	Tenancy        registry.Tenancy
+	Budgets        registry.Budgets
 	Endpoint       string
 	ServerName     string
 	// TLSFiles says the flags name the mTLS files, the fallback when no Secret is named.
@@ -49,7 +51,8 @@ func (s *Settings) Domains() (endpoint.DomainFilter, error) {
 
 // Registry is the registry's part of the settings.
 func (s *Settings) Registry() registry.Config {
-	return registry.Config{ClusterName: s.ClusterName, DefaultTags: s.DefaultTags, GracePeriod: s.GracePeriod, Policy: s.Policy}
+	return registry.Config{ClusterName: s.ClusterName, DefaultTags: s.DefaultTags, GracePeriod: s.GracePeriod, Policy: s.Policy,
+		DomainFilter: s.DomainFilter, ExcludeDomains: s.ExcludeDomains, Tenancy: s.Tenancy, Budgets: s.Budgets}
 }
 
 // Target is the provider's part of the settings.
@@ -170,6 +173,35 @@ func Merge(base Settings, spec *v1alpha1.RouterHostsConfigSpec, read ReadSecret)
 		}
 		if err := s.OptIn.Check(); err != nil {
 			return base, fmt.Errorf("spec.optIn: %w", err)
+		}
+	}
+	if t := spec.Tenancy; t != nil {
+		if t.NamespaceDomains != nil {
+			s.Tenancy.Domains = nil
+			for _, d := range t.NamespaceDomains {
+				s.Tenancy.Domains = append(s.Tenancy.Domains, registry.NamespaceDomains{Namespace: d.Namespace, Domains: d.Domains})
+			}
+		}
+		if t.AdoptionNamespaces != nil {
+			s.Tenancy.Adopters = slices.Clone(t.AdoptionNamespaces)
+		}
+		if t.MaxGracePeriodSeconds != nil {
+			s.Tenancy.MaxGracePeriod = time.Duration(*t.MaxGracePeriodSeconds) * time.Second
+		}
+		if err := s.Tenancy.Check(); err != nil {
+			return base, fmt.Errorf("spec.tenancy: %w", err)
+		}
+	}
+	if b := spec.Budgets; b != nil {
+		for _, f := range []struct {
+			v   *int32
+			out *int
+		}{{b.EntriesPerObject, &s.Budgets.EntriesPerObject}, {b.AliasesPerObject, &s.Budgets.AliasesPerObject},
+			{b.TagsPerObject, &s.Budgets.TagsPerObject}, {b.EntriesPerNamespace, &s.Budgets.EntriesPerNamespace},
+			{b.WritesPerSync, &s.Budgets.WritesPerSync}} {
+			if f.v != nil {
+				*f.out = int(*f.v)
+			}
 		}
 	}
 	if srv := spec.Server; srv != nil {

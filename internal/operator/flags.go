@@ -60,6 +60,14 @@ type Config struct {
 	LeaderElectionID       string
 	ConfigName             string
 	WebhookAddress         string
+	NamespaceDomains       []string
+	AdoptNamespaces        []string
+	MaxGracePeriod         time.Duration
+	MaxEntriesPerObject    int
+	MaxAliasesPerObject    int
+	MaxTagsPerObject       int
+	MaxEntriesPerNamespace int
+	MaxWritesPerSync       int
 	// Command is the subcommand: "run" (the operator, the default) or "webhook".
 	Command string
 
@@ -71,6 +79,7 @@ type Config struct {
 	strategies []source.Strategy
 	policy     plan.Policy
 	domains    endpoint.DomainFilter
+	tenancy    registry.Tenancy
 }
 
 // The subcommands.
@@ -128,6 +137,23 @@ func ParseFlags(args []string, build Build) (*Config, error) {
 		BoolVar(&cfg.ExternalDNSAnnotations)
 	app.Flag("dns-server", "DNS server, host:port, that resolves hostnames given where an address is wanted (a load balancer that reports only a hostname, a target annotation) (default: the first nameserver of /etc/resolv.conf).").
 		StringVar(&cfg.DNSServer)
+	budgets := registry.DefaultBudgets()
+	app.Flag("namespace-domains", "NAMESPACE=DOMAIN[,DOMAIN...] (repeatable): when given, namespaces may claim only names (hostnames and aliases) under the domains listed for them; NAMESPACE may be a pattern such as team-* or *.").
+		StringsVar(&cfg.NamespaceDomains)
+	app.Flag("adopt-namespace", "Namespace, or pattern, whose objects may adopt hand-made entries (repeatable); given once empty, none may. A hand-made entry tagged no-adopt is never adopted.").
+		Default("*").StringsVar(&cfg.AdoptNamespaces)
+	app.Flag("max-grace-period", "The longest grace period an object may ask for (its annotation is capped) or an entry may carry; 0 lifts the cap.").
+		Default("8760h").SetValue(&duration{flag: "max-grace-period", target: &cfg.MaxGracePeriod})
+	app.Flag("max-entries-per-object", "Budget: an object's hostnames times their addresses; an object over any budget keeps the entries it has and gets no new ones (0: no limit).").
+		Default(strconv.Itoa(budgets.EntriesPerObject)).SetValue(&integer{flag: "max-entries-per-object", target: &cfg.MaxEntriesPerObject})
+	app.Flag("max-aliases-per-object", "Budget: the aliases an object asks for, over all its hostnames (0: no limit).").
+		Default(strconv.Itoa(budgets.AliasesPerObject)).SetValue(&integer{flag: "max-aliases-per-object", target: &cfg.MaxAliasesPerObject})
+	app.Flag("max-tags-per-object", "Budget: the tags an object asks for (0: no limit).").
+		Default(strconv.Itoa(budgets.TagsPerObject)).SetValue(&integer{flag: "max-tags-per-object", target: &cfg.MaxTagsPerObject})
+	app.Flag("max-entries-per-namespace", "Budget: the entries of one namespace; beyond it, its new hostnames are not written (0: no limit).").
+		Default(strconv.Itoa(budgets.EntriesPerNamespace)).SetValue(&integer{flag: "max-entries-per-namespace", target: &cfg.MaxEntriesPerNamespace})
+	app.Flag("max-writes-per-sync", "Budget: the writes of one sync; the rest follow in the next sync, at once, every namespace and object taking turns (0: no limit).").
+		Default(strconv.Itoa(budgets.WritesPerSync)).SetValue(&integer{flag: "max-writes-per-sync", target: &cfg.MaxWritesPerSync})
 	app.Flag("label-filter", "Only read resources whose labels match this selector (applied by the apiserver), e.g. dns=internal.").StringVar(&cfg.LabelFilter)
 	app.Flag("namespace", "Only read resources in this namespace (default: all).").StringVar(&cfg.Namespace)
 	app.Flag("kubeconfig", "Kubeconfig file (default: $KUBECONFIG, else the in-cluster config).").Default(os.Getenv("KUBECONFIG")).StringVar(&cfg.Kubeconfig)
@@ -193,8 +219,12 @@ func (cfg *Config) validate() error {
 	if cfg.domains, err = endpoint.NewDomainFilter(cfg.DomainFilter, cfg.ExcludeDomains); err != nil {
 		return fmt.Errorf("--domain-filter/--exclude-domains: %w", err)
 	}
-	if _, err := registry.New(registry.Config{ClusterName: cfg.ClusterName, DefaultTags: cfg.DefaultTags, GracePeriod: cfg.GracePeriod}); err != nil {
-		return fmt.Errorf("--cluster-name/--default-tag: %w", err)
+	if cfg.tenancy, err = parseTenancy(cfg.NamespaceDomains, cfg.AdoptNamespaces, cfg.MaxGracePeriod); err != nil {
+		return err
+	}
+	if _, err := registry.New(registry.Config{ClusterName: cfg.ClusterName, DefaultTags: cfg.DefaultTags, GracePeriod: cfg.GracePeriod,
+		Tenancy: cfg.tenancy, Budgets: cfg.budgets()}); err != nil {
+		return fmt.Errorf("--cluster-name, --default-tag, --grace-period, the tenancy or the budgets: %w", err)
 	}
 	if _, err := labels.Parse(cfg.LabelFilter); err != nil {
 		return fmt.Errorf("--label-filter: %w", err)
@@ -345,8 +375,45 @@ func (cfg *Config) settings() clusterconfig.Settings {
 		ClusterName: cfg.ClusterName, DefaultTags: cfg.DefaultTags, GracePeriod: cfg.GracePeriod, Policy: cfg.policy,
 		IPResolution: cfg.strategies, DomainFilter: cfg.DomainFilter, ExcludeDomains: cfg.ExcludeDomains, Interval: cfg.Interval,
 		Endpoint: cfg.Endpoint, ServerName: cfg.TLSServerName, TLSFiles: cfg.TLSCA != "", NoServer: cfg.Provider == "inmemory",
-		OptIn: cfg.optIn(),
+		OptIn: cfg.optIn(), Tenancy: cfg.tenancy, Budgets: cfg.budgets(),
 	}
+}
+
+// budgets are what the flags say of the budgets.
+func (cfg *Config) budgets() registry.Budgets {
+	return registry.Budgets{EntriesPerObject: cfg.MaxEntriesPerObject, AliasesPerObject: cfg.MaxAliasesPerObject,
+		TagsPerObject: cfg.MaxTagsPerObject, EntriesPerNamespace: cfg.MaxEntriesPerNamespace, WritesPerSync: cfg.MaxWritesPerSync}
+}
+
+// parseTenancy reads --namespace-domains (NAMESPACE=DOMAIN[,DOMAIN...]), --adopt-namespace (an
+// empty value stands for none) and --max-grace-period.
+func parseTenancy(domains, adopters []string, maxGrace time.Duration) (registry.Tenancy, error) {
+	t := registry.Tenancy{MaxGracePeriod: maxGrace, Adopters: []string{}}
+	for _, d := range domains {
+		ns, list, ok := strings.Cut(d, "=")
+		if !ok || strings.TrimSpace(ns) == "" || strings.TrimSpace(list) == "" {
+			return registry.Tenancy{}, fmt.Errorf("--namespace-domains %q: want NAMESPACE=DOMAIN[,DOMAIN...]", d)
+		}
+		nd := registry.NamespaceDomains{Namespace: strings.TrimSpace(ns)}
+		for _, dom := range strings.Split(list, ",") {
+			if dom = strings.TrimSpace(dom); dom != "" {
+				nd.Domains = append(nd.Domains, dom)
+			}
+		}
+		t.Domains = append(t.Domains, nd)
+	}
+	for _, a := range adopters {
+		if a = strings.TrimSpace(a); a != "" {
+			t.Adopters = append(t.Adopters, a)
+		}
+	}
+	if maxGrace < 0 {
+		return registry.Tenancy{}, fmt.Errorf("--max-grace-period must not be negative")
+	}
+	if err := t.Check(); err != nil {
+		return registry.Tenancy{}, fmt.Errorf("--namespace-domains or --adopt-namespace: %w", err)
+	}
+	return t, nil
 }
 
 // optIn is what the flags say of how objects opt in besides their annotation.

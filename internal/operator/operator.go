@@ -149,10 +149,6 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 	if err := settings.Check(); err != nil {
 		return nil, err
 	}
-	domains, err := settings.Domains()
-	if err != nil {
-		return nil, err
-	}
 	rc := settings.Registry()
 	rc.Log = log.WithField("component", "registry")
 	op.Registry, err = registry.New(rc)
@@ -208,7 +204,7 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 		reporters = append(reporters, op.Config)
 	}
 	op.Controller = controller.New(controller.Config{
-		Sources: sources, Reporters: reporters, DomainFilter: domains, Registry: op.Registry, Provider: op.Provider, Policy: settings.Policy,
+		Sources: sources, Reporters: reporters, Registry: op.Registry, Provider: op.Provider, Policy: settings.Policy,
 		Interval: settings.Interval, MinEventSyncInterval: cfg.MinEventSyncInterval,
 		DryRun: cfg.DryRun, Out: out, Log: log.WithField("component", "controller"), Clock: hooks.Clock,
 	})
@@ -228,10 +224,6 @@ func (op *Operator) serverVersion(ctx context.Context) (string, error) {
 // (the only step that can fail on its own), then the resolution chain and the registry's
 // policy, then the controller's.
 func (op *Operator) apply(s clusterconfig.Settings) error {
-	domains, err := s.Domains()
-	if err != nil {
-		return err
-	}
 	return op.Controller.Reconfigure(func() error {
 		if err := op.Provider.Retarget(s.Target()); err != nil {
 			return fmt.Errorf("connecting to %s: %w", s.Endpoint, err)
@@ -249,7 +241,7 @@ func (op *Operator) apply(s clusterconfig.Settings) error {
 		}
 		op.checker.SetInterval(s.Interval)
 		return nil
-	}, controller.Settings{DomainFilter: domains, Policy: s.Policy, Interval: s.Interval})
+	}, controller.Settings{Policy: s.Policy, Interval: s.Interval})
 }
 
 // Close releases the connection to router-hosts and stops the event recorder.

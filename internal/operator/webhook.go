@@ -58,13 +58,9 @@ func NewWebhook(cfg *Config, log *logrus.Logger, clk clock.Clock) (_ *Webhook, e
 	w.closers = append(w.closers, closeProv)
 	w.Server = webhook.New(webhook.Config{Reader: prov, Owns: reg.Owns, Domains: s.DomainFilter, Exclude: s.ExcludeDomains,
 		Namespace: webhook.SourceKind, Log: log.WithField("component", "webhook")})
-	domains, err := s.Domains()
-	if err != nil {
-		return nil, err
-	}
 	w.checker = health.New(s.Interval, func() bool { return true }, prov.Ping)
 	w.Controller = controller.New(controller.Config{
-		Sources: []controller.Source{w.Server}, Reporters: []controller.Reporter{w.metrics, w.checker, heldReporter{w.Server}}, DomainFilter: domains,
+		Sources: []controller.Source{w.Server}, Reporters: []controller.Reporter{w.metrics, w.checker, heldReporter{w.Server}},
 		Registry: reg, Provider: prov, Policy: s.Policy, Interval: s.Interval, MinEventSyncInterval: cfg.MinEventSyncInterval,
 		Log: log.WithField("component", "controller"), Clock: clk,
 	})

@@ -134,6 +134,8 @@ type options struct {
 	// externalDNS is --external-dns-annotations; dnsServer --dns-server.
 	externalDNS bool
 	dnsServer   string
+	// extraArgs are further flags ("{ns}" stands for the test's namespace).
+	extraArgs []string
 }
 
 // args are the command-line flags o stands for.
@@ -192,6 +194,9 @@ func (h *harness) args(o options) []string {
 	}
 	if !o.allNS {
 		args = append(args, "--namespace="+h.ns)
+	}
+	for _, a := range o.extraArgs {
+		args = append(args, strings.ReplaceAll(a, "{ns}", h.ns))
 	}
 	return args
 }

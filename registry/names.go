@@ -1,0 +1,308 @@
+package registry
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+)
+
+// Every name an entry carries, its hostname or an alias, obeys one rule:
+//
+//   - a name another cluster's entry carries is that cluster's, unless an entry of this cluster
+//     carries it already;
+//   - a name a hand-made entry carries as an alias is the user's, and nobody claims it; one it
+//     carries as its hostname may only be adopted, by a namespace the tenancy rules let adopt,
+//     and never when the entry is tagged no-adopt;
+//   - within the cluster one namespace holds a name: the one whose entry carries it (as its
+//     hostname first, then as an alias it still asks for); a name nobody holds goes to a
+//     hostname claim before an alias, and among claims of one kind to the oldest.
+//
+// The merge applies the rule to hostnames among hostname claims. hostnames (before the merge)
+// turns down hostname claims that an alias or a hand-made entry decides; aliases (after it)
+// decides every alias of the merged endpoints, which then know which namespace won each
+// hostname.
+
+// carriers are the names entries carry as aliases, by lowercase name: the owned entries that
+// carry each, the cluster of another cluster's entry, the hostname of a hand-made entry. It
+// also notes the hostnames of hand-made entries that must never be adopted.
+type carriers struct {
+	owned   map[string][]*endpoint.Record
+	foreign map[string]string
+	hand    map[string]string
+	noAdopt map[string]bool
+}
+
+func carriersOf(st *State) carriers {
+	var c carriers
+	for i := range st.Owned {
+		rec := &st.Owned[i]
+		for _, a := range rec.Aliases {
+			if c.owned == nil {
+				c.owned = map[string][]*endpoint.Record{}
+			}
+			k := strings.ToLower(a)
+			c.owned[k] = append(c.owned[k], rec)
+		}
+	}
+	for _, recs := range st.Foreign {
+		for i := range recs {
+			for _, a := range recs[i].Aliases {
+				if c.foreign == nil {
+					c.foreign = map[string]string{}
+				}
+				c.foreign[strings.ToLower(a)] = clusterOf(&recs[i])
+			}
+		}
+	}
+	for host, recs := range st.Unowned {
+		for i := range recs {
+			for _, a := range recs[i].Aliases {
+				if c.hand == nil {
+					c.hand = map[string]string{}
+				}
+				c.hand[strings.ToLower(a)] = recs[i].Hostname
+			}
+			if recs[i].HasTag(TagNoAdopt) {
+				if c.noAdopt == nil {
+					c.noAdopt = map[string]bool{}
+				}
+				c.noAdopt[host] = true
+			}
+		}
+	}
+	return c
+}
+
+// hostnames turns down the hostname claims the rule above decides before the merge: on a
+// hostname another cluster's or a hand-made entry carries as an alias, on one another
+// namespace's entry carries as an alias it still asks for, and on a hand-made entry the
+// claim's namespace may not adopt (or that says no-adopt), when no entry of this cluster holds
+// the hostname.
+func (r *Registry) hostnames(eps []*endpoint.Endpoint, st *State, owned map[string][]*endpoint.Record, car carriers, touched map[string]bool) []*endpoint.Endpoint {
+	adoptRules := r.ten.adopters != nil || len(car.noAdopt) > 0
+	if car.owned == nil && car.foreign == nil && car.hand == nil && !adoptRules {
+		return eps
+	}
+	// asking are the namespaces that ask for each alias an entry of theirs carries.
+	var asking map[string][]string
+	if car.owned != nil {
+		for _, ep := range eps {
+			for _, a := range ep.Aliases {
+				if car.owned[a] != nil {
+					if asking == nil {
+						asking = map[string][]string{}
+					}
+					asking[a] = append(asking[a], ep.Sources[0].Namespace)
+				}
+			}
+		}
+	}
+	var out []*endpoint.Endpoint
+	for i, ep := range eps {
+		h, src := ep.Hostname, ep.Sources[0]
+		winner := ""
+		if len(owned[h]) == 0 {
+			switch {
+			case car.foreign[h] != "" && len(st.Foreign[h]) == 0 && car.owned[h] == nil:
+				winner = "cluster " + car.foreign[h]
+			case car.hand[h] != "":
+				winner = "the hand-made entry " + car.hand[h]
+			case car.owned[h] != nil:
+				if ns := aliasHolder(car.owned[h], asking[h], st); ns != "" && ns != src.Namespace {
+					winner = "namespace " + ns
+				}
+			case len(st.Unowned[h]) > 0 && car.noAdopt[h]:
+				winner = "a hand-made entry tagged " + TagNoAdopt
+			case len(st.Unowned[h]) > 0 && !r.ten.mayAdopt(src.Namespace):
+				winner = fmt.Sprintf("a hand-made entry, which namespace %s may not adopt", src.Namespace)
+			}
+		}
+		if winner == "" {
+			if out != nil {
+				out = append(out, ep)
+			}
+			continue
+		}
+		st.Conflicts = append(st.Conflicts, Conflict{Hostname: h, Loser: src, Winner: winner})
+		touched[h] = true
+		if out == nil {
+			out = append(make([]*endpoint.Endpoint, 0, len(eps)), eps[:i]...)
+		}
+	}
+	if out == nil {
+		return eps
+	}
+	return out
+}
+
+// aliasHolder is the namespace whose entry carries an alias and still asks for it, the first
+// in order when there are several; "" when none does.
+func aliasHolder(carrying []*endpoint.Record, asking []string, st *State) string {
+	best := ""
+	for _, rec := range carrying {
+		v := st.view(rec)
+		if ns, ok := v.value(PrefixNamespace); ok && slices.Contains(asking, ns) && (best == "" || ns < best) {
+			best = ns
+		}
+	}
+	return best
+}
+
+// aliases decides every alias of the merged endpoints by the rule above, and returns them with
+// the aliases they lost taken out (as copies). byHost are the claims each was merged from, so
+// that a conflict is reported on the objects that asked for the alias. changed is told the
+// hostnames whose endpoint lost an alias.
+func (r *Registry) aliases(merged []*endpoint.Endpoint, byHost map[string][]*endpoint.Endpoint, st *State, owned map[string][]*endpoint.Record, car carriers, changed func(host string)) []*endpoint.Endpoint {
+	var claimants map[string][]int // alias → the merged endpoints that carry it
+	for i, m := range merged {
+		for _, a := range m.Aliases {
+			if claimants == nil {
+				claimants = map[string][]int{}
+			}
+			claimants[a] = append(claimants[a], i)
+		}
+	}
+	if claimants == nil {
+		return merged
+	}
+	hostNS := make(map[string]string, len(merged))
+	for _, m := range merged {
+		hostNS[m.Hostname] = m.Sources[0].Namespace
+	}
+	lost := map[int][]string{}
+	refuse := func(i int, a, winner string) {
+		m := merged[i]
+		ns := m.Sources[0].Namespace
+		for _, c := range byHost[m.Hostname] {
+			if c.Sources[0].Namespace == ns && slices.Contains(c.Aliases, a) {
+				st.Conflicts = append(st.Conflicts, Conflict{Hostname: a, Loser: c.Sources[0], Winner: winner, Alias: true})
+			}
+		}
+		lost[i] = append(lost[i], a)
+	}
+	as := make([]string, 0, len(claimants))
+	for a := range claimants {
+		as = append(as, a)
+	}
+	slices.Sort(as)
+	for _, a := range as {
+		idx := claimants[a]
+		ours := len(owned[a]) > 0 || car.owned[a] != nil
+		var winner, text string
+		switch {
+		case (len(st.Foreign[a]) > 0 || car.foreign[a] != "") && !ours:
+			cluster := car.foreign[a]
+			if len(st.Foreign[a]) > 0 {
+				cluster = clusterOf(&st.Foreign[a][0])
+			}
+			text = "cluster " + cluster
+		case len(st.Unowned[a]) > 0:
+			text = "the hand-made entry " + st.Unowned[a][0].Hostname
+		case car.hand[a] != "":
+			text = "the hand-made entry " + car.hand[a]
+		case hostNS[a] != "":
+			winner, text = hostNS[a], "namespace "+hostNS[a]
+		case len(owned[a]) > 0:
+			winner = firstNamespace(owned[a], st)
+			text = "namespace " + winner
+		default:
+			var asking []string
+			for _, i := range idx {
+				asking = append(asking, merged[i].Sources[0].Namespace)
+			}
+			if winner = aliasHolder(car.owned[a], asking, st); winner == "" {
+				oldest := merged[idx[0]]
+				for _, i := range idx[1:] {
+					if olderClaim(merged[i], oldest) {
+						oldest = merged[i]
+					}
+				}
+				winner = oldest.Sources[0].Namespace
+			}
+			text = "namespace " + winner
+		}
+		for _, i := range idx {
+			if winner == "" || merged[i].Sources[0].Namespace != winner {
+				refuse(i, a, text)
+			}
+		}
+	}
+	if len(lost) == 0 {
+		return merged
+	}
+	out := make([]*endpoint.Endpoint, len(merged))
+	for i, m := range merged {
+		out[i] = m
+		if l := lost[i]; l != nil {
+			c := *m
+			c.Aliases = without(m.Aliases, l)
+			out[i] = &c
+			changed(m.Hostname)
+		}
+	}
+	return out
+}
+
+// without is names less drop, nil when nothing is left.
+func without(names, drop []string) []string {
+	out := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return slices.Contains(drop, n) })
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// unadoptable leaves out of each merged endpoint the addresses that a hand-made entry of its
+// hostname serves and its namespace may not adopt: the name resolves to them already, and a
+// line of the operator's beside the user's would double it (AddHost refuses the exact pair).
+// changed is told the hostnames whose endpoint it changed.
+func (r *Registry) unadoptable(merged []*endpoint.Endpoint, st *State, car carriers, changed func(host string)) []*endpoint.Endpoint {
+	if len(st.Unowned) == 0 || (r.ten.adopters == nil && len(car.noAdopt) == 0) {
+		return merged
+	}
+	var out []*endpoint.Endpoint
+	for i, m := range merged {
+		var served []string
+		for k := range st.Unowned[m.Hostname] {
+			rec := &st.Unowned[m.Hostname][k]
+			if !r.adoptable(m, rec) && slices.Contains(m.Targets, rec.IP) {
+				served = append(served, rec.IP)
+			}
+		}
+		if served == nil {
+			if out != nil {
+				out = append(out, m)
+			}
+			continue
+		}
+		if out == nil {
+			out = append(make([]*endpoint.Endpoint, 0, len(merged)), merged[:i]...)
+		}
+		c := *m
+		c.Targets = without(m.Targets, served)
+		c.TargetTags = make(map[string][]string, len(c.Targets))
+		for _, ip := range c.Targets {
+			c.TargetTags[ip] = m.TargetTags[ip]
+		}
+		changed(m.Hostname)
+		out = append(out, &c)
+	}
+	if out == nil {
+		return merged
+	}
+	return out
+}
+
+// firstNamespace is the namespace named on the first of entries in order that names one.
+func firstNamespace(entries []*endpoint.Record, st *State) string {
+	best := ""
+	for _, rec := range entries {
+		v := st.view(rec)
+		if ns, ok := v.value(PrefixNamespace); ok && (best == "" || ns < best) {
+			best = ns
+		}
+	}
+	return best
+}

@@ -1,0 +1,185 @@
+package registry
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+)
+
+// Tenancy says which names each namespace may claim and which namespaces may adopt hand-made
+// entries. The zero Tenancy lets every namespace claim every name and adopt, as a cluster with
+// one admin wants; a shared cluster narrows it.
+type Tenancy struct {
+	// Domains, when not empty, are the only names namespaces may claim: a namespace may claim
+	// a name (a hostname or an alias) when a rule whose pattern matches the namespace lists a
+	// domain the name equals or is under.
+	Domains []NamespaceDomains
+	// Adopters are the patterns of the namespaces that may adopt hand-made entries; nil means
+	// every namespace, empty none.
+	Adopters []string
+	// MaxGracePeriod caps the grace period an object may ask for and an entry may carry; zero
+	// means no cap.
+	MaxGracePeriod time.Duration
+}
+
+// NamespaceDomains lets the namespaces a pattern matches claim names under some domains.
+type NamespaceDomains struct {
+	// Namespace is a namespace's name or a pattern in path.Match's syntax ("team-*", "*").
+	Namespace string
+	Domains   []string
+}
+
+// Budgets bound what the cluster may ask of the router, so that one object, namespace or
+// source cannot flood a server whose every call replays its whole log. Zero means no limit.
+type Budgets struct {
+	// EntriesPerObject bounds an object's hostnames times their addresses, AliasesPerObject
+	// and TagsPerObject the aliases and tags it asks for. An object over any of them keeps the
+	// entries it has exactly as they are and gets no new ones.
+	EntriesPerObject, AliasesPerObject, TagsPerObject int
+	// EntriesPerNamespace bounds the entries of one namespace: a hostname it has no entry for
+	// yet is not written once the namespace is at the budget.
+	EntriesPerNamespace int
+	// WritesPerSync bounds the writes of one sync; the rest follow in the next, which starts
+	// at once. Every namespace and object gets its turn before any gets a second.
+	WritesPerSync int
+}
+
+// DefaultBudgets are the flags' defaults: far beyond what a homelab asks (a few hostnames an
+// object, a few hundred entries a cluster), and low enough that one object or namespace
+// cannot make thousands of entries.
+func DefaultBudgets() Budgets {
+	return Budgets{EntriesPerObject: 256, AliasesPerObject: 64, TagsPerObject: 32, EntriesPerNamespace: 1000, WritesPerSync: 1000}
+}
+
+// TagNoAdopt on a hand-made entry says it must never be adopted: a claim on its hostname is a
+// conflict instead. It is the user's tag, written by hand on the router.
+const TagNoAdopt = "no-adopt"
+
+// Check reports what is wrong with t.
+func (t Tenancy) Check() error {
+	_, err := compileTenancy(t)
+	return err
+}
+
+// tenancy is Tenancy checked and compiled.
+type tenancy struct {
+	rules    []domainRule
+	adopters []string
+	all      bool // no rule: every namespace may claim every name
+	maxGrace time.Duration
+}
+
+type domainRule struct {
+	pattern string
+	domains endpoint.DomainFilter
+}
+
+func compileTenancy(t Tenancy) (tenancy, error) {
+	out := tenancy{all: len(t.Domains) == 0, maxGrace: t.MaxGracePeriod}
+	if t.MaxGracePeriod < 0 {
+		return tenancy{}, fmt.Errorf("the maximum grace period %s is negative", t.MaxGracePeriod)
+	}
+	for i, d := range t.Domains {
+		if err := checkPattern(d.Namespace); err != nil {
+			return tenancy{}, fmt.Errorf("namespace domains %d: %w", i, err)
+		}
+		if len(d.Domains) == 0 {
+			return tenancy{}, fmt.Errorf("namespace domains %d (%s): no domain", i, d.Namespace)
+		}
+		f, err := endpoint.NewDomainFilter(d.Domains, nil)
+		if err != nil {
+			return tenancy{}, fmt.Errorf("namespace domains %d (%s): %w", i, d.Namespace, err)
+		}
+		out.rules = append(out.rules, domainRule{pattern: d.Namespace, domains: f})
+	}
+	if t.Adopters != nil {
+		out.adopters = []string{}
+		for _, p := range t.Adopters {
+			if err := checkPattern(p); err != nil {
+				return tenancy{}, fmt.Errorf("adopting namespaces: %w", err)
+			}
+			out.adopters = append(out.adopters, p)
+		}
+		// "*" lets every namespace adopt, as no list does.
+		if slices.Contains(out.adopters, "*") {
+			out.adopters = nil
+		}
+	}
+	return out, nil
+}
+
+// checkPattern refuses an empty or malformed namespace pattern.
+func checkPattern(p string) error {
+	if p == "" {
+		return fmt.Errorf("empty namespace pattern")
+	}
+	if _, err := path.Match(p, ""); err != nil {
+		return fmt.Errorf("namespace pattern %q: %w", p, err)
+	}
+	return nil
+}
+
+func matches(pattern, namespace string) bool {
+	ok, _ := path.Match(pattern, namespace)
+	return ok
+}
+
+// mayClaim reports whether namespace may claim name.
+func (t *tenancy) mayClaim(namespace, name string) bool {
+	if t.all {
+		return true
+	}
+	for i := range t.rules {
+		if matches(t.rules[i].pattern, namespace) && t.rules[i].domains.Match(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// claimable describes, for a refusal's message, the domains namespace may claim.
+func (t *tenancy) claimable(namespace string) string {
+	var ds []string
+	for i := range t.rules {
+		if matches(t.rules[i].pattern, namespace) {
+			ds = append(ds, t.rules[i].domains.Include...)
+		}
+	}
+	if len(ds) == 0 {
+		return "no name"
+	}
+	return "names under " + strings.Join(endpoint.SortedUnique(ds), ", ")
+}
+
+// mayAdopt reports whether namespace may adopt hand-made entries.
+func (t *tenancy) mayAdopt(namespace string) bool {
+	if t.adopters == nil {
+		return true
+	}
+	return slices.ContainsFunc(t.adopters, func(p string) bool { return matches(p, namespace) })
+}
+
+// capGrace is d within the maximum grace period.
+func (t *tenancy) capGrace(d time.Duration) time.Duration {
+	if t.maxGrace > 0 && d > t.maxGrace {
+		return t.maxGrace
+	}
+	return d
+}
+
+func checkBudgets(b Budgets) error {
+	for _, v := range []struct {
+		name string
+		n    int
+	}{{"entries per object", b.EntriesPerObject}, {"aliases per object", b.AliasesPerObject}, {"tags per object", b.TagsPerObject},
+		{"entries per namespace", b.EntriesPerNamespace}, {"writes per sync", b.WritesPerSync}} {
+		if v.n < 0 {
+			return fmt.Errorf("the budget of %s is negative (%d); 0 means no limit", v.name, v.n)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,210 @@
+package registry
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+)
+
+// ProblemReason says what kind of refusal a Problem is, for the observers that translate it
+// into an event reason, a metric label or a status.
+type ProblemReason string
+
+// The reasons of the registry's Problems.
+const (
+	// ProblemReservedTag: a user tag in the operator's namespace, dropped.
+	ProblemReservedTag ProblemReason = "ReservedTag"
+	// ProblemOutsideDomains: an alias the domain filter does not manage, dropped.
+	ProblemOutsideDomains ProblemReason = "OutsideDomains"
+	// ProblemNotPermitted: a name the object's namespace may not claim, not written.
+	ProblemNotPermitted ProblemReason = "NotPermitted"
+	// ProblemGracePeriodCapped: a grace period above the maximum, which applies instead.
+	ProblemGracePeriodCapped ProblemReason = "GracePeriodCapped"
+	// ProblemOverBudget: an object or namespace over its budget, whose new names are not
+	// written while what it has stays.
+	ProblemOverBudget ProblemReason = "OverBudget"
+)
+
+// ProblemReasons are every reason, in a stable order, for observers that count them all.
+func ProblemReasons() []ProblemReason {
+	return []ProblemReason{ProblemReservedTag, ProblemOutsideDomains, ProblemNotPermitted, ProblemGracePeriodCapped, ProblemOverBudget}
+}
+
+// screen applies the rules that come before merging to the sources' claims, and returns the
+// claims to merge with the hostnames whose claims it changed or turned down (their merges are
+// not reused, so that every sync reports what it refused). A claim it changes is a copy; the
+// sources' endpoints are never written to.
+//
+//  1. An object over its budget keeps the entries it has as they are (its claims become held,
+//     with the aliases and tags its entries carry) and gets none of its new names.
+//  2. A namespace claims only the names the tenancy rules give it; an alias passes the domain
+//     filter as its hostname did; a grace period is capped at the maximum.
+//  3. A hostname claim that an alias or a hand-made entry decides is turned down (names.go).
+func (r *Registry) screen(eps []*endpoint.Endpoint, st *State, owned map[string][]*endpoint.Record, car carriers) ([]*endpoint.Endpoint, map[string]bool) {
+	touched := map[string]bool{}
+	eps = r.overBudget(eps, st, owned, touched)
+	eps = r.permitted(eps, st, touched)
+	eps = r.hostnames(eps, st, owned, car, touched)
+	return eps, touched
+}
+
+// overBudget holds every claim of an object that asks for more than the budget per object.
+func (r *Registry) overBudget(eps []*endpoint.Endpoint, st *State, owned map[string][]*endpoint.Record, touched map[string]bool) []*endpoint.Endpoint {
+	b := r.cfg.Budgets
+	if b.EntriesPerObject == 0 && b.AliasesPerObject == 0 && b.TagsPerObject == 0 {
+		return eps
+	}
+	// Every claim of an object carries the object's tags, so those are checked claim by
+	// claim; its entries and aliases are sums over its claims, counted per object only when
+	// the whole cluster's could exceed a budget.
+	entryTotal, aliasTotal := 0, 0
+	for _, ep := range eps {
+		entryTotal += len(ep.Targets)
+		aliasTotal += len(ep.Aliases)
+	}
+	type size struct{ entries, aliases int }
+	var sizes map[string]size
+	if (b.EntriesPerObject > 0 && entryTotal > b.EntriesPerObject) || (b.AliasesPerObject > 0 && aliasTotal > b.AliasesPerObject) {
+		sizes = make(map[string]size, len(eps))
+		for _, ep := range eps {
+			s := sizes[ep.Sources[0].UID]
+			s.entries, s.aliases = s.entries+len(ep.Targets), s.aliases+len(ep.Aliases)
+			sizes[ep.Sources[0].UID] = s
+		}
+	}
+	over := map[string]string{}
+	for _, ep := range eps {
+		uid := ep.Sources[0].UID
+		if _, seen := over[uid]; seen {
+			continue
+		}
+		var why []string
+		if n := sizes[uid].entries; b.EntriesPerObject > 0 && n > b.EntriesPerObject {
+			why = append(why, fmt.Sprintf("%d entries (hostnames × addresses; the budget is %d)", n, b.EntriesPerObject))
+		}
+		if n := sizes[uid].aliases; b.AliasesPerObject > 0 && n > b.AliasesPerObject {
+			why = append(why, fmt.Sprintf("%d aliases over its hostnames (the budget is %d)", n, b.AliasesPerObject))
+		}
+		if n := len(ep.Tags); b.TagsPerObject > 0 && n > b.TagsPerObject {
+			why = append(why, fmt.Sprintf("%d tags (the budget is %d)", n, b.TagsPerObject))
+		}
+		if len(why) > 0 {
+			over[uid] = strings.Join(why, ", ")
+		}
+	}
+	if len(over) == 0 {
+		return eps
+	}
+	out := make([]*endpoint.Endpoint, 0, len(eps))
+	for _, ep := range eps {
+		src := ep.Sources[0]
+		why, ok := over[src.UID]
+		if !ok {
+			out = append(out, ep)
+			continue
+		}
+		if why != "" {
+			st.Problems = append(st.Problems, Problem{Source: src, Reason: ProblemOverBudget,
+				Message: fmt.Sprintf("asks for %s, over the budget per object: its new names are not written and the entries it has stay as they are", why)})
+			over[src.UID] = "" // reported once per object
+		}
+		touched[ep.Hostname] = true
+		if f := r.frozen(ep, st, owned[ep.Hostname]); f != nil {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// frozen is a claim of an object over its budget: held, so that the entries carrying its
+// source: tag keep their addresses, with the aliases and tags they carry; nil when it has no
+// entry of the hostname.
+func (r *Registry) frozen(ep *endpoint.Endpoint, st *State, owned []*endpoint.Record) *endpoint.Endpoint {
+	tag := PrefixSource + ep.Sources[0].UID
+	var aliases, tags []string
+	found := false
+	for _, rec := range owned {
+		v := st.view(rec)
+		if _, marked := v.value(PrefixPending); marked || !v.has(tag) {
+			continue
+		}
+		found = true
+		aliases = append(aliases, rec.Aliases...)
+		if !v.has(TagPreExisting) {
+			tags = append(tags, v.user...)
+		}
+	}
+	if !found {
+		return nil
+	}
+	return &endpoint.Endpoint{Hostname: ep.Hostname, Aliases: endpoint.SortedUnique(aliases), Tags: endpoint.SortedUnique(tags),
+		Sources: ep.Sources, GracePeriod: ep.GracePeriod}
+}
+
+// permitted applies the tenancy rules and the domain filter to each claim's names, and the
+// maximum grace period to its grace period.
+func (r *Registry) permitted(eps []*endpoint.Endpoint, st *State, touched map[string]bool) []*endpoint.Endpoint {
+	filtered := len(r.domains.Include) > 0 || len(r.domains.Exclude) > 0
+	if r.ten.all && r.ten.maxGrace == 0 && !filtered {
+		return eps
+	}
+	var out []*endpoint.Endpoint
+	for i, ep := range eps {
+		src := ep.Sources[0]
+		keep, changed := ep, false
+		if !r.ten.mayClaim(src.Namespace, ep.Hostname) {
+			st.Problems = append(st.Problems, Problem{Source: src, Reason: ProblemNotPermitted,
+				Message: fmt.Sprintf("hostname %s is not written: namespace %s may claim %s", ep.Hostname, src.Namespace, r.ten.claimable(src.Namespace))})
+			keep, changed = nil, true
+		} else {
+			var dropped []string
+			aliases := ep.Aliases
+			for _, a := range ep.Aliases {
+				switch {
+				case !r.domains.Match(a):
+					st.Problems = append(st.Problems, Problem{Source: src, Reason: ProblemOutsideDomains,
+						Message: fmt.Sprintf("alias %s is outside the domains the operator manages; dropped", a)})
+				case !r.ten.mayClaim(src.Namespace, a):
+					st.Problems = append(st.Problems, Problem{Source: src, Reason: ProblemNotPermitted,
+						Message: fmt.Sprintf("alias %s is not written: namespace %s may claim %s", a, src.Namespace, r.ten.claimable(src.Namespace))})
+				default:
+					continue
+				}
+				dropped = append(dropped, a)
+			}
+			if len(dropped) > 0 {
+				aliases = without(ep.Aliases, dropped)
+			}
+			grace := ep.GracePeriod
+			if grace != nil && r.ten.capGrace(*grace) != *grace {
+				st.Problems = append(st.Problems, Problem{Source: src, Reason: ProblemGracePeriodCapped,
+					Message: fmt.Sprintf("grace period %s is above the maximum of %s, which applies instead", *grace, r.ten.maxGrace)})
+				capped := r.ten.maxGrace
+				grace = &capped
+			}
+			if len(dropped) > 0 || grace != ep.GracePeriod {
+				c := *ep
+				c.Aliases, c.GracePeriod = aliases, grace
+				keep, changed = &c, true
+			}
+		}
+		if !changed {
+			if out != nil {
+				out = append(out, ep)
+			}
+			continue
+		}
+		touched[ep.Hostname] = true
+		if out == nil {
+			out = append(make([]*endpoint.Endpoint, 0, len(eps)), eps[:i]...)
+		}
+		if keep != nil {
+			out = append(out, keep)
+		}
+	}
+	if out == nil {
+		return eps
+	}
+	return out
+}
