@@ -89,13 +89,16 @@ func TestWebhookDefaults(t *testing.T) {
 		args             []string
 		env              map[string]string
 		metrics, cluster string
+		// perNamespace is the budget of entries per namespace: the webhook's one namespace is
+		// no tenant.
+		perNamespace int
 	}{
-		{"operator", tls, nil, ":7979", "default"},
-		{"webhook", append([]string{"webhook"}, tls...), nil, ":8080", "external-dns"},
-		{"webhook, flags", append([]string{"webhook", "--metrics-address=:9100", "--cluster-name=lab"}, tls...), nil, ":9100", "lab"},
-		{"webhook, metrics off", append([]string{"webhook", "--metrics-address="}, tls...), nil, "", "external-dns"},
+		{"operator", tls, nil, ":7979", "default", 1000},
+		{"webhook", append([]string{"webhook"}, tls...), nil, ":8080", "external-dns", 0},
+		{"webhook, flags", append([]string{"webhook", "--metrics-address=:9100", "--cluster-name=lab", "--max-entries-per-namespace=500"}, tls...), nil, ":9100", "lab", 500},
+		{"webhook, metrics off", append([]string{"webhook", "--metrics-address="}, tls...), nil, "", "external-dns", 0},
 		{"webhook, env twins", append([]string{"webhook"}, tls...),
-			map[string]string{"ROUTER_HOSTS_OPERATOR_METRICS_ADDRESS": ":9200", "ROUTER_HOSTS_OPERATOR_CLUSTER_NAME": "home"}, ":9200", "home"},
+			map[string]string{"ROUTER_HOSTS_OPERATOR_METRICS_ADDRESS": ":9200", "ROUTER_HOSTS_OPERATOR_CLUSTER_NAME": "home", "ROUTER_HOSTS_OPERATOR_MAX_ENTRIES_PER_NAMESPACE": "7"}, ":9200", "home", 7},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			for k, v := range c.env {
@@ -105,8 +108,9 @@ func TestWebhookDefaults(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cfg.MetricsAddress != c.metrics || cfg.ClusterName != c.cluster {
-				t.Errorf("metrics address %q, cluster %q; want %q, %q", cfg.MetricsAddress, cfg.ClusterName, c.metrics, c.cluster)
+			if cfg.MetricsAddress != c.metrics || cfg.ClusterName != c.cluster || cfg.MaxEntriesPerNamespace != c.perNamespace {
+				t.Errorf("metrics address %q, cluster %q, entries per namespace %d; want %q, %q, %d", cfg.MetricsAddress, cfg.ClusterName,
+					cfg.MaxEntriesPerNamespace, c.metrics, c.cluster, c.perNamespace)
 			}
 		})
 	}

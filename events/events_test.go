@@ -185,3 +185,30 @@ func TestAConflictIsLoggedWhenItStartsAndWhenItEnds(t *testing.T) {
 		t.Fatalf("%d log lines after three more syncs, want none more", n)
 	}
 }
+
+// TestRefusalsSayWhy: an object that loses a hostname and an alias gets one HostnameConflict
+// naming both; the registry's refusals come under the reasons a user acts on.
+func TestRefusalsSayWhy(t *testing.T) {
+	fake := record.NewFakeRecorder(100)
+	r := NewWithRecorder(fake, logrus.New())
+	r.SetLeading(true)
+	app := endpoint.SourceRef{Version: "v1", Group: "networking.k8s.io", Kind: "Ingress", Namespace: "tenant", Name: "app", UID: "u1"}
+	big := endpoint.SourceRef{Version: "v1", Group: "networking.k8s.io", Kind: "Ingress", Namespace: "tenant", Name: "big", UID: "u2"}
+	r.Report(context.Background(), &controller.Report{
+		Conflicts: []registry.Conflict{{Hostname: "grafana.lan", Alias: true, Loser: app, Winner: "namespace monitoring"},
+			{Hostname: "pay.lan", Loser: app, Winner: "namespace shop"}},
+		Problems: []registry.Problem{{Source: app, Reason: registry.ProblemNotPermitted, Message: "hostname bank.lan is not written"},
+			{Source: app, Reason: registry.ProblemOutsideDomains, Message: "alias x.example.com is outside"},
+			{Source: big, Reason: registry.ProblemOverBudget, Message: "asks for 3000 entries"}}})
+	got := strings.Join(drain(fake), "\n")
+	for _, want := range []string{
+		"Warning HostnameConflict alias grafana.lan is held by namespace monitoring; the alias is not written, the rest is; hostname pay.lan is held by namespace shop",
+		"Warning NameNotPermitted hostname bank.lan is not written",
+		"Warning InvalidAnnotation alias x.example.com is outside",
+		"Warning OverBudget asks for 3000 entries",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("events\n%s\nwant one with %q", got, want)
+		}
+	}
+}

@@ -75,7 +75,7 @@ run_operator() {
 start_server $P $OUT/$round/op
 t0=$(now_ns)
 ROUTER_HOSTS_OPERATOR_ROUTER_HOSTS_ENDPOINT=127.0.0.1:$SRV_PORT ROUTER_HOSTS_OPERATOR_TLS_CA=$P/ca.crt ROUTER_HOSTS_OPERATOR_TLS_CERT=$P/client.crt ROUTER_HOSTS_OPERATOR_TLS_KEY=$P/client.key \
-  "$OPERATOR_BIN" --kubeconfig $OUT/kubeconfig --source=hostmapping --cluster-name=bench --metrics-address 127.0.0.1:$(free_port) > $OUT/$round/operator.log 2>&1 & echo $! > $OUT/$round/op.pid
+  "$OPERATOR_BIN" --kubeconfig $OUT/kubeconfig --source=hostmapping --cluster-name=bench --max-entries-per-namespace=0 --metrics-address 127.0.0.1:$(free_port) > $OUT/$round/operator.log 2>&1 & echo $! > $OUT/$round/op.pid
 wait_lines "$OUT/$round/op/hosts" "$N"
 t1=$(now_ns)
 op_cpu=$(cpu "$(cat $OUT/$round/op.pid)"); op_srv_cpu=$(cpu "$(cat $OUT/$round/op/server.pid)")

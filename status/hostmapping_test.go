@@ -22,6 +22,7 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/provider"
+	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )
 
 func TestComputeTranslatesTheReport(t *testing.T) {
@@ -39,9 +40,20 @@ func TestComputeTranslatesTheReport(t *testing.T) {
 		name    string
 		report  controller.Report
 		dropped []refusal
-		want    state
-		message string
+		// unclaimed: the hostname is not among the desired (turned down whole).
+		unclaimed bool
+		want      state
+		message   string
 	}{
+		{name: "a name the namespace may not claim", report: controller.Report{Objects: objs, Entries: entries}, unclaimed: true,
+			dropped: []refusal{{ReasonNotPermitted, "hostname printer.lan is not written: namespace d may claim names under d.lan"}},
+			want:    state{gen: 2, reason: ReasonNotPermitted, ready: true}, message: "may claim names under d.lan"},
+		{name: "a namespace at its budget", report: controller.Report{Objects: objs}, unclaimed: true,
+			dropped: []refusal{{ReasonOverBudget, "namespace d is at its budget of 3 entries"}},
+			want:    state{gen: 2, reason: ReasonOverBudget, ready: true}, message: "budget of 3"},
+		{name: "an alias another holds: written, without it", report: controller.Report{Objects: objs, Entries: entries},
+			dropped: refusalsOf(&controller.Report{Conflicts: []registry.Conflict{{Hostname: "grafana.lan", Alias: true, Loser: ref, Winner: "namespace monitoring"}}})["uid-p"],
+			want:    state{id: "01ABC", gen: 2, reason: ReasonConflict, addresses: "10.0.0.9", ready: true}, message: "alias grafana.lan is held by namespace monitoring; the rest is synced"},
 		{name: "synced", report: controller.Report{Objects: objs, Entries: entries},
 			want: state{synced: true, id: "01ABC", gen: 2, reason: ReasonSuccess, addresses: "10.0.0.9", ready: true}},
 		{name: "a reserved tag was dropped: written, but not as the spec says", report: controller.Report{Objects: objs, Entries: entries},
@@ -70,7 +82,11 @@ func TestComputeTranslatesTheReport(t *testing.T) {
 			want: state{gen: 2, reason: ReasonWriteFailed, ready: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := h.compute(hm, &tc.report, desired, tc.dropped)
+			d := desired
+			if tc.unclaimed {
+				d = nil
+			}
+			got := h.compute(hm, &tc.report, d, tc.dropped)
 			msg := got.message
 			got.message = ""
 			if got != tc.want {

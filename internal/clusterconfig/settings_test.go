@@ -12,6 +12,7 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/api/v1alpha1"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
+	"github.com/router-hosts-operator/router-hosts-operator/registry"
 	"github.com/router-hosts-operator/router-hosts-operator/source"
 )
 
@@ -19,10 +20,13 @@ func base() Settings {
 	return Settings{ClusterName: "flags", DefaultTags: []string{"flag-tag"}, GracePeriod: 5 * time.Minute, Policy: plan.Sync,
 		IPResolution: []source.Strategy{{Kind: source.StrategyIngressStatus}}, Interval: time.Minute,
 		Endpoint: "flags.lan:50051", TLSFiles: true,
-		OptIn: source.OptIn{GatewayNames: []string{"infra/lan"}, ExternalDNSAnnotations: true}}
+		OptIn:   source.OptIn{GatewayNames: []string{"infra/lan"}, ExternalDNSAnnotations: true},
+		Budgets: registry.DefaultBudgets()}
 }
 
 func i64(v int64) *int64 { return &v }
+
+func i32(v int32) *int32 { return &v }
 
 // secrets serves the test server's client material as the Secret ns/mtls.
 func secrets(t *testing.T) ReadSecret {
@@ -127,6 +131,25 @@ func TestMerge(t *testing.T) {
 				}
 			}},
 		{name: "opt-in: a Gateway without its namespace", spec: &v1alpha1.RouterHostsConfigSpec{OptIn: &v1alpha1.OptInSpec{GatewayNames: []string{"gw"}}}, err: "spec.optIn"},
+		{name: "tenancy and budgets: what is set wins, the rest keeps the flags'", spec: &v1alpha1.RouterHostsConfigSpec{
+			Tenancy: &v1alpha1.TenancySpec{NamespaceDomains: []v1alpha1.NamespaceDomains{{Namespace: "team-*", Domains: []string{"apps.lan"}}},
+				AdoptionNamespaces: []string{}, MaxGracePeriodSeconds: i64(3600)},
+			Budgets: &v1alpha1.BudgetsSpec{WritesPerSync: i32(50), EntriesPerObject: i32(0)}},
+			check: func(t *testing.T, s Settings) {
+				want := registry.Tenancy{Domains: []registry.NamespaceDomains{{Namespace: "team-*", Domains: []string{"apps.lan"}}}, Adopters: []string{},
+					MaxGracePeriod: time.Hour}
+				if !reflect.DeepEqual(s.Tenancy, want) {
+					t.Errorf("tenancy %+v, want %+v", s.Tenancy, want)
+				}
+				b := base().Budgets
+				b.WritesPerSync, b.EntriesPerObject = 50, 0
+				if s.Budgets != b {
+					t.Errorf("budgets %+v, want %+v", s.Budgets, b)
+				}
+			}},
+		{name: "tenancy: a bad pattern", spec: &v1alpha1.RouterHostsConfigSpec{Tenancy: &v1alpha1.TenancySpec{AdoptionNamespaces: []string{"["}}}, err: "spec.tenancy"},
+		{name: "tenancy: a maximum below the grace period", spec: &v1alpha1.RouterHostsConfigSpec{Tenancy: &v1alpha1.TenancySpec{MaxGracePeriodSeconds: i64(60)}},
+			err: "above the maximum grace period"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := Merge(base(), tc.spec, read)

@@ -176,7 +176,7 @@ func ParseFlags(args []string, build Build) (*Config, error) {
 		Default("127.0.0.1:8888").StringVar(&cfg.WebhookAddress)
 	// given reports whether the user set a flag, on the command line or by its environment
 	// twin, so that the webhook command can choose defaults of its own for the others.
-	set := map[string]*bool{"cluster-name": new(bool), "metrics-address": new(bool)}
+	set := map[string]*bool{"cluster-name": new(bool), "metrics-address": new(bool), "max-entries-per-namespace": new(bool)}
 	for name, b := range set {
 		app.GetFlag(name).IsSetByUser(b)
 	}
@@ -201,6 +201,11 @@ func ParseFlags(args []string, build Build) (*Config, error) {
 		// A sidecar shares the pod's network with external-dns, whose own metrics take :7979.
 		if !given("metrics-address") {
 			cfg.MetricsAddress = WebhookMetricsAddress
+		}
+		// Every record external-dns holds is in the webhook's one namespace, which is no
+		// tenant: its budget would cap external-dns at a thousand names.
+		if !given("max-entries-per-namespace") {
+			cfg.MaxEntriesPerNamespace = 0
 		}
 	}
 	return cfg, cfg.validate()
