@@ -16,8 +16,9 @@ import (
 //     carries as its hostname may only be adopted, by a namespace the tenancy rules let adopt,
 //     and never when the entry is tagged no-adopt;
 //   - within the cluster one namespace holds a name: the one whose entry carries it (as its
-//     hostname first, then as an alias it still asks for); a name nobody holds goes to a
-//     hostname claim before an alias, and among claims of one kind to the oldest.
+//     hostname first, then as an alias it still asks for, or on an entry on its way out, until
+//     it is gone, as a hostname is held through its grace period); a name nobody holds goes to
+//     a hostname claim before an alias, and among claims of one kind to the oldest.
 //
 // The merge applies the rule to hostnames among hostname claims. hostnames (before the merge)
 // turns down hostname claims that an alias or a hand-made entry decides; aliases (after it)
@@ -137,13 +138,16 @@ func (r *Registry) hostnames(eps []*endpoint.Endpoint, st *State, owned map[stri
 	return out
 }
 
-// aliasHolder is the namespace whose entry carries an alias and still asks for it, the first
-// in order when there are several; "" when none does.
+// aliasHolder is the namespace whose entry carries an alias and still asks for it, or whose
+// entry carrying it is marked for deletion (the alias goes with the entry, after its grace
+// period); the first in order when there are several, "" when none does.
 func aliasHolder(carrying []*endpoint.Record, asking []string, st *State) string {
 	best := ""
 	for _, rec := range carrying {
 		v := st.view(rec)
-		if ns, ok := v.value(PrefixNamespace); ok && slices.Contains(asking, ns) && (best == "" || ns < best) {
+		ns, ok := v.value(PrefixNamespace)
+		_, leaving := v.value(PrefixPending)
+		if ok && (leaving || slices.Contains(asking, ns)) && (best == "" || ns < best) {
 			best = ns
 		}
 	}

@@ -39,6 +39,9 @@ const (
 	// InvSticky: a namespace that holds a hostname keeps it until it has let go of it for a
 	// grace period.
 	InvSticky = "sticky-namespace"
+	// InvOneHolder: once settled, no alias an operator's entry carries is carried by an entry
+	// of another namespace, another cluster or a person.
+	InvOneHolder = "one-holder-per-name"
 	// InvProcess: no operator process panicked, raced or exited on its own.
 	InvProcess = "process"
 	// InvResources: the leader's memory, goroutines and file descriptors do not grow
@@ -246,15 +249,46 @@ func carries(lines []hostsLine, tag string) bool {
 type view struct {
 	entries []*pb.HostEntry
 	byHost  map[string][]*pb.HostEntry
+	// byName are the entries that carry each name (lowercase), as hostname or alias.
+	byName map[string][]*pb.HostEntry
 }
 
 func newView(entries []*pb.HostEntry) *view {
-	v := &view{entries: entries, byHost: map[string][]*pb.HostEntry{}}
+	v := &view{entries: entries, byHost: map[string][]*pb.HostEntry{}, byName: map[string][]*pb.HostEntry{}}
 	for _, e := range entries {
 		h := strings.ToLower(e.GetHostname())
 		v.byHost[h] = append(v.byHost[h], e)
+		for _, n := range append([]string{h}, e.GetAliases()...) {
+			n = strings.ToLower(n)
+			if !slices.Contains(v.byName[n], e) {
+				v.byName[n] = append(v.byName[n], e)
+			}
+		}
 	}
 	return v
+}
+
+// holderOf is who an entry's names belong to: "cluster/namespace" for an operator's entry,
+// "" for anyone else's (a person's, the third cluster's).
+func (c *checker) holderOf(e *pb.HostEntry) string {
+	cluster := c.owner(e)
+	if cluster == "" || c.m.foreign[e.GetId()] != nil {
+		return ""
+	}
+	tags, _ := c.opTags(e)
+	return cluster + "/" + strings.Join(values(tags, registry.PrefixNamespace), ",")
+}
+
+// carriedElsewhere reports whether an entry of anyone but holder carries name: one namespace of
+// one cluster holds each name, hostname or alias, and a person's and the third cluster's names
+// are theirs.
+func (c *checker) carriedElsewhere(v *view, name, holder string) bool {
+	for _, e := range v.byName[strings.ToLower(name)] {
+		if h := c.holderOf(e); h == "" || h != holder {
+			return true
+		}
+	}
+	return false
 }
 
 // opTags are the tags of e the operator wrote: all of them, except on a hand-made entry,
@@ -463,15 +497,28 @@ func (c *checker) final(v *view) []Failure {
 					owned = append(owned, e)
 				}
 			}
-			c.finalHost(cluster, h, mine, owned, v.byHost[h], fail)
+			c.finalHost(cluster, h, mine, owned, v, fail)
 		}
 		c.finalHand(h, claims, v, fail)
+	}
+	for _, e := range v.entries {
+		holder := c.holderOf(e)
+		if holder == "" {
+			continue
+		}
+		for _, a := range e.GetAliases() {
+			if c.carriedElsewhere(v, a, holder) {
+				fail(InvOneHolder, strings.ToLower(e.GetHostname()), "%s's entry carries the alias %s, which another holder's entry carries too: %s",
+					holder, a, describe(v.byName[strings.ToLower(a)]))
+			}
+		}
 	}
 	return out
 }
 
 // finalHost checks one cluster's entries for one hostname against its claims.
-func (c *checker) finalHost(cluster, h string, mine []*Object, owned, all []*pb.HostEntry, fail func(string, string, string, ...any)) {
+func (c *checker) finalHost(cluster, h string, mine []*Object, owned []*pb.HostEntry, v *view, fail func(string, string, string, ...any)) {
+	all := v.byHost[h]
 	foreignHeld := false
 	for _, e := range all {
 		if f := c.m.foreign[e.GetId()]; f != nil {
@@ -563,6 +610,8 @@ func (c *checker) finalHost(cluster, h string, mine []*Object, owned, all []*pb.
 	}
 	slices.Sort(aliases)
 	aliases = slices.Compact(aliases)
+	// An alias another namespace, cluster or person carries is theirs, and refused here.
+	aliases = slices.DeleteFunc(aliases, func(a string) bool { return c.carriedElsewhere(v, a, cluster+"/"+ns) })
 	for _, ip := range sortedKeys(want) {
 		if len(got[ip]) != 1 {
 			continue

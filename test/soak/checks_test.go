@@ -155,6 +155,18 @@ func TestEveryInvariantCanFail(t *testing.T) {
 		{"an entry nobody made", func(m *Model, es []*pb.HostEntry) []*pb.HostEntry {
 			return append(es, &pb.HostEntry{Id: "x", IpAddress: "10.0.0.5", Hostname: "web.lan", Tags: []string{"k8s-operator", "cluster:a-typo"}, Version: "1"})
 		}, InvNobodyMade},
+		{"an alias another namespace's entry carries too", func(m *Model, es []*pb.HostEntry) []*pb.HostEntry {
+			entryByID(es, "h-adopt").Aliases = []string{"x.lan"}
+			return es
+		}, InvOneHolder},
+		{"an alias the person's entry carries too", func(m *Model, es []*pb.HostEntry) []*pb.HostEntry {
+			entryByID(es, "h-free").Aliases = []string{"x.lan"}
+			return es
+		}, InvOneHolder},
+		{"an alias another namespace holds, not written", func(m *Model, es []*pb.HostEntry) []*pb.HostEntry {
+			m.objects["a/a2/nas"].Aliases = []string{"x.lan"}
+			return es
+		}, ""},
 		{"two entries for one hostname and address", func(m *Model, es []*pb.HostEntry) []*pb.HostEntry {
 			return append(es, &pb.HostEntry{Id: "dup", IpAddress: "10.0.0.1", Hostname: "WEB.lan", Version: "1"})
 		}, InvDuplicate},
