@@ -16,11 +16,12 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )
 
-// answerWithin is how long a request may take, by default, before it is answered 503. external-dns gives a
-// whole request 15 s by default (its read and write timeouts added) and takes a timeout for a
-// hard error that stops it, while a 503 is a soft one it retries at its next loop. A sync that
-// goes on after the answer finishes its writes; the next loop reads what they did.
-const answerWithin = 10 * time.Second
+// DefaultAnswerWithin is how long a request may take, by default, before it is answered 503.
+// external-dns gives a whole request 15 s by default (its read and write timeouts added) and
+// takes a timeout for a hard error that stops it, while a 503 is a soft one it retries at its
+// next loop. A sync that goes on after the answer finishes its writes; the next loop reads
+// what they did.
+const DefaultAnswerWithin = 10 * time.Second
 
 // maxBody bounds a request body: external-dns sends all its records at once, a few hundred
 // bytes each.
@@ -76,7 +77,7 @@ func New(cfg Config) *Server {
 		cfg.Log = logrus.StandardLogger()
 	}
 	if cfg.AnswerWithin <= 0 {
-		cfg.AnswerWithin = answerWithin
+		cfg.AnswerWithin = DefaultAnswerWithin
 	}
 	return &Server{cfg: cfg, told: map[dropped]bool{}}
 }

@@ -294,7 +294,7 @@ func (op *Operator) Run(ctx context.Context) error {
 		return nil
 	}
 	if cfg.MetricsAddress != "" {
-		stop, err := serveHTTP(cfg.MetricsAddress, op.metrics, op.checker, log)
+		stop, err := serveHTTP(cfg.MetricsAddress, probeLimits, op.metrics, op.checker, log)
 		if err != nil {
 			return err
 		}
@@ -396,8 +396,8 @@ func newKubeClients(restCfg *rest.Config, qps float32, burst int, statusQPS floa
 	return kc, nil
 }
 
-// serveHTTP serves /metrics, /healthz, /readyz and /routerz until stop is called.
-func serveHTTP(addr string, m *metrics.Metrics, checker *health.Checker, log *logrus.Logger) (stop func(), err error) {
+// serveHTTP serves /metrics, /healthz, /readyz and /routerz within l until stop is called.
+func serveHTTP(addr string, l serverLimits, m *metrics.Metrics, checker *health.Checker, log *logrus.Logger) (stop func(), err error) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", checker.Healthz)
@@ -407,7 +407,7 @@ func serveHTTP(addr string, m *metrics.Metrics, checker *health.Checker, log *lo
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-address %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := l.server(mux)
 	go func() {
 		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.WithError(err).Error("metrics server stopped")

@@ -28,12 +28,14 @@ type Webhook struct {
 	metrics    *metrics.Metrics
 	checker    *health.Checker
 	closers    []func()
+	// limits are the webhook server's; probes are the metrics server's.
+	limits, probes serverLimits
 }
 
 // NewWebhook wires the webhook and connects to router-hosts; it serves nothing yet. clk is the
 // controller's clock; nil is the real one.
 func NewWebhook(cfg *Config, log *logrus.Logger, clk clock.Clock) (_ *Webhook, err error) {
-	w := &Webhook{cfg: cfg, log: log}
+	w := &Webhook{cfg: cfg, log: log, limits: webhookLimits, probes: probeLimits}
 	defer func() {
 		if err != nil {
 			w.Close()
@@ -115,7 +117,7 @@ func (w *Webhook) Serve(ctx context.Context, lis net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if w.cfg.MetricsAddress != "" {
-		stop, err := serveHTTP(w.cfg.MetricsAddress, w.metrics, w.checker, w.log)
+		stop, err := serveHTTP(w.cfg.MetricsAddress, w.probes, w.metrics, w.checker, w.log)
 		if err != nil {
 			return err
 		}
@@ -123,7 +125,7 @@ func (w *Webhook) Serve(ctx context.Context, lis net.Listener) error {
 	}
 	w.metrics.SetLeader(true)
 	w.checker.SetLeading(true)
-	srv := &http.Server{Handler: w.Server.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	srv := w.limits.server(w.Server.Handler())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(lis) }()
 	w.log.WithFields(logrus.Fields{"address": lis.Addr().String(), "cluster": w.cfg.ClusterName}).Info("serving external-dns's webhook protocol")
