@@ -67,7 +67,7 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 	log := logrus.New()
 	log.SetOutput(io.Discard)
 	// The metrics and health server, as Run starts it.
-	checker := health.New(time.Minute, func() bool { return true }, func(context.Context) error { return nil })
+	checker := health.New(time.Minute, func() bool { return true }, nil)
 	stop, addr := serveProbes(t, checker, log)
 	defer stop()
 	// The webhook's server, as Run starts it.

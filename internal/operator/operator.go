@@ -202,7 +202,7 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 		sources = append(sources, s)
 	}
 	sources = append(sources, hooks.Sources...)
-	op.checker = health.New(settings.Interval, op.synced, op.Provider.Ping)
+	op.checker = health.New(settings.Interval, op.synced, hooks.Clock)
 	reporters = append(reporters, op.metrics, op.checker, op.recorder)
 	if op.Config != nil {
 		reporters = append(reporters, op.Config)

@@ -64,7 +64,7 @@ func NewWebhook(cfg *Config, log *logrus.Logger, clk clock.Clock) (_ *Webhook, e
 	if err != nil {
 		return nil, err
 	}
-	w.checker = health.New(s.Interval, func() bool { return true }, prov.Ping)
+	w.checker = health.New(s.Interval, func() bool { return true }, clk)
 	w.Controller = controller.New(controller.Config{
 		Sources: []controller.Source{w.Server}, Reporters: []controller.Reporter{w.metrics, w.checker, heldReporter{w.Server}}, DomainFilter: domains,
 		Registry: reg, Provider: prov, Policy: s.Policy, Interval: s.Interval, MinEventSyncInterval: cfg.MinEventSyncInterval,

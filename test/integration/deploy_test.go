@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -31,6 +32,7 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/kubetest"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
+	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
 )
 
 const operatorNS = "router-hosts-system"
@@ -258,6 +260,51 @@ func TestMetricsAndReadiness(t *testing.T) {
 	if _, err := p.get("/healthz"); err != nil {
 		t.Fatalf("healthz: %v", err)
 	}
+}
+
+// TestRouterzAsksTheLoopNotTheRouter: /routerz answers from what the syncs learnt, so a burst
+// of requests makes no call to router-hosts; it tells an outage the loop met, and the router
+// answering again, with their age.
+func TestRouterzAsksTheLoopNotTheRouter(t *testing.T) {
+	h := newHarness(t, options{})
+	// An hour's interval: nothing calls the router between the test's own changes.
+	p := startOperator(t, h, kubeconfig, "--interval=1h", "--min-event-sync-interval=100ms")
+	h.create(ingress(h.ns, "web", enabled("ip-address", "10.44.0.1"), "web.routerz.lan"))
+	waitFor(t, 10*time.Second, func() bool { return len(h.entries("web.routerz.lan")) == 1 })
+	waitFor(t, 10*time.Second, func() bool { _, err := p.get("/routerz"); return err == nil })
+
+	before := h.srv.Service().CallCounts()
+	for i := 0; i < 200; i++ {
+		body, err := p.get("/routerz")
+		if err != nil || !strings.HasPrefix(body, "ok (answered ") {
+			t.Fatalf("/routerz with the router up: %q %v", body, err)
+		}
+	}
+	if after := h.srv.Service().CallCounts(); !maps.Equal(before, after) {
+		t.Fatalf("200 requests to /routerz called the router: %v before, %v after", before, after)
+	}
+	if n := h.srv.Service().Calls(inmemory.MethodReadiness); n != 0 {
+		t.Fatalf("the router served %d Readiness calls; /routerz must answer from the loop", n)
+	}
+
+	// The router goes away; the next change meets the outage, and /routerz tells it.
+	h.srv.Stop()
+	h.create(ingress(h.ns, "late", enabled("ip-address", "10.44.0.2"), "late.routerz.lan"))
+	var body string
+	waitFor(t, 15*time.Second, func() bool {
+		var err error
+		body, err = p.get("/routerz")
+		return err != nil && strings.HasPrefix(body, "router-hosts not reachable since ") && strings.Contains(body, "last answered")
+	})
+	t.Logf("/routerz: %s", strings.TrimSpace(body))
+	if err := h.srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, func() bool {
+		body, err := p.get("/routerz")
+		return err == nil && strings.HasPrefix(body, "ok (answered ")
+	})
+	waitFor(t, 10*time.Second, func() bool { return len(h.entries("late.routerz.lan")) == 1 })
 }
 
 func TestLeaderElectionHandover(t *testing.T) {
