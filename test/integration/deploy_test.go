@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,6 +28,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
 
 	"github.com/router-hosts-operator/router-hosts-operator/api/v1alpha1"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
@@ -426,9 +428,27 @@ func TestKustomizeRBACIsSufficient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The Role grants one Lease by name: the one kustomize's Deployment elects its leader on.
+	leaseID := ""
+	var dep appsv1.Deployment
+	if err := yaml.Unmarshal(docs(t, manifests)["Deployment"][0], &dep); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range dep.Spec.Template.Spec.Containers[0].Args {
+		if id, ok := strings.CutPrefix(a, "--leader-election-id="); ok {
+			leaseID = id
+		}
+	}
+	if leaseID == "" {
+		t.Fatal("kustomize's Deployment passes no --leader-election-id")
+	}
+	leases := asSA.CoordinationV1().Leases(operatorNS)
+	if _, err := leases.Get(context.Background(), "another-lease", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("reading another Lease as the operator: %v, want Forbidden", err)
+	}
 	op := startOperatorEnv(t, h, map[string]string{"KUBECONFIG": saConfig, "ROUTER_HOSTS_OPERATOR_TLS_CERT": foreignCert, "ROUTER_HOSTS_OPERATOR_TLS_KEY": foreignKey},
 		"--source=ingress", "--source=traefik", "--source=hostmapping", "--source=service", "--source=gateway", "--leader-elect",
-		"--leader-election-namespace="+operatorNS, "--leader-election-id=rbac-test", "--grace-period=1s",
+		"--leader-election-namespace="+operatorNS, "--leader-election-id="+leaseID, "--grace-period=1s",
 		"--interval=2s", "--min-event-sync-interval=100ms", "--config-name=rbac-test")
 	dyn := dynamic.NewForConfigOrDie(cp.Config)
 

@@ -555,3 +555,63 @@ func networkPolicy(t *testing.T, stream []byte) (*networkingv1.NetworkPolicy, *a
 	}
 	return &np, &dep
 }
+
+// TestTheLeaseRoleNamesTheLease: the leader-election Role grants get and update on the one
+// Lease the Deployment elects its leader on, by resourceNames, and create (which no name can
+// restrict, since it is authorized before the object exists) alone; in kustomize, and in the
+// chart whatever the release's name or leaderElection.id.
+func TestTheLeaseRoleNamesTheLease(t *testing.T) {
+	kust, err := kubetest.Kustomize(filepath.Join(repoRoot(), "kustomize"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, stream := range map[string][]byte{
+		"kustomize":         kust,
+		"the chart":         helm(t, "template", "router-hosts-operator", chartDir(), "--namespace", operatorNS),
+		"another release":   helm(t, "template", "lab", chartDir(), "--namespace", operatorNS),
+		"leaderElection.id": helm(t, "template", "router-hosts-operator", chartDir(), "--namespace", operatorNS, "--set", "leaderElection.id=dns-leader"),
+	} {
+		all := docs(t, stream)
+		var dep appsv1.Deployment
+		if err := yaml.Unmarshal(all["Deployment"][0], &dep); err != nil {
+			t.Fatal(err)
+		}
+		lease := ""
+		for _, a := range dep.Spec.Template.Spec.Containers[0].Args {
+			if id, ok := strings.CutPrefix(a, "--leader-election-id="); ok {
+				lease = id
+			}
+		}
+		var role *rbacv1.Role
+		for _, d := range all["Role"] {
+			var r rbacv1.Role
+			if err := yaml.Unmarshal(d, &r); err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasSuffix(r.Name, "-leader-election") {
+				role = &r
+			}
+		}
+		if lease == "" || role == nil {
+			t.Fatalf("%s: Lease %q, leader-election Role %v", name, lease, role)
+		}
+		granted := map[string]bool{}
+		for _, r := range role.Rules {
+			if !slices.Equal(r.APIGroups, []string{"coordination.k8s.io"}) || !slices.Equal(r.Resources, []string{"leases"}) {
+				t.Errorf("%s: the leader-election Role grants %v %v", name, r.APIGroups, r.Resources)
+			}
+			switch {
+			case len(r.ResourceNames) == 0 && slices.Equal(r.Verbs, []string{"create"}):
+			case slices.Equal(r.ResourceNames, []string{lease}):
+			default:
+				t.Errorf("%s: rule %+v reaches Leases other than %q", name, r, lease)
+			}
+			for _, v := range r.Verbs {
+				granted[v] = true
+			}
+		}
+		if len(granted) != 3 || !granted["get"] || !granted["create"] || !granted["update"] {
+			t.Errorf("%s: the Role grants %v on Leases; the leader election needs get, create and update", name, granted)
+		}
+	}
+}
