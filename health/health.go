@@ -11,11 +11,15 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
-	"github.com/router-hosts-operator/router-hosts-operator/provider"
+	"github.com/router-hosts-operator/router-hosts-operator/planner"
 )
 
 // Checker tracks the loop and answers the probes.
@@ -25,17 +29,33 @@ type Checker struct {
 	lastSync    atomic.Int64
 	leading     atomic.Bool
 	synced      func() bool
-	ping        func(ctx context.Context) error
-	now         func() time.Time
+	clock       clock.PassiveClock
+
+	mu     sync.Mutex
+	router routerState
+}
+
+// routerState is what the syncs learnt of router-hosts: when it last answered, and since when
+// and why it has not, when the last call failed.
+type routerState struct {
+	answered time.Time // zero until a sync reaches it
+	// failing is when the current run of failed calls began; zero when the last call worked.
+	failing time.Time
+	err     string
+	auth    bool
 }
 
 // New returns a Checker. interval is the resync interval: a leader that has not attempted a
 // sync for three intervals plus a minute is wedged. synced reports whether the informer
-// caches are filled; ping asks router-hosts whether it is ready.
-func New(interval time.Duration, synced func() bool, ping func(ctx context.Context) error) *Checker {
-	c := &Checker{synced: synced, ping: ping, now: time.Now}
+// caches are filled. clk tells the time (nil: the real clock); it is the loop's, so that ages
+// agree with its syncs.
+func New(interval time.Duration, synced func() bool, clk clock.PassiveClock) *Checker {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	c := &Checker{synced: synced, clock: clk}
 	c.SetInterval(interval)
-	c.lastSync.Store(c.now().UnixNano())
+	c.lastSync.Store(c.clock.Now().UnixNano())
 	return c
 }
 
@@ -47,17 +67,46 @@ func (c *Checker) SetInterval(interval time.Duration) {
 // SetLeading records whether this replica runs the loop; a standby is never wedged.
 func (c *Checker) SetLeading(leading bool) {
 	if leading {
-		c.lastSync.Store(c.now().UnixNano())
+		c.lastSync.Store(c.clock.Now().UnixNano())
 	}
 	c.leading.Store(leading)
 }
 
-// Report notes a sync attempt; it is a controller.Reporter.
-func (c *Checker) Report(context.Context, *controller.Report) { c.lastSync.Store(c.now().UnixNano()) }
+// Report notes a sync attempt, and what it learnt of router-hosts; it is a
+// controller.Reporter. A sync that failed at the server says it did not answer; one that got
+// through and called it (read it or wrote to it) says it answered, refusals included. A sync
+// that failed before reaching it, or needed no call, says nothing new.
+func (c *Checker) Report(_ context.Context, r *controller.Report) {
+	now := c.clock.Now()
+	c.lastSync.Store(now.UnixNano())
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case r.Stage == controller.StageList || r.Stage == controller.StageApply:
+		if r.Err == nil || errors.Is(r.Err, context.Canceled) {
+			return // a stopped sync (shutdown, lost leadership) says nothing of the router
+		}
+		if c.router.failing.IsZero() {
+			c.router.failing = now
+		}
+		c.router.err, c.router.auth = firstLine(r.Err.Error()), r.AuthFailed
+	case r.Stage == controller.StageDone && (r.Read == planner.ReadServer || r.Read == planner.ReadHost || len(r.Changes) > 0):
+		c.router = routerState{answered: now}
+	}
+}
+
+// firstLine is an error's first line: the failed writes of a large sync are joined one per
+// line, and one says enough.
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " (and more)"
+	}
+	return s
+}
 
 // Healthz fails when the leader's loop has not attempted a sync for too long.
 func (c *Checker) Healthz(w http.ResponseWriter, _ *http.Request) {
-	since := c.now().Sub(time.Unix(0, c.lastSync.Load()))
+	since := c.clock.Since(time.Unix(0, c.lastSync.Load()))
 	if c.leading.Load() && since > time.Duration(c.wedgedAfter.Load()) {
 		http.Error(w, fmt.Sprintf("sync loop wedged: no sync attempt for %s", since.Round(time.Second)), http.StatusServiceUnavailable)
 		return
@@ -79,20 +128,38 @@ func (c *Checker) Readyz(w http.ResponseWriter, _ *http.Request) {
 	fmt.Fprintf(w, "ok (%s)\n", role)
 }
 
-// Routerz answers whether router-hosts answers its Readiness RPC just now, for a person or a
-// blackbox probe, never for the kubelet. A refused certificate is named AuthenticationFailed,
-// the reason the status conditions use, because it needs a new certificate or CA rather than
-// patience.
-func (c *Checker) Routerz(w http.ResponseWriter, r *http.Request) {
-	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
-	defer cancel()
-	if err := c.ping(ctx); err != nil {
-		if errors.Is(err, provider.ErrAuthentication) {
-			http.Error(w, "AuthenticationFailed: "+err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		http.Error(w, "router-hosts not reachable: "+err.Error(), http.StatusServiceUnavailable)
+// Routerz says whether router-hosts answered the loop's last call to it, and how long ago, for
+// a person or a blackbox probe, never for the kubelet. It calls nothing itself: the answer is
+// what the syncs learnt, so that a loop of requests is no loop of calls to the router, and
+// nobody who can reach the port can make the operator call it. A refused certificate is named
+// AuthenticationFailed, the reason the status conditions use, because it needs a new
+// certificate or CA rather than patience. Only the leader calls router-hosts, so a standby
+// knows nothing to tell.
+func (c *Checker) Routerz(w http.ResponseWriter, _ *http.Request) {
+	if !c.leading.Load() {
+		http.Error(w, "unknown: this replica is a standby; only the leader calls router-hosts", http.StatusServiceUnavailable)
 		return
 	}
-	fmt.Fprintln(w, "ok")
+	c.mu.Lock()
+	st := c.router
+	c.mu.Unlock()
+	now := c.clock.Now()
+	ago := func(t time.Time) string { return now.Sub(t).Round(time.Second).String() + " ago" }
+	switch {
+	case !st.failing.IsZero():
+		since := st.failing.UTC().Format(time.RFC3339) + " (" + ago(st.failing)
+		if !st.answered.IsZero() {
+			since += "; last answered " + ago(st.answered)
+		}
+		since += ")"
+		if st.auth {
+			http.Error(w, "AuthenticationFailed: "+st.err+"; since "+since, http.StatusServiceUnavailable)
+			return
+		}
+		http.Error(w, "router-hosts not reachable since "+since+": "+st.err, http.StatusServiceUnavailable)
+	case st.answered.IsZero():
+		http.Error(w, "unknown: no sync has reached router-hosts yet", http.StatusServiceUnavailable)
+	default:
+		fmt.Fprintf(w, "ok (answered %s)\n", ago(st.answered))
+	}
 }

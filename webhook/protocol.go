@@ -6,7 +6,13 @@
 package webhook
 
 // MediaType is the webhook protocol's media type; external-dns compares it byte for byte.
-const MediaType = "application/external.dns.webhook+json;version=1"
+const MediaType = mediaTypeName + ";version=" + mediaTypeVersion
+
+// The media type's parts, as a request's Content-Type is parsed.
+const (
+	mediaTypeName    = "application/external.dns.webhook+json"
+	mediaTypeVersion = "1"
+)
 
 // The record types an entry can be.
 const (

@@ -1,11 +1,13 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"sync"
 	"time"
@@ -16,15 +18,24 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )
 
-// answerWithin is how long a request may take, by default, before it is answered 503. external-dns gives a
-// whole request 15 s by default (its read and write timeouts added) and takes a timeout for a
-// hard error that stops it, while a 503 is a soft one it retries at its next loop. A sync that
-// goes on after the answer finishes its writes; the next loop reads what they did.
-const answerWithin = 10 * time.Second
+// DefaultAnswerWithin is how long a request may take, by default, before it is answered 503.
+// external-dns gives a whole request 15 s by default (its read and write timeouts added) and
+// takes a timeout for a hard error that stops it, while a 503 is a soft one it retries at its
+// next loop. A sync that goes on after the answer finishes its writes; the next loop reads
+// what they did.
+const DefaultAnswerWithin = 10 * time.Second
 
-// maxBody bounds a request body: external-dns sends all its records at once, a few hundred
-// bytes each.
-const maxBody = 32 << 20
+// MaxBody bounds a request body, which is read whole before it is decoded. external-dns sends
+// all its records at once, about 150 bytes each and a few hundred with labels and properties:
+// 4 MiB holds 10,000 records of up to 400 bytes, and decoded it stays well within the pod's
+// 128 MiB (decoding takes several times the body).
+const MaxBody = 4 << 20
+
+// MaxRecords bounds each list of records a request carries (the endpoints of
+// /adjustendpoints, each of create, updateOld, updateNew and delete of /records): the scale the
+// operator is measured at. Without it a body of tiny records ({}) would decode into far more
+// memory than its size.
+const MaxRecords = 10000
 
 // Reader reads the server's entries.
 type Reader interface {
@@ -76,7 +87,7 @@ func New(cfg Config) *Server {
 		cfg.Log = logrus.StandardLogger()
 	}
 	if cfg.AnswerWithin <= 0 {
-		cfg.AnswerWithin = answerWithin
+		cfg.AnswerWithin = DefaultAnswerWithin
 	}
 	return &Server{cfg: cfg, told: map[dropped]bool{}}
 }
@@ -167,8 +178,8 @@ func (s *Server) records(w http.ResponseWriter, r *http.Request) {
 // Invalid changes are a 400 and write nothing; a failed sync is a 503.
 func (s *Server) applyChanges(w http.ResponseWriter, r *http.Request) {
 	var ch Changes
-	if err := decode(r, &ch); err != nil {
-		s.fail(w, http.StatusBadRequest, err)
+	if code, err := decode(r, &ch); err != nil {
+		s.fail(w, code, err)
 		return
 	}
 	if err := (held{}).apply(&ch); err != nil {
@@ -193,8 +204,8 @@ func (s *Server) applyChanges(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) adjustEndpoints(w http.ResponseWriter, r *http.Request) {
 	var in []*Endpoint
-	if err := decode(r, &in); err != nil {
-		s.fail(w, http.StatusBadRequest, err)
+	if code, err := decode(r, &in); err != nil {
+		s.fail(w, code, err)
 		return
 	}
 	out, drops := adjust(in)
@@ -216,15 +227,104 @@ func (s *Server) fail(w http.ResponseWriter, code int, err error) {
 	_, _ = io.WriteString(w, err.Error()+"\n")
 }
 
-func decode(r *http.Request, v any) error {
-	dec := json.NewDecoder(http.MaxBytesReader(nil, r.Body, maxBody))
+// decode reads the body of a POST into v, and says which status refuses it: 415 for another
+// media type than external-dns sends, 413 for a body or a list of records over the limits
+// (found before the body is read whole, or decoded), 400 for anything else wrong with it.
+func decode(r *http.Request, v any) (int, error) {
+	if err := checkMediaType(r.Header.Get("Content-Type")); err != nil {
+		return http.StatusUnsupportedMediaType, err
+	}
+	if r.ContentLength > MaxBody {
+		return http.StatusRequestEntityTooLarge, fmt.Errorf("request body of %d bytes: the webhook takes at most %d", r.ContentLength, MaxBody)
+	}
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(nil, r.Body, MaxBody))
+	body := buf.Bytes()
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return http.StatusRequestEntityTooLarge, fmt.Errorf("request body over %d bytes, the most the webhook takes", MaxBody)
+		}
+		return http.StatusBadRequest, fmt.Errorf("reading the request body: %w", err)
+	}
+	if list := overMaxRecords(body); list != "" {
+		return http.StatusRequestEntityTooLarge, fmt.Errorf("more than %d records in %s: the webhook takes at most %d in one list", MaxRecords, list, MaxRecords)
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("reading the request body: %w", err)
+		return http.StatusBadRequest, fmt.Errorf("reading the request body: %w", err)
 	}
 	if dec.More() {
-		return errors.New("reading the request body: more than one JSON value")
+		return http.StatusBadRequest, errors.New("reading the request body: more than one JSON value")
 	}
-	return nil
+	return 0, nil
+}
+
+// checkMediaType accepts what external-dns sends, MediaType, and plain JSON for people and
+// scripts; anything else (a form, text, nothing) is not a request of the protocol.
+func checkMediaType(contentType string) error {
+	mt, params, err := mime.ParseMediaType(contentType)
+	switch {
+	case err != nil && contentType == "":
+		return fmt.Errorf("no Content-Type: want %s or application/json", MediaType)
+	case err != nil:
+		return fmt.Errorf("Content-Type %q: %w", contentType, err)
+	case mt == "application/json":
+		return nil
+	case mt == mediaTypeName && params["version"] == mediaTypeVersion:
+		return nil
+	}
+	return fmt.Errorf("Content-Type %q: want %s or application/json", contentType, MediaType)
+}
+
+// overMaxRecords names the first list in body with more than MaxRecords records, "" when
+// none has: the body itself when it is an array, or an array member of the object it is.
+// It counts without decoding the records, so that a body of many tiny ones is refused before
+// it costs their memory. A body that is no JSON passes: the decoding says what is wrong.
+func overMaxRecords(body []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	tok, err := dec.Token()
+	if err != nil {
+		return ""
+	}
+	switch tok {
+	case json.Delim('['):
+		if countRecords(dec) > MaxRecords {
+			return "the request"
+		}
+	case json.Delim('{'):
+		for dec.More() {
+			key, err := dec.Token()
+			if err != nil {
+				return ""
+			}
+			var value json.RawMessage
+			if err := dec.Decode(&value); err != nil {
+				return ""
+			}
+			inner := json.NewDecoder(bytes.NewReader(value))
+			if t, err := inner.Token(); err == nil && t == json.Delim('[') && countRecords(inner) > MaxRecords {
+				return fmt.Sprint(key)
+			}
+		}
+	}
+	return ""
+}
+
+// countRecords counts the values left in the array dec is in, up to one over MaxRecords.
+func countRecords(dec *json.Decoder) int {
+	n := 0
+	for n <= MaxRecords && dec.More() {
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			break
+		}
+		n++
+	}
+	return n
 }
 
 func reply(w http.ResponseWriter, code int, v any) {

@@ -198,7 +198,7 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 		sources = append(sources, s)
 	}
 	sources = append(sources, hooks.Sources...)
-	op.checker = health.New(settings.Interval, op.synced, op.Provider.Ping)
+	op.checker = health.New(settings.Interval, op.synced, hooks.Clock)
 	reporters = append(reporters, op.metrics, op.checker, op.recorder)
 	if op.Config != nil {
 		reporters = append(reporters, op.Config)
@@ -286,7 +286,7 @@ func (op *Operator) Run(ctx context.Context) error {
 		return nil
 	}
 	if cfg.MetricsAddress != "" {
-		stop, err := serveHTTP(cfg.MetricsAddress, op.metrics, op.checker, log)
+		stop, err := serveHTTP(cfg.MetricsAddress, probeLimits, op.metrics, op.checker, log)
 		if err != nil {
 			return err
 		}
@@ -388,8 +388,8 @@ func newKubeClients(restCfg *rest.Config, qps float32, burst int, statusQPS floa
 	return kc, nil
 }
 
-// serveHTTP serves /metrics, /healthz, /readyz and /routerz until stop is called.
-func serveHTTP(addr string, m *metrics.Metrics, checker *health.Checker, log *logrus.Logger) (stop func(), err error) {
+// serveHTTP serves /metrics, /healthz, /readyz and /routerz within l until stop is called.
+func serveHTTP(addr string, l serverLimits, m *metrics.Metrics, checker *health.Checker, log *logrus.Logger) (stop func(), err error) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", checker.Healthz)
@@ -399,7 +399,7 @@ func serveHTTP(addr string, m *metrics.Metrics, checker *health.Checker, log *lo
 	if err != nil {
 		return nil, fmt.Errorf("--metrics-address %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := l.server(mux)
 	go func() {
 		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.WithError(err).Error("metrics server stopped")

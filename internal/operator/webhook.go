@@ -28,12 +28,14 @@ type Webhook struct {
 	metrics    *metrics.Metrics
 	checker    *health.Checker
 	closers    []func()
+	// limits are the webhook server's; probes are the metrics server's.
+	limits, probes serverLimits
 }
 
 // NewWebhook wires the webhook and connects to router-hosts; it serves nothing yet. clk is the
 // controller's clock; nil is the real one.
 func NewWebhook(cfg *Config, log *logrus.Logger, clk clock.Clock) (_ *Webhook, err error) {
-	w := &Webhook{cfg: cfg, log: log}
+	w := &Webhook{cfg: cfg, log: log, limits: webhookLimits, probes: probeLimits}
 	defer func() {
 		if err != nil {
 			w.Close()
@@ -58,7 +60,7 @@ func NewWebhook(cfg *Config, log *logrus.Logger, clk clock.Clock) (_ *Webhook, e
 	w.closers = append(w.closers, closeProv)
 	w.Server = webhook.New(webhook.Config{Reader: prov, Owns: reg.Owns, Domains: s.DomainFilter, Exclude: s.ExcludeDomains,
 		Namespace: webhook.SourceKind, Log: log.WithField("component", "webhook")})
-	w.checker = health.New(s.Interval, func() bool { return true }, prov.Ping)
+	w.checker = health.New(s.Interval, func() bool { return true }, clk)
 	w.Controller = controller.New(controller.Config{
 		Sources: []controller.Source{w.Server}, Reporters: []controller.Reporter{w.metrics, w.checker, heldReporter{w.Server}},
 		Registry: reg, Provider: prov, Policy: s.Policy, Interval: s.Interval, MinEventSyncInterval: cfg.MinEventSyncInterval,
@@ -111,7 +113,7 @@ func (w *Webhook) Serve(ctx context.Context, lis net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if w.cfg.MetricsAddress != "" {
-		stop, err := serveHTTP(w.cfg.MetricsAddress, w.metrics, w.checker, w.log)
+		stop, err := serveHTTP(w.cfg.MetricsAddress, w.probes, w.metrics, w.checker, w.log)
 		if err != nil {
 			return err
 		}
@@ -119,7 +121,7 @@ func (w *Webhook) Serve(ctx context.Context, lis net.Listener) error {
 	}
 	w.metrics.SetLeader(true)
 	w.checker.SetLeading(true)
-	srv := &http.Server{Handler: w.Server.Handler(), ReadHeaderTimeout: 5 * time.Second}
+	srv := w.limits.server(w.Server.Handler())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(lis) }()
 	w.log.WithFields(logrus.Fields{"address": lis.Addr().String(), "cluster": w.cfg.ClusterName}).Info("serving external-dns's webhook protocol")

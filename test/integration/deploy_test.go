@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -26,11 +28,13 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
 
 	"github.com/router-hosts-operator/router-hosts-operator/api/v1alpha1"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/kubetest"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
+	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
 )
 
 const operatorNS = "router-hosts-system"
@@ -260,6 +264,51 @@ func TestMetricsAndReadiness(t *testing.T) {
 	}
 }
 
+// TestRouterzAsksTheLoopNotTheRouter: /routerz answers from what the syncs learnt, so a burst
+// of requests makes no call to router-hosts; it tells an outage the loop met, and the router
+// answering again, with their age.
+func TestRouterzAsksTheLoopNotTheRouter(t *testing.T) {
+	h := newHarness(t, options{})
+	// An hour's interval: nothing calls the router between the test's own changes.
+	p := startOperator(t, h, kubeconfig, "--interval=1h", "--min-event-sync-interval=100ms")
+	h.create(ingress(h.ns, "web", enabled("ip-address", "10.44.0.1"), "web.routerz.lan"))
+	waitFor(t, 10*time.Second, func() bool { return len(h.entries("web.routerz.lan")) == 1 })
+	waitFor(t, 10*time.Second, func() bool { _, err := p.get("/routerz"); return err == nil })
+
+	before := h.srv.Service().CallCounts()
+	for i := 0; i < 200; i++ {
+		body, err := p.get("/routerz")
+		if err != nil || !strings.HasPrefix(body, "ok (answered ") {
+			t.Fatalf("/routerz with the router up: %q %v", body, err)
+		}
+	}
+	if after := h.srv.Service().CallCounts(); !maps.Equal(before, after) {
+		t.Fatalf("200 requests to /routerz called the router: %v before, %v after", before, after)
+	}
+	if n := h.srv.Service().Calls(inmemory.MethodReadiness); n != 0 {
+		t.Fatalf("the router served %d Readiness calls; /routerz must answer from the loop", n)
+	}
+
+	// The router goes away; the next change meets the outage, and /routerz tells it.
+	h.srv.Stop()
+	h.create(ingress(h.ns, "late", enabled("ip-address", "10.44.0.2"), "late.routerz.lan"))
+	var body string
+	waitFor(t, 15*time.Second, func() bool {
+		var err error
+		body, err = p.get("/routerz")
+		return err != nil && strings.HasPrefix(body, "router-hosts not reachable since ") && strings.Contains(body, "last answered")
+	})
+	t.Logf("/routerz: %s", strings.TrimSpace(body))
+	if err := h.srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, func() bool {
+		body, err := p.get("/routerz")
+		return err == nil && strings.HasPrefix(body, "ok (answered ")
+	})
+	waitFor(t, 10*time.Second, func() bool { return len(h.entries("late.routerz.lan")) == 1 })
+}
+
 func TestLeaderElectionHandover(t *testing.T) {
 	h := newHarness(t, options{})
 	args := []string{"--leader-elect", "--leader-election-namespace=" + h.ns, "--leader-election-id=op", "--interval=1m", "--grace-period=3s"}
@@ -379,9 +428,27 @@ func TestKustomizeRBACIsSufficient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The Role grants one Lease by name: the one kustomize's Deployment elects its leader on.
+	leaseID := ""
+	var dep appsv1.Deployment
+	if err := yaml.Unmarshal(docs(t, manifests)["Deployment"][0], &dep); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range dep.Spec.Template.Spec.Containers[0].Args {
+		if id, ok := strings.CutPrefix(a, "--leader-election-id="); ok {
+			leaseID = id
+		}
+	}
+	if leaseID == "" {
+		t.Fatal("kustomize's Deployment passes no --leader-election-id")
+	}
+	leases := asSA.CoordinationV1().Leases(operatorNS)
+	if _, err := leases.Get(context.Background(), "another-lease", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("reading another Lease as the operator: %v, want Forbidden", err)
+	}
 	op := startOperatorEnv(t, h, map[string]string{"KUBECONFIG": saConfig, "ROUTER_HOSTS_OPERATOR_TLS_CERT": foreignCert, "ROUTER_HOSTS_OPERATOR_TLS_KEY": foreignKey},
 		"--source=ingress", "--source=traefik", "--source=hostmapping", "--source=service", "--source=gateway", "--leader-elect",
-		"--leader-election-namespace="+operatorNS, "--leader-election-id=rbac-test", "--grace-period=1s",
+		"--leader-election-namespace="+operatorNS, "--leader-election-id="+leaseID, "--grace-period=1s",
 		"--interval=2s", "--min-event-sync-interval=100ms", "--config-name=rbac-test")
 	dyn := dynamic.NewForConfigOrDie(cp.Config)
 

@@ -12,7 +12,10 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
 	"github.com/router-hosts-operator/router-hosts-operator/internal/kubetest"
@@ -429,5 +432,186 @@ func TestCertManagerExampleIssuesTheMountedSecret(t *testing.T) {
 	}
 	if len(mounted) != 2 || !slices.Contains(cert.Spec.Usages, "client auth") {
 		t.Errorf("mounted %v; usages %v (the server wants clientAuth)", mounted, cert.Spec.Usages)
+	}
+}
+
+// TestNetworkPolicy: the chart renders its NetworkPolicy only with networkPolicy.enabled, the
+// same as kustomize's component; each admits ingress on the metrics port alone, selects its
+// Deployment's pods, leaves egress open, and the apiserver accepts it. The values narrow the
+// scrapers, and without the metrics server nothing is admitted.
+func TestNetworkPolicy(t *testing.T) {
+	ensureNamespace(t, operatorNS)
+	if n := len(docs(t, helm(t, "template", "router-hosts-operator", chartDir(), "--namespace", operatorNS))["NetworkPolicy"]); n != 0 {
+		t.Errorf("the default values render %d NetworkPolicies, want none", n)
+	}
+	chart := helm(t, "template", "router-hosts-operator", chartDir(), "--namespace", operatorNS, "--set", "networkPolicy.enabled=true")
+	kubectl(t, chart, "apply", "--dry-run=server", "-f", "-")
+	kust := networkPolicyOverlay(t, "")
+	kubectl(t, kust, "apply", "--server-side", "--dry-run=server", "-f", "-")
+
+	rules := map[string][]networkingv1.NetworkPolicyIngressRule{}
+	for name, stream := range map[string][]byte{"the chart": chart, "kustomize": kust} {
+		np, dep := networkPolicy(t, stream)
+		if np == nil {
+			t.Fatalf("%s renders no NetworkPolicy", name)
+		}
+		if np.Namespace != dep.Namespace {
+			t.Errorf("%s: the NetworkPolicy is in %q, the Deployment in %q", name, np.Namespace, dep.Namespace)
+		}
+		sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+		if err != nil || sel.Empty() || !sel.Matches(labels.Set(dep.Spec.Template.Labels)) {
+			t.Errorf("%s: the NetworkPolicy's pod selector %v does not select the Deployment's pods %v", name, np.Spec.PodSelector, dep.Spec.Template.Labels)
+		}
+		if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) || len(np.Spec.Egress) != 0 {
+			t.Errorf("%s: policy types %v, egress %v; want Ingress only", name, np.Spec.PolicyTypes, np.Spec.Egress)
+		}
+		port := dep.Spec.Template.Spec.Containers[0].Ports[0]
+		if len(np.Spec.Ingress) != 1 || len(np.Spec.Ingress[0].Ports) != 1 || np.Spec.Ingress[0].Ports[0].Port.IntValue() != int(port.ContainerPort) {
+			t.Errorf("%s: ingress %+v; want one rule, for the metrics port %d alone", name, np.Spec.Ingress, port.ContainerPort)
+		}
+		rules[name] = np.Spec.Ingress
+	}
+	if !reflect.DeepEqual(rules["the chart"], rules["kustomize"]) {
+		t.Errorf("the NetworkPolicies differ:\nkustomize %+v\nhelm      %+v", rules["kustomize"], rules["the chart"])
+	}
+
+	// Narrowed to one Prometheus: by the values, and by the patch docs/operations.md shows.
+	narrow := filepath.Join(t.TempDir(), "values.yaml")
+	values := `networkPolicy:
+  enabled: true
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: monitoring}}
+  podSelector: {matchLabels: {app.kubernetes.io/name: prometheus}}
+`
+	if err := os.WriteFile(narrow, []byte(values), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	helm(t, "lint", "--strict", chartDir(), "-f", narrow)
+	out := helm(t, "template", "router-hosts-operator", chartDir(), "--namespace", operatorNS, "-f", narrow)
+	kubectl(t, out, "apply", "--dry-run=server", "-f", "-")
+	np, _ := networkPolicy(t, out)
+	from := np.Spec.Ingress[0].From
+	if len(from) != 1 || from[0].NamespaceSelector.MatchLabels["kubernetes.io/metadata.name"] != "monitoring" ||
+		from[0].PodSelector.MatchLabels["app.kubernetes.io/name"] != "prometheus" {
+		t.Errorf("the narrowed values render the peers %+v", from)
+	}
+	patched, _ := networkPolicy(t, networkPolicyOverlay(t, `patches:
+  - target: {kind: NetworkPolicy, name: router-hosts-operator}
+    patch: |-
+      - op: replace
+        path: /spec/ingress/0/from
+        value:
+          - namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: monitoring}}
+            podSelector: {matchLabels: {app.kubernetes.io/name: prometheus}}
+`))
+	if !reflect.DeepEqual(patched.Spec.Ingress, np.Spec.Ingress) {
+		t.Errorf("narrowed, the NetworkPolicies differ:\nkustomize %+v\nhelm      %+v", patched.Spec.Ingress, np.Spec.Ingress)
+	}
+	// Further peers, verbatim.
+	np, _ = networkPolicy(t, helm(t, "template", "router-hosts-operator", chartDir(), "--namespace", operatorNS, "-f", narrow,
+		"--set-json", `networkPolicy.extraFrom=[{"ipBlock":{"cidr":"192.168.1.0/24"}}]`))
+	if from := np.Spec.Ingress[0].From; len(from) != 2 || from[1].IPBlock == nil || from[1].IPBlock.CIDR != "192.168.1.0/24" {
+		t.Errorf("extraFrom renders the peers %+v", from)
+	}
+	np, _ = networkPolicy(t, helm(t, "template", "router-hosts-operator", chartDir(), "--namespace", operatorNS, "--set", "networkPolicy.enabled=true,metrics.enabled=false"))
+	if len(np.Spec.Ingress) != 0 || !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) {
+		t.Errorf("without the metrics server: policy types %v, ingress %+v; want no ingress admitted", np.Spec.PolicyTypes, np.Spec.Ingress)
+	}
+}
+
+// networkPolicyOverlay builds an overlay as a user writes one: the manifests, the component,
+// and more of the kustomization's own.
+func networkPolicyOverlay(t *testing.T, more string) []byte {
+	t.Helper()
+	overlay := t.TempDir()
+	rel, err := filepath.Rel(overlay, filepath.Join(repoRoot(), "kustomize"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kustomization := fmt.Sprintf("resources: [%s]\ncomponents: [%s]\n%s", rel, filepath.Join(rel, "components", "networkpolicy"), more)
+	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := kubetest.Kustomize(overlay)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// networkPolicy returns the NetworkPolicy of a rendered stream, nil for none, and its Deployment.
+func networkPolicy(t *testing.T, stream []byte) (*networkingv1.NetworkPolicy, *appsv1.Deployment) {
+	t.Helper()
+	all := docs(t, stream)
+	var dep appsv1.Deployment
+	if err := yaml.Unmarshal(all["Deployment"][0], &dep); err != nil {
+		t.Fatal(err)
+	}
+	if len(all["NetworkPolicy"]) != 1 {
+		return nil, &dep
+	}
+	var np networkingv1.NetworkPolicy
+	if err := yaml.Unmarshal(all["NetworkPolicy"][0], &np); err != nil {
+		t.Fatal(err)
+	}
+	return &np, &dep
+}
+
+// TestTheLeaseRoleNamesTheLease: the leader-election Role grants get and update on the one
+// Lease the Deployment elects its leader on, by resourceNames, and create (which no name can
+// restrict, since it is authorized before the object exists) alone; in kustomize, and in the
+// chart whatever the release's name or leaderElection.id.
+func TestTheLeaseRoleNamesTheLease(t *testing.T) {
+	kust, err := kubetest.Kustomize(filepath.Join(repoRoot(), "kustomize"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, stream := range map[string][]byte{
+		"kustomize":         kust,
+		"the chart":         helm(t, "template", "router-hosts-operator", chartDir(), "--namespace", operatorNS),
+		"another release":   helm(t, "template", "lab", chartDir(), "--namespace", operatorNS),
+		"leaderElection.id": helm(t, "template", "router-hosts-operator", chartDir(), "--namespace", operatorNS, "--set", "leaderElection.id=dns-leader"),
+	} {
+		all := docs(t, stream)
+		var dep appsv1.Deployment
+		if err := yaml.Unmarshal(all["Deployment"][0], &dep); err != nil {
+			t.Fatal(err)
+		}
+		lease := ""
+		for _, a := range dep.Spec.Template.Spec.Containers[0].Args {
+			if id, ok := strings.CutPrefix(a, "--leader-election-id="); ok {
+				lease = id
+			}
+		}
+		var role *rbacv1.Role
+		for _, d := range all["Role"] {
+			var r rbacv1.Role
+			if err := yaml.Unmarshal(d, &r); err != nil {
+				t.Fatal(err)
+			}
+			if strings.HasSuffix(r.Name, "-leader-election") {
+				role = &r
+			}
+		}
+		if lease == "" || role == nil {
+			t.Fatalf("%s: Lease %q, leader-election Role %v", name, lease, role)
+		}
+		granted := map[string]bool{}
+		for _, r := range role.Rules {
+			if !slices.Equal(r.APIGroups, []string{"coordination.k8s.io"}) || !slices.Equal(r.Resources, []string{"leases"}) {
+				t.Errorf("%s: the leader-election Role grants %v %v", name, r.APIGroups, r.Resources)
+			}
+			switch {
+			case len(r.ResourceNames) == 0 && slices.Equal(r.Verbs, []string{"create"}):
+			case slices.Equal(r.ResourceNames, []string{lease}):
+			default:
+				t.Errorf("%s: rule %+v reaches Leases other than %q", name, r, lease)
+			}
+			for _, v := range r.Verbs {
+				granted[v] = true
+			}
+		}
+		if len(granted) != 3 || !granted["get"] || !granted["create"] || !granted["update"] {
+			t.Errorf("%s: the Role grants %v on Leases; the leader election needs get, create and update", name, granted)
+		}
 	}
 }

@@ -43,3 +43,8 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- with .Values.config.spec.server -}}{{- with .tlsSecretRef -}}{{- $ref = . -}}{{- end -}}{{- end -}}
 {{- toJson $ref -}}
 {{- end -}}
+
+{{/* The leader Lease's name: the Deployment passes it, and the Role grants it alone. */}}
+{{- define "rho.leaseName" -}}
+{{- .Values.leaderElection.id | default (include "rho.fullname" .) -}}
+{{- end -}}
