@@ -26,11 +26,11 @@ import (
 // hostname.
 
 // carriers are the names entries carry as aliases, by lowercase name: the owned entries that
-// carry each, the cluster of another cluster's entry, the hostname of a hand-made entry. It
-// also notes the hostnames of hand-made entries that must never be adopted.
+// carry each, another cluster's entry that does, the hostname of a hand-made entry. It also
+// notes the hostnames of hand-made entries that must never be adopted.
 type carriers struct {
 	owned   map[string][]*endpoint.Record
-	foreign map[string]string
+	foreign map[string]*endpoint.Record // the one with the lowest ID
 	hand    map[string]string
 	noAdopt map[string]bool
 }
@@ -51,9 +51,11 @@ func carriersOf(st *State) carriers {
 		for i := range recs {
 			for _, a := range recs[i].Aliases {
 				if c.foreign == nil {
-					c.foreign = map[string]string{}
+					c.foreign = map[string]*endpoint.Record{}
 				}
-				c.foreign[strings.ToLower(a)] = clusterOf(&recs[i])
+				if k := strings.ToLower(a); c.foreign[k] == nil || recs[i].ID < c.foreign[k].ID {
+					c.foreign[k] = &recs[i]
+				}
 			}
 		}
 	}
@@ -106,8 +108,8 @@ func (r *Registry) hostnames(eps []*endpoint.Endpoint, st *State, owned map[stri
 		winner := ""
 		if len(owned[h]) == 0 {
 			switch {
-			case car.foreign[h] != "" && len(st.Foreign[h]) == 0 && car.owned[h] == nil:
-				winner = "cluster " + car.foreign[h]
+			case car.foreign[h] != nil && len(st.Foreign[h]) == 0 && car.owned[h] == nil:
+				winner = "cluster " + clusterOf(car.foreign[h])
 			case car.hand[h] != "":
 				winner = "the hand-made entry " + car.hand[h]
 			case car.owned[h] != nil:
@@ -196,12 +198,14 @@ func (r *Registry) aliases(merged []*endpoint.Endpoint, byHost map[string][]*end
 		ours := len(owned[a]) > 0 || car.owned[a] != nil
 		var winner, text string
 		switch {
-		case (len(st.Foreign[a]) > 0 || car.foreign[a] != "") && !ours:
-			cluster := car.foreign[a]
-			if len(st.Foreign[a]) > 0 {
-				cluster = clusterOf(&st.Foreign[a][0])
-			}
-			text = "cluster " + cluster
+		case len(st.Foreign[a]) > 0 && len(owned[a]) == 0:
+			// Another cluster's hostname: an alias yields to it, as within a cluster.
+			text = "cluster " + clusterOf(&st.Foreign[a][0])
+		case car.foreign[a] != nil && (!ours || car.foreign[a].ID < firstID(owned[a], car.owned[a])):
+			// Another cluster's alias: ours yields unless we carry it, and when both do (two
+			// clusters that added it at once) the older entry keeps it, which both clusters
+			// read alike.
+			text = "cluster " + clusterOf(car.foreign[a])
 		case len(st.Unowned[a]) > 0:
 			text = "the hand-made entry " + st.Unowned[a][0].Hostname
 		case car.hand[a] != "":
@@ -297,6 +301,19 @@ func (r *Registry) unadoptable(merged []*endpoint.Endpoint, st *State, car carri
 		return merged
 	}
 	return out
+}
+
+// firstID is the lowest ID among the entries.
+func firstID(lists ...[]*endpoint.Record) string {
+	best := ""
+	for _, l := range lists {
+		for _, rec := range l {
+			if best == "" || rec.ID < best {
+				best = rec.ID
+			}
+		}
+	}
+	return best
 }
 
 // firstNamespace is the namespace named on the first of entries in order that names one.

@@ -78,6 +78,11 @@ func (s *server) byName(name string) []string {
 	return out
 }
 
+func withAliases(r endpoint.Record, aliases ...string) endpoint.Record {
+	r.Aliases = aliases
+	return r
+}
+
 func aliased(ep *endpoint.Endpoint, aliases ...string) *endpoint.Endpoint {
 	ep.Aliases = endpoint.SortedUnique(aliases)
 	return ep
@@ -164,6 +169,22 @@ func TestEveryNameObeysOneRule(t *testing.T) {
 			eps:     []*endpoint.Endpoint{claim("files.lan", "ns", "m", "uid-m", 0, "10.0.0.1")},
 			name2:   "files.lan", want: []string{"nas.lan 192.168.1.5 [files.lan]"},
 			conflicts: []string{"hostname files.lan of ns: the hand-made entry nas.lan"}},
+		{name: "two clusters that added one alias at once: the older entry, theirs, keeps it",
+			records: []endpoint.Record{withAliases(owned("b2", "mine.lan", "10.0.0.1", PrefixNamespace+"ns", PrefixKind+"Ingress", PrefixSource+"uid-m"), "race.lan"),
+				withAliases(endpoint.Record{ID: "a1", Hostname: "theirs.lan", IP: "10.9.9.8", Tags: []string{TagOwner, PrefixCluster + "other", PrefixNamespace + "x"}, Version: "1"}, "race.lan")},
+			eps:   []*endpoint.Endpoint{aliased(claim("mine.lan", "ns", "m", "uid-m", 0, "10.0.0.1"), "race.lan")},
+			name2: "race.lan", want: []string{"theirs.lan 10.9.9.8 [race.lan]"},
+			conflicts: []string{"alias race.lan of ns: cluster other"}},
+		{name: "two clusters that added one alias at once: the older entry, ours, keeps it (the other cluster lets it go)",
+			records: []endpoint.Record{withAliases(owned("a0", "mine.lan", "10.0.0.1", PrefixNamespace+"ns", PrefixKind+"Ingress", PrefixSource+"uid-m"), "race.lan"),
+				withAliases(endpoint.Record{ID: "a1", Hostname: "theirs.lan", IP: "10.9.9.8", Tags: []string{TagOwner, PrefixCluster + "other", PrefixNamespace + "x"}, Version: "1"}, "race.lan")},
+			eps:   []*endpoint.Endpoint{aliased(claim("mine.lan", "ns", "m", "uid-m", 0, "10.0.0.1"), "race.lan")},
+			name2: "race.lan", want: []string{"mine.lan 10.0.0.1 [race.lan]", "theirs.lan 10.9.9.8 [race.lan]"}},
+		{name: "an alias another cluster holds as its hostname is let go, whatever the entries' age",
+			records: []endpoint.Record{withAliases(owned("a0", "mine.lan", "10.0.0.1", PrefixNamespace+"ns", PrefixKind+"Ingress", PrefixSource+"uid-m"), "shared.lan"), foreign},
+			eps:   []*endpoint.Endpoint{aliased(claim("mine.lan", "ns", "m", "uid-m", 0, "10.0.0.1"), "shared.lan")},
+			name2: "shared.lan", want: []string{"shared.lan 10.9.9.9 [other-alias.lan]"},
+			conflicts: []string{"alias shared.lan of ns: cluster other"}},
 		{name: "an alias an entry of the namespace's own carries stays",
 			records: []endpoint.Record{grafana},
 			eps: []*endpoint.Endpoint{claim("grafana.lan", "monitoring", "g", "uid-g", time.Hour, "10.0.0.3"),
