@@ -336,8 +336,10 @@ func (h *HostMappings) compute(hm *v1alpha1.HostMapping, r *controller.Report, d
 	st.addresses = strings.Join(endpoint.SortedUnique(ep.Targets), ",")
 	if len(dropped) > 0 {
 		// The entry is written without the refused part: not what the spec asks for.
-		st.id, st.reason = entries[0].ID, dropped[0].reason
-		st.message = joinRefusals(dropped) + "; the rest is synced"
+		st.id, st.reason, st.message = entries[0].ID, dropped[0].reason, joinRefusals(dropped)
+		if st.reason != ReasonOverBudget { // over its budget, nothing of the object changes
+			st.message += "; the rest is synced"
+		}
 		return st
 	}
 	st.synced, st.id, st.reason, st.message = true, entries[0].ID, ReasonSuccess, "Host synced to router-hosts"
