@@ -36,7 +36,8 @@ type Options struct {
 	CAFile, CertFile, KeyFile string
 	// Keys, when set, is the mTLS material instead of the files.
 	Keys *PEM
-	// ServerName overrides the name verified in the server's certificate.
+	// ServerName is the name the server's certificate must carry; empty means the endpoint's
+	// host, a DNS name or an IP address.
 	ServerName string
 	// Timeout is the deadline of each unary call; ListHosts, which streams everything, gets 3×.
 	Timeout time.Duration
@@ -93,9 +94,14 @@ func (p *Provider) dial() error {
 	p.mu.Lock()
 	files, target, serverName := p.files, p.opts.Endpoint, p.opts.ServerName
 	p.mu.Unlock()
+	// The name is fixed per connection, so a Retarget to another endpoint checks the new host.
+	verifyName, err := verifiedName(target, serverName)
+	if err != nil {
+		return err
+	}
 	stamp, _ := files.stamp()
 	conn, err := grpc.NewClient(target,
-		grpc.WithTransportCredentials(newTransportCredentials(files, serverName)),
+		grpc.WithTransportCredentials(newTransportCredentials(files, serverName, verifyName)),
 		// The server disconnects clients that ping more often than every 15 s.
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)),
@@ -456,7 +462,7 @@ func (p *Provider) callError(err error) error {
 // transport reports every connection failure as Unavailable with the cause as text only, so
 // the text is all there is to tell a certificate problem from an outage.
 var authMarkers = []string{
-	// crypto/x509, from our check of the server's certificate (newTLSConfig): signed by a CA
+	// crypto/x509, from our check of the server's certificate (verifyServer): signed by a CA
 	// other than ours, not valid for the name dialled, expired.
 	"x509: ",
 	// Alerts the server sends when it refuses our certificate, as crypto/tls names them
