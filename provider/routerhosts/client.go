@@ -5,6 +5,7 @@ package routerhosts
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -50,7 +51,20 @@ type Options struct {
 	// after a version conflict: ownership is the registry's rule, and an entry that changed
 	// hands meanwhile must not be written. A change it turns down is reported as refused.
 	StillApplies func(c *plan.Change, fresh *endpoint.Record) bool
-	Log          logrus.FieldLogger
+	// Credentials, when set, is told of the client certificate each time mTLS material is
+	// taken into use (at the start, after the files changed, from a new Secret), and of each
+	// change of the files that could not be loaded. It must not call the provider.
+	Credentials func(CredentialsEvent)
+	Log         logrus.FieldLogger
+}
+
+// CredentialsEvent is what taking mTLS material into use found.
+type CredentialsEvent struct {
+	// NotAfter is when the client certificate in use expires.
+	NotAfter time.Time
+	// Err is why the changed files could not be loaded; the previous material stays in use, and
+	// NotAfter is its certificate's. nil when the new material is in use.
+	Err error
 }
 
 // Provider reads and writes router-hosts entries.
@@ -74,19 +88,54 @@ func New(opts Options) (*Provider, error) {
 	if opts.Endpoint == "" {
 		return nil, errors.New("router-hosts endpoint is empty")
 	}
-	var files keyMaterial = &reloadingFiles{caFile: opts.CAFile, certFile: opts.CertFile, keyFile: opts.KeyFile}
+	opts = withDefaults(opts)
+	p := &Provider{opts: opts, log: opts.Log}
+	var files keyMaterial = p.newFiles()
 	if opts.Keys != nil {
 		files = opts.Keys
 	}
 	if _, _, err := files.load(); err != nil {
 		return nil, err
 	}
-	p := &Provider{opts: withDefaults(opts), files: files}
-	p.log = p.opts.Log
+	p.files = files
 	if err := p.dial(); err != nil {
 		return nil, err
 	}
+	p.keysInUse(files)
 	return p, nil
+}
+
+// newFiles is the material of the files in Options, reporting every read of changed files.
+func (p *Provider) newFiles() *reloadingFiles {
+	return &reloadingFiles{caFile: p.opts.CAFile, certFile: p.opts.CertFile, keyFile: p.opts.KeyFile, loaded: p.filesLoaded}
+}
+
+// filesLoaded logs and reports a read of the TLS files that changed (or were read first).
+func (p *Provider) filesLoaded(cert *tls.Certificate, err error) {
+	expires := notAfter(cert)
+	log := p.log.WithFields(logrus.Fields{"ca": p.opts.CAFile, "cert": p.opts.CertFile, "key": p.opts.KeyFile, "not_after": expires})
+	if err != nil {
+		log.WithError(err).Warn("the TLS files changed but cannot be loaded; the previous client certificate and CA stay in use until they load")
+	} else {
+		log.Info("TLS files loaded")
+	}
+	if p.opts.Credentials != nil {
+		p.opts.Credentials(CredentialsEvent{NotAfter: expires, Err: err})
+	}
+}
+
+// keysInUse reports material from a Secret once the provider uses it; files report themselves
+// as they are read.
+func (p *Provider) keysInUse(files keyMaterial) {
+	k, ok := files.(*PEM)
+	if !ok {
+		return
+	}
+	expires := notAfter(k.cert)
+	p.log.WithField("not_after", expires).Info("mTLS material from the Secret in use")
+	if p.opts.Credentials != nil {
+		p.opts.Credentials(CredentialsEvent{NotAfter: expires})
+	}
 }
 
 // dial opens a new connection; the TLS handshake reads the current certificate files.
@@ -178,6 +227,9 @@ func (p *Provider) Retarget(t Target) error {
 		p.mu.Unlock()
 		return err
 	}
+	if files != prevFiles {
+		p.keysInUse(files)
+	}
 	return nil
 }
 
@@ -194,7 +246,7 @@ func (p *Provider) retarget(t Target) (keyMaterial, error) {
 	}
 	var files keyMaterial = t.Keys
 	if t.Keys == nil {
-		files = &reloadingFiles{caFile: p.opts.CAFile, certFile: p.opts.CertFile, keyFile: p.opts.KeyFile}
+		files = p.newFiles()
 		if rf, ok := p.files.(*reloadingFiles); ok {
 			files = rf // the same files: keep what was read
 		}
@@ -399,11 +451,15 @@ func (p *Provider) WatchCredentials(ctx context.Context, every time.Duration, fn
 			}
 			// A file missing for a moment mid-rotation is not a change yet: wait until all
 			// three are back and compare then.
-			stamp, err := p.material().stamp()
+			files := p.material()
+			stamp, err := files.stamp()
 			if err != nil || stamp == last {
 				continue
 			}
 			last = stamp
+			// Read now, on every replica, so that the certificate's expiry and a file that does
+			// not load are reported by standbys too, which make no handshake.
+			_, _, _ = files.load()
 			fn()
 		}
 	}()

@@ -23,11 +23,18 @@ import (
 // next handshake without a restart. A stat per handshake is cheap; handshakes are rare.
 type reloadingFiles struct {
 	caFile, certFile, keyFile string
+	// loaded, when set, is told of every read of changed files: the certificate in use after
+	// it, and why the files could not be loaded when they could not. It runs under the lock, so
+	// it must not call load.
+	loaded func(cert *tls.Certificate, err error)
 
-	mu      sync.Mutex
-	stamped string
-	cert    *tls.Certificate
-	pool    *x509.CertPool
+	mu sync.Mutex
+	// stamped is the files' stamp when the material in use was read; failed is the stamp of
+	// the last read that failed, which is not tried again (nor reported again) until the files
+	// change once more.
+	stamped, failed string
+	cert            *tls.Certificate
+	pool            *x509.CertPool
 }
 
 // keyMaterial is where the client's key pair and the CA come from: files re-read when they
@@ -71,26 +78,61 @@ func (p *PEM) load() (*tls.Certificate, *x509.CertPool, error) { return p.cert, 
 func (p *PEM) stamp() (string, error)                          { return p.sum, nil }
 
 // load returns the current key pair and pool, re-reading them if any file changed. When a
-// reload fails (a rotation caught half-written) the previous material stays in use.
+// reload fails (a rotation caught half-written, a file that does not parse or went missing)
+// the previous material stays in use and the failure is reported once, not at every
+// handshake: a certificate that silently stays in use is one that expires unannounced.
 func (r *reloadingFiles) load() (*tls.Certificate, *x509.CertPool, error) {
 	stamp, err := r.stamp()
+	if err != nil {
+		// A file that cannot be stat'ed has no stamp; the error stands for one, so that the same
+		// missing file is reported once.
+		stamp = "error: " + err.Error()
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if err == nil && stamp == r.stamped && r.cert != nil {
+	if r.cert != nil && (stamp == r.stamped || stamp == r.failed) {
 		return r.cert, r.pool, nil
 	}
-	cert, pool, lerr := readTLSFiles(r.caFile, r.certFile, r.keyFile)
+	var (
+		cert *tls.Certificate
+		pool *x509.CertPool
+	)
 	if err == nil {
-		err = lerr
+		cert, pool, err = readTLSFiles(r.caFile, r.certFile, r.keyFile)
 	}
-	if err != nil {
-		if r.cert != nil {
-			return r.cert, r.pool, nil
-		}
+	switch {
+	case err != nil && r.cert == nil:
+		// Nothing to fall back on (the first read): the caller fails.
 		return nil, nil, err
+	case err != nil:
+		r.failed = stamp
+		r.notify(r.cert, err)
+		return r.cert, r.pool, nil
 	}
-	r.stamped, r.cert, r.pool = stamp, cert, pool
+	r.stamped, r.failed, r.cert, r.pool = stamp, "", cert, pool
+	r.notify(cert, nil)
 	return cert, pool, nil
+}
+
+func (r *reloadingFiles) notify(cert *tls.Certificate, err error) {
+	if r.loaded != nil {
+		r.loaded(cert, err)
+	}
+}
+
+// notAfter is when the leaf of cert expires; zero when it cannot be told.
+func notAfter(cert *tls.Certificate) time.Time {
+	if cert == nil {
+		return time.Time{}
+	}
+	leaf := cert.Leaf
+	if leaf == nil && len(cert.Certificate) > 0 {
+		leaf, _ = x509.ParseCertificate(cert.Certificate[0])
+	}
+	if leaf == nil {
+		return time.Time{}
+	}
+	return leaf.NotAfter
 }
 
 func (r *reloadingFiles) stamp() (string, error) {

@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sirupsen/logrus"
+	"github.com/sirupsen/logrus/hooks/test"
+
 	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
 	"github.com/router-hosts-operator/router-hosts-operator/provider"
 )
@@ -239,6 +242,170 @@ func TestRetargetChecksTheNewName(t *testing.T) {
 	}
 	if n := imp.Service().Calls("ListHosts"); n != 1 {
 		t.Fatalf("the impostor served %d ListHosts; want only the one under its own name", n)
+	}
+}
+
+// copyFile writes src's content to dst, stamped with mtime: a distinct stamp without a sleep.
+func copyFile(t *testing.T, src, dst string, mtime time.Time) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeStamped(t, dst, b, mtime)
+}
+
+func writeStamped(t *testing.T, dst string, b []byte, mtime time.Time) {
+	t.Helper()
+	if err := os.WriteFile(dst, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(dst, mtime, mtime); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type loadEvent struct {
+	notAfter time.Time
+	err      error
+}
+
+// TestAFailedReloadIsReportedOnceAndTheLastGoodMaterialStays: files that change and do not
+// load (a bad certificate, a missing key) are reported once per change, never at every load,
+// and the material read last stays in use until files that load replace it.
+func TestAFailedReloadIsReportedOnceAndTheLastGoodMaterialStays(t *testing.T) {
+	dir := t.TempDir()
+	real, err := rhtestserver.WritePKI(filepath.Join(dir, "real"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another client certificate from the same CA, to rotate to.
+	next, err := rhtestserver.WriteImpostorPKI(filepath.Join(dir, "next"), real, rhtestserver.ServerIdentity())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, cert, key := filepath.Join(dir, "ca.crt"), filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	at := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	copyFile(t, real.CAFile(), ca, at)
+	copyFile(t, real.CertFile(), cert, at)
+	copyFile(t, real.KeyFile(), key, at)
+	var events []loadEvent
+	r := &reloadingFiles{caFile: ca, certFile: cert, keyFile: key, loaded: func(c *tls.Certificate, err error) {
+		events = append(events, loadEvent{notAfter(c), err})
+	}}
+	first, _, err := r.load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantNotAfter := notAfter(first)
+	if len(events) != 1 || events[0].err != nil || !events[0].notAfter.Equal(wantNotAfter) || wantNotAfter.IsZero() {
+		t.Fatalf("first load reported %v; want one event with the certificate's expiry %v", events, wantNotAfter)
+	}
+	nextLeaf, err := tls.LoadX509KeyPair(next.CertFile(), next.KeyFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name   string
+		change func()
+		// wantErr is in the one event the change reports; "" is a load that works.
+		wantErr  string
+		wantCert *tls.Certificate // nil: the first certificate stays
+	}{
+		{"a certificate that does not parse", func() { writeStamped(t, cert, []byte("not PEM"), at.Add(time.Second)) }, "tls.crt", nil},
+		{"then the key goes missing as well", func() { _ = os.Remove(key) }, "tls.key", nil},
+		{"a good pair again", func() {
+			copyFile(t, next.CertFile(), cert, at.Add(2*time.Second))
+			copyFile(t, next.KeyFile(), key, at.Add(2*time.Second))
+		}, "", &nextLeaf},
+	}
+	for _, st := range steps {
+		events = nil
+		st.change()
+		var got *tls.Certificate
+		for range 5 { // handshakes, and the watcher's reads
+			c, _, err := r.load()
+			if err != nil {
+				t.Fatalf("%s: load failed although material was loaded before: %v", st.name, err)
+			}
+			got = c
+		}
+		if len(events) != 1 {
+			t.Fatalf("%s: %d events for one change: %v", st.name, len(events), events)
+		}
+		ev := events[0]
+		switch {
+		case st.wantErr != "" && (ev.err == nil || !strings.Contains(ev.err.Error(), st.wantErr)):
+			t.Fatalf("%s: reported %v; want an error naming %s", st.name, ev.err, st.wantErr)
+		case st.wantErr != "" && (got != first || !ev.notAfter.Equal(wantNotAfter)):
+			t.Fatalf("%s: the material in use changed (expiry %v); want the last good one kept", st.name, ev.notAfter)
+		case st.wantErr == "" && (ev.err != nil || !ev.notAfter.Equal(st.wantCert.Leaf.NotAfter) || got == first):
+			t.Fatalf("%s: reported %v; want the new certificate, expiring %v, in use", st.name, ev, st.wantCert.Leaf.NotAfter)
+		}
+	}
+}
+
+// TestProviderReportsItsCredentials: the provider logs a failed reload once, with the files
+// named, keeps syncing with the last good certificate, and tells Options.Credentials the
+// client certificate's expiry for files and for a Secret's material.
+func TestProviderReportsItsCredentials(t *testing.T) {
+	srv := startOn(t, nil, nil, "")
+	dir := t.TempDir()
+	cert, key := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	at := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	copyFile(t, srv.CertFile(), cert, at)
+	copyFile(t, srv.KeyFile(), key, at)
+	log, hook := test.NewNullLogger()
+	var events []CredentialsEvent
+	p, err := New(Options{Endpoint: srv.Addr(), CAFile: srv.CAFile(), CertFile: cert, KeyFile: key, Timeout: authTimeout, Log: log,
+		Credentials: func(ev CredentialsEvent) { events = append(events, ev) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	pair, err := tls.LoadX509KeyPair(srv.CertFile(), srv.KeyFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 1 || events[0].Err != nil || !events[0].NotAfter.Equal(pair.Leaf.NotAfter) {
+		t.Fatalf("New reported %v; want the client certificate's expiry %v", events, pair.Leaf.NotAfter)
+	}
+
+	events = nil
+	writeStamped(t, cert, []byte("-----BEGIN CERTIFICATE-----\ntruncated"), at.Add(time.Second))
+	for range 3 {
+		if _, err := p.Records(context.Background()); err != nil {
+			t.Fatalf("with a bad certificate file over a good one: %v; want the last good certificate used", err)
+		}
+	}
+	warnings := 0
+	for _, e := range hook.AllEntries() {
+		if e.Level == logrus.WarnLevel {
+			warnings++
+			if e.Data["cert"] != cert || e.Data[logrus.ErrorKey] == nil || e.Data["not_after"] != pair.Leaf.NotAfter {
+				t.Errorf("the warning's fields %v do not name the file, the error and the certificate still in use", e.Data)
+			}
+		}
+	}
+	if warnings != 1 || len(events) != 1 || events[0].Err == nil || !events[0].NotAfter.Equal(pair.Leaf.NotAfter) {
+		t.Fatalf("%d warnings and events %v after three syncs on one bad file; want one of each, with the old expiry", warnings, events)
+	}
+
+	// Material from a Secret reports its certificate when it is taken into use.
+	other := startOn(t, nil, nil, "")
+	keys, err := ParsePEM(mustRead(t, other.CAFile()), mustRead(t, other.CertFile()), mustRead(t, other.KeyFile()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	events = nil
+	if err := p.Retarget(Target{Endpoint: other.Addr(), Keys: keys}); err != nil {
+		t.Fatal(err)
+	}
+	if len(events) != 1 || events[0].Err != nil || !events[0].NotAfter.Equal(keys.cert.Leaf.NotAfter) {
+		t.Fatalf("Retarget to a Secret's material reported %v; want its expiry %v", events, keys.cert.Leaf.NotAfter)
+	}
+	if _, err := p.Records(context.Background()); err != nil {
+		t.Fatal(err)
 	}
 }
 
