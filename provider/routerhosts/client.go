@@ -79,7 +79,7 @@ type Provider struct {
 	// complete ListHosts; WatchConnection reports the server's return while it is set.
 	unreachable atomic.Bool
 	files       keyMaterial // nil when the caller owns the connection
-	stamp       string      // the material's stamp when conn was dialled
+	stamp       string      // the material in use when conn was dialled (keyMaterial.inUse)
 }
 
 // New dials the server with mutual TLS. The connection is lazy: an unreachable server shows
@@ -148,7 +148,7 @@ func (p *Provider) dial() error {
 	if err != nil {
 		return err
 	}
-	stamp, _ := files.stamp()
+	stamp := files.inUse()
 	conn, err := grpc.NewClient(target,
 		grpc.WithTransportCredentials(newTransportCredentials(files, serverName, verifyName)),
 		// The server disconnects clients that ping more often than every 15 s.
@@ -172,9 +172,10 @@ func (p *Provider) dial() error {
 	return nil
 }
 
-// refresh re-dials when the certificate files changed since the connection was made, so a
+// refresh re-dials when new certificate files took effect since the connection was made, so a
 // Secret rotated by cert-manager is used from the next sync on: an established TLS session
-// would otherwise keep the old certificate for as long as it lives.
+// would otherwise keep the old certificate for as long as it lives. Files that changed but do
+// not load change nothing in use, so they cost no reconnection.
 func (p *Provider) refresh() {
 	p.mu.Lock()
 	files := p.files
@@ -182,9 +183,12 @@ func (p *Provider) refresh() {
 	if files == nil {
 		return
 	}
-	stamp, err := files.stamp()
+	if _, _, err := files.load(); err != nil {
+		return
+	}
+	inUse := files.inUse()
 	p.mu.Lock()
-	changed := err == nil && stamp != p.stamp
+	changed := inUse != p.stamp
 	p.mu.Unlock()
 	if changed {
 		p.log.Info("TLS files changed; reconnecting to router-hosts with the new certificate")

@@ -44,6 +44,8 @@ type keyMaterial interface {
 	load() (*tls.Certificate, *x509.CertPool, error)
 	// stamp changes whenever load's answer may have.
 	stamp() (string, error)
+	// inUse identifies what load answers now; it changes when changed material took effect.
+	inUse() string
 }
 
 // PEM is mTLS material held in memory: a Secret's ca.crt, tls.crt and tls.key.
@@ -76,6 +78,7 @@ func (p *PEM) Equal(o *PEM) bool { return p == o || (p != nil && o != nil && p.s
 
 func (p *PEM) load() (*tls.Certificate, *x509.CertPool, error) { return p.cert, p.pool, nil }
 func (p *PEM) stamp() (string, error)                          { return p.sum, nil }
+func (p *PEM) inUse() string                                   { return p.sum }
 
 // load returns the current key pair and pool, re-reading them if any file changed. When a
 // reload fails (a rotation caught half-written, a file that does not parse or went missing)
@@ -112,6 +115,12 @@ func (r *reloadingFiles) load() (*tls.Certificate, *x509.CertPool, error) {
 	r.stamped, r.failed, r.cert, r.pool = stamp, "", cert, pool
 	r.notify(cert, nil)
 	return cert, pool, nil
+}
+
+func (r *reloadingFiles) inUse() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stamped
 }
 
 func (r *reloadingFiles) notify(cert *tls.Certificate, err error) {
