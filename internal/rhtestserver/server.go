@@ -104,12 +104,18 @@ type dropListener struct {
 
 func (l *dropListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
-	if err == nil {
-		l.mu.Lock()
-		l.conns[c] = true
-		l.mu.Unlock()
+	if err != nil {
+		return c, err
 	}
-	return c, err
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.conns == nil {
+		// Accepted while drop ran: the connection goes the way of the others.
+		_ = c.Close()
+		return nil, net.ErrClosed
+	}
+	l.conns[c] = true
+	return c, nil
 }
 
 // drop closes the listener and every connection it accepted.
