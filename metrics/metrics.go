@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -48,7 +49,19 @@ type Metrics struct {
 	failedHostnames prometheus.Gauge
 	conflicts       prometheus.Gauge
 	deferred        prometheus.Gauge
+	// clientCertExpiry has no labels; it is a vector so that it has no series until a
+	// certificate is loaded: a zero would read as a certificate that expired in 1970.
+	clientCertExpiry *prometheus.GaugeVec
+	tlsReloadErrors  *prometheus.CounterVec
 }
+
+// Where mTLS material comes from, the source label of tls_reload_errors_total.
+const (
+	// TLSFiles are the files of --tls-ca, --tls-cert and --tls-key.
+	TLSFiles = "files"
+	// TLSSecret is the Secret a RouterHostsConfig names.
+	TLSSecret = "secret"
+)
 
 // New creates and registers the metrics. sourceNames label source_endpoints in the order the
 // controller reads the sources.
@@ -103,13 +116,20 @@ func New(sourceNames []string) *Metrics {
 			Help: "Claims on a name (a hostname or an alias) the last sync did not write because another namespace, another cluster or a hand-made entry holds it."}),
 		deferred: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "deferred_changes",
 			Help: "Changes the last sync left to the syncs that follow it at once, beyond the budget of writes per sync."}),
+		clientCertExpiry: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "client_certificate_expiry_timestamp_seconds",
+			Help: "Unix time at which the client certificate presented to router-hosts expires (its NotAfter); the certificate in use, from the files or the RouterHostsConfig's Secret."}, nil),
+		tlsReloadErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "tls_reload_errors_total",
+			Help: "Changed mTLS material that could not be loaded, by source (files, secret); counted once per change, and the last good material stays in use."}, []string{"source"}),
 	}
 	m.Registry.MustRegister(m.buildInfo, m.changeLatency, m.inputs, m.failedHostnames, m.conflicts, m.deferred, m.syncedEntries, m.syncErrors, m.syncDuration, m.pending, m.serverConnected, m.lastSync,
 		m.changes, m.sourceEndpoints, m.foreign, m.isLeader, m.lastDuration, m.lastList, m.kubeRequests, m.serverRequests,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m.clientCertExpiry, m.tlsReloadErrors, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Counters with known labels start at zero, so rates work from the first scrape.
 	for _, r := range []string{"source", "list", "authentication", "apply"} {
 		m.syncErrors.WithLabelValues(r)
+	}
+	for _, s := range []string{TLSFiles, TLSSecret} {
+		m.tlsReloadErrors.WithLabelValues(s)
 	}
 	for _, a := range []plan.Action{plan.Create, plan.Update, plan.Adopt, plan.Mark, plan.Unmark, plan.Delete, plan.Release} {
 		m.changes.WithLabelValues(string(a))
@@ -302,6 +322,18 @@ func b2f(b bool) float64 {
 	}
 	return 0
 }
+
+// ClientCertificate records the expiry of the client certificate in use.
+func (m *Metrics) ClientCertificate(notAfter time.Time) {
+	if notAfter.IsZero() {
+		return
+	}
+	m.clientCertExpiry.WithLabelValues().Set(float64(notAfter.Unix()))
+}
+
+// TLSReloadFailed counts changed mTLS material from source (TLSFiles, TLSSecret) that could
+// not be loaded.
+func (m *Metrics) TLSReloadFailed(source string) { m.tlsReloadErrors.WithLabelValues(source).Inc() }
 
 // ObserveRPC counts one call to the router-hosts server (routerhosts.Options.Observe).
 func (m *Metrics) ObserveRPC(method string, code codes.Code) {

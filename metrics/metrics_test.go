@@ -231,3 +231,43 @@ func TestKubeRequestsByCode(t *testing.T) {
 		}
 	}
 }
+
+// TestTLSMetrics: the client certificate's expiry has no series until a certificate is loaded
+// (a zero would read as long expired), then the last one's; reload failures count by source
+// and start at zero.
+func TestTLSMetrics(t *testing.T) {
+	m := New([]string{"ingress"})
+	got := scrape(t, m)
+	if _, ok := got["client_certificate_expiry_timestamp_seconds{}"]; ok {
+		t.Fatal("an expiry before any certificate was loaded")
+	}
+	for _, source := range []string{TLSFiles, TLSSecret} {
+		if v, ok := got["tls_reload_errors_total{source="+source+"}"]; !ok || v != 0 {
+			t.Fatalf("tls_reload_errors_total{source=%s} = %v (present %v), want 0 from the start", source, v, ok)
+		}
+	}
+	steps := []struct {
+		notAfter time.Time
+		failed   string
+		want     float64
+	}{
+		{notAfter: time.Unix(1_900_000_000, 0), want: 1_900_000_000},
+		{notAfter: time.Time{}, want: 1_900_000_000}, // nothing known: the last one stays
+		{notAfter: time.Unix(1_800_000_000, 0), failed: TLSFiles, want: 1_800_000_000},
+	}
+	for i, st := range steps {
+		m.ClientCertificate(st.notAfter)
+		if st.failed != "" {
+			m.TLSReloadFailed(st.failed)
+		}
+		if v := scrape(t, m)["client_certificate_expiry_timestamp_seconds{}"]; v != st.want {
+			t.Fatalf("step %d: expiry %v, want %v", i, v, st.want)
+		}
+	}
+	m.TLSReloadFailed(TLSSecret)
+	m.TLSReloadFailed(TLSSecret)
+	got = scrape(t, m)
+	if got["tls_reload_errors_total{source=files}"] != 1 || got["tls_reload_errors_total{source=secret}"] != 2 {
+		t.Fatalf("tls_reload_errors_total: files %v, secret %v; want 1 and 2", got["tls_reload_errors_total{source=files}"], got["tls_reload_errors_total{source=secret}"])
+	}
+}

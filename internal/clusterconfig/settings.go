@@ -239,22 +239,29 @@ func strategyOf(st v1alpha1.IPResolution) (string, error) {
 		v1alpha1.StepService, v1alpha1.StepStatic, v1alpha1.StepIngressStatus, v1alpha1.StepGatewayStatus)
 }
 
+// MaterialError is why the mTLS material of the Secret a RouterHostsConfig names could not be
+// loaded: the Secret is missing or unreadable, lacks a key, or holds PEM that does not parse.
+type MaterialError struct{ Err error }
+
+func (e *MaterialError) Error() string { return e.Err.Error() }
+func (e *MaterialError) Unwrap() error { return e.Err }
+
 func readKeys(read ReadSecret, namespace, name string) (*routerhosts.PEM, error) {
 	if read == nil {
-		return nil, fmt.Errorf("Secret %s/%s: not readable", namespace, name)
+		return nil, &MaterialError{fmt.Errorf("Secret %s/%s: not readable", namespace, name)}
 	}
 	data, err := read(namespace, name)
 	if err != nil {
-		return nil, fmt.Errorf("Secret %s/%s: %w", namespace, name, err)
+		return nil, &MaterialError{fmt.Errorf("Secret %s/%s: %w", namespace, name, err)}
 	}
 	for _, k := range SecretKeys {
 		if len(data[k]) == 0 {
-			return nil, fmt.Errorf("Secret %s/%s has no %s", namespace, name, k)
+			return nil, &MaterialError{fmt.Errorf("Secret %s/%s has no %s", namespace, name, k)}
 		}
 	}
 	keys, err := routerhosts.ParsePEM(data["ca.crt"], data["tls.crt"], data["tls.key"])
 	if err != nil {
-		return nil, fmt.Errorf("Secret %s/%s: %w", namespace, name, err)
+		return nil, &MaterialError{fmt.Errorf("Secret %s/%s: %w", namespace, name, err)}
 	}
 	return keys, nil
 }

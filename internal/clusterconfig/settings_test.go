@@ -2,6 +2,7 @@ package clusterconfig
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"reflect"
 	"slices"
@@ -62,6 +63,8 @@ func TestMerge(t *testing.T) {
 		spec  *v1alpha1.RouterHostsConfigSpec
 		check func(t *testing.T, s Settings)
 		err   string
+		// material: err is a MaterialError, the Secret's mTLS material not loading.
+		material bool
 	}{
 		{name: "no object: the flags", spec: nil, check: func(t *testing.T, s Settings) {
 			if !s.Equal(base()) {
@@ -110,11 +113,11 @@ func TestMerge(t *testing.T) {
 		{name: "a Service step without its Service", spec: &v1alpha1.RouterHostsConfigSpec{IPResolution: []v1alpha1.IPResolution{{Type: "Service", ServiceName: "lb"}}},
 			err: "needs serviceName and serviceNamespace"},
 		{name: "a missing Secret", spec: &v1alpha1.RouterHostsConfigSpec{Server: &v1alpha1.ServerSpec{Endpoint: "r:1", TLSSecretRef: &v1alpha1.SecretReference{Name: "gone", Namespace: "ns"}}},
-			err: "Secret ns/gone: not found"},
+			err: "Secret ns/gone: not found", material: true},
 		{name: "a Secret without its key", spec: &v1alpha1.RouterHostsConfigSpec{Server: &v1alpha1.ServerSpec{Endpoint: "r:1", TLSSecretRef: &v1alpha1.SecretReference{Name: "half", Namespace: "ns"}}},
-			err: "has no tls.key"},
+			err: "has no tls.key", material: true},
 		{name: "a Secret with a garbled certificate", spec: &v1alpha1.RouterHostsConfigSpec{Server: &v1alpha1.ServerSpec{Endpoint: "r:1", TLSSecretRef: &v1alpha1.SecretReference{Name: "garbled", Namespace: "ns"}}},
-			err: "client certificate and key"},
+			err: "client certificate and key", material: true},
 		{name: "a bad domain filter", spec: &v1alpha1.RouterHostsConfigSpec{DomainFilter: []string{"*.lan"}}, err: "domain filter"},
 		{name: "opt-in: a field left out keeps the flag's", spec: &v1alpha1.RouterHostsConfigSpec{OptIn: &v1alpha1.OptInSpec{IngressClasses: []string{"lan"}}},
 			check: func(t *testing.T, s Settings) {
@@ -160,6 +163,10 @@ func TestMerge(t *testing.T) {
 				if !s.Equal(base()) {
 					t.Errorf("a refused config returned %+v, want the flags' settings", s)
 				}
+				var bad *MaterialError
+				if errors.As(err, &bad) != tc.material {
+					t.Errorf("%v: a MaterialError %v, want %v", err, !tc.material, tc.material)
+				}
 				return
 			}
 			if err != nil {
@@ -182,5 +189,34 @@ func TestWithoutAnyServerMaterialNothingStarts(t *testing.T) {
 	b.TLSFiles = false
 	if _, err := Merge(b, &v1alpha1.RouterHostsConfigSpec{Server: &v1alpha1.ServerSpec{Endpoint: "r:1"}}, nil); err == nil || !strings.Contains(err.Error(), "no mTLS material") {
 		t.Errorf("no material: %v", err)
+	}
+}
+
+// TestMaterialFailuresAreToldOncePerReason: a Secret whose material does not load is told to
+// MaterialFailed when its reason first appears, not at each evaluation that finds it again;
+// other problems are not material failures.
+func TestMaterialFailuresAreToldOncePerReason(t *testing.T) {
+	var told []error
+	w := New(Options{MaterialFailed: func(err error) { told = append(told, err) }})
+	garbled := fmt.Errorf("spec.server.tlsSecretRef: %w", &MaterialError{errors.New("Secret ns/mtls: client certificate and key: bad PEM")})
+	missing := fmt.Errorf("spec.server.tlsSecretRef: %w", &MaterialError{errors.New("Secret ns/mtls has no tls.key")})
+	tag := errors.New("spec.defaultTags: reserved")
+	steps := []struct {
+		prev, problem error
+		wantNew       bool
+		wantTold      int
+	}{
+		{nil, garbled, true, 1},
+		{garbled, garbled, false, 1},
+		{garbled, fmt.Errorf("spec.server.tlsSecretRef: %w", &MaterialError{errors.New("Secret ns/mtls: client certificate and key: bad PEM")}), false, 1},
+		{garbled, missing, true, 2},
+		{missing, nil, false, 2},
+		{nil, tag, true, 2},
+		{tag, garbled, true, 3},
+	}
+	for i, st := range steps {
+		if got := w.noteProblem(st.prev, st.problem); got != st.wantNew || len(told) != st.wantTold {
+			t.Fatalf("step %d: new %v and %d told, want %v and %d", i, got, len(told), st.wantNew, st.wantTold)
+		}
 	}
 }

@@ -39,7 +39,10 @@ type Options struct {
 	Apply func(Settings) error
 	// Version asks the server for its version, for the status; nil leaves it out.
 	Version func(context.Context) (string, error)
-	Log     logrus.FieldLogger
+	// MaterialFailed, when set, is told once of each new reason the named Secret's mTLS
+	// material cannot be loaded (a MaterialError); the last good material stays in use.
+	MaterialFailed func(error)
+	Log            logrus.FieldLogger
 }
 
 // Watcher follows one RouterHostsConfig and the Secret it names.
@@ -107,6 +110,7 @@ func (w *Watcher) Load(ctx context.Context) (Settings, error) {
 		return s.Data, nil
 	}
 	s, err := Merge(w.opts.Base, &obj.Spec, read)
+	w.noteProblem(nil, err)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.obj = obj
@@ -200,10 +204,23 @@ func (w *Watcher) evaluate(ctx context.Context, store cache.Store) {
 	prev := w.problem
 	w.applied, w.problem = applied, problem
 	w.mu.Unlock()
-	if problem != nil && (prev == nil || prev.Error() != problem.Error()) {
+	if w.noteProblem(prev, problem) {
 		w.log.WithError(problem).WithField("config", w.opts.Name).Warn("RouterHostsConfig not applied; the last good configuration stays in use")
 	}
 	w.status.poke()
+}
+
+// noteProblem reports whether problem is new since prev, and tells MaterialFailed of a new
+// Secret whose material cannot be loaded.
+func (w *Watcher) noteProblem(prev, problem error) bool {
+	if problem == nil || (prev != nil && prev.Error() == problem.Error()) {
+		return false
+	}
+	var bad *MaterialError
+	if errors.As(problem, &bad) && w.opts.MaterialFailed != nil {
+		w.opts.MaterialFailed(problem)
+	}
+	return true
 }
 
 // followSecret watches the Secret server names (and stops watching one it no longer names),

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"google.golang.org/grpc/codes"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -136,7 +135,7 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 	if cfg.ConfigName != "" {
 		op.Config = clusterconfig.New(clusterconfig.Options{Name: cfg.ConfigName, Base: settings, Dynamic: kc.sources.Dynamic,
 			Discovery: kc.sources.Discovery, Secrets: kc.secrets, Status: kc.status, Apply: op.apply, Version: op.serverVersion,
-			Log: log.WithField("component", "config")})
+			MaterialFailed: func(error) { op.metrics.TLSReloadFailed(metrics.TLSSecret) }, Log: log.WithField("component", "config")})
 		var cerr error
 		settings, cerr = op.Config.Load(ctx)
 		if cerr != nil {
@@ -156,7 +155,7 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 		return nil, fmt.Errorf("--cluster-name/--default-tag: %w", err)
 	}
 	var closeProv func()
-	op.Provider, closeProv, err = newProvider(cfg, settings, log, op.metrics.ObserveRPC, op.Registry.StillApplies)
+	op.Provider, closeProv, err = newProvider(cfg, settings, log, op.metrics, op.Registry.StillApplies)
 	if err != nil {
 		return nil, err
 	}
@@ -464,13 +463,20 @@ func runElected(ctx context.Context, cfg *Config, leases coordinationv1client.Le
 	}
 }
 
-// newProvider connects to the router-hosts server, or starts the in-process store; observe
-// is told the outcome of every call, and stillApplies (the registry's) guards retries.
-func newProvider(cfg *Config, s clusterconfig.Settings, log *logrus.Logger, observe func(string, codes.Code), stillApplies func(*plan.Change, *endpoint.Record) bool) (*routerhosts.Provider, func(), error) {
+// newProvider connects to the router-hosts server, or starts the in-process store; m counts
+// every call and follows the client certificate, and stillApplies (the registry's) guards
+// retries.
+func newProvider(cfg *Config, s clusterconfig.Settings, log *logrus.Logger, m *metrics.Metrics, stillApplies func(*plan.Change, *endpoint.Record) bool) (*routerhosts.Provider, func(), error) {
 	opts := routerhosts.Options{StillApplies: stillApplies,
 		Endpoint: s.Endpoint, CAFile: cfg.TLSCA, CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey, Keys: s.Keys,
 		ServerName: s.ServerName, Timeout: cfg.RequestTimeout, WriteConcurrency: cfg.WriteConcurrency,
-		Observe: observe, Log: log.WithField("component", "provider"),
+		Observe: m.ObserveRPC, Credentials: func(ev routerhosts.CredentialsEvent) {
+			if ev.Err != nil {
+				m.TLSReloadFailed(metrics.TLSFiles)
+			}
+			m.ClientCertificate(ev.NotAfter)
+		},
+		Log: log.WithField("component", "provider"),
 	}
 	if cfg.Provider == "inmemory" {
 		// Entries live only as long as the process: for trying the operator out.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -229,4 +230,69 @@ func TestStopDropsEveryConnectionAtOnce(t *testing.T) {
 	if _, err := raw.Read(make([]byte, 1)); err == nil || (errors.As(err, &ne) && ne.Timeout()) {
 		t.Fatalf("the connection outlived Stop: read returned %v", err)
 	}
+}
+
+// TestImpostor: an impostor's certificate is signed by the real server's CA and says exactly
+// the identity asked for, and the impostor serves the real server's clients.
+func TestImpostor(t *testing.T) {
+	srv := start(t)
+	tests := []struct {
+		name string
+		id   Identity
+	}{
+		{"another name", Identity{DNSNames: []string{"nas.lan"}, Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}},
+		{"an address and no usage", Identity{IPs: []net.IP{net.ParseIP("10.0.0.9")}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			imp, err := StartImpostor(t.TempDir(), srv.PKI, tc.id, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(imp.Stop)
+			raw, err := os.ReadFile(imp.ServerCertFile())
+			if err != nil {
+				t.Fatal(err)
+			}
+			pair, err := tls.X509KeyPair(raw, mustRead(t, imp.ServerKeyFile()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cert := pair.Leaf
+			if !slices.Equal(cert.DNSNames, tc.id.DNSNames) || len(cert.IPAddresses) != len(tc.id.IPs) || !slices.Equal(cert.ExtKeyUsage, tc.id.Usages) {
+				t.Fatalf("certificate for %v %v %v, want %+v", cert.DNSNames, cert.IPAddresses, cert.ExtKeyUsage, tc.id)
+			}
+			for i, ip := range tc.id.IPs {
+				if !cert.IPAddresses[i].Equal(ip) {
+					t.Fatalf("IP SANs %v, want %v", cert.IPAddresses, tc.id.IPs)
+				}
+			}
+			roots := x509.NewCertPool()
+			roots.AppendCertsFromPEM(mustRead(t, srv.CAFile()))
+			if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
+				t.Fatalf("the impostor's certificate does not chain to the real CA: %v", err)
+			}
+			// The real server's client, told the impostor's name, is served.
+			name := "10.0.0.9"
+			if len(tc.id.DNSNames) > 0 {
+				name = tc.id.DNSNames[0]
+			}
+			c := dial(t, imp.Addr(), clientConfig{caFile: srv.CAFile(), certFile: srv.CertFile(), keyFile: srv.KeyFile(), serverName: name})
+			if _, err := c.AddHost(ctx(t), &pb.AddHostRequest{IpAddress: "10.0.0.1", Hostname: "web.lan"}); err != nil {
+				t.Fatalf("AddHost to the impostor: %v", err)
+			}
+			if imp.Store().Len() != 1 || srv.Store().Len() != 0 || imp.Service().WriteCalls() != 1 {
+				t.Fatalf("impostor store %d, real store %d: each server must have a store of its own", imp.Store().Len(), srv.Store().Len())
+			}
+		})
+	}
+}
+
+func mustRead(t *testing.T, file string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -45,6 +45,24 @@ func Start(dir, addr string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	return startPKI(pki, addr)
+}
+
+// StartImpostor serves on addr ("" as for Start) as a server that real's CA vouches for but
+// whose certificate says id (WriteImpostorPKI, into dir): a router impostor, for tests that a
+// client refuses it. It accepts the client certificates real's CA signed, so a client that
+// trusts the CA and does not check the server's name talks to it as to the real server; its
+// Service counts what reached it.
+func StartImpostor(dir string, real PKI, id Identity, addr string) (*Server, error) {
+	pki, err := WriteImpostorPKI(dir, real, id)
+	if err != nil {
+		return nil, err
+	}
+	return startPKI(pki, addr)
+}
+
+// startPKI serves pki's server certificate on addr.
+func startPKI(pki PKI, addr string) (*Server, error) {
 	s := &Server{PKI: pki, svc: inmemory.NewService(inmemory.NewStore())}
 	srvCert, srvKey := pki.ServerCertFile(), pki.ServerKeyFile()
 	pair, err := tls.LoadX509KeyPair(srvCert, srvKey)
@@ -86,12 +104,18 @@ type dropListener struct {
 
 func (l *dropListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
-	if err == nil {
-		l.mu.Lock()
-		l.conns[c] = true
-		l.mu.Unlock()
+	if err != nil {
+		return c, err
 	}
-	return c, err
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.conns == nil {
+		// Accepted while drop ran: the connection goes the way of the others.
+		_ = c.Close()
+		return nil, net.ErrClosed
+	}
+	l.conns[c] = true
+	return c, nil
 }
 
 // drop closes the listener and every connection it accepted.

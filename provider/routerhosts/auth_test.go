@@ -8,7 +8,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -250,7 +252,14 @@ func TestWatchCredentials(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p := newTLSProvider(t, Options{Endpoint: srv.Addr(), CAFile: srv.CAFile(), CertFile: certFile, KeyFile: keyFile})
+	var reported []CredentialsEvent // the watcher's goroutine appends before it calls fn
+	var reportedMu sync.Mutex
+	p := newTLSProvider(t, Options{Endpoint: srv.Addr(), CAFile: srv.CAFile(), CertFile: certFile, KeyFile: keyFile,
+		Credentials: func(ev CredentialsEvent) {
+			reportedMu.Lock()
+			defer reportedMu.Unlock()
+			reported = append(reported, ev)
+		}})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var calls atomic.Int32
@@ -290,6 +299,14 @@ func TestWatchCredentials(t *testing.T) {
 	case <-changed:
 	case <-time.After(2 * time.Second):
 		t.Fatal("fn not called after the certificate file changed")
+	}
+	// The watcher read the changed files itself, without a handshake, as a standby that never
+	// calls the router must: only the certificate changed, so they do not load as a pair.
+	reportedMu.Lock()
+	got := slices.Clone(reported)
+	reportedMu.Unlock()
+	if len(got) != 2 || got[1].Err == nil || !strings.Contains(got[1].Err.Error(), "private key does not match") {
+		t.Fatalf("reported %v; want the first load, then the changed files' failure", got)
 	}
 	time.Sleep(100 * time.Millisecond)
 	if n := calls.Load(); n != 1 {

@@ -5,6 +5,7 @@ package routerhosts
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -36,7 +37,8 @@ type Options struct {
 	CAFile, CertFile, KeyFile string
 	// Keys, when set, is the mTLS material instead of the files.
 	Keys *PEM
-	// ServerName overrides the name verified in the server's certificate.
+	// ServerName is the name the server's certificate must carry; empty means the endpoint's
+	// host, a DNS name or an IP address.
 	ServerName string
 	// Timeout is the deadline of each unary call; ListHosts, which streams everything, gets 3×.
 	Timeout time.Duration
@@ -49,7 +51,20 @@ type Options struct {
 	// after a version conflict: ownership is the registry's rule, and an entry that changed
 	// hands meanwhile must not be written. A change it turns down is reported as refused.
 	StillApplies func(c *plan.Change, fresh *endpoint.Record) bool
-	Log          logrus.FieldLogger
+	// Credentials, when set, is told of the client certificate each time mTLS material is
+	// taken into use (at the start, after the files changed, from a new Secret), and of each
+	// change of the files that could not be loaded. It must not call the provider.
+	Credentials func(CredentialsEvent)
+	Log         logrus.FieldLogger
+}
+
+// CredentialsEvent is what taking mTLS material into use found.
+type CredentialsEvent struct {
+	// NotAfter is when the client certificate in use expires.
+	NotAfter time.Time
+	// Err is why the changed files could not be loaded; the previous material stays in use, and
+	// NotAfter is its certificate's. nil when the new material is in use.
+	Err error
 }
 
 // Provider reads and writes router-hosts entries.
@@ -64,7 +79,7 @@ type Provider struct {
 	// complete ListHosts; WatchConnection reports the server's return while it is set.
 	unreachable atomic.Bool
 	files       keyMaterial // nil when the caller owns the connection
-	stamp       string      // the material's stamp when conn was dialled
+	stamp       string      // the material in use when conn was dialled (keyMaterial.inUse)
 }
 
 // New dials the server with mutual TLS. The connection is lazy: an unreachable server shows
@@ -73,19 +88,54 @@ func New(opts Options) (*Provider, error) {
 	if opts.Endpoint == "" {
 		return nil, errors.New("router-hosts endpoint is empty")
 	}
-	var files keyMaterial = &reloadingFiles{caFile: opts.CAFile, certFile: opts.CertFile, keyFile: opts.KeyFile}
+	opts = withDefaults(opts)
+	p := &Provider{opts: opts, log: opts.Log}
+	var files keyMaterial = p.newFiles()
 	if opts.Keys != nil {
 		files = opts.Keys
 	}
 	if _, _, err := files.load(); err != nil {
 		return nil, err
 	}
-	p := &Provider{opts: withDefaults(opts), files: files}
-	p.log = p.opts.Log
+	p.files = files
 	if err := p.dial(); err != nil {
 		return nil, err
 	}
+	p.keysInUse(files)
 	return p, nil
+}
+
+// newFiles is the material of the files in Options, reporting every read of changed files.
+func (p *Provider) newFiles() *reloadingFiles {
+	return &reloadingFiles{caFile: p.opts.CAFile, certFile: p.opts.CertFile, keyFile: p.opts.KeyFile, loaded: p.filesLoaded}
+}
+
+// filesLoaded logs and reports a read of the TLS files that changed (or were read first).
+func (p *Provider) filesLoaded(cert *tls.Certificate, err error) {
+	expires := notAfter(cert)
+	log := p.log.WithFields(logrus.Fields{"ca": p.opts.CAFile, "cert": p.opts.CertFile, "key": p.opts.KeyFile, "not_after": expires})
+	if err != nil {
+		log.WithError(err).Warn("the TLS files changed but cannot be loaded; the previous client certificate and CA stay in use until they load")
+	} else {
+		log.Info("TLS files loaded")
+	}
+	if p.opts.Credentials != nil {
+		p.opts.Credentials(CredentialsEvent{NotAfter: expires, Err: err})
+	}
+}
+
+// keysInUse reports material from a Secret once the provider uses it; files report themselves
+// as they are read.
+func (p *Provider) keysInUse(files keyMaterial) {
+	k, ok := files.(*PEM)
+	if !ok {
+		return
+	}
+	expires := notAfter(k.cert)
+	p.log.WithField("not_after", expires).Info("mTLS material from the Secret in use")
+	if p.opts.Credentials != nil {
+		p.opts.Credentials(CredentialsEvent{NotAfter: expires})
+	}
 }
 
 // dial opens a new connection; the TLS handshake reads the current certificate files.
@@ -93,9 +143,14 @@ func (p *Provider) dial() error {
 	p.mu.Lock()
 	files, target, serverName := p.files, p.opts.Endpoint, p.opts.ServerName
 	p.mu.Unlock()
-	stamp, _ := files.stamp()
+	// The name is fixed per connection, so a Retarget to another endpoint checks the new host.
+	verifyName, err := verifiedName(target, serverName)
+	if err != nil {
+		return err
+	}
+	stamp := files.inUse()
 	conn, err := grpc.NewClient(target,
-		grpc.WithTransportCredentials(newTransportCredentials(files, serverName)),
+		grpc.WithTransportCredentials(newTransportCredentials(files, serverName, verifyName)),
 		// The server disconnects clients that ping more often than every 15 s.
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 30 * time.Second, Timeout: 10 * time.Second}),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)),
@@ -117,9 +172,10 @@ func (p *Provider) dial() error {
 	return nil
 }
 
-// refresh re-dials when the certificate files changed since the connection was made, so a
+// refresh re-dials when new certificate files took effect since the connection was made, so a
 // Secret rotated by cert-manager is used from the next sync on: an established TLS session
-// would otherwise keep the old certificate for as long as it lives.
+// would otherwise keep the old certificate for as long as it lives. Files that changed but do
+// not load change nothing in use, so they cost no reconnection.
 func (p *Provider) refresh() {
 	p.mu.Lock()
 	files := p.files
@@ -127,9 +183,12 @@ func (p *Provider) refresh() {
 	if files == nil {
 		return
 	}
-	stamp, err := files.stamp()
+	if _, _, err := files.load(); err != nil {
+		return
+	}
+	inUse := files.inUse()
 	p.mu.Lock()
-	changed := err == nil && stamp != p.stamp
+	changed := inUse != p.stamp
 	p.mu.Unlock()
 	if changed {
 		p.log.Info("TLS files changed; reconnecting to router-hosts with the new certificate")
@@ -172,6 +231,9 @@ func (p *Provider) Retarget(t Target) error {
 		p.mu.Unlock()
 		return err
 	}
+	if files != prevFiles {
+		p.keysInUse(files)
+	}
 	return nil
 }
 
@@ -188,7 +250,7 @@ func (p *Provider) retarget(t Target) (keyMaterial, error) {
 	}
 	var files keyMaterial = t.Keys
 	if t.Keys == nil {
-		files = &reloadingFiles{caFile: p.opts.CAFile, certFile: p.opts.CertFile, keyFile: p.opts.KeyFile}
+		files = p.newFiles()
 		if rf, ok := p.files.(*reloadingFiles); ok {
 			files = rf // the same files: keep what was read
 		}
@@ -393,11 +455,15 @@ func (p *Provider) WatchCredentials(ctx context.Context, every time.Duration, fn
 			}
 			// A file missing for a moment mid-rotation is not a change yet: wait until all
 			// three are back and compare then.
-			stamp, err := p.material().stamp()
+			files := p.material()
+			stamp, err := files.stamp()
 			if err != nil || stamp == last {
 				continue
 			}
 			last = stamp
+			// Read now, on every replica, so that the certificate's expiry and a file that does
+			// not load are reported by standbys too, which make no handshake.
+			_, _, _ = files.load()
 			fn()
 		}
 	}()
@@ -456,7 +522,7 @@ func (p *Provider) callError(err error) error {
 // transport reports every connection failure as Unavailable with the cause as text only, so
 // the text is all there is to tell a certificate problem from an outage.
 var authMarkers = []string{
-	// crypto/x509, from our check of the server's certificate (newTLSConfig): signed by a CA
+	// crypto/x509, from our check of the server's certificate (verifyServer): signed by a CA
 	// other than ours, not valid for the name dialled, expired.
 	"x509: ",
 	// Alerts the server sends when it refuses our certificate, as crypto/tls names them

@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,11 +23,18 @@ import (
 // next handshake without a restart. A stat per handshake is cheap; handshakes are rare.
 type reloadingFiles struct {
 	caFile, certFile, keyFile string
+	// loaded, when set, is told of every read of changed files: the certificate in use after
+	// it, and why the files could not be loaded when they could not. It runs under the lock, so
+	// it must not call load.
+	loaded func(cert *tls.Certificate, err error)
 
-	mu      sync.Mutex
-	stamped string
-	cert    *tls.Certificate
-	pool    *x509.CertPool
+	mu sync.Mutex
+	// stamped is the files' stamp when the material in use was read; failed is the stamp of
+	// the last read that failed, which is not tried again (nor reported again) until the files
+	// change once more.
+	stamped, failed string
+	cert            *tls.Certificate
+	pool            *x509.CertPool
 }
 
 // keyMaterial is where the client's key pair and the CA come from: files re-read when they
@@ -35,6 +44,8 @@ type keyMaterial interface {
 	load() (*tls.Certificate, *x509.CertPool, error)
 	// stamp changes whenever load's answer may have.
 	stamp() (string, error)
+	// inUse identifies what load answers now; it changes when changed material took effect.
+	inUse() string
 }
 
 // PEM is mTLS material held in memory: a Secret's ca.crt, tls.crt and tls.key.
@@ -67,28 +78,70 @@ func (p *PEM) Equal(o *PEM) bool { return p == o || (p != nil && o != nil && p.s
 
 func (p *PEM) load() (*tls.Certificate, *x509.CertPool, error) { return p.cert, p.pool, nil }
 func (p *PEM) stamp() (string, error)                          { return p.sum, nil }
+func (p *PEM) inUse() string                                   { return p.sum }
 
 // load returns the current key pair and pool, re-reading them if any file changed. When a
-// reload fails (a rotation caught half-written) the previous material stays in use.
+// reload fails (a rotation caught half-written, a file that does not parse or went missing)
+// the previous material stays in use and the failure is reported once, not at every
+// handshake: a certificate that silently stays in use is one that expires unannounced.
 func (r *reloadingFiles) load() (*tls.Certificate, *x509.CertPool, error) {
 	stamp, err := r.stamp()
+	if err != nil {
+		// A file that cannot be stat'ed has no stamp; the error stands for one, so that the same
+		// missing file is reported once.
+		stamp = "error: " + err.Error()
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if err == nil && stamp == r.stamped && r.cert != nil {
+	if r.cert != nil && (stamp == r.stamped || stamp == r.failed) {
 		return r.cert, r.pool, nil
 	}
-	cert, pool, lerr := readTLSFiles(r.caFile, r.certFile, r.keyFile)
+	var (
+		cert *tls.Certificate
+		pool *x509.CertPool
+	)
 	if err == nil {
-		err = lerr
+		cert, pool, err = readTLSFiles(r.caFile, r.certFile, r.keyFile)
 	}
-	if err != nil {
-		if r.cert != nil {
-			return r.cert, r.pool, nil
-		}
+	switch {
+	case err != nil && r.cert == nil:
+		// Nothing to fall back on (the first read): the caller fails.
 		return nil, nil, err
+	case err != nil:
+		r.failed = stamp
+		r.notify(r.cert, err)
+		return r.cert, r.pool, nil
 	}
-	r.stamped, r.cert, r.pool = stamp, cert, pool
+	r.stamped, r.failed, r.cert, r.pool = stamp, "", cert, pool
+	r.notify(cert, nil)
 	return cert, pool, nil
+}
+
+func (r *reloadingFiles) inUse() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.stamped
+}
+
+func (r *reloadingFiles) notify(cert *tls.Certificate, err error) {
+	if r.loaded != nil {
+		r.loaded(cert, err)
+	}
+}
+
+// notAfter is when the leaf of cert expires; zero when it cannot be told.
+func notAfter(cert *tls.Certificate) time.Time {
+	if cert == nil {
+		return time.Time{}
+	}
+	leaf := cert.Leaf
+	if leaf == nil && len(cert.Certificate) > 0 {
+		leaf, _ = x509.ParseCertificate(cert.Certificate[0])
+	}
+	if leaf == nil {
+		return time.Time{}
+	}
+	return leaf.NotAfter
 }
 
 func (r *reloadingFiles) stamp() (string, error) {
@@ -119,9 +172,27 @@ func readTLSFiles(caFile, certFile, keyFile string) (*tls.Certificate, *x509.Cer
 	return &cert, pool, nil
 }
 
+// verifiedName is the name the server's certificate must carry: serverName when it is set,
+// else the host of endpoint (host:port or [v6]:port), a DNS name or an IP address.
+func verifiedName(endpoint, serverName string) (string, error) {
+	if serverName != "" {
+		return serverName, nil
+	}
+	host, _, err := net.SplitHostPort(endpoint)
+	if err != nil {
+		return "", fmt.Errorf("router-hosts endpoint %q is not host:port: %w", endpoint, err)
+	}
+	if host == "" {
+		return "", fmt.Errorf("router-hosts endpoint %q names no host to verify the server's certificate against", endpoint)
+	}
+	return host, nil
+}
+
 // newTLSConfig builds a TLS 1.3 client configuration that presents the client certificate and
-// verifies the server against the CA, both read from files at each handshake.
-func newTLSConfig(files keyMaterial, serverName string) *tls.Config {
+// verifies the server against the CA, both read from files at each handshake. serverName is
+// sent as the server name when set; verifyName is the name or IP address the server's
+// certificate must carry (verifiedName).
+func newTLSConfig(files keyMaterial, serverName, verifyName string) *tls.Config {
 	return &tls.Config{
 		MinVersion: tls.VersionTLS13,
 		ServerName: serverName,
@@ -130,30 +201,60 @@ func newTLSConfig(files keyMaterial, serverName string) *tls.Config {
 			return cert, err
 		},
 		// Verification is done below against the reloaded pool, which the standard RootCAs
-		// field cannot follow; it is the same chain and name check the default would make.
+		// field cannot follow.
 		InsecureSkipVerify: true,
 		VerifyConnection: func(cs tls.ConnectionState) error {
-			_, pool, err := files.load()
-			if err != nil {
-				return err
-			}
-			if len(cs.PeerCertificates) == 0 {
-				return errors.New("server presented no certificate")
-			}
-			inter := x509.NewCertPool()
-			for _, c := range cs.PeerCertificates[1:] {
-				inter.AddCert(c)
-			}
-			_, err = cs.PeerCertificates[0].Verify(x509.VerifyOptions{
-				DNSName: cs.ServerName, Roots: pool, Intermediates: inter,
-				CurrentTime: time.Now(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-			})
-			if err != nil {
-				return fmt.Errorf("verifying router-hosts server certificate: %w", err)
-			}
-			return nil
+			return verifyServer(files, cs.PeerCertificates, verifyName, time.Now())
 		},
 	}
+}
+
+// verifyServer makes the check crypto/tls would make with RootCAs set: the chain to the CA, the
+// serverAuth usage, and the name against verifyName. The name is not cs.ServerName: crypto/tls
+// leaves that empty when an IP address is dialled (no SNI for IP literals), and an empty name
+// checks nothing, so a certificate the CA issued for any other server (or a client certificate
+// without extended key usages) would pass. The name check is what refuses them.
+func verifyServer(files keyMaterial, certs []*x509.Certificate, verifyName string, now time.Time) error {
+	if verifyName == "" {
+		return errors.New("verifying router-hosts server certificate: no server name or address to verify it against")
+	}
+	_, pool, err := files.load()
+	if err != nil {
+		return err
+	}
+	if len(certs) == 0 {
+		return errors.New("server presented no certificate")
+	}
+	inter := x509.NewCertPool()
+	for _, c := range certs[1:] {
+		inter.AddCert(c)
+	}
+	// DNSName takes an IP address too: Verify then matches it against the IP SANs.
+	_, err = certs[0].Verify(x509.VerifyOptions{
+		DNSName: verifyName, Roots: pool, Intermediates: inter,
+		CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	})
+	var hostErr x509.HostnameError
+	switch {
+	case errors.As(err, &hostErr):
+		return fmt.Errorf("verifying router-hosts server certificate: it is valid for %s, not %s: %w", certNames(certs[0]), verifyName, err)
+	case err != nil:
+		return fmt.Errorf("verifying router-hosts server certificate: %w", err)
+	}
+	return nil
+}
+
+// certNames lists the DNS names and IP addresses a certificate is valid for, for errors that
+// say what a refused server is instead.
+func certNames(c *x509.Certificate) string {
+	names := slices.Clone(c.DNSNames)
+	for _, ip := range c.IPAddresses {
+		names = append(names, ip.String())
+	}
+	if len(names) == 0 {
+		return "no DNS name or IP address"
+	}
+	return strings.Join(names, ", ")
 }
 
 // acceptWait bounds how long a new connection waits for the server's first bytes after the
@@ -164,8 +265,8 @@ const acceptWait = time.Second
 
 // newTransportCredentials is the mTLS transport of New: newTLSConfig's configuration, plus a
 // read after the handshake that confirms the server accepted our certificate.
-func newTransportCredentials(files keyMaterial, serverName string) credentials.TransportCredentials {
-	return acceptedCreds{credentials.NewTLS(newTLSConfig(files, serverName))}
+func newTransportCredentials(files keyMaterial, serverName, verifyName string) credentials.TransportCredentials {
+	return acceptedCreds{credentials.NewTLS(newTLSConfig(files, serverName, verifyName))}
 }
 
 // acceptedCreds waits, after the handshake, for the server's first message before handing the

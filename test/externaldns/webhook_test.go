@@ -6,6 +6,7 @@ package externaldns
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -267,8 +268,17 @@ func TestProtocol(t *testing.T) {
 	if code, _ := get(t, "http://"+metrics+"/healthz"); code != http.StatusOK {
 		t.Errorf("/healthz: %d", code)
 	}
-	if _, body := get(t, "http://"+metrics+"/metrics"); !strings.Contains(body, `router_hosts_operator_synced_entries{cluster="external-dns",kind="external-dns",namespace="external-dns"} 2`) {
-		t.Errorf("/metrics lacks the webhook's two entries:\n%s", body)
+	_, exported := get(t, "http://"+metrics+"/metrics")
+	if !strings.Contains(exported, `router_hosts_operator_synced_entries{cluster="external-dns",kind="external-dns",namespace="external-dns"} 2`) {
+		t.Errorf("/metrics lacks the webhook's two entries:\n%s", exported)
+	}
+	// The client certificate's expiry, for the alert before it comes.
+	pair, err := tls.LoadX509KeyPair(r.srv.CertFile(), r.srv.KeyFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("router_hosts_operator_client_certificate_expiry_timestamp_seconds %g", float64(pair.Leaf.NotAfter.Unix())); !strings.Contains(exported, want) {
+		t.Errorf("/metrics lacks %q:\n%s", want, exported)
 	}
 
 	// Adjust: what router-hosts cannot hold is dropped, names and addresses as it writes them.
