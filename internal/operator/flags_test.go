@@ -26,7 +26,11 @@ func TestTenancyAndBudgetFlags(t *testing.T) {
 			"--adopt-namespace=infra", "--max-grace-period=1h", "--max-writes-per-sync=100", "--max-entries-per-object=0"}, tls...),
 			tenancy: registry.Tenancy{Domains: []registry.NamespaceDomains{{Namespace: "media", Domains: []string{"media.lan", "tv.lan"}},
 				{Namespace: "team-*", Domains: []string{"apps.lan"}}}, Adopters: []string{"infra"}, MaxGracePeriod: time.Hour},
-			budgets: func() registry.Budgets { b := registry.DefaultBudgets(); b.WritesPerSync, b.EntriesPerObject = 100, 0; return b }()},
+			budgets: func() registry.Budgets {
+				b := registry.DefaultBudgets()
+				b.WritesPerSync, b.EntriesPerObject = 100, 0
+				return b
+			}()},
 		{name: "an empty --adopt-namespace lets none adopt", args: append([]string{"--adopt-namespace="}, tls...),
 			tenancy: registry.Tenancy{Adopters: []string{}, MaxGracePeriod: 365 * 24 * time.Hour}, budgets: registry.DefaultBudgets()},
 		{name: "a rule without domains", args: append([]string{"--namespace-domains=media"}, tls...), err: "--namespace-domains"},
