@@ -489,3 +489,20 @@ func TestBadPolicyConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestAnAliasOutsideTheDomainFilter: an alias the domain filter does not manage is dropped and
+// reported, as a hostname outside it is never managed; the rest of the claim is written.
+func TestAnAliasOutsideTheDomainFilter(t *testing.T) {
+	r := newRegWith(t, func(c *Config) { c.DomainFilter, c.ExcludeDomains = []string{"home.lan"}, []string{"private.home.lan"} })
+	s := &server{}
+	_, st := s.sync(r, t0, aliased(claim("app.home.lan", "tenant", "app", "u1", 0, "10.0.0.1"), "bank.example.com", "x.private.home.lan", "app2.home.lan"))
+	if got := s.byName("app.home.lan"); !reflect.DeepEqual(got, []string{"app.home.lan 10.0.0.1 [app2.home.lan]"}) {
+		t.Fatalf("entries = %q", got)
+	}
+	if got := problemsOf(st); !reflect.DeepEqual(got, []string{"OutsideDomains tenant/app", "OutsideDomains tenant/app"}) {
+		t.Fatalf("problems = %q", got)
+	}
+	if r.Manages("bank.example.com") || !r.Manages("app.home.lan") {
+		t.Fatal("Manages does not follow the domain filter")
+	}
+}
