@@ -58,9 +58,10 @@ func problemReason(r registry.ProblemReason) string {
 	return InvalidAnnotation
 }
 
-// MaxNormalPerSync caps the Normal events of one sync. Each is an etcd write: a first sync of
-// 10,000 Ingresses would otherwise post 10,000 SyncSucceeded events, for minutes after the
-// entries exist, to say what the router already shows.
+// MaxNormalPerSync caps the Normal events of one sync, or of the run of syncs that carry one
+// plan beyond the budget of writes per sync. Each is an etcd write: a first sync of 10,000
+// Ingresses would otherwise post 10,000 SyncSucceeded events, for minutes after the entries
+// exist, to say what the router already shows.
 const MaxNormalPerSync = 100
 
 // Recorder emits the events. Only the leader emits: standbys read the same objects and would
@@ -69,9 +70,11 @@ type Recorder struct {
 	rec     record.EventRecorder
 	log     logrus.FieldLogger
 	leading atomic.Bool
-	// normal counts the Normal events of the sync being reported; Report runs once per sync,
-	// never concurrently, so it needs no lock.
+	// normal counts the Normal events of the sync being reported (and of those it continues);
+	// Report runs once per sync, never concurrently, so it needs no lock.
 	normal, suppressed int
+	// continuing: the last sync left changes to this one, whose events count with its own.
+	continuing bool
 
 	mu sync.Mutex
 	// last is the last standing warning per object and reason, so a condition that persists
@@ -150,9 +153,12 @@ func (r *Recorder) Report(_ context.Context, rep *controller.Report) {
 			}
 		}
 	}
-	r.normal, r.suppressed = 0, 0
+	if !r.continuing {
+		r.normal, r.suppressed = 0, 0
+	}
+	r.continuing = rep.Deferred > 0
 	defer func() {
-		if r.suppressed > 0 {
+		if !r.continuing && r.suppressed > 0 {
 			r.log.WithFields(logrus.Fields{"emitted": r.normal, "suppressed": r.suppressed}).
 				Info("many objects changed in one sync; further Normal events of this sync were only counted")
 		}

@@ -117,6 +117,14 @@ func TestNormalEventsAreCappedPerSync(t *testing.T) {
 	if got := len(drain(fake)); got != 1 {
 		t.Fatalf("the next sync emitted %d events, want 1", got)
 	}
+	// A plan carried by several syncs, within the budget of writes per sync, is one sync's
+	// worth of events: the cap covers the run.
+	half := len(changes) / 2
+	r.Report(context.Background(), &controller.Report{Desired: desired, Changes: changes[:half], Deferred: len(changes) - half})
+	r.Report(context.Background(), &controller.Report{Desired: desired, Changes: changes[half:]})
+	if got := len(drain(fake)); got != MaxNormalPerSync {
+		t.Fatalf("two syncs carrying one plan emitted %d events, want %d", got, MaxNormalPerSync)
+	}
 	for i := 0; i < n; i++ {
 		r.Warn(desired[i].Sources[0], "InvalidAnnotation", "bad")
 	}

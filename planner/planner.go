@@ -129,8 +129,11 @@ type Sync struct {
 	// forgets the known state, and the caller runs a sync at once.
 	NeedFresh bool
 	// Deferred is the number of changes left to the syncs that follow, beyond the budget of
-	// writes per sync; the caller runs the next at once.
-	Deferred int
+	// writes per sync; the caller runs the next at once. deferredCreates: some of them create,
+	// so the next sync reads the whole server anyway, and need not plan from the known state
+	// first.
+	Deferred        int
+	deferredCreates bool
 
 	records  []endpoint.Record // a whole read, which Learn keeps as the known state
 	searched string            // the hostname searched (ReadHost), lowercase
@@ -179,7 +182,9 @@ func (p *Planner) Plan(ctx context.Context, eps []*endpoint.Endpoint, mode Mode,
 	if s.Read != ReadServer {
 		s.Changes = p.waitForServer(s)
 	}
-	s.Changes, s.Deferred = p.reg.Ration(s.Changes)
+	var deferred []plan.Change
+	s.Changes, deferred = p.reg.Ration(s.Changes)
+	s.Deferred, s.deferredCreates = len(deferred), len(creates(deferred)) > 0
 	p.merges.end()
 	p.views.sweep()
 	return s, nil
@@ -274,7 +279,7 @@ func (p *Planner) waitForServer(s *Sync) []plan.Change {
 func (p *Planner) Learn(s *Sync, applyErr error) (again bool) {
 	errs := plan.Errors(applyErr)
 	switch {
-	case applyErr != nil || s.NeedFresh:
+	case applyErr != nil || s.NeedFresh || s.deferredCreates:
 		p.known.forget()
 	case s.Read == ReadServer:
 		p.known.read(s.records)

@@ -89,16 +89,17 @@ func (r *Registry) namespaceBudget(merged []*endpoint.Endpoint, st *State, owned
 	return out
 }
 
-// Ration splits a sync's changes into those it sends and the number it leaves to the syncs
-// that follow (at once), within the budget of writes per sync. It takes a hostname's changes
+// Ration splits a sync's changes into those it sends and those it leaves to the syncs that
+// follow (at once), within the budget of writes per sync. It takes a hostname's changes
 // together, since they are planned against each other (a duplicate deleted while another entry
 // takes its address), and takes hostnames in turns: each namespace in turn gets one, and within
 // a namespace each object in turn, so that one object, namespace or source with thousands of
-// changes cannot keep the rest of the cluster waiting. The changes keep the plan's order.
-func (r *Registry) Ration(changes []plan.Change) (send []plan.Change, deferred int) {
+// changes cannot keep the rest of the cluster waiting. What it sends is in that order, which
+// the provider keeps within each kind of write; within the budget, the plan's order stands.
+func (r *Registry) Ration(changes []plan.Change) (send, deferred []plan.Change) {
 	limit := r.cfg.Budgets.WritesPerSync
 	if limit == 0 || len(changes) <= limit {
-		return changes, 0
+		return changes, nil
 	}
 	type group struct{ start, end int }
 	// groups by namespace, then by object, in the plan's order.
@@ -146,25 +147,20 @@ func (r *Registry) Ration(changes []plan.Change) (send []plan.Change, deferred i
 		}
 		return turns[i].ns < turns[j].ns
 	})
-	taken := make([]bool, len(changes))
-	n := 0
-	for _, t := range turns {
-		size := t.g.end - t.g.start
-		if n > 0 && n+size > limit {
+	send = make([]plan.Change, 0, limit)
+	k := 0
+	for ; k < len(turns); k++ {
+		g := turns[k].g
+		if len(send) > 0 && len(send)+g.end-g.start > limit {
 			break
 		}
-		for i := t.g.start; i < t.g.end; i++ {
-			taken[i] = true
-		}
-		n += size
+		send = append(send, changes[g.start:g.end]...)
 	}
-	send = make([]plan.Change, 0, n)
-	for i := range changes {
-		if taken[i] {
-			send = append(send, changes[i])
-		}
+	deferred = make([]plan.Change, 0, len(changes)-len(send))
+	for _, t := range turns[k:] {
+		deferred = append(deferred, changes[t.g.start:t.g.end]...)
 	}
-	return send, len(changes) - len(send)
+	return send, deferred
 }
 
 // turnOf is whose turn a change is taken in: the namespace and the object named on the entry

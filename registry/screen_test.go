@@ -460,16 +460,16 @@ func TestRation(t *testing.T) {
 	for _, c := range send {
 		got = append(got, c.New.Hostname+" "+c.New.IP)
 	}
-	// Turns: flood, quiet (a.lan, both changes), flood, quiet (b.lan) = 5.
-	want := []string{"a.lan 10.0.0.1", "a.lan 10.0.0.2", "b.lan 10.0.0.1", "flood00.lan 10.0.0.1", "flood01.lan 10.0.0.1"}
-	if !reflect.DeepEqual(got, want) || deferred != 18 {
-		t.Fatalf("sent %q, deferred %d; want %q and 18", got, deferred, want)
+	// Turns: flood, quiet (a.lan, both changes), flood, quiet (b.lan) = 5, in that order.
+	want := []string{"flood00.lan 10.0.0.1", "a.lan 10.0.0.1", "a.lan 10.0.0.2", "flood01.lan 10.0.0.1", "b.lan 10.0.0.1"}
+	if !reflect.DeepEqual(got, want) || len(deferred) != 18 {
+		t.Fatalf("sent %q, deferred %d; want %q and 18", got, len(deferred), want)
 	}
-	if send, deferred := r.Ration(changes[:5]); len(send) != 5 || deferred != 0 {
-		t.Fatalf("within the budget: %d sent, %d deferred", len(send), deferred)
+	if deferred[0].New.Hostname != "flood02.lan" {
+		t.Fatalf("the first deferred is %s, want the flood's next turn", deferred[0].New.Hostname)
 	}
-	if !strings.HasPrefix(send[0].New.Hostname, "a.lan") {
-		t.Fatal("the order of the plan is kept")
+	if send, deferred := r.Ration(changes[:5]); len(send) != 5 || deferred != nil || !strings.HasPrefix(send[0].New.Hostname, "a.lan") {
+		t.Fatalf("within the budget: %d sent, %d deferred, the plan's order changed", len(send), len(deferred))
 	}
 }
 
