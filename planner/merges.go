@@ -50,6 +50,11 @@ func (m *merges) Merged(host string, claims []*endpoint.Endpoint, owned []*endpo
 		return nil, false
 	}
 	k.pass, k.reused = m.pass, m.pass
+	k.owned = k.owned[:0]
+	for _, rec := range owned {
+		// The entries' own tags from now on, as views keeps them.
+		k.owned = append(k.owned, entryKey{rec.ID, rec.Version, rec.IP, rec.Tags})
+	}
 	return k.out, true
 }
 

@@ -184,7 +184,8 @@ func (p *Planner) Plan(ctx context.Context, eps []*endpoint.Endpoint, mode Mode,
 	}
 	var deferred []plan.Change
 	s.Changes, deferred = p.reg.Ration(s.Changes)
-	s.Deferred, s.deferredCreates = len(deferred), len(creates(deferred)) > 0
+	s.Deferred = len(deferred)
+	s.deferredCreates = slices.ContainsFunc(deferred, func(c plan.Change) bool { return c.Action == plan.Create })
 	p.merges.end()
 	p.views.sweep()
 	return s, nil

@@ -34,7 +34,9 @@ func (v *views) Parse(rec *endpoint.Record) *registry.Parsed {
 		p = &parsedTags{tags: rec.Tags, parsed: v.reg.Parse(rec)}
 		v.byID[rec.ID] = p
 	}
-	p.pass = v.pass
+	// The entry's own slice from now on: after a whole read every entry's tags are new
+	// strings, and comparing the same strings again is a pointer check, not their bytes.
+	p.tags, p.pass = rec.Tags, v.pass
 	return p.parsed
 }
 

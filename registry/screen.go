@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"hash/maphash"
 	"strings"
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
@@ -56,26 +57,40 @@ func (r *Registry) overBudget(eps []*endpoint.Endpoint, st *State, owned map[str
 		return eps
 	}
 	// Every claim of an object carries the object's tags, so those are checked claim by
-	// claim; its entries and aliases are sums over its claims, counted per object only when
-	// the whole cluster's could exceed a budget.
-	entryTotal, aliasTotal := 0, 0
+	// claim; its entries and aliases are sums over its claims. Those are summed first in
+	// buckets by a hash of the object's UID: a bucket within the budgets holds no object over
+	// them, and only the objects of a bucket over them are summed one by one. With thousands
+	// of objects of a few names each, no bucket comes near a budget.
+	const nBuckets = 4096
+	var bucketEntries, bucketAliases [nBuckets]int32
+	seed := maphash.MakeSeed()
+	bucketOf := func(ep *endpoint.Endpoint) int { return int(maphash.String(seed, ep.Sources[0].UID) % nBuckets) }
+	hot := false
 	for _, ep := range eps {
-		entryTotal += len(ep.Targets)
-		aliasTotal += len(ep.Aliases)
+		k := bucketOf(ep)
+		bucketEntries[k] += int32(len(ep.Targets))
+		bucketAliases[k] += int32(len(ep.Aliases))
+		hot = hot || (b.EntriesPerObject > 0 && int(bucketEntries[k]) > b.EntriesPerObject) || (b.AliasesPerObject > 0 && int(bucketAliases[k]) > b.AliasesPerObject)
 	}
 	type size struct{ entries, aliases int }
 	var sizes map[string]size
-	if (b.EntriesPerObject > 0 && entryTotal > b.EntriesPerObject) || (b.AliasesPerObject > 0 && aliasTotal > b.AliasesPerObject) {
-		sizes = make(map[string]size, len(eps))
+	if hot {
+		sizes = map[string]size{}
 		for _, ep := range eps {
-			s := sizes[ep.Sources[0].UID]
-			s.entries, s.aliases = s.entries+len(ep.Targets), s.aliases+len(ep.Aliases)
-			sizes[ep.Sources[0].UID] = s
+			k := bucketOf(ep)
+			if (b.EntriesPerObject > 0 && int(bucketEntries[k]) > b.EntriesPerObject) || (b.AliasesPerObject > 0 && int(bucketAliases[k]) > b.AliasesPerObject) {
+				s := sizes[ep.Sources[0].UID]
+				s.entries, s.aliases = s.entries+len(ep.Targets), s.aliases+len(ep.Aliases)
+				sizes[ep.Sources[0].UID] = s
+			}
 		}
 	}
-	over := map[string]string{}
+	var over map[string]string
 	for _, ep := range eps {
 		uid := ep.Sources[0].UID
+		if sizes == nil && (b.TagsPerObject == 0 || len(ep.Tags) <= b.TagsPerObject) {
+			continue // the common case: no object near a budget
+		}
 		if _, seen := over[uid]; seen {
 			continue
 		}
@@ -90,6 +105,9 @@ func (r *Registry) overBudget(eps []*endpoint.Endpoint, st *State, owned map[str
 			why = append(why, fmt.Sprintf("%d tags (the budget is %d)", n, b.TagsPerObject))
 		}
 		if len(why) > 0 {
+			if over == nil {
+				over = map[string]string{}
+			}
 			over[uid] = strings.Join(why, ", ")
 		}
 	}
