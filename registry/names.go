@@ -107,15 +107,17 @@ func (r *Registry) hostnames(eps []*endpoint.Endpoint, st *State, owned map[stri
 		h, src := ep.Hostname, ep.Sources[0]
 		winner := ""
 		if len(owned[h]) == 0 {
+			holder := ""
+			if car.owned[h] != nil {
+				holder = aliasHolder(car.owned[h], asking[h], st)
+			}
 			switch {
 			case car.foreign[h] != nil && len(st.Foreign[h]) == 0 && car.owned[h] == nil:
 				winner = "cluster " + clusterOf(car.foreign[h])
 			case car.hand[h] != "":
 				winner = "the hand-made entry " + car.hand[h]
-			case car.owned[h] != nil:
-				if ns := aliasHolder(car.owned[h], asking[h], st); ns != "" && ns != src.Namespace {
-					winner = "namespace " + ns
-				}
+			case holder != "" && holder != src.Namespace:
+				winner = "namespace " + holder
 			case len(st.Unowned[h]) > 0 && car.noAdopt[h]:
 				winner = "a hand-made entry tagged " + TagNoAdopt
 			case len(st.Unowned[h]) > 0 && !r.ten.mayAdopt(src.Namespace):
