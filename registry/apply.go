@@ -19,6 +19,11 @@ type Result struct {
 	NextExpiry time.Time
 	// Pending is the number of owned entries marked for deletion once Changes are applied.
 	Pending int
+	// Braked is the mass deletion the brake held, nil when none.
+	Braked *Braked
+	// TakeUpLeft is the number of entries of an earlier version still to be given the
+	// identity by the syncs that follow.
+	TakeUpLeft int
 }
 
 // Apply turns the plan's changes into what is safe to write at time now, under the policy:
@@ -32,7 +37,18 @@ type Result struct {
 func (r *Registry) Apply(now time.Time, st *State, changes []plan.Change) Result {
 	res := Result{}
 	deleted := map[string]bool{}
+	takenUp := 0
 	for _, c := range changes {
+		switch c.Action {
+		case plan.Update:
+			if r.takeUpOnly(st, &c) {
+				if takenUp == takeUpPerSync {
+					res.TakeUpLeft++
+					continue
+				}
+				takenUp++
+			}
+		}
 		switch c.Action {
 		case plan.Create:
 			res.Changes = append(res.Changes, c)
@@ -71,6 +87,15 @@ func (r *Registry) Apply(now time.Time, st *State, changes []plan.Change) Result
 			}
 			if !expiry.IsZero() && (res.NextExpiry.IsZero() || expiry.Before(res.NextExpiry)) {
 				res.NextExpiry = expiry
+			}
+		}
+	}
+	if res.Changes, res.Braked = r.brake(st, res.Changes); res.Braked != nil {
+		// What the brake held is still marked.
+		clear(deleted)
+		for _, c := range res.Changes {
+			if c.Action == plan.Delete || c.Action == plan.Release {
+				deleted[c.Old.ID] = true
 			}
 		}
 	}

@@ -113,7 +113,7 @@ func (r *Registry) hostnames(eps []*endpoint.Endpoint, st *State, owned map[stri
 			}
 			switch {
 			case car.foreign[h] != nil && len(st.Foreign[h]) == 0 && car.owned[h] == nil:
-				winner = "cluster " + clusterOf(car.foreign[h])
+				winner = r.ownerText(car.foreign[h])
 			case car.hand[h] != "":
 				winner = "the hand-made entry " + car.hand[h]
 			case holder != "" && holder != src.Namespace:
@@ -202,12 +202,12 @@ func (r *Registry) aliases(merged []*endpoint.Endpoint, byHost map[string][]*end
 		switch {
 		case len(st.Foreign[a]) > 0 && len(owned[a]) == 0:
 			// Another cluster's hostname: an alias yields to it, as within a cluster.
-			text = "cluster " + clusterOf(&st.Foreign[a][0])
+			text = r.ownerText(&st.Foreign[a][0])
 		case car.foreign[a] != nil && (!ours || car.foreign[a].ID < firstID(owned[a], car.owned[a])):
 			// Another cluster's alias: ours yields unless we carry it, and when both do (two
 			// clusters that added it at once) the older entry keeps it, which both clusters
 			// read alike.
-			text = "cluster " + clusterOf(car.foreign[a])
+			text = r.ownerText(car.foreign[a])
 		case len(st.Unowned[a]) > 0:
 			text = "the hand-made entry " + st.Unowned[a][0].Hostname
 		case car.hand[a] != "":

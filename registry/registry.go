@@ -27,6 +27,11 @@ const (
 type Config struct {
 	// ClusterName scopes ownership so several clusters can share one router-hosts server.
 	ClusterName string
+	// ClusterID is the installation's identity (Identity), written on every entry beside the
+	// cluster name, so that a namesake's entries are never taken for this cluster's and a
+	// rename keeps them. Empty: ownership by name alone (the external-dns webhook's, which has
+	// no cluster of its own to derive it from).
+	ClusterID string
 	// DefaultTags are added to every entry the operator creates.
 	DefaultTags []string
 	// GracePeriod is how long a planned deletion waits, unless the entry carries its own.
@@ -40,6 +45,8 @@ type Config struct {
 	// grace period; Budgets bound objects, namespaces and syncs.
 	Tenancy Tenancy
 	Budgets Budgets
+	// Brake holds back a sync that would delete most of the cluster's entries at once.
+	Brake Brake
 	Log     logrus.FieldLogger
 }
 
@@ -49,22 +56,25 @@ type Config struct {
 type Registry struct {
 	cfg        Config
 	clusterTag string
+	// ownerTags are the tags every entry of this cluster carries: k8s-operator, the cluster's
+	// name and its identity.
+	ownerTags  []string
 	domains    endpoint.DomainFilter
 	ten        tenancy
 	log        logrus.FieldLogger
 }
 
 // Parsed is what the operator reads from one entry's tags: the view of its own block and
-// whether the entry is this cluster's.
+// whose the entry is, as far as its tags alone say.
 type Parsed struct {
 	v     view
-	owned bool
+	class class
 }
 
 // Parse reads rec's tags.
 func (r *Registry) Parse(rec *endpoint.Record) *Parsed {
 	v := viewOf(rec)
-	return &Parsed{v: v, owned: v.has(TagOwner) && r.ours(&v)}
+	return &Parsed{v: v, class: r.classOf(&v)}
 }
 
 // Parser parses entries' tags, from a cache of its own when an entry's tags are those it
@@ -112,6 +122,13 @@ func (r *Registry) Reconfigure(cfg Config) error {
 	if err := endpoint.ValidateTag(clusterTag); err != nil {
 		return fmt.Errorf("cluster name: %w", err)
 	}
+	if err := checkIdentity(cfg.ClusterID); err != nil {
+		return err
+	}
+	ownerTags := []string{TagOwner, clusterTag}
+	if cfg.ClusterID != "" {
+		ownerTags = append(ownerTags, PrefixClusterID+cfg.ClusterID)
+	}
 	for _, t := range cfg.DefaultTags {
 		if err := endpoint.ValidateTag(t); err != nil {
 			return fmt.Errorf("default tag: %w", err)
@@ -143,7 +160,10 @@ func (r *Registry) Reconfigure(cfg Config) error {
 	if cfg.Log == nil {
 		cfg.Log = logrus.StandardLogger()
 	}
-	r.cfg, r.clusterTag, r.domains, r.ten, r.log = cfg, clusterTag, domains, ten, cfg.Log
+	if err := checkBrake(cfg.Brake); err != nil {
+		return err
+	}
+	r.cfg, r.clusterTag, r.ownerTags, r.domains, r.ten, r.log = cfg, clusterTag, ownerTags, domains, ten, cfg.Log
 	return nil
 }
 
@@ -153,6 +173,9 @@ func (r *Registry) Manages(hostname string) bool { return r.domains.Match(hostna
 
 // ClusterName is the name of the cluster whose entries the registry owns.
 func (r *Registry) ClusterName() string { return r.cfg.ClusterName }
+
+// ClusterID is the installation's identity, "" when ownership is by name alone.
+func (r *Registry) ClusterID() string { return r.cfg.ClusterID }
 
 // SplitDefaultTags reads a list of default tags as a RouterHostsConfig writes it: the owner
 // tag is implied and dropped, cluster:<name> names the cluster, and any other reserved tag is
@@ -180,11 +203,19 @@ func SplitDefaultTags(tags []string) (cluster string, user []string, err error) 
 // State is the server's entries sorted by who owns them, and what the registry found wrong
 // with the cluster's claims.
 type State struct {
-	// Owned entries carry k8s-operator and this cluster's tag, both written by the operator.
+	// Owned entries carry k8s-operator and this installation's identity (or, written by an
+	// earlier version, no identity and one of the claims' UIDs or this cluster's name), all
+	// written by the operator.
 	Owned []endpoint.Record
-	// Foreign entries carry k8s-operator and another cluster's tag; they are never written.
-	// Keyed by lowercase hostname.
+	// Foreign entries carry k8s-operator and another cluster's tag or another installation's
+	// identity; they are never written. Keyed by lowercase hostname.
 	Foreign map[string][]endpoint.Record
+	// Namesakes are the other installations that write this cluster's name, by identity,
+	// sorted. Unclaimed counts the entries an earlier version wrote under this cluster's name
+	// that no object here wants while a namesake shows: they may be the namesake's, and are
+	// left alone.
+	Namesakes []Namesake
+	Unclaimed int
 	// Unowned entries lack k8s-operator; they may only be adopted. Keyed by lowercase
 	// hostname, because DNS names compare without case.
 	Unowned map[string][]endpoint.Record
@@ -194,11 +225,13 @@ type State struct {
 	Problems []Problem
 
 	parser Parser
+	// legacy are the entries an earlier version wrote, until Desired knows the claims.
+	legacy []endpoint.Record
 }
 
 // view is the view of an owned entry; the zero view for any other.
 func (s *State) view(rec *endpoint.Record) view {
-	if p := s.parser.Parse(rec); p.owned {
+	if p := s.parser.Parse(rec); p.class == own || p.class == legacy {
 		return p.v
 	}
 	return view{}
@@ -247,15 +280,26 @@ func (r *Registry) Classify(records []endpoint.Record, parser Parser) *State {
 		rec := &records[i]
 		key := strings.ToLower(rec.Hostname)
 		p := parser.Parse(rec)
-		switch {
-		case !p.v.has(TagOwner):
+		switch p.class {
+		case unowned:
 			st.Unowned[key] = append(st.Unowned[key], *rec)
-		case p.owned:
+		case own:
 			st.Owned = append(st.Owned, *rec)
+		case legacy:
+			st.legacy = append(st.legacy, *rec)
+		case namesake:
+			id, _ := p.v.value(PrefixClusterID)
+			if i := slices.IndexFunc(st.Namesakes, func(n Namesake) bool { return n.ID == id }); i >= 0 {
+				st.Namesakes[i].Entries++
+			} else {
+				st.Namesakes = append(st.Namesakes, Namesake{ID: id, Entries: 1})
+			}
+			fallthrough
 		default:
 			st.Foreign[key] = append(st.Foreign[key], *rec)
 		}
 	}
+	slices.SortFunc(st.Namesakes, func(a, b Namesake) int { return strings.Compare(a.ID, b.ID) })
 	return st
 }
 
@@ -333,6 +377,16 @@ func (r *Registry) adoptable(ep *endpoint.Endpoint, rec *endpoint.Record) bool {
 // now is the sync's clock reading, which says whose grace period has ended. merges (may be
 // nil) hands back the merge of a hostname whose claims and entries are those it was made from.
 func (r *Registry) Desired(now time.Time, eps []*endpoint.Endpoint, st *State, merges Merges) []*endpoint.Endpoint {
+	if len(st.legacy) > 0 {
+		uids := make(map[string]bool, len(eps))
+		for _, ep := range eps {
+			for _, s := range ep.Sources {
+				uids[s.UID] = true
+			}
+		}
+		r.resolveLegacy(st, st.legacy, func(uid string) bool { return uids[uid] })
+		st.legacy = nil
+	}
 	ownedByHost := make(map[string][]*endpoint.Record, len(st.Owned))
 	for i := range st.Owned {
 		rec := &st.Owned[i]
@@ -365,9 +419,9 @@ func (r *Registry) Desired(now time.Time, eps []*endpoint.Endpoint, st *State, m
 	for _, h := range hosts {
 		claims := byHost[h]
 		if len(st.Foreign[h]) > 0 && len(ownedByHost[h]) == 0 {
-			owner := clusterOf(&st.Foreign[h][0])
+			owner := r.ownerText(&st.Foreign[h][0])
 			for _, c := range claims {
-				st.Conflicts = append(st.Conflicts, Conflict{Hostname: h, Loser: c.Sources[0], Winner: "cluster " + owner})
+				st.Conflicts = append(st.Conflicts, Conflict{Hostname: h, Loser: c.Sources[0], Winner: owner})
 			}
 			continue
 		}
@@ -404,12 +458,6 @@ func (r *Registry) Desired(now time.Time, eps []*endpoint.Endpoint, st *State, m
 	out = r.aliases(out, byHost, st, ownedByHost, car, forget)
 	out = r.unadoptable(out, st, car, forget)
 	return r.namespaceBudget(out, st, ownedByHost, forget)
-}
-
-func clusterOf(rec *endpoint.Record) string {
-	v := viewOf(rec)
-	c, _ := v.value(PrefixCluster)
-	return c
 }
 
 // holder is the namespace that holds a hostname: the one named on its owned entries, "" when
@@ -535,7 +583,7 @@ func (r *Registry) merge(now time.Time, host string, claims []*endpoint.Endpoint
 		m.Aliases = m.Aliases[:endpoint.MaxAliases]
 	}
 	m.Tags = endpoint.SortedUnique(append(tags, r.cfg.DefaultTags...))
-	m.OwnerTags = endpoint.SortedUnique(append(kinds, TagOwner, r.clusterTag, PrefixNamespace+winner))
+	m.OwnerTags = endpoint.SortedUnique(append(append(kinds, r.ownerTags...), PrefixNamespace+winner))
 	m.Comment = commentPrefix + m.Sources[0].String()
 	if len(m.Sources) > 1 {
 		m.Comment += fmt.Sprintf(" (+%d more)", len(m.Sources)-1)
@@ -612,19 +660,19 @@ func Owner(rec *endpoint.Record) (namespace string, kinds []string, adopted bool
 	return namespace, v.values(PrefixKind), v.has(TagPreExisting)
 }
 
-// ours reports whether the operator's tags name this cluster and no other: an entry that
-// names two clusters was written by hand, and belongs to neither.
+// ours reports whether the operator's tags make the entry this cluster's: its identity, or
+// (no identity configured, or an entry of an earlier version) its name and no other, since an
+// entry that names two clusters was written by hand and belongs to neither. A sync decides an
+// earlier version's entry of another name by its claims (resolveLegacy); outside a sync only
+// the name counts.
 func (r *Registry) ours(v *view) bool {
-	cs := v.values(PrefixCluster)
-	if !v.has(TagOwner) || len(cs) == 0 {
-		return false
+	switch r.classOf(v) {
+	case own:
+		return true
+	case legacy:
+		return !slices.ContainsFunc(v.values(PrefixCluster), func(n string) bool { return n != r.cfg.ClusterName })
 	}
-	for _, c := range cs {
-		if c != r.cfg.ClusterName {
-			return false
-		}
-	}
-	return true
+	return false
 }
 
 // StillApplies reports whether change c may still be written to fresh, the entry as re-read

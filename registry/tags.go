@@ -17,6 +17,12 @@ const (
 	TagPreExisting = "pre-existing:true"
 	// PrefixCluster names the owning cluster.
 	PrefixCluster = "cluster:"
+	// PrefixClusterID carries the owning installation's identity (ClusterID), which a
+	// namesake cannot share: the cluster: name is the people's, the identity the operator's.
+	PrefixClusterID = "cluster-id:"
+	// PrefixReleaseProbe is written by `release` on one entry of the cluster it is asked to
+	// let go of: a running operator of that cluster takes it off at its next sync.
+	PrefixReleaseProbe = "release-probe:"
 	// PrefixSource carries the UID of one object that wants the entry's address.
 	PrefixSource = "source:"
 	// PrefixNamespace names the namespace that holds the hostname.
@@ -39,7 +45,7 @@ const (
 // reservedPrefixes are the prefixes of the reserved tag namespace; TagOwner is reserved
 // exactly.
 var reservedPrefixes = []string{
-	PrefixCluster, PrefixSource, PrefixNamespace, PrefixKind, PrefixPending, PrefixGracePeriod,
+	PrefixCluster, PrefixClusterID, PrefixReleaseProbe, PrefixSource, PrefixNamespace, PrefixKind, PrefixPending, PrefixGracePeriod,
 	preExistingPrefix, PrefixOriginalIP, PrefixOriginalHostname, PrefixOriginalAlias,
 }
 

@@ -1,0 +1,132 @@
+package registry
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+)
+
+// Which cluster owns an entry. The cluster: name is what people choose, and two clusters may
+// choose the same one (both keep "default"); the cluster-id: tag is the installation's
+// identity, which the operator derives and a namesake cannot share. With an identity
+// configured, an entry is this cluster's when it carries this identity (whatever its name, so
+// that a rename takes the entries along in place), a namesake's when it carries another
+// identity beside this cluster's name, and another cluster's otherwise. An entry an earlier
+// version wrote carries no identity: see Classify for who takes it up.
+
+// IdentityLength is the number of hex digits of an identity: 32 bits, so that two
+// installations sharing a router collide about once in four billion pairs, on 19 bytes an
+// entry.
+const IdentityLength = 8
+
+// Identity derives an installation's identity from the kube-system namespace's UID (which
+// names the cluster and outlives every install in it) and the namespace and name of its
+// leader-election Lease (which tell two installations in one cluster apart: they cannot share
+// a Lease without being one group of replicas).
+func Identity(kubeSystemUID, leaseNamespace, leaseName string) string {
+	sum := sha256.Sum256([]byte(kubeSystemUID + "/" + leaseNamespace + "/" + leaseName))
+	return hex.EncodeToString(sum[:])[:IdentityLength]
+}
+
+// checkIdentity refuses an identity that is not lowercase hex of IdentityLength digits; ""
+// (no identity: ownership by name alone) is allowed.
+func checkIdentity(id string) error {
+	if id == "" {
+		return nil
+	}
+	if len(id) != IdentityLength || strings.Trim(id, "0123456789abcdef") != "" {
+		return fmt.Errorf("cluster identity %q: want %d lowercase hex digits", id, IdentityLength)
+	}
+	return nil
+}
+
+// class is whose an entry is, as its tags alone say.
+type class uint8
+
+const (
+	unowned  class = iota // no k8s-operator tag: hand-made
+	own                   // this installation's identity
+	legacy                // written by an earlier version: no identity; Classify decides
+	namesake              // this cluster's name with another identity
+	foreign               // another cluster's
+)
+
+// classOf reads whose v's entry is.
+func (r *Registry) classOf(v *view) class {
+	if !v.has(TagOwner) {
+		return unowned
+	}
+	names := v.values(PrefixCluster)
+	if len(names) == 0 {
+		return foreign
+	}
+	sameName := !slices.ContainsFunc(names, func(n string) bool { return n != r.cfg.ClusterName })
+	if r.cfg.ClusterID == "" {
+		// No identity: ownership by name alone, as before identities.
+		if sameName {
+			return own
+		}
+		return foreign
+	}
+	ids := v.values(PrefixClusterID)
+	switch {
+	case len(ids) == 0:
+		return legacy
+	case !slices.ContainsFunc(ids, func(id string) bool { return id != r.cfg.ClusterID }):
+		return own
+	case sameName:
+		return namesake
+	}
+	return foreign
+}
+
+// Namesake is another installation that writes this cluster's name: its identity and how
+// many of its entries the read met.
+type Namesake struct {
+	ID      string
+	Entries int
+}
+
+// resolveLegacy decides whose the entries an earlier version wrote (no identity) are, once the
+// whole read is sorted:
+//   - one that an object of this cluster wants (its source: tag names the object's UID,
+//     which no other cluster has) is this cluster's, whatever cluster name it carries: it is
+//     taken up, and gets the identity at a write (takeUpPerSync at a time, after every other
+//     change);
+//   - one of this cluster's name that no object here wants is this cluster's too (its object
+//     is gone: marked, deleted after its grace period), unless a namesake shows on the router:
+//     then it may be the namesake's, and it is left alone (Unclaimed) for the namesake to take
+//     up or for `release` to remove;
+//   - any other is another cluster's.
+func (r *Registry) resolveLegacy(st *State, legacies []endpoint.Record, claimed func(uid string) bool) {
+	for _, rec := range legacies {
+		v := st.parser.Parse(&rec).v
+		mine := slices.ContainsFunc(v.values(PrefixSource), claimed)
+		sameName := !slices.ContainsFunc(v.values(PrefixCluster), func(n string) bool { return n != r.cfg.ClusterName })
+		switch {
+		case mine || (sameName && len(st.Namesakes) == 0):
+			st.Owned = append(st.Owned, rec)
+		default:
+			if sameName {
+				st.Unclaimed++
+			}
+			key := strings.ToLower(rec.Hostname)
+			st.Foreign[key] = append(st.Foreign[key], rec)
+		}
+	}
+}
+
+// ownerText names who owns another installation's entry, for a conflict: "cluster <name>",
+// or for a namesake "cluster <name> (another installation, cluster-id <id>)".
+func (r *Registry) ownerText(rec *endpoint.Record) string {
+	v := viewOf(rec)
+	name, _ := v.value(PrefixCluster)
+	if id, ok := v.value(PrefixClusterID); ok && name == r.cfg.ClusterName {
+		return "cluster " + name + " (another installation of this name, cluster-id " + id + ")"
+	}
+	return "cluster " + name
+}
