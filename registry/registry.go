@@ -47,7 +47,7 @@ type Config struct {
 	Budgets Budgets
 	// Brake holds back a sync that would delete most of the cluster's entries at once.
 	Brake Brake
-	Log     logrus.FieldLogger
+	Log   logrus.FieldLogger
 }
 
 // Registry applies ownership policy around the pure plan. It keeps no state between calls:
@@ -58,10 +58,10 @@ type Registry struct {
 	clusterTag string
 	// ownerTags are the tags every entry of this cluster carries: k8s-operator, the cluster's
 	// name and its identity.
-	ownerTags  []string
-	domains    endpoint.DomainFilter
-	ten        tenancy
-	log        logrus.FieldLogger
+	ownerTags []string
+	domains   endpoint.DomainFilter
+	ten       tenancy
+	log       logrus.FieldLogger
 }
 
 // Parsed is what the operator reads from one entry's tags: the view of its own block and
