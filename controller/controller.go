@@ -140,6 +140,14 @@ type Report struct {
 	// Pending is the number of owned entries marked for deletion; Foreign the number owned by
 	// other clusters.
 	Pending, Foreign int
+	// Namesakes are the other installations writing this cluster's name; Unclaimed the entries
+	// an earlier version wrote under it that no object here wants while a namesake shows.
+	Namesakes []registry.Namesake
+	Unclaimed int
+	// Braked is the mass deletion the brake holds, nil when none; TakeUpLeft the entries of an
+	// earlier version still to be given the identity.
+	Braked     *registry.Braked
+	TakeUpLeft int
 	// SourceEndpoints counts the endpoints each source returned, by source index.
 	SourceEndpoints []int
 	// Conflicts are the claims the registry turned down; Problems the parts of claims it
@@ -435,6 +443,9 @@ func (c *Controller) sync(ctx context.Context, mode planner.Mode) (*Outcome, err
 		if sy.Deferred > 0 {
 			fmt.Fprintf(c.cfg.Out, "%d more changes follow in the next syncs (the budget of writes per sync)\n", sy.Deferred)
 		}
+		if sy.Braked != nil {
+			fmt.Fprintf(c.cfg.Out, "held: %s\n", sy.Braked.Message())
+		}
 		log.Info("dry run: plan printed, nothing written")
 		return out, nil
 	}
@@ -472,6 +483,7 @@ func (c *Controller) sync(ctx context.Context, mode planner.Mode) (*Outcome, err
 	rep := &Report{Cluster: c.cfg.Registry.ClusterName(), Desired: sy.Desired, Endpoints: eps, Objects: objectsOf(read),
 		Entries: entriesAfter(st.Owned, sy.Changes, applyErr), Failed: failed, FailedChanges: failedChanges,
 		Changes: sy.Changes, Deferred: sy.Deferred, Pending: sy.Pending, Foreign: st.ForeignCount(), SourceEndpoints: counts, Conflicts: st.Conflicts,
+		Namesakes: st.Namesakes, Unclaimed: st.Unclaimed, Braked: sy.Braked, TakeUpLeft: sy.TakeUpLeft,
 		Problems: st.Problems, Started: start, Duration: c.cfg.Clock.Now().Sub(start), ListDuration: sy.ReadDuration, Read: sy.Read,
 		Mode: mode, ChangedAt: changed}
 	if whole != nil {

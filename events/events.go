@@ -44,6 +44,14 @@ const (
 	// OverBudget: the object, or its namespace, is over its budget; its new names are not
 	// written.
 	OverBudget = "OverBudget"
+	// NamesakeCluster: another installation writes this cluster's name on the router; ended
+	// by NamesakeClusterGone.
+	NamesakeCluster     = "NamesakeCluster"
+	NamesakeClusterGone = "NamesakeClusterGone"
+	// MassDeletionHeld: the brake holds a deletion of most of the cluster's entries; ended by
+	// MassDeletionReleased (confirmed, or the cause went away).
+	MassDeletionHeld     = "MassDeletionHeld"
+	MassDeletionReleased = "MassDeletionReleased"
 )
 
 // problemReason is the event reason of a registry Problem: a part of the object's input that
@@ -80,7 +88,15 @@ type Recorder struct {
 	// last is the last standing warning per object and reason, so a condition that persists
 	// across syncs is reported once and again only when it changes.
 	last map[string]warning
+	// cluster is the last standing warning about the whole cluster per reason; clusterObject
+	// names the object they are posted on (the RouterHostsConfig), nil for the log alone.
+	cluster       map[string]string
+	clusterObject func() *corev1.ObjectReference
 }
+
+// SetClusterObject names the object that warnings about the whole cluster (a namesake, a held
+// mass deletion) are posted on; it returns nil while there is none.
+func (r *Recorder) SetClusterObject(ref func() *corev1.ObjectReference) { r.clusterObject = ref }
 
 // warning is a standing warning: its message and the object it is about.
 type warning struct {
@@ -101,7 +117,7 @@ func New(client typedcorev1.EventsGetter, log logrus.FieldLogger) (r *Recorder, 
 
 // NewWithRecorder uses an existing recorder (tests pass record.FakeRecorder).
 func NewWithRecorder(rec record.EventRecorder, log logrus.FieldLogger) *Recorder {
-	return &Recorder{rec: rec, log: log, last: map[string]warning{}}
+	return &Recorder{rec: rec, log: log, last: map[string]warning{}, cluster: map[string]string{}}
 }
 
 // SetLeading turns emission on or off.
@@ -124,6 +140,7 @@ func (r *Recorder) Report(_ context.Context, rep *controller.Report) {
 		r.standing(rep, nil)
 		return
 	}
+	r.clusterWide(rep)
 	// Only the hostnames this sync changed or failed need their claims, and only an entry
 	// leaving needs to know which objects still exist; a sync touching neither reads nothing.
 	need := make(map[string]bool, len(rep.Changes)+len(rep.Failed))
@@ -275,6 +292,53 @@ func (r *Recorder) standing(rep *controller.Report, claims map[string][]endpoint
 			}
 		}
 	}
+}
+
+// clusterWide reports the conditions of the whole cluster (a namesake on the router, a mass
+// deletion held) at warning level in the log and as a Warning on the RouterHostsConfig when
+// one starts or changes, and once more when it ends.
+func (r *Recorder) clusterWide(rep *controller.Report) {
+	now := map[string]string{}
+	if len(rep.Namesakes) > 0 {
+		// The identities alone, not their counts: the warning is repeated when it changes.
+		parts := make([]string, 0, len(rep.Namesakes))
+		for _, n := range rep.Namesakes {
+			parts = append(parts, "cluster-id "+n.ID)
+		}
+		now[NamesakeCluster] = fmt.Sprintf("another installation writes this cluster's name %q on the router: %s; "+
+			"its entries are never written by this one, and a name it holds is a conflict here. Give each cluster a "+
+			"name of its own (--cluster-name or spec.clusterName)", rep.Cluster, strings.Join(parts, ", "))
+		if rep.Unclaimed > 0 {
+			now[NamesakeCluster] += "; entries an earlier version wrote under this name that no object here wants are left alone, as they may be the namesake's (unclaimed_entries counts them; `release` removes them)"
+		}
+	}
+	if rep.Braked != nil {
+		now[MassDeletionHeld] = rep.Braked.Message()
+	}
+	var ref *corev1.ObjectReference
+	if r.clusterObject != nil {
+		ref = r.clusterObject()
+	}
+	for _, reason := range []string{NamesakeCluster, MassDeletionHeld} {
+		msg, was := now[reason], r.cluster[reason]
+		switch {
+		case msg != "" && msg != was:
+			r.log.WithField("reason", reason).Warn(msg)
+			if ref != nil {
+				r.rec.Event(ref, corev1.EventTypeWarning, reason, msg)
+			}
+		case msg == "" && was != "":
+			end := map[string][2]string{
+				NamesakeCluster:  {NamesakeClusterGone, "no other installation's entries carry this cluster's name any more"},
+				MassDeletionHeld: {MassDeletionReleased, "the mass-deletion brake no longer holds: the deletion was confirmed, or its cause went away"},
+			}[reason]
+			r.log.WithField("reason", end[0]).Warn(end[1])
+			if ref != nil {
+				r.rec.Event(ref, corev1.EventTypeNormal, end[0], end[1])
+			}
+		}
+	}
+	r.cluster = now
 }
 
 func (r *Recorder) objectLog(w warning) logrus.FieldLogger {

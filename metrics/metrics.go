@@ -49,6 +49,9 @@ type Metrics struct {
 	failedHostnames prometheus.Gauge
 	conflicts       prometheus.Gauge
 	deferred        prometheus.Gauge
+	namesakes       prometheus.Gauge
+	unclaimed       prometheus.Gauge
+	deletionsHeld   prometheus.Gauge
 	// clientCertExpiry has no labels; it is a vector so that it has no series until a
 	// certificate is loaded: a zero would read as a certificate that expired in 1970.
 	clientCertExpiry *prometheus.GaugeVec
@@ -116,12 +119,18 @@ func New(sourceNames []string) *Metrics {
 			Help: "Claims on a name (a hostname or an alias) the last sync did not write because another namespace, another cluster or a hand-made entry holds it."}),
 		deferred: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "deferred_changes",
 			Help: "Changes the last sync left to the syncs that follow it at once, beyond the budget of writes per sync."}),
+		namesakes: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "namesake_clusters",
+			Help: "Other installations whose entries on the router carry this cluster's name (a cluster-id: other than this one's); their entries are never written."}),
+		unclaimed: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "unclaimed_entries",
+			Help: "Entries an earlier version wrote under this cluster's name that no object here wants while a namesake shows: left alone, since they may be the namesake's."}),
+		deletionsHeld: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "mass_deletion_held_entries",
+			Help: "Entries the mass-deletion brake keeps from being marked or deleted until the deletion is confirmed; 0 when the brake is not holding."}),
 		clientCertExpiry: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "client_certificate_expiry_timestamp_seconds",
 			Help: "Unix time at which the client certificate presented to router-hosts expires (its NotAfter); the certificate in use, from the files or the RouterHostsConfig's Secret."}, nil),
 		tlsReloadErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "tls_reload_errors_total",
 			Help: "Changed mTLS material that could not be loaded, by source (files, secret); counted once per change, and the last good material stays in use."}, []string{"source"}),
 	}
-	m.Registry.MustRegister(m.buildInfo, m.changeLatency, m.inputs, m.failedHostnames, m.conflicts, m.deferred, m.syncedEntries, m.syncErrors, m.syncDuration, m.pending, m.serverConnected, m.lastSync,
+	m.Registry.MustRegister(m.buildInfo, m.changeLatency, m.inputs, m.failedHostnames, m.conflicts, m.deferred, m.namesakes, m.unclaimed, m.deletionsHeld, m.syncedEntries, m.syncErrors, m.syncDuration, m.pending, m.serverConnected, m.lastSync,
 		m.changes, m.sourceEndpoints, m.foreign, m.isLeader, m.lastDuration, m.lastList, m.kubeRequests, m.serverRequests,
 		m.clientCertExpiry, m.tlsReloadErrors, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Counters with known labels start at zero, so rates work from the first scrape.
@@ -180,6 +189,13 @@ func (m *Metrics) Report(_ context.Context, r *controller.Report) {
 	m.failedHostnames.Set(float64(len(r.Failed)))
 	m.conflicts.Set(float64(len(r.Conflicts)))
 	m.deferred.Set(float64(r.Deferred))
+	m.namesakes.Set(float64(len(r.Namesakes)))
+	m.unclaimed.Set(float64(r.Unclaimed))
+	held := 0
+	if r.Braked != nil {
+		held = r.Braked.Leaving
+	}
+	m.deletionsHeld.Set(float64(held))
 	m.inputs.set(r)
 	wrote := false
 	for i := range r.Changes {

@@ -124,6 +124,10 @@ type Sync struct {
 	// owned entries marked for deletion once Changes are applied.
 	NextExpiry time.Time
 	Pending    int
+	// Braked is the mass deletion the registry's brake held, nil when none; TakeUpLeft the
+	// entries of an earlier version still to be given the identity.
+	Braked     *registry.Braked
+	TakeUpLeft int
 	// NeedFresh: the sync held back what only a read of the whole server may send (a delete,
 	// a release, a hostname whose duplicate waits, creates of several hostnames): Learn
 	// forgets the known state, and the caller runs a sync at once.
@@ -233,7 +237,7 @@ func (p *Planner) plan(s *Sync, eps []*endpoint.Endpoint, policy plan.Policy) {
 	changes := (&plan.Plan{Current: p.reg.Current(st, toPlan, settled), Desired: toPlan, Policy: policy}).Calculate()
 	p.merges.changed(changes)
 	res := p.reg.Apply(now, st, changes)
-	s.Changes, s.NextExpiry, s.Pending = res.Changes, res.NextExpiry, res.Pending
+	s.Changes, s.NextExpiry, s.Pending, s.Braked, s.TakeUpLeft = res.Changes, res.NextExpiry, res.Pending, res.Braked, res.TakeUpLeft
 	s.Desired, s.State, s.Now, s.Entries, s.Planned = desired, st, now, len(records), len(toPlan)
 	if s.Mode == Event {
 		s.Changes, s.Held = p.refused.hold(s.Changes)

@@ -54,7 +54,7 @@ type Braked struct {
 func (b *Braked) Message() string {
 	return fmt.Sprintf("%d of this cluster's %d entries would be deleted at once (over the mass-deletion brake); "+
 		"nothing is marked or deleted until the cause goes away or the deletion is confirmed with "+
-		"--confirm-mass-deletion=%s or the RouterHostsConfig's spec.deletionBrake.confirm: %q", b.Leaving, b.Owned, b.Token, b.Token)
+		"--confirm-mass-deletion=%s or the RouterHostsConfig's spec.deletion.brake.confirm: %q", b.Leaving, b.Owned, b.Token, b.Token)
 }
 
 // brake applies the Brake to a sync's changes: it returns them without the marks and the

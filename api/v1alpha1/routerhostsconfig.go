@@ -123,7 +123,17 @@ type IPResolution struct {
 
 // DeletionSpec is the deletion behaviour.
 type DeletionSpec struct {
-	GracePeriodSeconds *int64 `json:"gracePeriodSeconds,omitempty"`
+	GracePeriodSeconds *int64     `json:"gracePeriodSeconds,omitempty"`
+	Brake              *BrakeSpec `json:"brake,omitempty"`
+}
+
+// BrakeSpec is the mass-deletion brake: beyond Percent of the cluster's entries (and at least
+// Minimum) on their way out at once, nothing is marked or deleted until Confirm holds the
+// held deletion's token.
+type BrakeSpec struct {
+	Percent *int32 `json:"percent,omitempty"`
+	Minimum *int32 `json:"minimum,omitempty"`
+	Confirm string `json:"confirm,omitempty"`
 }
 
 // RouterHostsConfigStatus is what the operator reports.

@@ -31,8 +31,11 @@ type Settings struct {
 	OptIn          source.OptIn
 	Tenancy        registry.Tenancy
 	Budgets        registry.Budgets
-	Endpoint       string
-	ServerName     string
+	Brake          registry.Brake
+	// ClusterID is the installation's identity; no RouterHostsConfig field sets it.
+	ClusterID  string
+	Endpoint   string
+	ServerName string
 	// TLSFiles says the flags name the mTLS files, the fallback when no Secret is named.
 	TLSFiles bool
 	// NoServer: entries go to the in-process store (--provider=inmemory), so the server's
@@ -51,7 +54,7 @@ func (s *Settings) Domains() (endpoint.DomainFilter, error) {
 
 // Registry is the registry's part of the settings.
 func (s *Settings) Registry() registry.Config {
-	return registry.Config{ClusterName: s.ClusterName, DefaultTags: s.DefaultTags, GracePeriod: s.GracePeriod, Policy: s.Policy,
+	return registry.Config{ClusterName: s.ClusterName, ClusterID: s.ClusterID, Brake: s.Brake, DefaultTags: s.DefaultTags, GracePeriod: s.GracePeriod, Policy: s.Policy,
 		DomainFilter: s.DomainFilter, ExcludeDomains: s.ExcludeDomains, Tenancy: s.Tenancy, Budgets: s.Budgets}
 }
 
@@ -144,6 +147,21 @@ func Merge(base Settings, spec *v1alpha1.RouterHostsConfigSpec, read ReadSecret)
 			return base, fmt.Errorf("spec.deletion.gracePeriodSeconds must not be negative")
 		}
 		s.GracePeriod = time.Duration(*spec.Deletion.GracePeriodSeconds) * time.Second
+	}
+	if spec.Deletion != nil && spec.Deletion.Brake != nil {
+		b := spec.Deletion.Brake
+		if b.Percent != nil {
+			if *b.Percent < 0 || *b.Percent > 100 {
+				return base, fmt.Errorf("spec.deletion.brake.percent %d: want 0 (no brake) to 100", *b.Percent)
+			}
+			s.Brake.Share = float64(*b.Percent) / 100
+		}
+		if b.Minimum != nil {
+			s.Brake.Minimum = int(*b.Minimum)
+		}
+		if b.Confirm != "" {
+			s.Brake.Confirm = b.Confirm
+		}
 	}
 	if spec.Policy != "" {
 		p, err := plan.ParsePolicy(spec.Policy)

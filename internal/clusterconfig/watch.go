@@ -64,6 +64,17 @@ type Watcher struct {
 	status *statusWriter
 }
 
+// ObjectRef is the RouterHostsConfig as last read, for events about the whole cluster; nil
+// when there is none.
+func (w *Watcher) ObjectRef() *corev1.ObjectReference {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.obj == nil {
+		return nil
+	}
+	return &corev1.ObjectReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: "RouterHostsConfig", Name: w.obj.Name, UID: w.obj.UID}
+}
+
 // New returns a Watcher; nothing is read until Load.
 func New(opts Options) *Watcher {
 	if opts.Log == nil {

@@ -31,6 +31,10 @@ type Config struct {
 	TLSKey                 string
 	TLSServerName          string
 	ClusterName            string
+	ClusterID              string
+	MassDeletionPercent    int
+	MassDeletionMinimum    int
+	ConfirmMassDeletion    string
 	IPResolution           []string
 	GracePeriod            time.Duration
 	DefaultTags            []string
@@ -115,6 +119,15 @@ func ParseFlags(args []string, build Build) (*Config, error) {
 	app.Flag("tls-key", "Client private key file for mTLS.").StringVar(&cfg.TLSKey)
 	app.Flag("tls-server-name", "Server name to verify in the server's certificate, when it differs from the endpoint's host.").StringVar(&cfg.TLSServerName)
 	app.Flag("cluster-name", "Name written in the cluster:<name> tag; lets several clusters share one server.").Default("default").StringVar(&cfg.ClusterName)
+	app.Flag("cluster-id", "The installation's identity, "+strconv.Itoa(registry.IdentityLength)+" hex digits written in the cluster-id:<id> tag beside the cluster's name, so that a namesake's entries are never taken for this cluster's and a rename keeps them (default: derived from the kube-system namespace's UID and the leader Lease's namespace and name; the webhook has none unless given).").
+		StringVar(&cfg.ClusterID)
+	brake := registry.DefaultBrake()
+	app.Flag("mass-deletion-percent", "Brake: when more than this percent of the cluster's entries would be on their way out at once (and at least --mass-deletion-minimum), nothing is marked or deleted until the deletion is confirmed or its cause goes away (0: no brake).").
+		Default(strconv.Itoa(int(brake.Share * 100))).SetValue(&integer{flag: "mass-deletion-percent", target: &cfg.MassDeletionPercent})
+	app.Flag("mass-deletion-minimum", "Brake: the fewest entries on their way out that can trip it.").
+		Default(strconv.Itoa(brake.Minimum)).SetValue(&integer{flag: "mass-deletion-minimum", target: &cfg.MassDeletionMinimum})
+	app.Flag("confirm-mass-deletion", "Let the held mass deletion with this token through (the MassDeletionHeld warning names it).").
+		StringVar(&cfg.ConfirmMassDeletion)
 	app.Flag("ip-resolution", "Ordered IP resolution chain (repeatable): ingress-status, gateway-status, service:<namespace>/<name>, static:<ip>; Gateway API routes try gateway-status first unless it is placed.").
 		Default("ingress-status").StringsVar(&cfg.IPResolution)
 	app.Flag("grace-period", "How long an entry whose hostname is no longer wanted stays before it is deleted or released.").
@@ -227,9 +240,12 @@ func (cfg *Config) validate() error {
 	if cfg.tenancy, err = parseTenancy(cfg.NamespaceDomains, cfg.AdoptNamespaces, cfg.MaxGracePeriod); err != nil {
 		return err
 	}
-	if _, err := registry.New(registry.Config{ClusterName: cfg.ClusterName, DefaultTags: cfg.DefaultTags, GracePeriod: cfg.GracePeriod,
-		Tenancy: cfg.tenancy, Budgets: cfg.budgets()}); err != nil {
-		return fmt.Errorf("--cluster-name, --default-tag, --grace-period, the tenancy or the budgets: %w", err)
+	if cfg.MassDeletionPercent < 0 || cfg.MassDeletionPercent > 100 {
+		return fmt.Errorf("--mass-deletion-percent %d: want 0 (no brake) to 100", cfg.MassDeletionPercent)
+	}
+	if _, err := registry.New(registry.Config{ClusterName: cfg.ClusterName, ClusterID: cfg.ClusterID, DefaultTags: cfg.DefaultTags, GracePeriod: cfg.GracePeriod,
+		Tenancy: cfg.tenancy, Budgets: cfg.budgets(), Brake: cfg.brake()}); err != nil {
+		return fmt.Errorf("--cluster-name, --cluster-id, --default-tag, --grace-period, the tenancy, the budgets or the brake: %w", err)
 	}
 	if _, err := labels.Parse(cfg.LabelFilter); err != nil {
 		return fmt.Errorf("--label-filter: %w", err)
@@ -380,8 +396,13 @@ func (cfg *Config) settings() clusterconfig.Settings {
 		ClusterName: cfg.ClusterName, DefaultTags: cfg.DefaultTags, GracePeriod: cfg.GracePeriod, Policy: cfg.policy,
 		IPResolution: cfg.strategies, DomainFilter: cfg.DomainFilter, ExcludeDomains: cfg.ExcludeDomains, Interval: cfg.Interval,
 		Endpoint: cfg.Endpoint, ServerName: cfg.TLSServerName, TLSFiles: cfg.TLSCA != "", NoServer: cfg.Provider == "inmemory",
-		OptIn: cfg.optIn(), Tenancy: cfg.tenancy, Budgets: cfg.budgets(),
+		OptIn: cfg.optIn(), Tenancy: cfg.tenancy, Budgets: cfg.budgets(), ClusterID: cfg.ClusterID, Brake: cfg.brake(),
 	}
+}
+
+// brake is what the flags say of the mass-deletion brake.
+func (cfg *Config) brake() registry.Brake {
+	return registry.Brake{Share: float64(cfg.MassDeletionPercent) / 100, Minimum: cfg.MassDeletionMinimum, Confirm: cfg.ConfirmMassDeletion}
 }
 
 // budgets are what the flags say of the budgets.

@@ -132,6 +132,11 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 	// The RouterHostsConfig, when there is one, is read before anything is built from the
 	// settings it may override.
 	settings := cfg.settings()
+	if settings.ClusterID == "" {
+		if settings.ClusterID, err = clusterIdentity(ctx, kc.namespaces, cfg); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.ConfigName != "" {
 		op.Config = clusterconfig.New(clusterconfig.Options{Name: cfg.ConfigName, Base: settings, Dynamic: kc.sources.Dynamic,
 			Discovery: kc.sources.Discovery, Secrets: kc.secrets, Status: kc.status, Apply: op.apply, Version: op.serverVersion,
@@ -173,6 +178,9 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 	var stopEvents func()
 	op.recorder, stopEvents = events.New(kc.events, log.WithField("component", "events"))
 	op.closers = append(op.closers, stopEvents)
+	if op.Config != nil {
+		op.recorder.SetClusterObject(op.Config.ObjectRef)
+	}
 	srcCfg := source.Config{Namespace: cfg.Namespace, LabelSelector: cfg.LabelFilter, Resolver: resolver,
 		DiscoveryInterval: hooks.DiscoveryInterval, Warner: op.recorder, OptIn: settings.OptIn}
 	if hooks.Warner != nil {
@@ -208,6 +216,18 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 		DryRun: cfg.DryRun, Out: out, Log: log.WithField("component", "controller"), Clock: hooks.Clock,
 	})
 	return op, nil
+}
+
+// clusterIdentity derives the installation's identity (registry.Identity) from the
+// kube-system namespace's UID, which lives as long as the cluster, and the leader Lease's
+// namespace and name, which tell two installations in one cluster apart.
+func clusterIdentity(ctx context.Context, ns corev1client.NamespacesGetter, cfg *Config) (string, error) {
+	ks, err := ns.Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("reading the kube-system namespace's UID, from which the cluster's identity is derived "+
+			"(grant get on namespaces/kube-system, as the chart does, or set --cluster-id): %w", err)
+	}
+	return registry.Identity(string(ks.UID), cfg.LeaderElectionNS, cfg.LeaderElectionID), nil
 }
 
 // serverVersion is the server's version, for the RouterHostsConfig's status; the provider is
@@ -255,7 +275,7 @@ func (op *Operator) Close() {
 func (op *Operator) Run(ctx context.Context) error {
 	cfg, log := op.cfg, op.log
 	log.WithFields(logrus.Fields{
-		"version": cfg.Version, "commit": cfg.Build.Commit, "sources": cfg.Sources, "provider": cfg.Provider, "cluster": cfg.ClusterName,
+		"version": cfg.Version, "commit": cfg.Build.Commit, "sources": cfg.Sources, "provider": cfg.Provider, "cluster": op.Registry.ClusterName(), "cluster_id": op.Registry.ClusterID(),
 		"policy": cfg.Policy, "dry_run": cfg.DryRun, "once": cfg.Once, "leader_elect": cfg.LeaderElect,
 	}).Info("router-hosts-operator starting")
 	// The status writer runs beside the loop, only while this replica leads.
@@ -334,7 +354,9 @@ type kubeClients struct {
 	status  dynamic.Interface
 	events  corev1client.EventsGetter
 	secrets corev1client.SecretsGetter
-	leases  coordinationv1client.LeasesGetter
+	// namespaces reads the kube-system namespace, whose UID the identity derives from.
+	namespaces corev1client.NamespacesGetter
+	leases     coordinationv1client.LeasesGetter
 }
 
 // newKubeClients builds the clients from restCfg. Built-in kinds travel as protobuf: listing
@@ -378,9 +400,11 @@ func newKubeClients(restCfg *rest.Config, qps float32, burst int, statusQPS floa
 		return nil, fmt.Errorf("creating the events client: %w", err)
 	}
 	// The mTLS Secret shares the sources' client: one object, read rarely.
-	if kc.secrets, err = corev1client.NewForConfig(protoCfg); err != nil {
+	core, err := corev1client.NewForConfig(protoCfg)
+	if err != nil {
 		return nil, fmt.Errorf("creating the Secret client: %w", err)
 	}
+	kc.secrets, kc.namespaces = core, core
 	if kc.leases, err = coordinationv1client.NewForConfig(ownLimiter(protoCfg)); err != nil {
 		return nil, fmt.Errorf("creating the leader-election client: %w", err)
 	}
