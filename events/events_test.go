@@ -9,6 +9,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
@@ -218,5 +219,43 @@ func TestRefusalsSayWhy(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("events\n%s\nwant one with %q", got, want)
 		}
+	}
+}
+
+// TestClusterWideConditionsAreToldWhenTheyStartAndEnd: a namesake on the router and a held mass
+// deletion are each a warning in the log and a Warning on the RouterHostsConfig once when they
+// start, nothing while they last, and one line and a Normal event when they end.
+func TestClusterWideConditionsAreToldWhenTheyStartAndEnd(t *testing.T) {
+	fake := record.NewFakeRecorder(100)
+	log, hook := logtest.NewNullLogger()
+	r := NewWithRecorder(fake, log)
+	r.SetLeading(true)
+	r.SetClusterObject(func() *corev1.ObjectReference {
+		return &corev1.ObjectReference{APIVersion: "router-hosts.fzymgc.house/v1alpha1", Kind: "RouterHostsConfig", Name: "default"}
+	})
+	both := &controller.Report{Cluster: "home", Namesakes: []registry.Namesake{{ID: "bbbbbbbb", Entries: 3}},
+		Braked: &registry.Braked{Leaving: 15, Owned: 20, Held: 15, Token: "15-0badc0de"}}
+	for i := 0; i < 4; i++ {
+		r.Report(context.Background(), both)
+		both.Namesakes[0].Entries++ // the namesake's count moves; that is no new condition
+	}
+	got := drain(fake)
+	if len(got) != 2 || !strings.Contains(got[0], "NamesakeCluster") || !strings.Contains(got[0], "bbbbbbbb") ||
+		!strings.Contains(got[1], "MassDeletionHeld") || !strings.Contains(got[1], "15-0badc0de") {
+		t.Fatalf("events over four syncs: %q", got)
+	}
+	if es := hook.AllEntries(); len(es) != 2 || es[0].Level != logrus.WarnLevel || es[1].Level != logrus.WarnLevel {
+		t.Fatalf("log over four syncs: %v", es)
+	}
+	hook.Reset()
+	for i := 0; i < 3; i++ {
+		r.Report(context.Background(), &controller.Report{Cluster: "home"})
+	}
+	got = drain(fake)
+	if len(got) != 2 || !strings.HasPrefix(got[0], "Normal NamesakeClusterGone") || !strings.HasPrefix(got[1], "Normal MassDeletionReleased") {
+		t.Fatalf("events when both ended: %q", got)
+	}
+	if es := hook.AllEntries(); len(es) != 2 {
+		t.Fatalf("log when both ended: %v", es)
 	}
 }

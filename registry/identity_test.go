@@ -1,0 +1,344 @@
+package registry
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/plan"
+)
+
+// installation is one cluster's operator: its registry and the objects it has.
+type installation struct {
+	r    *Registry
+	eps  []*endpoint.Endpoint
+	name string
+}
+
+func newInstallation(t *testing.T, name, id string, hosts ...string) *installation {
+	t.Helper()
+	in := &installation{name: name, r: newRegWith(t, func(c *Config) { c.ClusterName, c.ClusterID = name, id })}
+	for i, h := range hosts {
+		in.eps = append(in.eps, claim(h, "default", h, fmt.Sprintf("%s-uid-%d", id, i), time.Hour, fmt.Sprintf("10.0.%d.%d", len(id), i+1)))
+	}
+	return in
+}
+
+// writes is the number of changes a sync of in sent.
+func (s *server) syncAs(in *installation, now time.Time) (Result, *State) {
+	return s.sync(in.r, now, in.eps...)
+}
+
+func tagsOf(s *server, host string) []string {
+	for _, e := range s.entries {
+		if e.Hostname == host {
+			return e.Tags
+		}
+	}
+	return nil
+}
+
+// TestNamesakesNeverFight: two clusters that both keep the name "home" share a router. Each
+// writes its own entries once and then nothing, reports the other, never touches the other's
+// entries however long it is away, and a claim on the other's name is a conflict.
+func TestNamesakesNeverFight(t *testing.T) {
+	srv := &server{}
+	a := newInstallation(t, "home", "aaaaaaaa", "a1.lan", "a2.lan")
+	b := newInstallation(t, "home", "bbbbbbbb", "b1.lan", "b2.lan")
+	now := t0
+	for i := 0; i < 5; i++ {
+		for _, in := range []*installation{a, b} {
+			res, st := srv.syncAs(in, now)
+			if i > 0 && len(res.Changes) != 0 {
+				t.Fatalf("round %d: %s's identity %s wrote %v; want nothing once settled", i, in.name, in.r.ClusterID(), actions(res))
+			}
+			if i > 0 && (len(st.Namesakes) != 1 || st.Namesakes[0].Entries != 2) {
+				t.Fatalf("round %d: namesakes %+v, want the other installation with 2 entries", i, st.Namesakes)
+			}
+		}
+		now = now.Add(time.Minute)
+	}
+	if tags := tagsOf(srv, "a1.lan"); !slices.Contains(tags, "cluster-id:aaaaaaaa") || !slices.Contains(tags, "cluster:home") {
+		t.Fatalf("a1.lan tags %v", tags)
+	}
+	before := slices.Clone(srv.entries)
+
+	// b is away for three grace periods; a syncs all along, and a claims b1.lan too.
+	a.eps = append(a.eps, claim("b1.lan", "default", "late", "a-late", time.Minute, "10.9.9.9"))
+	for i := 0; i < 4; i++ {
+		now = now.Add(5 * time.Minute)
+		res, st := srv.syncAs(a, now)
+		if len(res.Changes) != 0 {
+			t.Fatalf("with b away: a wrote %v", actions(res))
+		}
+		if c := conflictsOf(st); len(c) != 1 || !strings.Contains(c[0], "another installation of this name, cluster-id bbbbbbbb") {
+			t.Fatalf("conflicts %v, want b1.lan held by the namesake", c)
+		}
+	}
+	if !slices.EqualFunc(before, srv.entries, func(x, y endpoint.Record) bool { return x.ID == y.ID && x.Version == y.Version }) {
+		t.Fatalf("entries changed while b was away:\nbefore %v\nafter  %v", before, srv.entries)
+	}
+}
+
+// TestARenameTakesTheEntriesAlong: a cluster renamed keeps its entries: one update each, the
+// same IDs, the new name; a namesake of the old name is untouched.
+func TestARenameTakesTheEntriesAlong(t *testing.T) {
+	srv := &server{}
+	a := newInstallation(t, "default", "aaaaaaaa", "a1.lan", "a2.lan", "a3.lan")
+	b := newInstallation(t, "default", "bbbbbbbb", "b1.lan")
+	srv.syncAs(a, t0)
+	srv.syncAs(b, t0)
+	ids := map[string]string{}
+	for _, e := range srv.entries {
+		ids[e.Hostname] = e.ID
+	}
+	cfg := a.r.cfg
+	cfg.ClusterName = "alpha"
+	if err := a.r.Reconfigure(cfg); err != nil {
+		t.Fatal(err)
+	}
+	res, _ := srv.syncAs(a, t0.Add(time.Minute))
+	want := []string{"update a1.lan n001", "update a2.lan n002", "update a3.lan n003"}
+	if got := actions(res); !slices.Equal(got, want) {
+		t.Fatalf("rename: %v, want %v", got, want)
+	}
+	for _, e := range srv.entries {
+		if ids[e.Hostname] != e.ID {
+			t.Errorf("%s changed ID %s → %s", e.Hostname, ids[e.Hostname], e.ID)
+		}
+		wantName := "cluster:alpha"
+		if e.Hostname == "b1.lan" {
+			wantName = "cluster:default"
+		}
+		if !slices.Contains(e.Tags, wantName) {
+			t.Errorf("%s tags %v, want %s", e.Hostname, e.Tags, wantName)
+		}
+	}
+	for _, in := range []*installation{a, b} {
+		if res, _ := srv.syncAs(in, t0.Add(2*time.Minute)); len(res.Changes) != 0 {
+			t.Errorf("after the rename %s wrote %v", in.name, actions(res))
+		}
+	}
+}
+
+// legacyEntry is an entry an earlier version wrote: no identity.
+func legacyEntry(id, host, ip, cluster, uid string, extra ...string) endpoint.Record {
+	return endpoint.Record{ID: id, Hostname: host, IP: ip, Version: "1", Comment: "router-hosts-operator: Ingress default/" + host,
+		Tags: append([]string{"k8s-operator", "cluster:" + cluster, "kind:Ingress", "namespace:default", "source:" + uid}, extra...)}
+}
+
+// TestEarlierVersionsEntriesAreTakenUp: after an upgrade, each cluster takes up the entries
+// its objects want (by their UIDs), a few a sync and without any other change; an entry no
+// object here wants is this cluster's while no namesake shows, and left alone once one does;
+// a rename at the upgrade still takes the cluster's own entries along.
+func TestEarlierVersionsEntriesAreTakenUp(t *testing.T) {
+	t.Run("a trickle", func(t *testing.T) {
+		srv := &server{}
+		a := newInstallation(t, "home", "aaaaaaaa")
+		for i := 0; i < 120; i++ {
+			h := fmt.Sprintf("h%03d.lan", i)
+			uid := fmt.Sprintf("uid-%d", i)
+			a.eps = append(a.eps, claim(h, "default", h, uid, time.Hour, "10.0.0.1"))
+			srv.entries = append(srv.entries, legacyEntry(fmt.Sprintf("e%03d", i), h, "10.0.0.1", "home", uid))
+		}
+		var per []int
+		for i := 0; i < 5; i++ {
+			res, _ := srv.syncAs(a, t0.Add(time.Duration(i)*time.Minute))
+			for _, c := range res.Changes {
+				if c.Action != plan.Update || !slices.Contains(c.New.Tags, "cluster-id:aaaaaaaa") || len(c.New.Tags) != len(c.Old.Tags)+1 {
+					t.Fatalf("take-up wrote %s: %v → %v", c.Action, c.Old, c.New)
+				}
+			}
+			per = append(per, len(res.Changes))
+		}
+		if want := []int{50, 50, 20, 0, 0}; !slices.Equal(per, want) {
+			t.Fatalf("writes per sync %v, want %v", per, want)
+		}
+	})
+	t.Run("two namesakes upgraded", func(t *testing.T) {
+		srv := &server{entries: []endpoint.Record{
+			legacyEntry("e1", "a1.lan", "10.0.0.1", "home", "a-uid-0"),
+			legacyEntry("e2", "b1.lan", "10.0.0.2", "home", "b-uid-0"),
+			legacyEntry("e3", "gone.lan", "10.0.0.3", "home", "gone-uid"),
+		}}
+		a := &installation{name: "home", r: newRegWith(t, func(c *Config) { c.ClusterName, c.ClusterID = "home", "aaaaaaaa" }),
+			eps: []*endpoint.Endpoint{claim("a1.lan", "default", "a1", "a-uid-0", time.Hour, "10.0.0.1")}}
+		b := &installation{name: "home", r: newRegWith(t, func(c *Config) { c.ClusterName, c.ClusterID = "home", "bbbbbbbb" }),
+			eps: []*endpoint.Endpoint{claim("b1.lan", "default", "b1", "b-uid-0", time.Hour, "10.0.0.2")}}
+		// b upgrades first: it takes up b1.lan; with no namesake yet, the other entries
+		// of its name are its own, and it marks them.
+		res, _ := srv.syncAs(b, t0)
+		if got, want := actions(res), []string{"mark a1.lan e1", "update b1.lan e2", "mark gone.lan e3"}; !slices.Equal(got, want) {
+			t.Fatalf("b's first sync: %v, want %v", got, want)
+		}
+		// a upgrades: its object wants a1.lan, so it takes it up and lifts the mark; b's
+		// entry names another identity, so gone.lan may be b's: left alone.
+		res, st := srv.syncAs(a, t0.Add(time.Minute))
+		if got, want := actions(res), []string{"unmark a1.lan e1"}; !slices.Equal(got, want) {
+			t.Fatalf("a's first sync: %v, want %v", got, want)
+		}
+		if st.Unclaimed != 1 {
+			t.Fatalf("a: unclaimed %d, want gone.lan", st.Unclaimed)
+		}
+		if tags := tagsOf(srv, "a1.lan"); !slices.Contains(tags, "cluster-id:aaaaaaaa") || slices.ContainsFunc(tags, func(t string) bool { return strings.HasPrefix(t, PrefixPending) }) {
+			t.Fatalf("a1.lan after a's take-up: %v", tags)
+		}
+		// From now on neither writes at all: gone.lan may be either's, so neither deletes it
+		// (its object is gone wherever it was; it is counted as unclaimed).
+		for i := 2; i < 20; i++ {
+			now := t0.Add(time.Duration(i) * time.Minute)
+			ra, sa := srv.syncAs(a, now)
+			rb, sb := srv.syncAs(b, now)
+			if len(ra.Changes)+len(rb.Changes) != 0 || sa.Unclaimed != 1 || sb.Unclaimed != 1 {
+				t.Fatalf("minute %d: a %v, b %v; unclaimed %d, %d", i, actions(ra), actions(rb), sa.Unclaimed, sb.Unclaimed)
+			}
+		}
+		if len(srv.entries) != 3 {
+			t.Fatalf("entries %v", srv.entries)
+		}
+	})
+	t.Run("a rename at the upgrade", func(t *testing.T) {
+		srv := &server{entries: []endpoint.Record{
+			legacyEntry("e1", "a1.lan", "10.0.0.1", "default", "a-uid-0"),
+			legacyEntry("e2", "other.lan", "10.0.0.9", "default", "someone-else"),
+		}}
+		a := &installation{name: "alpha", r: newRegWith(t, func(c *Config) { c.ClusterName, c.ClusterID = "alpha", "aaaaaaaa" }),
+			eps: []*endpoint.Endpoint{claim("a1.lan", "default", "a1", "a-uid-0", time.Hour, "10.0.0.1")}}
+		res, _ := srv.syncAs(a, t0)
+		if got, want := actions(res), []string{"update a1.lan e1"}; !slices.Equal(got, want) {
+			t.Fatalf("%v, want %v", got, want)
+		}
+		if tags := tagsOf(srv, "a1.lan"); !slices.Contains(tags, "cluster:alpha") || !slices.Contains(tags, "cluster-id:aaaaaaaa") {
+			t.Fatalf("a1.lan %v", tags)
+		}
+	})
+}
+
+// TestTheBrake: a sync that would take most of the cluster's entries at once holds every mark
+// and deletion until that set is confirmed or the cause goes away; everyday churn and a small
+// cluster never trip it; a confirmed removal completes with its grace period.
+func TestTheBrake(t *testing.T) {
+	world := func(t *testing.T, n int, confirm string) (*server, *installation) {
+		srv := &server{}
+		in := newInstallation(t, "home", "aaaaaaaa")
+		cfg := in.r.cfg
+		cfg.Brake = DefaultBrake()
+		cfg.Brake.Confirm = confirm
+		if err := in.r.Reconfigure(cfg); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < n; i++ {
+			h := fmt.Sprintf("h%02d.lan", i)
+			in.eps = append(in.eps, claim(h, "default", h, "uid-"+h, time.Hour, "10.0.0.1"))
+		}
+		srv.syncAs(in, t0)
+		return srv, in
+	}
+	count := func(res Result, a plan.Action) int {
+		n := 0
+		for _, c := range res.Changes {
+			if c.Action == a {
+				n++
+			}
+		}
+		return n
+	}
+
+	t.Run("held, then confirmed", func(t *testing.T) {
+		srv, in := world(t, 20, "")
+		all := in.eps
+		in.eps = all[:5]
+		res, _ := srv.syncAs(in, t0.Add(time.Minute))
+		if res.Braked == nil || res.Braked.Leaving != 15 || res.Braked.Owned != 20 || len(res.Changes) != 0 {
+			t.Fatalf("15 of 20 leaving: braked %+v, changes %v", res.Braked, actions(res))
+		}
+		token := res.Braked.Token
+		if again, _ := srv.syncAs(in, t0.Add(2*time.Minute)); again.Braked == nil || again.Braked.Token != token {
+			t.Fatalf("the same cause gave another token: %+v", again.Braked)
+		}
+		cfg := in.r.cfg
+		cfg.Brake.Confirm = token
+		if err := in.r.Reconfigure(cfg); err != nil {
+			t.Fatal(err)
+		}
+		res, _ = srv.syncAs(in, t0.Add(3*time.Minute))
+		if res.Braked != nil || count(res, plan.Mark) != 15 {
+			t.Fatalf("confirmed: braked %+v, %v", res.Braked, actions(res))
+		}
+		res, _ = srv.syncAs(in, t0.Add(4*time.Minute))
+		if res.Braked != nil || len(res.Changes) != 0 {
+			t.Fatalf("within the grace period: braked %+v, %v", res.Braked, actions(res))
+		}
+		res, _ = srv.syncAs(in, t0.Add(9*time.Minute))
+		if res.Braked != nil || count(res, plan.Delete) != 15 || len(srv.entries) != 5 {
+			t.Fatalf("after the grace period: braked %+v, %v; %d entries", res.Braked, actions(res), len(srv.entries))
+		}
+	})
+	t.Run("the cause goes away", func(t *testing.T) {
+		srv, in := world(t, 20, "")
+		all := in.eps
+		in.eps = all[:5]
+		if res, _ := srv.syncAs(in, t0.Add(time.Minute)); res.Braked == nil {
+			t.Fatal("not held")
+		}
+		in.eps = all
+		if res, _ := srv.syncAs(in, t0.Add(2*time.Minute)); res.Braked != nil || len(res.Changes) != 0 {
+			t.Fatalf("back: braked %+v, %v", res.Braked, actions(res))
+		}
+	})
+	t.Run("a set that grows is held again, its marks and due deletions with it", func(t *testing.T) {
+		srv, in := world(t, 20, "")
+		all := in.eps
+		in.eps = all[:16] // 4 leave: everyday
+		if res, _ := srv.syncAs(in, t0.Add(time.Minute)); res.Braked != nil || count(res, plan.Mark) != 4 {
+			t.Fatalf("4 of 20: braked %+v, %v", res.Braked, actions(res))
+		}
+		in.eps = all[:6] // 10 more: 14 of 20
+		res, _ := srv.syncAs(in, t0.Add(10*time.Minute))
+		if res.Braked == nil || res.Braked.Leaving != 14 || len(res.Changes) != 0 {
+			t.Fatalf("14 of 20: braked %+v, %v", res.Braked, actions(res))
+		}
+	})
+	for _, tc := range []struct {
+		name       string
+		n, keep    int
+		wantMarked int
+	}{
+		{"everyday churn", 30, 27, 3},
+		{"half exactly", 20, 10, 10},
+		{"a handful", 8, 0, 8},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, in := world(t, tc.n, "")
+			in.eps = in.eps[:tc.keep]
+			if res, _ := srv.syncAs(in, t0.Add(time.Minute)); res.Braked != nil || count(res, plan.Mark) != tc.wantMarked {
+				t.Fatalf("braked %+v, %v", res.Braked, actions(res))
+			}
+		})
+	}
+}
+
+// TestIdentityConfig: an identity is 8 lowercase hex digits, derived the same way each time,
+// and differs between two Leases of one cluster.
+func TestIdentityConfig(t *testing.T) {
+	id := Identity("6f1c…uid", "router-hosts", "router-hosts-operator")
+	if err := checkIdentity(id); err != nil || id != Identity("6f1c…uid", "router-hosts", "router-hosts-operator") {
+		t.Fatalf("identity %q: %v", id, err)
+	}
+	if id == Identity("6f1c…uid", "team-b", "router-hosts-operator") {
+		t.Fatal("two installations in one cluster share an identity")
+	}
+	for _, bad := range []string{"ABCDEF12", "abc", "abcdefgh", "0123456789"} {
+		if _, err := New(Config{ClusterName: "home", ClusterID: bad}); err == nil {
+			t.Errorf("identity %q accepted", bad)
+		}
+	}
+	for _, b := range []Brake{{Share: -0.1}, {Share: 1.5}, {Share: 0.5, Minimum: -1}} {
+		if _, err := New(Config{ClusterName: "home", Brake: b}); err == nil {
+			t.Errorf("brake %+v accepted", b)
+		}
+	}
+}
