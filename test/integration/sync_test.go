@@ -13,6 +13,7 @@ import (
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
+	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )
 
 func TestOnlyAnnotatedIngressesGetEntriesWithExactTags(t *testing.T) {
@@ -24,7 +25,13 @@ func TestOnlyAnnotatedIngressesGetEntriesWithExactTags(t *testing.T) {
 	h.sync()
 
 	got := h.one("web.lan")
-	wantTags := []string{"cluster:test", "k8s-operator", "kind:Ingress", "namespace:" + h.ns, "source:" + string(web.UID), "team-a"}
+	// The identity is the one derived from this cluster's kube-system namespace and the Lease.
+	ks, err := h.cp.Client.CoreV1().Namespaces().Get(context.Background(), "kube-system", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := registry.Identity(string(ks.UID), "default", "router-hosts-operator")
+	wantTags := []string{"cluster-id:" + id, "cluster:test", "k8s-operator", "kind:Ingress", "namespace:" + h.ns, "source:" + string(web.UID), "team-a"}
 	if tags := endpoint.SortedUnique(got.Tags); !reflect.DeepEqual(tags, wantTags) {
 		t.Errorf("tags = %q\nwant   %q", tags, wantTags)
 	}
