@@ -122,7 +122,7 @@ func New(sourceNames []string) *Metrics {
 		namesakes: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "namesake_clusters",
 			Help: "Other installations whose entries on the router carry this cluster's name (a cluster-id: other than this one's); their entries are never written."}),
 		unclaimed: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "unclaimed_entries",
-			Help: "Entries an earlier version wrote under this cluster's name that no object here wants while a namesake shows: left alone, since they may be the namesake's."}),
+			Help: "Entries no object here wants that may be another installation's: an earlier version's under this cluster's name while a namesake shows, or this identity's under another name. Left alone."}),
 		deletionsHeld: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "mass_deletion_held_entries",
 			Help: "Entries the mass-deletion brake keeps from being marked or deleted until the deletion is confirmed; 0 when the brake is not holding."}),
 		clientCertExpiry: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "client_certificate_expiry_timestamp_seconds",

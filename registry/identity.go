@@ -13,10 +13,12 @@ import (
 // Which cluster owns an entry. The cluster: name is what people choose, and two clusters may
 // choose the same one (both keep "default"); the cluster-id: tag is the installation's
 // identity, which the operator derives and a namesake cannot share. With an identity
-// configured, an entry is this cluster's when it carries this identity (whatever its name, so
-// that a rename takes the entries along in place), a namesake's when it carries another
-// identity beside this cluster's name, and another cluster's otherwise. An entry an earlier
-// version wrote carries no identity: see Classify for who takes it up.
+// configured, an entry is this cluster's when it carries this identity and this name; a
+// namesake's when it carries another identity beside this name; another cluster's when it
+// carries another identity and another name. Two kinds are decided by the claims
+// (resolveLegacy): an entry an earlier version wrote (no identity), and one with this identity
+// under another name, which is this cluster's before a rename, or a second installation's
+// that shares the identity (two in one cluster on one Lease).
 
 // IdentityLength is the number of hex digits of an identity: 32 bits, so that two
 // installations sharing a router collide about once in four billion pairs, on 19 bytes an
@@ -49,8 +51,9 @@ type class uint8
 
 const (
 	unowned  class = iota // no k8s-operator tag: hand-made
-	own                   // this installation's identity
-	legacy                // written by an earlier version: no identity; Classify decides
+	own                   // this installation's identity and name
+	legacy                // written by an earlier version: no identity; resolveLegacy decides
+	renamed               // this identity under another name; resolveLegacy decides
 	namesake              // this cluster's name with another identity
 	foreign               // another cluster's
 )
@@ -77,7 +80,10 @@ func (r *Registry) classOf(v *view) class {
 	case len(ids) == 0:
 		return legacy
 	case !slices.ContainsFunc(ids, func(id string) bool { return id != r.cfg.ClusterID }):
-		return own
+		if sameName {
+			return own
+		}
+		return renamed
 	case sameName:
 		return namesake
 	}
@@ -91,27 +97,30 @@ type Namesake struct {
 	Entries int
 }
 
-// resolveLegacy decides whose the entries an earlier version wrote (no identity) are, once the
-// whole read is sorted:
+// resolveLegacy decides whose the entries are that the tags alone leave open (an earlier
+// version's, and this identity's under another name), once the whole read is sorted:
 //   - one that an object of this cluster wants (its source: tag names the object's UID,
-//     which no other cluster has) is this cluster's, whatever cluster name it carries: it is
-//     taken up, and gets the identity at a write (takeUpPerSync at a time, after every other
-//     change);
-//   - one of this cluster's name that no object here wants is this cluster's too (its object
-//     is gone: marked, deleted after its grace period), unless a namesake shows on the router:
-//     then it may be the namesake's, and it is left alone (Unclaimed) for the namesake to take
-//     up or for `release` to remove;
-//   - any other is another cluster's.
-func (r *Registry) resolveLegacy(st *State, legacies []endpoint.Record, claimed func(uid string) bool) {
-	for _, rec := range legacies {
-		v := st.parser.Parse(&rec).v
-		mine := slices.ContainsFunc(v.values(PrefixSource), claimed)
-		sameName := !slices.ContainsFunc(v.values(PrefixCluster), func(n string) bool { return n != r.cfg.ClusterName })
+//     which no other cluster has) is this cluster's, whatever cluster name it carries: a
+//     rename, or an earlier version's entry taken up (it gets the identity at a write,
+//     takeUpPerSync at a time, after every other change);
+//   - one with this identity under another name that is marked for deletion is this
+//     cluster's: renamed on its way out, it goes as marked;
+//   - an earlier version's entry of this cluster's name that no object here wants is this
+//     cluster's too (its object is gone: marked, deleted after its grace period), unless a
+//     namesake shows on the router: then it may be the namesake's, and it is left alone;
+//   - any other is another's, never written. Those that may be (an earlier version's under
+//     this name, this identity's under another) are counted as Unclaimed.
+func (r *Registry) resolveLegacy(st *State, open []endpoint.Record, claimed func(uid string) bool) {
+	for _, rec := range open {
+		p := st.parser.Parse(&rec)
+		mine := slices.ContainsFunc(p.v.values(PrefixSource), claimed)
+		_, marked := p.v.value(PrefixPending)
+		sameName := !slices.ContainsFunc(p.v.values(PrefixCluster), func(n string) bool { return n != r.cfg.ClusterName })
 		switch {
-		case mine || (sameName && len(st.Namesakes) == 0):
+		case mine, p.class == renamed && marked, p.class == legacy && sameName && len(st.Namesakes) == 0:
 			st.Owned = append(st.Owned, rec)
 		default:
-			if sameName {
+			if sameName || p.class == renamed {
 				st.Unclaimed++
 			}
 			key := strings.ToLower(rec.Hostname)

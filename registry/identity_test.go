@@ -124,6 +124,46 @@ func TestARenameTakesTheEntriesAlong(t *testing.T) {
 	}
 }
 
+// TestTwoNamesOnOneIdentity: two installations that share an identity (one cluster, one Lease
+// name and namespace) under two names, with objects of their own, leave each other's entries
+// alone (no rename fight), while a rename still takes along the entries of the objects that
+// want them, and one already on its way out.
+func TestTwoNamesOnOneIdentity(t *testing.T) {
+	srv := &server{}
+	a := newInstallation(t, "a", "aaaaaaaa", "a1.lan", "a2.lan")
+	b := &installation{name: "b", r: newRegWith(t, func(c *Config) { c.ClusterName, c.ClusterID = "b", "aaaaaaaa" }),
+		eps: []*endpoint.Endpoint{claim("b1.lan", "default", "b1", "b-uid", time.Hour, "10.0.0.9")}}
+	for i := 0; i < 4; i++ {
+		for _, in := range []*installation{a, b} {
+			res, st := srv.syncAs(in, t0.Add(time.Duration(i)*time.Minute))
+			if i > 0 && len(res.Changes) != 0 {
+				t.Fatalf("round %d: %s wrote %v", i, in.name, actions(res))
+			}
+			if want := map[string]int{"a": 1, "b": 2}[in.name]; i > 0 && st.Unclaimed != want {
+				t.Fatalf("round %d: %s counts %d unclaimed, want %d", i, in.name, st.Unclaimed, want)
+			}
+		}
+	}
+	// a lets a2.lan go (marked), then is renamed: a1.lan is renamed, a2.lan too, on its way out.
+	a.eps = a.eps[:1]
+	srv.syncAs(a, t0.Add(10*time.Minute))
+	cfg := a.r.cfg
+	cfg.ClusterName = "alpha"
+	if err := a.r.Reconfigure(cfg); err != nil {
+		t.Fatal(err)
+	}
+	res, _ := srv.syncAs(a, t0.Add(11*time.Minute))
+	if got, want := actions(res), []string{"update a1.lan n001"}; !slices.Equal(got, want) {
+		t.Fatalf("rename: %v, want %v", got, want)
+	}
+	if res, _ := srv.syncAs(a, t0.Add(16*time.Minute)); !slices.Equal(actions(res), []string{"delete a2.lan n002"}) {
+		t.Fatalf("after the grace period: %v, want a2.lan deleted", actions(res))
+	}
+	if tags := tagsOf(srv, "b1.lan"); !slices.Contains(tags, "cluster:b") {
+		t.Fatalf("b1.lan %v", tags)
+	}
+}
+
 // legacyEntry is an entry an earlier version wrote: no identity.
 func legacyEntry(id, host, ip, cluster, uid string, extra ...string) endpoint.Record {
 	return endpoint.Record{ID: id, Hostname: host, IP: ip, Version: "1", Comment: "router-hosts-operator: Ingress default/" + host,

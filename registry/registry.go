@@ -225,13 +225,14 @@ type State struct {
 	Problems []Problem
 
 	parser Parser
-	// legacy are the entries an earlier version wrote, until Desired knows the claims.
+	// legacy are the entries whose owner the claims decide (an earlier version's, this
+	// identity's under another name), until Desired knows them.
 	legacy []endpoint.Record
 }
 
 // view is the view of an owned entry; the zero view for any other.
 func (s *State) view(rec *endpoint.Record) view {
-	if p := s.parser.Parse(rec); p.class == own || p.class == legacy {
+	if p := s.parser.Parse(rec); p.class == own || p.class == legacy || p.class == renamed {
 		return p.v
 	}
 	return view{}
@@ -285,7 +286,7 @@ func (r *Registry) Classify(records []endpoint.Record, parser Parser) *State {
 			st.Unowned[key] = append(st.Unowned[key], *rec)
 		case own:
 			st.Owned = append(st.Owned, *rec)
-		case legacy:
+		case legacy, renamed:
 			st.legacy = append(st.legacy, *rec)
 		case namesake:
 			id, _ := p.v.value(PrefixClusterID)
@@ -667,7 +668,7 @@ func Owner(rec *endpoint.Record) (namespace string, kinds []string, adopted bool
 // the name counts.
 func (r *Registry) ours(v *view) bool {
 	switch r.classOf(v) {
-	case own:
+	case own, renamed:
 		return true
 	case legacy:
 		return !slices.ContainsFunc(v.values(PrefixCluster), func(n string) bool { return n != r.cfg.ClusterName })
