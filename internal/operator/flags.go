@@ -72,7 +72,8 @@ type Config struct {
 	MaxTagsPerObject       int
 	MaxEntriesPerNamespace int
 	MaxWritesPerSync       int
-	// Command is the subcommand: "run" (the operator, the default) or "webhook".
+	ProbeWait              time.Duration
+	// Command is the subcommand: "run" (the operator, the default), "webhook" or "release".
 	Command string
 
 	// Version is the binary's version, for the user agent and the start-up log; Build all
@@ -185,6 +186,10 @@ func ParseFlags(args []string, build Build) (*Config, error) {
 	app.Command(CommandRun, "Keep router-hosts in step with the cluster's annotated resources (the default).").Default()
 	app.Command(CommandWebhook, "Serve router-hosts as an external-dns webhook provider: external-dns's sources, the operator's ownership, adoption and grace periods. "+
 		"Give it a --cluster-name of its own (default there: "+WebhookCluster+"); run external-dns with --provider=webhook --registry=noop.")
+	app.Command(CommandRelease, "Let a cluster go for good (gone, or after helm uninstall): give back the entries it adopted as they were and delete the ones it created, "+
+		"nothing else; refused while an operator of the cluster still runs. Needs --cluster-name; run it with --dry-run first.")
+	app.Flag("probe-wait", "How long release waits for a running operator of the cluster to take its probe off an entry; must exceed that operator's --interval (two intervals and some are safe).").
+		Default(DefaultProbeWait.String()).SetValue(&duration{flag: "probe-wait", target: &cfg.ProbeWait})
 	app.Flag("webhook-address", "Address of the external-dns webhook (webhook command); external-dns's sidecar convention is 127.0.0.1:8888.").
 		Default("127.0.0.1:8888").StringVar(&cfg.WebhookAddress)
 	// given reports whether the user set a flag, on the command line or by its environment
@@ -204,6 +209,11 @@ func ParseFlags(args []string, build Build) (*Config, error) {
 		return nil, err
 	}
 	cfg.Command = cmd
+	if cmd == CommandRelease {
+		if err := cfg.releaseFlags(given("cluster-name")); err != nil {
+			return nil, err
+		}
+	}
 	if cmd == CommandWebhook {
 		// The webhook's entries must not be any operator's: an operator of the same cluster
 		// name would take them for its own, and the two would undo each other's writes.

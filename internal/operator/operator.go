@@ -87,8 +87,8 @@ type Operator struct {
 	closers  []func()
 }
 
-// Run wires the operator from cfg, then runs one sync (--once) or the loop until ctx ends.
-// Plan lines of --dry-run go to out.
+// Run wires the operator from cfg, then runs one sync (--once) or the loop until ctx ends;
+// or the command cfg names instead (webhook, release). Plan lines of --dry-run go to out.
 func Run(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer) error {
 	if cfg.Command == CommandWebhook {
 		w, err := NewWebhook(cfg, log, nil)
@@ -97,6 +97,9 @@ func Run(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer) er
 		}
 		defer w.Close()
 		return w.Run(ctx)
+	}
+	if cfg.Command == CommandRelease {
+		return Release(ctx, cfg, log, out, nil)
 	}
 	op, err := New(ctx, cfg, log, out, Hooks{})
 	if err != nil {

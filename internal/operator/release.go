@@ -1,0 +1,233 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"k8s.io/utils/clock"
+
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/metrics"
+	"github.com/router-hosts-operator/router-hosts-operator/plan"
+	"github.com/router-hosts-operator/router-hosts-operator/registry"
+)
+
+// CommandRelease lets a cluster go (Release).
+const CommandRelease = "release"
+
+// DefaultProbeWait is --probe-wait's default: two of the operator's default --interval (1m)
+// and some slack, so that a running operator has had a full sync even if one of them failed.
+const DefaultProbeWait = 150 * time.Second
+
+// releaseFlags completes the release command's flags. The cluster may be gone, and its
+// RouterHostsConfig with it, so the connection is the flags' alone; and the cluster is named
+// on purpose, never by the default name.
+func (cfg *Config) releaseFlags(nameGiven bool) error {
+	cfg.ConfigName = ""
+	switch {
+	case !nameGiven:
+		return errors.New("release: --cluster-name is required: it names the cluster whose entries leave the router")
+	case cfg.Provider == "inmemory":
+		return errors.New("release: --provider=inmemory holds no cluster's entries; name the router with --router-hosts-endpoint")
+	case cfg.ProbeWait <= 0:
+		return errors.New("--probe-wait must be positive")
+	}
+	return nil
+}
+
+// StillRunsError refuses a release: something wrote the probed entry during the wait, which is
+// what a running operator of the cluster does at its next sync. Releasing then would only
+// start a tug of war with it.
+type StillRunsError struct {
+	Cluster string
+	// Did says what happened to the probed entry, e.g. "took the probe off entry ID (host)".
+	Did    string
+	Within time.Duration
+}
+
+func (e *StillRunsError) Error() string {
+	return fmt.Sprintf("the operator of cluster %s still runs: it %s within %s; stop it (helm uninstall / scale to 0) and run release again",
+		e.Cluster, e.Did, e.Within)
+}
+
+// Release lets the cluster cfg names go: its adopted entries are given back as the user had
+// them, the ones it created are deleted, and nothing else on the router is touched (the
+// registry's Release decides which and how). With --dry-run it prints the plan and writes
+// nothing. Otherwise it first makes sure no operator of the cluster still runs, since one
+// would put everything back: it writes a probe tag on one of the entries, waits --probe-wait
+// on clk (nil: the real clock), and reads the server again. A running operator owns the
+// entry, so its next sync rewrites it as it wants it, without the probe; if the entry is
+// exactly as the probe left it, the release goes ahead from that fresh read, else it is
+// refused (a *StillRunsError). Plan lines and the summary go to out.
+func Release(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, clk clock.Clock) error {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	reg, err := registry.New(registry.Config{ClusterName: cfg.ClusterName, ClusterID: cfg.ClusterID, Log: log.WithField("component", "registry")})
+	if err != nil {
+		return fmt.Errorf("--cluster-name/--cluster-id: %w", err)
+	}
+	// A write retried after a version conflict goes ahead only on an entry that is still the
+	// cluster's, by the identity being released (known once the server is read).
+	guard := reg
+	stillApplies := func(c *plan.Change, fresh *endpoint.Record) bool { return guard.StillApplies(c, fresh) }
+	prov, closeProv, err := newProvider(cfg, cfg.settings(), log, metrics.New(nil), stillApplies)
+	if err != nil {
+		return err
+	}
+	defer closeProv()
+
+	records, err := prov.Records(ctx)
+	if err != nil {
+		return fmt.Errorf("listing router-hosts entries: %w", err)
+	}
+	letting, err := reg.Release(records)
+	if err != nil {
+		return fmt.Errorf("release: %w", err)
+	}
+	if guard, err = registry.New(registry.Config{ClusterName: cfg.ClusterName, ClusterID: letting.ClusterID}); err != nil {
+		return fmt.Errorf("the identity on the router: %w", err)
+	}
+	cluster := "cluster " + cfg.ClusterName
+	if letting.ClusterID != "" {
+		cluster += " (cluster-id " + letting.ClusterID + ")"
+	}
+	fields := logrus.Fields{"cluster": cfg.ClusterName}
+	if letting.ClusterID != "" {
+		fields["cluster_id"] = letting.ClusterID
+	}
+	printStaying(out, cfg.ClusterName, letting)
+	released, deleted := letting.Counts()
+
+	if cfg.DryRun {
+		for i := range letting.Changes {
+			fmt.Fprintln(out, letting.Changes[i].String())
+		}
+		if p := letting.Probe(clk.Now()); p != nil {
+			log.WithFields(fields).WithFields(logrus.Fields{"id": p.Old.ID, "hostname": p.Old.Hostname}).
+				Info("dry run: the release probe would go on this entry; nothing is written")
+		}
+		fmt.Fprintf(out, "dry run: %s: %d released, %d deleted; nothing written\n", cluster, released, deleted)
+		return nil
+	}
+	if len(letting.Changes) == 0 {
+		fmt.Fprintf(out, "%s: no entries to release\n", cluster)
+		return nil
+	}
+
+	// The probe: one write, then one read after the wait.
+	probe := []plan.Change{*letting.Probe(clk.Now())}
+	if err := prov.ApplyChanges(ctx, probe); err != nil {
+		return fmt.Errorf("writing the release probe on entry %s (%s): %w", probe[0].Old.ID, probe[0].Old.Hostname, err)
+	}
+	written := probe[0].New
+	stamp := registry.Probed(written)
+	log.WithFields(fields).WithFields(logrus.Fields{"id": written.ID, "hostname": written.Hostname, "probe": stamp, "wait": cfg.ProbeWait}).
+		Info("release probe written; a running operator of the cluster would take it off at its next sync")
+	select {
+	case <-clk.After(cfg.ProbeWait):
+	case <-ctx.Done():
+		return fmt.Errorf("interrupted while waiting on the probe; nothing was released, and entry %s keeps the probe until a release or the cluster's operator rewrites it: %w",
+			written.ID, ctx.Err())
+	}
+	fresh, err := prov.Records(ctx)
+	if err != nil {
+		return fmt.Errorf("listing router-hosts entries after the probe: %w", err)
+	}
+	if did := probeAnswered(written, stamp, fresh); did != "" {
+		return &StillRunsError{Cluster: cfg.ClusterName, Did: did, Within: cfg.ProbeWait}
+	}
+	again, err := reg.Release(fresh)
+	if err != nil {
+		return fmt.Errorf("release: %w", err)
+	}
+	if again.ClusterID != letting.ClusterID {
+		return &StillRunsError{Cluster: cfg.ClusterName, Within: cfg.ProbeWait,
+			Did: fmt.Sprintf("changed the identity on the cluster's entries from %s to %s", orNone(letting.ClusterID), orNone(again.ClusterID))}
+	}
+	log.WithFields(fields).Info("the probe is untouched: no operator of the cluster runs; releasing")
+
+	applyErr := prov.ApplyChanges(ctx, again.Changes)
+	if ctx.Err() != nil {
+		// The changes not yet started when ctx ended are not known apart from those written.
+		return fmt.Errorf("releasing %s: interrupted; run release again for what is left: %w", cluster, applyErr)
+	}
+	failed := map[*plan.Change]bool{}
+	for _, ce := range plan.Errors(applyErr) {
+		failed[ce.Change] = true
+		log.WithFields(fields).WithError(ce.Err).WithField("change", ce.Change.String()).Error("not released")
+	}
+	released, deleted = 0, 0
+	for i := range again.Changes {
+		c := &again.Changes[i]
+		if failed[c] {
+			continue
+		}
+		fmt.Fprintln(out, c.String())
+		if c.Action == plan.Release {
+			released++
+		} else {
+			deleted++
+		}
+	}
+	fmt.Fprintf(out, "%s: %d released, %d deleted\n", cluster, released, deleted)
+	if applyErr != nil {
+		return fmt.Errorf("releasing %s: %d of %d changes not written (run release again for the rest): %w",
+			cluster, len(again.Changes)-released-deleted, len(again.Changes), applyErr)
+	}
+	return nil
+}
+
+// probeAnswered says what became of the probed entry during the wait, as the probe wrote it
+// (written, carrying stamp), in fresh: "" when it is exactly as the probe left it.
+func probeAnswered(written *endpoint.Record, stamp string, fresh []endpoint.Record) string {
+	entry := fmt.Sprintf("entry %s (%s)", written.ID, written.Hostname)
+	i := slices.IndexFunc(fresh, func(r endpoint.Record) bool { return r.ID == written.ID })
+	switch {
+	case i < 0:
+		return "deleted " + entry
+	case registry.Probed(&fresh[i]) != stamp:
+		return "took the probe off " + entry
+	case written.Version != "" && fresh[i].Version != written.Version,
+		endpoint.Diff(written, &fresh[i]) != 0, !slices.Equal(written.Tags, fresh[i].Tags):
+		return "rewrote " + entry
+	}
+	return ""
+}
+
+func orNone(id string) string {
+	if id == "" {
+		return "none"
+	}
+	return id
+}
+
+// printStaying tells what may be the cluster's and stays on the router: an earlier version's
+// entries that may be another installation's, and that installation; and the identity's
+// entries under another name, which release under that name lets go.
+func printStaying(out io.Writer, name string, l *registry.Letting) {
+	for i := range l.Left {
+		r := &l.Left[i]
+		fmt.Fprintf(out, "left    %s %s id=%s (an earlier version's, without a cluster-id: another installation writes cluster %s, and it may be its)\n",
+			r.Hostname, r.IP, r.ID, name)
+	}
+	for i := range l.Renamed {
+		r := &l.Renamed[i]
+		other := strings.Join(registry.ClusterNames(r), ",")
+		fmt.Fprintf(out, "left    %s %s id=%s (cluster-id %s under cluster %s: a rename's, or another installation's sharing the identity; release --cluster-name=%s lets it go)\n",
+			r.Hostname, r.IP, r.ID, l.ClusterID, other, other)
+	}
+	if len(l.Namesakes) > 0 {
+		ids := make([]string, len(l.Namesakes))
+		for i, n := range l.Namesakes {
+			ids[i] = fmt.Sprintf("cluster-id %s (%d entries)", n.ID, n.Entries)
+		}
+		fmt.Fprintf(out, "other installations write cluster %s and keep their entries: %s\n", name, strings.Join(ids, ", "))
+	}
+}
