@@ -13,8 +13,11 @@ import (
 
 // Brake holds back a mass deletion: a namespace deleted by mistake, a source dropped from the
 // flags, a label filter's typo. When more than Share of the cluster's entries, and at least
-// Minimum, would be on their way out, no entry is marked for deletion or deleted until the
-// user confirms that very set (Confirm holds its token) or the cause goes away.
+// Minimum, would be on their way out, no entry is marked for deletion until the user confirms
+// that very set (Confirm holds its token) or the cause goes away. Only marks are held: a
+// deletion comes only from a mark, so what is already marked went through the brake (or was
+// everyday churn) and completes with its grace period; a confirmed set then shrinks as its
+// entries go without asking again.
 type Brake struct {
 	// Share is the part of the cluster's entries, in (0, 1], beyond which the brake holds;
 	// zero turns the brake off.
@@ -42,9 +45,8 @@ func checkBrake(b Brake) error {
 
 // Braked is a deletion the brake holds.
 type Braked struct {
-	// Leaving is the number of the cluster's entries that would be marked for deletion or
-	// deleted, Owned the number the cluster has; Held the marks and deletions this sync did
-	// not send.
+	// Leaving is the number of the cluster's entries on their way out (marked, or to be),
+	// Owned the number the cluster has; Held the marks this sync did not send.
 	Leaving, Owned, Held int
 	// Token names this set of entries; confirming it lets exactly this set go.
 	Token string
@@ -53,13 +55,12 @@ type Braked struct {
 // Message is what the user is told, with the way to let it through.
 func (b *Braked) Message() string {
 	return fmt.Sprintf("%d of this cluster's %d entries would be deleted at once (over the mass-deletion brake); "+
-		"nothing is marked or deleted until the cause goes away or the deletion is confirmed with "+
+		"none is marked for deletion until the cause goes away or the deletion is confirmed with "+
 		"--confirm-mass-deletion=%s or the RouterHostsConfig's spec.deletion.brake.confirm: %q", b.Leaving, b.Owned, b.Token, b.Token)
 }
 
-// brake applies the Brake to a sync's changes: it returns them without the marks and the
-// deletions of marked entries when the entries leaving would trip it, and what it held.
-// Duplicates, whose address stays served, are no deletion of a name and always go.
+// brake applies the Brake to a sync's changes: it returns them without the marks when the
+// entries leaving would trip it, and what it held.
 func (r *Registry) brake(st *State, changes []plan.Change) ([]plan.Change, *Braked) {
 	b := r.cfg.Brake
 	if b.Share == 0 {
@@ -75,7 +76,7 @@ func (r *Registry) brake(st *State, changes []plan.Change) ([]plan.Change, *Brak
 	held := 0
 	for i := range changes {
 		switch c := &changes[i]; {
-		case c.Action == plan.Mark || retiring(c):
+		case c.Action == plan.Mark:
 			leaving[c.Old.ID] = true
 			held++
 		case c.Action == plan.Unmark || c.Action == plan.Update:
@@ -101,16 +102,11 @@ func (r *Registry) brake(st *State, changes []plan.Change) ([]plan.Change, *Brak
 	}
 	kept := make([]plan.Change, 0, len(changes)-held)
 	for _, c := range changes {
-		if c.Action != plan.Mark && !retiring(&c) {
+		if c.Action != plan.Mark {
 			kept = append(kept, c)
 		}
 	}
 	return kept, &Braked{Leaving: n, Owned: len(st.Owned), Held: held, Token: token}
-}
-
-// retiring reports whether c deletes or releases an entry at the end of its grace period.
-func retiring(c *plan.Change) bool {
-	return (c.Action == plan.Delete && !c.Duplicate) || c.Action == plan.Release
 }
 
 // takeUpPerSync is how many entries of an earlier version a sync gives the identity when

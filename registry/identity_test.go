@@ -329,17 +329,51 @@ func TestTheBrake(t *testing.T) {
 			t.Fatalf("back: braked %+v, %v", res.Braked, actions(res))
 		}
 	})
-	t.Run("a set that grows is held again, its marks and due deletions with it", func(t *testing.T) {
+	t.Run("marks while some are on their way out", func(t *testing.T) {
 		srv, in := world(t, 20, "")
 		all := in.eps
 		in.eps = all[:16] // 4 leave: everyday
 		if res, _ := srv.syncAs(in, t0.Add(time.Minute)); res.Braked != nil || count(res, plan.Mark) != 4 {
 			t.Fatalf("4 of 20: braked %+v, %v", res.Braked, actions(res))
 		}
-		in.eps = all[:6] // 10 more: 14 of 20
-		res, _ := srv.syncAs(in, t0.Add(10*time.Minute))
-		if res.Braked == nil || res.Braked.Leaving != 14 || len(res.Changes) != 0 {
-			t.Fatalf("14 of 20: braked %+v, %v", res.Braked, actions(res))
+		in.eps = all[:9] // 7 more within their grace period: 11 of 20 leaving
+		res, _ := srv.syncAs(in, t0.Add(3*time.Minute))
+		if res.Braked == nil || res.Braked.Leaving != 11 || res.Braked.Held != 7 || len(res.Changes) != 0 {
+			t.Fatalf("11 of 20: braked %+v, %v", res.Braked, actions(res))
+		}
+		// The 4 marked before go when due: they passed the brake as everyday churn. The 7
+		// stay held, until confirmed.
+		res, _ = srv.syncAs(in, t0.Add(7*time.Minute))
+		if res.Braked == nil || res.Braked.Held != 7 || count(res, plan.Delete) != 4 || count(res, plan.Mark) != 0 {
+			t.Fatalf("the first four due: braked %+v, %v", res.Braked, actions(res))
+		}
+	})
+	t.Run("a confirmed set goes whatever the grace periods", func(t *testing.T) {
+		srv, in := world(t, 20, "")
+		long := 20 * time.Minute
+		for _, ep := range in.eps[10:] {
+			ep.GracePeriod = &long
+		}
+		srv.syncAs(in, t0.Add(time.Minute)) // the grace-period tags
+		all := in.eps
+		in.eps = all[:4]
+		res, _ := srv.syncAs(in, t0.Add(2*time.Minute))
+		if res.Braked == nil {
+			t.Fatal("not held")
+		}
+		cfg := in.r.cfg
+		cfg.Brake.Confirm = res.Braked.Token
+		if err := in.r.Reconfigure(cfg); err != nil {
+			t.Fatal(err)
+		}
+		if res, _ := srv.syncAs(in, t0.Add(3*time.Minute)); count(res, plan.Mark) != 16 {
+			t.Fatalf("confirmed: %v", actions(res))
+		}
+		if res, _ := srv.syncAs(in, t0.Add(9*time.Minute)); res.Braked != nil || count(res, plan.Delete) != 6 {
+			t.Fatalf("the default grace period over: braked %+v, %v", res.Braked, actions(res))
+		}
+		if res, _ := srv.syncAs(in, t0.Add(24*time.Minute)); res.Braked != nil || count(res, plan.Delete) != 10 || len(srv.entries) != 4 {
+			t.Fatalf("the long grace period over: braked %+v, %v; %d entries", res.Braked, actions(res), len(srv.entries))
 		}
 	})
 	for _, tc := range []struct {
