@@ -90,7 +90,15 @@ func (r *Registry) Apply(now time.Time, st *State, changes []plan.Change) Result
 			}
 		}
 	}
-	res.Changes, res.Braked = r.brake(st, res.Changes)
+	if res.Changes, res.Braked = r.brake(st, res.Changes); res.Braked != nil {
+		// What the brake held is still marked.
+		clear(deleted)
+		for _, c := range res.Changes {
+			if c.Action == plan.Delete || c.Action == plan.Release {
+				deleted[c.Old.ID] = true
+			}
+		}
+	}
 	plan.Sort(res.Changes)
 	res.Pending = r.pendingAfter(st, res.Changes, deleted)
 	return res

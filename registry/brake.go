@@ -13,11 +13,11 @@ import (
 
 // Brake holds back a mass deletion: a namespace deleted by mistake, a source dropped from the
 // flags, a label filter's typo. When more than Share of the cluster's entries, and at least
-// Minimum, would be on their way out, no entry is marked for deletion until the user confirms
-// that very set (Confirm holds its token) or the cause goes away. Only marks are held: a
-// deletion comes only from a mark, so what is already marked went through the brake (or was
-// everyday churn) and completes with its grace period; a confirmed set then shrinks as its
-// entries go without asking again.
+// Minimum, would be on their way out, no entry is marked for deletion, and none marked before
+// is deleted, until the user confirms that very set (Confirm holds its token) or the cause goes
+// away. The brake trips only on a sync that would mark: a burst that reaches the loop in two
+// syncs is held whole (the first marks of it are not deleted meanwhile), and a confirmed set,
+// once marked, goes as its grace periods end without asking again.
 type Brake struct {
 	// Share is the part of the cluster's entries, in (0, 1], beyond which the brake holds;
 	// zero turns the brake off.
@@ -46,7 +46,7 @@ func checkBrake(b Brake) error {
 // Braked is a deletion the brake holds.
 type Braked struct {
 	// Leaving is the number of the cluster's entries on their way out (marked, or to be),
-	// Owned the number the cluster has; Held the marks this sync did not send.
+	// Owned the number the cluster has; Held the marks and deletions this sync did not send.
 	Leaving, Owned, Held int
 	// Token names this set of entries; confirming it lets exactly this set go.
 	Token string
@@ -55,12 +55,13 @@ type Braked struct {
 // Message is what the user is told, with the way to let it through.
 func (b *Braked) Message() string {
 	return fmt.Sprintf("%d of this cluster's %d entries would be deleted at once (over the mass-deletion brake); "+
-		"none is marked for deletion until the cause goes away or the deletion is confirmed with "+
+		"none is marked or deleted until the cause goes away or the deletion is confirmed with "+
 		"--confirm-mass-deletion=%s or the RouterHostsConfig's spec.deletion.brake.confirm: %q", b.Leaving, b.Owned, b.Token, b.Token)
 }
 
-// brake applies the Brake to a sync's changes: it returns them without the marks when the
-// entries leaving would trip it, and what it held.
+// brake applies the Brake to a sync's changes: it returns them without the marks and the
+// deletions of marked entries when the entries leaving would trip it, and what it held.
+// Duplicates, whose address stays served, are no deletion of a name and always go.
 func (r *Registry) brake(st *State, changes []plan.Change) ([]plan.Change, *Braked) {
 	b := r.cfg.Brake
 	if b.Share == 0 {
@@ -73,18 +74,18 @@ func (r *Registry) brake(st *State, changes []plan.Change) ([]plan.Change, *Brak
 			leaving[st.Owned[i].ID] = true
 		}
 	}
-	held := 0
+	marks := 0
 	for i := range changes {
 		switch c := &changes[i]; {
 		case c.Action == plan.Mark:
 			leaving[c.Old.ID] = true
-			held++
+			marks++
 		case c.Action == plan.Unmark || c.Action == plan.Update:
 			delete(leaving, c.Old.ID)
 		}
 	}
 	n := len(leaving)
-	if held == 0 || n < b.Minimum || float64(n) <= b.Share*float64(len(st.Owned)) {
+	if marks == 0 || n < b.Minimum || float64(n) <= b.Share*float64(len(st.Owned)) {
 		return changes, nil
 	}
 	ids := make([]string, 0, n)
@@ -100,13 +101,18 @@ func (r *Registry) brake(st *State, changes []plan.Change) ([]plan.Change, *Brak
 	if b.Confirm == token {
 		return changes, nil
 	}
-	kept := make([]plan.Change, 0, len(changes)-held)
+	kept := make([]plan.Change, 0, len(changes))
 	for _, c := range changes {
-		if c.Action != plan.Mark {
+		if c.Action != plan.Mark && !retiring(&c) {
 			kept = append(kept, c)
 		}
 	}
-	return kept, &Braked{Leaving: n, Owned: len(st.Owned), Held: held, Token: token}
+	return kept, &Braked{Leaving: n, Owned: len(st.Owned), Held: len(changes) - len(kept), Token: token}
+}
+
+// retiring reports whether c deletes or releases an entry at the end of its grace period.
+func retiring(c *plan.Change) bool {
+	return (c.Action == plan.Delete && !c.Duplicate) || c.Action == plan.Release
 }
 
 // takeUpPerSync is how many entries of an earlier version a sync gives the identity when
