@@ -64,7 +64,8 @@ func (b *Braked) Message() string {
 // Duplicates, whose address stays served, are no deletion of a name and always go.
 func (r *Registry) brake(st *State, changes []plan.Change) ([]plan.Change, *Braked) {
 	b := r.cfg.Brake
-	if b.Share == 0 {
+	// Only a sync that marks can trip it; the others (most) need not count the entries.
+	if b.Share == 0 || !slices.ContainsFunc(changes, func(c plan.Change) bool { return c.Action == plan.Mark }) {
 		return changes, nil
 	}
 	leaving := map[string]bool{}
