@@ -372,7 +372,7 @@ func values(tags []string, prefix string) []string {
 func describe(es []*pb.HostEntry) string {
 	var parts []string
 	for _, e := range es {
-		parts = append(parts, fmt.Sprintf("{%s %s %s v%s aliases=%v tags=%v comment=%q}", shortUID(e.GetId()), e.GetIpAddress(), e.GetHostname(),
+		parts = append(parts, fmt.Sprintf("{%s %s %s v%s aliases=%v tags=%v comment=%q}", e.GetId(), e.GetIpAddress(), e.GetHostname(),
 			e.GetVersion(), e.GetAliases(), e.GetTags(), e.GetComment()))
 	}
 	if len(parts) == 0 {
@@ -398,7 +398,7 @@ func (c *checker) continuous(v *view, now time.Time) {
 		}
 		if e := byID[id]; e == nil {
 			c.fail(now, InvHandMade, []string{strings.ToLower(h.Entry.GetHostname())}, "the person's entry %s is gone; they last wrote %s",
-				shortUID(id), describe([]*pb.HostEntry{h.Entry}))
+				id, describe([]*pb.HostEntry{h.Entry}))
 		} else if !proto.Equal(stripTimes(e), stripTimes(h.Entry)) {
 			c.fail(now, InvHandMade, []string{strings.ToLower(h.Entry.GetHostname())}, "the person's entry was written by someone else: is %s, they last wrote %s",
 				describe([]*pb.HostEntry{e}), describe([]*pb.HostEntry{h.Entry}))
@@ -739,7 +739,7 @@ func (c *checker) finalHand(h string, claims []*Object, v *view, fail func(strin
 		case !hand.Claimed:
 			// Never claimed: the continuous check holds it to the person's last write.
 		case e == nil:
-			fail(InvAdopted, h, "the person's entry %s is gone: %s", shortUID(id), describe([]*pb.HostEntry{hand.Entry}))
+			fail(InvAdopted, h, "the person's entry %s is gone: %s", id, describe([]*pb.HostEntry{hand.Entry}))
 		case len(claims) == 0:
 			want := hand.Entry
 			if e.GetHostname() != want.GetHostname() || e.GetIpAddress() != want.GetIpAddress() || !slices.Equal(e.GetAliases(), want.GetAliases()) ||

@@ -84,7 +84,7 @@ func (c *checker) checkWrites(l *ledger) (writes map[string]int, unseen []string
 		case methodUpdate:
 			switch {
 			case before == nil:
-				unseen = append(unseen, fmt.Sprintf("%s by %s for entry %s", w, me, shortUID(w.id)))
+				unseen = append(unseen, fmt.Sprintf("%s by %s for entry %s", w, me, w.id))
 				if c.ownerOfTags(wrote) != me && !unowned(wrote) {
 					problem = "left an entry " + c.whose(wrote)
 				}
@@ -102,7 +102,7 @@ func (c *checker) checkWrites(l *ledger) (writes map[string]int, unseen []string
 		case methodDelete:
 			switch {
 			case before == nil:
-				unseen = append(unseen, fmt.Sprintf("%s by %s for entry %s", w, me, shortUID(w.id)))
+				unseen = append(unseen, fmt.Sprintf("%s by %s for entry %s", w, me, w.id))
 			case c.ownerOfTags(before.GetTags()) != me:
 				problem = "deleted an entry that is " + c.whose(before.GetTags())
 			}
@@ -115,7 +115,7 @@ func (c *checker) checkWrites(l *ledger) (writes map[string]int, unseen []string
 		}
 		if problem != "" {
 			c.fail(w.at, InvOwnWrites, []string{strings.ToLower(host)}, "installation %s (cluster-id %s) sent %s for entry %s: %s; the entry before: %s; what it wrote: %v",
-				me, c.set.ids[me], w, shortUID(w.id), problem, describe(nonNil(before)), wrote)
+				me, c.set.ids[me], w, w.id, problem, describe(nonNil(before)), wrote)
 		}
 	}
 	return writes, unseen
@@ -164,7 +164,7 @@ func (c *checker) checkRename(v *view, r *renaming) []Failure {
 		if e == nil {
 			out = append(out, Failure{Invariant: InvRename, Hosts: []string{h}, Detail: fmt.Sprintf(
 				"renaming %s from %s to %s: its entry %s for %s at %s, which its objects wanted all along, is gone (was %s; the router has for %s: %s)",
-				r.inst, r.from, r.to, shortUID(was.GetId()), h, was.GetIpAddress(), describe([]*pb.HostEntry{was}), h, describe(v.byHost[h]))})
+				r.inst, r.from, r.to, was.GetId(), h, was.GetIpAddress(), describe([]*pb.HostEntry{was}), h, describe(v.byHost[h]))})
 			continue
 		}
 		tags, _ := c.opTags(e)
@@ -172,32 +172,35 @@ func (c *checker) checkRename(v *view, r *renaming) []Failure {
 		if !slices.Equal(cs, []string{r.to}) || !slices.Equal(ids, []string{c.set.ids[r.inst]}) {
 			out = append(out, Failure{Invariant: InvRename, Hosts: []string{h}, Detail: fmt.Sprintf(
 				"renaming %s from %s to %s: its entry %s carries cluster %v and cluster-id %v when the rename should have settled, want cluster:%s and cluster-id:%s alone: %s",
-				r.inst, r.from, r.to, shortUID(e.GetId()), cs, ids, r.to, c.set.ids[r.inst], describe([]*pb.HostEntry{e}))})
+				r.inst, r.from, r.to, e.GetId(), cs, ids, r.to, c.set.ids[r.inst], describe([]*pb.HostEntry{e}))})
 		}
 	}
 	return out
 }
 
 // renameWrites counts what the renamed installation sent for the snapshot's entries from the
-// rename until its check (the end of the run when the final check did it): the rename is one
-// UpdateHost an entry, nothing deleted.
-func renameWrites(l *ledger, r *renaming) (updates, deletes int) {
+// rename until its check (the end of the run when the final check did it), the router's
+// answer lost or not (a router restart): the rename is one UpdateHost an entry, nothing
+// deleted.
+func renameWrites(l *ledger, r *renaming) (updates, unanswered, deletes int) {
 	ids := map[string]bool{}
 	for _, e := range r.snapshot {
 		ids[e.GetId()] = true
 	}
 	for _, w := range l.since(r.at) {
-		if w.inst != r.inst || !ids[w.id] || w.err != nil || (!r.checkedAt.IsZero() && w.at.After(r.checkedAt)) {
+		if w.inst != r.inst || !ids[w.id] || (!r.checkedAt.IsZero() && w.at.After(r.checkedAt)) {
 			continue
 		}
-		switch w.method {
-		case methodUpdate:
+		switch {
+		case w.method == methodUpdate && w.err == nil:
 			updates++
-		case methodDelete:
+		case w.method == methodUpdate:
+			unanswered++
+		case w.method == methodDelete:
 			deletes++
 		}
 	}
-	return updates, deletes
+	return updates, unanswered, deletes
 }
 
 // checkQuiet holds the writes sent during the quiet window to InvQuiet: there are none. Each
@@ -228,7 +231,7 @@ func (c *checker) checkQuiet(ws []*write, l *ledger, window time.Duration) []Fai
 			lines = append(lines, fmt.Sprintf("%s by %s: before %s, after %s", w, w.inst, describe(nonNil(before)), describe(nonNil(w.after))))
 		}
 		out = append(out, Failure{Invariant: InvQuiet, Hosts: []string{strings.ToLower(host)}, Detail: fmt.Sprintf(
-			"%d writes to entry %s in the quiet window of %v after the world settled, want none:\n    %s", len(ws), shortUID(ws[0].id), window,
+			"%d writes to entry %s in the quiet window of %v after the world settled, want none:\n    %s", len(ws), ws[0].id, window,
 			strings.Join(lines, "\n    "))})
 	}
 	return out

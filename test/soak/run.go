@@ -329,9 +329,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res.Writes, res.Unseen = ck.checkWrites(w.ledger)
 	if r := m.rename; r != nil {
-		updates, deletes := renameWrites(w.ledger, r)
-		res.Rename = fmt.Sprintf("%s renamed from %s to %s at %v: %d entries its objects wanted then; %d UpdateHosts, %d DeleteHosts sent for them since",
-			r.inst, r.from, r.to, r.at.Sub(start).Round(100*time.Millisecond), len(r.snapshot), updates, deletes)
+		updates, unanswered, deletes := renameWrites(w.ledger, r)
+		res.Rename = fmt.Sprintf("%s renamed from %s to %s at %v: %d entries its objects wanted then; until checked, %d UpdateHosts answered (and %d failed or unanswered), %d DeleteHosts sent for them",
+			r.inst, r.from, r.to, r.at.Sub(start).Round(100*time.Millisecond), len(r.snapshot), updates, unanswered, deletes)
+	}
+	if err := w.ledger.save(filepath.Join(cfg.Dir, "writes.log"), start); err != nil {
+		return res, err
 	}
 	res.Failures = append(append(ck.Failures(), last...), res.Failures...)
 	res.Failures = append(res.Failures, scanLogs(cfg.Dir, end)...)

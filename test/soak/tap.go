@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -334,6 +335,29 @@ func (l *ledger) version(id string, v *string) *pb.HostEntry {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.versions[id][*v]
+}
+
+// save writes every write down, one a line, for reading a run afterwards.
+func (l *ledger) save(path string, start time.Time) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var b strings.Builder
+	for _, w := range l.writes {
+		result := "ok"
+		if w.err != nil {
+			result = "failed: " + w.err.Error()
+		}
+		after := ""
+		if w.after != nil {
+			after = fmt.Sprintf(" -> %s v%s %s %v", w.after.GetIpAddress(), w.after.GetVersion(), w.after.GetHostname(), w.after.GetTags())
+		}
+		expected := ""
+		if w.expected != nil {
+			expected = " for v" + *w.expected
+		}
+		fmt.Fprintf(&b, "%9s  %s %s %s%s%s (%s)\n", w.at.Sub(start).Round(time.Millisecond), w.inst, w.method, w.id+w.host, expected, after, result)
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o600)
 }
 
 // since are the writes sent from t on, in the order the taps saw them.

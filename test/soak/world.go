@@ -48,13 +48,15 @@ type clusterSpec struct {
 // The world: three installations share one router. a, with two replicas under leader
 // election, reaches it directly, b through the faulty network; both run in one cluster (one
 // apiserver, their objects told apart by a label). n is a's namesake: a cluster of its own
-// (its own apiserver, hence its own identity) installed exactly as a is, with a's name, a's
-// Lease and namespaces of a's names, whose entries a must never take for its own, nor n a's.
+// (its own apiserver, hence its own identity) installed as a is, with a's name, a's Lease
+// name and namespaces of a's names, whose entries a must never take for its own, nor n a's.
+// It runs one replica without leader election, so that a kill does not leave it waiting
+// out a Lease (a's kills do that).
 // Another cluster, c, left entries and never runs. At a seeded moment b is renamed.
 var clusterSpecs = []clusterSpec{
 	{name: "a", clusterName: "a", namespaces: []string{"a1", "a2", "a3"}, replicas: 2, lease: "soak-a", leaderElect: true, gateways: []string{"gw-1", "gw-2"}},
 	{name: "b", clusterName: "b", namespaces: []string{"b1", "b2"}, replicas: 1, lease: "soak-b", faultyNet: true, gateways: []string{"gw-1"}},
-	{name: "n", clusterName: "a", apiserver: 1, namespaces: []string{"a1", "a2"}, replicas: 1, lease: "soak-a", leaderElect: true, gateways: []string{"gw-1"}},
+	{name: "n", clusterName: "a", apiserver: 1, namespaces: []string{"a1", "a2"}, replicas: 1, lease: "soak-a", gateways: []string{"gw-1"}},
 }
 
 // specOf is the installation's spec.
