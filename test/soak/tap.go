@@ -349,7 +349,7 @@ func (l *ledger) save(path string, start time.Time) error {
 		}
 		after := ""
 		if w.after != nil {
-			after = fmt.Sprintf(" -> %s v%s %s %v", w.after.GetIpAddress(), w.after.GetVersion(), w.after.GetHostname(), w.after.GetTags())
+			after = fmt.Sprintf(" -> v%s %s %s aliases=%v tags=%v", w.after.GetVersion(), w.after.GetIpAddress(), w.after.GetHostname(), w.after.GetAliases(), w.after.GetTags())
 		}
 		expected := ""
 		if w.expected != nil {
