@@ -47,6 +47,21 @@ const (
 	// InvResources: the leader's memory, goroutines and file descriptors do not grow
 	// without bound.
 	InvResources = "resources"
+	// InvOwnWrites: no installation writes another's entries. Every write an installation
+	// sends (its tap saw it) is to an entry of its own identity, or adopts a hand-made one;
+	// it leaves the entry of its own identity, or gives it back; and it names a cluster the
+	// installation runs under. A namesake's entries, which carry its name, are never written.
+	InvOwnWrites = "own-entries-only"
+	// InvRename: a rename keeps the entries: once it settles, every entry the renamed
+	// installation's objects wanted before has the same ID and carries the new name alone.
+	InvRename = "rename-keeps-ids"
+	// InvQuiet: once the world has settled, a quiet window of a sync of every installation
+	// and more (three, in a run of a minute or longer) sees no write at all: no installation
+	// rewrites what another wrote (namesakes do not fight), and none rewrites its own.
+	InvQuiet = "bounded-writes"
+	// InvNamesakes: once settled, each installation's leader reports as many namesakes as
+	// the router shows other identities under its name.
+	InvNamesakes = "namesakes-reported"
 )
 
 // Failure is one broken invariant.
@@ -70,8 +85,10 @@ func (f Failure) String() string {
 
 // settings are what the checker must know of the operators' configuration.
 type settings struct {
-	// clusters are the clusters that run, with their default grace period.
+	// clusters are the installations that run, with their default grace period; ids their
+	// identities.
 	clusters map[string]time.Duration
+	ids      map[string]string
 	// slack is how late an operator may act on what it is told: informer delivery, the spacing
 	// of event-triggered syncs and one sync.
 	slack time.Duration
@@ -268,8 +285,9 @@ func newView(entries []*pb.HostEntry) *view {
 	return v
 }
 
-// holderOf is who an entry's names belong to: "cluster/namespace" for an operator's entry,
-// "" for anyone else's (a person's, the third cluster's).
+// holderOf is who an entry's names belong to: "installation/namespace" for an operator's
+// entry, "" for anyone else's (a person's, the third cluster's). Namesakes' namespaces of one
+// name are two holders.
 func (c *checker) holderOf(e *pb.HostEntry) string {
 	cluster := c.owner(e)
 	if cluster == "" || c.m.foreign[e.GetId()] != nil {
@@ -306,17 +324,38 @@ func (c *checker) opTags(e *pb.HostEntry) (tags []string, ok bool) {
 	return e.GetTags()[len(mine):], true
 }
 
-// owner is the cluster whose operator owns e, "" when none does.
+// owner is the installation whose operator owns e, by the identity its tags carry, "" when
+// none does (a person's entry, cluster c's, or one with no identity or an unknown one).
 func (c *checker) owner(e *pb.HostEntry) string {
 	tags, ok := c.opTags(e)
-	if !ok || !slices.Contains(tags, registry.TagOwner) {
+	if !ok {
 		return ""
 	}
+	return c.ownerOfTags(tags)
+}
+
+func (c *checker) ownerOfTags(tags []string) string {
+	if !slices.Contains(tags, registry.TagOwner) {
+		return ""
+	}
+	ids := values(tags, registry.PrefixClusterID)
+	if len(ids) != 1 {
+		return ""
+	}
+	for inst, id := range c.set.ids {
+		if id == ids[0] {
+			return inst
+		}
+	}
+	return ""
+}
+
+// namedRight reports whether e carries one cluster: tag, a name its owner inst has run
+// under. The caller holds m.mu.
+func (c *checker) namedRight(e *pb.HostEntry, inst string) bool {
+	tags, _ := c.opTags(e)
 	cs := values(tags, registry.PrefixCluster)
-	if len(cs) != 1 {
-		return ""
-	}
-	return cs[0]
+	return len(cs) == 1 && slices.Contains(c.m.ran[inst], cs[0])
 }
 
 func values(tags []string, prefix string) []string {
@@ -333,7 +372,7 @@ func values(tags []string, prefix string) []string {
 func describe(es []*pb.HostEntry) string {
 	var parts []string
 	for _, e := range es {
-		parts = append(parts, fmt.Sprintf("{%s %s %s v%s aliases=%v tags=%v comment=%q}", shortUID(e.GetId()), e.GetIpAddress(), e.GetHostname(),
+		parts = append(parts, fmt.Sprintf("{%s %s %s v%s aliases=%v tags=%v comment=%q}", e.GetId(), e.GetIpAddress(), e.GetHostname(),
 			e.GetVersion(), e.GetAliases(), e.GetTags(), e.GetComment()))
 	}
 	if len(parts) == 0 {
@@ -359,7 +398,7 @@ func (c *checker) continuous(v *view, now time.Time) {
 		}
 		if e := byID[id]; e == nil {
 			c.fail(now, InvHandMade, []string{strings.ToLower(h.Entry.GetHostname())}, "the person's entry %s is gone; they last wrote %s",
-				shortUID(id), describe([]*pb.HostEntry{h.Entry}))
+				id, describe([]*pb.HostEntry{h.Entry}))
 		} else if !proto.Equal(stripTimes(e), stripTimes(h.Entry)) {
 			c.fail(now, InvHandMade, []string{strings.ToLower(h.Entry.GetHostname())}, "the person's entry was written by someone else: is %s, they last wrote %s",
 				describe([]*pb.HostEntry{e}), describe([]*pb.HostEntry{h.Entry}))
@@ -375,9 +414,12 @@ func (c *checker) continuous(v *view, now time.Time) {
 		if c.m.hand[e.GetId()] != nil || c.m.foreign[e.GetId()] != nil {
 			continue
 		}
-		if _, running := c.set.clusters[c.owner(e)]; !running {
-			c.fail(now, InvNobodyMade, []string{strings.ToLower(e.GetHostname())}, "an entry neither the person, cluster c nor a running cluster made: %s",
+		if inst := c.owner(e); inst == "" {
+			c.fail(now, InvNobodyMade, []string{strings.ToLower(e.GetHostname())}, "an entry neither the person, cluster c nor a running installation made: %s",
 				describe([]*pb.HostEntry{e}))
+		} else if !c.namedRight(e, inst) {
+			c.fail(now, InvNobodyMade, []string{strings.ToLower(e.GetHostname())}, "an entry of %s's identity under a name it never ran as (it ran as %v): %s",
+				inst, c.m.ran[inst], describe([]*pb.HostEntry{e}))
 		}
 	}
 	for h, es := range v.byHost {
@@ -519,7 +561,8 @@ func (c *checker) final(v *view) []Failure {
 // finalHost checks one cluster's entries for one hostname against its claims.
 func (c *checker) finalHost(cluster, h string, mine []*Object, owned []*pb.HostEntry, v *view, fail func(string, string, string, ...any)) {
 	all := v.byHost[h]
-	foreignHeld := false
+	// A name cluster c holds, or one a namesake wrote first, is never this installation's.
+	foreignHeld := c.m.heldBy[h] != "" && c.m.heldBy[h] != cluster
 	for _, e := range all {
 		if f := c.m.foreign[e.GetId()]; f != nil {
 			foreignHeld = true
@@ -633,10 +676,14 @@ func (c *checker) finalHost(cluster, h string, mine []*Object, owned []*pb.HostE
 		if m := values(tags, registry.PrefixPending); len(m) > 0 {
 			problems = append(problems, "marked for deletion "+m[0])
 		}
-		for _, t := range append([]string{registry.TagOwner, registry.PrefixCluster + cluster, registry.PrefixNamespace + ns}, kindTags...) {
+		for _, t := range append([]string{registry.TagOwner, registry.PrefixCluster + c.m.names[cluster], registry.PrefixClusterID + c.set.ids[cluster],
+			registry.PrefixNamespace + ns}, kindTags...) {
 			if !slices.Contains(tags, t) {
 				problems = append(problems, "lacks "+t)
 			}
+		}
+		if cs := values(tags, registry.PrefixCluster); len(cs) != 1 {
+			problems = append(problems, fmt.Sprintf("names clusters %v", cs))
 		}
 		gotAliases := append([]string(nil), e.GetAliases()...)
 		slices.Sort(gotAliases)
@@ -692,7 +739,7 @@ func (c *checker) finalHand(h string, claims []*Object, v *view, fail func(strin
 		case !hand.Claimed:
 			// Never claimed: the continuous check holds it to the person's last write.
 		case e == nil:
-			fail(InvAdopted, h, "the person's entry %s is gone: %s", shortUID(id), describe([]*pb.HostEntry{hand.Entry}))
+			fail(InvAdopted, h, "the person's entry %s is gone: %s", id, describe([]*pb.HostEntry{hand.Entry}))
 		case len(claims) == 0:
 			want := hand.Entry
 			if e.GetHostname() != want.GetHostname() || e.GetIpAddress() != want.GetIpAddress() || !slices.Equal(e.GetAliases(), want.GetAliases()) ||
@@ -719,16 +766,20 @@ func sortedKeys[V any](m map[string]V) []string {
 }
 
 // summary says what the final check looked at, so a pass is seen to rest on something: the
-// entries by owner, the hostnames each cluster wants, adoptions and releases, held objects,
-// claims refused because another cluster holds the name.
+// entries by owner (each installation with the name it runs under), the hostnames each
+// installation wants, adoptions and releases, held objects, claims refused because another
+// cluster or a namesake holds the name.
 func (c *checker) summary(v *view) string {
 	c.m.mu.Lock()
 	defer c.m.mu.Unlock()
 	owned := map[string]int{}
-	adopted, released, untouched := 0, 0, 0
+	adopted, released, untouched, foreign := 0, 0, 0, 0
 	for _, e := range v.entries {
 		o := c.owner(e)
 		owned[o]++
+		if c.m.foreign[e.GetId()] != nil {
+			foreign++
+		}
 		if h := c.m.hand[e.GetId()]; h != nil {
 			switch {
 			case o != "":
@@ -741,7 +792,7 @@ func (c *checker) summary(v *view) string {
 		}
 	}
 	wanted := map[string]map[string]bool{}
-	held, refused := 0, 0
+	held, refused, namesakes := 0, 0, 0
 	for _, o := range c.m.objects {
 		if len(c.m.ips(o)) == 0 {
 			held++
@@ -754,9 +805,18 @@ func (c *checker) summary(v *view) string {
 			if strings.HasPrefix(h, foreignCluster+"-") {
 				refused++
 			}
+			if by := c.m.heldBy[h]; by != "" && by != o.Cluster {
+				namesakes++
+			}
 		}
 	}
-	return fmt.Sprintf("%d entries (cluster a %d, b %d, c %d, the person's %d); hostnames claimed: a %d, b %d; %d objects, %d held; %d adopted, %d given back, %d hand-made untouched; %d claims on cluster c's names",
-		len(v.entries), owned["a"], owned["b"], owned[foreignCluster], owned[""], len(wanted["a"]), len(wanted["b"]), len(c.m.objects), held,
-		adopted, released, untouched, refused)
+	var byInst, claimed []string
+	for _, cs := range clusterSpecs {
+		byInst = append(byInst, fmt.Sprintf("%s (as %s) %d", cs.name, c.m.names[cs.name], owned[cs.name]))
+		claimed = append(claimed, fmt.Sprintf("%s %d", cs.name, len(wanted[cs.name])))
+	}
+	return fmt.Sprintf("%d entries (%s, c %d, the person's %d); hostnames claimed: %s; %d objects, %d held; %d adopted, %d given back, %d hand-made untouched; "+
+		"%d claims on cluster c's names, %d on names a namesake holds",
+		len(v.entries), strings.Join(byInst, ", "), foreign, owned[""]-foreign, strings.Join(claimed, ", "), len(c.m.objects), held,
+		adopted, released, untouched, refused, namesakes)
 }

@@ -2,6 +2,7 @@ package soak
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand"
 	"slices"
@@ -23,6 +24,7 @@ import (
 type driver struct {
 	w     *world
 	m     *Model
+	ck    *checker
 	rng   *rand.Rand
 	start time.Time
 	end   time.Time
@@ -42,6 +44,9 @@ type driver struct {
 	// not from the clock, so the order of all actions is the seed's alone, however long
 	// each one takes.
 	now time.Time
+	// frozen are the installations whose objects the churn leaves alone for now (around the
+	// rename).
+	frozen map[string]bool
 }
 
 type pendingAction struct {
@@ -73,6 +78,7 @@ var actions = []action{
 	{"kill-leader", 1.2, (*driver).killLeader},
 	{"kill-follower", 0.8, (*driver).killFollower},
 	{"kill-b", 0.8, (*driver).killB},
+	{"kill-n", 0.5, (*driver).killN},
 	{"router-restart", 0.8, (*driver).routerRestart},
 	{"apiserver-restart", 0.15, (*driver).apiserverRestart},
 	{"network-fault", 2, (*driver).networkFault},
@@ -130,12 +136,14 @@ func (d *driver) run(ctx context.Context) error {
 }
 
 // heal ends every fault at once: what the faults left pending (restarts, a healed network)
-// runs now; recreations are dropped, their objects stay deleted.
+// runs now; recreations are dropped, their objects stay deleted, and so is the rename if it
+// is still to come; a rename still to be checked is checked once the world settles.
 func (d *driver) heal(ctx context.Context) error {
 	pending := d.pending
 	d.pending = nil
 	for _, p := range pending {
-		if p.name == "recreated" {
+		switch p.name {
+		case "recreated", "freeze", "cluster-rename", "rename-checked":
 			continue
 		}
 		if err := p.do(ctx); err != nil {
@@ -149,16 +157,30 @@ func (d *driver) later(after time.Duration, name string, do func(ctx context.Con
 	d.pending = append(d.pending, pendingAction{at: d.now.Add(after), name: name, do: do})
 }
 
+// note records an action in the history, timed from the start of the churn (0 before it).
 func (d *driver) note(what string, hosts ...string) {
-	d.hist.add(time.Since(d.start), what, hosts)
+	at := time.Duration(0)
+	if !d.start.IsZero() {
+		at = time.Since(d.start)
+	}
+	d.hist.add(at, what, hosts)
 }
 
-// pickCluster is a for three actions in five, b for the others.
+// pickCluster is a for nine actions in twenty, b for six, n for five; an installation the
+// churn leaves alone for now is drawn again.
 func (d *driver) pickCluster() clusterSpec {
-	if d.rng.Intn(5) < 3 {
-		return clusterSpecs[0]
+	for {
+		c := clusterSpecs[2]
+		switch r := d.rng.Intn(20); {
+		case r < 9:
+			c = clusterSpecs[0]
+		case r < 15:
+			c = clusterSpecs[1]
+		}
+		if !d.frozen[c.name] {
+			return c
+		}
 	}
-	return clusterSpecs[1]
 }
 
 // objectsOf are a cluster's objects that match keep, in a stable order.
@@ -175,8 +197,9 @@ func (d *driver) objectsOf(cluster string, keep func(*Object) bool) []*Object {
 	return out
 }
 
+// pickObject picks one of a cluster's objects that match keep, never a pinned one.
 func (d *driver) pickObject(cluster string, keep func(*Object) bool) *Object {
-	os := d.objectsOf(cluster, keep)
+	os := d.objectsOf(cluster, func(o *Object) bool { return !o.pinned && (keep == nil || keep(o)) })
 	if len(os) == 0 {
 		return nil
 	}
@@ -257,8 +280,8 @@ func (d *driver) adoptableNames(cluster string) []string {
 	return out
 }
 
-// adoptableBy is the cluster whose objects may claim the hand-made name: hand-N goes to a for
-// even N, to b for odd.
+// adoptableBy is the installation whose objects may claim the hand-made name: hand-N goes to
+// a for even N, to b for odd.
 func adoptableBy(name string) string {
 	var n int
 	if _, err := fmt.Sscanf(name, "hand-%d.", &n); err != nil {
@@ -585,6 +608,7 @@ func (d *driver) handAdd(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("AddHost %s by hand: %w", name, err)
 		}
+		d.w.ledger.saw(resp.GetEntry())
 		d.m.update(func() { d.m.hand[resp.GetEntry().GetId()] = &HandEntry{Entry: resp.GetEntry()} })
 		d.note(fmt.Sprintf("by hand: added %s", describe([]*pb.HostEntry{resp.GetEntry()})), strings.ToLower(name))
 		return nil
@@ -640,6 +664,7 @@ func (d *driver) handEdit(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("UpdateHost %s by hand: %w", e.GetHostname(), err)
 		}
+		d.w.ledger.saw(resp.GetEntry())
 		d.m.update(func() { h.Entry = resp.GetEntry() })
 		d.note(fmt.Sprintf("by hand: edited to %s", describe([]*pb.HostEntry{resp.GetEntry()})), strings.ToLower(e.GetHostname()))
 		return nil
@@ -677,6 +702,7 @@ func (d *driver) handAddAdoptable(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("AddHost %s by hand: %w", name, err)
 		}
+		d.w.ledger.saw(resp.GetEntry())
 		d.m.update(func() { d.m.hand[resp.GetEntry().GetId()] = &HandEntry{Entry: resp.GetEntry(), Adoptable: true} })
 		d.note(fmt.Sprintf("by hand: added %s, for cluster %s to claim", describe([]*pb.HostEntry{resp.GetEntry()}), adoptableBy(strings.ToLower(name))),
 			strings.ToLower(name))
@@ -737,6 +763,11 @@ func (d *driver) killB(context.Context) error {
 	return nil
 }
 
+func (d *driver) killN(context.Context) error {
+	d.kill(d.w.replicas["n"][0], "namesake n's only replica")
+	return nil
+}
+
 // routerRestart takes the router down for up to three seconds, its data kept.
 func (d *driver) routerRestart(context.Context) error {
 	if d.routerDown {
@@ -745,14 +776,14 @@ func (d *driver) routerRestart(context.Context) error {
 	d.m.personMu.Lock() // no hand write is under way when it goes
 	d.routerDown = true
 	d.m.down(&d.m.routerDown, time.Now())
-	err := d.w.router.Stop()
+	err := d.w.stopRouter()
 	d.m.personMu.Unlock()
 	if err != nil {
 		return err
 	}
 	d.note("router stopped")
 	d.later(time.Duration(500+d.rng.Intn(2500))*time.Millisecond, "router-started", func(context.Context) error {
-		if err := d.w.router.Start(); err != nil {
+		if err := d.w.startRouter(); err != nil {
 			return err
 		}
 		d.m.up(&d.m.routerDown, time.Now())
@@ -763,17 +794,22 @@ func (d *driver) routerRestart(context.Context) error {
 	return nil
 }
 
-// apiserverRestart stops the kube-apiserver and starts it again, etcd untouched; the churn
-// waits for it, as kubectl would.
+// apiserverRestart stops a kube-apiserver (a and b's for three in four, n's otherwise) and
+// starts it again, etcd untouched; the churn waits for it, as kubectl would.
 func (d *driver) apiserverRestart(context.Context) error {
-	d.note("kube-apiserver stopping")
+	i := 0
+	if d.rng.Intn(4) == 0 {
+		i = len(d.w.cps) - 1
+	}
+	cp := d.w.cps[i]
+	d.note(fmt.Sprintf("kube-apiserver %d stopping", i))
 	start := time.Now()
 	d.m.down(&d.m.apiDown, start)
-	if err := d.w.cp.StopAPIServer(); err != nil {
+	if err := cp.StopAPIServer(); err != nil {
 		return err
 	}
 	stopped := time.Now()
-	if err := d.w.cp.StartAPIServer(); err != nil {
+	if err := cp.StartAPIServer(); err != nil {
 		return err
 	}
 	d.m.up(&d.m.apiDown, time.Now())
@@ -798,5 +834,88 @@ func (d *driver) networkFault(context.Context) error {
 		d.note("cluster b's network healed")
 		return nil
 	})
+	return nil
+}
+
+const (
+	// renameLead is how long before the rename the churn leaves the renamed installation's
+	// objects alone, so that what it wants is written when the rename starts.
+	renameLead = 4 * time.Second
+	// renameSettle is how long the rename has, from the moment it was due (its replicas'
+	// restarts included), to put the new name on every entry; the churn leaves the
+	// installation's objects alone until then, or, when the churn ends first, to the end, and
+	// the final check holds the rename to its entries.
+	renameSettle = 15 * time.Second
+)
+
+// scheduleRename picks the rename's moment and new name from the seed: b is renamed, in the
+// middle third of the churn, to b-renamed (a name nobody had) or to a (it joins a and n under
+// a's name: a third installation of it). A churn too short for the lead has no rename.
+func (d *driver) scheduleRename() {
+	span := d.end.Sub(d.start)
+	at := d.start.Add(span/3 + time.Duration(d.rng.Int63n(int64(span/3)+1)))
+	to := []string{"b-renamed", "a"}[d.rng.Intn(2)]
+	if at.Sub(d.start) < renameLead+time.Second {
+		return
+	}
+	d.pending = append(d.pending, pendingAction{at: at.Add(-renameLead), name: "freeze", do: func(context.Context) error {
+		d.frozen[renamed] = true
+		d.note(fmt.Sprintf("the churn leaves %s's objects alone, for its rename to %s", renamed, to))
+		return nil
+	}}, pendingAction{at: at, name: "cluster-rename", do: func(ctx context.Context) error { return d.renameCluster(ctx, to) }})
+}
+
+// renameCluster restarts the renamed installation's replicas under the name to, once it has
+// noted the entries its objects want; they are checked renameSettle later. While the router is
+// down, the rename waits for it.
+func (d *driver) renameCluster(ctx context.Context, to string) error {
+	retry := func() error {
+		d.later(time.Second, "cluster-rename", func(ctx context.Context) error { return d.renameCluster(ctx, to) })
+		return nil
+	}
+	if d.routerDown {
+		return retry()
+	}
+	entries, err := d.w.list(ctx)
+	if err != nil {
+		return retry()
+	}
+	snap := d.ck.renameSnapshot(newView(entries), renamed)
+	r := &renaming{inst: renamed, to: to, at: time.Now(), snapshot: snap}
+	d.m.update(func() { r.from, d.m.rename = d.m.names[renamed], r })
+	d.m.renamed(renamed, to)
+	started, err := d.w.rename(renamed, to)
+	if err != nil {
+		return err
+	}
+	var hosts []string
+	for _, e := range snap {
+		hosts = append(hosts, strings.ToLower(e.GetHostname()))
+	}
+	d.note(fmt.Sprintf("renamed installation %s from cluster %s to %s (restarted %v); %d of its entries must keep their IDs: %s",
+		renamed, r.from, to, started, len(snap), describe(snap)), hosts...)
+	d.later(renameSettle, "rename-checked", func(ctx context.Context) error { return d.checkRename(ctx, r) })
+	return nil
+}
+
+// checkRename holds the renamed entries to their IDs and the new name, and gives the
+// installation's objects back to the churn. While the router is down, the check waits for it.
+func (d *driver) checkRename(ctx context.Context, r *renaming) error {
+	var entries []*pb.HostEntry
+	err := errors.New("the router is down")
+	if !d.routerDown {
+		entries, err = d.w.list(ctx)
+	}
+	if err != nil {
+		d.later(time.Second, "rename-checked", func(ctx context.Context) error { return d.checkRename(ctx, r) })
+		return nil
+	}
+	now := time.Now()
+	for _, f := range d.ck.checkRename(newView(entries), r) {
+		d.ck.fail(now, f.Invariant, f.Hosts, "%s", f.Detail)
+	}
+	d.m.update(func() { r.checked, r.checkedAt = true, now })
+	d.frozen[r.inst] = false
+	d.note(fmt.Sprintf("checked the rename of %s; the churn takes up its objects again", r.inst))
 	return nil
 }

@@ -43,6 +43,7 @@ const (
 // Object is one cluster object as the soak made it: what it claims and where its address
 // comes from.
 type Object struct {
+	// Cluster is the installation whose cluster holds the object (clusterSpec.name).
 	Cluster, Namespace, Name string
 	Kind                     Kind
 	addressing               addressing
@@ -65,6 +66,8 @@ type Object struct {
 	// address (zero while it has none).
 	since     map[string]time.Time
 	addressed time.Time
+	// pinned: the churn never touches it (a claim on a name two namesakes share).
+	pinned bool
 }
 
 // key names an object within the world.
@@ -126,9 +129,31 @@ type Model struct {
 	// wanting holds, per cluster, hostname and namespace, when that namespace had a claim on
 	// it with an address: what keeps a namespace holding a hostname once its entries are gone.
 	wanting map[claimKey][]interval
-	// routerDown are the stretches the router was restarting, apiDown those the
-	// kube-apiserver was.
+	// routerDown are the stretches the router was restarting, apiDown those a
+	// kube-apiserver was (either: an operator of the other cluster only waits longer).
 	routerDown, apiDown outages
+	// names are the cluster name each installation runs under now; ran all it ran under.
+	names map[string]string
+	ran   map[string][]string
+	// heldBy names, for a hostname two installations both claim from the start, the one
+	// that wrote it first and holds it for good: the other's claim is a conflict.
+	heldBy map[string]string
+	// rename is the run's rename, nil until it happens.
+	rename *renaming
+}
+
+// renaming is an installation's rename: its replicas restarted under a new --cluster-name.
+type renaming struct {
+	inst, from, to string
+	// at is when the first replica restarted under the new name.
+	at time.Time
+	// snapshot are the installation's entries its objects wanted just before, which must keep
+	// their IDs and take the new name; its objects are left alone until checked.
+	snapshot []*pb.HostEntry
+	// checked: the snapshot was checked during the churn (at checkedAt); otherwise the final
+	// check does it.
+	checked   bool
+	checkedAt time.Time
 }
 
 // outages are the stretches a part of the world was down, the last one open while it is.
@@ -189,8 +214,23 @@ func (m *Model) up(o *outages, now time.Time) {
 type claimKey struct{ cluster, host, namespace string }
 
 func newModel() *Model {
-	return &Model{objects: map[string]*Object{}, gateways: map[string]*Gateway{}, hand: map[string]*HandEntry{},
-		foreign: map[string]*pb.HostEntry{}, epoch: map[string]int{}, claimed: map[string]bool{}, wanting: map[claimKey][]interval{}}
+	m := &Model{objects: map[string]*Object{}, gateways: map[string]*Gateway{}, hand: map[string]*HandEntry{},
+		foreign: map[string]*pb.HostEntry{}, epoch: map[string]int{}, claimed: map[string]bool{}, wanting: map[claimKey][]interval{},
+		names: map[string]string{}, ran: map[string][]string{}, heldBy: map[string]string{}}
+	for _, c := range clusterSpecs {
+		m.names[c.name], m.ran[c.name] = c.clusterName, []string{c.clusterName}
+	}
+	return m
+}
+
+// renamed records that inst runs under name from now on.
+func (m *Model) renamed(inst, name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.names[inst] = name
+	if !slices.Contains(m.ran[inst], name) {
+		m.ran[inst] = append(m.ran[inst], name)
+	}
 }
 
 // ips are the addresses o asks for now: its own, or its Gateway's.

@@ -16,8 +16,8 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/source"
 )
 
-// clusterLabel tells the two clusters' objects apart: each operator reads only its own
-// (--label-filter), as if it ran in a cluster of its own.
+// clusterLabel tells the installations' objects apart: each operator reads only its own
+// (--label-filter), as if it ran in a cluster of its own (n does: it has its own apiserver).
 const clusterLabel = "soak.router-hosts.fzymgc.house/cluster"
 
 var (
@@ -45,7 +45,8 @@ func gvrOf(k Kind) schema.GroupVersionResource {
 
 // kube writes the soak's objects through a dynamic client, as kubectl would.
 type kube struct {
-	dyn dynamic.Interface
+	// dyn is each installation's client, to its own apiserver.
+	dyn map[string]dynamic.Interface
 	// gatewayNS is each cluster's Gateways' namespace.
 	gatewayNS map[string]string
 }
@@ -135,7 +136,7 @@ func strs(v []string) []any {
 
 // create creates o and writes its status; it returns the object's UID and creation time.
 func (k *kube) create(ctx context.Context, o *Object) (string, time.Time, error) {
-	res := k.dyn.Resource(gvrOf(o.Kind)).Namespace(o.Namespace)
+	res := k.dyn[o.Cluster].Resource(gvrOf(o.Kind)).Namespace(o.Namespace)
 	got, err := res.Create(ctx, k.manifest(o), metav1.CreateOptions{})
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("creating %s: %w", o, err)
@@ -149,13 +150,13 @@ func (k *kube) writeStatus(ctx context.Context, o *Object) error {
 	if st == nil {
 		return nil
 	}
-	return k.modify(ctx, gvrOf(o.Kind), o.Namespace, o.Name, true, func(u *unstructured.Unstructured) { u.Object["status"] = st })
+	return k.modify(ctx, o.Cluster, gvrOf(o.Kind), o.Namespace, o.Name, true, func(u *unstructured.Unstructured) { u.Object["status"] = st })
 }
 
 // apply writes o's spec, labels and annotations over the stored object.
 func (k *kube) apply(ctx context.Context, o *Object) error {
 	want := k.manifest(o)
-	return k.modify(ctx, gvrOf(o.Kind), o.Namespace, o.Name, false, func(u *unstructured.Unstructured) {
+	return k.modify(ctx, o.Cluster, gvrOf(o.Kind), o.Namespace, o.Name, false, func(u *unstructured.Unstructured) {
 		u.Object["spec"] = want.Object["spec"]
 		u.SetAnnotations(want.GetAnnotations())
 		u.SetLabels(want.GetLabels())
@@ -164,8 +165,8 @@ func (k *kube) apply(ctx context.Context, o *Object) error {
 
 // modify reads, changes and writes back one object (its status when status is set), again
 // on a conflict.
-func (k *kube) modify(ctx context.Context, gvr schema.GroupVersionResource, ns, name string, status bool, change func(*unstructured.Unstructured)) error {
-	res := k.dyn.Resource(gvr).Namespace(ns)
+func (k *kube) modify(ctx context.Context, inst string, gvr schema.GroupVersionResource, ns, name string, status bool, change func(*unstructured.Unstructured)) error {
+	res := k.dyn[inst].Resource(gvr).Namespace(ns)
 	for attempt := 0; ; attempt++ {
 		cur, err := res.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -190,7 +191,7 @@ func (k *kube) modify(ctx context.Context, gvr schema.GroupVersionResource, ns, 
 // delete deletes o and waits until the apiserver no longer has it, so that a recreation
 // under the same name is a new object.
 func (k *kube) delete(ctx context.Context, o *Object) error {
-	res := k.dyn.Resource(gvrOf(o.Kind)).Namespace(o.Namespace)
+	res := k.dyn[o.Cluster].Resource(gvrOf(o.Kind)).Namespace(o.Namespace)
 	if err := res.Delete(ctx, o.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting %s: %w", o, err)
 	}
@@ -214,7 +215,7 @@ func (k *kube) createGateway(ctx context.Context, gw *Gateway) error {
 	u.SetNamespace(gw.Namespace)
 	u.SetName(gw.Name)
 	u.SetLabels(map[string]string{clusterLabel: gw.Cluster})
-	if _, err := k.dyn.Resource(gatewayGVR).Namespace(gw.Namespace).Create(ctx, u, metav1.CreateOptions{}); err != nil {
+	if _, err := k.dyn[gw.Cluster].Resource(gatewayGVR).Namespace(gw.Namespace).Create(ctx, u, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating Gateway %s/%s: %w", gw.Namespace, gw.Name, err)
 	}
 	return k.writeGatewayStatus(ctx, gw)
@@ -226,7 +227,7 @@ func (k *kube) writeGatewayStatus(ctx context.Context, gw *Gateway) error {
 	for _, ip := range gw.IPs {
 		addrs = append(addrs, map[string]any{"type": "IPAddress", "value": ip})
 	}
-	return k.modify(ctx, gatewayGVR, gw.Namespace, gw.Name, true, func(u *unstructured.Unstructured) {
+	return k.modify(ctx, gw.Cluster, gatewayGVR, gw.Namespace, gw.Name, true, func(u *unstructured.Unstructured) {
 		u.Object["status"] = map[string]any{"addresses": addrs}
 	})
 }

@@ -86,6 +86,13 @@ func (r *replica) start() (*proc, error) {
 	return p, nil
 }
 
+// setArgs gives the processes the slot starts from now on these flags.
+func (r *replica) setArgs(args []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.args = args
+}
+
 // current is the running process, nil while the slot is empty.
 func (r *replica) current() *proc {
 	r.mu.Lock()

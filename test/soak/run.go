@@ -1,13 +1,16 @@
 // Package soak runs the whole operator at random, the way a real cluster lives, and holds it
-// to the promises of the README. Two clusters share one router-hosts server: cluster a with
-// two replicas under leader election, cluster b behind a faulty network, and the entries of a
-// cluster c that never runs. Every source kind a user runs is created, re-pointed, renamed,
-// deleted and recreated; a person edits the router by hand; operators are killed, the router
-// and the kube-apiserver restarted, the network slowed, killed and reset. A model of what the
-// soak did says what must hold: during the churn (availability, nothing touched that is not
-// the operator's, no namespace taking a name from its holder) and once it stops (every wanted
-// entry exactly right, nothing unwanted left, adoptions and releases exact). Everything the
-// soak chooses comes from its seed, so a seed replays the same run.
+// to the promises of the README. Three installations share one router-hosts server: cluster a
+// with two replicas under leader election, cluster b behind a faulty network, n, a namesake of
+// a (a cluster of its own installed as a is, under a's name), and the entries of a cluster c
+// that never runs. Every source kind a user runs is created, re-pointed, renamed, deleted and
+// recreated; a person edits the router by hand; operators are killed, the router and the
+// kube-apiservers restarted, the network slowed, killed and reset; at a seeded moment b is
+// renamed. A model of what the soak did says what must hold: during the churn (availability,
+// nothing touched that is not the operator's, no namespace taking a name from its holder, no
+// installation writing another's entries, a rename keeping its entries' IDs) and once it stops
+// (every wanted entry exactly right, nothing unwanted left, adoptions and releases exact, and
+// then silence: no write at all). Everything the soak chooses comes from its seed, so a seed
+// replays the same run.
 package soak
 
 import (
@@ -17,11 +20,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 )
 
 // The mutations break the operators' configuration on purpose, to show that the checker
@@ -66,6 +72,9 @@ type Config struct {
 // longRun is the length from which a run follows the leader's resources for growth.
 const longRun = 10 * time.Minute
 
+// initialObjects is how many objects each cluster holds before its operator starts.
+const initialObjects = 3
+
 // Result is what a run found.
 type Result struct {
 	Seed     int64
@@ -86,6 +95,19 @@ type Result struct {
 	Samples []sample
 	// Growth is the fit over the longest-lived leader, for long runs.
 	Growth *growth
+	// Identities are the installations' identities; Writes the writes each sent, Unseen those
+	// sent for a version of an entry the run never saw; Rename what the rename did; Quiet the
+	// writes in the quiet window after settling (-1 when it did not run); Namesakes what each
+	// installation's leader reported there.
+	Identities  map[string]string
+	Writes      map[string]int
+	Unseen      []string
+	Rename      string
+	Quiet       int
+	QuietWindow time.Duration
+	Namesakes   string
+	// LastToSettle is the first failure of the last final check that did not pass.
+	LastToSettle string
 	// history renders the actions behind a failure.
 	history *history
 	Dir     string
@@ -111,7 +133,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer unlock()
-	res := &Result{Seed: cfg.Seed, Duration: cfg.Duration, Router: "test server", Actions: map[string]int{}, Settled: -1, history: &history{}, Dir: cfg.Dir}
+	res := &Result{Seed: cfg.Seed, Duration: cfg.Duration, Router: "test server", Actions: map[string]int{}, Settled: -1, history: &history{}, Dir: cfg.Dir, Quiet: -1}
 	if cfg.RouterBin != "" {
 		res.Router = "real server " + cfg.RouterBin
 	}
@@ -130,10 +152,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	defer w.close()
+	ck.set.ids, res.Identities = w.ids, w.ids
 	for _, e := range w.foreignEntries {
 		m.foreign[e.GetId()] = e
 	}
-	d := &driver{w: w, m: m, hist: res.history, counts: res.Actions}
+	d := &driver{w: w, m: m, ck: ck, hist: res.history, counts: res.Actions, frozen: map[string]bool{}}
 	d.rng = newRand(cfg.Seed)
 	for _, c := range clusterSpecs {
 		w.kube.gatewayNS[c.name] = c.namespaces[0]
@@ -145,12 +168,22 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			m.gateways[c.name+"/"+name] = gw
 		}
 	}
-	if err := w.startOperators(); err != nil {
+	// Each cluster holds a few objects before its operator starts: a cold start into a
+	// cluster in use (and b has entries to rename however early the rename comes).
+	for _, c := range clusterSpecs {
+		for i := 0; i < initialObjects; i++ {
+			if err := d.put(ctx, d.newObject(c), "created before the operators started"); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := startInstallations(ctx, w, m, ck, res.history); err != nil {
 		return nil, err
 	}
 
 	start := time.Now()
 	ck.start, d.start, d.end = start, start, start.Add(cfg.Duration)
+	d.scheduleRename()
 	if cfg.Duration >= longRun {
 		d.quietLeaderFrom = start.Add(cfg.Duration * 6 / 10)
 	}
@@ -223,15 +256,20 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	fmt.Fprintf(cfg.Out, "soak: seed %d: %d actions; churn over, faults healed, settling (at most %v)\n", cfg.Seed, res.history.len(), cfg.Settle)
 	churnEnd := time.Now()
 	var last []Failure
+	var settledAt time.Time
 	for deadline := churnEnd.Add(cfg.Settle); ; {
 		last, err = settleCheck(ctx, w, m, ck, res)
 		if err == nil && len(last) == 0 {
 			// Once more a little later: a state that holds only for a moment has not settled.
+			settledAt = time.Now()
 			time.Sleep(3 * time.Second)
 			if last, err = settleCheck(ctx, w, m, ck, res); err == nil && len(last) == 0 {
-				res.Settled = time.Since(churnEnd) - 3*time.Second
+				res.Settled = settledAt.Sub(churnEnd)
 				break
 			}
+		}
+		if len(last) > 0 {
+			res.LastToSettle = fmt.Sprintf("[%s] %s", last[0].Invariant, last[0].Detail)
 		}
 		if time.Now().After(deadline) {
 			if err != nil {
@@ -241,13 +279,37 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		time.Sleep(time.Second)
 	}
+	for i := range last {
+		last[i].Detail = "not settled within " + cfg.Settle.String() + ": " + last[i].Detail
+	}
+	if res.Settled >= 0 {
+		// Settled: from then on nobody writes anything, over a sync of every installation and
+		// more (several, in a run of a minute or longer); then each leader reports the
+		// namesakes the router shows, and the world is still as it settled.
+		res.QuietWindow = quietWindow(cfg.Duration)
+		fmt.Fprintf(cfg.Out, "soak: seed %d: settled %v after the churn; a quiet window of %v\n", cfg.Seed, res.Settled.Round(100*time.Millisecond), res.QuietWindow)
+		time.Sleep(time.Until(settledAt.Add(res.QuietWindow)))
+		ws := w.ledger.since(settledAt)
+		res.Quiet = len(ws)
+		last = ck.checkQuiet(ws, w.ledger, res.QuietWindow)
+		namesakes := checkNamesakes(ctx, w, ck)
+		res.Namesakes = namesakes.report
+		last = append(last, namesakes.failures...)
+		again, err := settleCheck(ctx, w, m, ck, res)
+		if err != nil {
+			again = append(again, Failure{Invariant: InvWanted, Detail: "the router could not be read after the quiet window: " + err.Error()})
+		}
+		for _, f := range again {
+			f.Detail = "after the quiet window: " + f.Detail
+			last = append(last, f)
+		}
+	}
 	stopLoops()
 	wg.Wait()
 	ck.closeVanishes(time.Now())
 	end := time.Since(start)
 	for i := range last {
 		last[i].At = end
-		last[i].Detail = "not settled within " + cfg.Settle.String() + ": " + last[i].Detail
 	}
 	if err := writeSamples(filepath.Join(cfg.Dir, "samples.csv"), res.Samples); err != nil {
 		return res, err
@@ -264,6 +326,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if err := tr.hostsErr(); err != nil {
 			return res, fmt.Errorf("the test server's hosts file: %w", err)
 		}
+	}
+	res.Writes, res.Unseen = ck.checkWrites(w.ledger)
+	if r := m.rename; r != nil {
+		updates, unanswered, deletes := renameWrites(w.ledger, r)
+		res.Rename = fmt.Sprintf("%s renamed from %s to %s at %v: %d entries its objects wanted then; until checked, %d UpdateHosts answered (and %d failed or unanswered), %d DeleteHosts sent for them",
+			r.inst, r.from, r.to, r.at.Sub(start).Round(100*time.Millisecond), len(r.snapshot), updates, unanswered, deletes)
+	}
+	if err := w.ledger.save(filepath.Join(cfg.Dir, "writes.log"), start); err != nil {
+		return res, err
 	}
 	res.Failures = append(append(ck.Failures(), last...), res.Failures...)
 	res.Failures = append(res.Failures, scanLogs(cfg.Dir, end)...)
@@ -320,7 +391,67 @@ func settleCheck(ctx context.Context, w *world, m *Model, ck *checker, res *Resu
 	v := newView(entries)
 	ck.continuous(v, time.Now())
 	res.Final = ck.summary(v)
-	return ck.final(v), nil
+	out := ck.final(v)
+	m.mu.Lock()
+	r := m.rename
+	checked := r == nil || r.checked
+	m.mu.Unlock()
+	if !checked {
+		// The churn ended before the rename's check: the renamed installation's objects have
+		// been left alone since, so its entries are held to it now.
+		out = append(out, ck.checkRename(v, r)...)
+	}
+	return out, nil
+}
+
+// quietWindow is how long the settled world is watched for writes: a sync of every
+// installation and more after a short churn (make test's), three and more after a minute or
+// longer (make soak's). Two installations that rewrite each other's entries do so at every
+// sync, so one sync of each shows it.
+func quietWindow(churn time.Duration) time.Duration {
+	if churn < time.Minute {
+		return syncInterval + 2*time.Second
+	}
+	return 3*syncInterval + 2*time.Second
+}
+
+// namesakeReport is what the leaders reported of their namesakes.
+type namesakeReport struct {
+	report   string
+	failures []Failure
+}
+
+// checkNamesakes reads each installation's leader's namesake_clusters and holds it to the
+// other identities the router shows under the installation's name.
+func checkNamesakes(ctx context.Context, w *world, ck *checker) namesakeReport {
+	var out namesakeReport
+	entries, err := w.list(ctx)
+	if err != nil {
+		out.failures = append(out.failures, Failure{Invariant: InvNamesakes, Detail: "the router could not be read: " + err.Error()})
+		return out
+	}
+	v := newView(entries)
+	var parts []string
+	for _, c := range clusterSpecs {
+		want := ck.namesakesOnRouter(v, c.name)
+		r := w.leader(c.name)
+		if r == nil {
+			out.failures = append(out.failures, Failure{Invariant: InvNamesakes, Detail: fmt.Sprintf("installation %s has no leader to ask", c.name)})
+			continue
+		}
+		p := r.current()
+		got, ok := 0.0, false
+		if p != nil {
+			got, ok = p.metric("router_hosts_operator_namesake_clusters")
+		}
+		parts = append(parts, fmt.Sprintf("%s %v (the router shows %d)", c.name, got, want))
+		if !ok || int(got) != want {
+			out.failures = append(out.failures, Failure{Invariant: InvNamesakes, Detail: fmt.Sprintf(
+				"installation %s's leader reports %v namesakes (read: %v); the router shows %d other identities under its name", c.name, got, ok, want)})
+		}
+	}
+	out.report = strings.Join(parts, ", ")
+	return out
 }
 
 // scanLogs looks through every operator log of the run for a panic, a fatal error or a data
@@ -348,6 +479,9 @@ func (r *Result) Report(w io.Writer) {
 	fmt.Fprintf(w, "soak seed %d (%v of churn, %s): ", r.Seed, r.Duration, r.Router)
 	if r.OK() {
 		fmt.Fprintf(w, "every invariant held; settled %v after the churn\n", r.Settled.Round(100*time.Millisecond))
+		if r.LastToSettle != "" {
+			fmt.Fprintf(w, "  the last to settle: %s\n", r.LastToSettle)
+		}
 	} else {
 		fmt.Fprintf(w, "%d failures; replay with SOAK_SEED=%d\n", len(r.Failures), r.Seed)
 	}
@@ -372,6 +506,23 @@ func (r *Result) Report(w io.Writer) {
 	}
 	if r.Growth != nil {
 		fmt.Fprintf(w, "  %s\n", r.Growth)
+	}
+	var ids, writes []string
+	for _, c := range clusterSpecs {
+		ids = append(ids, fmt.Sprintf("%s %s (started as %s)", c.name, r.Identities[c.name], c.clusterName))
+		writes = append(writes, fmt.Sprintf("%s %d", c.name, r.Writes[c.name]))
+	}
+	fmt.Fprintf(w, "  identities: %s\n", strings.Join(ids, ", "))
+	fmt.Fprintf(w, "  writes sent: %s (%d for a version the run never saw", strings.Join(writes, ", "), len(r.Unseen))
+	if len(r.Unseen) > 0 {
+		fmt.Fprintf(w, ": %s", strings.Join(r.Unseen[:min(3, len(r.Unseen))], "; "))
+	}
+	fmt.Fprintln(w, ")")
+	if r.Rename != "" {
+		fmt.Fprintf(w, "  rename: %s\n", r.Rename)
+	}
+	if r.Quiet >= 0 {
+		fmt.Fprintf(w, "  quiet window: %d writes in %v; namesakes reported: %s\n", r.Quiet, r.QuietWindow, r.Namesakes)
 	}
 	for _, f := range r.Failures {
 		fmt.Fprintf(w, "FAIL seed %d: %s\n", r.Seed, f)
@@ -405,4 +556,70 @@ func lockDir(dir string) (unlock func(), err error) {
 		return nil, fmt.Errorf("run directory %s is in use by another soak run (%w); give this one its own SOAK_DIR", dir, err)
 	}
 	return func() { f.Close() }, nil
+}
+
+// The names a and its namesake n both claim from the start: a writes shared-1 first and n
+// shared-2, each before the other claims it, so that who holds each is known; the other's
+// claim is a conflict for good. Each claim is a pinned HostMapping in the first namespace (a1
+// in both clusters), which the churn never touches.
+const (
+	sharedByA = "shared-1.soak.lan"
+	sharedByN = "shared-2.soak.lan"
+)
+
+// startInstallations starts a and b, then n, pinning the shared names on the way: a's claim on
+// shared-1 and n's on shared-2 before their operators start; n's claim on shared-1 once a's
+// entry for it is on the router, a's on shared-2 once n's is.
+func startInstallations(ctx context.Context, w *world, m *Model, ck *checker, hist *history) error {
+	pin := func(inst, name, host, ip string) error {
+		c := specOf(inst)
+		o := &Object{Cluster: inst, Namespace: c.namespaces[0], Name: name, Kind: KindHostMapping, addressing: bySpec, Hosts: []string{host}, IPs: []string{ip},
+			pinned: true}
+		uid, created, err := w.kube.create(ctx, o)
+		if err != nil {
+			return err
+		}
+		o.UID, o.Created = uid, created
+		m.add(o, time.Now())
+		hist.add(0, fmt.Sprintf("pinned %s: hosts %v at %v", o, o.Hosts, o.IPs), o.Hosts)
+		return nil
+	}
+	// written waits until the router has inst's entry for host.
+	written := func(host, inst string) error {
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+			entries, err := w.list(ctx)
+			if err == nil && slices.ContainsFunc(newView(entries).byHost[host], func(e *pb.HostEntry) bool { return ck.owner(e) == inst }) {
+				return nil
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("installation %s has not written %s after a minute (last read: %v)", inst, host, err)
+			}
+		}
+	}
+	if err := pin("a", "pin-1", sharedByA, "10.77.1.201"); err != nil {
+		return err
+	}
+	if err := pin("n", "pin-2", sharedByN, "10.77.14.202"); err != nil {
+		return err
+	}
+	for _, inst := range []string{"a", "b"} {
+		if err := w.startInstallation(specOf(inst)); err != nil {
+			return err
+		}
+	}
+	if err := written(sharedByA, "a"); err != nil {
+		return err
+	}
+	m.update(func() { m.heldBy[sharedByA] = "a" })
+	if err := pin("n", "pin-1", sharedByA, "10.77.14.201"); err != nil {
+		return err
+	}
+	if err := w.startInstallation(specOf("n")); err != nil {
+		return err
+	}
+	if err := written(sharedByN, "n"); err != nil {
+		return err
+	}
+	m.update(func() { m.heldBy[sharedByN] = "n" })
+	return pin("a", "pin-2", sharedByN, "10.77.1.202")
 }

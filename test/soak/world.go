@@ -2,15 +2,18 @@ package soak
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
@@ -20,46 +23,85 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )
 
-// clusterSpec is one cluster of the world: its namespaces, how many operator replicas it
-// runs, and whether it reaches the router through the faulty network.
+// clusterSpec is one installation of the world: the cluster it runs in (its apiserver), the
+// name it is given, its namespaces, how many operator replicas it runs, and whether it
+// reaches the router through the faulty network.
 type clusterSpec struct {
-	name       string
+	// name is the soak's name for it: its objects' label, its processes' and the model's.
+	name string
+	// clusterName is its --cluster-name at the start.
+	clusterName string
+	// apiserver is the control plane it runs in: 0 the one a and b share, 1 n's own.
+	apiserver  int
 	namespaces []string
 	replicas   int
-	faultyNet  bool
+	// lease is its leader Lease's name (in leaseNamespace), which its identity derives from
+	// beside its apiserver's kube-system UID; its replicas elect a leader on it when there
+	// are several, or when leaderElect says so.
+	lease       string
+	leaderElect bool
+	faultyNet   bool
 	// gateways are the names of its Gateways, in its first namespace.
 	gateways []string
 }
 
-// The world: two clusters share one router; a, with two replicas under leader election,
-// reaches it directly, b through the faulty network. A third, c, left entries and never runs.
+// The world: three installations share one router. a, with two replicas under leader
+// election, reaches it directly, b through the faulty network; both run in one cluster (one
+// apiserver, their objects told apart by a label). n is a's namesake: a cluster of its own
+// (its own apiserver, hence its own identity) installed as a is, with a's name, a's Lease
+// name and namespaces of a's names, whose entries a must never take for its own, nor n a's.
+// It runs one replica without leader election, so that a kill does not leave it waiting
+// out a Lease (a's kills do that).
+// Another cluster, c, left entries and never runs. At a seeded moment b is renamed.
 var clusterSpecs = []clusterSpec{
-	{name: "a", namespaces: []string{"a1", "a2", "a3"}, replicas: 2, gateways: []string{"gw-1", "gw-2"}},
-	{name: "b", namespaces: []string{"b1", "b2"}, replicas: 1, faultyNet: true, gateways: []string{"gw-1"}},
+	{name: "a", clusterName: "a", namespaces: []string{"a1", "a2", "a3"}, replicas: 2, lease: "soak-a", leaderElect: true, gateways: []string{"gw-1", "gw-2"}},
+	{name: "b", clusterName: "b", namespaces: []string{"b1", "b2"}, replicas: 1, lease: "soak-b", faultyNet: true, gateways: []string{"gw-1"}},
+	{name: "n", clusterName: "a", apiserver: 1, namespaces: []string{"a1", "a2"}, replicas: 1, lease: "soak-a", gateways: []string{"gw-1"}},
+}
+
+// specOf is the installation's spec.
+func specOf(inst string) clusterSpec {
+	for _, c := range clusterSpecs {
+		if c.name == inst {
+			return c
+		}
+	}
+	panic("no installation " + inst)
 }
 
 const (
 	// foreignCluster is the cluster whose entries sit on the router but whose operator never runs.
 	foreignCluster = "c"
+	// renamed is the installation the run renames.
+	renamed = "b"
 	// leaseNamespace holds the leader Leases.
 	leaseNamespace = "soak-system"
 	// defaultGrace is the operators' --grace-period.
 	defaultGrace = 4 * time.Second
 	// requestTimeout is the operators' --request-timeout.
 	requestTimeout = 5 * time.Second
+	// syncInterval is the operators' --interval.
+	syncInterval = 10 * time.Second
 )
 
-// world is everything a run drives: the control plane, the router, the network to it, the
-// operators and the clients the person and the checker use.
+// world is everything a run drives: the control planes, the router, each installation's tap
+// to it, the faulty network, the operators and the clients the person and the checker use.
 type world struct {
-	cfg        Config
-	dir        string
-	cp         *kubetest.ControlPlane
-	kube       *kube
-	kubeconfig string
-	router     router
-	proxy      *faultProxy
-	replicas   map[string][]*replica
+	cfg Config
+	dir string
+	// cps are the control planes (clusterSpec.apiserver), kubeconfigs their admin
+	// kubeconfigs.
+	cps         []*kubetest.ControlPlane
+	kubeconfigs []string
+	kube        *kube
+	router      router
+	// taps are each installation's door to the router; the faulty network stands before b's.
+	taps     map[string]*tap
+	ledger   *ledger
+	proxy    *faultProxy
+	replicas map[string][]*replica
+	// ids are the installations' identities, as the operator derives them.
+	ids map[string]string
 	// person writes the router by hand, as the router-hosts CLI would; watch is the checker's
 	// reader. Both reach the router directly.
 	person, watch  pb.HostsServiceClient
@@ -74,36 +116,35 @@ func repoRoot() string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-// newWorld starts the control plane (with the HostMapping, Traefik and Gateway API CRDs), the
-// router with the third cluster's entries, and the faulty network; the operators start with
-// startOperators.
+// newWorld starts the control planes (with the HostMapping, Traefik and Gateway API CRDs), the
+// router with the third cluster's entries, the taps and the faulty network; the operators
+// start with startOperators.
 func newWorld(ctx context.Context, cfg Config, dir string, exited func(*proc)) (w *world, err error) {
-	w = &world{cfg: cfg, dir: dir, replicas: map[string][]*replica{}, exited: exited}
+	w = &world{cfg: cfg, dir: dir, replicas: map[string][]*replica{}, exited: exited, taps: map[string]*tap{}, ledger: newLedger(), ids: map[string]string{}}
 	defer func() {
 		if err != nil {
 			w.close()
 		}
 	}()
-	root := repoRoot()
-	if w.cp, err = kubetest.Start(filepath.Join(root, "kustomize", "crds"), filepath.Join(root, "test", "integration", "testdata", "traefik")); err != nil {
+	if err = w.startControlPlanes(); err != nil {
 		return w, err
 	}
-	w.closers = append(w.closers, func() { _ = w.cp.Stop() })
-	if err = w.cp.InstallGatewayAPI(); err != nil {
-		return w, err
-	}
-	w.kubeconfig = filepath.Join(dir, "kubeconfig")
-	if err = w.cp.WriteKubeconfig(w.kubeconfig); err != nil {
-		return w, err
-	}
-	dyn, err := dynamic.NewForConfig(w.cp.Config)
-	if err != nil {
-		return w, fmt.Errorf("dynamic client: %w", err)
-	}
-	w.kube = &kube{dyn: dyn, gatewayNS: map[string]string{}}
-	for _, ns := range append([]string{leaseNamespace}, allNamespaces()...) {
-		if _, err = w.cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			return w, fmt.Errorf("namespace %s: %w", ns, err)
+	w.kube = &kube{dyn: map[string]dynamic.Interface{}, gatewayNS: map[string]string{}}
+	for _, c := range clusterSpecs {
+		cp := w.cps[c.apiserver]
+		if w.kube.dyn[c.name], err = dynamic.NewForConfig(cp.Config); err != nil {
+			return w, fmt.Errorf("dynamic client: %w", err)
+		}
+		ks, err := cp.Client.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+		if err != nil {
+			return w, fmt.Errorf("reading kube-system: %w", err)
+		}
+		w.ids[c.name] = registry.Identity(string(ks.UID), leaseNamespace, c.lease)
+		for _, ns := range append([]string{leaseNamespace}, c.namespaces...) {
+			_, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				return w, fmt.Errorf("namespace %s: %w", ns, err)
+			}
 		}
 	}
 	if cfg.RouterBin != "" {
@@ -126,25 +167,68 @@ func newWorld(ctx context.Context, cfg Config, dir string, exited func(*proc)) (
 		return w, err
 	}
 	w.closers = append(w.closers, closeCli)
-	if w.proxy, err = startProxy(w.router.Addr()); err != nil {
-		return w, err
+	for _, c := range clusterSpecs {
+		t, err := startTap(c.name, w.router.Addr(), pki, w.ledger)
+		if err != nil {
+			return w, err
+		}
+		w.taps[c.name] = t
+		w.closers = append(w.closers, t.stop)
+		if c.faultyNet {
+			if w.proxy, err = startProxy(t.Addr()); err != nil {
+				return w, err
+			}
+			w.closers = append(w.closers, w.proxy.Close)
+		}
 	}
-	w.closers = append(w.closers, w.proxy.Close)
 	if err = w.seedForeign(ctx); err != nil {
 		return w, err
 	}
 	return w, nil
 }
 
-func allNamespaces() []string {
-	var out []string
+// startControlPlanes starts the clusters' control planes side by side, and writes each one's
+// kubeconfig.
+func (w *world) startControlPlanes() error {
+	n := 0
 	for _, c := range clusterSpecs {
-		out = append(out, c.namespaces...)
+		n = max(n, c.apiserver+1)
 	}
-	return out
+	w.cps, w.kubeconfigs = make([]*kubetest.ControlPlane, n), make([]string, n)
+	errs := make([]error, n)
+	root := repoRoot()
+	var wg sync.WaitGroup
+	for i := range w.cps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cp, err := kubetest.Start(filepath.Join(root, "kustomize", "crds"), filepath.Join(root, "test", "integration", "testdata", "traefik"))
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			w.cps[i] = cp
+			if errs[i] = cp.InstallGatewayAPI(); errs[i] != nil {
+				return
+			}
+			w.kubeconfigs[i] = filepath.Join(w.dir, "kubeconfig")
+			if i > 0 {
+				w.kubeconfigs[i] = filepath.Join(w.dir, fmt.Sprintf("kubeconfig-%d", i))
+			}
+			errs[i] = cp.WriteKubeconfig(w.kubeconfigs[i])
+		}()
+	}
+	wg.Wait()
+	for _, cp := range w.cps {
+		if cp != nil {
+			w.closers = append(w.closers, func() { _ = cp.Stop() })
+		}
+	}
+	return errors.Join(errs...)
 }
 
-// seedForeign writes the entries a third cluster's operator left, as it would have written them.
+// seedForeign writes the entries a third cluster's operator left, as an earlier version wrote
+// them (no identity).
 func (w *world) seedForeign(ctx context.Context) error {
 	for i := 0; i < 3; i++ {
 		host := fmt.Sprintf("c-%d.soak.lan", i)
@@ -155,18 +239,20 @@ func (w *world) seedForeign(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("seeding cluster %s's %s: %w", foreignCluster, host, err)
 		}
+		w.ledger.saw(resp.GetEntry())
 		w.foreignEntries = append(w.foreignEntries, resp.GetEntry())
 	}
 	return nil
 }
 
-// operatorArgs are the flags of one replica of a cluster, mutations applied.
-func (w *world) operatorArgs(c clusterSpec, index int) (args, env []string) {
-	endpoint := w.router.Addr()
+// operatorArgs are the flags of one replica of an installation running under cluster name
+// name, mutations applied.
+func (w *world) operatorArgs(c clusterSpec, index int, name string) (args, env []string) {
+	endpoint := w.taps[c.name].Addr()
 	if c.faultyNet {
 		endpoint = w.proxy.Addr()
 	}
-	cluster, policy := c.name, "sync"
+	cluster, policy := name, "sync"
 	switch w.cfg.Mutation {
 	case MutationUpsertOnly:
 		policy = "upsert-only"
@@ -181,12 +267,15 @@ func (w *world) operatorArgs(c clusterSpec, index int) (args, env []string) {
 			cluster = foreignCluster
 		}
 	}
-	args = []string{"--kubeconfig=" + w.kubeconfig, "--cluster-name=" + cluster, "--label-filter=" + clusterLabel + "=" + c.name,
+	args = []string{"--kubeconfig=" + w.kubeconfigs[c.apiserver], "--cluster-name=" + cluster, "--label-filter=" + clusterLabel + "=" + c.name,
 		"--source=ingress", "--source=hostmapping", "--source=service", "--source=gateway-httproute", "--source=traefik",
-		"--ip-resolution=ingress-status", "--grace-period=" + defaultGrace.String(), "--interval=10s", "--request-timeout=" + requestTimeout.String(),
-		"--policy=" + policy, "--config-name=", "--log-level=debug"}
-	if c.replicas > 1 {
-		args = append(args, "--leader-elect", "--leader-election-namespace="+leaseNamespace, "--leader-election-id=soak-"+c.name)
+		"--ip-resolution=ingress-status", "--grace-period=" + defaultGrace.String(), "--interval=" + syncInterval.String(), "--request-timeout=" + requestTimeout.String(),
+		"--policy=" + policy, "--config-name=", "--log-level=debug",
+		// The Lease's namespace and name are given even without leader election: the
+		// identity derives from them.
+		"--leader-election-namespace=" + leaseNamespace, "--leader-election-id=" + c.lease}
+	if c.replicas > 1 || c.leaderElect {
+		args = append(args, "--leader-elect")
 	}
 	pki := w.router.PKI()
 	env = []string{"ROUTER_HOSTS_OPERATOR_ROUTER_HOSTS_ENDPOINT=" + endpoint, "ROUTER_HOSTS_OPERATOR_TLS_CA=" + pki.CAFile(),
@@ -194,25 +283,94 @@ func (w *world) operatorArgs(c clusterSpec, index int) (args, env []string) {
 	return args, env
 }
 
-// startOperators starts every replica of every cluster and waits until each answers /healthz.
-// A cluster's first replica starts alone and, under leader election, leads before the others
-// start, so that which replica leads first is the same in every run.
-func (w *world) startOperators() error {
+// stopRouter takes the router down as a reboot does, and the taps with it, so that every
+// installation's connection drops as it would; startRouter brings them back.
+func (w *world) stopRouter() error {
+	err := w.router.Stop()
 	for _, c := range clusterSpecs {
-		for i := 0; i < c.replicas; i++ {
-			args, env := w.operatorArgs(c, i)
-			r := &replica{cluster: c.name, index: i, bin: w.cfg.OperatorBin, args: args, env: env, dir: w.dir, exited: w.exited}
-			w.replicas[c.name] = append(w.replicas[c.name], r)
-			if _, err := r.start(); err != nil {
-				return err
-			}
-			ready := func(p *proc) bool { return p.healthy() && (i > 0 || c.replicas == 1 || p.leads()) }
-			if err := w.await(r, ready); err != nil {
-				return err
-			}
+		w.taps[c.name].stop()
+	}
+	return err
+}
+
+func (w *world) startRouter() error {
+	if err := w.router.Start(); err != nil {
+		return err
+	}
+	for _, c := range clusterSpecs {
+		if err := w.taps[c.name].restart(); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// startInstallation starts every replica of an installation and waits until each answers
+// /healthz. Its first replica starts alone and, under leader election, leads before the
+// others start, so that which replica leads first is the same in every run. Each replica must
+// have derived the identity the soak expects of it.
+func (w *world) startInstallation(c clusterSpec) error {
+	for i := 0; i < c.replicas; i++ {
+		args, env := w.operatorArgs(c, i, c.clusterName)
+		r := &replica{cluster: c.name, index: i, bin: w.cfg.OperatorBin, args: args, env: env, dir: w.dir, exited: w.exited}
+		w.replicas[c.name] = append(w.replicas[c.name], r)
+		if _, err := r.start(); err != nil {
+			return err
+		}
+		elects := c.replicas > 1 || c.leaderElect
+		ready := func(p *proc) bool { return p.healthy() && (i > 0 || !elects || p.leads()) }
+		if err := w.await(r, ready); err != nil {
+			return err
+		}
+		if id := loggedIdentity(r.current()); id != "" && id != w.ids[c.name] {
+			return fmt.Errorf("operator %s runs as cluster-id %s; the soak derives %s from its apiserver's kube-system UID and its Lease %s/%s",
+				r.name(), id, w.ids[c.name], leaseNamespace, c.lease)
+		}
+	}
+	return nil
+}
+
+// loggedIdentity is the cluster_id the process logged as it started, "" if it has not.
+func loggedIdentity(p *proc) string {
+	if p == nil {
+		return ""
+	}
+	for _, line := range strings.Split(p.logText(), "\n") {
+		if !strings.Contains(line, "router-hosts-operator starting") {
+			continue
+		}
+		if _, rest, ok := strings.Cut(line, "cluster_id="); ok {
+			id, _, _ := strings.Cut(rest, " ")
+			return strings.Trim(id, `"`)
+		}
+	}
+	return ""
+}
+
+// rename restarts every replica of an installation under a new --cluster-name, one after the
+// other, as a rolling update does (SIGTERM, then the new process); a replica that is down
+// now starts under the new name when it comes back.
+func (w *world) rename(inst, name string) ([]string, error) {
+	c := specOf(inst)
+	var started []string
+	for i, r := range w.replicas[inst] {
+		args, _ := w.operatorArgs(c, i, name)
+		r.setArgs(args)
+		if r.current() == nil {
+			continue
+		}
+		r.stop()
+		p, err := r.start()
+		if err != nil {
+			return started, err
+		}
+		started = append(started, p.name)
+		// As a rolling update waits for each new pod to be ready before the next.
+		if err := w.await(r, (*proc).healthy); err != nil {
+			return started, err
+		}
+	}
+	return started, nil
 }
 
 // await waits up to a minute until r's process is ready.
