@@ -184,23 +184,28 @@ func (r *Registry) pendingAfter(st *State, changes []plan.Change, deleted map[st
 	return len(marked)
 }
 
-// markedTags is tags with mark as the operator's only pending-deletion tag: inside its block
-// on an adopted entry (right after TagPreExisting), at the end otherwise. A user's own tag of
-// that shape stays where it is.
+// markedTags is tags with mark as the operator's only pending-deletion tag.
 func markedTags(tags []string, v *view, mark string) []string {
+	return withOwnTag(tags, v, PrefixPending, mark)
+}
+
+// withOwnTag is tags with tag as the operator's only tag of prefix (a reserved one): inside its
+// block on an adopted entry (right after TagPreExisting), at the end otherwise. A user's own
+// tag of that shape stays where it is.
+func withOwnTag(tags []string, v *view, prefix, tag string) []string {
 	out := make([]string, 0, len(tags)+1)
 	for i, t := range tags {
 		inBlock := v.blockStart < 0 || (i >= v.blockStart && i < v.blockStart+len(v.op))
-		if inBlock && Reserved(t) && strings.HasPrefix(t, PrefixPending) {
+		if inBlock && strings.HasPrefix(t, prefix) {
 			continue
 		}
 		out = append(out, t)
 		if i == v.blockStart {
-			out = append(out, mark)
+			out = append(out, tag)
 		}
 	}
 	if v.blockStart < 0 {
-		out = append(out, mark)
+		out = append(out, tag)
 	}
 	return out
 }

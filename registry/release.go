@@ -198,25 +198,9 @@ func (l *Letting) Probe(now time.Time) *plan.Change {
 	return &plan.Change{Action: ActionProbe, Old: rec, New: &n}
 }
 
-// probedTags is tags with probe as the operator's only release-probe tag: inside its block on
-// an adopted entry (right after TagPreExisting), at the end otherwise, as markedTags places a
-// mark. A user's own tag of that shape stays where it is.
+// probedTags is tags with probe as the operator's only release-probe tag, placed as a mark is.
 func probedTags(tags []string, v *view, probe string) []string {
-	out := make([]string, 0, len(tags)+1)
-	for i, t := range tags {
-		inBlock := v.blockStart < 0 || (i >= v.blockStart && i < v.blockStart+len(v.op))
-		if inBlock && strings.HasPrefix(t, PrefixReleaseProbe) {
-			continue
-		}
-		out = append(out, t)
-		if i == v.blockStart {
-			out = append(out, probe)
-		}
-	}
-	if v.blockStart < 0 {
-		out = append(out, probe)
-	}
-	return out
+	return withOwnTag(tags, v, PrefixReleaseProbe, probe)
 }
 
 // Probed returns the probe tag on rec the operator's way (as Letting.Probe wrote it), "" when

@@ -32,7 +32,7 @@ type Server struct {
 
 	mu   sync.Mutex
 	grpc *grpc.Server
-	lis  *dropListener
+	lis  *DropListener
 	// hostsErr is the first error writing the hosts file met.
 	hostsErr error
 }
@@ -93,16 +93,16 @@ func startPKI(pki PKI, addr string) (*Server, error) {
 	return s, nil
 }
 
-// dropListener is a listener that remembers the connections it accepted, so that Stop can
+// DropListener is a listener that remembers the connections it accepted, so that Stop can
 // drop them all at once as a crashing router does: gRPC's own Stop waits for every TLS
 // handshake under way, which a client behind a dead network never finishes.
-type dropListener struct {
+type DropListener struct {
 	net.Listener
 	mu    sync.Mutex
 	conns map[net.Conn]bool
 }
 
-func (l *dropListener) Accept() (net.Conn, error) {
+func (l *DropListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
 		return c, err
@@ -118,8 +118,13 @@ func (l *dropListener) Accept() (net.Conn, error) {
 	return c, nil
 }
 
-// drop closes the listener and every connection it accepted.
-func (l *dropListener) drop() {
+// NewDropListener wraps lis; the soak's relays drop their connections as the server does.
+func NewDropListener(lis net.Listener) *DropListener {
+	return &DropListener{Listener: lis, conns: map[net.Conn]bool{}}
+}
+
+// Drop closes the listener and every connection it accepted.
+func (l *DropListener) Drop() {
 	_ = l.Listener.Close()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -138,7 +143,7 @@ func (s *Server) serve(lis net.Listener) {
 		grpc.MaxRecvMsgSize(4<<20),
 	)
 	pb.RegisterHostsServiceServer(g, s.svc)
-	dl := &dropListener{Listener: lis, conns: map[net.Conn]bool{}}
+	dl := NewDropListener(lis)
 	s.mu.Lock()
 	s.grpc, s.lis = g, dl
 	s.mu.Unlock()
@@ -162,7 +167,7 @@ func (s *Server) Stop() {
 	s.grpc, s.lis = nil, nil
 	s.mu.Unlock()
 	if g != nil {
-		lis.drop()
+		lis.Drop()
 		g.Stop()
 	}
 }

@@ -40,7 +40,7 @@ type tap struct {
 
 	mu      sync.Mutex
 	grpc    *grpc.Server
-	lis     *dropListener
+	lis     *rhtestserver.DropListener
 	up      pb.HostsServiceClient
 	closeUp func()
 }
@@ -85,7 +85,7 @@ func (t *tap) serve(lis net.Listener) error {
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 15 * time.Second, PermitWithoutStream: true}),
 		grpc.MaxRecvMsgSize(4<<20))
 	pb.RegisterHostsServiceServer(g, t)
-	dl := &dropListener{Listener: lis, conns: map[net.Conn]bool{}}
+	dl := rhtestserver.NewDropListener(lis)
 	t.mu.Lock()
 	t.grpc, t.lis, t.up, t.closeUp = g, dl, up, closeUp
 	t.mu.Unlock()
@@ -100,7 +100,7 @@ func (t *tap) stop() {
 	t.grpc, t.lis, t.closeUp = nil, nil, nil
 	t.mu.Unlock()
 	if g != nil {
-		lis.drop()
+		lis.Drop()
 		g.Stop()
 		closeUp()
 	}
@@ -214,39 +214,6 @@ func relay[M any](recv func() (M, error), send func(M) error) error {
 			return err
 		}
 	}
-}
-
-// dropListener remembers the connections it accepted, so that stop drops them all at once as
-// a crashing router does.
-type dropListener struct {
-	net.Listener
-	mu    sync.Mutex
-	conns map[net.Conn]bool
-}
-
-func (l *dropListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return c, err
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.conns == nil {
-		_ = c.Close()
-		return nil, net.ErrClosed
-	}
-	l.conns[c] = true
-	return c, nil
-}
-
-func (l *dropListener) drop() {
-	_ = l.Listener.Close()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for c := range l.conns {
-		_ = c.Close()
-	}
-	l.conns = nil
 }
 
 // The writes the ledger keeps.
