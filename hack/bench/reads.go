@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/rhclient"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )
@@ -29,17 +30,18 @@ import (
 // file from a replay of its log before it answers), and deletes its entries at the end.
 // -payload=upstream fills with what the upstream operator writes for a HostMapping (a short
 // comment, no tags) instead of the operator's five tags and comment, so the two stores' costs
-// can be told apart from the operators'.
+// can be told apart from the operators'. -payload=identity is operator's plus the installation's
+// identity tag (cluster-id:), to weigh what that tag costs the server.
 func readsCommand(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("reads", flag.ExitOnError)
 	sizes := fs.String("sizes", "1000,5000", "entries on the server when the reads are timed, comma-separated")
 	rounds := fs.Int("rounds", 20, "calls timed per read and size")
 	concurrency := fs.Int("concurrency", 4, "AddHost calls in flight while filling")
-	payloadName := fs.String("payload", "operator", "what the entries carry: operator (five tags and the comment), upstream (a short comment, no tags) or equal (the five tags, upstream's comment)")
+	payloadName := fs.String("payload", "operator", "what the entries carry: operator (five tags and the comment), upstream (a short comment, no tags), equal (the five tags, upstream's comment) or identity (operator's plus the installation's identity tag)")
 	_ = fs.Parse(args) // ExitOnError: Parse exits on a bad flag
 	payload, ok := payloads[*payloadName]
 	if !ok {
-		return fmt.Errorf("unknown -payload %q: operator, upstream or equal", *payloadName)
+		return fmt.Errorf("unknown -payload %q: operator, upstream, equal or identity", *payloadName)
 	}
 	ns, err := parseSizes(*sizes)
 	if err != nil {
@@ -149,6 +151,18 @@ var payloads = map[string]payload{
 		_, tags := operatorPayload(i)
 		return fmt.Sprintf("k8s:bench/app-%d", i), tags
 	},
+	"identity": identityPayload,
+}
+
+// benchClusterID is the identity the bench's identity payload carries: 8 lowercase hex digits.
+const benchClusterID = "1a2b3c4d"
+
+// identityPayload is operator's with the installation's identity tag, the tags sorted and
+// unique as the operator writes them (registry merge: OwnerTags and the record's tags go through
+// endpoint.SortedUnique), so cluster-id: comes first.
+func identityPayload(i int) (string, []string) {
+	comment, tags := operatorPayload(i)
+	return comment, endpoint.SortedUnique(append(tags, registry.PrefixClusterID+benchClusterID))
 }
 
 // fill adds entries from from up to to, concurrency at a time, and returns their IDs.
