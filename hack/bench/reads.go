@@ -31,13 +31,17 @@ import (
 // -payload=upstream fills with what the upstream operator writes for a HostMapping (a short
 // comment, no tags) instead of the operator's five tags and comment, so the two stores' costs
 // can be told apart from the operators'. -payload=identity is operator's plus the installation's
-// identity tag (cluster-id:), to weigh what that tag costs the server.
+// identity tag (cluster-id:), to weigh what that tag costs the server. Last at each size it
+// times AddHost of new entries of the same payload, one at a time (they stay: the next size
+// counts them). -samples writes every timed call, for pooling runs.
 func readsCommand(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("reads", flag.ExitOnError)
 	sizes := fs.String("sizes", "1000,5000", "entries on the server when the reads are timed, comma-separated")
 	rounds := fs.Int("rounds", 20, "calls timed per read and size")
 	concurrency := fs.Int("concurrency", 4, "AddHost calls in flight while filling")
 	payloadName := fs.String("payload", "operator", "what the entries carry: operator (five tags and the comment), upstream (a short comment, no tags), equal (the five tags, upstream's comment) or identity (operator's plus the installation's identity tag)")
+	samplesPath := fs.String("samples", "", "file to write every timed call to (entries, call, microseconds; one a line)")
+	cleanup := fs.Bool("cleanup", true, "delete the bench's entries at the end (false: leave them, for a server thrown away after the run)")
 	_ = fs.Parse(args) // ExitOnError: Parse exits on a bad flag
 	payload, ok := payloads[*payloadName]
 	if !ok {
@@ -57,8 +61,20 @@ func readsCommand(args []string, out io.Writer) error {
 	}
 	defer closeCli()
 	ctx := context.Background()
+	var samples io.Writer = io.Discard
+	if *samplesPath != "" {
+		f, err := os.Create(*samplesPath)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		samples = f
+	}
 	var ids []string
 	defer func() {
+		if !*cleanup {
+			return
+		}
 		for _, id := range ids {
 			if _, err := cli.DeleteHost(ctx, &pb.DeleteHostRequest{Id: id}); err != nil && status.Code(err) != codes.NotFound {
 				fmt.Fprintln(os.Stderr, "bench reads: cleaning up:", err)
@@ -66,7 +82,7 @@ func readsCommand(args []string, out io.Writer) error {
 			}
 		}
 	}()
-	fmt.Fprintf(out, "%-8s %-12s %12s %12s %12s\n", "entries", "read", "p50", "p90", "max")
+	fmt.Fprintf(out, "%-8s %-12s %12s %12s %12s %12s\n", "entries", "read", "p50", "p90", "p99", "max")
 	for _, n := range ns {
 		start := time.Now()
 		added, err := fill(ctx, cli, len(ids), n, *concurrency, payload)
@@ -74,7 +90,7 @@ func readsCommand(args []string, out io.Writer) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "filled to %d entries in %v\n", n, time.Since(start).Round(time.Second))
+		fmt.Fprintf(os.Stderr, "filled to %d entries in %v\n", n, time.Since(start).Round(time.Millisecond))
 		for _, r := range []struct {
 			name string
 			call func(i int) error
@@ -114,6 +130,18 @@ func readsCommand(args []string, out io.Writer) error {
 				_, err = cli.UpdateHost(ctx, &pb.UpdateHostRequest{Id: id, IpAddress: &ip, ExpectedVersion: proto.String(got.GetEntry().GetVersion())})
 				return err
 			}},
+			{"AddHost", func(int) error {
+				// A new entry of the same payload: the duplicate check and the hosts file's
+				// rewrite both replay the log.
+				i := len(ids)
+				comment, tags := payload(i)
+				resp, err := cli.AddHost(ctx, &pb.AddHostRequest{IpAddress: fmt.Sprintf("10.%d.%d.%d", 90+i/65536, i/256%256, i%256), Hostname: benchHostname(i),
+					Comment: proto.String(comment), Tags: tags})
+				if err == nil {
+					ids = append(ids, resp.GetId())
+				}
+				return err
+			}},
 		} {
 			var took []time.Duration
 			for i := 0; i < *rounds; i++ {
@@ -122,9 +150,10 @@ func readsCommand(args []string, out io.Writer) error {
 					return fmt.Errorf("%s at %d entries: %w", r.name, n, err)
 				}
 				took = append(took, time.Since(s))
+				fmt.Fprintf(samples, "%d %s %d\n", n, r.name, took[len(took)-1].Microseconds())
 			}
 			slices.Sort(took)
-			fmt.Fprintf(out, "%-8d %-12s %9s ms %9s ms %9s ms\n", n, r.name, ms(took[len(took)/2]), ms(took[len(took)*9/10]), ms(took[len(took)-1]))
+			fmt.Fprintf(out, "%-8d %-12s %9s ms %9s ms %9s ms %9s ms\n", n, r.name, ms(took[len(took)/2]), ms(took[len(took)*9/10]), ms(took[len(took)*99/100]), ms(took[len(took)-1]))
 		}
 	}
 	return nil
