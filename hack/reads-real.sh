@@ -5,7 +5,9 @@
 # (OUT_DIR/ROUND/PAYLOAD.samples) and the medians are pooled over the rounds at the end.
 # Before each run it waits for the machine to be quiet (hack/quiet.sh: QUIET, QUIET_WAIT_S)
 # and it prints the share of the machine's CPU busy before the run and during it, and what of
-# that the server and the bench used (cpu s), so a run disturbed by other work can be told.
+# that the server and the bench used (cpu s), so a run disturbed by other work can be told; and
+# the server's CPU time a call of each kind (rows NAME-server-cpu in the pooled table), which
+# other work disturbs less than the wall time.
 #
 # usage: hack/reads-real.sh OUT_DIR
 # env:   PAYLOADS ("operator identity"), SIZES (1000), ROUNDS (3), CALLS (60: calls timed per
@@ -30,7 +32,7 @@ for round in $(seq 1 "${ROUNDS:-3}"); do
     b0=$(busy_ticks); t0=$(now_ns)
     TIMEFORMAT='%U %S'
     { time ROUTER_HOSTS_OPERATOR_ROUTER_HOSTS_ENDPOINT=127.0.0.1:$SRV_PORT ROUTER_HOSTS_OPERATOR_TLS_CA=$P/ca.crt ROUTER_HOSTS_OPERATOR_TLS_CERT=$P/client.crt ROUTER_HOSTS_OPERATOR_TLS_KEY=$P/client.key \
-      "$BENCH_BIN" reads -payload=$name -sizes ${SIZES:-1000} -rounds ${CALLS:-60} -cleanup=false -samples $D.samples > $D.txt 2> $D.err ; } 2> $D.time
+      "$BENCH_BIN" reads -payload=$name -sizes ${SIZES:-1000} -rounds ${CALLS:-60} -cleanup=false -server-pid $SRV_PID -samples $D.samples > $D.txt 2> $D.err ; } 2> $D.time
     rc=$?
     busy=$(busy_since "$b0"); wall=$(python3 -c "print(round(($(now_ns)-$t0)/1e9,1))")
     srv_cpu=$(awk -v hz="$(clk_tck)" '{printf "%.1f", ($14+$15)/hz}' /proc/$(cat $D/server.pid)/stat); cli_cpu=$(awk '{printf "%.1f", $1+$2}' $D.time)
@@ -51,7 +53,7 @@ for path in glob.glob(os.path.join(out, '*', '*.samples')):
         runs.setdefault((int(n), call, name), {}).setdefault(rnd, []).append(int(us) / 1000)
 base = names[0]
 print("pooled: the median of every call of every run; diff: against %s's pooled median, and the range of the per-round differences of the runs' medians" % base)
-print("%-7s %-12s %-10s %4s %9s %9s %9s %20s %9s %18s" % ("entries", "call", "payload", "runs", "p50 ms", "p90 ms", "p99 ms", "run p50s ms", "diff ms", "per-round diffs ms"))
+print("%-7s %-22s %-10s %4s %9s %9s %9s %20s %9s %18s" % ("entries", "call", "payload", "runs", "p50 ms", "p90 ms", "p99 ms", "run p50s ms", "diff ms", "per-round diffs ms"))
 for n, call in sorted({k[:2] for k in runs}):
     for name in names:
         r = runs.get((n, call, name))
@@ -65,5 +67,5 @@ for n, call in sorted({k[:2] for k in runs}):
             d = "%+.2f" % (st.median(allv) - st.median([v for vs in b.values() for v in vs]))
             ds = [p50s[k] - st.median(b[k]) for k in p50s if k in b]
             pr = "%+.2f..%+.2f" % (min(ds), max(ds))
-        print("%-7d %-12s %-10s %4d %9.2f %9.2f %9.2f %9.2f-%-10.2f %9s %18s" % (n, call, name, len(r), st.median(allv), q(.9), q(.99), min(p50s.values()), max(p50s.values()), d, pr))
+        print("%-7d %-22s %-10s %4d %9.2f %9.2f %9.2f %9.2f-%-10.2f %9s %18s" % (n, call, name, len(r), st.median(allv), q(.9), q(.99), min(p50s.values()), max(p50s.values()), d, pr))
 PY

@@ -9,6 +9,8 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -41,6 +43,7 @@ func readsCommand(args []string, out io.Writer) error {
 	concurrency := fs.Int("concurrency", 4, "AddHost calls in flight while filling")
 	payloadName := fs.String("payload", "operator", "what the entries carry: operator (five tags and the comment), upstream (a short comment, no tags), equal (the five tags, upstream's comment) or identity (operator's plus the installation's identity tag)")
 	samplesPath := fs.String("samples", "", "file to write every timed call to (entries, call, microseconds; one a line)")
+	serverPID := fs.Int("server-pid", 0, "the server's process, on this machine: prints the server's CPU time a call of each kind (from /proc, utime+stime), which other work on the machine disturbs less than the wall time")
 	cleanup := fs.Bool("cleanup", true, "delete the bench's entries at the end (false: leave them, for a server thrown away after the run)")
 	_ = fs.Parse(args) // ExitOnError: Parse exits on a bad flag
 	payload, ok := payloads[*payloadName]
@@ -82,7 +85,7 @@ func readsCommand(args []string, out io.Writer) error {
 			}
 		}
 	}()
-	fmt.Fprintf(out, "%-8s %-12s %12s %12s %12s %12s\n", "entries", "read", "p50", "p90", "p99", "max")
+	fmt.Fprintf(out, "%-8s %-12s %12s %12s %12s %12s %15s\n", "entries", "read", "p50", "p90", "p99", "max", "server cpu/call")
 	for _, n := range ns {
 		start := time.Now()
 		added, err := fill(ctx, cli, len(ids), n, *concurrency, payload)
@@ -144,6 +147,7 @@ func readsCommand(args []string, out io.Writer) error {
 			}},
 		} {
 			var took []time.Duration
+			cpu0, cpuErr := procCPU(*serverPID)
 			for i := 0; i < *rounds; i++ {
 				s := time.Now()
 				if err := r.call(i * 7919); err != nil {
@@ -152,8 +156,15 @@ func readsCommand(args []string, out io.Writer) error {
 				took = append(took, time.Since(s))
 				fmt.Fprintf(samples, "%d %s %d\n", n, r.name, took[len(took)-1].Microseconds())
 			}
+			cpu1, err := procCPU(*serverPID)
+			cpu := "-"
+			if cpuErr == nil && err == nil && *serverPID != 0 {
+				per := (cpu1 - cpu0) / time.Duration(*rounds)
+				cpu = ms(per) + " ms"
+				fmt.Fprintf(samples, "%d %s-server-cpu %d\n", n, r.name, per.Microseconds())
+			}
 			slices.Sort(took)
-			fmt.Fprintf(out, "%-8d %-12s %9s ms %9s ms %9s ms %9s ms\n", n, r.name, ms(took[len(took)/2]), ms(took[len(took)*9/10]), ms(took[len(took)*99/100]), ms(took[len(took)-1]))
+			fmt.Fprintf(out, "%-8d %-12s %9s ms %9s ms %9s ms %9s ms %15s\n", n, r.name, ms(took[len(took)/2]), ms(took[len(took)*9/10]), ms(took[len(took)*99/100]), ms(took[len(took)-1]), cpu)
 		}
 	}
 	return nil
@@ -229,3 +240,33 @@ func fill(ctx context.Context, cli pb.HostsServiceClient, from, to, concurrency 
 	sort.Strings(ids)
 	return ids, errors.Join(errs...)
 }
+
+// procCPU is the user and system CPU time process pid has used so far (pid 0: none).
+func procCPU(pid int) (time.Duration, error) {
+	if pid == 0 {
+		return 0, nil
+	}
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The fields after the command's closing parenthesis: state is field 3, utime 14, stime 15.
+	s := string(raw)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %q", pid, s)
+	}
+	var ticks int64
+	for _, v := range f[11:13] {
+		t, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("/proc/%d/stat: %w", pid, err)
+		}
+		ticks += t
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
+// clockTicks is USER_HZ, the unit of /proc's CPU times: 100 on every Linux architecture Go
+// supports.
+const clockTicks = 100
