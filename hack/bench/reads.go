@@ -94,58 +94,7 @@ func readsCommand(args []string, out io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(os.Stderr, "filled to %d entries in %v\n", n, time.Since(start).Round(time.Millisecond))
-		for _, r := range []struct {
-			name string
-			call func(i int) error
-		}{
-			{"GetHost", func(i int) error {
-				_, err := cli.GetHost(ctx, &pb.GetHostRequest{Id: ids[i%len(ids)]})
-				return err
-			}},
-			{"SearchHosts", func(i int) error {
-				stream, err := cli.SearchHosts(ctx, &pb.SearchHostsRequest{Query: benchHostname(i % n)})
-				if err != nil {
-					return err
-				}
-				for {
-					if _, err := stream.Recv(); errors.Is(err, io.EOF) {
-						return nil
-					} else if err != nil {
-						return err
-					}
-				}
-			}},
-			{"ListHosts", func(int) error {
-				_, err := rhclient.List(ctx, cli)
-				return err
-			}},
-			{"UpdateHost", func(i int) error {
-				// The address alternates, so every call is a real change of one field.
-				id := ids[i%len(ids)]
-				got, err := cli.GetHost(ctx, &pb.GetHostRequest{Id: id})
-				if err != nil {
-					return err
-				}
-				ip := "10.250.0.1"
-				if got.GetEntry().GetIpAddress() == ip {
-					ip = "10.250.0.2"
-				}
-				_, err = cli.UpdateHost(ctx, &pb.UpdateHostRequest{Id: id, IpAddress: &ip, ExpectedVersion: proto.String(got.GetEntry().GetVersion())})
-				return err
-			}},
-			{"AddHost", func(int) error {
-				// A new entry of the same payload: the duplicate check and the hosts file's
-				// rewrite both replay the log.
-				i := len(ids)
-				comment, tags := payload(i)
-				resp, err := cli.AddHost(ctx, &pb.AddHostRequest{IpAddress: fmt.Sprintf("10.%d.%d.%d", 90+i/65536, i/256%256, i%256), Hostname: benchHostname(i),
-					Comment: proto.String(comment), Tags: tags})
-				if err == nil {
-					ids = append(ids, resp.GetId())
-				}
-				return err
-			}},
-		} {
+		for _, r := range readCalls(ctx, cli, &ids, n, payload) {
 			var took []time.Duration
 			cpu0, cpuErr := procCPU(*serverPID)
 			for i := 0; i < *rounds; i++ {
@@ -168,6 +117,66 @@ func readsCommand(args []string, out io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// readCall is one kind of call the reads time; call(i) makes the i-th.
+type readCall struct {
+	name string
+	call func(i int) error
+}
+
+// readCalls are the calls timed at n entries on the server of cli, whose bench entries are
+// *ids (AddHost appends the entries it adds), in the order they are timed.
+func readCalls(ctx context.Context, cli pb.HostsServiceClient, ids *[]string, n int, payload payload) []readCall {
+	return []readCall{
+		{"GetHost", func(i int) error {
+			_, err := cli.GetHost(ctx, &pb.GetHostRequest{Id: (*ids)[i%len(*ids)]})
+			return err
+		}},
+		{"SearchHosts", func(i int) error {
+			stream, err := cli.SearchHosts(ctx, &pb.SearchHostsRequest{Query: benchHostname(i % n)})
+			if err != nil {
+				return err
+			}
+			for {
+				if _, err := stream.Recv(); errors.Is(err, io.EOF) {
+					return nil
+				} else if err != nil {
+					return err
+				}
+			}
+		}},
+		{"ListHosts", func(int) error {
+			_, err := rhclient.List(ctx, cli)
+			return err
+		}},
+		{"UpdateHost", func(i int) error {
+			// The address alternates, so every call is a real change of one field.
+			id := (*ids)[i%len(*ids)]
+			got, err := cli.GetHost(ctx, &pb.GetHostRequest{Id: id})
+			if err != nil {
+				return err
+			}
+			ip := "10.250.0.1"
+			if got.GetEntry().GetIpAddress() == ip {
+				ip = "10.250.0.2"
+			}
+			_, err = cli.UpdateHost(ctx, &pb.UpdateHostRequest{Id: id, IpAddress: &ip, ExpectedVersion: proto.String(got.GetEntry().GetVersion())})
+			return err
+		}},
+		{"AddHost", func(int) error {
+			// A new entry of the same payload: the duplicate check and the hosts file's
+			// rewrite both replay the log.
+			i := len(*ids)
+			comment, tags := payload(i)
+			resp, err := cli.AddHost(ctx, &pb.AddHostRequest{IpAddress: fmt.Sprintf("10.%d.%d.%d", 90+i/65536, i/256%256, i%256), Hostname: benchHostname(i),
+				Comment: proto.String(comment), Tags: tags})
+			if err == nil {
+				*ids = append(*ids, resp.GetId())
+			}
+			return err
+		}},
+	}
 }
 
 // benchHostname is the i-th hostname the reads fill the server with.
