@@ -41,14 +41,14 @@ func readsCommand(args []string, out io.Writer) error {
 	sizes := fs.String("sizes", "1000,5000", "entries on the server when the reads are timed, comma-separated")
 	rounds := fs.Int("rounds", 20, "calls timed per read and size")
 	concurrency := fs.Int("concurrency", 4, "AddHost calls in flight while filling")
-	payloadName := fs.String("payload", "operator", "what the entries carry: operator (five tags and the comment), upstream (a short comment, no tags), equal (the five tags, upstream's comment) or identity (operator's plus the installation's identity tag)")
+	payloadName := fs.String("payload", "operator", "what the entries carry: operator (five tags and the comment), upstream (a short comment, no tags), equal (the five tags, upstream's comment), identity (operator's plus the installation's identity tag) or identity10 (operator's plus ten tags of the identity tag's length, an amplifier)")
 	samplesPath := fs.String("samples", "", "file to write every timed call to (entries, call, microseconds; one a line)")
 	serverPID := fs.Int("server-pid", 0, "the server's process, on this machine: prints the server's CPU time a call of each kind (from /proc, utime+stime), which other work on the machine disturbs less than the wall time")
 	cleanup := fs.Bool("cleanup", true, "delete the bench's entries at the end (false: leave them, for a server thrown away after the run)")
 	_ = fs.Parse(args) // ExitOnError: Parse exits on a bad flag
 	payload, ok := payloads[*payloadName]
 	if !ok {
-		return fmt.Errorf("unknown -payload %q: operator, upstream, equal or identity", *payloadName)
+		return fmt.Errorf("unknown -payload %q: operator, upstream, equal, identity or identity10", *payloadName)
 	}
 	ns, err := parseSizes(*sizes)
 	if err != nil {
@@ -201,6 +201,16 @@ var payloads = map[string]payload{
 		return fmt.Sprintf("k8s:bench/app-%d", i), tags
 	},
 	"identity": identityPayload,
+	// identity10 is an amplifier, not a payload anyone writes: operator's plus ten tags of the
+	// identity tag's 19 bytes (the identity and nine of its shape), so that the cost of one is
+	// read as a tenth of a difference ten times as large as the noise of the machine.
+	"identity10": func(i int) (string, []string) {
+		comment, tags := identityPayload(i)
+		for k := range 9 {
+			tags = append(tags, fmt.Sprintf("cluster-i%d:%s", k, benchClusterID))
+		}
+		return comment, endpoint.SortedUnique(tags)
+	},
 }
 
 // benchClusterID is the identity the bench's identity payload carries: 8 lowercase hex digits.
