@@ -18,6 +18,9 @@
 # writes it. FLOOR_ONLY=1 runs no operator and no control plane: each round times the floor
 # with today's payloads and with the identity's (IDENTITY, default 1a2b3c4d), the order
 # alternating, and gives the ratio of their medians: what the tag costs the server's own limit.
+# IDENTITY_TAGS=k (default 1) puts k tags of the identity tag's 19 bytes on the identity's
+# payloads (the identity and k-1 of its shape: cluster-i0:<IDENTITY>, ...): an amplifier, so
+# that the cost of one tag is read as a k-th of a difference k times as large as the noise.
 # Each timed run first waits for the machine to be quiet (hack/quiet.sh: QUIET, QUIET_WAIT_S)
 # and the share of the machine busy during it is printed.
 #
@@ -37,7 +40,7 @@ if [ -z "${BENCH_BIN:-}" ]; then BENCH_BIN=$PWD/.cache/bench; go build -o "$BENC
 N=${N:-1000}; OUT=${1:?usage: $0 OUT_DIR}; rm -rf $OUT; mkdir -p $OUT; P=$OUT/pki
 make_pki $P
 [ -n "${FLOOR_ONLY:-}" ] && IDENTITY=${IDENTITY:-1a2b3c4d}
-python3 - $N $OUT/payloads.json $OUT/payloads-identity.json "${IDENTITY:-}" <<'PY'
+python3 - $N $OUT/payloads.json $OUT/payloads-identity.json "${IDENTITY:-}" "${IDENTITY_TAGS:-1}" <<'PY'
 import sys,json,uuid
 n, plain, ident, cid = int(sys.argv[1]), open(sys.argv[2], 'w'), open(sys.argv[3], 'w'), sys.argv[4]
 for i in range(n):
@@ -45,7 +48,8 @@ for i in range(n):
       "tags":["cluster:bench","k8s-operator","kind:HostMapping","namespace:default","source:%s"%uuid.uuid4()]}
     print(json.dumps(req), file=plain)
     if cid:
-        req["tags"] = sorted(set(req["tags"] + ["cluster-id:" + cid]))  # the operator's SortedUnique
+        extra = ["cluster-i%d:%s" % (k, cid) for k in range(int(sys.argv[5]) - 1)]  # IDENTITY_TAGS > 1: the amplifier
+        req["tags"] = sorted(set(req["tags"] + ["cluster-id:" + cid] + extra))  # the operator's SortedUnique
         print(json.dumps(req), file=ident)
 PY
 FLOOR_PAYLOADS=$OUT/payloads.json; [ -n "${IDENTITY:-}" ] && FLOOR_PAYLOADS=$OUT/payloads-identity.json
