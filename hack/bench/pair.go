@@ -63,15 +63,11 @@ func pairCommand(args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var samples io.Writer = io.Discard
-	if *samplesPath != "" {
-		f, err := os.Create(*samplesPath)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		samples = f
+	samples, closeSamples, err := openSamples(*samplesPath)
+	if err != nil {
+		return err
 	}
+	defer closeSamples()
 	var clis [2]pb.HostsServiceClient
 	for k, ep := range eps {
 		c := connFromEnv()

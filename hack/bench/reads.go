@@ -64,15 +64,11 @@ func readsCommand(args []string, out io.Writer) error {
 	}
 	defer closeCli()
 	ctx := context.Background()
-	var samples io.Writer = io.Discard
-	if *samplesPath != "" {
-		f, err := os.Create(*samplesPath)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		samples = f
+	samples, closeSamples, err := openSamples(*samplesPath)
+	if err != nil {
+		return err
 	}
+	defer closeSamples()
 	var ids []string
 	defer func() {
 		if !*cleanup {
@@ -289,3 +285,16 @@ func procCPU(pid int) (time.Duration, error) {
 // clockTicks is USER_HZ, the unit of /proc's CPU times: 100 on every Linux architecture Go
 // supports.
 const clockTicks = 100
+
+// openSamples opens the file every call's time is written to, one a line; with no path the
+// samples go nowhere.
+func openSamples(path string) (io.Writer, func(), error) {
+	if path == "" {
+		return io.Discard, func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("samples file: %w", err)
+	}
+	return f, func() { _ = f.Close() }, nil
+}
