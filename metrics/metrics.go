@@ -121,7 +121,7 @@ func New(sourceNames []string) *Metrics {
 		deferred: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "deferred_changes",
 			Help: "Changes the last sync left to the syncs that follow it at once, beyond the budget of writes per sync."}),
 		namesakes: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "namesake_clusters",
-			Help: "Other installations whose entries on the router carry this cluster's name (a cluster-id: other than this one's); their entries are never written."}),
+			Help: "Other installations whose entries on the router carry this cluster's name (cluster:<name>@<id> with an identity other than this one's); their entries are never written."}),
 		unclaimed: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "unclaimed_entries",
 			Help: "Entries no object here wants that may be another installation's: an earlier version's under this cluster's name while a namesake shows, or this identity's under another name. Left alone."}),
 		routerConfigured: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "router_configured",

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
@@ -121,19 +122,18 @@ func retiring(c *plan.Change) bool {
 // rewriting every entry in one sync.
 const takeUpPerSync = 50
 
-// takeUpOnly reports whether c only gives an earlier version's entry the identity: the entry
-// as it is, with the cluster-id tag added.
+// takeUpOnly reports whether c only gives an entry this installation's cluster: tag: an
+// earlier version's (no identity, or the identity in a cluster-id: tag of its own), as it is
+// but for its cluster tags.
 func (r *Registry) takeUpOnly(st *State, c *plan.Change) bool {
-	if c.Action != plan.Update || st.parser.Parse(c.Old).class != legacy || c.Fields() != endpoint.Fields(endpoint.FieldTags) ||
-		len(c.New.Tags) != len(c.Old.Tags)+1 {
+	if c.Action != plan.Update || c.Fields() != endpoint.Fields(endpoint.FieldTags) || !slices.Contains(c.New.Tags, r.clusterTag) {
 		return false
 	}
-	id := PrefixClusterID + r.cfg.ClusterID
-	rest := make([]string, 0, len(c.Old.Tags))
-	for _, t := range c.New.Tags {
-		if t != id {
-			rest = append(rest, t)
-		}
+	if cl := st.parser.Parse(c.Old).class; cl != legacy && cl != own {
+		return false
 	}
-	return endpoint.SameUnion(rest, c.Old.Tags) && len(rest) == len(c.Old.Tags)
+	clusterTags := func(t string) bool { return strings.HasPrefix(t, PrefixCluster) || strings.HasPrefix(t, PrefixClusterID) }
+	oldRest := slices.DeleteFunc(slices.Clone(c.Old.Tags), clusterTags)
+	newRest := slices.DeleteFunc(slices.Clone(c.New.Tags), clusterTags)
+	return len(oldRest) == len(newRest) && endpoint.SameUnion(oldRest, newRest)
 }

@@ -10,18 +10,18 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
 
-// Which cluster owns an entry. The cluster: name is what people choose, and two clusters may
-// choose the same one (both keep "default"); the cluster-id: tag is the installation's
-// identity, which the operator derives and a namesake cannot share. With an identity
-// configured, an entry is this cluster's when it carries this identity and this name; a
-// namesake's when it carries another identity beside this name; another cluster's when it
-// carries another identity and another name. Two kinds are decided by the claims
-// (resolveLegacy): an entry an earlier version wrote (no identity), and one with this identity
-// under another name, which is this cluster's before a rename, or a second installation's
-// that shares the identity (two in one cluster on one Lease).
+// Which cluster owns an entry. The cluster name is what people choose, and two clusters may
+// choose the same one (both keep "default"); the identity after it in the cluster tag
+// (cluster:<name>@<id>) is the installation's, which the operator derives and a namesake
+// cannot share. With an identity configured, an entry is this cluster's when it carries this
+// identity and this name; a namesake's when it carries another identity with this name;
+// another cluster's when it carries another identity and another name. Two kinds are decided
+// by the claims (resolveLegacy): an entry an earlier version wrote (no identity), and one with
+// this identity under another name, which is this cluster's before a rename, or a second
+// installation's that shares the identity (two in one cluster on one Lease).
 
 // IdentityLength is the number of hex digits of an identity: 32 bits, so that two
-// installations sharing a router collide about once in four billion pairs, on 19 bytes an
+// installations sharing a router collide about once in four billion pairs, on 9 bytes an
 // entry.
 const IdentityLength = 8
 
@@ -63,7 +63,7 @@ func (r *Registry) classOf(v *view) class {
 	if !v.has(TagOwner) {
 		return unowned
 	}
-	names := v.values(PrefixCluster)
+	names := v.clusterNames()
 	if len(names) == 0 {
 		return foreign
 	}
@@ -75,7 +75,7 @@ func (r *Registry) classOf(v *view) class {
 		}
 		return foreign
 	}
-	ids := v.values(PrefixClusterID)
+	ids := v.clusterIDs()
 	switch {
 	case len(ids) == 0:
 		return legacy
@@ -115,7 +115,7 @@ func (r *Registry) resolveLegacy(st *State, open []endpoint.Record, claimed func
 		p := st.parser.Parse(&rec)
 		mine := slices.ContainsFunc(p.v.values(PrefixSource), claimed)
 		_, marked := p.v.value(PrefixPending)
-		sameName := !slices.ContainsFunc(p.v.values(PrefixCluster), func(n string) bool { return n != r.cfg.ClusterName })
+		sameName := !slices.ContainsFunc(p.v.clusterNames(), func(n string) bool { return n != r.cfg.ClusterName })
 		switch {
 		case mine, p.class == renamed && marked, p.class == legacy && sameName && len(st.Namesakes) == 0:
 			st.Owned = append(st.Owned, rec)
@@ -133,8 +133,11 @@ func (r *Registry) resolveLegacy(st *State, open []endpoint.Record, claimed func
 // or for a namesake "cluster <name> (another installation, cluster-id <id>)".
 func (r *Registry) ownerText(rec *endpoint.Record) string {
 	v := viewOf(rec)
-	name, _ := v.value(PrefixCluster)
-	if id, ok := v.value(PrefixClusterID); ok && name == r.cfg.ClusterName {
+	name := ""
+	if names := v.clusterNames(); len(names) > 0 {
+		name = names[0]
+	}
+	if id, ok := v.clusterID(); ok && name == r.cfg.ClusterName {
 		return "cluster " + name + " (another installation of this name, cluster-id " + id + ")"
 	}
 	return "cluster " + name

@@ -61,8 +61,8 @@ func TestNamesakesNeverFight(t *testing.T) {
 		}
 		now = now.Add(time.Minute)
 	}
-	if tags := tagsOf(srv, "a1.lan"); !slices.Contains(tags, "cluster-id:aaaaaaaa") || !slices.Contains(tags, "cluster:home") {
-		t.Fatalf("a1.lan tags %v", tags)
+	if tags := tagsOf(srv, "a1.lan"); !slices.Contains(tags, "cluster:home@aaaaaaaa") {
+		t.Fatalf("a1.lan tags %v, want cluster:home@aaaaaaaa", tags)
 	}
 	before := slices.Clone(srv.entries)
 
@@ -109,9 +109,9 @@ func TestARenameTakesTheEntriesAlong(t *testing.T) {
 		if ids[e.Hostname] != e.ID {
 			t.Errorf("%s changed ID %s → %s", e.Hostname, ids[e.Hostname], e.ID)
 		}
-		wantName := "cluster:alpha"
+		wantName := "cluster:alpha@aaaaaaaa"
 		if e.Hostname == "b1.lan" {
-			wantName = "cluster:default"
+			wantName = "cluster:default@bbbbbbbb"
 		}
 		if !slices.Contains(e.Tags, wantName) {
 			t.Errorf("%s tags %v, want %s", e.Hostname, e.Tags, wantName)
@@ -159,7 +159,7 @@ func TestTwoNamesOnOneIdentity(t *testing.T) {
 	if res, _ := srv.syncAs(a, t0.Add(16*time.Minute)); !slices.Equal(actions(res), []string{"delete a2.lan n002"}) {
 		t.Fatalf("after the grace period: %v, want a2.lan deleted", actions(res))
 	}
-	if tags := tagsOf(srv, "b1.lan"); !slices.Contains(tags, "cluster:b") {
+	if tags := tagsOf(srv, "b1.lan"); !slices.Contains(tags, "cluster:b@aaaaaaaa") {
 		t.Fatalf("b1.lan %v", tags)
 	}
 }
@@ -188,7 +188,7 @@ func TestEarlierVersionsEntriesAreTakenUp(t *testing.T) {
 		for i := 0; i < 5; i++ {
 			res, _ := srv.syncAs(a, t0.Add(time.Duration(i)*time.Minute))
 			for _, c := range res.Changes {
-				if c.Action != plan.Update || !slices.Contains(c.New.Tags, "cluster-id:aaaaaaaa") || len(c.New.Tags) != len(c.Old.Tags)+1 {
+				if c.Action != plan.Update || !slices.Contains(c.New.Tags, "cluster:home@aaaaaaaa") || slices.Contains(c.New.Tags, "cluster:home") || len(c.New.Tags) != len(c.Old.Tags) {
 					t.Fatalf("take-up wrote %s: %v → %v", c.Action, c.Old, c.New)
 				}
 			}
@@ -196,6 +196,32 @@ func TestEarlierVersionsEntriesAreTakenUp(t *testing.T) {
 		}
 		if want := []int{50, 50, 20, 0, 0}; !slices.Equal(per, want) {
 			t.Fatalf("writes per sync %v, want %v", per, want)
+		}
+	})
+	t.Run("the identity in a tag of its own", func(t *testing.T) {
+		// The first builds with an identity wrote it as cluster-id:<id>: that entry is this
+		// installation's and moves into the cluster tag as a take-up; a namesake's stays its.
+		srv := &server{entries: []endpoint.Record{
+			legacyEntry("e1", "a1.lan", "10.0.0.1", "home", "a-uid-0", "cluster-id:aaaaaaaa"),
+			legacyEntry("e2", "n1.lan", "10.0.0.2", "home", "n-uid-0", "cluster-id:bbbbbbbb"),
+		}}
+		a := newInstallation(t, "home", "aaaaaaaa")
+		a.eps = []*endpoint.Endpoint{claim("a1.lan", "default", "a1", "a-uid-0", time.Hour, "10.0.0.1")}
+		for i := 0; i < 3; i++ {
+			res, st := srv.syncAs(a, t0.Add(time.Duration(i)*time.Minute))
+			want := []string{}
+			if i == 0 {
+				want = []string{"update a1.lan e1"}
+			}
+			if got := actions(res); !slices.Equal(got, want) || len(st.Namesakes) != 1 || st.Namesakes[0].ID != "bbbbbbbb" {
+				t.Fatalf("sync %d: %v, namesakes %+v; want %v and the namesake bbbbbbbb", i, got, st.Namesakes, want)
+			}
+		}
+		if tags := tagsOf(srv, "a1.lan"); !slices.Contains(tags, "cluster:home@aaaaaaaa") || slices.ContainsFunc(tags, func(t string) bool { return strings.HasPrefix(t, PrefixClusterID) }) {
+			t.Fatalf("a1.lan %v, want cluster:home@aaaaaaaa alone", tags)
+		}
+		if tags := tagsOf(srv, "n1.lan"); !slices.Contains(tags, "cluster-id:bbbbbbbb") || !slices.Contains(tags, "cluster:home") {
+			t.Fatalf("the namesake's n1.lan was written: %v", tags)
 		}
 	})
 	t.Run("two namesakes upgraded", func(t *testing.T) {
@@ -223,7 +249,7 @@ func TestEarlierVersionsEntriesAreTakenUp(t *testing.T) {
 		if st.Unclaimed != 1 {
 			t.Fatalf("a: unclaimed %d, want gone.lan", st.Unclaimed)
 		}
-		if tags := tagsOf(srv, "a1.lan"); !slices.Contains(tags, "cluster-id:aaaaaaaa") || slices.ContainsFunc(tags, func(t string) bool { return strings.HasPrefix(t, PrefixPending) }) {
+		if tags := tagsOf(srv, "a1.lan"); !slices.Contains(tags, "cluster:home@aaaaaaaa") || slices.ContainsFunc(tags, func(t string) bool { return strings.HasPrefix(t, PrefixPending) }) {
 			t.Fatalf("a1.lan after a's take-up: %v", tags)
 		}
 		// From now on neither writes at all: gone.lan may be either's, so neither deletes it
@@ -251,7 +277,7 @@ func TestEarlierVersionsEntriesAreTakenUp(t *testing.T) {
 		if got, want := actions(res), []string{"update a1.lan e1"}; !slices.Equal(got, want) {
 			t.Fatalf("%v, want %v", got, want)
 		}
-		if tags := tagsOf(srv, "a1.lan"); !slices.Contains(tags, "cluster:alpha") || !slices.Contains(tags, "cluster-id:aaaaaaaa") {
+		if tags := tagsOf(srv, "a1.lan"); !slices.Contains(tags, "cluster:alpha@aaaaaaaa") {
 			t.Fatalf("a1.lan %v", tags)
 		}
 	})
@@ -414,5 +440,32 @@ func TestIdentityConfig(t *testing.T) {
 		if _, err := New(Config{ClusterName: "home", Brake: b}); err == nil {
 			t.Errorf("brake %+v accepted", b)
 		}
+	}
+}
+
+// TestClusterTag: the identity rides in the cluster: tag after the name; a value whose end is
+// not an identity is a name as a whole.
+func TestClusterTag(t *testing.T) {
+	if got := ClusterTag("home", "aaaaaaaa"); got != "cluster:home@aaaaaaaa" {
+		t.Fatalf("ClusterTag = %q", got)
+	}
+	if got := ClusterTag("home", ""); got != "cluster:home" {
+		t.Fatalf("ClusterTag without an identity = %q", got)
+	}
+	for _, tc := range []struct{ value, name, id string }{
+		{"home@aaaaaaaa", "home", "aaaaaaaa"},
+		{"home", "home", ""},
+		{"a@b@0123abcd", "a@b", "0123abcd"},
+		{"home@AAAAAAAA", "home@AAAAAAAA", ""},
+		{"home@aaaaaaa", "home@aaaaaaa", ""},
+		{"home@", "home@", ""},
+		{"@aaaaaaaa", "", "aaaaaaaa"},
+	} {
+		if name, id := splitCluster(tc.value); name != tc.name || id != tc.id {
+			t.Errorf("splitCluster(%q) = %q, %q; want %q, %q", tc.value, name, id, tc.name, tc.id)
+		}
+	}
+	if _, err := New(Config{ClusterName: "a@b", ClusterID: "aaaaaaaa"}); err == nil {
+		t.Error("a cluster name with @ was accepted")
 	}
 }

@@ -115,9 +115,12 @@ func New(cfg Config) (*Registry, error) {
 // Reconfigure validates cfg and applies it from the next Classify on; on an error the
 // configuration in use is kept. It must not run beside a sync.
 func (r *Registry) Reconfigure(cfg Config) error {
-	clusterTag := PrefixCluster + cfg.ClusterName
+	clusterTag := ClusterTag(cfg.ClusterName, cfg.ClusterID)
 	if cfg.ClusterName == "" {
 		return fmt.Errorf("cluster name is empty")
+	}
+	if strings.Contains(cfg.ClusterName, IdentitySeparator) {
+		return fmt.Errorf("cluster name %q: %q separates the name from the identity in the cluster: tag", cfg.ClusterName, IdentitySeparator)
 	}
 	if err := endpoint.ValidateTag(clusterTag); err != nil {
 		return fmt.Errorf("cluster name: %w", err)
@@ -126,9 +129,6 @@ func (r *Registry) Reconfigure(cfg Config) error {
 		return err
 	}
 	ownerTags := []string{TagOwner, clusterTag}
-	if cfg.ClusterID != "" {
-		ownerTags = append(ownerTags, PrefixClusterID+cfg.ClusterID)
-	}
 	for _, t := range cfg.DefaultTags {
 		if err := endpoint.ValidateTag(t); err != nil {
 			return fmt.Errorf("default tag: %w", err)
@@ -289,7 +289,7 @@ func (r *Registry) Classify(records []endpoint.Record, parser Parser) *State {
 		case legacy, renamed:
 			st.legacy = append(st.legacy, *rec)
 		case namesake:
-			id, _ := p.v.value(PrefixClusterID)
+			id, _ := p.v.clusterID()
 			if i := slices.IndexFunc(st.Namesakes, func(n Namesake) bool { return n.ID == id }); i >= 0 {
 				st.Namesakes[i].Entries++
 			} else {
@@ -671,7 +671,7 @@ func (r *Registry) ours(v *view) bool {
 	case own, renamed:
 		return true
 	case legacy:
-		return !slices.ContainsFunc(v.values(PrefixCluster), func(n string) bool { return n != r.cfg.ClusterName })
+		return !slices.ContainsFunc(v.clusterNames(), func(n string) bool { return n != r.cfg.ClusterName })
 	}
 	return false
 }

@@ -143,7 +143,7 @@ func (r *Registry) identitiesOfName(records []endpoint.Record) (ids []Namesake, 
 		if !v.has(TagOwner) || !r.sameName(&v) {
 			continue
 		}
-		id, ok := v.value(PrefixClusterID)
+		id, ok := v.clusterID()
 		if !ok {
 			legacy++
 			continue
@@ -160,7 +160,7 @@ func (r *Registry) identitiesOfName(records []endpoint.Record) (ids []Namesake, 
 
 // sameName reports whether the operator's cluster: tags on v name this cluster and no other.
 func (r *Registry) sameName(v *view) bool {
-	names := v.values(PrefixCluster)
+	names := v.clusterNames()
 	return len(names) > 0 && !slices.ContainsFunc(names, func(n string) bool { return n != r.cfg.ClusterName })
 }
 
@@ -215,5 +215,5 @@ func Probed(rec *endpoint.Record) string {
 // an entry left alone is.
 func ClusterNames(rec *endpoint.Record) []string {
 	v := viewOf(rec)
-	return v.values(PrefixCluster)
+	return v.clusterNames()
 }

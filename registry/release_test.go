@@ -25,7 +25,7 @@ var (
 	// (one of them a look-alike of a cluster tag) and one added during the loan after it.
 	adoptedA = endpoint.Record{ID: "01adopted", Hostname: "nas.lan", IP: "10.5.0.1", Aliases: []string{"storage.lan"}, Comment: "by hand", Version: "7",
 		Tags: []string{"zeta", "kind:printer", "has space", "cluster:elsewhere",
-			"pre-existing:true", "cluster:home", "cluster-id:" + idA, "k8s-operator", "kind:Ingress", "namespace:d", "source:u1",
+			"pre-existing:true", "cluster:home@" + idA, "k8s-operator", "kind:Ingress", "namespace:d", "source:u1",
 			"original-hostname:NAS.lan", "original-alias:old-nas.lan", "original-alias:files.lan", "original-ip:192.168.1.5",
 			"added-later"}}
 	// adoptedAGivenBack is adoptedA as the user had it: the loan's address, spelling and
@@ -34,22 +34,22 @@ var (
 		Tags: []string{"zeta", "kind:printer", "has space", "cluster:elsewhere", "added-later"}}
 	// adoptedNoLoan was adopted by a version that kept no loan record.
 	adoptedNoLoan = endpoint.Record{ID: "02noloan", Hostname: "printer.lan", IP: "10.5.0.2", Comment: "printer", Version: "4",
-		Tags: []string{"manual", "pre-existing:true", "k8s-operator", "cluster:home", "cluster-id:" + idA}}
+		Tags: []string{"manual", "pre-existing:true", "k8s-operator", "cluster:home@" + idA}}
 	createdA = endpoint.Record{ID: "03created", Hostname: "web.lan", IP: "10.5.0.3", Version: "1", Comment: "router-hosts-operator: Ingress d/web",
-		Tags: []string{"cluster-id:" + idA, "cluster:home", "k8s-operator", "kind:Ingress", "namespace:d", "source:u3"}}
+		Tags: []string{"cluster:home@" + idA, "k8s-operator", "kind:Ingress", "namespace:d", "source:u3"}}
 	// renamedA carries A's identity under another name: a rename's entry no object claims
 	// any more, or a second installation's sharing the identity. renamedAMarked is one on its
 	// way out.
 	renamedA = endpoint.Record{ID: "04renamed", Hostname: "old.lan", IP: "10.5.0.4", Version: "1",
-		Tags: []string{"cluster-id:" + idA, "cluster:old-name", "k8s-operator"}}
+		Tags: []string{"cluster:old-name@" + idA, "k8s-operator"}}
 	renamedAMarked = endpoint.Record{ID: "11renamedmarked", Hostname: "gone.lan", IP: "10.5.0.11", Version: "2",
-		Tags: []string{"cluster-id:" + idA, "cluster:old-name", "k8s-operator", "pending-deletion:2026-11-22T11:58:00Z"}}
+		Tags: []string{"cluster:old-name@" + idA, "k8s-operator", "pending-deletion:2026-11-22T11:58:00Z"}}
 	createdB = endpoint.Record{ID: "05namesake", Hostname: "b.lan", IP: "10.5.0.5", Version: "1",
-		Tags: []string{"cluster-id:" + idB, "cluster:home", "k8s-operator"}}
+		Tags: []string{"cluster:home@" + idB, "k8s-operator"}}
 	// legacyHome was written by an earlier version: the name, no identity.
 	legacyHome = endpoint.Record{ID: "06legacy", Hostname: "legacy.lan", IP: "10.5.0.6", Version: "2",
 		Tags: []string{"cluster:home", "k8s-operator", "source:u6"}}
-	otherCluster = endpoint.Record{ID: "07foreign", Hostname: "x.lan", IP: "10.5.0.7", Version: "1", Tags: []string{"cluster-id:cccccccc", "cluster:other", "k8s-operator"}}
+	otherCluster = endpoint.Record{ID: "07foreign", Hostname: "x.lan", IP: "10.5.0.7", Version: "1", Tags: []string{"cluster:other@cccccccc", "k8s-operator"}}
 	otherLegacy  = endpoint.Record{ID: "08foreign", Hostname: "y.lan", IP: "10.5.0.8", Version: "1", Tags: []string{"cluster:other", "k8s-operator"}}
 	// byHand carries the cluster's tag, written by hand without k8s-operator.
 	byHand = endpoint.Record{ID: "09hand", Hostname: "router.lan", IP: "192.168.1.1", Version: "1", Tags: []string{"manual", "cluster:home"}}
@@ -210,7 +210,7 @@ func TestProbe(t *testing.T) {
 			on: "03created", tags: append(slices.Clone(createdA.Tags), probe)},
 		{name: "an adopted entry: inside the block, right after pre-existing:true", records: []endpoint.Record{adoptedA},
 			on: "01adopted", tags: []string{"zeta", "kind:printer", "has space", "cluster:elsewhere",
-				"pre-existing:true", probe, "cluster:home", "cluster-id:" + idA, "k8s-operator", "kind:Ingress", "namespace:d", "source:u1",
+				"pre-existing:true", probe, "cluster:home@" + idA, "k8s-operator", "kind:Ingress", "namespace:d", "source:u1",
 				"original-hostname:NAS.lan", "original-alias:old-nas.lan", "original-alias:files.lan", "original-ip:192.168.1.5",
 				"added-later"}},
 		{name: "a probe left by an interrupted release is replaced; a user's look-alike outside the block stays",
@@ -221,7 +221,7 @@ func TestProbe(t *testing.T) {
 				return r
 			}()},
 			on: "01adopted", tags: []string{"release-probe:the-users", "zeta", "kind:printer", "has space", "cluster:elsewhere",
-				"pre-existing:true", probe, "cluster:home", "cluster-id:" + idA, "k8s-operator", "kind:Ingress", "namespace:d", "source:u1",
+				"pre-existing:true", probe, "cluster:home@" + idA, "k8s-operator", "kind:Ingress", "namespace:d", "source:u1",
 				"original-hostname:NAS.lan", "original-alias:old-nas.lan", "original-alias:files.lan", "original-ip:192.168.1.5",
 				"added-later"}},
 		{name: "created beats adopted", records: []endpoint.Record{adoptedA, withID(createdA, "99created")},

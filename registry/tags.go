@@ -15,10 +15,15 @@ const (
 	TagOwner = "k8s-operator"
 	// TagPreExisting marks an adopted entry: released, never deleted.
 	TagPreExisting = "pre-existing:true"
-	// PrefixCluster names the owning cluster.
+	// PrefixCluster names the owning cluster and carries its installation's identity
+	// (ClusterID), which a namesake cannot share, after IdentitySeparator:
+	// cluster:<name>@<id>. The name is the people's, the identity the operator's; they share
+	// one tag because the server's every call costs in proportion to the tags it replays.
 	PrefixCluster = "cluster:"
-	// PrefixClusterID carries the owning installation's identity (ClusterID), which a
-	// namesake cannot share: the cluster: name is the people's, the identity the operator's.
+	// IdentitySeparator ends a cluster name in the cluster: tag when an identity follows.
+	IdentitySeparator = "@"
+	// PrefixClusterID is where the first builds with an identity wrote it, in a tag of its
+	// own; it is still read (and rewritten into the cluster: tag), and stays reserved.
 	PrefixClusterID = "cluster-id:"
 	// PrefixReleaseProbe is written by `release` on one entry of the cluster it is asked to
 	// let go of: a running operator of that cluster takes it off at its next sync.
@@ -154,6 +159,62 @@ func loanBlock(tags []string) (start, end int) {
 		}
 	}
 	return -1, -1
+}
+
+// ClusterTag is the cluster: tag of a cluster name and identity ("" for none).
+func ClusterTag(name, id string) string {
+	if id == "" {
+		return PrefixCluster + name
+	}
+	return PrefixCluster + name + IdentitySeparator + id
+}
+
+// splitCluster reads a cluster: tag's value as a name and the identity that may follow it.
+func splitCluster(value string) (name, id string) {
+	if i := strings.LastIndex(value, IdentitySeparator); i >= 0 && checkIdentity(value[i+1:]) == nil && i+1 < len(value) {
+		return value[:i], value[i+1:]
+	}
+	return value, ""
+}
+
+// ParseClusterTag reads a cluster: tag as the cluster's name and the identity that may
+// follow it; ok is false for any other tag.
+func ParseClusterTag(tag string) (name, id string, ok bool) {
+	value, ok := strings.CutPrefix(tag, PrefixCluster)
+	if !ok {
+		return "", "", false
+	}
+	name, id = splitCluster(value)
+	return name, id, true
+}
+
+// clusterNames returns the cluster names of the operator's cluster: tags.
+func (v *view) clusterNames() []string {
+	names := v.values(PrefixCluster)
+	for i, n := range names {
+		names[i], _ = splitCluster(n)
+	}
+	return names
+}
+
+// clusterIDs returns the identities on the entry: those in its cluster: tags, and those in
+// cluster-id: tags of the first builds that had one.
+func (v *view) clusterIDs() []string {
+	var ids []string
+	for _, n := range v.values(PrefixCluster) {
+		if _, id := splitCluster(n); id != "" {
+			ids = append(ids, id)
+		}
+	}
+	return append(ids, v.values(PrefixClusterID)...)
+}
+
+// clusterID returns the entry's first identity.
+func (v *view) clusterID() (string, bool) {
+	if ids := v.clusterIDs(); len(ids) > 0 {
+		return ids[0], true
+	}
+	return "", false
 }
 
 // has reports whether the operator wrote tag.

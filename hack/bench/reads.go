@@ -32,8 +32,9 @@ import (
 // file from a replay of its log before it answers), and deletes its entries at the end.
 // -payload=upstream fills with what the upstream operator writes for a HostMapping (a short
 // comment, no tags) instead of the operator's five tags and comment, so the two stores' costs
-// can be told apart from the operators'. -payload=identity is operator's plus the installation's
-// identity tag (cluster-id:), to weigh what that tag costs the server. Last at each size it
+// can be told apart from the operators'. -payload=identity is operator's with the
+// installation's identity in the cluster tag, -payload=identity-tag with it in a tag of its
+// own, to weigh what each costs the server. Last at each size it
 // times AddHost of new entries of the same payload, one at a time (they stay: the next size
 // counts them). -samples writes every timed call, for pooling runs.
 func readsCommand(args []string, out io.Writer) error {
@@ -41,14 +42,14 @@ func readsCommand(args []string, out io.Writer) error {
 	sizes := fs.String("sizes", "1000,5000", "entries on the server when the reads are timed, comma-separated")
 	rounds := fs.Int("rounds", 20, "calls timed per read and size")
 	concurrency := fs.Int("concurrency", 4, "AddHost calls in flight while filling")
-	payloadName := fs.String("payload", "operator", "what the entries carry: operator (five tags and the comment), upstream (a short comment, no tags), equal (the five tags, upstream's comment), identity (operator's plus the installation's identity tag) or identity10 (operator's plus ten tags of the identity tag's length, an amplifier)")
+	payloadName := fs.String("payload", "operator", "what the entries carry: operator (five tags and the comment), upstream (a short comment, no tags), equal (the five tags, upstream's comment), identity (operator's with the installation's identity in the cluster tag, as the operator writes it), identity-tag (the identity in a tag of its own) or identity10 (identity-tag's plus nine more tags of its length, an amplifier)")
 	samplesPath := fs.String("samples", "", "file to write every timed call to (entries, call, microseconds; one a line)")
 	serverPID := fs.Int("server-pid", 0, "the server's process, on this machine: prints the server's CPU time a call of each kind (from /proc, utime+stime), which other work on the machine disturbs less than the wall time")
 	cleanup := fs.Bool("cleanup", true, "delete the bench's entries at the end (false: leave them, for a server thrown away after the run)")
 	_ = fs.Parse(args) // ExitOnError: Parse exits on a bad flag
 	payload, ok := payloads[*payloadName]
 	if !ok {
-		return fmt.Errorf("unknown -payload %q: operator, upstream, equal, identity, folded or identity10", *payloadName)
+		return fmt.Errorf("unknown -payload %q: operator, upstream, equal, identity, identity-tag or identity10", *payloadName)
 	}
 	ns, err := parseSizes(*sizes)
 	if err != nil {
@@ -196,23 +197,17 @@ var payloads = map[string]payload{
 		_, tags := operatorPayload(i)
 		return fmt.Sprintf("k8s:bench/app-%d", i), tags
 	},
+	// identity is what the operator writes: operator's with the installation's identity in
+	// the cluster tag (cluster:<name>@<id>), the same number of tags, 9 bytes more.
 	"identity": identityPayload,
-	// folded carries the identity inside the cluster tag (cluster:<name>@<id>) instead of a tag
-	// of its own: operator's tag count, 9 bytes more.
-	"folded": func(i int) (string, []string) {
-		comment, tags := operatorPayload(i)
-		for k, t := range tags {
-			if t == registry.PrefixCluster+benchCluster {
-				tags[k] = t + "@" + benchClusterID
-			}
-		}
-		return comment, endpoint.SortedUnique(tags)
-	},
+	// identity-tag is the identity in a tag of its own (cluster-id:<id>), as the first builds
+	// with one wrote it: one tag more.
+	"identity-tag": identityTagPayload,
 	// identity10 is an amplifier, not a payload anyone writes: operator's plus ten tags of the
 	// identity tag's 19 bytes (the identity and nine of its shape), so that the cost of one is
 	// read as a tenth of a difference ten times as large as the noise of the machine.
 	"identity10": func(i int) (string, []string) {
-		comment, tags := identityPayload(i)
+		comment, tags := identityTagPayload(i)
 		for k := range 9 {
 			tags = append(tags, fmt.Sprintf("cluster-i%d:%s", k, benchClusterID))
 		}
@@ -223,10 +218,21 @@ var payloads = map[string]payload{
 // benchClusterID is the identity the bench's identity payload carries: 8 lowercase hex digits.
 const benchClusterID = "1a2b3c4d"
 
-// identityPayload is operator's with the installation's identity tag, the tags sorted and
-// unique as the operator writes them (registry merge: OwnerTags and the record's tags go through
-// endpoint.SortedUnique), so cluster-id: comes first.
+// identityPayload is operator's with the identity in the cluster tag, the tags sorted and
+// unique as the operator writes them (registry merge: OwnerTags and the record's tags go
+// through endpoint.SortedUnique).
 func identityPayload(i int) (string, []string) {
+	comment, tags := operatorPayload(i)
+	for k, t := range tags {
+		if t == registry.PrefixCluster+benchCluster {
+			tags[k] = registry.ClusterTag(benchCluster, benchClusterID)
+		}
+	}
+	return comment, endpoint.SortedUnique(tags)
+}
+
+// identityTagPayload is operator's with the identity in a tag of its own.
+func identityTagPayload(i int) (string, []string) {
 	comment, tags := operatorPayload(i)
 	return comment, endpoint.SortedUnique(append(tags, registry.PrefixClusterID+benchClusterID))
 }

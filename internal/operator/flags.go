@@ -120,7 +120,7 @@ func ParseFlags(args []string, build Build) (*Config, error) {
 	app.Flag("tls-key", "Client private key file for mTLS.").StringVar(&cfg.TLSKey)
 	app.Flag("tls-server-name", "Server name to verify in the server's certificate, when it differs from the endpoint's host.").StringVar(&cfg.TLSServerName)
 	app.Flag("cluster-name", "Name written in the cluster:<name> tag; lets several clusters share one server.").Default("default").StringVar(&cfg.ClusterName)
-	app.Flag("cluster-id", "The installation's identity, "+strconv.Itoa(registry.IdentityLength)+" hex digits written in the cluster-id:<id> tag beside the cluster's name, so that a namesake's entries are never taken for this cluster's and a rename keeps them (default: derived from the kube-system namespace's UID and the leader Lease's namespace and name; the webhook has none unless given).").
+	app.Flag("cluster-id", "The installation's identity, "+strconv.Itoa(registry.IdentityLength)+" hex digits written after the cluster's name in its tag (cluster:<name>@<id>), so that a namesake's entries are never taken for this cluster's and a rename keeps them (default: derived from the kube-system namespace's UID and the leader Lease's namespace and name; the webhook has none unless given).").
 		StringVar(&cfg.ClusterID)
 	brake := registry.DefaultBrake()
 	app.Flag("mass-deletion-percent", "Brake: when more than this percent of the cluster's entries would be on their way out at once (and at least --mass-deletion-minimum), nothing is marked or deleted until the deletion is confirmed or its cause goes away (0: no brake).").

@@ -214,7 +214,7 @@ func orNone(id string) string {
 func printStaying(out io.Writer, name string, l *registry.Letting) {
 	for i := range l.Left {
 		r := &l.Left[i]
-		fmt.Fprintf(out, "left    %s %s id=%s (an earlier version's, without a cluster-id: another installation writes cluster %s, and it may be its)\n",
+		fmt.Fprintf(out, "left    %s %s id=%s (an earlier version's, without an identity: another installation writes cluster %s, and it may be its)\n",
 			r.Hostname, r.IP, r.ID, name)
 	}
 	for i := range l.Renamed {

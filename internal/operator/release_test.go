@@ -27,19 +27,19 @@ var (
 	// seedNAS is a hand-made entry home adopted, its loan recorded; seedNASGivenBack is it as
 	// the user had it.
 	seedNAS = &pb.AddHostRequest{Hostname: "nas.lan", IpAddress: "10.5.0.1", Aliases: []string{"storage.lan"}, Comment: proto.String("by hand"),
-		Tags: []string{"zeta", "kind:printer", "has space", "pre-existing:true", "cluster:home", "cluster-id:" + releaseID, "k8s-operator",
+		Tags: []string{"zeta", "kind:printer", "has space", "pre-existing:true", "cluster:home@" + releaseID, "k8s-operator",
 			"kind:Ingress", "namespace:d", "source:u1", "original-hostname:NAS.lan", "original-alias:old-nas.lan", "original-ip:192.168.1.5", "added-later"}}
 	seedNASGivenBack = &pb.HostEntry{Hostname: "NAS.lan", IpAddress: "192.168.1.5", Aliases: []string{"old-nas.lan"}, Comment: proto.String("by hand"),
 		Tags: []string{"zeta", "kind:printer", "has space", "added-later"}}
 	seedWeb = &pb.AddHostRequest{Hostname: "web.lan", IpAddress: "10.5.0.2", Comment: proto.String("router-hosts-operator: Ingress d/web"),
-		Tags: []string{"cluster-id:" + releaseID, "cluster:home", "k8s-operator", "kind:Ingress", "namespace:d", "source:u2"}}
-	seedOther  = &pb.AddHostRequest{Hostname: "other.lan", IpAddress: "10.5.0.3", Tags: []string{"cluster-id:cccccccc", "cluster:other", "k8s-operator"}}
+		Tags: []string{"cluster:home@" + releaseID, "k8s-operator", "kind:Ingress", "namespace:d", "source:u2"}}
+	seedOther  = &pb.AddHostRequest{Hostname: "other.lan", IpAddress: "10.5.0.3", Tags: []string{"cluster:other@cccccccc", "k8s-operator"}}
 	seedRouter = &pb.AddHostRequest{Hostname: "router.lan", IpAddress: "192.168.1.1", Tags: []string{"manual", "cluster:home"}}
 	// seedNamesake is another installation's of the same name; seedLegacy an earlier version's.
-	seedNamesake = &pb.AddHostRequest{Hostname: "b.lan", IpAddress: "10.5.0.4", Tags: []string{"cluster-id:bbbbbbbb", "cluster:home", "k8s-operator"}}
+	seedNamesake = &pb.AddHostRequest{Hostname: "b.lan", IpAddress: "10.5.0.4", Tags: []string{"cluster:home@bbbbbbbb", "k8s-operator"}}
 	seedLegacy   = &pb.AddHostRequest{Hostname: "legacy.lan", IpAddress: "10.5.0.5", Tags: []string{"cluster:home", "k8s-operator"}}
 	// seedRenamed carries the identity under another name.
-	seedRenamed = &pb.AddHostRequest{Hostname: "renamed.lan", IpAddress: "10.5.0.7", Tags: []string{"cluster-id:" + releaseID, "cluster:old", "k8s-operator"}}
+	seedRenamed = &pb.AddHostRequest{Hostname: "renamed.lan", IpAddress: "10.5.0.7", Tags: []string{"cluster:old@" + releaseID, "k8s-operator"}}
 	// seedLegacyAdopted was adopted by an earlier version.
 	seedLegacyAdopted = &pb.AddHostRequest{Hostname: "old.lan", IpAddress: "10.5.0.6",
 		Tags: []string{"mine", "pre-existing:true", "cluster:home", "k8s-operator", "original-hostname:old.lan", "original-ip:10.5.0.9"}}
@@ -154,14 +154,14 @@ func TestReleaseCommand(t *testing.T) {
 			during: func(t *testing.T, s *inmemory.Store) {
 				for _, e := range s.List() {
 					if e.GetHostname() == "old.lan" {
-						setTags(t, s, e, slices.Insert(slices.Clone(e.GetTags()), 4, "cluster-id:"+releaseID))
+						setTags(t, s, e, withIdentity(e.GetTags()))
 					}
 				}
 			},
 			err: "still runs: it changed the identity on the cluster's entries from none to aaaaaaaa within 1m0s", writes: 1,
 			after: func(m map[string]*pb.HostEntry) map[string]*pb.HostEntry {
 				m["legacy.lan"].Tags = append(m["legacy.lan"].Tags, "release-probe:2026-11-25T12:00:00Z")
-				m["old.lan"].Tags = slices.Insert(m["old.lan"].Tags, 4, "cluster-id:"+releaseID)
+				m["old.lan"].Tags = withIdentity(m["old.lan"].Tags)
 				return m
 			}},
 		{name: "interrupted during the wait: nothing released, the probe stays", seeds: standard, interrupt: true,
@@ -321,4 +321,16 @@ func TestStillRunsErrorSaysWhatToDo(t *testing.T) {
 	if err.Error() != want || !errors.As(err, &sr) {
 		t.Fatalf("%v\nwant %s", err, want)
 	}
+}
+
+// withIdentity is tags with the cluster:home tag carrying the release's identity, as the
+// cluster's operator writes it.
+func withIdentity(tags []string) []string {
+	out := slices.Clone(tags)
+	for i, t := range out {
+		if t == "cluster:home" {
+			out[i] = "cluster:home@" + releaseID
+		}
+	}
+	return out
 }

@@ -175,7 +175,7 @@ func TestRouterHostsConfigIsAppliedLive(t *testing.T) {
 	h.waitHost("web.lan", "10.0.0.7")
 	h.sync()
 	e := h.one("web.lan")
-	if e.IP != "10.0.0.7" || !e.HasTag("cluster:homelab") || e.HasTag("cluster:flags") || slices.ContainsFunc(e.Tags, func(t string) bool { return strings.HasPrefix(t, "grace-period:") }) {
+	if e.IP != "10.0.0.7" || !onCluster(e, "homelab") || onCluster(e, "flags") || slices.ContainsFunc(e.Tags, func(t string) bool { return strings.HasPrefix(t, "grace-period:") }) {
 		t.Fatalf("entry %v: want 10.0.0.7 from the IngressController step, cluster:homelab, the default grace", e)
 	}
 	// The metrics' cluster label comes from the report: the configuration in use, not the flag.
@@ -236,7 +236,7 @@ func TestRouterHostsConfigIsAppliedLive(t *testing.T) {
 	h.create(ingress(h.ns, "api", enabled("ip-address", "10.0.0.9"), "api.lan"))
 	h.waitHost("api.lan", "10.0.0.9")
 	h.sync()
-	if e := h.one("api.lan"); !e.HasTag("cluster:homelab") || !e.HasTag("team-x") {
+	if e := h.one("api.lan"); !onCluster(e, "homelab") || !e.HasTag("team-x") {
 		t.Fatalf("with an invalid config: %v, want the last good one (cluster:homelab, team-x)", e)
 	}
 	patchConfig(t, name, map[string]any{"clusterName": nil, "defaultTags": []any{"k8s-operator", "cluster:homelab", "team-x"}})

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -34,6 +35,7 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/routerhosts"
+	"github.com/router-hosts-operator/router-hosts-operator/registry"
 	"github.com/router-hosts-operator/router-hosts-operator/source"
 	"github.com/router-hosts-operator/router-hosts-operator/status"
 )
@@ -453,6 +455,11 @@ func (h *harness) delete(ing *networkingv1.Ingress) {
 }
 
 // runtimeCaller locates this package's directory, for test data.
+// onCluster reports whether e carries the cluster: tag of name, whatever identity follows it.
+func onCluster(e endpoint.Record, name string) bool {
+	return slices.ContainsFunc(e.Tags, func(t string) bool { n, _, ok := registry.ParseClusterTag(t); return ok && n == name })
+}
+
 func runtimeCaller() (uintptr, string, int, bool) { return runtime.Caller(0) }
 
 // movedAfterSync creates an Ingress for host at from, syncs it, then changes its address to to

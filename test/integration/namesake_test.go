@@ -666,7 +666,7 @@ func (in *namesakeInstall) wantTags(t *testing.T, e *pb.HostEntry, cluster strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"k8s-operator", "cluster:" + cluster, "cluster-id:" + in.id, "source:" + string(ing.UID), "namespace:" + in.h.ns, "kind:Ingress"}
+	want := []string{"k8s-operator", "cluster:" + cluster + "@" + in.id, "source:" + string(ing.UID), "namespace:" + in.h.ns, "kind:Ingress"}
 	got := slices.Clone(e.GetTags())
 	slices.Sort(got)
 	slices.Sort(want)
@@ -704,7 +704,7 @@ func patchConfigOn(t *testing.T, cp *kubetest.ControlPlane, name string, spec ma
 func entriesOf(srv *rhtestserver.Server, id string) map[string]*pb.HostEntry {
 	out := map[string]*pb.HostEntry{}
 	for _, e := range srv.Store().List() {
-		if slices.Contains(e.GetTags(), registry.PrefixClusterID+id) {
+		if slices.ContainsFunc(e.GetTags(), func(t string) bool { _, tid, ok := registry.ParseClusterTag(t); return ok && tid == id }) {
 			out[e.GetId()] = e
 		}
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
+	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )
 
 // handMade writes an entry straight into the server's store, as a person with the router-hosts
@@ -100,7 +101,7 @@ func TestAdoptionIsAReversibleLoan(t *testing.T) {
 	if !reflect.DeepEqual(a.Tags[:len(userTags)], userTags) {
 		t.Fatalf("adopted tags = %q; want the user's %q first, verbatim and in order", a.Tags, userTags)
 	}
-	for _, tag := range []string{"k8s-operator", "cluster:test", "pre-existing:true", "source:" + string(ing.UID), "namespace:" + h.ns} {
+	for _, tag := range []string{"k8s-operator", registry.ClusterTag("test", h.op.Registry.ClusterID()), "pre-existing:true", "source:" + string(ing.UID), "namespace:" + h.ns} {
 		if !a.HasTag(tag) {
 			t.Errorf("adopted entry lacks %q: %q", tag, a.Tags)
 		}

@@ -338,7 +338,7 @@ func (c *checker) ownerOfTags(tags []string) string {
 	if !slices.Contains(tags, registry.TagOwner) {
 		return ""
 	}
-	ids := values(tags, registry.PrefixClusterID)
+	ids := clusterIDs(tags)
 	if len(ids) != 1 {
 		return ""
 	}
@@ -354,7 +354,7 @@ func (c *checker) ownerOfTags(tags []string) string {
 // under. The caller holds m.mu.
 func (c *checker) namedRight(e *pb.HostEntry, inst string) bool {
 	tags, _ := c.opTags(e)
-	cs := values(tags, registry.PrefixCluster)
+	cs := clusterNames(tags)
 	return len(cs) == 1 && slices.Contains(c.m.ran[inst], cs[0])
 }
 
@@ -366,6 +366,29 @@ func values(tags []string, prefix string) []string {
 		}
 	}
 	return out
+}
+
+// clusterNames are the cluster names of tags' cluster: tags.
+func clusterNames(tags []string) []string {
+	var out []string
+	for _, t := range tags {
+		if name, _, ok := registry.ParseClusterTag(t); ok {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// clusterIDs are the identities tags carry, in their cluster: tags or (the first builds with
+// one) in cluster-id: tags.
+func clusterIDs(tags []string) []string {
+	var out []string
+	for _, t := range tags {
+		if _, id, ok := registry.ParseClusterTag(t); ok && id != "" {
+			out = append(out, id)
+		}
+	}
+	return append(out, values(tags, registry.PrefixClusterID)...)
 }
 
 // describe renders entries for a failure message.
@@ -676,13 +699,13 @@ func (c *checker) finalHost(cluster, h string, mine []*Object, owned []*pb.HostE
 		if m := values(tags, registry.PrefixPending); len(m) > 0 {
 			problems = append(problems, "marked for deletion "+m[0])
 		}
-		for _, t := range append([]string{registry.TagOwner, registry.PrefixCluster + c.m.names[cluster], registry.PrefixClusterID + c.set.ids[cluster],
+		for _, t := range append([]string{registry.TagOwner, registry.ClusterTag(c.m.names[cluster], c.set.ids[cluster]),
 			registry.PrefixNamespace + ns}, kindTags...) {
 			if !slices.Contains(tags, t) {
 				problems = append(problems, "lacks "+t)
 			}
 		}
-		if cs := values(tags, registry.PrefixCluster); len(cs) != 1 {
+		if cs := clusterNames(tags); len(cs) != 1 {
 			problems = append(problems, fmt.Sprintf("names clusters %v", cs))
 		}
 		gotAliases := append([]string(nil), e.GetAliases()...)

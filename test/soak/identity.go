@@ -17,20 +17,20 @@ import (
 
 // unowned reports whether tags are a hand-made entry's: no owner tag, no identity.
 func unowned(tags []string) bool {
-	return !slices.Contains(tags, registry.TagOwner) && len(values(tags, registry.PrefixClusterID)) == 0
+	return !slices.Contains(tags, registry.TagOwner) && len(clusterIDs(tags)) == 0
 }
 
 // whose names who an entry with these tags belongs to, for a failure.
 func (c *checker) whose(tags []string) string {
 	switch inst := c.ownerOfTags(tags); {
 	case inst != "":
-		return fmt.Sprintf("installation %s's (cluster %v, cluster-id %s)", inst, values(tags, registry.PrefixCluster), c.set.ids[inst])
+		return fmt.Sprintf("installation %s's (cluster %v, cluster-id %s)", inst, clusterNames(tags), c.set.ids[inst])
 	case unowned(tags):
 		return "the person's"
-	case len(values(tags, registry.PrefixClusterID)) == 0:
-		return fmt.Sprintf("cluster %v's (no identity)", values(tags, registry.PrefixCluster))
+	case len(clusterIDs(tags)) == 0:
+		return fmt.Sprintf("cluster %v's (no identity)", clusterNames(tags))
 	}
-	return fmt.Sprintf("an unknown installation's (cluster %v, cluster-id %v)", values(tags, registry.PrefixCluster), values(tags, registry.PrefixClusterID))
+	return fmt.Sprintf("an unknown installation's (cluster %v, cluster-id %v)", clusterNames(tags), clusterIDs(tags))
 }
 
 // namesAt are the cluster names inst may write at t: the one it started under, and from its
@@ -109,7 +109,7 @@ func (c *checker) checkWrites(l *ledger) (writes map[string]int, unseen []string
 		}
 		if problem == "" && c.ownerOfTags(wrote) == me {
 			names := c.namesAt(me, w.at)
-			if cs := values(wrote, registry.PrefixCluster); len(cs) != 1 || !slices.Contains(names, cs[0]) {
+			if cs := clusterNames(wrote); len(cs) != 1 || !slices.Contains(names, cs[0]) {
 				problem = fmt.Sprintf("wrote cluster %v on its entry, running as %v", cs, names)
 			}
 		}
@@ -168,11 +168,11 @@ func (c *checker) checkRename(v *view, r *renaming) []Failure {
 			continue
 		}
 		tags, _ := c.opTags(e)
-		cs, ids := values(tags, registry.PrefixCluster), values(tags, registry.PrefixClusterID)
+		cs, ids := clusterNames(tags), clusterIDs(tags)
 		if !slices.Equal(cs, []string{r.to}) || !slices.Equal(ids, []string{c.set.ids[r.inst]}) {
 			out = append(out, Failure{Invariant: InvRename, Hosts: []string{h}, Detail: fmt.Sprintf(
-				"renaming %s from %s to %s: its entry %s carries cluster %v and cluster-id %v when the rename should have settled, want cluster:%s and cluster-id:%s alone: %s",
-				r.inst, r.from, r.to, e.GetId(), cs, ids, r.to, c.set.ids[r.inst], describe([]*pb.HostEntry{e}))})
+				"renaming %s from %s to %s: its entry %s carries cluster %v and cluster-id %v when the rename should have settled, want %s alone: %s",
+				r.inst, r.from, r.to, e.GetId(), cs, ids, registry.ClusterTag(r.to, c.set.ids[r.inst]), describe([]*pb.HostEntry{e}))})
 		}
 	}
 	return out
@@ -246,7 +246,7 @@ func (c *checker) namesakesOnRouter(v *view, inst string) int {
 	others := map[string]bool{}
 	for _, e := range v.entries {
 		tags, _ := c.opTags(e)
-		cs, ids := values(tags, registry.PrefixCluster), values(tags, registry.PrefixClusterID)
+		cs, ids := clusterNames(tags), clusterIDs(tags)
 		if !slices.Contains(tags, registry.TagOwner) || len(cs) == 0 || slices.ContainsFunc(cs, func(n string) bool { return n != name }) || len(ids) == 0 {
 			continue
 		}
