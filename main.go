@@ -12,6 +12,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/router-hosts-operator/router-hosts-operator/internal/klogbridge"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/memtune"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/operator"
 )
@@ -35,6 +36,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "router-hosts-operator: %v\n", err)
 		os.Exit(2)
 	}
+	klogbridge.Install(log)
 	if soft := memtune.Apply(); soft > 0 {
 		log.WithField("go_memory_limit_mib", soft>>20).Info("Go soft memory limit set below the container's")
 	}

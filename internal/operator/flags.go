@@ -52,7 +52,7 @@ type Config struct {
 	IngressClasses         []string
 	GatewayNames           []string
 	ExternalDNSAnnotations bool
-	DNSServer              string
+	DNSServers             []string
 	Kubeconfig             string
 	KubeAPIQPS             float32
 	KubeAPIBurst           int
@@ -149,8 +149,8 @@ func ParseFlags(args []string, build Build) (*Config, error) {
 		StringsVar(&cfg.GatewayNames)
 	app.Flag("external-dns-annotations", "Also read external-dns's annotations: external-dns.alpha.kubernetes.io/hostname opts an object in with those hostnames, external-dns.alpha.kubernetes.io/target gives its addresses (IPs, or hostnames resolved by DNS); the operator's own ip-address annotation wins.").
 		BoolVar(&cfg.ExternalDNSAnnotations)
-	app.Flag("dns-server", "DNS server, host:port, that resolves hostnames given where an address is wanted (a load balancer that reports only a hostname, a target annotation) (default: the first nameserver of /etc/resolv.conf).").
-		StringVar(&cfg.DNSServer)
+	app.Flag("dns-server", "DNS server, host:port, that resolves hostnames given where an address is wanted (a load balancer that reports only a hostname, a target annotation) (repeatable: asked in turn, each for up to 5 s, two rounds; default: the nameservers of /etc/resolv.conf, with its timeout and attempts options).").
+		StringsVar(&cfg.DNSServers)
 	budgets := registry.DefaultBudgets()
 	app.Flag("namespace-domains", "NAMESPACE=DOMAIN[,DOMAIN...] (repeatable): when given, namespaces may claim only names (hostnames and aliases) under the domains listed for them; NAMESPACE may be a pattern such as team-* or *.").
 		StringsVar(&cfg.NamespaceDomains)
@@ -263,9 +263,9 @@ func (cfg *Config) validate() error {
 	if err := cfg.optIn().Check(); err != nil {
 		return fmt.Errorf("--ingress-class or --gateway-name: %w", err)
 	}
-	if cfg.DNSServer != "" {
-		if host, port, err := net.SplitHostPort(cfg.DNSServer); err != nil || host == "" || port == "" {
-			return fmt.Errorf("--dns-server %q: want host:port", cfg.DNSServer)
+	for _, s := range cfg.DNSServers {
+		if host, port, err := net.SplitHostPort(s); err != nil || host == "" || port == "" {
+			return fmt.Errorf("--dns-server %q: want host:port", s)
 		}
 	}
 	tlsFiles := 0

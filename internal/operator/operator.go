@@ -198,7 +198,7 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 		return nil, fmt.Errorf("starting --ip-resolution: %w", err)
 	}
 	op.resolver = resolver
-	if dns := newDNS(ctx, cfg.DNSServer, hooks.Clock, log); dns != nil {
+	if dns := newDNS(ctx, cfg.DNSServers, hooks.Clock, log); dns != nil {
 		resolver.UseDNS(dns)
 	}
 	var stopEvents func()
@@ -593,12 +593,13 @@ func newProvider(cfg *Config, s clusterconfig.Settings, waiting bool, log *logru
 }
 
 // newDNS returns the cache that resolves hostnames given where an address is wanted, asking
-// server (else the system's nameserver), with the tests' clock when it has timers; nil, with
-// a warning, when there is no server to ask: such hostnames are then held.
-func newDNS(ctx context.Context, server string, clk clock.Clock, log logrus.FieldLogger) *source.DNS {
-	if server == "" {
+// servers in turn (else the system's nameservers), with the tests' clock when it has timers;
+// nil, with a warning, when there is no server to ask: such hostnames are then held.
+func newDNS(ctx context.Context, servers []string, clk clock.Clock, log logrus.FieldLogger) *source.DNS {
+	ns := source.Nameservers{Servers: servers}
+	if len(servers) == 0 {
 		var err error
-		if server, err = source.SystemDNSServer(); err != nil {
+		if ns, err = source.SystemNameservers(); err != nil {
 			log.WithError(err).Warn("no DNS server: hostnames given where an address is wanted stay unresolved and their entries held; set --dns-server")
 			return nil
 		}
@@ -607,5 +608,5 @@ func newDNS(ctx context.Context, server string, clk clock.Clock, log logrus.Fiel
 	if c, ok := clk.(clock.WithDelayedExecution); ok {
 		timers = c
 	}
-	return source.NewDNS(ctx, server, timers)
+	return source.NewDNS(ctx, ns, timers)
 }
