@@ -2,10 +2,12 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/yaml"
@@ -128,6 +130,77 @@ func TestTheExternalDNSDocShowsTheExample(t *testing.T) {
 			if !slices.Contains(c.Args, a) {
 				t.Errorf("container %s: the doc shows %s, which the example does not pass", c.Name, a)
 			}
+		}
+	}
+}
+
+// slug is the anchor GitHub gives a heading: lower case, punctuation dropped but for hyphens,
+// spaces as hyphens.
+func slug(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(heading)) {
+		switch {
+		case r == ' ':
+			b.WriteRune('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// anchors are the headings' anchors of a Markdown file, outside code blocks.
+func anchors(t *testing.T, file string) map[string]bool {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	fence := false
+	for _, l := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(l, "```") {
+			fence = !fence
+		}
+		if !fence && strings.HasPrefix(l, "#") {
+			out[slug(strings.TrimLeft(l, "#"))] = true
+		}
+	}
+	return out
+}
+
+// TestTheDocsLinksResolve: every link of these docs to a file of the repository names one that
+// exists, and every #anchor a heading of it, so a renamed heading or a moved file fails here.
+func TestTheDocsLinksResolve(t *testing.T) {
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	for _, doc := range []string{"docs/configuration.md", "docs/external-dns.md", "docs/migration.md", "docs/ownership.md",
+		"docs/reliability.md", "docs/performance.md"} {
+		raw, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked := 0
+		for _, m := range link.FindAllStringSubmatch(string(raw), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			file, anchor, _ := strings.Cut(target, "#")
+			path := doc
+			if file != "" {
+				path = filepath.Join(filepath.Dir(doc), file)
+			}
+			if _, err := os.Stat(path); err != nil {
+				t.Errorf("%s links to %s, which does not exist", doc, target)
+				continue
+			}
+			checked++
+			if anchor != "" && strings.HasSuffix(path, ".md") && !anchors(t, path)[anchor] {
+				t.Errorf("%s links to %s: %s has no heading #%s", doc, target, path, anchor)
+			}
+		}
+		if checked == 0 && doc == "docs/configuration.md" {
+			t.Errorf("no link read in %s", doc)
 		}
 	}
 }
