@@ -33,6 +33,8 @@ type Checker struct {
 
 	mu     sync.Mutex
 	router routerState
+	// noRouter is why no router is named yet; empty once one is.
+	noRouter string
 }
 
 // routerState is what the syncs learnt of router-hosts: when it last answered, and since when
@@ -72,6 +74,18 @@ func (c *Checker) SetLeading(leading bool) {
 	c.leading.Store(leading)
 }
 
+// SetNoRouter records why no router is named yet, for /routerz; "" once one is. A leader
+// that waits for a router is not wedged: it has nothing to sync, and its clock of syncs starts
+// when a router is named.
+func (c *Checker) SetNoRouter(why string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if why == "" && c.noRouter != "" {
+		c.lastSync.Store(c.clock.Now().UnixNano())
+	}
+	c.noRouter = why
+}
+
 // Report notes a sync attempt, and what it learnt of router-hosts; it is a
 // controller.Reporter. A sync that failed at the server says it did not answer; one that got
 // through and called it (read it or wrote to it) says it answered, refusals included. A sync
@@ -107,7 +121,10 @@ func firstLine(s string) string {
 // Healthz fails when the leader's loop has not attempted a sync for too long.
 func (c *Checker) Healthz(w http.ResponseWriter, _ *http.Request) {
 	since := c.clock.Since(time.Unix(0, c.lastSync.Load()))
-	if c.leading.Load() && since > time.Duration(c.wedgedAfter.Load()) {
+	c.mu.Lock()
+	waiting := c.noRouter != ""
+	c.mu.Unlock()
+	if c.leading.Load() && !waiting && since > time.Duration(c.wedgedAfter.Load()) {
 		http.Error(w, fmt.Sprintf("sync loop wedged: no sync attempt for %s", since.Round(time.Second)), http.StatusServiceUnavailable)
 		return
 	}
@@ -136,6 +153,13 @@ func (c *Checker) Readyz(w http.ResponseWriter, _ *http.Request) {
 // certificate or CA rather than patience. Only the leader calls router-hosts, so a standby
 // knows nothing to tell.
 func (c *Checker) Routerz(w http.ResponseWriter, _ *http.Request) {
+	c.mu.Lock()
+	noRouter := c.noRouter
+	c.mu.Unlock()
+	if noRouter != "" {
+		http.Error(w, "no router named yet, waiting: "+noRouter, http.StatusServiceUnavailable)
+		return
+	}
 	if !c.leading.Load() {
 		http.Error(w, "unknown: this replica is a standby; only the leader calls router-hosts", http.StatusServiceUnavailable)
 		return

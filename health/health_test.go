@@ -136,3 +136,28 @@ func get(h http.HandlerFunc) (int, string) {
 	h(rec, httptest.NewRequest(http.MethodGet, "/", nil))
 	return rec.Code, rec.Body.String()
 }
+
+// TestWaitingForARouter: a leader with no router named is live (it has nothing to sync),
+// /routerz says why it waits, and once a router is named the wedge clock starts then.
+func TestWaitingForARouter(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	c := New(time.Minute, func() bool { return true }, clk)
+	c.SetLeading(true)
+	c.SetNoRouter("no router-hosts endpoint")
+	clk.Step(time.Hour)
+	if code, body := get(c.Healthz); code != http.StatusOK {
+		t.Fatalf("healthz while waiting an hour: %d %q", code, body)
+	}
+	if code, body := get(c.Routerz); code != http.StatusServiceUnavailable || !strings.Contains(body, "no router named yet, waiting: no router-hosts endpoint") {
+		t.Fatalf("routerz while waiting: %d %q", code, body)
+	}
+	c.SetNoRouter("")
+	clk.Step(time.Minute)
+	if code, body := get(c.Healthz); code != http.StatusOK {
+		t.Fatalf("healthz a minute after a router was named: %d %q", code, body)
+	}
+	clk.Step(4 * time.Minute)
+	if code, _ := get(c.Healthz); code != http.StatusServiceUnavailable {
+		t.Fatalf("healthz with a router and no sync for 5 minutes: %d, want wedged", code)
+	}
+}

@@ -28,30 +28,31 @@ const ns = "router_hosts_operator"
 type Metrics struct {
 	Registry *prometheus.Registry
 
-	sourceNames     []string
-	syncedEntries   *entries
-	buildInfo       *prometheus.GaugeVec
-	syncErrors      *prometheus.CounterVec
-	syncDuration    *prometheus.HistogramVec
-	changeLatency   prometheus.Histogram
-	inputs          *inputs
-	pending         prometheus.Gauge
-	serverConnected prometheus.Gauge
-	lastSync        prometheus.Gauge
-	changes         *prometheus.CounterVec
-	sourceEndpoints *prometheus.GaugeVec
-	foreign         prometheus.Gauge
-	isLeader        prometheus.Gauge
-	lastDuration    prometheus.Gauge
-	lastList        prometheus.Gauge
-	kubeRequests    *prometheus.CounterVec
-	serverRequests  *prometheus.CounterVec
-	failedHostnames prometheus.Gauge
-	conflicts       prometheus.Gauge
-	deferred        prometheus.Gauge
-	namesakes       prometheus.Gauge
-	unclaimed       prometheus.Gauge
-	deletionsHeld   prometheus.Gauge
+	sourceNames      []string
+	syncedEntries    *entries
+	buildInfo        *prometheus.GaugeVec
+	syncErrors       *prometheus.CounterVec
+	syncDuration     *prometheus.HistogramVec
+	changeLatency    prometheus.Histogram
+	inputs           *inputs
+	pending          prometheus.Gauge
+	serverConnected  prometheus.Gauge
+	routerConfigured prometheus.Gauge
+	lastSync         prometheus.Gauge
+	changes          *prometheus.CounterVec
+	sourceEndpoints  *prometheus.GaugeVec
+	foreign          prometheus.Gauge
+	isLeader         prometheus.Gauge
+	lastDuration     prometheus.Gauge
+	lastList         prometheus.Gauge
+	kubeRequests     *prometheus.CounterVec
+	serverRequests   *prometheus.CounterVec
+	failedHostnames  prometheus.Gauge
+	conflicts        prometheus.Gauge
+	deferred         prometheus.Gauge
+	namesakes        prometheus.Gauge
+	unclaimed        prometheus.Gauge
+	deletionsHeld    prometheus.Gauge
 	// clientCertExpiry has no labels; it is a vector so that it has no series until a
 	// certificate is loaded: a zero would read as a certificate that expired in 1970.
 	clientCertExpiry *prometheus.GaugeVec
@@ -123,6 +124,8 @@ func New(sourceNames []string) *Metrics {
 			Help: "Other installations whose entries on the router carry this cluster's name (a cluster-id: other than this one's); their entries are never written."}),
 		unclaimed: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "unclaimed_entries",
 			Help: "Entries no object here wants that may be another installation's: an earlier version's under this cluster's name while a namesake shows, or this identity's under another name. Left alone."}),
+		routerConfigured: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "router_configured",
+			Help: "1 when a router-hosts endpoint and mTLS material are configured; 0 while the operator waits for a RouterHostsConfig to name a router, syncing nothing."}),
 		deletionsHeld: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "mass_deletion_held_entries",
 			Help: "Entries the mass-deletion brake keeps from being marked or deleted until the deletion is confirmed; 0 when the brake is not holding."}),
 		clientCertExpiry: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "client_certificate_expiry_timestamp_seconds",
@@ -130,7 +133,7 @@ func New(sourceNames []string) *Metrics {
 		tlsReloadErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "tls_reload_errors_total",
 			Help: "Changed mTLS material that could not be loaded, by source (files, secret); counted once per change, and the last good material stays in use."}, []string{"source"}),
 	}
-	m.Registry.MustRegister(m.buildInfo, m.changeLatency, m.inputs, m.failedHostnames, m.conflicts, m.deferred, m.namesakes, m.unclaimed, m.deletionsHeld, m.syncedEntries, m.syncErrors, m.syncDuration, m.pending, m.serverConnected, m.lastSync,
+	m.Registry.MustRegister(m.buildInfo, m.changeLatency, m.inputs, m.failedHostnames, m.conflicts, m.deferred, m.namesakes, m.unclaimed, m.deletionsHeld, m.syncedEntries, m.syncErrors, m.syncDuration, m.pending, m.serverConnected, m.routerConfigured, m.lastSync,
 		m.changes, m.sourceEndpoints, m.foreign, m.isLeader, m.lastDuration, m.lastList, m.kubeRequests, m.serverRequests,
 		m.clientCertExpiry, m.tlsReloadErrors, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Counters with known labels start at zero, so rates work from the first scrape.
@@ -154,6 +157,9 @@ func (m *Metrics) SetBuild(version, commit string) {
 
 // SetLeader records whether this replica leads.
 func (m *Metrics) SetLeader(leading bool) { m.isLeader.Set(b2f(leading)) }
+
+// SetRouterConfigured records whether a router is named (router_configured).
+func (m *Metrics) SetRouterConfigured(named bool) { m.routerConfigured.Set(b2f(named)) }
 
 // Report updates the metrics from one sync.
 func (m *Metrics) Report(_ context.Context, r *controller.Report) {

@@ -26,6 +26,8 @@ const (
 	ReasonAuthenticationFailed = "AuthenticationFailed"
 	ReasonUnreachable          = "Unreachable"
 	ReasonInvalidConfig        = "InvalidConfig"
+	// ReasonNoRouter: nothing names a router yet; the operator waits for one.
+	ReasonNoRouter = "NoRouter"
 )
 
 // The types of an ipResolution step.

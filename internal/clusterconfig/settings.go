@@ -4,6 +4,7 @@
 package clusterconfig
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -83,9 +84,9 @@ func (s *Settings) Check() error {
 	switch {
 	case s.NoServer:
 	case s.Endpoint == "":
-		return fmt.Errorf("no router-hosts endpoint: set spec.server.endpoint or --router-hosts-endpoint")
+		return &NoRouterError{What: "no router-hosts endpoint: set spec.server.endpoint or --router-hosts-endpoint"}
 	case s.Keys == nil && !s.TLSFiles:
-		return fmt.Errorf("no mTLS material: set spec.server.tlsSecretRef or --tls-ca, --tls-cert and --tls-key")
+		return &NoRouterError{What: "no mTLS material: set spec.server.tlsSecretRef or --tls-ca, --tls-cert and --tls-key"}
 	}
 	switch {
 	case s.Interval <= 0:
@@ -94,6 +95,19 @@ func (s *Settings) Check() error {
 		return fmt.Errorf("the IP resolution chain is empty")
 	}
 	return nil
+}
+
+// NoRouterError says that nothing names a router yet: settings otherwise good, but no
+// endpoint or no mTLS material for it. The operator waits for a RouterHostsConfig to name one
+// instead of exiting, since GitOps tools often apply the operator before its config.
+type NoRouterError struct{ What string }
+
+func (e *NoRouterError) Error() string { return e.What }
+
+// IsNoRouter reports whether err is (or wraps) a NoRouterError.
+func IsNoRouter(err error) bool {
+	var nr *NoRouterError
+	return errors.As(err, &nr)
 }
 
 // SecretKeys are the keys read from the mTLS Secret, as cert-manager writes them.

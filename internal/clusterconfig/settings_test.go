@@ -182,13 +182,18 @@ func TestMerge(t *testing.T) {
 func TestWithoutAnyServerMaterialNothingStarts(t *testing.T) {
 	b := base()
 	b.Endpoint = ""
-	if _, err := Merge(b, nil, nil); err == nil || !strings.Contains(err.Error(), "no router-hosts endpoint") {
-		t.Errorf("no endpoint: %v", err)
+	if _, err := Merge(b, nil, nil); err == nil || !strings.Contains(err.Error(), "no router-hosts endpoint") || !IsNoRouter(err) {
+		t.Errorf("no endpoint: %v, want a NoRouterError", err)
 	}
 	b = base()
 	b.TLSFiles = false
-	if _, err := Merge(b, &v1alpha1.RouterHostsConfigSpec{Server: &v1alpha1.ServerSpec{Endpoint: "r:1"}}, nil); err == nil || !strings.Contains(err.Error(), "no mTLS material") {
-		t.Errorf("no material: %v", err)
+	if _, err := Merge(b, &v1alpha1.RouterHostsConfigSpec{Server: &v1alpha1.ServerSpec{Endpoint: "r:1"}}, nil); err == nil || !strings.Contains(err.Error(), "no mTLS material") || !IsNoRouter(err) {
+		t.Errorf("no material: %v, want a NoRouterError", err)
+	}
+	b = base()
+	b.Interval = 0
+	if _, err := Merge(b, nil, nil); err == nil || IsNoRouter(err) {
+		t.Errorf("a bad interval: %v, want an error that is not a NoRouterError", err)
 	}
 }
 

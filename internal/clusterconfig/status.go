@@ -174,11 +174,25 @@ func desiredStatus(obj *v1alpha1.RouterHostsConfig, applied Settings, problem er
 			synced = cond(ConditionSynced, true, ReasonSynced, "every wanted entry is on the server")
 		}
 	}
-	if problem != nil && applied.Endpoint == "" {
+	// Without a router the operator syncs nothing; the object says why and what names one.
+	waiting := applied.Endpoint == "" && !applied.NoServer
+	switch {
+	case waiting:
+		reason, why := v1alpha1.ReasonNoRouter, "no router-hosts endpoint: set spec.server.endpoint and spec.server.tlsSecretRef"
+		if problem != nil {
+			why = problem.Error()
+			if !IsNoRouter(problem) {
+				reason = v1alpha1.ReasonInvalidConfig
+			}
+		}
+		reach = cond(v1alpha1.ConditionServerReachable, false, reason, why+"; the operator waits for a router and syncs nothing until then")
+	case problem != nil && applied.Endpoint == "":
 		reach = cond(v1alpha1.ConditionServerReachable, false, v1alpha1.ReasonInvalidConfig, problem.Error())
 	}
 	var ready metav1.Condition
 	switch {
+	case waiting:
+		ready = cond(v1alpha1.ConditionReady, false, reach.Reason, reach.Message)
 	case problem != nil:
 		ready = cond(v1alpha1.ConditionReady, false, v1alpha1.ReasonInvalidConfig, problem.Error()+"; the last good configuration stays in use")
 	case reach.Status != metav1.ConditionTrue:

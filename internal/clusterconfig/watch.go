@@ -42,7 +42,10 @@ type Options struct {
 	// MaterialFailed, when set, is told once of each new reason the named Secret's mTLS
 	// material cannot be loaded (a MaterialError); the last good material stays in use.
 	MaterialFailed func(error)
-	Log            logrus.FieldLogger
+	// DiscoveryInterval is how often a CRD missing at the start is looked for again (30 s
+	// when not positive).
+	DiscoveryInterval time.Duration
+	Log               logrus.FieldLogger
 }
 
 // Watcher follows one RouterHostsConfig and the Secret it names.
@@ -140,7 +143,7 @@ func (w *Watcher) Run(ctx context.Context) {
 	w.mu.Lock()
 	served := w.served
 	w.mu.Unlock()
-	if !served {
+	if !served && !w.awaitCRD(ctx) {
 		return
 	}
 	res := w.opts.Dynamic.Resource(v1alpha1.RouterHostsConfigResource)
@@ -165,6 +168,33 @@ func (w *Watcher) Run(ctx context.Context) {
 		case <-w.kick:
 		}
 		w.evaluate(ctx, inf.GetStore())
+	}
+}
+
+// awaitCRD looks for the RouterHostsConfig CRD every DiscoveryInterval until it is served
+// (true) or ctx ends (false): installed after the operator, it configures it as if it had
+// been there first.
+func (w *Watcher) awaitCRD(ctx context.Context) bool {
+	every := w.opts.DiscoveryInterval
+	if every <= 0 {
+		every = 30 * time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+		if served, err := discovery.IsResourceEnabled(w.opts.Discovery, v1alpha1.RouterHostsConfigResource); err == nil && served {
+			w.mu.Lock()
+			w.served = true
+			w.mu.Unlock()
+			w.log.Info("the RouterHostsConfig CRD is installed now; following the RouterHostsConfig")
+			w.poke()
+			return true
+		}
 	}
 }
 
@@ -215,7 +245,11 @@ func (w *Watcher) evaluate(ctx context.Context, store cache.Store) {
 	prev := w.problem
 	w.applied, w.problem = applied, problem
 	w.mu.Unlock()
-	if w.noteProblem(prev, problem) {
+	switch {
+	case !w.noteProblem(prev, problem):
+	case applied.Endpoint == "" && !applied.NoServer:
+		w.log.WithError(problem).WithField("config", w.opts.Name).Warn("RouterHostsConfig names no usable router yet; still waiting for one")
+	default:
 		w.log.WithError(problem).WithField("config", w.opts.Name).Warn("RouterHostsConfig not applied; the last good configuration stays in use")
 	}
 	w.status.poke()

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -85,6 +86,13 @@ type Operator struct {
 	recorder *events.Recorder
 	leases   coordinationv1client.LeasesGetter
 	closers  []func()
+
+	// noRouter is why the operator started without a router (a NoRouterError), nil when it
+	// had one; routerNamed is closed once a router is in use, from the start or from the
+	// RouterHostsConfig later.
+	noRouter    error
+	routerNamed chan struct{}
+	nameRouter  sync.Once
 }
 
 // Run wires the operator from cfg, then runs one sync (--once) or the loop until ctx ends;
@@ -112,7 +120,7 @@ func Run(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer) er
 // New wires the operator: it starts the sources' informers (they run until ctx ends) and
 // connects to router-hosts, but syncs nothing yet.
 func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, hooks Hooks) (_ *Operator, err error) {
-	op := &Operator{cfg: cfg, log: log}
+	op := &Operator{cfg: cfg, log: log, routerNamed: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			op.Close()
@@ -140,22 +148,37 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 			return nil, err
 		}
 	}
+	var cerr error // why the RouterHostsConfig is not usable, when it is not
 	if cfg.ConfigName != "" {
 		op.Config = clusterconfig.New(clusterconfig.Options{Name: cfg.ConfigName, Base: settings, Dynamic: kc.sources.Dynamic,
 			Discovery: kc.sources.Discovery, Secrets: kc.secrets, Status: kc.status, Apply: op.apply, Version: op.serverVersion,
-			MaterialFailed: func(error) { op.metrics.TLSReloadFailed(metrics.TLSSecret) }, Log: log.WithField("component", "config")})
-		var cerr error
+			MaterialFailed: func(error) { op.metrics.TLSReloadFailed(metrics.TLSSecret) }, DiscoveryInterval: hooks.DiscoveryInterval,
+			Log: log.WithField("component", "config")})
 		settings, cerr = op.Config.Load(ctx)
 		if cerr != nil {
-			if cfg.Once || settings.Check() != nil {
+			// Without a router of the flags' own the operator waits for the object to become
+			// usable (its Secret may come later, from cert-manager); otherwise it runs on them.
+			if ferr := settings.Check(); cfg.Once || (ferr != nil && !clusterconfig.IsNoRouter(ferr)) {
 				return nil, fmt.Errorf("RouterHostsConfig %s: %w", cfg.ConfigName, cerr)
 			}
 			log.WithError(cerr).WithField("config", cfg.ConfigName).Warn("RouterHostsConfig not usable; starting on the flags")
 		}
 	}
 	if err := settings.Check(); err != nil {
-		return nil, err
+		if cfg.Once || !clusterconfig.IsNoRouter(err) {
+			return nil, noRouterHint(err, cfg)
+		}
+		// Nothing names a router yet: everything else starts, and the RouterHostsConfig
+		// names one later (a GitOps tool may apply it after the operator).
+		op.noRouter = err
+		if cerr != nil {
+			op.noRouter = fmt.Errorf("RouterHostsConfig %s: %w", cfg.ConfigName, cerr)
+		}
+		log.WithError(op.noRouter).WithField("config", cfg.ConfigName).Warn("no router named yet; waiting for the RouterHostsConfig to name one (spec.server), syncing nothing until then")
+	} else {
+		op.routerIsNamed()
 	}
+	op.metrics.SetRouterConfigured(op.noRouter == nil)
 	rc := settings.Registry()
 	rc.Log = log.WithField("component", "registry")
 	op.Registry, err = registry.New(rc)
@@ -163,7 +186,7 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 		return nil, fmt.Errorf("--cluster-name/--default-tag: %w", err)
 	}
 	var closeProv func()
-	op.Provider, closeProv, err = newProvider(cfg, settings, log, op.metrics, op.Registry.StillApplies)
+	op.Provider, closeProv, err = newProvider(cfg, settings, op.noRouter != nil, log, op.metrics, op.Registry.StillApplies)
 	if err != nil {
 		return nil, err
 	}
@@ -209,6 +232,9 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 	}
 	sources = append(sources, hooks.Sources...)
 	op.checker = health.New(settings.Interval, op.synced, hooks.Clock)
+	if op.noRouter != nil {
+		op.checker.SetNoRouter(op.noRouter.Error())
+	}
 	reporters = append(reporters, op.metrics, op.checker, op.recorder)
 	if op.Config != nil {
 		reporters = append(reporters, op.Config)
@@ -219,6 +245,30 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 		DryRun: cfg.DryRun, Out: out, Log: log.WithField("component", "controller"), Clock: hooks.Clock,
 	})
 	return op, nil
+}
+
+// noRouterHint adds to a NoRouterError what a run that cannot wait (--once) can do instead.
+func noRouterHint(err error, cfg *Config) error {
+	if !clusterconfig.IsNoRouter(err) {
+		return err
+	}
+	return fmt.Errorf("%w (--once does not wait for a RouterHostsConfig to name a router; --provider=inmemory tries the operator without one)", err)
+}
+
+// routerIsNamed records that a router is in use, once.
+func (op *Operator) routerIsNamed() {
+	op.nameRouter.Do(func() {
+		close(op.routerNamed)
+		if op.metrics != nil {
+			op.metrics.SetRouterConfigured(true)
+		}
+		if op.checker != nil {
+			op.checker.SetNoRouter("")
+		}
+		if op.noRouter != nil {
+			op.log.WithField("config", op.cfg.ConfigName).Info("a router is named; syncing")
+		}
+	})
 }
 
 // clusterIdentity derives the installation's identity (registry.Identity) from the
@@ -249,6 +299,9 @@ func (op *Operator) apply(s clusterconfig.Settings) error {
 	return op.Controller.Reconfigure(func() error {
 		if err := op.Provider.Retarget(s.Target()); err != nil {
 			return fmt.Errorf("connecting to %s: %w", s.Endpoint, err)
+		}
+		if s.Endpoint != "" || s.NoServer {
+			defer op.routerIsNamed()
 		}
 		if err := op.resolver.SetChain(s.IPResolution); err != nil {
 			return fmt.Errorf("the IP resolution chain: %w", err)
@@ -318,19 +371,34 @@ func (op *Operator) Run(ctx context.Context) error {
 		// Every replica follows the config, so that a standby takes over with the current one.
 		go op.Config.Run(ctx)
 	}
-	// A certificate rotated while router-hosts refuses the old one is tried at once.
-	op.Provider.WatchCredentials(ctx, 5*time.Second, op.Controller.CredentialsChanged)
-	// A router back from an outage is synced as soon as it answers.
-	op.Provider.WatchConnection(ctx, op.Controller.ServerReachable)
+	go func() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-op.routerNamed:
+		}
+		// A certificate rotated while router-hosts refuses the old one is tried at once.
+		op.Provider.WatchCredentials(ctx, 5*time.Second, op.Controller.CredentialsChanged)
+		// A router back from an outage is synced as soon as it answers.
+		op.Provider.WatchConnection(ctx, op.Controller.ServerReachable)
+	}()
 	lead := func(ctx context.Context) error {
 		op.metrics.SetLeader(true)
 		op.checker.SetLeading(true)
-		op.recorder.SetLeading(!cfg.DryRun) // a dry run writes nothing, events included
-		defer func() { op.metrics.SetLeader(false); op.checker.SetLeading(false); op.recorder.SetLeading(false) }()
-		runStatus(ctx)
+		defer func() { op.metrics.SetLeader(false); op.checker.SetLeading(false) }()
+		// The leader writes the RouterHostsConfig's status, which says why nothing syncs while
+		// no router is named.
 		if op.Config != nil && !cfg.DryRun {
 			go op.Config.RunStatus(ctx)
 		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-op.routerNamed:
+		}
+		op.recorder.SetLeading(!cfg.DryRun) // a dry run writes nothing, events included
+		defer op.recorder.SetLeading(false)
+		runStatus(ctx)
 		return op.Controller.Run(ctx)
 	}
 	if !cfg.LeaderElect {
@@ -493,7 +561,7 @@ func runElected(ctx context.Context, cfg *Config, leases coordinationv1client.Le
 // newProvider connects to the router-hosts server, or starts the in-process store; m counts
 // every call and follows the client certificate, and stillApplies (the registry's) guards
 // retries.
-func newProvider(cfg *Config, s clusterconfig.Settings, log *logrus.Logger, m *metrics.Metrics, stillApplies func(*plan.Change, *endpoint.Record) bool) (*routerhosts.Provider, func(), error) {
+func newProvider(cfg *Config, s clusterconfig.Settings, waiting bool, log *logrus.Logger, m *metrics.Metrics, stillApplies func(*plan.Change, *endpoint.Record) bool) (*routerhosts.Provider, func(), error) {
 	opts := routerhosts.Options{StillApplies: stillApplies,
 		Endpoint: s.Endpoint, CAFile: cfg.TLSCA, CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey, Keys: s.Keys,
 		ServerName: s.ServerName, Timeout: cfg.RequestTimeout, WriteConcurrency: cfg.WriteConcurrency,
@@ -512,6 +580,10 @@ func newProvider(cfg *Config, s clusterconfig.Settings, log *logrus.Logger, m *m
 			return nil, nil, fmt.Errorf("starting the in-memory provider: %w", err)
 		}
 		return routerhosts.NewFromConn(conn, opts), stop, nil
+	}
+	if waiting {
+		p := routerhosts.NewWaiting(opts)
+		return p, func() { _ = p.Close() }, nil
 	}
 	p, err := routerhosts.New(opts)
 	if err != nil {

@@ -77,7 +77,7 @@ func Release(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 	// cluster's, by the identity being released (known once the server is read).
 	guard := reg
 	stillApplies := func(c *plan.Change, fresh *endpoint.Record) bool { return guard.StillApplies(c, fresh) }
-	prov, closeProv, err := newProvider(cfg, cfg.settings(), log, metrics.New(nil), stillApplies)
+	prov, closeProv, err := newProvider(cfg, cfg.settings(), false, log, metrics.New(nil), stillApplies)
 	if err != nil {
 		return err
 	}

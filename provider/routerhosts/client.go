@@ -78,7 +78,9 @@ type Provider struct {
 	// unreachable is set when a call failed for want of a connection and cleared by a
 	// complete ListHosts; WatchConnection reports the server's return while it is set.
 	unreachable atomic.Bool
-	files       keyMaterial // nil when the caller owns the connection
+	files       keyMaterial // nil when the caller owns the connection or no target is set
+	// external: the caller owns the connection (NewFromConn), so it is never retargeted.
+	external bool
 	stamp       string      // the material in use when conn was dialled (keyMaterial.inUse)
 }
 
@@ -103,6 +105,29 @@ func New(opts Options) (*Provider, error) {
 	}
 	p.keysInUse(files)
 	return p, nil
+}
+
+// ErrNoTarget is the error of every call of a provider that no router has been named to yet.
+var ErrNoTarget = errors.New("no router-hosts server configured yet")
+
+// NewWaiting returns a provider with no server: every call fails with ErrNoTarget until
+// Retarget names one. The operator starts on it when nothing names a router yet, so that a
+// RouterHostsConfig applied later takes effect without a restart.
+func NewWaiting(opts Options) *Provider {
+	opts = withDefaults(opts)
+	opts.Endpoint = ""
+	return &Provider{opts: opts, log: opts.Log, client: pb.NewHostsServiceClient(noTarget{})}
+}
+
+// noTarget is the connection of a provider with no server.
+type noTarget struct{}
+
+func (noTarget) Invoke(context.Context, string, any, any, ...grpc.CallOption) error {
+	return status.Error(codes.FailedPrecondition, ErrNoTarget.Error())
+}
+
+func (noTarget) NewStream(context.Context, *grpc.StreamDesc, string, ...grpc.CallOption) (grpc.ClientStream, error) {
+	return nil, status.Error(codes.FailedPrecondition, ErrNoTarget.Error())
 }
 
 // newFiles is the material of the files in Options, reporting every read of changed files.
@@ -241,11 +266,11 @@ func (p *Provider) Retarget(t Target) error {
 func (p *Provider) retarget(t Target) (keyMaterial, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.files == nil {
+	if p.external {
 		return nil, nil
 	}
 	cur, _ := p.files.(*PEM)
-	if p.opts.Endpoint == t.Endpoint && p.opts.ServerName == t.ServerName && ((t.Keys == nil && cur == nil) || (t.Keys != nil && t.Keys.Equal(cur))) {
+	if p.files != nil && p.opts.Endpoint == t.Endpoint && p.opts.ServerName == t.ServerName && ((t.Keys == nil && cur == nil) || (t.Keys != nil && t.Keys.Equal(cur))) {
 		return nil, nil
 	}
 	var files keyMaterial = t.Keys
@@ -285,7 +310,7 @@ func withDefaults(opts Options) Options {
 // Close does not close it.
 func NewFromConn(conn grpc.ClientConnInterface, opts Options) *Provider {
 	opts = withDefaults(opts)
-	return &Provider{client: pb.NewHostsServiceClient(observed(conn, opts.Observe)), opts: opts, log: opts.Log}
+	return &Provider{client: pb.NewHostsServiceClient(observed(conn, opts.Observe)), opts: opts, log: opts.Log, external: true}
 }
 
 // observed wraps conn so that every call is reported to observe; nil observe leaves it as is.

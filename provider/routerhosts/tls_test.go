@@ -420,3 +420,23 @@ func mustRead(t *testing.T, file string) []byte {
 	}
 	return b
 }
+
+// TestAWaitingProviderCallsNothingUntilARouterIsNamed: a provider started with no server
+// fails every call with ErrNoTarget, and Retarget connects it to the first router named.
+func TestAWaitingProviderCallsNothingUntilARouterIsNamed(t *testing.T) {
+	srv := startOn(t, nil, nil, "127.0.0.1:0")
+	p := NewWaiting(Options{CAFile: srv.CAFile(), CertFile: srv.CertFile(), KeyFile: srv.KeyFile()})
+	defer p.Close()
+	if _, err := p.Records(context.Background()); err == nil || !strings.Contains(err.Error(), ErrNoTarget.Error()) {
+		t.Fatalf("Records with no router: %v, want %v", err, ErrNoTarget)
+	}
+	if err := p.Retarget(Target{Endpoint: srv.Addr()}); err != nil {
+		t.Fatalf("Retarget: %v", err)
+	}
+	if _, err := p.Records(context.Background()); err != nil {
+		t.Fatalf("Records once a router is named: %v", err)
+	}
+	if n := srv.Service().Calls("ListHosts"); n != 1 {
+		t.Fatalf("the server saw %d ListHosts, want the one after Retarget", n)
+	}
+}

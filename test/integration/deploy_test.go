@@ -130,16 +130,24 @@ func startOperator(t *testing.T, h *harness, kubeconfigPath string, args ...stri
 // single variables (e.g. ROUTER_HOSTS_OPERATOR_TLS_CERT), and waits for /healthz.
 func startOperatorEnv(t *testing.T, h *harness, env map[string]string, args ...string) *process {
 	t.Helper()
-	p := &process{addr: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
-	p.cmd = exec.Command(operatorBin, append([]string{"--metrics-address=" + p.addr, "--log-level=debug"}, args...)...)
+	var vars []string
 	for _, e := range operatorEnv(h) {
 		if k, _, _ := strings.Cut(e, "="); env[k] == "" {
-			p.cmd.Env = append(p.cmd.Env, e)
+			vars = append(vars, e)
 		}
 	}
 	for k, v := range env {
-		p.cmd.Env = append(p.cmd.Env, k+"="+v)
+		vars = append(vars, k+"="+v)
 	}
+	return startProcess(t, vars, args...)
+}
+
+// startProcess starts the binary with exactly the environment vars, and waits for /healthz.
+func startProcess(t *testing.T, vars []string, args ...string) *process {
+	t.Helper()
+	p := &process{addr: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+	p.cmd = exec.Command(operatorBin, append([]string{"--metrics-address=" + p.addr, "--log-level=debug"}, args...)...)
+	p.cmd.Env = vars
 	p.cmd.Stdout, p.cmd.Stderr = &p.lockedLog, &p.lockedLog
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
