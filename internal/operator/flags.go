@@ -173,7 +173,7 @@ func newApp(cfg *Config, build Build, getenv func(string) string) *kingpin.Appli
 	app.Flag("source", "Resource kinds to read hostnames from (repeatable): "+source.Help()+".").Default("ingress").SetValue(&enumList{flag: "source", allowed: source.Names(), target: &cfg.Sources})
 	app.Flag("provider", "Where entries are written: router-hosts (the server) or inmemory (an in-process store, for trying the operator out).").
 		Default("router-hosts").SetValue(&enum{flag: "provider", allowed: []string{"router-hosts", "inmemory"}, target: &cfg.Provider})
-	app.Flag("router-hosts-endpoint", "The router-hosts server's gRPC address, host:port; the RouterHostsConfig's spec.server.endpoint wins.").StringVar(&cfg.Endpoint)
+	app.Flag("router-hosts-endpoint", "The router-hosts server's gRPC address, host:port; the RouterHostsConfig's spec.server.endpoint wins. With neither, the operator waits for the RouterHostsConfig to name one (--once exits instead).").StringVar(&cfg.Endpoint)
 	app.Flag("tls-ca", "CA certificate file that signed the server's certificate; with --tls-cert and --tls-key, re-read when the files change (the RouterHostsConfig's spec.server.tlsSecretRef wins).").StringVar(&cfg.TLSCA)
 	app.Flag("tls-cert", "Client certificate file for mTLS (TLS 1.3).").StringVar(&cfg.TLSCert)
 	app.Flag("tls-key", "Client private key file for mTLS.").StringVar(&cfg.TLSKey)
