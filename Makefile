@@ -161,8 +161,10 @@ lint: helm actionlint
 	$(ACTIONLINT) -no-color
 	bash hack/check-versions.sh
 
-# Regenerates the committed gRPC stubs (needs protoc, protoc-gen-go, protoc-gen-go-grpc).
+# Regenerates the flag table of docs/configuration.md from the operator's flags, and the
+# committed gRPC stubs (needs protoc, protoc-gen-go, protoc-gen-go-grpc).
 generate:
+	$(GO) run ./hack/flagdoc -w
 	protoc -I proto --go_out=api/routerhostsv1 --go_opt=paths=source_relative \
 	  --go-grpc_out=api/routerhostsv1 --go-grpc_opt=paths=source_relative router_hosts/v1/hosts.proto
 	mv api/routerhostsv1/router_hosts/v1/*.go api/routerhostsv1/ && rm -r api/routerhostsv1/router_hosts

@@ -132,7 +132,9 @@ func (r *Registry) takeUpOnly(st *State, c *plan.Change) bool {
 	if cl := st.parser.Parse(c.Old).class; cl != legacy && cl != own {
 		return false
 	}
-	clusterTags := func(t string) bool { return strings.HasPrefix(t, PrefixCluster) || strings.HasPrefix(t, PrefixClusterID) }
+	clusterTags := func(t string) bool {
+		return strings.HasPrefix(t, PrefixCluster) || strings.HasPrefix(t, PrefixClusterID)
+	}
 	oldRest := slices.DeleteFunc(slices.Clone(c.Old.Tags), clusterTags)
 	newRest := slices.DeleteFunc(slices.Clone(c.New.Tags), clusterTags)
 	return len(oldRest) == len(newRest) && endpoint.SameUnion(oldRest, newRest)

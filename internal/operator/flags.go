@@ -93,7 +93,7 @@ const (
 	CommandWebhook = "webhook"
 	// WebhookCluster is the webhook's cluster name unless --cluster-name says otherwise.
 	WebhookCluster = "external-dns"
-	// WebhookMetricsAddress is where the webhook serves /metrics, /healthz and /readyz unless
+	// WebhookMetricsAddress is where the webhook serves /metrics, /healthz, /readyz and /routerz unless
 	// --metrics-address says otherwise: external-dns's webhook providers use port 8080, and
 	// its chart probes the sidecar there.
 	WebhookMetricsAddress = ":8080"
@@ -105,93 +105,7 @@ const envPrefix = "ROUTER_HOSTS_OPERATOR_"
 // ParseFlags reads args and the environment; an invalid value fails with the flag's name.
 func ParseFlags(args []string, build Build) (*Config, error) {
 	cfg := &Config{Version: build.Version, Build: build}
-	app := kingpin.New("router-hosts-operator",
-		"Keeps a router-hosts server's host entries in step with annotated Kubernetes resources.")
-	app.Version(build.String())
-	app.DefaultEnvars()
-	app.HelpFlag.NoEnvar()
-	app.VersionFlag.NoEnvar()
-	app.Flag("source", "Resource kinds to read hostnames from (repeatable): "+source.Help()+".").Default("ingress").SetValue(&enumList{flag: "source", allowed: source.Names(), target: &cfg.Sources})
-	app.Flag("provider", "Where entries are written: the router-hosts server, or an in-process store for trying the operator out.").
-		Default("router-hosts").SetValue(&enum{flag: "provider", allowed: []string{"router-hosts", "inmemory"}, target: &cfg.Provider})
-	app.Flag("router-hosts-endpoint", "The router-hosts server's gRPC address, host:port.").StringVar(&cfg.Endpoint)
-	app.Flag("tls-ca", "CA certificate file that signed the server's certificate.").StringVar(&cfg.TLSCA)
-	app.Flag("tls-cert", "Client certificate file for mTLS.").StringVar(&cfg.TLSCert)
-	app.Flag("tls-key", "Client private key file for mTLS.").StringVar(&cfg.TLSKey)
-	app.Flag("tls-server-name", "Server name to verify in the server's certificate, when it differs from the endpoint's host.").StringVar(&cfg.TLSServerName)
-	app.Flag("cluster-name", "Name written in the cluster:<name> tag; lets several clusters share one server.").Default("default").StringVar(&cfg.ClusterName)
-	app.Flag("cluster-id", "The installation's identity, "+strconv.Itoa(registry.IdentityLength)+" hex digits written after the cluster's name in its tag (cluster:<name>@<id>), so that a namesake's entries are never taken for this cluster's and a rename keeps them (default: derived from the kube-system namespace's UID and the leader Lease's namespace and name; the webhook has none unless given).").
-		StringVar(&cfg.ClusterID)
-	brake := registry.DefaultBrake()
-	app.Flag("mass-deletion-percent", "Brake: when more than this percent of the cluster's entries would be on their way out at once (and at least --mass-deletion-minimum), nothing is marked or deleted until the deletion is confirmed or its cause goes away (0: no brake).").
-		Default(strconv.Itoa(int(brake.Share * 100))).SetValue(&integer{flag: "mass-deletion-percent", target: &cfg.MassDeletionPercent})
-	app.Flag("mass-deletion-minimum", "Brake: the fewest entries on their way out that can trip it.").
-		Default(strconv.Itoa(brake.Minimum)).SetValue(&integer{flag: "mass-deletion-minimum", target: &cfg.MassDeletionMinimum})
-	app.Flag("confirm-mass-deletion", "Let the held mass deletion with this token through (the MassDeletionHeld warning names it).").
-		StringVar(&cfg.ConfirmMassDeletion)
-	app.Flag("ip-resolution", "Ordered IP resolution chain (repeatable): ingress-status, gateway-status, service:<namespace>/<name>, static:<ip>; Gateway API routes try gateway-status first unless it is placed.").
-		Default("ingress-status").StringsVar(&cfg.IPResolution)
-	app.Flag("grace-period", "How long an entry whose hostname is no longer wanted stays before it is deleted or released.").
-		Default("5m").SetValue(&duration{flag: "grace-period", target: &cfg.GracePeriod})
-	app.Flag("default-tag", "Tag added to every entry the operator creates (repeatable).").StringsVar(&cfg.DefaultTags)
-	app.Flag("policy", "sync (create, update, delete), upsert-only (never delete) or create-only.").Default("sync").SetValue(&enum{flag: "policy", allowed: []string{"sync", "upsert-only", "create-only"}, target: &cfg.Policy})
-	app.Flag("interval", "Period of full resyncs.").Default("1m").SetValue(&duration{flag: "interval", target: &cfg.Interval})
-	app.Flag("min-event-sync-interval", "Least time between the starts of event-triggered syncs.").Default("1s").SetValue(&duration{flag: "min-event-sync-interval", target: &cfg.MinEventSyncInterval})
-	app.Flag("write-concurrency", "Writes sent to the server in parallel.").Default("4").SetValue(&integer{flag: "write-concurrency", target: &cfg.WriteConcurrency})
-	app.Flag("request-timeout", "Deadline of each router-hosts call.").Default("10s").SetValue(&duration{flag: "request-timeout", target: &cfg.RequestTimeout})
-	app.Flag("once", "Run one sync and exit: 0 on success, 1 on failure.").BoolVar(&cfg.Once)
-	app.Flag("dry-run", "Print the plan, one line per change, and write nothing.").BoolVar(&cfg.DryRun)
-	app.Flag("domain-filter", "Only manage hostnames equal to or under this domain (repeatable; default: all).").StringsVar(&cfg.DomainFilter)
-	app.Flag("exclude-domains", "Never manage hostnames equal to or under this domain (repeatable).").StringsVar(&cfg.ExcludeDomains)
-	app.Flag("ingress-class", "Manage every Ingress of this ingress class (repeatable; spec.ingressClassName or the legacy kubernetes.io/ingress.class annotation) without its annotation; router-hosts.fzymgc.house/enabled: \"false\" opts one out.").
-		StringsVar(&cfg.IngressClasses)
-	app.Flag("gateway-name", "Manage every route attached to this Gateway, namespace/name (repeatable), without annotations; router-hosts.fzymgc.house/enabled: \"false\" on a route opts it out.").
-		StringsVar(&cfg.GatewayNames)
-	app.Flag("external-dns-annotations", "Also read external-dns's annotations: external-dns.alpha.kubernetes.io/hostname opts an object in with those hostnames, external-dns.alpha.kubernetes.io/target gives its addresses (IPs, or hostnames resolved by DNS); the operator's own ip-address annotation wins.").
-		BoolVar(&cfg.ExternalDNSAnnotations)
-	app.Flag("dns-server", "DNS server, host:port, that resolves hostnames given where an address is wanted (a load balancer that reports only a hostname, a target annotation) (repeatable: asked in turn, each for up to 5 s, two rounds; default: the nameservers of /etc/resolv.conf, with its timeout and attempts options).").
-		StringsVar(&cfg.DNSServers)
-	budgets := registry.DefaultBudgets()
-	app.Flag("namespace-domains", "NAMESPACE=DOMAIN[,DOMAIN...] (repeatable): when given, namespaces may claim only names (hostnames and aliases) under the domains listed for them; NAMESPACE may be a pattern such as team-* or *.").
-		StringsVar(&cfg.NamespaceDomains)
-	app.Flag("adopt-namespace", "Namespace, or pattern, whose objects may adopt hand-made entries (repeatable); given once empty, none may. A hand-made entry tagged no-adopt is never adopted.").
-		Default("*").StringsVar(&cfg.AdoptNamespaces)
-	app.Flag("max-grace-period", "The longest grace period an object may ask for (its annotation is capped) or an entry may carry; 0 lifts the cap.").
-		Default("8760h").SetValue(&duration{flag: "max-grace-period", target: &cfg.MaxGracePeriod})
-	app.Flag("max-entries-per-object", "Budget: an object's hostnames times their addresses; an object over any budget keeps the entries it has and gets no new ones (0: no limit).").
-		Default(strconv.Itoa(budgets.EntriesPerObject)).SetValue(&integer{flag: "max-entries-per-object", target: &cfg.MaxEntriesPerObject})
-	app.Flag("max-aliases-per-object", "Budget: the aliases an object asks for, over all its hostnames (0: no limit).").
-		Default(strconv.Itoa(budgets.AliasesPerObject)).SetValue(&integer{flag: "max-aliases-per-object", target: &cfg.MaxAliasesPerObject})
-	app.Flag("max-tags-per-object", "Budget: the tags an object asks for (0: no limit).").
-		Default(strconv.Itoa(budgets.TagsPerObject)).SetValue(&integer{flag: "max-tags-per-object", target: &cfg.MaxTagsPerObject})
-	app.Flag("max-entries-per-namespace", "Budget: the entries of one namespace; beyond it, its new hostnames are not written (0: no limit).").
-		Default(strconv.Itoa(budgets.EntriesPerNamespace)).SetValue(&integer{flag: "max-entries-per-namespace", target: &cfg.MaxEntriesPerNamespace})
-	app.Flag("max-writes-per-sync", "Budget: the writes of one sync; the rest follow in the next sync, at once, every namespace and object taking turns (0: no limit).").
-		Default(strconv.Itoa(budgets.WritesPerSync)).SetValue(&integer{flag: "max-writes-per-sync", target: &cfg.MaxWritesPerSync})
-	app.Flag("label-filter", "Only read resources whose labels match this selector (applied by the apiserver), e.g. dns=internal.").StringVar(&cfg.LabelFilter)
-	app.Flag("namespace", "Only read resources in this namespace (default: all).").StringVar(&cfg.Namespace)
-	app.Flag("kubeconfig", "Kubeconfig file (default: $KUBECONFIG, else the in-cluster config).").Default(os.Getenv("KUBECONFIG")).StringVar(&cfg.Kubeconfig)
-	app.Flag("kube-api-qps", "Requests per second to the Kubernetes API, per client (informers and status; events; the leader Lease).").
-		Default("20").SetValue(&float{flag: "kube-api-qps", target: &cfg.KubeAPIQPS})
-	app.Flag("kube-api-burst", "Requests the Kubernetes API may receive at once above --kube-api-qps, per client.").
-		Default("50").SetValue(&integer{flag: "kube-api-burst", target: &cfg.KubeAPIBurst})
-	app.Flag("metrics-address", "Address of the HTTP server for /metrics, /healthz and /readyz; empty disables it. The webhook command's default is "+WebhookMetricsAddress+", external-dns's sidecar convention.").
-		Default(":7979").StringVar(&cfg.MetricsAddress)
-	app.Flag("leader-elect", "Run with a Lease so that only one of several replicas syncs.").BoolVar(&cfg.LeaderElect)
-	app.Flag("leader-election-namespace", "Namespace of the leader Lease (default: the pod's namespace from POD_NAMESPACE, else default).").
-		Default(defaultLeaseNamespace()).StringVar(&cfg.LeaderElectionNS)
-	app.Flag("leader-election-id", "Name of the leader Lease.").Default("router-hosts-operator").StringVar(&cfg.LeaderElectionID)
-	app.Flag("log-level", "panic, fatal, error, warn, info, debug or trace.").Default("info").SetValue(&enum{flag: "log-level", allowed: []string{"panic", "fatal", "error", "warn", "info", "debug", "trace"}, target: &cfg.LogLevel})
-	app.Flag("log-format", "text or json.").Default("text").SetValue(&enum{flag: "log-format", allowed: []string{"text", "json"}, target: &cfg.LogFormat})
-	app.Command(CommandRun, "Keep router-hosts in step with the cluster's annotated resources (the default).").Default()
-	app.Command(CommandWebhook, "Serve router-hosts as an external-dns webhook provider: external-dns's sources, the operator's ownership, adoption and grace periods. "+
-		"Give it a --cluster-name of its own (default there: "+WebhookCluster+"); run external-dns with --provider=webhook --registry=noop.")
-	app.Command(CommandRelease, "Let a cluster go for good (gone, or after helm uninstall): give back the entries it adopted as they were and delete the ones it created, "+
-		"nothing else; refused while an operator of the cluster still runs. Needs --cluster-name; run it with --dry-run first.")
-	app.Flag("probe-wait", "How long release waits for a running operator of the cluster to take its probe off an entry; must exceed that operator's --interval (two intervals and some are safe).").
-		Default(DefaultProbeWait.String()).SetValue(&duration{flag: "probe-wait", target: &cfg.ProbeWait})
-	app.Flag("webhook-address", "Address of the external-dns webhook (webhook command); external-dns's sidecar convention is 127.0.0.1:8888.").
-		Default("127.0.0.1:8888").StringVar(&cfg.WebhookAddress)
+	app := newApp(cfg, build, os.Getenv)
 	// given reports whether the user set a flag, on the command line or by its environment
 	// twin, so that the webhook command can choose defaults of its own for the others.
 	set := map[string]*bool{"cluster-name": new(bool), "metrics-address": new(bool), "max-entries-per-namespace": new(bool)}
@@ -202,8 +116,6 @@ func ParseFlags(args []string, build Build) (*Config, error) {
 		_, env := os.LookupEnv(envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_")))
 		return *set[flag] || env
 	}
-	app.Flag("config-name", "Name of the cluster-scoped RouterHostsConfig to read; a field it sets wins over its flag, and a change applies without a restart. Empty: flags only.").
-		Default("default").StringVar(&cfg.ConfigName)
 	cmd, err := app.Parse(args)
 	if err != nil {
 		return nil, err
@@ -232,6 +144,116 @@ func ParseFlags(args []string, build Build) (*Config, error) {
 		}
 	}
 	return cfg, cfg.validate()
+}
+
+// FlagModel is kingpin's model of the command line, for the flag table of the docs: every
+// command and flag with its help, default and environment twin. Its defaults do not depend on
+// the environment it is built in (KUBECONFIG and POD_NAMESPACE read as unset), so that the
+// table is the same on every machine.
+func FlagModel() (*kingpin.ApplicationModel, error) {
+	app := newApp(&Config{}, Build{}, func(string) string { return "" })
+	// The environment twins are named when kingpin initialises the application, which
+	// ParseContext does without reading the environment or setting a value.
+	if _, err := app.ParseContext(nil); err != nil {
+		return nil, fmt.Errorf("initialising the command line's model: %w", err)
+	}
+	return app.Model(), nil
+}
+
+// newApp declares the commands and flags, kingpin's model of the command line (the flag table
+// of docs/configuration.md is rendered from it); getenv supplies the defaults read from the
+// environment, so that the model can be made independent of the machine it is built on.
+func newApp(cfg *Config, build Build, getenv func(string) string) *kingpin.Application {
+	app := kingpin.New("router-hosts-operator",
+		"Keeps a router-hosts server's host entries in step with annotated Kubernetes resources.")
+	app.Version(build.String())
+	app.DefaultEnvars()
+	app.HelpFlag.NoEnvar()
+	app.VersionFlag.NoEnvar()
+	app.Flag("source", "Resource kinds to read hostnames from (repeatable): "+source.Help()+".").Default("ingress").SetValue(&enumList{flag: "source", allowed: source.Names(), target: &cfg.Sources})
+	app.Flag("provider", "Where entries are written: router-hosts (the server) or inmemory (an in-process store, for trying the operator out).").
+		Default("router-hosts").SetValue(&enum{flag: "provider", allowed: []string{"router-hosts", "inmemory"}, target: &cfg.Provider})
+	app.Flag("router-hosts-endpoint", "The router-hosts server's gRPC address, host:port; the RouterHostsConfig's spec.server.endpoint wins. With neither, the operator waits for the RouterHostsConfig to name one (--once exits instead).").StringVar(&cfg.Endpoint)
+	app.Flag("tls-ca", "CA certificate file that signed the server's certificate; with --tls-cert and --tls-key, re-read when the files change (the RouterHostsConfig's spec.server.tlsSecretRef wins).").StringVar(&cfg.TLSCA)
+	app.Flag("tls-cert", "Client certificate file for mTLS (TLS 1.3).").StringVar(&cfg.TLSCert)
+	app.Flag("tls-key", "Client private key file for mTLS.").StringVar(&cfg.TLSKey)
+	app.Flag("tls-server-name", "Server name to verify in the server's certificate, when it differs from the endpoint's host; unset, the endpoint's host is checked, a DNS name against the certificate's DNS names and an IP address against its IP addresses.").StringVar(&cfg.TLSServerName)
+	app.Flag("cluster-name", "Name written in the cluster:<name> tag; lets several clusters share one server. The webhook command's default is "+WebhookCluster+"; release needs it given.").Default("default").StringVar(&cfg.ClusterName)
+	app.Flag("cluster-id", "The installation's identity, "+strconv.Itoa(registry.IdentityLength)+" hex digits written after the cluster's name in its tag (cluster:<name>@<id>), so that a namesake's entries are never taken for this cluster's and a rename keeps them (default: derived from the kube-system namespace's UID and the leader Lease's namespace and name; the webhook has none unless given, and release reads it from the name's entries on the router).").
+		StringVar(&cfg.ClusterID)
+	brake := registry.DefaultBrake()
+	app.Flag("mass-deletion-percent", "Brake: when more than this percent of the cluster's entries would be on their way out at once (and at least --mass-deletion-minimum), nothing is marked or deleted until the deletion is confirmed or its cause goes away (0: no brake).").
+		Default(strconv.Itoa(int(brake.Share * 100))).SetValue(&integer{flag: "mass-deletion-percent", target: &cfg.MassDeletionPercent})
+	app.Flag("mass-deletion-minimum", "Brake: the fewest entries on their way out that can trip it.").
+		Default(strconv.Itoa(brake.Minimum)).SetValue(&integer{flag: "mass-deletion-minimum", target: &cfg.MassDeletionMinimum})
+	app.Flag("confirm-mass-deletion", "Let the held mass deletion with this token through (the MassDeletionHeld warning names it).").
+		StringVar(&cfg.ConfirmMassDeletion)
+	app.Flag("ip-resolution", "Ordered IP resolution chain (repeatable): ingress-status, gateway-status, service:<namespace>/<name>, static:<ip>; Gateway API routes try gateway-status first unless it is placed.").
+		Default("ingress-status").StringsVar(&cfg.IPResolution)
+	app.Flag("grace-period", "How long an entry whose address is no longer wanted stays, marked, before it is deleted or, if adopted, given back; an object's grace-period annotation replaces it for that object.").
+		Default("5m").SetValue(&duration{flag: "grace-period", target: &cfg.GracePeriod})
+	app.Flag("default-tag", "Tag added to every entry the operator creates (repeatable); the operator's reserved tags are refused.").StringsVar(&cfg.DefaultTags)
+	app.Flag("policy", "sync (create, update, delete), upsert-only (never mark, delete or give back) or create-only (never write an existing entry: no update, unmark or adoption).").Default("sync").SetValue(&enum{flag: "policy", allowed: []string{"sync", "upsert-only", "create-only"}, target: &cfg.Policy})
+	app.Flag("interval", "Period of full resyncs.").Default("1m").SetValue(&duration{flag: "interval", target: &cfg.Interval})
+	app.Flag("min-event-sync-interval", "Least time between the starts of event-triggered syncs.").Default("1s").SetValue(&duration{flag: "min-event-sync-interval", target: &cfg.MinEventSyncInterval})
+	app.Flag("write-concurrency", "Writes sent to the server in parallel.").Default("4").SetValue(&integer{flag: "write-concurrency", target: &cfg.WriteConcurrency})
+	app.Flag("request-timeout", "Deadline of each router-hosts call; ListHosts and SearchHosts, which stream entries, get three times as long.").Default("10s").SetValue(&duration{flag: "request-timeout", target: &cfg.RequestTimeout})
+	app.Flag("once", "Run one sync and exit: 0 on success, 1 on failure (run command).").BoolVar(&cfg.Once)
+	app.Flag("dry-run", "Print the plan, one line per change, and write nothing (run and release commands).").BoolVar(&cfg.DryRun)
+	app.Flag("domain-filter", "Only manage hostnames equal to or under this domain (repeatable) (default: all).").StringsVar(&cfg.DomainFilter)
+	app.Flag("exclude-domains", "Never manage hostnames equal to or under this domain (repeatable).").StringsVar(&cfg.ExcludeDomains)
+	app.Flag("ingress-class", "Manage every Ingress of this ingress class (repeatable; spec.ingressClassName or the legacy kubernetes.io/ingress.class annotation) without its annotation; router-hosts.fzymgc.house/enabled: \"false\" opts one out.").
+		StringsVar(&cfg.IngressClasses)
+	app.Flag("gateway-name", "Manage every route attached to this Gateway, namespace/name (repeatable), without annotations; router-hosts.fzymgc.house/enabled: \"false\" on a route opts it out.").
+		StringsVar(&cfg.GatewayNames)
+	app.Flag("external-dns-annotations", "Also read external-dns's annotations: external-dns.alpha.kubernetes.io/hostname opts an object in with those hostnames, external-dns.alpha.kubernetes.io/target gives its addresses (IPs, or hostnames resolved by DNS); the operator's own ip-address annotation wins.").
+		BoolVar(&cfg.ExternalDNSAnnotations)
+	app.Flag("dns-server", "DNS server, host:port, that resolves hostnames given where an address is wanted (a load balancer that reports only a hostname, a target annotation) (repeatable: asked in turn, each for up to 5 s, two rounds; default: the nameservers of /etc/resolv.conf, with its timeout and attempts options).").
+		StringsVar(&cfg.DNSServers)
+	budgets := registry.DefaultBudgets()
+	app.Flag("namespace-domains", "NAMESPACE=DOMAIN[,DOMAIN...] (repeatable): when given, namespaces may claim only names (hostnames and aliases) under the domains listed for them; NAMESPACE may be a pattern such as team-* or *.").
+		StringsVar(&cfg.NamespaceDomains)
+	app.Flag("adopt-namespace", "Namespace, or pattern, whose objects may adopt hand-made entries (repeatable); given once empty, none may. A hand-made entry tagged no-adopt is never adopted.").
+		Default("*").StringsVar(&cfg.AdoptNamespaces)
+	app.Flag("max-grace-period", "The longest grace period an object may ask for (its annotation is capped) or an entry may carry; 0 lifts the cap.").
+		Default("8760h").SetValue(&duration{flag: "max-grace-period", target: &cfg.MaxGracePeriod})
+	app.Flag("max-entries-per-object", "Budget: an object's hostnames times their addresses; an object over any budget keeps the entries it has and gets no new ones (0: no limit).").
+		Default(strconv.Itoa(budgets.EntriesPerObject)).SetValue(&integer{flag: "max-entries-per-object", target: &cfg.MaxEntriesPerObject})
+	app.Flag("max-aliases-per-object", "Budget: the aliases an object asks for, over all its hostnames (0: no limit).").
+		Default(strconv.Itoa(budgets.AliasesPerObject)).SetValue(&integer{flag: "max-aliases-per-object", target: &cfg.MaxAliasesPerObject})
+	app.Flag("max-tags-per-object", "Budget: the tags an object asks for (0: no limit).").
+		Default(strconv.Itoa(budgets.TagsPerObject)).SetValue(&integer{flag: "max-tags-per-object", target: &cfg.MaxTagsPerObject})
+	app.Flag("max-entries-per-namespace", "Budget: the entries of one namespace; beyond it, its new hostnames are not written (0: no limit; the webhook command's default is 0, its one namespace being no tenant).").
+		Default(strconv.Itoa(budgets.EntriesPerNamespace)).SetValue(&integer{flag: "max-entries-per-namespace", target: &cfg.MaxEntriesPerNamespace})
+	app.Flag("max-writes-per-sync", "Budget: the writes of one sync; the rest follow in the next sync, at once, every namespace and object taking turns (0: no limit).").
+		Default(strconv.Itoa(budgets.WritesPerSync)).SetValue(&integer{flag: "max-writes-per-sync", target: &cfg.MaxWritesPerSync})
+	app.Flag("label-filter", "Only read the objects that carry hostnames whose labels match this selector (applied by the apiserver), e.g. dns=internal; what they point to (Gateways, namespaces, the Services of --ip-resolution) is read whatever its labels.").StringVar(&cfg.LabelFilter)
+	app.Flag("namespace", "Only read the objects that carry hostnames in this namespace (default: all); what they point to (Gateways, namespaces, the Services of --ip-resolution) is read wherever it is.").StringVar(&cfg.Namespace)
+	app.Flag("kubeconfig", "Kubeconfig file (default: $KUBECONFIG, else the in-cluster config).").Default(getenv("KUBECONFIG")).StringVar(&cfg.Kubeconfig)
+	app.Flag("kube-api-qps", "Requests per second to the Kubernetes API, per client: the informers, the status writer, events and the leader Lease each have one.").
+		Default("20").SetValue(&float{flag: "kube-api-qps", target: &cfg.KubeAPIQPS})
+	app.Flag("kube-api-burst", "Requests the Kubernetes API may receive at once above --kube-api-qps, per client.").
+		Default("50").SetValue(&integer{flag: "kube-api-burst", target: &cfg.KubeAPIBurst})
+	app.Flag("metrics-address", "Address of the HTTP server for /metrics, /healthz, /readyz and /routerz; empty disables it. The webhook command's default is "+WebhookMetricsAddress+", external-dns's sidecar convention.").
+		Default(":7979").StringVar(&cfg.MetricsAddress)
+	app.Flag("leader-elect", "Run with a Lease so that only one of several replicas syncs (run command).").BoolVar(&cfg.LeaderElect)
+	app.Flag("leader-election-namespace", "Namespace of the leader Lease (default: the pod's namespace from POD_NAMESPACE, else default).").
+		Default(defaultLeaseNamespace(getenv)).StringVar(&cfg.LeaderElectionNS)
+	app.Flag("leader-election-id", "Name of the leader Lease.").Default("router-hosts-operator").StringVar(&cfg.LeaderElectionID)
+	app.Flag("log-level", "panic, fatal, error, warn, info, debug or trace.").Default("info").SetValue(&enum{flag: "log-level", allowed: []string{"panic", "fatal", "error", "warn", "info", "debug", "trace"}, target: &cfg.LogLevel})
+	app.Flag("log-format", "text or json.").Default("text").SetValue(&enum{flag: "log-format", allowed: []string{"text", "json"}, target: &cfg.LogFormat})
+	app.Command(CommandRun, "Keep router-hosts in step with the cluster's annotated resources (the default).").Default()
+	app.Command(CommandWebhook, "Serve router-hosts as an external-dns webhook provider: external-dns's sources, the operator's ownership, adoption and grace periods. "+
+		"Give it a --cluster-name of its own (default there: "+WebhookCluster+"); run external-dns with --provider=webhook --registry=noop.")
+	app.Command(CommandRelease, "Let a cluster go for good (gone, or after helm uninstall): give back the entries it adopted as they were and delete the ones it created, "+
+		"nothing else; refused while an operator of the cluster still runs. Needs --cluster-name; run it with --dry-run first.")
+	app.Flag("probe-wait", "How long release waits for a running operator of the cluster to take its probe off an entry; must exceed that operator's --interval (two intervals and some are safe).").
+		Default(DefaultProbeWait.String()).SetValue(&duration{flag: "probe-wait", target: &cfg.ProbeWait})
+	app.Flag("webhook-address", "Address of the external-dns webhook API (webhook command); the default is external-dns's sidecar convention.").
+		Default("127.0.0.1:8888").StringVar(&cfg.WebhookAddress)
+	app.Flag("config-name", "Name of the cluster-scoped RouterHostsConfig to read (run command); a field it sets wins over its flag, and a change applies without a restart. Empty: flags only.").
+		Default("default").StringVar(&cfg.ConfigName)
+	return app
 }
 
 // validate checks what kingpin cannot, naming the flag at fault.
@@ -393,8 +415,8 @@ func (f *float) Set(v string) error {
 func (f *float) String() string { return strconv.FormatFloat(float64(*f.target), 'g', -1, 32) }
 
 // defaultLeaseNamespace is the pod's own namespace when the Deployment passes it down.
-func defaultLeaseNamespace() string {
-	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+func defaultLeaseNamespace(getenv func(string) string) string {
+	if ns := getenv("POD_NAMESPACE"); ns != "" {
 		return ns
 	}
 	return "default"

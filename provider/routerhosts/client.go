@@ -81,7 +81,7 @@ type Provider struct {
 	files       keyMaterial // nil when the caller owns the connection or no target is set
 	// external: the caller owns the connection (NewFromConn), so it is never retargeted.
 	external bool
-	stamp       string      // the material in use when conn was dialled (keyMaterial.inUse)
+	stamp    string // the material in use when conn was dialled (keyMaterial.inUse)
 }
 
 // New dials the server with mutual TLS. The connection is lazy: an unreachable server shows

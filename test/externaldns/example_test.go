@@ -241,7 +241,7 @@ func externalDNSChart(t *testing.T) string {
 }
 
 // TestTheExampleRunsSideBySide: examples/external-dns's two containers run as processes with
-// the example's own args on one loopback, as in a pod: external-dns (v0.22.0, built from the
+// the example's own args on one loopback, as in a pod: external-dns (EXTERNAL_DNS, the Makefile's EXTERNAL_DNS_VERSION built from the
 // module proxy) with its default metrics address, and the operator's webhook (this tree) with
 // its defaults. Both bind and answer their probes, external-dns negotiates with the webhook and
 // stays up, and an Ingress reaches the router through the two of them. Only what points outside
