@@ -724,12 +724,16 @@ func onlyEntry(t *testing.T, srv *rhtestserver.Server, host string) *pb.HostEntr
 // allNamed reports whether every entry carries cluster:name and no other cluster tag.
 func allNamed(entries map[string]*pb.HostEntry, name string) bool {
 	for _, e := range entries {
+		named := false
 		for _, tag := range e.GetTags() {
-			if strings.HasPrefix(tag, registry.PrefixCluster) && tag != registry.PrefixCluster+name {
-				return false
+			if n, _, ok := registry.ParseClusterTag(tag); ok {
+				if n != name {
+					return false
+				}
+				named = true
 			}
 		}
-		if !slices.Contains(e.GetTags(), registry.PrefixCluster+name) {
+		if !named {
 			return false
 		}
 	}
@@ -808,7 +812,11 @@ func renamedInPlace(t *testing.T, writes []routerWrite, before map[string]*pb.Ho
 		}
 		updated[w.id]++
 		wantTags := slices.Clone(old.GetTags())
-		wantTags[slices.Index(wantTags, registry.PrefixCluster+from)] = registry.PrefixCluster + to
+		for i, tag := range wantTags {
+			if name, id, ok := registry.ParseClusterTag(tag); ok && name == from {
+				wantTags[i] = registry.ClusterTag(to, id)
+			}
+		}
 		slices.Sort(wantTags)
 		gotTags := slices.Clone(w.after.GetTags())
 		slices.Sort(gotTags)
