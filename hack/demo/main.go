@@ -1,8 +1,16 @@
 // Command demo runs the operator's main job on one machine with no outside infrastructure: a
 // real kube-apiserver and etcd, the example manifests, and the router-hosts test server standing
-// in for a router (or a real router-hosts server when ROUTER_HOSTS_OPERATOR_ROUTER_HOSTS_ENDPOINT
-// and the TLS variables are set). It prints a dry run, syncs for real, prints the resulting
-// entries, and stops every process it started. `make demo` runs it.
+// in for a router. It prints a dry run, syncs for real, prints the resulting entries, configures
+// the same operator by a RouterHostsConfig, and stops every process it started. `make demo`
+// runs it.
+//
+// It cannot hurt a router. A real router-hosts server (the ROUTER_HOSTS_OPERATOR_* variables)
+// is used only when asked for by name (-real-router, DEMO_REAL_ROUTER=yes); without that, the
+// variables make it refuse rather than be ignored, so that nobody believes a test server's
+// entries are on their router. The operator runs held to names under home.arpa (RFC 8375's
+// domain for home networks) by --domain-filter, and at the end `release` gives back every entry
+// the demo adopted and deletes the ones it created; the demo then checks the router against
+// what it read first.
 package main
 
 import (
@@ -15,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -43,34 +52,87 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/source"
 )
 
-const envPrefix = "ROUTER_HOSTS_OPERATOR_"
+const (
+	envPrefix = "ROUTER_HOSTS_OPERATOR_"
+	// demoDomain is the only domain the demo writes under.
+	demoDomain = "home.arpa"
+	// consentEnv names the variable that lets the demo use the router of the variables.
+	consentEnv = "DEMO_REAL_ROUTER"
+)
 
 func main() {
 	operator := flag.String("operator", "bin/router-hosts-operator", "operator binary")
 	examples := flag.String("examples", "examples", "directory of example manifests")
+	real := flag.Bool("real-router", os.Getenv(consentEnv) == "yes", "use the router-hosts server the "+envPrefix+"* variables name (also "+consentEnv+"=yes); without it the demo refuses them")
 	flag.Parse()
-	if err := run(*operator, *examples); err != nil {
+	r := routerFromEnv(os.Getenv)
+	if err := consent(r, *real); err != nil {
+		fmt.Fprintf(os.Stderr, "demo refused: %v\n", err)
+		os.Exit(2)
+	}
+	d := demo{operator: *operator, examples: *examples, root: ".", out: os.Stdout}
+	if *real {
+		d.router = r
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := d.run(ctx); err != nil {
 		fmt.Fprintf(os.Stderr, "demo failed: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(operator, examples string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+// router is a router-hosts server to sync to and its client's mTLS files.
+type router struct {
+	Endpoint, CA, Cert, Key, ServerName string
+}
+
+// routerFromEnv reads the router the operator's own variables name; nil when none is named.
+func routerFromEnv(getenv func(string) string) *router {
+	r := &router{Endpoint: getenv(envPrefix + "ROUTER_HOSTS_ENDPOINT"), CA: getenv(envPrefix + "TLS_CA"), Cert: getenv(envPrefix + "TLS_CERT"),
+		Key: getenv(envPrefix + "TLS_KEY"), ServerName: getenv(envPrefix + "TLS_SERVER_NAME")}
+	if r.Endpoint == "" {
+		return nil
+	}
+	return r
+}
+
+// consent refuses a router named by the variables unless the demo was told to use it, and a
+// request to use one when none is named.
+func consent(r *router, real bool) error {
+	switch {
+	case r != nil && !real:
+		return fmt.Errorf("%sROUTER_HOSTS_ENDPOINT names a router (%s); the demo syncs to its own test server and will not touch a real router "+
+			"unless told so: unset the variables, or run `make demo %s=yes` (it writes names under %s only and gives the router back as it found it)",
+			envPrefix, r.Endpoint, consentEnv, demoDomain)
+	case r == nil && real:
+		return fmt.Errorf("-real-router (%s=yes) needs %sROUTER_HOSTS_ENDPOINT, _TLS_CA, _TLS_CERT and _TLS_KEY", consentEnv, envPrefix)
+	}
+	return nil
+}
+
+// demo is one run: the operator binary, the example manifests, the repository root the CRDs
+// are read from, where to print, and the real router to use (nil: a test server of its own).
+type demo struct {
+	operator, examples, root string
+	out                      io.Writer
+	router                   *router
+}
+
+func (d *demo) run(ctx context.Context) error {
 	dir, err := os.MkdirTemp("", "router-hosts-demo-")
 	if err != nil {
 		return fmt.Errorf("temp dir: %w", err)
 	}
 	defer os.RemoveAll(dir)
 
-	step("Starting a local control plane (real kube-apiserver and etcd)")
-	cp, err := kubetest.Start(filepath.Join("kustomize", "crds"))
+	d.step("Starting a local control plane (real kube-apiserver and etcd)")
+	cp, err := kubetest.Start(filepath.Join(d.root, "kustomize", "crds"))
 	if err != nil {
 		return err
 	}
-	defer func() { _ = cp.Stop(); step("Stopped the control plane and every process the demo started") }()
-	step("Installing the Gateway API CRDs (sigs.k8s.io/gateway-api " + kubetest.GatewayAPIVersion + ", standard channel)")
+	defer func() { _ = cp.Stop(); d.step("Stopped the control plane and every process the demo started") }()
+	d.step("Installing the Gateway API CRDs (sigs.k8s.io/gateway-api " + kubetest.GatewayAPIVersion + ", standard channel)")
 	if err := cp.InstallGatewayAPI(); err != nil {
 		return err
 	}
@@ -79,74 +141,129 @@ func run(operator, examples string) error {
 		return err
 	}
 
-	env := map[string]string{"KUBECONFIG": kubeconfig}
-	var opts routerhosts.Options
-	if ep := os.Getenv(envPrefix + "ROUTER_HOSTS_ENDPOINT"); ep != "" {
-		step("Using the REAL router-hosts server at " + ep)
-		opts = routerhosts.Options{Endpoint: ep, CAFile: os.Getenv(envPrefix + "TLS_CA"), CertFile: os.Getenv(envPrefix + "TLS_CERT"),
-			KeyFile: os.Getenv(envPrefix + "TLS_KEY"), ServerName: os.Getenv(envPrefix + "TLS_SERVER_NAME")}
+	r := d.router
+	if r != nil {
+		d.step("Using the REAL router-hosts server at " + r.Endpoint + " (" + consentEnv + "=yes): only names under " + demoDomain + " are written, and the router is given back as the demo finds it")
 	} else {
 		srv, err := rhtestserver.Start(filepath.Join(dir, "rh"), "")
 		if err != nil {
 			return fmt.Errorf("starting the test server: %w", err)
 		}
 		defer srv.Stop()
-		step("Started the router-hosts TEST SERVER at " + srv.Addr() + " (in-memory, standing in for a router; mTLS with a throwaway CA)")
-		opts = routerhosts.Options{Endpoint: srv.Addr(), CAFile: srv.CAFile(), CertFile: srv.CertFile(), KeyFile: srv.KeyFile()}
-		env[envPrefix+"ROUTER_HOSTS_ENDPOINT"], env[envPrefix+"TLS_CA"] = srv.Addr(), srv.CAFile()
-		env[envPrefix+"TLS_CERT"], env[envPrefix+"TLS_KEY"] = srv.CertFile(), srv.KeyFile()
+		d.step("Started the router-hosts TEST SERVER at " + srv.Addr() + " (in-memory, standing in for a router; mTLS with a throwaway CA)")
+		r = &router{Endpoint: srv.Addr(), CA: srv.CAFile(), Cert: srv.CertFile(), Key: srv.KeyFile()}
 	}
+	env := map[string]string{"KUBECONFIG": kubeconfig, envPrefix + "ROUTER_HOSTS_ENDPOINT": r.Endpoint, envPrefix + "TLS_CA": r.CA,
+		envPrefix + "TLS_CERT": r.Cert, envPrefix + "TLS_KEY": r.Key, envPrefix + "TLS_SERVER_NAME": r.ServerName}
 	quiet := logrus.New()
 	quiet.SetOutput(io.Discard)
-	opts.Log = quiet
-	client, err := routerhosts.New(opts)
+	client, err := routerhosts.New(routerhosts.Options{Endpoint: r.Endpoint, CAFile: r.CA, CertFile: r.Cert, KeyFile: r.Key, ServerName: r.ServerName, Log: quiet})
 	if err != nil {
 		return err
 	}
 	defer client.Close()
 
-	if os.Getenv(envPrefix+"ROUTER_HOSTS_ENDPOINT") == "" {
-		step("Seeding the router with a hand-made entry, nas.home.lan (no operator tags)")
-		manual := &endpoint.Record{Hostname: "nas.home.lan", IP: "192.168.1.10", Tags: []string{"manual"}, Comment: "added by hand"}
+	if d.router == nil {
+		d.step("Seeding the router with a hand-made entry, nas." + demoDomain + " (no operator tags)")
+		manual := &endpoint.Record{Hostname: "nas." + demoDomain, IP: "192.168.1.10", Tags: []string{"manual"}, Comment: "added by hand"}
 		if err := client.ApplyChanges(ctx, []plan.Change{{Action: plan.Create, New: manual}}); err != nil {
 			return fmt.Errorf("seeding: %w", err)
 		}
 	}
+	found, err := client.Records(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the router before the demo: %w", err)
+	}
+	d.step(fmt.Sprintf("The router as the demo found it: %d entries; it will be left so", len(found)))
 
-	step("Applying the manifests in " + examples + "/")
-	if err := applyDir(ctx, cp.Client, dynamic.NewForConfigOrDie(cp.Config), examples); err != nil {
+	d.step("Applying the manifests in " + d.examples + "/")
+	if err := applyDir(ctx, cp.Client, dynamic.NewForConfigOrDie(cp.Config), d.examples); err != nil {
 		return err
 	}
 
 	args := []string{"--once", "--source=ingress", "--source=hostmapping", "--source=service", "--source=gateway", "--cluster-name=demo", "--default-tag=homelab", "--log-level=warn",
-		"--ip-resolution=ingress-status", "--ip-resolution=service:traefik/traefik", "--ip-resolution=static:192.168.1.250"}
-	step("Preflight: " + operator + " " + strings.Join(append(args, "--dry-run"), " "))
-	if err := runOperator(ctx, operator, env, append(args, "--dry-run")...); err != nil {
+		"--domain-filter=" + demoDomain, "--ip-resolution=ingress-status", "--ip-resolution=service:traefik/traefik", "--ip-resolution=static:192.168.1.250"}
+	d.step("Preflight: " + d.operator + " " + strings.Join(append(args, "--dry-run"), " "))
+	if err := d.runOperator(ctx, env, append(args, "--dry-run")...); err != nil {
 		return err
 	}
-	step("Sync for real: " + operator + " " + strings.Join(args, " "))
-	if err := runOperator(ctx, operator, env, args...); err != nil {
+	d.step("Sync for real: " + d.operator + " " + strings.Join(args, " "))
+	if err := d.runOperator(ctx, env, args...); err != nil {
 		return err
 	}
-	step("Entries on the router now")
-	if err := printTable(ctx, client); err != nil {
+	d.step("Entries on the router now")
+	if err := d.printTable(ctx, client); err != nil {
 		return err
 	}
-	step("A second dry run: the cluster and the router agree")
-	if err := runOperator(ctx, operator, env, append(args, "--dry-run")...); err != nil {
+	d.step("A second dry run: the cluster and the router agree")
+	if err := d.runOperator(ctx, env, append(args, "--dry-run")...); err != nil {
 		return err
 	}
-	step("Deleting Ingress default/whoami; the next sync marks its entry pending deletion (deleted after --grace-period)")
+	d.step("Deleting Ingress default/whoami; the next sync marks its entry pending deletion (deleted after --grace-period)")
 	if err := cp.Client.NetworkingV1().Ingresses("default").Delete(ctx, "whoami", metav1.DeleteOptions{}); err != nil {
 		return fmt.Errorf("deleting whoami: %w", err)
 	}
-	if err := runOperator(ctx, operator, env, args...); err != nil {
+	if err := d.runOperator(ctx, env, args...); err != nil {
 		return err
 	}
-	if err := printTable(ctx, client); err != nil {
+	if err := d.printTable(ctx, client); err != nil {
 		return err
 	}
-	return byResource(ctx, cp, operator, env, opts, kubeconfig)
+	if err := d.byResource(ctx, cp, env, r, kubeconfig); err != nil {
+		return err
+	}
+	return d.giveBack(ctx, env, client, found)
+}
+
+// giveBack lets the demo's cluster go (release: adopted entries back as they were, created ones
+// deleted) and checks that the router holds exactly what the demo found.
+func (d *demo) giveBack(ctx context.Context, env map[string]string, client *routerhosts.Provider, found []endpoint.Record) error {
+	// No operator of the demo's runs any more (each was --once), so the probe needs no wait.
+	args := []string{"release", "--cluster-name=demo", "--probe-wait=1s", "--log-level=warn"}
+	d.step("Giving the router back as the demo found it: " + d.operator + " " + strings.Join(args, " "))
+	if err := d.runOperator(ctx, env, args...); err != nil {
+		return err
+	}
+	now, err := client.Records(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the router after the demo: %w", err)
+	}
+	if diff := compare(found, now); diff != "" {
+		return fmt.Errorf("the router is not as the demo found it:\n%s", diff)
+	}
+	d.step(fmt.Sprintf("The router is as the demo found it: the same %d entries, each as it was", len(found)))
+	return nil
+}
+
+// compare describes how after differs from before, entry by entry (ID, hostname, address,
+// aliases, tags in order, comment); "" when they are the same.
+func compare(before, after []endpoint.Record) string {
+	key := func(r endpoint.Record) string {
+		a := slices.Clone(r.Aliases)
+		sort.Strings(a)
+		return fmt.Sprintf("%s %s %s aliases=%v tags=%v comment=%q", r.ID, r.Hostname, r.IP, a, r.Tags, r.Comment)
+	}
+	var b, a []string
+	for _, r := range before {
+		b = append(b, key(r))
+	}
+	for _, r := range after {
+		a = append(a, key(r))
+	}
+	sort.Strings(b)
+	sort.Strings(a)
+	var out []string
+	for _, k := range b {
+		if !slices.Contains(a, k) {
+			out = append(out, "  was: "+k)
+		}
+	}
+	for _, k := range a {
+		if !slices.Contains(b, k) {
+			out = append(out, "  now: "+k)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 // configExample is the design's RouterHostsConfig, pointed at the demo's server.
@@ -168,15 +285,16 @@ spec:
       address: "192.168.1.250"
   deletion:
     gracePeriodSeconds: 300
+  domainFilter: [%s]
   defaultTags: ["k8s-operator", "cluster:demo", "homelab"]
 `
 
 // byResource configures the same operator by a RouterHostsConfig and its Secret instead of
 // flags, runs it, and shows what kubectl get says.
-func byResource(ctx context.Context, cp *kubetest.ControlPlane, operator string, env map[string]string, opts routerhosts.Options, kubeconfig string) error {
-	step("Configuring by resource instead of flags: the mTLS Secret router-hosts-system/router-hosts-mtls and the RouterHostsConfig \"default\"")
+func (d *demo) byResource(ctx context.Context, cp *kubetest.ControlPlane, env map[string]string, r *router, kubeconfig string) error {
+	d.step("Configuring by resource instead of flags: the mTLS Secret router-hosts-system/router-hosts-mtls and the RouterHostsConfig \"default\"")
 	data := map[string][]byte{}
-	for k, f := range map[string]string{"ca.crt": opts.CAFile, "tls.crt": opts.CertFile, "tls.key": opts.KeyFile} {
+	for k, f := range map[string]string{"ca.crt": r.CA, "tls.crt": r.Cert, "tls.key": r.Key} {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			return fmt.Errorf("reading %s: %w", f, err)
@@ -190,8 +308,8 @@ func byResource(ctx context.Context, cp *kubetest.ControlPlane, operator string,
 	if _, err := cp.Client.CoreV1().Secrets(secret.Namespace).Create(ctx, secret, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("creating the Secret: %w", err)
 	}
-	doc := fmt.Sprintf(configExample, opts.Endpoint, opts.ServerName)
-	fmt.Print(doc)
+	doc := fmt.Sprintf(configExample, r.Endpoint, r.ServerName, demoDomain)
+	fmt.Fprint(d.out, doc)
 	var u unstructured.Unstructured
 	if err := sigsyaml.Unmarshal([]byte(doc), &u.Object); err != nil {
 		return err
@@ -201,41 +319,49 @@ func byResource(ctx context.Context, cp *kubetest.ControlPlane, operator string,
 	}
 	byConfig := map[string]string{"KUBECONFIG": env["KUBECONFIG"]}
 	args := []string{"--once", "--source=ingress", "--source=hostmapping", "--source=service", "--source=gateway", "--config-name=default", "--log-level=warn"}
-	step("Sync with no server, TLS, cluster, tag or resolution flag: " + operator + " " + strings.Join(args, " "))
-	if err := runOperator(ctx, operator, byConfig, args...); err != nil {
+	d.step("Sync with no server, TLS, cluster, tag, domain or resolution flag: " + d.operator + " " + strings.Join(args, " "))
+	if err := d.runOperator(ctx, byConfig, args...); err != nil {
 		return err
 	}
 	kubectl, err := kubetest.Kubectl()
 	if err != nil {
 		return err
 	}
-	step("kubectl get routerhostsconfig -o wide")
+	d.step("kubectl get routerhostsconfig -o wide")
 	cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig", kubeconfig, "get", "routerhostsconfig", "-o", "wide")
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.Stdout, cmd.Stderr = d.out, d.out
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("kubectl get: %w", err)
 	}
 	return nil
 }
 
-func step(s string) { fmt.Printf("\n==> %s\n", s) }
+func (d *demo) step(s string) { fmt.Fprintf(d.out, "\n==> %s\n", s) }
 
-// runOperator runs the operator binary with env added to the demo's environment.
-func runOperator(ctx context.Context, bin string, env map[string]string, args ...string) error {
-	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = os.Environ()
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
+// runOperator runs the operator binary with exactly the demo's environment: the caller's,
+// less every ROUTER_HOSTS_OPERATOR_* variable and KUBECONFIG, plus env. A variable of the
+// caller's own (a domain filter, a cluster name) never steers the demo's operator.
+func (d *demo) runOperator(ctx context.Context, env map[string]string, args ...string) error {
+	cmd := exec.CommandContext(ctx, d.operator, args...)
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); !strings.HasPrefix(k, envPrefix) && k != "KUBECONFIG" {
+			cmd.Env = append(cmd.Env, kv)
+		}
 	}
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	for k, v := range env {
+		if v != "" {
+			cmd.Env = append(cmd.Env, k+"="+v)
+		}
+	}
+	cmd.Stdout, cmd.Stderr = d.out, d.out
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s %s: %w", bin, strings.Join(args, " "), err)
+		return fmt.Errorf("%s %s: %w", d.operator, strings.Join(args, " "), err)
 	}
 	return nil
 }
 
 // printTable lists every entry on the server, sorted, with its tags.
-func printTable(ctx context.Context, client *routerhosts.Provider) error {
+func (d *demo) printTable(ctx context.Context, client *routerhosts.Provider) error {
 	recs, err := client.Records(ctx)
 	if err != nil {
 		return err
@@ -246,7 +372,7 @@ func printTable(ctx context.Context, client *routerhosts.Provider) error {
 		}
 		return recs[i].IP < recs[j].IP
 	})
-	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	w := tabwriter.NewWriter(d.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "HOSTNAME\tIP\tALIASES\tTAGS")
 	for _, r := range recs {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", r.Hostname, r.IP, strings.Join(r.Aliases, ","), strings.Join(endpoint.SortedUnique(r.Tags), ","))
