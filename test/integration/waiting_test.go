@@ -98,3 +98,22 @@ func sum(m map[string]int64) int64 {
 	}
 	return n
 }
+
+// TestTheTrialWithoutARouterNeedsNone: the README's trial, with no endpoint, certificate or
+// variable of a router, prints the entries a real run would write and exits.
+func TestTheTrialWithoutARouterNeedsNone(t *testing.T) {
+	h := newHarness(t, options{})
+	h.create(ingress(h.ns, "web", enabled("ip-address", "10.62.0.1"), "web.home.arpa"))
+	cmd := exec.Command(operatorBin, "--provider=inmemory", "--once", "--dry-run", "--source=ingress", "--source=service", "--namespace="+h.ns)
+	cmd.Env = []string{"KUBECONFIG=" + kubeconfig, "HOME=" + t.TempDir()}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the trial: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "create  web.home.arpa 10.62.0.1 aliases=[] tags=[cluster:default@") {
+		t.Fatalf("the trial printed:\n%s\nwant the create of web.home.arpa", out)
+	}
+	if calls := h.srv.Service().CallCounts(); sum(calls) != 0 {
+		t.Errorf("the trial called a router: %v", calls)
+	}
+}
