@@ -174,7 +174,7 @@ func (d *demo) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reading the router before the demo: %w", err)
 	}
-	d.step(fmt.Sprintf("The router as the demo found it: %d entries; it will be left so", len(found)))
+	d.step(fmt.Sprintf("The router as the demo found it: %s; it will be left so", entries(len(found))))
 
 	d.step("Applying the manifests in " + d.examples + "/")
 	if err := applyDir(ctx, cp.Client, dynamic.NewForConfigOrDie(cp.Config), d.examples); err != nil {
@@ -231,8 +231,16 @@ func (d *demo) giveBack(ctx context.Context, env map[string]string, client *rout
 	if diff := compare(found, now); diff != "" {
 		return fmt.Errorf("the router is not as the demo found it:\n%s", diff)
 	}
-	d.step(fmt.Sprintf("The router is as the demo found it: the same %d entries, each as it was", len(found)))
+	d.step(fmt.Sprintf("The router is as the demo found it: the same %s, each as it was", entries(len(found))))
 	return nil
+}
+
+// entries counts entries in words.
+func entries(n int) string {
+	if n == 1 {
+		return "1 entry"
+	}
+	return fmt.Sprintf("%d entries", n)
 }
 
 // compare describes how after differs from before, entry by entry (ID, hostname, address,
