@@ -30,6 +30,10 @@ PROMTOOL      := $(CURDIR)/.cache/promtool/$(PROMETHEUS_VERSION)/promtool
 # external-dns's own packages drive the webhook in a module of their own (test/externaldns), so
 # that external-dns stays out of the operator's go.mod.
 EXTERNAL_DNS_TESTS := test/externaldns
+# The GitOps tools' view of the operator's objects: the Argo CD health checks of examples/argocd
+# in gopher-lua, Argo CD's Lua, and Flux's kstatus, in a module of their own (test/gitops), so
+# that neither library enters the operator's go.mod.
+GITOPS_TESTS  := test/gitops
 
 .PHONY: all build cross dist test unit integration soak demo bench lint generate envtest-assets envtest-floor helm actionlint external-dns promtool clean fuzz image
 
@@ -99,6 +103,7 @@ test: envtest-assets envtest-floor helm external-dns promtool lint cross
 	KUBEBUILDER_ASSETS=$(ASSETS_FLOOR) EXPECT_KUBE_MINOR=$(word 1,$(subst ., ,$(K8S_FLOOR:v%=%))).$(word 2,$(subst ., ,$(K8S_FLOOR:v%=%))) \
 	  $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '^($(FLOOR_TESTS))$$' ./test/integration/
 	cd $(EXTERNAL_DNS_TESTS) && HELM=$(HELM) EXTERNAL_DNS=$(EXTERNAL_DNS) KUBEBUILDER_ASSETS=$(ASSETS) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+	cd $(GITOPS_TESTS) && KUBEBUILDER_ASSETS=$(ASSETS) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(GO) test -run '^$$' -fuzz '^FuzzParseMatch$$' -fuzztime $(FUZZ_SMOKE) ./source/
 	KUBEBUILDER_ASSETS=$(ASSETS) $(GO) test -count=1 -v -timeout $(TEST_TIMEOUT) ./test/soak/
 
@@ -162,6 +167,7 @@ lint: helm actionlint
 	# The external-dns tests' module: -e because tidy also loads the tests of external-dns's
 	# packages, whose helpers need a module version the proxy does not serve.
 	cd $(EXTERNAL_DNS_TESTS) && $(GO) vet ./... && GOFLAGS=-mod=mod $(GO) mod tidy -e -diff
+	cd $(GITOPS_TESTS) && $(GO) vet ./... && $(GO) mod tidy -diff
 	$(HELM) lint --strict charts/router-hosts-operator
 	$(ACTIONLINT) -no-color
 	bash hack/check-versions.sh

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
 
 	"sigs.k8s.io/yaml"
 
@@ -168,5 +169,102 @@ func TestAlertsAndDashboardNameOnlyExportedMetrics(t *testing.T) {
 	}
 	if n < 20 {
 		t.Fatalf("found %d metric names in the alerts and the dashboard", n)
+	}
+}
+
+// runbookBase is where files/alerts.yaml's runbook_url links lead: docs/operations.md on main.
+const runbookBase = "https://github.com/router-hosts-operator/router-hosts-operator/blob/main/docs/operations.md"
+
+// alertRule is one rule of files/alerts.yaml.
+type alertRule struct {
+	Alert       string            `json:"alert"`
+	Expr        string            `json:"expr"`
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations"`
+}
+
+// alertRules are files/alerts.yaml's rules by alert name (an alert may have several, as the
+// certificate's warning and critical ones).
+func alertRules(t *testing.T) map[string][]alertRule {
+	t.Helper()
+	raw, err := os.ReadFile(alertsFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var file struct {
+		Groups []struct{ Rules []alertRule }
+	}
+	if err := yaml.Unmarshal(raw, &file); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]alertRule{}
+	for _, g := range file.Groups {
+		for _, r := range g.Rules {
+			out[r.Alert] = append(out[r.Alert], r)
+		}
+	}
+	if len(out) < 10 {
+		t.Fatalf("files/alerts.yaml has %d alerts", len(out))
+	}
+	return out
+}
+
+// githubAnchor is the anchor GitHub gives a Markdown heading: lower case, punctuation other
+// than hyphens dropped, spaces turned into hyphens.
+func githubAnchor(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(heading)) {
+		switch {
+		case r == ' ':
+			b.WriteRune('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// TestEveryAlertLinksItsRunbook: every alert carries a runbook_url into docs/operations.md
+// whose anchor is a heading of that page, its own (the alert's name), and that section says
+// what the alert means, what to check and what to do.
+func TestEveryAlertLinksItsRunbook(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(repoRoot(), "docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sections := map[string]string{} // anchor -> the section's text, up to the next heading
+	anchor := ""
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(line, "#") {
+			anchor = githubAnchor(strings.TrimLeft(line, "#"))
+			sections[anchor] = ""
+			continue
+		}
+		if anchor != "" {
+			sections[anchor] += line + "\n"
+		}
+	}
+	for name, rules := range alertRules(t) {
+		for _, r := range rules {
+			url := r.Annotations["runbook_url"]
+			base, frag, ok := strings.Cut(url, "#")
+			if !ok || base != runbookBase {
+				t.Errorf("%s: runbook_url %q is not %s#<anchor>", name, url, runbookBase)
+				continue
+			}
+			body, found := sections[frag]
+			switch {
+			case !found:
+				t.Errorf("%s: runbook_url's anchor #%s is no heading of docs/operations.md", name, frag)
+			case frag != strings.ToLower(name):
+				t.Errorf("%s: runbook_url leads to #%s, not its own section", name, frag)
+			default:
+				for _, part := range []string{"**Means:**", "**Check:**", "**Do:**"} {
+					if !strings.Contains(body, part) {
+						t.Errorf("%s's runbook lacks %s", name, part)
+					}
+				}
+			}
+		}
 	}
 }
