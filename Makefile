@@ -27,6 +27,10 @@ EXTERNAL_DNS  := $(CURDIR)/.cache/external-dns/$(EXTERNAL_DNS_VERSION)/external-
 # promtool, for the alerts' unit tests (Prometheus 3.x's module versions are v0.3xx).
 PROMETHEUS_VERSION ?= v0.316.0
 PROMTOOL      := $(CURDIR)/.cache/promtool/$(PROMETHEUS_VERSION)/promtool
+# controller-gen writes the CRDs and DeepCopy from api/v1alpha1; its release for this
+# repository's k8s.io/apimachinery minor (v0.37). A build tool only, never in go.mod.
+CONTROLLER_TOOLS_VERSION ?= v0.23.0
+CONTROLLER_GEN := $(CURDIR)/.cache/controller-gen/$(CONTROLLER_TOOLS_VERSION)/controller-gen
 # external-dns's own packages drive the webhook in a module of their own (test/externaldns), so
 # that external-dns stays out of the operator's go.mod.
 EXTERNAL_DNS_TESTS := test/externaldns
@@ -35,7 +39,7 @@ EXTERNAL_DNS_TESTS := test/externaldns
 # that neither library enters the operator's go.mod.
 GITOPS_TESTS  := test/gitops
 
-.PHONY: all build cross dist test unit integration soak demo bench lint generate envtest-assets envtest-floor helm actionlint external-dns promtool clean fuzz image
+.PHONY: all build cross dist test unit integration soak demo bench lint generate generate-crds envtest-assets envtest-floor helm actionlint external-dns promtool controller-gen clean fuzz image
 
 all: lint build test
 
@@ -88,18 +92,22 @@ $(EXTERNAL_DNS):
 promtool: $(PROMTOOL)
 $(PROMTOOL):
 	bash hack/go-tool.sh github.com/prometheus/prometheus/cmd/promtool@$(PROMETHEUS_VERSION) $(dir $(PROMTOOL))
+controller-gen: $(CONTROLLER_GEN)
+$(CONTROLLER_GEN):
+	bash hack/go-tool.sh sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION) $(dir $(CONTROLLER_GEN))
 
-# Unit and integration tests; integration tests run a real kube-apiserver and etcd, and the
-# chart tests the helm built above. The CRDs' rules and a sync run again against the oldest
-# supported apiserver. The external-dns tests drive the webhook with external-dns's packages and
-# run the example's containers as processes. The alerts run their promtool unit tests. The
-# Traefik rule scanner is also fuzzed briefly
-# (`make fuzz` runs it for longer). Last, the short soak: a fixed seed and a random one, 30 s of
-# churn each, the operator built with the race detector; it runs alone, since it is timed
-# against the machine's two cores.
+# Unit and integration tests; integration tests run a real kube-apiserver and etcd, the chart
+# tests the helm built above, and api/v1alpha1's test the controller-gen built above (the
+# committed CRDs and DeepCopy must be what it makes of the types). The CRDs' rules and a sync
+# run again against the oldest supported apiserver. The external-dns tests drive the webhook
+# with external-dns's packages and run the example's containers as processes. The alerts run
+# their promtool unit tests. The Traefik rule scanner is also fuzzed briefly (`make fuzz` runs
+# it for longer). Last, the short soak: a fixed seed and a random one, 30 s of churn each, the
+# operator built with the race detector; it runs alone, since it is timed against the
+# machine's two cores.
 FLOOR_TESTS   := TestCRDRulesOnThisAPIServer|TestCRDRefusesReservedTags|TestTheDesignsRouterHostsConfigIsAcceptedAsWritten|TestOnlyAnnotatedIngressesGetEntriesWithExactTags|TestHostMappingLifecycleAndStatus
-test: envtest-assets envtest-floor helm external-dns promtool lint cross
-	HELM=$(HELM) PROMTOOL=$(PROMTOOL) KUBEBUILDER_ASSETS=$(ASSETS) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /test/soak)
+test: envtest-assets envtest-floor helm external-dns promtool controller-gen lint cross
+	HELM=$(HELM) PROMTOOL=$(PROMTOOL) CONTROLLER_GEN=$(CONTROLLER_GEN) KUBEBUILDER_ASSETS=$(ASSETS) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /test/soak)
 	KUBEBUILDER_ASSETS=$(ASSETS_FLOOR) EXPECT_KUBE_MINOR=$(word 1,$(subst ., ,$(K8S_FLOOR:v%=%))).$(word 2,$(subst ., ,$(K8S_FLOOR:v%=%))) \
 	  $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '^($(FLOOR_TESTS))$$' ./test/integration/
 	cd $(EXTERNAL_DNS_TESTS) && HELM=$(HELM) EXTERNAL_DNS=$(EXTERNAL_DNS) KUBEBUILDER_ASSETS=$(ASSETS) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
@@ -119,8 +127,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzNormalizeIP$$' -fuzztime $(FUZZ_TIME) ./endpoint/
 
 # The packages that need no control plane (hack/demo runs the whole demo).
-unit:
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v '/test/\|/hack/demo')
+unit: controller-gen
+	CONTROLLER_GEN=$(CONTROLLER_GEN) $(GO) test -count=1 $$($(GO) list ./... | grep -v '/test/\|/hack/demo')
 
 integration: envtest-assets helm promtool
 	HELM=$(HELM) PROMTOOL=$(PROMTOOL) KUBEBUILDER_ASSETS=$(ASSETS) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/integration/
@@ -172,13 +180,16 @@ lint: helm actionlint
 	$(ACTIONLINT) -no-color
 	bash hack/check-versions.sh
 
-# Regenerates the flag table of docs/configuration.md from the operator's flags, and the
-# committed gRPC stubs (needs protoc, protoc-gen-go, protoc-gen-go-grpc).
-generate:
+# Regenerates the CRDs and DeepCopy from api/v1alpha1 (generate-crds, which needs only Go), the
+# flag table of docs/configuration.md from the operator's flags, and the committed gRPC stubs
+# (needs protoc, protoc-gen-go, protoc-gen-go-grpc).
+generate: generate-crds
 	$(GO) run ./hack/flagdoc -w
 	protoc -I proto --go_out=api/routerhostsv1 --go_opt=paths=source_relative \
 	  --go-grpc_out=api/routerhostsv1 --go-grpc_opt=paths=source_relative router_hosts/v1/hosts.proto
 	mv api/routerhostsv1/router_hosts/v1/*.go api/routerhostsv1/ && rm -r api/routerhostsv1/router_hosts
+generate-crds: $(CONTROLLER_GEN)
+	CONTROLLER_GEN=$(CONTROLLER_GEN) bash hack/generate-crds.sh .
 
 # Builds the container image (needs a Docker engine; none runs on the CI machines).
 image:

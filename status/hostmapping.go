@@ -15,8 +15,10 @@ import (
 
 	"github.com/sirupsen/logrus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
@@ -372,8 +374,12 @@ func joinProblems(p []endpoint.Problem) string {
 // current is the decisive part of the object's status.
 func current(hm *v1alpha1.HostMapping) state {
 	st := hm.Status
-	return state{synced: st.Synced, id: st.RouterHostsID, gen: st.ObservedGeneration, reason: st.Reason, message: st.Message,
-		addresses: st.Addresses, ready: st.Ready}
+	out := state{synced: st.Synced, id: st.RouterHostsID, gen: st.ObservedGeneration, addresses: strings.Join(st.Addresses, ","),
+		ready: meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady) != nil}
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionSynced); c != nil {
+		out.reason, out.message = c.Reason, c.Message
+	}
+	return out
 }
 
 // errNotWritten says the object changed or went meanwhile; the sync that change triggers
@@ -383,41 +389,31 @@ var errNotWritten = errors.New("object changed meanwhile; status not written")
 // write updates the status subresource. The object sent carries only the identity, the
 // version it was read at and the status: the apiserver takes nothing else from a status update.
 func (h *HostMappings) write(ctx context.Context, hm *v1alpha1.HostMapping, st state) error {
-	now := h.now().UTC().Format(time.RFC3339)
-	transition := now
-	if hm.Status.Synced == st.synced && hm.Status.LastTransitionTime != "" {
-		transition = hm.Status.LastTransitionTime
-	}
-	condStatus := "False"
-	if st.synced {
-		condStatus = "True"
-	}
-	addresses := []any{}
+	now := metav1.NewTime(h.now().UTC().Truncate(time.Second))
+	status := v1alpha1.HostMappingStatus{Synced: st.synced, RouterHostsID: st.id, LastSyncTime: &now, ObservedGeneration: st.gen,
+		Addresses: []string{}}
 	if st.addresses != "" {
-		for _, a := range strings.Split(st.addresses, ",") {
-			addresses = append(addresses, a)
-		}
+		status.Addresses = strings.Split(st.addresses, ",")
+	}
+	condStatus := metav1.ConditionFalse
+	if st.synced {
+		condStatus = metav1.ConditionTrue
+	}
+	// Ready is Synced under kstatus's name: Current when True at the observed generation,
+	// InProgress otherwise.
+	status.Conditions = v1alpha1.SetConditions(hm.Status.Conditions, now,
+		metav1.Condition{Type: v1alpha1.ConditionSynced, Status: condStatus, Reason: st.reason, Message: st.message, ObservedGeneration: st.gen},
+		metav1.Condition{Type: v1alpha1.ConditionReady, Status: condStatus, Reason: st.reason, Message: st.message, ObservedGeneration: st.gen})
+	body, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&status)
+	if err != nil {
+		return fmt.Errorf("converting the status of HostMapping %s/%s: %w", hm.Namespace, hm.Name, err)
 	}
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": v1alpha1.GroupVersion.String(), "kind": v1alpha1.HostMappingKind,
 		"metadata": map[string]any{"name": hm.Name, "namespace": hm.Namespace, "resourceVersion": hm.ResourceVersion},
-		"status": map[string]any{
-			"synced":             st.synced,
-			"routerHostsId":      st.id,
-			"lastSyncTime":       now,
-			"observedGeneration": st.gen,
-			"addresses":          addresses,
-			// Ready is Synced under kstatus's name: Current when True at the observed
-			// generation, InProgress otherwise.
-			"conditions": []any{
-				map[string]any{"type": v1alpha1.ConditionSynced, "status": condStatus, "reason": st.reason, "message": st.message,
-					"observedGeneration": st.gen, "lastTransitionTime": transition},
-				map[string]any{"type": v1alpha1.ConditionReady, "status": condStatus, "reason": st.reason, "message": st.message,
-					"observedGeneration": st.gen, "lastTransitionTime": transition},
-			},
-		},
+		"status":   body,
 	}}
-	_, err := h.client.Namespace(hm.Namespace).UpdateStatus(ctx, obj, metav1.UpdateOptions{})
+	_, err = h.client.Namespace(hm.Namespace).UpdateStatus(ctx, obj, metav1.UpdateOptions{})
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		return errNotWritten
 	}

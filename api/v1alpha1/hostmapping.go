@@ -1,13 +1,9 @@
-// Package v1alpha1 is the router-hosts.fzymgc.house/v1alpha1 API as the operator holds it: a
-// HostMapping cut down to the fields the operator reads and writes. The informer keeps these
-// instead of generic unstructured maps, which at ten thousand objects is most of the memory and
-// of the time a sync spends reading them. kustomize/crds/hostmapping.yaml is the schema.
 package v1alpha1
 
 import (
 	"reflect"
-	"slices"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -27,62 +23,109 @@ const HostMappingKind = "HostMapping"
 // goes ConditionReady, the same verdict under the name kstatus (Flux, Argo CD) reads.
 const ConditionSynced = "Synced"
 
-// HostMapping is one explicit router-hosts entry.
+// HostMapping is an explicit router-hosts entry, for a host that lives outside any Ingress.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Namespaced,shortName=hm
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Hostname",type=string,JSONPath=`.spec.hostname`
+// +kubebuilder:printcolumn:name="Addresses",type=string,JSONPath=`.status.addresses`,description="The address(es) the object resolved to, whichever field or resolution step gave them."
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Synced",type=boolean,JSONPath=`.status.synced`,priority=1
+// +kubebuilder:printcolumn:name="Entry",type=string,JSONPath=`.status.routerHostsId`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type HostMapping struct {
-	metav1.TypeMeta
-	metav1.ObjectMeta
-	Spec   HostMappingSpec
-	Status HostMappingStatus
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec HostMappingSpec `json:"spec"`
+	// +optional
+	Status HostMappingStatus `json:"status,omitempty"`
 }
 
-// HostMappingSpec is what the user asks for.
+// HostMappingSpec is the entry asked for.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.ipAddress) || !has(self.ip) || self.ipAddress == self.ip",message="set ipAddress (or the legacy ip), not two different addresses"
 type HostMappingSpec struct {
-	Hostname string
-	// IPAddress is spec.ipAddress; IP is spec.ip, the upstream operator's name for it.
-	IPAddress, IP string
-	Aliases, Tags []string
+	// Hostname to publish; lowercase is applied, a trailing dot is not allowed.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$`
+	Hostname string `json:"hostname"`
+	// Address for the entry; when omitted the --ip-resolution chain decides.
+	// +kubebuilder:validation:XValidation:rule="isIP(self)",message="must be an IPv4 or IPv6 address"
+	// +optional
+	IPAddress string `json:"ipAddress,omitempty"`
+	// Legacy name of ipAddress, accepted so manifests written for the upstream operator keep working.
+	// +kubebuilder:validation:XValidation:rule="isIP(self)",message="must be an IPv4 or IPv6 address"
+	// +optional
+	IP string `json:"ip,omitempty"`
+	// Further hostnames of the same address.
+	// +kubebuilder:validation:MaxItems=50
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:Pattern=`^([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$`
+	// +optional
+	Aliases []string `json:"aliases,omitempty"`
+	// The rule on the tags below refuses the operator's reserved tag namespace
+	// (registry/tags.go): the exact tag k8s-operator and the prefixes of
+	// registry.ReservedPrefixes(); kustomize/crd_test.go keeps it in step with the registry.
+
+	// Tags written on the entry besides the operator's own.
+	// +kubebuilder:validation:MaxItems=50
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=255
+	// +kubebuilder:validation:items:Pattern=`^[!-+\--~]+$`
+	// +kubebuilder:validation:items:XValidation:rule="!(self == 'k8s-operator' || self.startsWith('cluster:') || self.startsWith('cluster-id:') || self.startsWith('release-probe:') || self.startsWith('source:') || self.startsWith('namespace:') || self.startsWith('kind:') || self.startsWith('pending-deletion:') || self.startsWith('grace-period:') || self.startsWith('pre-existing:') || self.startsWith('original-ip:') || self.startsWith('original-hostname:') || self.startsWith('original-alias:'))",message="tag is reserved for the operator's ownership bookkeeping (k8s-operator and the prefixes cluster: cluster-id: release-probe: source: namespace: kind: pending-deletion: grace-period: pre-existing: original-ip: original-hostname: original-alias:)"
+	// +optional
+	Tags []string `json:"tags,omitempty"`
+
 	// Malformed names the fields whose value is not of the schema's type (a CRD installed
-	// without its schema lets anything through); they read as absent.
-	Malformed []string
+	// without its schema lets anything through); they read as absent. The operator's own
+	// reading, never part of the API.
+	Malformed []string `json:"-"`
 }
 
-// HostMappingStatus is what the operator last wrote: the fields it compares before writing.
+// HostMappingStatus is what the operator last wrote.
 type HostMappingStatus struct {
-	Synced             bool
-	RouterHostsID      string
-	ObservedGeneration int64
-	// Reason, Message and LastTransitionTime are the Synced condition's.
-	Reason, Message, LastTransitionTime string
-	// Addresses are status.addresses, the address(es) the object resolved to, comma-joined so
-	// that statuses compare with ==.
-	Addresses string
-	// Ready says the status carries the Ready condition (kstatus's), which statuses written
-	// before it lack.
-	Ready bool
-}
+	// The operator writes synced, routerHostsId, addresses and observedGeneration even when
+	// empty (no omitempty), so that a status always shows all four; +optional keeps them
+	// optional in the schema.
 
-// GetObjectKind is part of runtime.Object.
-func (h *HostMapping) GetObjectKind() schema.ObjectKind { return &h.TypeMeta }
-
-// DeepCopyObject is part of runtime.Object.
-func (h *HostMapping) DeepCopyObject() runtime.Object {
-	out := &HostMapping{TypeMeta: h.TypeMeta, Status: h.Status}
-	h.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
-	out.Spec = h.Spec
-	out.Spec.Aliases = slices.Clone(h.Spec.Aliases)
-	out.Spec.Tags = slices.Clone(h.Spec.Tags)
-	out.Spec.Malformed = slices.Clone(h.Spec.Malformed)
-	return out
+	// Whether the router holds the entry as the spec asks.
+	// +optional
+	Synced bool `json:"synced"`
+	// The id of the entry on the router.
+	// +optional
+	RouterHostsID string `json:"routerHostsId"`
+	// The address(es) the object resolved to, written when its entries are.
+	// +optional
+	Addresses []string `json:"addresses"`
+	// When the operator last wrote this status.
+	// +optional
+	LastSyncTime *metav1.Time `json:"lastSyncTime,omitempty"`
+	// The generation of the spec this status is about.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration"`
+	// Synced, and Ready, the same verdict under the name kstatus reads.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
 // OnlyStatusChanged reports whether cur differs from prev in its status alone: the operator's
 // own status write coming back, which changes nothing a sync reads.
 func OnlyStatusChanged(prev, cur *HostMapping) bool {
 	return prev.Generation == cur.Generation && reflect.DeepEqual(prev.Annotations, cur.Annotations) &&
-		reflect.DeepEqual(prev.Spec, cur.Spec) && prev.Status != cur.Status
+		reflect.DeepEqual(prev.Spec, cur.Spec) && !equality.Semantic.DeepEqual(prev.Status, cur.Status)
 }
 
 // FromUnstructured reads a HostMapping as the apiserver serves it; meta is the metadata to keep.
+// It reads field by field rather than through the converter, so that one field of the wrong
+// type (a CRD installed without its schema lets anything through) loses that field, not the
+// object. The informer keeps what it returns instead of the unstructured map, which at ten
+// thousand objects is most of the memory and of the time a sync spends reading them.
 func FromUnstructured(u *unstructured.Unstructured, meta metav1.ObjectMeta) *HostMapping {
 	h := &HostMapping{TypeMeta: metav1.TypeMeta{APIVersion: u.GetAPIVersion(), Kind: u.GetKind()}, ObjectMeta: meta}
 	if spec, ok := u.Object["spec"].(map[string]any); ok {
@@ -94,32 +137,33 @@ func FromUnstructured(u *unstructured.Unstructured, meta metav1.ObjectMeta) *Hos
 		s.Tags = s.strs(spec, "tags")
 	}
 	status, _ := u.Object["status"].(map[string]any)
-	h.Status.Synced, _ = status["synced"].(bool)
-	h.Status.RouterHostsID, _ = status["routerHostsId"].(string)
+	st := &h.Status
+	st.Synced, _ = status["synced"].(bool)
+	st.RouterHostsID, _ = status["routerHostsId"].(string)
 	switch g := status["observedGeneration"].(type) {
 	case int64:
-		h.Status.ObservedGeneration = g
+		st.ObservedGeneration = g
 	case float64:
-		h.Status.ObservedGeneration = int64(g)
+		st.ObservedGeneration = int64(g)
+	}
+	if s, ok := status["lastSyncTime"].(string); ok {
+		var t metav1.Time
+		if t.UnmarshalQueryParameter(s) == nil && !t.IsZero() {
+			st.LastSyncTime = &t
+		}
 	}
 	conds, _ := status["conditions"].([]any)
 	for _, c := range conds {
-		switch m, _ := c.(map[string]any); m["type"] {
-		case ConditionSynced:
-			h.Status.Reason, _ = m["reason"].(string)
-			h.Status.Message, _ = m["message"].(string)
-			h.Status.LastTransitionTime, _ = m["lastTransitionTime"].(string)
-		case ConditionReady:
-			h.Status.Ready = true
+		m, ok := c.(map[string]any)
+		var cond metav1.Condition
+		if ok && runtime.DefaultUnstructuredConverter.FromUnstructured(m, &cond) == nil {
+			st.Conditions = append(st.Conditions, cond)
 		}
 	}
 	addrs, _ := status["addresses"].([]any)
-	for i, a := range addrs {
+	for _, a := range addrs {
 		if s, ok := a.(string); ok {
-			if i > 0 {
-				h.Status.Addresses += ","
-			}
-			h.Status.Addresses += s
+			st.Addresses = append(st.Addresses, s)
 		}
 	}
 	return h

@@ -3,12 +3,15 @@ package v1alpha1
 import (
 	"reflect"
 	"testing"
+	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 func TestFromUnstructured(t *testing.T) {
+	lastSync := metav1.Date(2026, 1, 1, 0, 5, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		name   string
 		obj    map[string]any
@@ -17,11 +20,16 @@ func TestFromUnstructured(t *testing.T) {
 	}{
 		{name: "everything", obj: map[string]any{
 			"spec": map[string]any{"hostname": "nas.lan", "ipAddress": "10.0.0.5", "aliases": []any{"a.lan"}, "tags": []any{"x", "y"}},
-			"status": map[string]any{"synced": true, "routerHostsId": "01J", "observedGeneration": int64(3), "conditions": []any{
-				map[string]any{"type": "Other", "reason": "Nope"},
-				map[string]any{"type": "Synced", "status": "True", "reason": "Success", "message": "ok", "lastTransitionTime": "2026-01-01T00:00:00Z"}}}},
-			spec:   HostMappingSpec{Hostname: "nas.lan", IPAddress: "10.0.0.5", Aliases: []string{"a.lan"}, Tags: []string{"x", "y"}},
-			status: HostMappingStatus{Synced: true, RouterHostsID: "01J", ObservedGeneration: 3, Reason: "Success", Message: "ok", LastTransitionTime: "2026-01-01T00:00:00Z"}},
+			"status": map[string]any{"synced": true, "routerHostsId": "01J", "observedGeneration": int64(3), "lastSyncTime": "2026-01-01T00:05:00Z",
+				"addresses": []any{"10.0.0.5", 7, "fd00::5"}, "conditions": []any{
+					map[string]any{"type": "Other", "reason": "Nope"},
+					map[string]any{"type": "Synced", "status": "True", "reason": "Success", "message": "ok", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+					"not a condition",
+					map[string]any{"type": "Ready", "status": "True", "lastTransitionTime": 12}}}},
+			spec: HostMappingSpec{Hostname: "nas.lan", IPAddress: "10.0.0.5", Aliases: []string{"a.lan"}, Tags: []string{"x", "y"}},
+			status: HostMappingStatus{Synced: true, RouterHostsID: "01J", ObservedGeneration: 3, LastSyncTime: &lastSync,
+				Addresses: []string{"10.0.0.5", "fd00::5"}, Conditions: []metav1.Condition{{Type: "Other", Reason: "Nope"},
+					{Type: "Synced", Status: metav1.ConditionTrue, Reason: "Success", Message: "ok", LastTransitionTime: metav1.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}}}},
 		{name: "the upstream operator's ip field", obj: map[string]any{"spec": map[string]any{"hostname": "a.lan", "ip": "10.0.0.6"}},
 			spec: HostMappingSpec{Hostname: "a.lan", IP: "10.0.0.6"}},
 		{name: "no status, generation as a JSON float", obj: map[string]any{"spec": map[string]any{"hostname": "a.lan"}, "status": map[string]any{"observedGeneration": float64(2)}},
@@ -35,7 +43,7 @@ func TestFromUnstructured(t *testing.T) {
 			u.SetAPIVersion("router-hosts.fzymgc.house/v1alpha1")
 			u.SetKind("HostMapping")
 			got := FromUnstructured(u, metav1.ObjectMeta{Name: "n", Namespace: "ns"})
-			if !reflect.DeepEqual(got.Spec, tc.spec) || got.Status != tc.status {
+			if !reflect.DeepEqual(got.Spec, tc.spec) || !equality.Semantic.DeepEqual(got.Status, tc.status) {
 				t.Fatalf("got %+v %+v\nwant %+v %+v", got.Spec, got.Status, tc.spec, tc.status)
 			}
 			if got.GetObjectKind().GroupVersionKind() != GroupVersion.WithKind(HostMappingKind) || got.Name != "n" {
@@ -51,7 +59,7 @@ func TestFromUnstructured(t *testing.T) {
 func TestOnlyStatusChanged(t *testing.T) {
 	hm := func(gen int64, ip, reason string, ann map[string]string) *HostMapping {
 		return &HostMapping{ObjectMeta: metav1.ObjectMeta{Generation: gen, Annotations: ann},
-			Spec: HostMappingSpec{Hostname: "a.lan", IPAddress: ip}, Status: HostMappingStatus{Reason: reason}}
+			Spec: HostMappingSpec{Hostname: "a.lan", IPAddress: ip}, Status: HostMappingStatus{Conditions: []metav1.Condition{{Type: ConditionSynced, Reason: reason}}}}
 	}
 	grace := map[string]string{"router-hosts.fzymgc.house/grace-period": "30"}
 	for _, tc := range []struct {

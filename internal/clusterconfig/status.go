@@ -202,15 +202,7 @@ func desiredStatus(obj *v1alpha1.RouterHostsConfig, applied Settings, problem er
 	default:
 		ready = cond(v1alpha1.ConditionReady, true, ReasonReady, "configuration applied, server reachable, last sync complete")
 	}
-	for _, c := range []metav1.Condition{ready, reach, synced} {
-		c.LastTransitionTime = metav1.NewTime(now.UTC().Truncate(time.Second))
-		for _, old := range obj.Status.Conditions {
-			if old.Type == c.Type && old.Status == c.Status {
-				c.LastTransitionTime = old.LastTransitionTime
-			}
-		}
-		st.Conditions = append(st.Conditions, c)
-	}
+	st.Conditions = v1alpha1.SetConditions(obj.Status.Conditions, metav1.NewTime(now.UTC().Truncate(time.Second)), ready, reach, synced)
 	return st
 }
 
