@@ -27,7 +27,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
 	"github.com/router-hosts-operator/router-hosts-operator/api/v1alpha1"
@@ -379,23 +378,7 @@ func TestKustomizeRBACIsSufficient(t *testing.T) {
 	kubectl(t, []byte(strings.Join(rbac, "\n---\n")), "apply", "--server-side", "-f", "-")
 
 	// A kubeconfig that impersonates the ServiceAccount.
-	user := "system:serviceaccount:" + operatorNS + ":router-hosts-operator"
-	raw, err := clientcmd.LoadFromFile(kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ai := range raw.AuthInfos {
-		ai.Impersonate = user
-		ai.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:" + operatorNS, "system:authenticated"}
-	}
-	saConfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*raw, saConfig); err != nil {
-		t.Fatal(err)
-	}
-	rc, err := clientcmd.BuildConfigFromFlags("", saConfig)
-	if err != nil {
-		t.Fatal(err)
-	}
+	saConfig, rc := impersonating(t, "system:serviceaccount:"+operatorNS+":router-hosts-operator")
 	asSA := kubernetes.NewForConfigOrDie(rc)
 	// No broader than needed: nothing outside the role works.
 	if _, err := asSA.CoreV1().Secrets(operatorNS).List(context.Background(), metav1.ListOptions{}); !apierrors.IsForbidden(err) {
