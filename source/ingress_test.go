@@ -152,21 +152,51 @@ func TestIngressEndpointFields(t *testing.T) {
 	}
 }
 
+// handledKind is a kind that names each change of one of its objects on seen once the source
+// has handled it, handlers fired or not.
+type handledKind struct {
+	kind
+	seen chan string
+}
+
+func (k handledKind) start(ctx context.Context, c Clients, cfg Config, changed func(old, cur metav1.Object)) error {
+	return k.kind.start(ctx, c, cfg, func(old, cur metav1.Object) {
+		changed(old, cur)
+		k.seen <- cur.GetName()
+	})
+}
+
 func TestIngressEvents(t *testing.T) {
 	client := fake.NewClientset()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s := buildIngress(t, ctx, fakeClients(client), []string{"ingress-status"})
+	r, err := NewResolver(ctx, fakeClients(client), []Strategy{{Kind: StrategyIngressStatus}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := logrus.New()
+	log.SetLevel(logrus.ErrorLevel)
+	k := handledKind{kind: &ingressKind{}, seen: make(chan string, 10)}
+	s, err := newSource(ctx, "ingress", k, fakeClients(client), Config{Resolver: r, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var fired atomic.Int64
 	s.AddEventHandler(func() { fired.Add(1) })
-	wait := func(want int64) {
+	// handled waits for the source to handle the next change, of the Ingress name, and checks
+	// how many times the handler has fired by then. The informer delivers the changes in order.
+	handled := func(name string, want int64) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for fired.Load() != want {
-			if time.Now().After(deadline) {
-				t.Fatalf("handler fired %d times, want %d", fired.Load(), want)
+		select {
+		case got := <-k.seen:
+			if got != name {
+				t.Fatalf("a change of %s handled, want one of %s", got, name)
 			}
-			time.Sleep(5 * time.Millisecond)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no change of %s handled in 10 s", name)
+		}
+		if n := fired.Load(); n != want {
+			t.Fatalf("handler fired %d times once the change of %s was handled, want %d", n, name, want)
 		}
 	}
 	api := client.NetworkingV1().Ingresses("ns")
@@ -176,15 +206,12 @@ func TestIngressEvents(t *testing.T) {
 	if _, err := api.Create(ctx, ing("on", on(), nil, "o.lan"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	wait(1) // the unannotated one does not fire
+	handled("plain", 0) // the unannotated one does not fire
+	handled("on", 1)
 	if err := api.Delete(ctx, "on", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	wait(2)
-	time.Sleep(50 * time.Millisecond)
-	if fired.Load() != 2 {
-		t.Fatalf("handler fired %d times, want 2", fired.Load())
-	}
+	handled("on", 2)
 }
 
 // TestUnsyncedCacheIsAnErrorNotAnEmptyList: a cache that is not filled (an informer that lost
