@@ -375,6 +375,9 @@ func TestWatchConnectionReportsTheServersReturn(t *testing.T) {
 	if _, err := p.Records(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// A look once the connection is up, so that the watcher has not last seen it connecting:
+	// in the operator it has been up for a while before any call fails.
+	step(t, clk, time.Second)
 	// A server that refuses a call for a moment on a connection that stays up is no return:
 	// the watcher's next look finds the connection up and reports nothing.
 	_ = p.callError(status.Error(codes.Unavailable, "server busy"))
