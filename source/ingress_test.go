@@ -152,21 +152,72 @@ func TestIngressEndpointFields(t *testing.T) {
 	}
 }
 
+// handledKind is a kind that reports each change of one of its objects on seen once the source
+// has handled it, with the count fired gave right then: the next change is handled on the same
+// goroutine, so it cannot have fired yet.
+type handledKind struct {
+	kind
+	fired func() int64
+	seen  chan handledChange
+}
+
+type handledChange struct {
+	name  string
+	fired int64
+}
+
+func (k handledKind) start(ctx context.Context, c Clients, cfg Config, changed func(old, cur metav1.Object)) error {
+	return k.kind.start(ctx, c, cfg, func(old, cur metav1.Object) {
+		changed(old, cur)
+		k.seen <- handledChange{cur.GetName(), k.fired()}
+	})
+}
+
 func TestIngressEvents(t *testing.T) {
 	client := fake.NewClientset()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s := buildIngress(t, ctx, fakeClients(client), []string{"ingress-status"})
+	r, err := NewResolver(ctx, fakeClients(client), []Strategy{{Kind: StrategyIngressStatus}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := logrus.New()
+	log.SetLevel(logrus.ErrorLevel)
 	var fired atomic.Int64
+	k := handledKind{kind: &ingressKind{}, fired: fired.Load, seen: make(chan handledChange, 10)}
+	s, err := newSource(ctx, "ingress", k, fakeClients(client), Config{Resolver: r, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
 	s.AddEventHandler(func() { fired.Add(1) })
-	wait := func(want int64) {
+	// handled waits for the source to handle a change of each of names, in whatever order the
+	// informer delivers them (the fake clientset hands objects created before its watch began
+	// over in any order), and checks at each that the handler has fired once for every change
+	// of an opted-in Ingress so far, and for nothing else.
+	optedIn := map[string]bool{"on": true}
+	var want int64
+	handled := func(names ...string) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for fired.Load() != want {
-			if time.Now().After(deadline) {
-				t.Fatalf("handler fired %d times, want %d", fired.Load(), want)
+		pending := map[string]bool{}
+		for _, n := range names {
+			pending[n] = true
+		}
+		for len(pending) > 0 {
+			select {
+			case got := <-k.seen:
+				if !pending[got.name] {
+					t.Fatalf("a change of %s handled, want one of %v", got.name, pending)
+				}
+				delete(pending, got.name)
+				if optedIn[got.name] {
+					want++
+				}
+				if got.fired != want {
+					t.Fatalf("handler fired %d times once the change of %s was handled, want %d", got.fired, got.name, want)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("changes of %v not handled in 10 s", pending)
 			}
-			time.Sleep(5 * time.Millisecond)
 		}
 	}
 	api := client.NetworkingV1().Ingresses("ns")
@@ -176,15 +227,11 @@ func TestIngressEvents(t *testing.T) {
 	if _, err := api.Create(ctx, ing("on", on(), nil, "o.lan"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	wait(1) // the unannotated one does not fire
+	handled("plain", "on") // the unannotated one does not fire
 	if err := api.Delete(ctx, "on", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	wait(2)
-	time.Sleep(50 * time.Millisecond)
-	if fired.Load() != 2 {
-		t.Fatalf("handler fired %d times, want 2", fired.Load())
-	}
+	handled("on")
 }
 
 // TestUnsyncedCacheIsAnErrorNotAnEmptyList: a cache that is not filled (an informer that lost

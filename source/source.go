@@ -33,9 +33,9 @@ const (
 )
 
 // Clients are the API clients the sources read through: one typed client per API group they
-// use, not a whole clientset. Building a clientset links the client code of every API group
-// into the binary; without it the binary went from 61 to 43 MB and an idle operator's resident
-// memory from 42.8 to 31.2 MiB.
+// use, not a whole clientset. A clientset links the client code of every API group into the
+// binary, and the binary's pages are much of an idle operator's memory (docs/performance.md,
+// "Where the memory goes", has the figures).
 type Clients struct {
 	Ingresses networkingv1client.IngressesGetter
 	Services  corev1client.ServicesGetter
@@ -95,9 +95,9 @@ func (h *handlers) fire() {
 }
 
 // waitSynced polls the caches every 5 ms for the first second, then every 100 ms. client-go's
-// WaitForCacheSync looks every 100 ms from the start, which would add up to 100 ms to every
-// start, a tenth of a second before the first sync on a small cluster; a cache that never fills
-// (its list forbidden, say) must not keep a goroutine waking 200 times a second either.
+// WaitForCacheSync looks every 100 ms from the start, which would hold every start, and so the
+// first sync, up to a whole period after the caches are filled; a cache that never fills (its
+// list forbidden, say) must not keep a goroutine waking every 5 ms either.
 func waitSynced(ctx context.Context, synced ...cache.InformerSynced) bool {
 	const fast, slow, fastFor = 5 * time.Millisecond, 100 * time.Millisecond, time.Second
 	start := time.Now()

@@ -120,6 +120,8 @@ func TestANewerStatusIsNeverSkippedForOneInFlight(t *testing.T) {
 		written []string
 		last    *unstructured.Unstructured
 		release = make(chan struct{})
+		// inFlight is closed once the first write has reached the apiserver and waits there.
+		inFlight = make(chan struct{})
 	)
 	client.PrependReactor("update", "hostmappings", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		obj := a.(k8stesting.UpdateAction).GetObject().(*unstructured.Unstructured)
@@ -130,6 +132,7 @@ func TestANewerStatusIsNeverSkippedForOneInFlight(t *testing.T) {
 		first := len(written) == 1
 		mu.Unlock()
 		if first {
+			close(inFlight)
 			<-release // the first write is in flight while the next sync reports
 		}
 		return true, obj, nil
@@ -144,14 +147,10 @@ func TestANewerStatusIsNeverSkippedForOneInFlight(t *testing.T) {
 	// The router goes away: ServerUnreachable is being written when it comes back.
 	objs := map[string]controller.Object{"uid-p": {Endpoints: desired}}
 	h.Report(ctx, &controller.Report{Stage: controller.StageList, Err: errors.New("connection refused"), Objects: objs})
-	for {
-		mu.Lock()
-		n := len(written)
-		mu.Unlock()
-		if n == 1 {
-			break
-		}
-		time.Sleep(time.Millisecond)
+	select {
+	case <-inFlight:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first status was never written")
 	}
 	h.Report(ctx, &controller.Report{Desired: desired, Entries: entries, Objects: objs})
 	close(release)

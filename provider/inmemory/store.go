@@ -61,10 +61,8 @@ func NewStore() *Store {
 }
 
 // SetReplayCost adds d of latency per event to every replay. Zero (the default) replays at
-// memory speed. The real server 0.13 replays from SQLite: its reference figures (1,000
-// sequential AddHost calls on an empty server in 16.1 s, 2,000 in 60.9 s) fit 30–32 µs per
-// event, so SetReplayCost(RouterReplayCost) makes this store about as slow as a router (32 µs
-// gives 16.0 s and 64.0 s).
+// memory speed; RouterReplayCost makes this store about as slow as a router running the real
+// server 0.13, which replays its log from SQLite.
 func (s *Store) SetReplayCost(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -72,7 +70,8 @@ func (s *Store) SetReplayCost(d time.Duration) {
 }
 
 // RouterReplayCost is the per-event replay cost that reproduces the real server's reference
-// timings; see SetReplayCost.
+// timings of sequential AddHost calls; docs/performance.md ("The test server's cost model")
+// gives those timings and the fit.
 const RouterReplayCost = 32 * time.Microsecond
 
 // Events is the number of events in the log: one per AddHost, one per field sent in an

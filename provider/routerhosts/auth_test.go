@@ -20,10 +20,12 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
+	testingclock "k8s.io/utils/clock/testing"
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
 	"github.com/router-hosts-operator/router-hosts-operator/provider"
+	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
 )
 
 // authTimeout bounds every call in these tests: a refused handshake fails at once, so a test
@@ -239,6 +241,29 @@ func TestAuthErrorRule(t *testing.T) {
 	}
 }
 
+// waitUntil polls cond, a state a goroutine of the code under test reaches on its own; the
+// deadline only catches one that never does.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited 10 s for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// step moves clk by d once the watcher under test waits on it, and returns once it waits on
+// it again: whatever the step woke it for is done. The watcher must be the only one to set
+// timers on clk.
+func step(t *testing.T, clk *testingclock.FakeClock, d time.Duration) {
+	t.Helper()
+	waitUntil(t, "the watcher to wait on its clock", clk.HasWaiters)
+	clk.Step(d)
+	waitUntil(t, "the watcher to wait on its clock again", clk.HasWaiters)
+}
+
 func TestWatchCredentials(t *testing.T) {
 	dir := t.TempDir()
 	srv := startServer(t, dir)
@@ -254,7 +279,8 @@ func TestWatchCredentials(t *testing.T) {
 	}
 	var reported []CredentialsEvent // the watcher's goroutine appends before it calls fn
 	var reportedMu sync.Mutex
-	p := newTLSProvider(t, Options{Endpoint: srv.Addr(), CAFile: srv.CAFile(), CertFile: certFile, KeyFile: keyFile,
+	clk := testingclock.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	p := newTLSProvider(t, Options{Endpoint: srv.Addr(), CAFile: srv.CAFile(), CertFile: certFile, KeyFile: keyFile, Clock: clk,
 		Credentials: func(ev CredentialsEvent) {
 			reportedMu.Lock()
 			defer reportedMu.Unlock()
@@ -262,16 +288,15 @@ func TestWatchCredentials(t *testing.T) {
 		}})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	const every = 10 * time.Second
 	var calls atomic.Int32
-	changed := make(chan struct{}, 10)
-	p.WatchCredentials(ctx, 10*time.Millisecond, func() {
-		calls.Add(1)
-		changed <- struct{}{}
-	})
+	p.WatchCredentials(ctx, every, func() { calls.Add(1) })
 
-	time.Sleep(100 * time.Millisecond) // ten polls of unchanged files
+	for range 10 {
+		step(t, clk, every)
+	}
 	if n := calls.Load(); n != 0 {
-		t.Fatalf("fn called %d times before any change", n)
+		t.Fatalf("fn called %d times in ten checks of unchanged files", n)
 	}
 
 	foreign, _, err := rhtestserver.WriteForeignClientCert(t.TempDir())
@@ -295,10 +320,15 @@ func TestWatchCredentials(t *testing.T) {
 	if err := os.Rename(tmp, certFile); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case <-changed:
-	case <-time.After(2 * time.Second):
-		t.Fatal("fn not called after the certificate file changed")
+	// Not looked at before the next check is due: the timer is still set, or fn was called
+	// before it was set again.
+	clk.Step(every - time.Nanosecond)
+	if !clk.HasWaiters() || calls.Load() != 0 {
+		t.Fatalf("the files were checked before %v had passed", every)
+	}
+	step(t, clk, time.Nanosecond)
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("fn called %d times at the check after the certificate file changed, want 1", n)
 	}
 	// The watcher read the changed files itself, without a handshake, as a standby that never
 	// calls the router must: only the certificate changed, so they do not load as a pair.
@@ -308,36 +338,36 @@ func TestWatchCredentials(t *testing.T) {
 	if len(got) != 2 || got[1].Err == nil || !strings.Contains(got[1].Err.Error(), "private key does not match") {
 		t.Fatalf("reported %v; want the first load, then the changed files' failure", got)
 	}
-	time.Sleep(100 * time.Millisecond)
+	for range 10 {
+		step(t, clk, every)
+	}
 	if n := calls.Load(); n != 1 {
 		t.Fatalf("fn called %d times for one change, want 1", n)
 	}
 
-	// Once ctx ends, nothing more is reported.
+	// Once ctx ends, the watcher returns: its timer is stopped, so nothing more is checked.
 	cancel()
-	time.Sleep(50 * time.Millisecond)
-	later = later.Add(time.Second)
-	if err := os.Chtimes(certFile, later, later); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(100 * time.Millisecond)
-	if n := calls.Load(); n != 1 {
-		t.Fatalf("fn called %d times after ctx ended, want 1", n)
-	}
+	waitUntil(t, "the watcher to stop once ctx ended", func() bool { return !clk.HasWaiters() })
 }
 
 func TestWatchCredentialsWithoutFiles(t *testing.T) {
-	p, _ := newProvider(t)
+	_, conn := inmemory.DialTest(t)
+	clk := testingclock.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	p := NewFromConn(conn, Options{Clock: clk})
 	p.WatchCredentials(context.Background(), time.Millisecond, func() { t.Error("fn called without files to watch") })
-	time.Sleep(20 * time.Millisecond)
+	if clk.HasWaiters() {
+		t.Fatal("a provider on a caller's connection watches files it does not have")
+	}
 }
 
 // TestWatchConnectionReportsTheServersReturn: a call that fails on a stopped server marks the
 // connection down; fn is called once the server answers again, without any call from the
-// caller, and never while the connection stays up.
+// caller, and never while the connection stays up. The watcher's second look runs on a fake
+// clock the test steps; the server's stop and return, and gRPC's reconnection to it, are real.
 func TestWatchConnectionReportsTheServersReturn(t *testing.T) {
 	srv := startServer(t, t.TempDir())
-	p := newTLSProvider(t, Options{Endpoint: srv.Addr(), CAFile: srv.CAFile(), CertFile: srv.CertFile(), KeyFile: srv.KeyFile()})
+	clk := testingclock.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+	p := newTLSProvider(t, Options{Endpoint: srv.Addr(), CAFile: srv.CAFile(), CertFile: srv.CertFile(), KeyFile: srv.KeyFile(), Clock: clk})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	back := make(chan time.Time, 10)
@@ -345,9 +375,13 @@ func TestWatchConnectionReportsTheServersReturn(t *testing.T) {
 	if _, err := p.Records(ctx); err != nil {
 		t.Fatal(err)
 	}
-	// A server that refuses a call for a moment on a connection that stays up is no return.
+	// A look once the connection is up, so that the watcher has not last seen it connecting:
+	// in the operator it has been up for a while before any call fails.
+	step(t, clk, time.Second)
+	// A server that refuses a call for a moment on a connection that stays up is no return:
+	// the watcher's next look finds the connection up and reports nothing.
 	_ = p.callError(status.Error(codes.Unavailable, "server busy"))
-	time.Sleep(200 * time.Millisecond)
+	step(t, clk, time.Second)
 	if len(back) != 0 {
 		t.Fatal("fn called while the connection was up")
 	}
@@ -356,8 +390,11 @@ func TestWatchConnectionReportsTheServersReturn(t *testing.T) {
 	if _, err := p.Records(ctx); err == nil {
 		t.Fatal("ListHosts succeeded with the server stopped")
 	}
-	// Down for longer than the first reconnection attempts.
-	time.Sleep(3 * time.Second)
+	// Down for several of the watcher's looks: gRPC keeps the connection in TRANSIENT_FAILURE
+	// through its reconnection attempts, so these looks are all the watcher sees of the outage.
+	for range 3 {
+		step(t, clk, time.Second)
+	}
 	if len(back) != 0 {
 		t.Fatal("fn called while the server was down")
 	}
@@ -374,11 +411,18 @@ func TestWatchConnectionReportsTheServersReturn(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("fn not called after the server came back")
 	}
+	// One return is reported once: neither the watcher's next look, nor one after a call got
+	// through, reports it again.
+	step(t, clk, time.Second)
 	if _, err := p.Records(ctx); err != nil {
 		t.Fatalf("ListHosts after the return: %v", err)
 	}
-	time.Sleep(200 * time.Millisecond)
+	step(t, clk, time.Second)
 	if len(back) != 0 {
 		t.Fatal("fn called more than once for one return")
 	}
+
+	// Once ctx ends, the watcher returns and sets no more timers.
+	cancel()
+	waitUntil(t, "the watcher to stop once ctx ended", func() bool { return !clk.HasWaiters() })
 }

@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
+	"k8s.io/utils/clock"
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
@@ -55,7 +56,10 @@ type Options struct {
 	// taken into use (at the start, after the files changed, from a new Secret), and of each
 	// change of the files that could not be loaded. It must not call the provider.
 	Credentials func(CredentialsEvent)
-	Log         logrus.FieldLogger
+	// Clock paces the watchers: WatchCredentials' checks and WatchConnection's second look.
+	// nil means the real clock; tests pass a fake one and step it.
+	Clock clock.WithDelayedExecution
+	Log   logrus.FieldLogger
 }
 
 // CredentialsEvent is what taking mTLS material into use found.
@@ -303,6 +307,9 @@ func withDefaults(opts Options) Options {
 	if opts.Log == nil {
 		opts.Log = logrus.StandardLogger()
 	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
 	return opts
 }
 
@@ -469,29 +476,38 @@ func (p *Provider) WatchCredentials(ctx context.Context, every time.Duration, fn
 	}
 	// The stamp now is the baseline: fn reports changes, not the files' existence.
 	last, _ := p.material().stamp()
+	// One timer, set with the baseline and set again once a check is done, so that checks are
+	// `every` apart and never overlap; stopped when the watcher returns.
+	next := p.opts.Clock.NewTimer(every)
 	go func() {
-		t := time.NewTicker(every)
-		defer t.Stop()
+		defer next.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-t.C:
+			case <-next.C():
 			}
-			// A file missing for a moment mid-rotation is not a change yet: wait until all
-			// three are back and compare then.
-			files := p.material()
-			stamp, err := files.stamp()
-			if err != nil || stamp == last {
-				continue
-			}
-			last = stamp
-			// Read now, on every replica, so that the certificate's expiry and a file that does
-			// not load are reported by standbys too, which make no handshake.
-			_, _, _ = files.load()
-			fn()
+			last = p.checkCredentials(last, fn)
+			next.Reset(every)
 		}
 	}()
+}
+
+// checkCredentials calls fn when the files' stamp differs from last, and returns the stamp to
+// compare the next check with.
+func (p *Provider) checkCredentials(last string, fn func()) string {
+	// A file missing for a moment mid-rotation is not a change yet: wait until all three are
+	// back and compare then.
+	files := p.material()
+	stamp, err := files.stamp()
+	if err != nil || stamp == last {
+		return last
+	}
+	// Read now, on every replica, so that the certificate's expiry and a file that does not
+	// load are reported by standbys too, which make no handshake.
+	_, _, _ = files.load()
+	fn()
+	return stamp
 }
 
 // reconnectBackoff paces the attempts to reach a server that is down.
@@ -526,8 +542,13 @@ func (p *Provider) WatchConnection(ctx context.Context, fn func()) {
 				down = false
 				fn()
 			}
-			wctx, cancel := context.WithTimeout(ctx, time.Second)
+			// Looked at again after a second whatever the state does: a call can fail while the
+			// connection already shows TRANSIENT_FAILURE, which gRPC keeps through all its
+			// reconnection attempts, so no change of state would ever show that failure.
+			wctx, cancel := context.WithCancel(ctx)
+			recheck := p.opts.Clock.AfterFunc(time.Second, cancel)
 			conn.WaitForStateChange(wctx, state)
+			recheck.Stop()
 			cancel()
 		}
 	}()

@@ -297,7 +297,9 @@ func TestCertificateRotation(t *testing.T) {
 	}
 	defer srv.Stop()
 	certFile, keyFile := filepath.Join(dir, "client.crt"), filepath.Join(dir, "client.key")
-	install := func(cert, key string) {
+	// install puts a key pair in place modified at mtime: each install's own, so that the
+	// files' stamp changes even when the new files have the old ones' sizes.
+	install := func(cert, key string, mtime time.Time) {
 		t.Helper()
 		for src, dst := range map[string]string{cert: certFile, key: keyFile} {
 			data, err := os.ReadFile(src)
@@ -308,12 +310,16 @@ func TestCertificateRotation(t *testing.T) {
 			if err := os.WriteFile(dst+".tmp", data, 0o600); err != nil {
 				t.Fatal(err)
 			}
+			if err := os.Chtimes(dst+".tmp", mtime, mtime); err != nil {
+				t.Fatal(err)
+			}
 			if err := os.Rename(dst+".tmp", dst); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	install(srv.CertFile(), srv.KeyFile())
+	at := time.Now()
+	install(srv.CertFile(), srv.KeyFile(), at)
 	p, err := New(Options{Endpoint: srv.Addr(), CAFile: srv.CAFile(), CertFile: certFile, KeyFile: keyFile, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -327,14 +333,12 @@ func TestCertificateRotation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(10 * time.Millisecond) // a distinct modification time
-	install(foreignCert, foreignKey)
+	install(foreignCert, foreignKey, at.Add(time.Second))
 	if _, err := p.Records(context.Background()); status.Code(err) != codes.Unavailable {
 		t.Fatalf("after rotating to an untrusted certificate: %v, want Unavailable", err)
 	}
 	// And back to a trusted one.
-	time.Sleep(10 * time.Millisecond)
-	install(srv.CertFile(), srv.KeyFile())
+	install(srv.CertFile(), srv.KeyFile(), at.Add(2*time.Second))
 	if _, err := p.Records(context.Background()); err != nil {
 		t.Fatalf("after rotating back: %v", err)
 	}
