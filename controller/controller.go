@@ -651,7 +651,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		start := c.cfg.Clock.Now()
 		s = s.Starting(start)
 		var answer []chan error
-		if s.Mode == ModeFull {
+		if s.Mode == planner.Full {
 			answer = c.takeRequests()
 		}
 		out, err := c.sync(ctx, s.Mode)

@@ -195,9 +195,9 @@ func (r *knownStateRig) want(eps ...*endpoint.Endpoint) {
 
 func (r *knownStateRig) sync(t *testing.T, full bool) *Outcome {
 	t.Helper()
-	mode := ModeEvent
+	mode := planner.Event
 	if full {
-		mode = ModeFull
+		mode = planner.Full
 	}
 	out, err := r.c.sync(context.Background(), mode)
 	var refused *RefusedError
@@ -363,7 +363,7 @@ func TestChangeLatencyRunsFromTheChangeToItsWrite(t *testing.T) {
 	if out := r.sync(t, false); len(out.Changes) != 1 {
 		t.Fatalf("outcome %+v, want the update", out)
 	}
-	if got := last().ChangedAt; !got.Equal(changed) || last().Mode != ModeEvent {
+	if got := last().ChangedAt; !got.Equal(changed) || last().Mode != planner.Event {
 		t.Fatalf("ChangedAt %v mode %v, want %v (the first event) and an event sync", got, last().Mode, changed)
 	}
 	r.sync(t, false)
