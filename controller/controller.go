@@ -123,7 +123,7 @@ type Report struct {
 	// Entries are the entries this cluster owns per hostname once the writes are done.
 	Entries map[string][]endpoint.Record
 	// Failed says why each hostname whose write failed or was refused did not get it,
-	// including refused writes this sync held back until the next interval.
+	// including the writes refused before that an event sync skipped until the interval.
 	Failed map[string]Failure
 	// Stage says where a failed sync stopped, StageDone when it did not; Err is its error.
 	Stage Stage
@@ -468,7 +468,7 @@ func (c *Controller) sync(ctx context.Context, mode planner.Mode) (*Outcome, err
 		c.unread(changed)
 	}
 	failed := map[string]Failure{}
-	for host, err := range sy.Held {
+	for host, err := range sy.Refused {
 		failed[host] = Failure{Err: err, Kind: FailureRefused}
 	}
 	failedChanges := map[*plan.Change]error{}

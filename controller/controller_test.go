@@ -315,7 +315,7 @@ func TestAStaleKnownStateIsReadAgain(t *testing.T) {
 	}
 }
 
-func TestARefusedDeleteIsHeldBackWithoutReadingTheServerAgain(t *testing.T) {
+func TestARefusedDeleteWaitsForTheIntervalWithoutReadingTheServerAgain(t *testing.T) {
 	r := newKnownStateRig(t)
 	r.want(claimAt("a.lan", "10.0.0.1"))
 	r.sync(t, true)
@@ -342,7 +342,7 @@ func (r *reportRecorder) Report(_ context.Context, rep *Report) { r.reports = ap
 
 // TestChangeLatencyRunsFromTheChangeToItsWrite: a report's ChangedAt is when the earliest
 // change the sync read arrived, so that an observer can time a change to the router; a sync
-// that holds the write back for the one that follows hands the time on to it.
+// that leaves the write to the one that follows hands the time on to it.
 func TestChangeLatencyRunsFromTheChangeToItsWrite(t *testing.T) {
 	r := newKnownStateRig(t)
 	rec := &reportRecorder{}
