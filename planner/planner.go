@@ -104,8 +104,11 @@ func (p *Planner) Reset() {
 type Sync struct {
 	Mode Mode
 	Read Read
-	// Changes are the writes to send, sorted like the plan's.
-	Changes []plan.Change
+	// Verdict is the registry's: the writes to send (Changes, less those the planner then
+	// skips, leaves to a whole read or defers), when the earliest pending deletion falls due,
+	// the owned entries marked for deletion once Changes are applied, the mass deletion the
+	// brake holds and the entries of an earlier version still to be given the identity.
+	registry.Verdict
 	// Refused are the hostnames whose changes an event sync did not send, since the very same
 	// change was refused before (with these errors): the interval's full sync tries it again.
 	Refused map[string]error
@@ -120,14 +123,6 @@ type Sync struct {
 	ReadDuration time.Duration
 	// Now is the clock reading the sync decided by.
 	Now time.Time
-	// NextExpiry is when the earliest pending deletion falls due, zero when none; Pending the
-	// owned entries marked for deletion once Changes are applied.
-	NextExpiry time.Time
-	Pending    int
-	// Braked is the mass deletion the registry's brake held, nil when none; TakeUpLeft the
-	// entries of an earlier version still to be given the identity.
-	Braked     *registry.Braked
-	TakeUpLeft int
 	// NeedFresh: the sync left out what only a read of the whole server may send (a delete, a
 	// release, a hostname whose duplicate waits, creates of several hostnames): Learn forgets
 	// the known state, and the caller runs a sync at once.
@@ -236,8 +231,7 @@ func (p *Planner) plan(s *Sync, eps []*endpoint.Endpoint, policy plan.Policy) {
 	}
 	changes := (&plan.Plan{Current: p.reg.Current(st, toPlan, settled), Desired: toPlan, Policy: policy}).Calculate()
 	p.merges.changed(changes)
-	res := p.reg.Apply(now, st, changes)
-	s.Changes, s.NextExpiry, s.Pending, s.Braked, s.TakeUpLeft = res.Changes, res.NextExpiry, res.Pending, res.Braked, res.TakeUpLeft
+	s.Verdict = p.reg.Apply(now, st, changes)
 	s.Desired, s.State, s.Now, s.Entries, s.Planned = desired, st, now, len(records), len(toPlan)
 	if s.Mode == Event {
 		s.Changes, s.Refused = p.refused.skip(s.Changes)

@@ -28,7 +28,7 @@ func newInstallation(t *testing.T, name, id string, hosts ...string) *installati
 }
 
 // writes is the number of changes a sync of in sent.
-func (s *server) syncAs(in *installation, now time.Time) (Result, *State) {
+func (s *server) syncAs(in *installation, now time.Time) (Verdict, *State) {
 	return s.sync(in.r, now, in.eps...)
 }
 
@@ -303,7 +303,7 @@ func TestTheBrake(t *testing.T) {
 		srv.syncAs(in, t0)
 		return srv, in
 	}
-	count := func(res Result, a plan.Action) int {
+	count := func(res Verdict, a plan.Action) int {
 		n := 0
 		for _, c := range res.Changes {
 			if c.Action == a {

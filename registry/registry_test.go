@@ -33,14 +33,14 @@ func owned(id, host, ip string, extra ...string) endpoint.Record {
 }
 
 // run is one full registry+plan pass, as the controller does it.
-func run(r *Registry, now time.Time, records []endpoint.Record, eps ...*endpoint.Endpoint) Result {
+func run(r *Registry, now time.Time, records []endpoint.Record, eps ...*endpoint.Endpoint) Verdict {
 	st := r.Classify(records, nil)
 	desired := r.Desired(now, eps, st, nil)
 	changes := (&plan.Plan{Current: r.Current(st, desired, nil), Desired: desired, Policy: r.cfg.Policy}).Calculate()
 	return r.Apply(now, st, changes)
 }
 
-func actions(res Result) []string {
+func actions(res Verdict) []string {
 	var out []string
 	for _, c := range res.Changes {
 		id := ""
