@@ -107,7 +107,7 @@ func failureOf(ce *plan.ChangeError) Failure {
 	return Failure{Err: ce, Kind: FailureUnreachable}
 }
 
-// Report is what reporters learn about a sync.
+// Report is what a sync produced, translated for the reporters (and returned by SyncOnce).
 type Report struct {
 	// Cluster is the cluster name the sync ran as (a RouterHostsConfig may change it).
 	Cluster string
@@ -162,6 +162,13 @@ type Report struct {
 	Read         planner.Read
 	// Mode is the kind of sync.
 	Mode planner.Mode
+	// Again says another sync follows at once: the planner found its known state out of date,
+	// left out what only a read of the whole server may send or deferred changes beyond the
+	// budget, or entries were removed while other namespaces' claims waited for the hostname,
+	// and those claims can now be written.
+	Again bool
+	// NextExpiry is when the earliest pending deletion falls due; zero when none.
+	NextExpiry time.Time
 	// ChangedAt is when the earliest cluster change this sync read arrived, zero when it read
 	// none (an interval's sync of an unchanged cluster): Started+Duration less ChangedAt is
 	// how long the change took to reach the router, when the sync wrote it.
@@ -346,20 +353,6 @@ func (c *Controller) tell(t Trigger) {
 	}
 }
 
-// Outcome summarises one sync.
-type Outcome struct {
-	Changes []plan.Change
-	// NextExpiry is when the earliest pending deletion falls due; zero when none.
-	NextExpiry time.Time
-	Pending    int
-	// Again asks for another sync at once: the planner found its known state out of date or
-	// held back what only a read of the whole server may send, or entries were removed while
-	// other namespaces' claims waited for the hostname, and those claims can now be written.
-	Again bool
-	// Read is what the sync read of the server.
-	Read planner.Read
-}
-
 // RefusedError is the error of a sync whose only failures were writes the server (or the
 // operator's own validation) refused: the sync itself worked, and the loop goes on at its
 // usual pace.
@@ -377,32 +370,72 @@ func (e *RefusedError) Unwrap() error { return e.Err }
 // SyncOnce runs one full sync: it reads the server, and retries refused writes too. Any failed
 // read abandons the sync before planning, because a source or server that answered nothing
 // must never look like "delete everything". It runs beside the loop, if one runs: for --once
-// and tests; a caller beside a running loop asks it with SyncNow.
-func (c *Controller) SyncOnce(ctx context.Context) (*Outcome, error) {
+// and tests; a caller beside a running loop asks it with SyncNow. The report is nil when a
+// read failed.
+func (c *Controller) SyncOnce(ctx context.Context) (*Report, error) {
 	return c.sync(ctx, planner.Full)
 }
 
-// sync runs one sync of the given mode.
-func (c *Controller) sync(ctx context.Context, mode planner.Mode) (*Outcome, error) {
+// sync runs one sync of the given mode the way external-dns's RunOnce does: read the sources,
+// plan (the planner reads the server), write, report. A failed read is reported and ends the
+// sync with no report returned, since nothing was planned to schedule by.
+func (c *Controller) sync(ctx context.Context, mode planner.Mode) (*Report, error) {
 	c.syncing.Lock()
 	defer c.syncing.Unlock()
-	live := c.settings()
-	// The changes before this point are the ones this sync reads.
-	var changed time.Time
-	if at := c.changedAt.Swap(0); at != 0 {
-		changed = time.Unix(0, at)
+	in := c.begin(mode)
+	if err := c.readSources(ctx, in); err != nil {
+		return nil, c.abandon(ctx, in, StageSource, err)
 	}
-	start := c.cfg.Clock.Now()
+	sy, err := c.planner.Plan(ctx, in.endpoints, mode, c.settings().Policy)
+	if err != nil {
+		return nil, c.abandon(ctx, in, StageList, err)
+	}
+	log := c.planLog(in, sy)
+	if c.cfg.DryRun {
+		c.print(sy)
+		log.Info("dry run: plan printed, nothing written")
+		return reportOf(c.cfg.Registry.ClusterName(), in, sy, nil, false, c.cfg.Clock.Now()), nil
+	}
+	applyErr := c.write(ctx, in, sy, log)
+	again := c.learn(in, sy, applyErr)
+	rep := reportOf(c.cfg.Registry.ClusterName(), in, sy, applyErr, again, c.cfg.Clock.Now())
+	c.report(ctx, rep)
+	return rep, errorOf(rep)
+}
+
+// reading is what a sync knows before it plans.
+type reading struct {
+	mode planner.Mode
+	// started is when the sync started, sourcesRead when it had read the sources.
+	started, sourcesRead time.Time
+	// changed is when the earliest cluster change the sync reads arrived, zero for none.
+	changed time.Time
+	// endpoints are the sources' endpoints within the domain filter, the ones planned; sources
+	// what each source gave whatever the filter, and counts how many endpoints it returned.
+	endpoints []*endpoint.Endpoint
+	sources   []sourceRead
+	counts    []int
+}
+
+// begin starts a sync: the cluster changes noted before this point are the ones it reads.
+func (c *Controller) begin(mode planner.Mode) *reading {
+	in := &reading{mode: mode}
+	if at := c.changedAt.Swap(0); at != 0 {
+		in.changed = time.Unix(0, at)
+	}
+	in.started = c.cfg.Clock.Now()
+	return in
+}
+
+// readSources reads every source into in; a failed source leaves in as it was.
+func (c *Controller) readSources(ctx context.Context, in *reading) error {
 	var eps []*endpoint.Endpoint
 	read := make([]sourceRead, len(c.cfg.Sources))
 	counts := make([]int, len(c.cfg.Sources))
 	for i, s := range c.cfg.Sources {
 		got, err := s.Endpoints(ctx)
 		if err != nil {
-			err = fmt.Errorf("reading source %d: %w", i, err)
-			c.report(ctx, &Report{Err: err, Stage: StageSource, Started: start, Duration: c.cfg.Clock.Now().Sub(start), Mode: mode})
-			c.unread(changed)
-			return nil, err
+			return fmt.Errorf("reading source %d: %w", i, err)
 		}
 		counts[i] = len(got)
 		read[i].endpoints = got
@@ -416,57 +449,85 @@ func (c *Controller) sync(ctx context.Context, mode planner.Mode) (*Outcome, err
 			}
 		}
 	}
-	planStart := c.cfg.Clock.Now()
-	sourceDuration := planStart.Sub(start)
-	sy, err := c.planner.Plan(ctx, eps, mode, live.Policy)
-	if err != nil {
-		c.unread(changed)
-		c.report(ctx, &Report{Err: err, Stage: StageList, AuthFailed: errors.Is(err, provider.ErrAuthentication), Endpoints: eps, Objects: objectsOf(read), Mode: mode,
-			SourceEndpoints: counts, Started: start, Duration: c.cfg.Clock.Now().Sub(start)})
-		return nil, err
+	in.endpoints, in.sources, in.counts = eps, read, counts
+	in.sourcesRead = c.cfg.Clock.Now()
+	return nil
+}
+
+// abandon ends a sync whose read failed at stage: the changes it read are left to the next,
+// and the reporters are told. It returns err.
+func (c *Controller) abandon(ctx context.Context, in *reading, stage Stage, err error) error {
+	c.unread(in.changed)
+	rep := &Report{Err: err, Stage: stage, Mode: in.mode, Started: in.started}
+	if stage == StageList {
+		// The sources answered: observers can still report on the objects concerned.
+		rep.AuthFailed = errors.Is(err, provider.ErrAuthentication)
+		rep.Endpoints, rep.Objects, rep.SourceEndpoints = in.endpoints, objectsOf(in.sources), in.counts
 	}
+	rep.Duration = c.cfg.Clock.Now().Sub(in.started)
+	c.report(ctx, rep)
+	return err
+}
+
+// planLog is the sync's log with what it read and planned.
+func (c *Controller) planLog(in *reading, sy *planner.Sync) logrus.FieldLogger {
 	st := sy.State
-	out := &Outcome{Changes: sy.Changes, NextExpiry: sy.NextExpiry, Pending: sy.Pending, Read: sy.Read}
-	log := c.log.WithFields(logrus.Fields{"mode": mode, "read": sy.Read,
-		"source_duration": sourceDuration.Round(time.Microsecond), "list_duration": sy.ReadDuration.Round(time.Microsecond),
-		"plan_duration": c.cfg.Clock.Now().Sub(planStart.Add(sy.ReadDuration)).Round(time.Microsecond),
-		"endpoints":     len(eps), "hostnames": len(sy.Desired), "planned": sy.Planned, "entries": sy.Entries,
+	return c.log.WithFields(logrus.Fields{"mode": in.mode, "read": sy.Read,
+		"source_duration": in.sourcesRead.Sub(in.started).Round(time.Microsecond), "list_duration": sy.ReadDuration.Round(time.Microsecond),
+		"plan_duration": c.cfg.Clock.Now().Sub(in.sourcesRead.Add(sy.ReadDuration)).Round(time.Microsecond),
+		"endpoints":     len(in.endpoints), "hostnames": len(sy.Desired), "planned": sy.Planned, "entries": sy.Entries,
 		"owned": len(st.Owned), "foreign": st.ForeignCount(), "changes": len(sy.Changes), "pending_deletions": sy.Pending,
 	})
-	if c.cfg.DryRun {
-		for i := range sy.Changes {
-			fmt.Fprintln(c.cfg.Out, sy.Changes[i].String())
-		}
-		if len(sy.Changes) == 0 {
-			fmt.Fprintln(c.cfg.Out, "no changes")
-		}
-		if sy.Deferred > 0 {
-			fmt.Fprintf(c.cfg.Out, "%d more changes follow in the next syncs (the budget of writes per sync)\n", sy.Deferred)
-		}
-		if sy.Braked != nil {
-			fmt.Fprintf(c.cfg.Out, "held: %s\n", sy.Braked.Message())
-		}
-		log.Info("dry run: plan printed, nothing written")
-		return out, nil
+}
+
+// print writes a dry run's plan to Out.
+func (c *Controller) print(sy *planner.Sync) {
+	for i := range sy.Changes {
+		fmt.Fprintln(c.cfg.Out, sy.Changes[i].String())
 	}
-	var applyErr error
-	if len(sy.Changes) > 0 {
-		applyStart := c.cfg.Clock.Now()
-		applyErr = c.cfg.Provider.ApplyChanges(ctx, sy.Changes)
-		if applyErr == nil {
-			log.WithFields(logrus.Fields{"apply_duration": c.cfg.Clock.Now().Sub(applyStart).Round(time.Microsecond),
-				"duration": c.cfg.Clock.Now().Sub(start).Round(time.Millisecond)}).Info("sync applied changes")
-		}
-	} else {
-		log.WithField("duration", c.cfg.Clock.Now().Sub(start).Round(time.Millisecond)).Debug("sync: nothing to change")
+	if len(sy.Changes) == 0 {
+		fmt.Fprintln(c.cfg.Out, "no changes")
 	}
-	out.Again = c.planner.Learn(sy, applyErr)
-	whole, _ := plan.SplitRefused(applyErr)
-	if out.Again || whole != nil {
-		// The sync that follows (at once, or after the backoff) writes what this one held
-		// back or could not send: the change's latency runs on until then.
-		c.unread(changed)
+	if sy.Deferred > 0 {
+		fmt.Fprintf(c.cfg.Out, "%d more changes follow in the next syncs (the budget of writes per sync)\n", sy.Deferred)
 	}
+	if sy.Braked != nil {
+		fmt.Fprintf(c.cfg.Out, "held: %s\n", sy.Braked.Message())
+	}
+}
+
+// write sends the plan's changes; it returns the provider's error.
+func (c *Controller) write(ctx context.Context, in *reading, sy *planner.Sync, log logrus.FieldLogger) error {
+	if len(sy.Changes) == 0 {
+		log.WithField("duration", c.cfg.Clock.Now().Sub(in.started).Round(time.Millisecond)).Debug("sync: nothing to change")
+		return nil
+	}
+	start := c.cfg.Clock.Now()
+	err := c.cfg.Provider.ApplyChanges(ctx, sy.Changes)
+	if err == nil {
+		log.WithFields(logrus.Fields{"apply_duration": c.cfg.Clock.Now().Sub(start).Round(time.Microsecond),
+			"duration": c.cfg.Clock.Now().Sub(in.started).Round(time.Millisecond)}).Info("sync applied changes")
+	}
+	return err
+}
+
+// learn tells the planner what became of the writes and reports whether another sync follows
+// at once: the planner asks for one, or entries were removed while other namespaces' claims
+// waited for the hostname, and those claims can now be written.
+func (c *Controller) learn(in *reading, sy *planner.Sync, applyErr error) (again bool) {
+	fresh := c.planner.Learn(sy, applyErr)
+	if whole, _ := plan.SplitRefused(applyErr); fresh || whole != nil {
+		// The sync that follows (at once, or after the backoff) writes what this one left out
+		// or could not send: the change's latency runs on until then.
+		c.unread(in.changed)
+	}
+	return fresh || (len(sy.State.Conflicts) > 0 && removedAny(sy.Changes, applyErr))
+}
+
+// reportOf is the report of a sync that planned, translated from what it read (in), what it
+// planned (sy), what became of the writes (applyErr) and whether another sync follows at once
+// (again), for cluster at end.
+func reportOf(cluster string, in *reading, sy *planner.Sync, applyErr error, again bool, end time.Time) *Report {
 	failed := map[string]Failure{}
 	for host, err := range sy.Refused {
 		failed[host] = Failure{Err: err, Kind: FailureRefused}
@@ -480,35 +541,38 @@ func (c *Controller) sync(ctx context.Context, mode planner.Mode) (*Outcome, err
 			failed[ce.Change.Hostname()] = failureOf(ce)
 		}
 	}
-	rep := &Report{Cluster: c.cfg.Registry.ClusterName(), Desired: sy.Desired, Endpoints: eps, Objects: objectsOf(read),
+	st := sy.State
+	rep := &Report{Cluster: cluster, Desired: sy.Desired, Endpoints: in.endpoints, Objects: objectsOf(in.sources),
 		Entries: entriesAfter(st.Owned, sy.Changes, applyErr), Failed: failed, FailedChanges: failedChanges,
-		Changes: sy.Changes, Deferred: sy.Deferred, Pending: sy.Pending, Foreign: st.ForeignCount(), SourceEndpoints: counts, Conflicts: st.Conflicts,
+		Changes: sy.Changes, Deferred: sy.Deferred, Pending: sy.Pending, Foreign: st.ForeignCount(), SourceEndpoints: in.counts, Conflicts: st.Conflicts,
 		Namesakes: st.Namesakes, Unclaimed: st.Unclaimed, Braked: sy.Braked, TakeUpLeft: sy.TakeUpLeft,
-		Problems: st.Problems, Started: start, Duration: c.cfg.Clock.Now().Sub(start), ListDuration: sy.ReadDuration, Read: sy.Read,
-		Mode: mode, ChangedAt: changed}
-	if whole != nil {
+		Problems: st.Problems, Started: in.started, Duration: end.Sub(in.started), ListDuration: sy.ReadDuration, Read: sy.Read,
+		Mode: in.mode, ChangedAt: in.changed, Again: again, NextExpiry: sy.NextExpiry}
+	if whole, _ := plan.SplitRefused(applyErr); whole != nil {
 		rep.Err, rep.Stage, rep.AuthFailed = applyErr, StageApply, errors.Is(whole, provider.ErrAuthentication)
 	}
-	c.report(ctx, rep)
-	if len(st.Conflicts) > 0 && removedAny(sy.Changes, applyErr) {
-		out.Again = true
+	return rep
+}
+
+// errorOf is the error of a sync that planned: its writes' failure as a whole, else the
+// hostnames whose writes were refused (a RefusedError), nil when every write went through.
+func errorOf(rep *Report) error {
+	if rep.Stage == StageApply {
+		return fmt.Errorf("applying %d changes: %w", len(rep.Changes), rep.Err)
 	}
-	if whole != nil {
-		return out, fmt.Errorf("applying %d changes: %w", len(sy.Changes), applyErr)
+	if len(rep.Failed) == 0 {
+		return nil
 	}
-	if len(failed) > 0 {
-		hosts := make([]string, 0, len(failed))
-		for h := range failed {
-			hosts = append(hosts, h)
-		}
-		sort.Strings(hosts)
-		errs := make([]error, 0, len(hosts))
-		for _, h := range hosts {
-			errs = append(errs, failed[h].Err)
-		}
-		return out, &RefusedError{Hostnames: hosts, Err: errors.Join(errs...)}
+	hosts := make([]string, 0, len(rep.Failed))
+	for h := range rep.Failed {
+		hosts = append(hosts, h)
 	}
-	return out, nil
+	sort.Strings(hosts)
+	errs := make([]error, 0, len(hosts))
+	for _, h := range hosts {
+		errs = append(errs, rep.Failed[h].Err)
+	}
+	return &RefusedError{Hostnames: hosts, Err: errors.Join(errs...)}
 }
 
 // sourceRead is what one source gave a sync.
@@ -654,14 +718,14 @@ func (c *Controller) Run(ctx context.Context) error {
 		if s.Mode == planner.Full {
 			answer = c.takeRequests()
 		}
-		out, err := c.sync(ctx, s.Mode)
+		rep, err := c.sync(ctx, s.Mode)
 		for _, a := range answer {
 			a <- err
 		}
 		if ctx.Err() != nil {
 			return nil
 		}
-		r := Synced{Mode: s.Mode, Started: start, Read: out != nil}
+		r := Synced{Mode: s.Mode, Started: start, Read: rep != nil}
 		var refused *RefusedError
 		switch {
 		case errors.As(err, &refused):
@@ -671,8 +735,8 @@ func (c *Controller) Run(ctx context.Context) error {
 		case err != nil:
 			r.Result = ResultFailed
 		}
-		if out != nil && (err == nil || refused != nil) {
-			r.Again, r.NextExpiry = out.Again, out.NextExpiry
+		if rep != nil && (err == nil || refused != nil) {
+			r.Again, r.NextExpiry = rep.Again, rep.NextExpiry
 		}
 		s = s.Done(r, c.cfg.Clock.Now())
 		switch r.Result {

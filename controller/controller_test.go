@@ -193,7 +193,7 @@ func (r *knownStateRig) want(eps ...*endpoint.Endpoint) {
 	r.src.eps = eps
 }
 
-func (r *knownStateRig) sync(t *testing.T, full bool) *Outcome {
+func (r *knownStateRig) sync(t *testing.T, full bool) *Report {
 	t.Helper()
 	mode := planner.Event
 	if full {
