@@ -725,7 +725,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		r := Synced{Mode: s.Mode, Started: start, Read: rep != nil}
+		r := Synced{Mode: s.Mode, Started: start, Planned: rep != nil}
 		var refused *RefusedError
 		switch {
 		case errors.As(err, &refused):

@@ -42,9 +42,9 @@ type Synced struct {
 	Mode    planner.Mode
 	Started time.Time
 	Result  Result
-	// Read says the sync read the server and planned: a full sync that did is the one the
-	// interval counts from.
-	Read bool
+	// Planned says the sync's reads succeeded and it planned: a full sync that did is the one
+	// the interval counts from.
+	Planned bool
 	// Again asks for an event-triggered sync at once: the known state is out of date, or
 	// removals freed hostnames others wait for.
 	Again bool
@@ -134,7 +134,7 @@ func (s Schedule) Triggered(t Trigger, now time.Time) Schedule {
 // failure a backoff doubling from one second to the interval; a pending deletion wakes the
 // loop when it falls due.
 func (s Schedule) Done(r Synced, now time.Time) Schedule {
-	if r.Read && r.Mode == planner.Full {
+	if r.Planned && r.Mode == planner.Full {
 		s.lastFull = r.Started
 	}
 	s.Next, s.Mode, s.authWait = s.lastFull.Add(s.Interval), planner.Full, false

@@ -16,7 +16,7 @@ func TestSchedule(t *testing.T) {
 	// settled is the schedule after the full sync at t0.
 	settled := func() Schedule {
 		s := NewSchedule(t0, interval, spacing).Starting(t0)
-		return s.Done(Synced{Mode: planner.Full, Started: t0, Read: true}, at(50*time.Millisecond))
+		return s.Done(Synced{Mode: planner.Full, Started: t0, Planned: true}, at(50*time.Millisecond))
 	}
 	// step is one thing that happens: a trigger, the start of the sync due, or its end.
 	type step func(Schedule) Schedule
@@ -42,19 +42,19 @@ func TestSchedule(t *testing.T) {
 		{"after the first sync, the interval", []step{}, at(interval), planner.Full},
 		{"a change after a quiet period syncs at once", []step{trigger(TriggerChanged, 10*time.Second)}, at(10 * time.Second), planner.Event},
 		{"changes during an event sync coalesce after the spacing", []step{
-			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Synced{Read: true}),
+			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Synced{Planned: true}),
 			trigger(TriggerChanged, 10*time.Second+100*time.Millisecond), trigger(TriggerChanged, 10*time.Second+200*time.Millisecond),
 		}, at(11 * time.Second), planner.Event},
 		{"event syncs do not postpone the interval's full read", []step{
-			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Synced{Read: true}),
-			trigger(TriggerChanged, 30*time.Second), run(20*time.Millisecond, Synced{Read: true}),
+			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Synced{Planned: true}),
+			trigger(TriggerChanged, 30*time.Second), run(20*time.Millisecond, Synced{Planned: true}),
 		}, at(interval), planner.Full},
 		{"a change does not bring a sooner full sync forward", []step{trigger(TriggerChanged, interval-10*time.Millisecond)}, at(interval - 10*time.Millisecond), planner.Event},
 		{"a grace period ending wakes the loop", []step{
-			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Synced{Read: true, NextExpiry: at(14 * time.Second)}),
+			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Synced{Planned: true, NextExpiry: at(14 * time.Second)}),
 		}, at(14*time.Second + expirySlack), planner.Full},
 		{"a deletion falling due after the interval waits for it", []step{
-			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Synced{Read: true, NextExpiry: at(2 * interval)}),
+			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Synced{Planned: true, NextExpiry: at(2 * interval)}),
 		}, at(interval), planner.Full},
 		{"a stale known state: an event sync at once", []step{
 			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Synced{Again: true}),
@@ -80,7 +80,7 @@ func TestSchedule(t *testing.T) {
 		}, at(5*time.Second + 100*time.Millisecond + 2*time.Second), planner.Full},
 		{"a new run of failures may be cut short again", []step{
 			trigger(TriggerReconfigured, 5*time.Second), run(0, failed), trigger(TriggerReachable, 5*time.Second+100*time.Millisecond),
-			run(0, Synced{Read: true}), trigger(TriggerChanged, 7*time.Second), run(0, failed), trigger(TriggerReachable, 7*time.Second+500*time.Millisecond),
+			run(0, Synced{Planned: true}), trigger(TriggerChanged, 7*time.Second), run(0, failed), trigger(TriggerReachable, 7*time.Second+500*time.Millisecond),
 		}, at(7*time.Second + 500*time.Millisecond), planner.Full},
 		{"the server's return in steady state starts nothing", []step{trigger(TriggerReachable, 10*time.Second)}, at(interval), planner.Full},
 		{"an authentication failure waits for the interval", []step{
@@ -97,7 +97,7 @@ func TestSchedule(t *testing.T) {
 			trigger(TriggerReconfigured, 5*time.Second), run(0, failed), run(0, failed), trigger(TriggerRequested, 5*time.Second+100*time.Millisecond),
 		}, at(5*time.Second + 100*time.Millisecond), planner.Full},
 		{"a request during an event sync's spacing is not postponed", []step{
-			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Synced{Read: true}),
+			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Synced{Planned: true}),
 			trigger(TriggerChanged, 10*time.Second+100*time.Millisecond), trigger(TriggerRequested, 10*time.Second+200*time.Millisecond),
 		}, at(10*time.Second + 200*time.Millisecond), planner.Full},
 		{"news arriving together is one wake-up", []step{trigger(TriggerChanged|TriggerReconfigured, 20*time.Second)}, at(20 * time.Second), planner.Full},
