@@ -204,10 +204,10 @@ type Config struct {
 type Controller struct {
 	cfg Config
 	log logrus.FieldLogger
-	// pending holds the Triggers that arrived since the loop last looked, and wake tells it
+	// news holds the Triggers that arrived since the loop last looked, and wake tells it
 	// there are some: news never blocks its sender, and a burst is one wake-up.
-	pending atomic.Uint32
-	wake    chan struct{}
+	news atomic.Uint32
+	wake chan struct{}
 	// changedAt is when the earliest cluster change no sync has read yet arrived (Unix
 	// nanoseconds, 0 for none): the start of a change's latency, which the sync that writes it
 	// reports.
@@ -342,8 +342,8 @@ var errStopped = errors.New("the operator is stopping")
 // tell hands the loop news without blocking.
 func (c *Controller) tell(t Trigger) {
 	for {
-		old := c.pending.Load()
-		if c.pending.CompareAndSwap(old, old|uint32(t)) {
+		old := c.news.Load()
+		if c.news.CompareAndSwap(old, old|uint32(t)) {
 			break
 		}
 	}
@@ -751,7 +751,7 @@ func (c *Controller) Run(ctx context.Context) error {
 
 // triggered is the schedule after the news that woke the loop.
 func (c *Controller) triggered(s Schedule) Schedule {
-	t := Trigger(c.pending.Swap(0))
+	t := Trigger(c.news.Swap(0))
 	if t&TriggerReconfigured != 0 {
 		s.Interval = c.settings().Interval
 	}
