@@ -72,7 +72,7 @@ type Server struct {
 	// applying serialises POST /records: one set of changes at a time.
 	applying sync.Mutex
 	mu       sync.Mutex
-	pending  *Changes // the changes of the request being applied, nil between requests
+	request  *Changes // the changes of the request being applied, nil between requests
 	// last is what was published once the last sync's writes were done, nil when unknown
 	// (at start, after a failed sync): a sync starts from it instead of reading the server
 	// for it, since the sync reads the server itself.
@@ -100,7 +100,7 @@ func (s *Server) SetSyncer(sy Syncer) { s.syncer = sy }
 // applied.
 func (s *Server) Endpoints(ctx context.Context) ([]*endpoint.Endpoint, error) {
 	s.mu.Lock()
-	pending, h := s.pending, s.last.clone()
+	request, h := s.request, s.last.clone()
 	s.mu.Unlock()
 	if h == nil {
 		var err error
@@ -108,8 +108,8 @@ func (s *Server) Endpoints(ctx context.Context) ([]*endpoint.Endpoint, error) {
 			return nil, err
 		}
 	}
-	if pending != nil {
-		if err := h.apply(pending); err != nil {
+	if request != nil {
+		if err := h.apply(request); err != nil {
 			return nil, err
 		}
 	}
@@ -190,11 +190,11 @@ func (s *Server) applyChanges(w http.ResponseWriter, r *http.Request) {
 	s.applying.Lock()
 	defer s.applying.Unlock()
 	s.mu.Lock()
-	s.pending = &ch
+	s.request = &ch
 	s.mu.Unlock()
 	err := s.syncer.Sync(r.Context())
 	s.mu.Lock()
-	s.pending = nil
+	s.request = nil
 	s.mu.Unlock()
 	if err != nil {
 		s.fail(w, http.StatusServiceUnavailable, err)
