@@ -129,3 +129,39 @@ func TestReportOf(t *testing.T) {
 		})
 	}
 }
+
+// TestReportOfFailedRead: a sync whose read failed reports where and why; a failed read of the
+// server (not of a source, though the webhook's source reads the server too) tells whether
+// the authentication failed, with what the sources gave so that observers can still report
+// on the objects concerned.
+func TestReportOfFailedRead(t *testing.T) {
+	t0 := time.Unix(1_800_000_000, 0)
+	ep := &endpoint.Endpoint{Hostname: "a.lan", Targets: []string{"10.0.0.1"}, Sources: []endpoint.SourceRef{{Kind: "Ingress", UID: "u1"}}}
+	auth := fmt.Errorf("listing router-hosts entries: %w", provider.ErrAuthentication)
+	for _, tc := range []struct {
+		name       string
+		stage      Stage
+		err        error
+		authFailed bool
+		objects    bool
+	}{
+		{name: "a source", stage: StageSource, err: auth},
+		{name: "the server, unreachable", stage: StageList, err: errors.New("unavailable"), objects: true},
+		{name: "the server, refusing the TLS authentication", stage: StageList, err: auth, authFailed: true, objects: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := &reading{mode: planner.Full, started: t0, changed: t0.Add(-time.Second)}
+			if tc.stage == StageList {
+				in.endpoints, in.sources, in.counts = []*endpoint.Endpoint{ep}, []sourceRead{{endpoints: []*endpoint.Endpoint{ep}}}, []int{1}
+			}
+			rep := reportOfFailedRead(in, tc.stage, tc.err, t0.Add(time.Second))
+			if rep.Stage != tc.stage || rep.Err != tc.err || rep.AuthFailed != tc.authFailed || rep.Mode != planner.Full ||
+				!rep.Started.Equal(t0) || rep.Duration != time.Second || !rep.ChangedAt.IsZero() || rep.Again {
+				t.Fatalf("report %+v", rep)
+			}
+			if got := len(rep.Endpoints) == 1 && len(rep.Objects["u1"].Endpoints) == 1 && reflect.DeepEqual(rep.SourceEndpoints, []int{1}); got != tc.objects {
+				t.Fatalf("endpoints %v, objects %v, counts %v; want them %v", rep.Endpoints, rep.Objects, rep.SourceEndpoints, tc.objects)
+			}
+		})
+	}
+}
