@@ -9,6 +9,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/planner"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/routerhosts"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
@@ -48,7 +49,7 @@ func benchmarkEventSync(b *testing.B, n int) {
 	ctx := context.Background()
 	// The first syncs write every entry, within the budget of writes per sync.
 	for again := true; again; {
-		out, err := c.sync(ctx, ModeFull)
+		out, err := c.sync(ctx, planner.Full)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -63,7 +64,7 @@ func benchmarkEventSync(b *testing.B, n int) {
 		src.mu.Lock()
 		src.eps[k%n] = &e
 		src.mu.Unlock()
-		if _, err := c.sync(ctx, ModeEvent); err != nil {
+		if _, err := c.sync(ctx, planner.Event); err != nil {
 			b.Fatal(err)
 		}
 	}

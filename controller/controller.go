@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,136 +34,15 @@ type Provider interface {
 	ApplyChanges(ctx context.Context, changes []plan.Change) error
 }
 
-// Reporter is told the outcome of every sync that got as far as planning, e.g. to write the
-// status of HostMappings. It runs after the writes, never in dry-run mode.
+// Reporter is told the outcome of every sync (report.go), e.g. to write the status of
+// HostMappings. It runs after the writes or the failed read, never in dry-run mode.
 type Reporter interface {
 	Report(ctx context.Context, r *Report)
-}
-
-// Stage names where a sync stopped.
-type Stage uint8
-
-// The stages. StageDone means the sync got through, though some writes may have been refused
-// (Report.Failed); the others name the step that failed as a whole.
-const (
-	StageDone Stage = iota
-	StageSource
-	StageList
-	StageApply
-)
-
-// String is the stage's name in metrics and logs.
-func (s Stage) String() string {
-	switch s {
-	case StageSource:
-		return "source"
-	case StageList:
-		return "list"
-	case StageApply:
-		return "apply"
-	}
-	return "done"
-}
-
-// Object is what the sources made of one object in a sync.
-type Object struct {
-	Endpoints []*endpoint.Endpoint
-	Problems  []endpoint.Problem
 }
 
 // ProblemSource is a source that tells the problems of its objects' input.
 type ProblemSource interface {
 	Problems() map[string][]endpoint.Problem
-}
-
-// FailureKind says what kept a write from happening, in the terms an observer reports.
-type FailureKind uint8
-
-// The kinds of failure.
-const (
-	// FailureRefused: the server, or the operator's own checks, turned the change down.
-	FailureRefused FailureKind = iota
-	// FailureUnreachable: the server could not be reached or did not answer in time.
-	FailureUnreachable
-	// FailureAuthentication: the server refused the TLS authentication.
-	FailureAuthentication
-)
-
-// Failure is why one hostname's write did not happen.
-type Failure struct {
-	Err  error
-	Kind FailureKind
-}
-
-func failureOf(ce *plan.ChangeError) Failure {
-	switch {
-	case ce.Refused:
-		return Failure{Err: ce, Kind: FailureRefused}
-	case errors.Is(ce, provider.ErrAuthentication):
-		return Failure{Err: ce, Kind: FailureAuthentication}
-	}
-	return Failure{Err: ce, Kind: FailureUnreachable}
-}
-
-// Report is what reporters learn about a sync.
-type Report struct {
-	// Cluster is the cluster name the sync ran as (a RouterHostsConfig may change it).
-	Cluster string
-	// Desired holds the merged endpoint of every managed hostname, with the objects that won it.
-	Desired []*endpoint.Endpoint
-	// Endpoints are the sources' endpoints the sync read (within the domain filter), so that a
-	// sync that failed at the server can still be reported on the objects it concerns.
-	Endpoints []*endpoint.Endpoint
-	// Objects is what the sources made of each object, by UID: all its endpoints (whatever the
-	// domain filter) and the problems found in its input, for observers that report an
-	// object's state.
-	Objects map[string]Object
-	// Entries are the entries this cluster owns per hostname once the writes are done.
-	Entries map[string][]endpoint.Record
-	// Failed says why each hostname whose write failed or was refused did not get it,
-	// including refused writes this sync held back until the next interval.
-	Failed map[string]Failure
-	// Stage says where a failed sync stopped, StageDone when it did not; Err is its error.
-	Stage Stage
-	Err   error
-	// AuthFailed says the server refused the TLS authentication (a client certificate it does
-	// not accept, or a server certificate our CA does not verify).
-	AuthFailed bool
-	// Changes are the writes the sync sent; FailedChanges holds the error of each one that
-	// failed, keyed by its address in Changes (the others succeeded). Deferred is the number
-	// of changes left to the syncs that follow, beyond the budget of writes per sync.
-	Changes       []plan.Change
-	FailedChanges map[*plan.Change]error
-	Deferred      int
-	// Pending is the number of owned entries marked for deletion; Foreign the number owned by
-	// other clusters.
-	Pending, Foreign int
-	// Namesakes are the other installations writing this cluster's name; Unclaimed the entries
-	// an earlier version wrote under it that no object here wants while a namesake shows.
-	Namesakes []registry.Namesake
-	Unclaimed int
-	// Braked is the mass deletion the brake holds, nil when none; TakeUpLeft the entries of an
-	// earlier version still to be given the identity.
-	Braked     *registry.Braked
-	TakeUpLeft int
-	// SourceEndpoints counts the endpoints each source returned, by source index.
-	SourceEndpoints []int
-	// Conflicts are the claims the registry turned down; Problems the parts of claims it
-	// dropped (reserved tags).
-	Conflicts []registry.Conflict
-	Problems  []registry.Problem
-	// Started and Duration time the sync; ListDuration is the part spent reading the server,
-	// its share of a no-op sync, and Read what was read.
-	Started      time.Time
-	Duration     time.Duration
-	ListDuration time.Duration
-	Read         planner.Read
-	// Mode is the kind of sync.
-	Mode planner.Mode
-	// ChangedAt is when the earliest cluster change this sync read arrived, zero when it read
-	// none (an interval's sync of an unchanged cluster): Started+Duration less ChangedAt is
-	// how long the change took to reach the router, when the sync wrote it.
-	ChangedAt time.Time
 }
 
 // Config wires the loop.
@@ -197,10 +74,10 @@ type Config struct {
 type Controller struct {
 	cfg Config
 	log logrus.FieldLogger
-	// pending holds the Triggers that arrived since the loop last looked, and wake tells it
+	// news holds the Triggers that arrived since the loop last looked, and wake tells it
 	// there are some: news never blocks its sender, and a burst is one wake-up.
-	pending atomic.Uint32
-	wake    chan struct{}
+	news atomic.Uint32
+	wake chan struct{}
 	// changedAt is when the earliest cluster change no sync has read yet arrived (Unix
 	// nanoseconds, 0 for none): the start of a change's latency, which the sync that writes it
 	// reports.
@@ -335,8 +212,8 @@ var errStopped = errors.New("the operator is stopping")
 // tell hands the loop news without blocking.
 func (c *Controller) tell(t Trigger) {
 	for {
-		old := c.pending.Load()
-		if c.pending.CompareAndSwap(old, old|uint32(t)) {
+		old := c.news.Load()
+		if c.news.CompareAndSwap(old, old|uint32(t)) {
 			break
 		}
 	}
@@ -346,63 +223,81 @@ func (c *Controller) tell(t Trigger) {
 	}
 }
 
-// Outcome summarises one sync.
-type Outcome struct {
-	Changes []plan.Change
-	// NextExpiry is when the earliest pending deletion falls due; zero when none.
-	NextExpiry time.Time
-	Pending    int
-	// Again asks for another sync at once: the planner found its known state out of date or
-	// held back what only a read of the whole server may send, or entries were removed while
-	// other namespaces' claims waited for the hostname, and those claims can now be written.
-	Again bool
-	// Read is what the sync read of the server.
-	Read planner.Read
-}
-
-// RefusedError is the error of a sync whose only failures were writes the server (or the
-// operator's own validation) refused: the sync itself worked, and the loop goes on at its
-// usual pace.
-type RefusedError struct {
-	Hostnames []string
-	Err       error
-}
-
-func (e *RefusedError) Error() string {
-	return fmt.Sprintf("%d hostnames refused (%s): %v", len(e.Hostnames), strings.Join(e.Hostnames, ", "), e.Err)
-}
-
-func (e *RefusedError) Unwrap() error { return e.Err }
-
 // SyncOnce runs one full sync: it reads the server, and retries refused writes too. Any failed
 // read abandons the sync before planning, because a source or server that answered nothing
 // must never look like "delete everything". It runs beside the loop, if one runs: for --once
-// and tests; a caller beside a running loop asks it with SyncNow.
-func (c *Controller) SyncOnce(ctx context.Context) (*Outcome, error) {
+// and tests; a caller beside a running loop asks it with SyncNow. The report is nil when a
+// read failed.
+func (c *Controller) SyncOnce(ctx context.Context) (*Report, error) {
 	return c.sync(ctx, planner.Full)
 }
 
-// sync runs one sync of the given mode.
-func (c *Controller) sync(ctx context.Context, mode planner.Mode) (*Outcome, error) {
+// sync runs one sync of the given mode the way external-dns's RunOnce does: read the sources,
+// plan (the planner reads the server), write, report. A failed read is reported and ends the
+// sync with no report returned, since nothing was planned to schedule by.
+func (c *Controller) sync(ctx context.Context, mode planner.Mode) (*Report, error) {
 	c.syncing.Lock()
 	defer c.syncing.Unlock()
-	live := c.settings()
-	// The changes before this point are the ones this sync reads.
-	var changed time.Time
-	if at := c.changedAt.Swap(0); at != 0 {
-		changed = time.Unix(0, at)
+	in := c.begin(mode)
+	if err := c.readSources(ctx, in); err != nil {
+		return nil, c.abandon(ctx, in, StageSource, err)
 	}
-	start := c.cfg.Clock.Now()
+	sy, err := c.planner.Plan(ctx, in.endpoints, mode, c.settings().Policy)
+	if err != nil {
+		return nil, c.abandon(ctx, in, StageList, err)
+	}
+	log := c.planLog(in, sy)
+	if c.cfg.DryRun {
+		c.print(sy)
+		log.Info("dry run: plan printed, nothing written")
+		return reportOf(c.cfg.Registry.ClusterName(), in, sy, nil, false, c.cfg.Clock.Now()), nil
+	}
+	applyErr := c.write(ctx, in, sy, log)
+	again := c.learn(in, sy, applyErr)
+	rep := reportOf(c.cfg.Registry.ClusterName(), in, sy, applyErr, again, c.cfg.Clock.Now())
+	c.report(ctx, rep)
+	return rep, errorOf(rep)
+}
+
+// reading is what a sync knows before it plans.
+type reading struct {
+	mode planner.Mode
+	// started is when the sync started, sourcesRead when it had read the sources.
+	started, sourcesRead time.Time
+	// changed is when the earliest cluster change the sync reads arrived, zero for none.
+	changed time.Time
+	// endpoints are the sources' endpoints within the domain filter, the ones planned; sources
+	// what each source gave whatever the filter, and counts how many endpoints it returned.
+	endpoints []*endpoint.Endpoint
+	sources   []sourceRead
+	counts    []int
+}
+
+// sourceRead is what one source gave a sync.
+type sourceRead struct {
+	endpoints []*endpoint.Endpoint
+	problems  map[string][]endpoint.Problem
+}
+
+// begin starts a sync: the cluster changes noted before this point are the ones it reads.
+func (c *Controller) begin(mode planner.Mode) *reading {
+	in := &reading{mode: mode}
+	if at := c.changedAt.Swap(0); at != 0 {
+		in.changed = time.Unix(0, at)
+	}
+	in.started = c.cfg.Clock.Now()
+	return in
+}
+
+// readSources reads every source into in; a failed source leaves in as it was.
+func (c *Controller) readSources(ctx context.Context, in *reading) error {
 	var eps []*endpoint.Endpoint
 	read := make([]sourceRead, len(c.cfg.Sources))
 	counts := make([]int, len(c.cfg.Sources))
 	for i, s := range c.cfg.Sources {
 		got, err := s.Endpoints(ctx)
 		if err != nil {
-			err = fmt.Errorf("reading source %d: %w", i, err)
-			c.report(ctx, &Report{Err: err, Stage: StageSource, Started: start, Duration: c.cfg.Clock.Now().Sub(start), Mode: mode})
-			c.unread(changed)
-			return nil, err
+			return fmt.Errorf("reading source %d: %w", i, err)
 		}
 		counts[i] = len(got)
 		read[i].endpoints = got
@@ -416,129 +311,72 @@ func (c *Controller) sync(ctx context.Context, mode planner.Mode) (*Outcome, err
 			}
 		}
 	}
-	planStart := c.cfg.Clock.Now()
-	sourceDuration := planStart.Sub(start)
-	sy, err := c.planner.Plan(ctx, eps, mode, live.Policy)
-	if err != nil {
-		c.unread(changed)
-		c.report(ctx, &Report{Err: err, Stage: StageList, AuthFailed: errors.Is(err, provider.ErrAuthentication), Endpoints: eps, Objects: objectsOf(read), Mode: mode,
-			SourceEndpoints: counts, Started: start, Duration: c.cfg.Clock.Now().Sub(start)})
-		return nil, err
-	}
+	in.endpoints, in.sources, in.counts = eps, read, counts
+	in.sourcesRead = c.cfg.Clock.Now()
+	return nil
+}
+
+// abandon ends a sync whose read failed at stage: the changes it read are left to the next,
+// and the reporters are told. It returns err.
+func (c *Controller) abandon(ctx context.Context, in *reading, stage Stage, err error) error {
+	c.unread(in.changed)
+	c.report(ctx, reportOfFailedRead(in, stage, err, c.cfg.Clock.Now()))
+	return err
+}
+
+// planLog is the sync's log with what it read and planned.
+func (c *Controller) planLog(in *reading, sy *planner.Sync) logrus.FieldLogger {
 	st := sy.State
-	out := &Outcome{Changes: sy.Changes, NextExpiry: sy.NextExpiry, Pending: sy.Pending, Read: sy.Read}
-	log := c.log.WithFields(logrus.Fields{"mode": mode, "read": sy.Read,
-		"source_duration": sourceDuration.Round(time.Microsecond), "list_duration": sy.ReadDuration.Round(time.Microsecond),
-		"plan_duration": c.cfg.Clock.Now().Sub(planStart.Add(sy.ReadDuration)).Round(time.Microsecond),
-		"endpoints":     len(eps), "hostnames": len(sy.Desired), "planned": sy.Planned, "entries": sy.Entries,
+	return c.log.WithFields(logrus.Fields{"mode": in.mode, "read": sy.Read,
+		"source_duration": in.sourcesRead.Sub(in.started).Round(time.Microsecond), "list_duration": sy.ReadDuration.Round(time.Microsecond),
+		"plan_duration": c.cfg.Clock.Now().Sub(in.sourcesRead.Add(sy.ReadDuration)).Round(time.Microsecond),
+		"endpoints":     len(in.endpoints), "hostnames": len(sy.Desired), "planned": sy.Planned, "entries": sy.Entries,
 		"owned": len(st.Owned), "foreign": st.ForeignCount(), "changes": len(sy.Changes), "pending_deletions": sy.Pending,
 	})
-	if c.cfg.DryRun {
-		for i := range sy.Changes {
-			fmt.Fprintln(c.cfg.Out, sy.Changes[i].String())
-		}
-		if len(sy.Changes) == 0 {
-			fmt.Fprintln(c.cfg.Out, "no changes")
-		}
-		if sy.Deferred > 0 {
-			fmt.Fprintf(c.cfg.Out, "%d more changes follow in the next syncs (the budget of writes per sync)\n", sy.Deferred)
-		}
-		if sy.Braked != nil {
-			fmt.Fprintf(c.cfg.Out, "held: %s\n", sy.Braked.Message())
-		}
-		log.Info("dry run: plan printed, nothing written")
-		return out, nil
-	}
-	var applyErr error
-	if len(sy.Changes) > 0 {
-		applyStart := c.cfg.Clock.Now()
-		applyErr = c.cfg.Provider.ApplyChanges(ctx, sy.Changes)
-		if applyErr == nil {
-			log.WithFields(logrus.Fields{"apply_duration": c.cfg.Clock.Now().Sub(applyStart).Round(time.Microsecond),
-				"duration": c.cfg.Clock.Now().Sub(start).Round(time.Millisecond)}).Info("sync applied changes")
-		}
-	} else {
-		log.WithField("duration", c.cfg.Clock.Now().Sub(start).Round(time.Millisecond)).Debug("sync: nothing to change")
-	}
-	out.Again = c.planner.Learn(sy, applyErr)
-	whole, _ := plan.SplitRefused(applyErr)
-	if out.Again || whole != nil {
-		// The sync that follows (at once, or after the backoff) writes what this one held
-		// back or could not send: the change's latency runs on until then.
-		c.unread(changed)
-	}
-	failed := map[string]Failure{}
-	for host, err := range sy.Held {
-		failed[host] = Failure{Err: err, Kind: FailureRefused}
-	}
-	failedChanges := map[*plan.Change]error{}
-	for _, ce := range plan.Errors(applyErr) {
-		failedChanges[ce.Change] = ce
-		// A write that met a state newer than the known one is no failure of the user's: the
-		// sync that follows at once plans it again.
-		if sy.Read == planner.ReadServer || !ce.Stale {
-			failed[ce.Change.Hostname()] = failureOf(ce)
-		}
-	}
-	rep := &Report{Cluster: c.cfg.Registry.ClusterName(), Desired: sy.Desired, Endpoints: eps, Objects: objectsOf(read),
-		Entries: entriesAfter(st.Owned, sy.Changes, applyErr), Failed: failed, FailedChanges: failedChanges,
-		Changes: sy.Changes, Deferred: sy.Deferred, Pending: sy.Pending, Foreign: st.ForeignCount(), SourceEndpoints: counts, Conflicts: st.Conflicts,
-		Namesakes: st.Namesakes, Unclaimed: st.Unclaimed, Braked: sy.Braked, TakeUpLeft: sy.TakeUpLeft,
-		Problems: st.Problems, Started: start, Duration: c.cfg.Clock.Now().Sub(start), ListDuration: sy.ReadDuration, Read: sy.Read,
-		Mode: mode, ChangedAt: changed}
-	if whole != nil {
-		rep.Err, rep.Stage, rep.AuthFailed = applyErr, StageApply, errors.Is(whole, provider.ErrAuthentication)
-	}
-	c.report(ctx, rep)
-	if len(st.Conflicts) > 0 && removedAny(sy.Changes, applyErr) {
-		out.Again = true
-	}
-	if whole != nil {
-		return out, fmt.Errorf("applying %d changes: %w", len(sy.Changes), applyErr)
-	}
-	if len(failed) > 0 {
-		hosts := make([]string, 0, len(failed))
-		for h := range failed {
-			hosts = append(hosts, h)
-		}
-		sort.Strings(hosts)
-		errs := make([]error, 0, len(hosts))
-		for _, h := range hosts {
-			errs = append(errs, failed[h].Err)
-		}
-		return out, &RefusedError{Hostnames: hosts, Err: errors.Join(errs...)}
-	}
-	return out, nil
 }
 
-// sourceRead is what one source gave a sync.
-type sourceRead struct {
-	endpoints []*endpoint.Endpoint
-	problems  map[string][]endpoint.Problem
+// print writes a dry run's plan to Out.
+func (c *Controller) print(sy *planner.Sync) {
+	for i := range sy.Changes {
+		fmt.Fprintln(c.cfg.Out, sy.Changes[i].String())
+	}
+	if len(sy.Changes) == 0 {
+		fmt.Fprintln(c.cfg.Out, "no changes")
+	}
+	if sy.Deferred > 0 {
+		fmt.Fprintf(c.cfg.Out, "%d more changes follow in the next syncs (the budget of writes per sync)\n", sy.Deferred)
+	}
+	if sy.Braked != nil {
+		fmt.Fprintf(c.cfg.Out, "held: %s\n", sy.Braked.Message())
+	}
 }
 
-// objectsOf is what the sources made of each object, by UID. Only the report needs it, so a
-// sync builds it after its writes.
-func objectsOf(read []sourceRead) map[string]Object {
-	n := 0
-	for _, r := range read {
-		n += len(r.endpoints)
+// write sends the plan's changes; it returns the provider's error.
+func (c *Controller) write(ctx context.Context, in *reading, sy *planner.Sync, log logrus.FieldLogger) error {
+	if len(sy.Changes) == 0 {
+		log.WithField("duration", c.cfg.Clock.Now().Sub(in.started).Round(time.Millisecond)).Debug("sync: nothing to change")
+		return nil
 	}
-	objects := make(map[string]Object, n)
-	for _, r := range read {
-		for _, ep := range r.endpoints {
-			uid := ep.Sources[0].UID
-			o := objects[uid]
-			o.Endpoints = append(o.Endpoints, ep)
-			objects[uid] = o
-		}
-		for uid, p := range r.problems {
-			o := objects[uid]
-			o.Problems = p
-			objects[uid] = o
-		}
+	start := c.cfg.Clock.Now()
+	err := c.cfg.Provider.ApplyChanges(ctx, sy.Changes)
+	if err == nil {
+		log.WithFields(logrus.Fields{"apply_duration": c.cfg.Clock.Now().Sub(start).Round(time.Microsecond),
+			"duration": c.cfg.Clock.Now().Sub(in.started).Round(time.Millisecond)}).Info("sync applied changes")
 	}
-	return objects
+	return err
+}
+
+// learn tells the planner what became of the writes and reports whether another sync follows
+// at once: the planner asks for one, or entries were removed while other namespaces' claims
+// waited for the hostname, and those claims can now be written.
+func (c *Controller) learn(in *reading, sy *planner.Sync, applyErr error) (again bool) {
+	fresh := c.planner.Learn(sy, applyErr)
+	if whole, _ := plan.SplitRefused(applyErr); fresh || whole != nil {
+		// The sync that follows (at once, or after the backoff) writes what this one left out
+		// or could not send: the change's latency runs on until then.
+		c.unread(in.changed)
+	}
+	return fresh || (len(sy.State.Conflicts) > 0 && removedAny(sy.Changes, applyErr))
 }
 
 // removedAny reports whether a delete or release went through.
@@ -555,6 +393,7 @@ func removedAny(changes []plan.Change, applyErr error) bool {
 	return false
 }
 
+// report tells every reporter, unless the sync is a dry run.
 func (c *Controller) report(ctx context.Context, r *Report) {
 	if c.cfg.DryRun {
 		return
@@ -562,54 +401,6 @@ func (c *Controller) report(ctx context.Context, r *Report) {
 	for _, rep := range c.cfg.Reporters {
 		rep.Report(ctx, r)
 	}
-}
-
-// entriesAfter is the owned entries per hostname once the changes that succeeded are applied.
-func entriesAfter(owned []endpoint.Record, changes []plan.Change, applyErr error) map[string][]endpoint.Record {
-	failed := map[*plan.Change]bool{}
-	for _, e := range plan.Errors(applyErr) {
-		failed[e.Change] = true
-	}
-	// The changes are few beside the entries: index them, then walk the entries once.
-	gone := map[string]bool{}
-	now := map[string]*endpoint.Record{}
-	for i := range changes {
-		ch := &changes[i]
-		if failed[ch] {
-			continue
-		}
-		switch {
-		case ch.New == nil, ch.Action == plan.Release:
-			gone[ch.Old.ID] = true
-		case ch.New.ID != "":
-			now[ch.New.ID] = ch.New
-		}
-	}
-	out := make(map[string][]endpoint.Record, len(owned))
-	add := func(r *endpoint.Record) {
-		rs := append(out[r.Hostname], *r)
-		if n := len(rs); n > 1 && rs[n-1].IP < rs[n-2].IP {
-			sort.Slice(rs, func(i, j int) bool { return rs[i].IP < rs[j].IP })
-		}
-		out[r.Hostname] = rs
-	}
-	for i := range owned {
-		r := &owned[i]
-		if gone[r.ID] {
-			continue
-		}
-		if n, ok := now[r.ID]; ok {
-			r = n
-			delete(now, r.ID)
-		}
-		add(r)
-	}
-	for _, r := range now {
-		if !gone[r.ID] {
-			add(r)
-		}
-	}
-	return out
 }
 
 // Run syncs until ctx ends: at once, then as the Schedule says (every interval, soon after
@@ -651,17 +442,17 @@ func (c *Controller) Run(ctx context.Context) error {
 		start := c.cfg.Clock.Now()
 		s = s.Starting(start)
 		var answer []chan error
-		if s.Mode == ModeFull {
+		if s.Mode == planner.Full {
 			answer = c.takeRequests()
 		}
-		out, err := c.sync(ctx, s.Mode)
+		rep, err := c.sync(ctx, s.Mode)
 		for _, a := range answer {
 			a <- err
 		}
 		if ctx.Err() != nil {
 			return nil
 		}
-		r := Synced{Mode: s.Mode, Started: start, Read: out != nil}
+		r := Synced{Mode: s.Mode, Started: start, Planned: rep != nil}
 		var refused *RefusedError
 		switch {
 		case errors.As(err, &refused):
@@ -671,8 +462,8 @@ func (c *Controller) Run(ctx context.Context) error {
 		case err != nil:
 			r.Result = ResultFailed
 		}
-		if out != nil && (err == nil || refused != nil) {
-			r.Again, r.NextExpiry = out.Again, out.NextExpiry
+		if rep != nil && (err == nil || refused != nil) {
+			r.Again, r.NextExpiry = rep.Again, rep.NextExpiry
 		}
 		s = s.Done(r, c.cfg.Clock.Now())
 		switch r.Result {
@@ -687,7 +478,7 @@ func (c *Controller) Run(ctx context.Context) error {
 
 // triggered is the schedule after the news that woke the loop.
 func (c *Controller) triggered(s Schedule) Schedule {
-	t := Trigger(c.pending.Swap(0))
+	t := Trigger(c.news.Swap(0))
 	if t&TriggerReconfigured != 0 {
 		s.Interval = c.settings().Interval
 	}

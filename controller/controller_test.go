@@ -193,11 +193,11 @@ func (r *knownStateRig) want(eps ...*endpoint.Endpoint) {
 	r.src.eps = eps
 }
 
-func (r *knownStateRig) sync(t *testing.T, full bool) *Outcome {
+func (r *knownStateRig) sync(t *testing.T, full bool) *Report {
 	t.Helper()
-	mode := ModeEvent
+	mode := planner.Event
 	if full {
-		mode = ModeFull
+		mode = planner.Full
 	}
 	out, err := r.c.sync(context.Background(), mode)
 	var refused *RefusedError
@@ -315,7 +315,7 @@ func TestAStaleKnownStateIsReadAgain(t *testing.T) {
 	}
 }
 
-func TestARefusedDeleteIsHeldBackWithoutReadingTheServerAgain(t *testing.T) {
+func TestARefusedDeleteWaitsForTheIntervalWithoutReadingTheServerAgain(t *testing.T) {
 	r := newKnownStateRig(t)
 	r.want(claimAt("a.lan", "10.0.0.1"))
 	r.sync(t, true)
@@ -342,7 +342,7 @@ func (r *reportRecorder) Report(_ context.Context, rep *Report) { r.reports = ap
 
 // TestChangeLatencyRunsFromTheChangeToItsWrite: a report's ChangedAt is when the earliest
 // change the sync read arrived, so that an observer can time a change to the router; a sync
-// that holds the write back for the one that follows hands the time on to it.
+// that leaves the write to the one that follows hands the time on to it.
 func TestChangeLatencyRunsFromTheChangeToItsWrite(t *testing.T) {
 	r := newKnownStateRig(t)
 	rec := &reportRecorder{}
@@ -363,7 +363,7 @@ func TestChangeLatencyRunsFromTheChangeToItsWrite(t *testing.T) {
 	if out := r.sync(t, false); len(out.Changes) != 1 {
 		t.Fatalf("outcome %+v, want the update", out)
 	}
-	if got := last().ChangedAt; !got.Equal(changed) || last().Mode != ModeEvent {
+	if got := last().ChangedAt; !got.Equal(changed) || last().Mode != planner.Event {
 		t.Fatalf("ChangedAt %v mode %v, want %v (the first event) and an event sync", got, last().Mode, changed)
 	}
 	r.sync(t, false)
@@ -389,5 +389,38 @@ func TestChangeLatencyRunsFromTheChangeToItsWrite(t *testing.T) {
 	}
 	if got := last().ChangedAt; !got.Equal(changed) {
 		t.Fatalf("the sync that wrote the change reports ChangedAt %v, want %v", got, changed)
+	}
+}
+
+// againRecorder keeps what each report said of Again when it was told, since the report it
+// holds is the one the sync returns.
+type againRecorder struct{ told []bool }
+
+func (r *againRecorder) Report(_ context.Context, rep *Report) { r.told = append(r.told, rep.Again) }
+
+// TestTheReportersAreToldAnotherSyncFollows: a sync that removes an entry while another
+// namespace's claim is turned down asks for another sync at once (that claim may now be
+// written), and the reporters are told so: Again is decided before the report is made.
+func TestTheReportersAreToldAnotherSyncFollows(t *testing.T) {
+	r := newKnownStateRig(t)
+	rec := &againRecorder{}
+	r.c.cfg.Reporters = append(r.c.cfg.Reporters, rec)
+	rival := claimAt("x.lan", "10.0.0.9")
+	rival.Sources = []endpoint.SourceRef{{Kind: "Ingress", Namespace: "e", Name: "rival", UID: "rival", CreationTimestamp: time.Unix(1, 0)}}
+	r.want(claimAt("x.lan", "10.0.0.1"), rival, claimAt("y.lan", "10.0.0.2"))
+	if out := r.sync(t, true); len(out.Conflicts) != 1 || out.Again {
+		t.Fatalf("first sync: conflicts %v, again %v; want the rival turned down and no sync at once", out.Conflicts, out.Again)
+	}
+	r.want(claimAt("x.lan", "10.0.0.1"), rival)
+	if out := r.sync(t, true); len(out.Changes) != 1 || out.Changes[0].Action != plan.Mark || out.Again {
+		t.Fatalf("y.lan gone: %v, again %v; want it marked and no sync at once", out.Changes, out.Again)
+	}
+	r.clock.Step(2 * time.Minute)
+	out := r.sync(t, true)
+	if len(out.Changes) != 1 || out.Changes[0].Action != plan.Delete || !out.Again {
+		t.Fatalf("y.lan due: %v, again %v; want it deleted and another sync at once", out.Changes, out.Again)
+	}
+	if got := rec.told; len(got) != 3 || got[0] || got[1] || !got[2] {
+		t.Fatalf("the reporters were told Again %v, want false, false, true", got)
 	}
 }

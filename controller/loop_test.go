@@ -13,6 +13,7 @@ import (
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
+	"github.com/router-hosts-operator/router-hosts-operator/planner"
 	"github.com/router-hosts-operator/router-hosts-operator/provider"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/routerhosts"
@@ -86,7 +87,7 @@ func (l *loop) waitsFor(cond func(Schedule) bool) Schedule {
 func at(d time.Duration) time.Time { return loopT0.Add(d) }
 
 // is reports whether a schedule waits for a sync of mode at t.
-func is(t time.Time, mode Mode) func(Schedule) bool {
+func is(t time.Time, mode planner.Mode) func(Schedule) bool {
 	return func(s Schedule) bool { return s.Next.Equal(t) && s.Mode == mode }
 }
 
@@ -104,11 +105,11 @@ func (s *countingSource) Endpoints(ctx context.Context) ([]*endpoint.Endpoint, e
 func TestEventAfterQuietPeriodSyncsAtOnceAndBurstsCoalesce(t *testing.T) {
 	src := &countingSource{}
 	l := startLoop(t, Config{Sources: []Source{src}, Provider: &recordingProvider{}, MinEventSyncInterval: 300 * time.Millisecond})
-	l.waitsFor(is(at(time.Hour), ModeFull)) // after the first sync
-	l.clock.Step(10 * time.Second)          // a quiet period
+	l.waitsFor(is(at(time.Hour), planner.Full)) // after the first sync
+	l.clock.Step(10 * time.Second)              // a quiet period
 
 	src.handler()
-	l.waitsFor(is(at(time.Hour), ModeFull))
+	l.waitsFor(is(at(time.Hour), planner.Full))
 	if n := src.reads.Load(); n != 2 {
 		t.Fatalf("%d syncs after an event that followed a quiet period, want it synced at once", n)
 	}
@@ -116,13 +117,13 @@ func TestEventAfterQuietPeriodSyncsAtOnceAndBurstsCoalesce(t *testing.T) {
 	for range 20 {
 		src.handler()
 	}
-	s := l.waitsFor(is(at(10*time.Second+300*time.Millisecond), ModeEvent))
+	s := l.waitsFor(is(at(10*time.Second+300*time.Millisecond), planner.Event))
 	l.clock.SetTime(s.Next.Add(-time.Millisecond))
 	if n := src.reads.Load(); n != 2 {
 		t.Fatalf("%d syncs before the spacing ended", n)
 	}
 	l.clock.SetTime(s.Next)
-	l.waitsFor(is(at(time.Hour), ModeFull))
+	l.waitsFor(is(at(time.Hour), planner.Full))
 	if n := src.reads.Load(); n != 3 {
 		t.Fatalf("%d syncs for a burst, want one more", n)
 	}
@@ -149,7 +150,7 @@ func TestRunSyncsWhenAGracePeriodEnds(t *testing.T) {
 		t.Fatalf("after the mark: next sync at t0%+v with %d entries, want at t0%+v", s.Next.Sub(loopT0), svc.Store().Len(), want.Sub(loopT0))
 	}
 	l.clock.SetTime(s.Next)
-	l.waitsFor(is(s.Next.Add(time.Hour), ModeFull)) // an interval after that full sync
+	l.waitsFor(is(s.Next.Add(time.Hour), planner.Full)) // an interval after that full sync
 	if n := svc.Store().Len(); n != 0 {
 		t.Fatalf("%d entries after the grace period", n)
 	}
@@ -160,7 +161,7 @@ func TestRefusedWriteNeverSlowsTheOthers(t *testing.T) {
 	prov := &refusingProvider{refuse: "bad.lan", tries: map[string]int{}}
 	l := startLoop(t, Config{Sources: []Source{src}, Provider: prov, MinEventSyncInterval: 20 * time.Millisecond})
 	// A refusal is no failure: the next sync is the interval's, not a backoff's.
-	l.waitsFor(is(at(time.Hour), ModeFull))
+	l.waitsFor(is(at(time.Hour), planner.Full))
 	if n := prov.count("bad.lan"); n != 1 {
 		t.Fatalf("bad.lan tried %d times", n)
 	}
@@ -172,7 +173,7 @@ func TestRefusedWriteNeverSlowsTheOthers(t *testing.T) {
 		src.eps = append(src.eps, claimOf(host))
 		src.mu.Unlock()
 		src.handler()
-		l.waitsFor(is(at(time.Hour), ModeFull))
+		l.waitsFor(is(at(time.Hour), planner.Full))
 		if n := prov.count(host); n != 1 {
 			t.Fatalf("change %d after a refused write: %s tried %d times, want once at once", i, host, n)
 		}
@@ -187,13 +188,13 @@ func TestRefusedWriteNeverSlowsTheOthers(t *testing.T) {
 	src.eps[0].Targets = []string{"10.0.0.2"}
 	src.mu.Unlock()
 	src.handler()
-	l.waitsFor(is(at(time.Hour), ModeFull))
+	l.waitsFor(is(at(time.Hour), planner.Full))
 	if n := prov.count("bad.lan"); n != 2 {
 		t.Fatalf("bad.lan tried %d times after it changed, want 2", n)
 	}
 	// The interval's full sync tries it again.
 	l.clock.SetTime(at(time.Hour))
-	l.waitsFor(is(at(2*time.Hour), ModeFull))
+	l.waitsFor(is(at(2*time.Hour), planner.Full))
 	if n := prov.count("bad.lan"); n != 3 {
 		t.Fatalf("the full sync tried the refused hostname %d times in all, want 3", n)
 	}
@@ -204,10 +205,10 @@ func TestAuthenticationFailureWaitsForNewCredentials(t *testing.T) {
 	prov := &refusingProvider{tries: map[string]int{}, listErr: fmt.Errorf("ListHosts: %w: tls: unknown certificate authority", provider.ErrAuthentication)}
 	l := startLoop(t, Config{Sources: []Source{src}, Provider: prov, MinEventSyncInterval: 20 * time.Millisecond})
 	// Not retried before the interval: neither a backoff nor an event cuts the wait.
-	l.waitsFor(is(at(time.Hour), ModeFull))
+	l.waitsFor(is(at(time.Hour), planner.Full))
 	l.clock.Step(2 * time.Second)
 	src.handler()
-	l.waitsFor(is(at(time.Hour), ModeFull))
+	l.waitsFor(is(at(time.Hour), planner.Full))
 	if n := prov.lists.Load(); n != 1 {
 		t.Fatalf("%d ListHosts while authentication fails and the certificate is unchanged; want no retry before the interval", n)
 	}
@@ -216,7 +217,7 @@ func TestAuthenticationFailureWaitsForNewCredentials(t *testing.T) {
 	prov.listErr = nil
 	prov.mu.Unlock()
 	l.c.CredentialsChanged()
-	l.waitsFor(is(at(2*time.Second+time.Hour), ModeFull))
+	l.waitsFor(is(at(2*time.Second+time.Hour), planner.Full))
 	if n := prov.count("a.lan"); n != 1 {
 		t.Fatalf("a.lan written %d times after the certificate changed, want once at once", n)
 	}
@@ -228,20 +229,20 @@ func TestAFailedSyncIsRetriedWhenTheServerAnswers(t *testing.T) {
 	prov := &refusingProvider{tries: map[string]int{}, listErr: down}
 	setErr := func(err error) { prov.mu.Lock(); prov.listErr = err; prov.mu.Unlock() }
 	l := startLoop(t, Config{Sources: []Source{src}, Provider: prov, MinEventSyncInterval: 20 * time.Millisecond})
-	l.waitsFor(is(at(time.Second), ModeFull)) // the first failure's backoff
+	l.waitsFor(is(at(time.Second), planner.Full)) // the first failure's backoff
 	// The server's return cuts it short, once per run of failures: the retry fails too, and
 	// a second return waits out the backoff.
 	l.clock.Step(100 * time.Millisecond)
 	l.c.ServerReachable()
-	l.waitsFor(is(at(100*time.Millisecond+2*time.Second), ModeFull))
+	l.waitsFor(is(at(100*time.Millisecond+2*time.Second), planner.Full))
 	l.c.ServerReachable()
-	l.waitsFor(is(at(100*time.Millisecond+2*time.Second), ModeFull))
+	l.waitsFor(is(at(100*time.Millisecond+2*time.Second), planner.Full))
 	if n := prov.lists.Load(); n != 2 {
 		t.Fatalf("%d ListHosts after a second return within one run of failures; want the backoff", n)
 	}
 	setErr(nil)
 	l.clock.SetTime(at(100*time.Millisecond + 2*time.Second))
-	l.waitsFor(is(at(100*time.Millisecond+2*time.Second+time.Hour), ModeFull))
+	l.waitsFor(is(at(100*time.Millisecond+2*time.Second+time.Hour), planner.Full))
 	if n := prov.count("a.lan"); n != 1 {
 		t.Fatalf("a.lan written %d times", n)
 	}
@@ -249,16 +250,16 @@ func TestAFailedSyncIsRetriedWhenTheServerAnswers(t *testing.T) {
 	setErr(down)
 	l.clock.Step(10 * time.Second)
 	src.handler()
-	l.waitsFor(is(at(12100*time.Millisecond+time.Second), ModeFull))
+	l.waitsFor(is(at(12100*time.Millisecond+time.Second), planner.Full))
 	setErr(nil)
 	l.c.ServerReachable()
-	l.waitsFor(is(at(12100*time.Millisecond+time.Hour), ModeFull))
+	l.waitsFor(is(at(12100*time.Millisecond+time.Hour), planner.Full))
 	if n := prov.lists.Load(); n != 5 {
 		t.Fatalf("%d ListHosts, want the failed event sync retried at once on the server's return", n)
 	}
 	// Without a failure to retry, the news starts no sync.
 	l.c.ServerReachable()
-	l.waitsFor(is(at(12100*time.Millisecond+time.Hour), ModeFull))
+	l.waitsFor(is(at(12100*time.Millisecond+time.Hour), planner.Full))
 	if n := prov.lists.Load(); n != 5 {
 		t.Fatalf("%d ListHosts after ServerReachable in steady state, want none", n)
 	}
@@ -269,14 +270,14 @@ func TestTheIntervalsFullReadIsNotPostponedByEvents(t *testing.T) {
 	r.want(claimAt("a.lan", "10.0.0.1"))
 	l := startLoop(t, Config{Sources: []Source{r.src}, Registry: r.c.cfg.Registry, Provider: r.c.cfg.Provider, Interval: 300 * time.Millisecond,
 		MinEventSyncInterval: 20 * time.Millisecond})
-	l.waitsFor(is(at(300*time.Millisecond), ModeFull))
+	l.waitsFor(is(at(300*time.Millisecond), planner.Full))
 	// An event every 50 ms for 1.2 s: event-triggered syncs plan from the known state, and the
 	// full read still comes every 300 ms.
 	for i := 1; i <= 24; i++ {
 		l.clock.SetTime(at(time.Duration(i) * 50 * time.Millisecond))
 		r.src.handler()
 		next := at(time.Duration(i/6+1) * 300 * time.Millisecond)
-		l.waitsFor(is(next, ModeFull))
+		l.waitsFor(is(next, planner.Full))
 	}
 	if n := r.svc.Calls("ListHosts"); n != 5 {
 		t.Fatalf("%d ListHosts in 1.2 s at a 300 ms interval with events every 50 ms; want 5 (at 0, 300, 600, 900 and 1,200 ms)", n)
@@ -290,7 +291,7 @@ func TestARequestedSyncIsTheLoops(t *testing.T) {
 	down := errors.New("ListHosts: Unavailable: connection refused")
 	prov := &refusingProvider{tries: map[string]int{}, listErr: down}
 	l := startLoop(t, Config{Sources: []Source{src}, Provider: prov, MinEventSyncInterval: time.Second})
-	l.waitsFor(is(at(time.Second), ModeFull)) // the first failure's backoff
+	l.waitsFor(is(at(time.Second), planner.Full)) // the first failure's backoff
 	if err := l.c.SyncNow(context.Background()); err == nil || !errors.Is(err, down) {
 		t.Fatalf("SyncNow during an outage: %v, want the sync's error", err)
 	}

@@ -6,15 +6,6 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/planner"
 )
 
-// Mode is the kind of sync the scheduler asks for: the planner's.
-type Mode = planner.Mode
-
-// The modes.
-const (
-	ModeFull  = planner.Full
-	ModeEvent = planner.Event
-)
-
 // Trigger is news that may call for a sync sooner than the schedule says.
 type Trigger uint8
 
@@ -48,12 +39,12 @@ const (
 
 // Synced is what the scheduler learns of a sync.
 type Synced struct {
-	Mode    Mode
+	Mode    planner.Mode
 	Started time.Time
 	Result  Result
-	// Read says the sync read the server and planned: a full sync that did is the one the
-	// interval counts from.
-	Read bool
+	// Planned says the sync's reads succeeded and it planned: a full sync that did is the one
+	// the interval counts from.
+	Planned bool
 	// Again asks for an event-triggered sync at once: the known state is out of date, or
 	// removals freed hostnames others wait for.
 	Again bool
@@ -67,7 +58,7 @@ type Synced struct {
 type Schedule struct {
 	// Next is when the next sync starts; Mode what kind it is.
 	Next time.Time
-	Mode Mode
+	Mode planner.Mode
 	// Interval is the period of full syncs; Spacing the least time between the starts of two
 	// event-triggered ones, so that a burst of changes coalesces into one more sync.
 	Interval, Spacing time.Duration
@@ -90,12 +81,12 @@ const expirySlack = 100 * time.Millisecond
 
 // NewSchedule starts with a full sync now.
 func NewSchedule(now time.Time, interval, spacing time.Duration) Schedule {
-	return Schedule{Next: now, Mode: ModeFull, Interval: interval, Spacing: spacing}
+	return Schedule{Next: now, Mode: planner.Full, Interval: interval, Spacing: spacing}
 }
 
 // Starting is told that the sync the schedule asked for starts now.
 func (s Schedule) Starting(now time.Time) Schedule {
-	if s.Mode == ModeEvent {
+	if s.Mode == planner.Event {
 		s.lastEvent = now
 	}
 	return s
@@ -114,16 +105,16 @@ func (s Schedule) Starting(now time.Time) Schedule {
 //     answer.
 func (s Schedule) Triggered(t Trigger, now time.Time) Schedule {
 	if t&TriggerRequested != 0 {
-		s.Next, s.Mode = now, ModeFull
+		s.Next, s.Mode = now, planner.Full
 	}
 	if t&TriggerReconfigured != 0 {
-		s.Next, s.Mode = now, ModeFull
+		s.Next, s.Mode = now, planner.Full
 	}
 	if t&TriggerCredentials != 0 && s.authWait {
-		s.Next, s.Mode = now, ModeFull
+		s.Next, s.Mode = now, planner.Full
 	}
 	if t&TriggerReachable != 0 && s.failures > 0 && !s.authWait && !s.reachableUsed {
-		s.Next, s.Mode, s.reachableUsed = now, ModeFull, true
+		s.Next, s.Mode, s.reachableUsed = now, planner.Full, true
 	}
 	if t&TriggerChanged != 0 && s.failures == 0 {
 		at := now
@@ -131,7 +122,7 @@ func (s Schedule) Triggered(t Trigger, now time.Time) Schedule {
 			at = e
 		}
 		if at.Before(s.Next) {
-			s.Next, s.Mode = at, ModeEvent
+			s.Next, s.Mode = at, planner.Event
 		}
 	}
 	return s
@@ -143,10 +134,10 @@ func (s Schedule) Triggered(t Trigger, now time.Time) Schedule {
 // failure a backoff doubling from one second to the interval; a pending deletion wakes the
 // loop when it falls due.
 func (s Schedule) Done(r Synced, now time.Time) Schedule {
-	if r.Read && r.Mode == ModeFull {
+	if r.Planned && r.Mode == planner.Full {
 		s.lastFull = r.Started
 	}
-	s.Next, s.Mode, s.authWait = s.lastFull.Add(s.Interval), ModeFull, false
+	s.Next, s.Mode, s.authWait = s.lastFull.Add(s.Interval), planner.Full, false
 	switch r.Result {
 	case ResultAuthentication:
 		s.failures++
@@ -159,7 +150,7 @@ func (s Schedule) Done(r Synced, now time.Time) Schedule {
 	}
 	s.failures, s.reachableUsed = 0, false
 	if r.Again {
-		s.Next, s.Mode = now, ModeEvent
+		s.Next, s.Mode = now, planner.Event
 		return s
 	}
 	if !r.NextExpiry.IsZero() && r.NextExpiry.Before(s.Next) {

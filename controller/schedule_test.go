@@ -3,6 +3,8 @@ package controller
 import (
 	"testing"
 	"time"
+
+	"github.com/router-hosts-operator/router-hosts-operator/planner"
 )
 
 // TestSchedule is the scheduler's table: a schedule, what happens at a time, and what runs
@@ -14,7 +16,7 @@ func TestSchedule(t *testing.T) {
 	// settled is the schedule after the full sync at t0.
 	settled := func() Schedule {
 		s := NewSchedule(t0, interval, spacing).Starting(t0)
-		return s.Done(Synced{Mode: ModeFull, Started: t0, Read: true}, at(50*time.Millisecond))
+		return s.Done(Synced{Mode: planner.Full, Started: t0, Planned: true}, at(50*time.Millisecond))
 	}
 	// step is one thing that happens: a trigger, the start of the sync due, or its end.
 	type step func(Schedule) Schedule
@@ -34,71 +36,71 @@ func TestSchedule(t *testing.T) {
 		name  string
 		steps []step
 		next  time.Time
-		mode  Mode
+		mode  planner.Mode
 	}{
-		{"at start, a full sync at once", nil, t0, ModeFull},
-		{"after the first sync, the interval", []step{}, at(interval), ModeFull},
-		{"a change after a quiet period syncs at once", []step{trigger(TriggerChanged, 10*time.Second)}, at(10 * time.Second), ModeEvent},
+		{"at start, a full sync at once", nil, t0, planner.Full},
+		{"after the first sync, the interval", []step{}, at(interval), planner.Full},
+		{"a change after a quiet period syncs at once", []step{trigger(TriggerChanged, 10*time.Second)}, at(10 * time.Second), planner.Event},
 		{"changes during an event sync coalesce after the spacing", []step{
-			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Synced{Read: true}),
+			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Synced{Planned: true}),
 			trigger(TriggerChanged, 10*time.Second+100*time.Millisecond), trigger(TriggerChanged, 10*time.Second+200*time.Millisecond),
-		}, at(11 * time.Second), ModeEvent},
+		}, at(11 * time.Second), planner.Event},
 		{"event syncs do not postpone the interval's full read", []step{
-			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Synced{Read: true}),
-			trigger(TriggerChanged, 30*time.Second), run(20*time.Millisecond, Synced{Read: true}),
-		}, at(interval), ModeFull},
-		{"a change does not bring a sooner full sync forward", []step{trigger(TriggerChanged, interval-10*time.Millisecond)}, at(interval - 10*time.Millisecond), ModeEvent},
+			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Synced{Planned: true}),
+			trigger(TriggerChanged, 30*time.Second), run(20*time.Millisecond, Synced{Planned: true}),
+		}, at(interval), planner.Full},
+		{"a change does not bring a sooner full sync forward", []step{trigger(TriggerChanged, interval-10*time.Millisecond)}, at(interval - 10*time.Millisecond), planner.Event},
 		{"a grace period ending wakes the loop", []step{
-			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Synced{Read: true, NextExpiry: at(14 * time.Second)}),
-		}, at(14*time.Second + expirySlack), ModeFull},
+			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Synced{Planned: true, NextExpiry: at(14 * time.Second)}),
+		}, at(14*time.Second + expirySlack), planner.Full},
 		{"a deletion falling due after the interval waits for it", []step{
-			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Synced{Read: true, NextExpiry: at(2 * interval)}),
-		}, at(interval), ModeFull},
+			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Synced{Planned: true, NextExpiry: at(2 * interval)}),
+		}, at(interval), planner.Full},
 		{"a stale known state: an event sync at once", []step{
 			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Synced{Again: true}),
-		}, at(10*time.Second + 20*time.Millisecond), ModeEvent},
+		}, at(10*time.Second + 20*time.Millisecond), planner.Event},
 		{"a failure: backoff of a second", []step{trigger(TriggerReconfigured, 5*time.Second), run(10*time.Millisecond, failed)},
-			at(5*time.Second + 10*time.Millisecond + time.Second), ModeFull},
+			at(5*time.Second + 10*time.Millisecond + time.Second), planner.Full},
 		{"failures double the backoff", []step{
 			trigger(TriggerReconfigured, 5*time.Second), run(0, failed), run(0, failed), run(0, failed),
-		}, at(5*time.Second + 7*time.Second), ModeFull},
+		}, at(5*time.Second + 7*time.Second), planner.Full},
 		{"the backoff stops at the interval", []step{
 			trigger(TriggerReconfigured, 5*time.Second), run(0, failed), run(0, failed), run(0, failed), run(0, failed),
 			run(0, failed), run(0, failed), run(0, failed), run(0, failed),
-		}, at(5*time.Second + (1+2+4+8+16+32+60+60)*time.Second), ModeFull},
+		}, at(5*time.Second + (1+2+4+8+16+32+60+60)*time.Second), planner.Full},
 		{"a change does not cut a backoff short", []step{
 			trigger(TriggerReconfigured, 5*time.Second), run(0, failed), trigger(TriggerChanged, 5*time.Second+100*time.Millisecond),
-		}, at(6 * time.Second), ModeFull},
+		}, at(6 * time.Second), planner.Full},
 		{"the server's return cuts a backoff short", []step{
 			trigger(TriggerReconfigured, 5*time.Second), run(0, failed), trigger(TriggerReachable, 5*time.Second+100*time.Millisecond),
-		}, at(5*time.Second + 100*time.Millisecond), ModeFull},
+		}, at(5*time.Second + 100*time.Millisecond), planner.Full},
 		{"once per run of failures", []step{
 			trigger(TriggerReconfigured, 5*time.Second), run(0, failed), trigger(TriggerReachable, 5*time.Second+100*time.Millisecond),
 			run(0, failed), trigger(TriggerReachable, 5*time.Second+200*time.Millisecond),
-		}, at(5*time.Second + 100*time.Millisecond + 2*time.Second), ModeFull},
+		}, at(5*time.Second + 100*time.Millisecond + 2*time.Second), planner.Full},
 		{"a new run of failures may be cut short again", []step{
 			trigger(TriggerReconfigured, 5*time.Second), run(0, failed), trigger(TriggerReachable, 5*time.Second+100*time.Millisecond),
-			run(0, Synced{Read: true}), trigger(TriggerChanged, 7*time.Second), run(0, failed), trigger(TriggerReachable, 7*time.Second+500*time.Millisecond),
-		}, at(7*time.Second + 500*time.Millisecond), ModeFull},
-		{"the server's return in steady state starts nothing", []step{trigger(TriggerReachable, 10*time.Second)}, at(interval), ModeFull},
+			run(0, Synced{Planned: true}), trigger(TriggerChanged, 7*time.Second), run(0, failed), trigger(TriggerReachable, 7*time.Second+500*time.Millisecond),
+		}, at(7*time.Second + 500*time.Millisecond), planner.Full},
+		{"the server's return in steady state starts nothing", []step{trigger(TriggerReachable, 10*time.Second)}, at(interval), planner.Full},
 		{"an authentication failure waits for the interval", []step{
 			trigger(TriggerReconfigured, 5*time.Second), run(0, Synced{Result: ResultAuthentication}), trigger(TriggerChanged, 6*time.Second),
 			trigger(TriggerReachable, 7*time.Second),
-		}, at(5*time.Second + interval), ModeFull},
+		}, at(5*time.Second + interval), planner.Full},
 		{"or for new certificate files", []step{
 			trigger(TriggerReconfigured, 5*time.Second), run(0, Synced{Result: ResultAuthentication}), trigger(TriggerCredentials, 8*time.Second),
-		}, at(8 * time.Second), ModeFull},
-		{"new certificate files without a failure start nothing", []step{trigger(TriggerCredentials, 8*time.Second)}, at(interval), ModeFull},
-		{"a reconfiguration: a full sync at once", []step{trigger(TriggerReconfigured, 20*time.Second)}, at(20 * time.Second), ModeFull},
-		{"a request: a full sync at once", []step{trigger(TriggerRequested, 20*time.Second)}, at(20 * time.Second), ModeFull},
+		}, at(8 * time.Second), planner.Full},
+		{"new certificate files without a failure start nothing", []step{trigger(TriggerCredentials, 8*time.Second)}, at(interval), planner.Full},
+		{"a reconfiguration: a full sync at once", []step{trigger(TriggerReconfigured, 20*time.Second)}, at(20 * time.Second), planner.Full},
+		{"a request: a full sync at once", []step{trigger(TriggerRequested, 20*time.Second)}, at(20 * time.Second), planner.Full},
 		{"a request cuts a backoff short", []step{
 			trigger(TriggerReconfigured, 5*time.Second), run(0, failed), run(0, failed), trigger(TriggerRequested, 5*time.Second+100*time.Millisecond),
-		}, at(5*time.Second + 100*time.Millisecond), ModeFull},
+		}, at(5*time.Second + 100*time.Millisecond), planner.Full},
 		{"a request during an event sync's spacing is not postponed", []step{
-			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Synced{Read: true}),
+			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Synced{Planned: true}),
 			trigger(TriggerChanged, 10*time.Second+100*time.Millisecond), trigger(TriggerRequested, 10*time.Second+200*time.Millisecond),
-		}, at(10*time.Second + 200*time.Millisecond), ModeFull},
-		{"news arriving together is one wake-up", []step{trigger(TriggerChanged|TriggerReconfigured, 20*time.Second)}, at(20 * time.Second), ModeFull},
+		}, at(10*time.Second + 200*time.Millisecond), planner.Full},
+		{"news arriving together is one wake-up", []step{trigger(TriggerChanged|TriggerReconfigured, 20*time.Second)}, at(20 * time.Second), planner.Full},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := NewSchedule(t0, interval, spacing)

@@ -48,7 +48,7 @@ type Endpoint struct {
 	// Hostname is normalised (see NormalizeHostname).
 	Hostname string
 	// Targets are canonical IP texts, sorted. Empty means the source could not resolve an
-	// address right now, and the hostname's existing entries are held as they are.
+	// address right now (NoAddress), and the hostname's existing entries are kept as they are.
 	Targets []string
 	// Aliases are normalised hostnames, sorted, without duplicates or the hostname itself.
 	Aliases []string
@@ -70,9 +70,10 @@ type Endpoint struct {
 	GracePeriod *time.Duration
 }
 
-// Held reports whether a source's endpoint has no address to write right now; the registry
-// then keeps the entries its object already has exactly as they are.
-func (e *Endpoint) Held() bool { return len(e.Targets) == 0 }
+// NoAddress reports whether an endpoint has no address to write right now (its object resolves
+// none, or is over its budget); the registry then keeps the entries its object already has
+// exactly as they are.
+func (e *Endpoint) NoAddress() bool { return len(e.Targets) == 0 }
 
 // Record is one router-hosts entry as the server returned it.
 type Record struct {

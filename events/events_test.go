@@ -234,7 +234,7 @@ func TestClusterWideConditionsAreToldWhenTheyStartAndEnd(t *testing.T) {
 		return &corev1.ObjectReference{APIVersion: "router-hosts.fzymgc.house/v1alpha1", Kind: "RouterHostsConfig", Name: "default"}
 	})
 	both := &controller.Report{Cluster: "home", Namesakes: []registry.Namesake{{ID: "bbbbbbbb", Entries: 3}},
-		Braked: &registry.Braked{Leaving: 15, Owned: 20, Held: 15, Token: "15-0badc0de"}}
+		Braked: &registry.Braked{Leaving: 15, Owned: 20, Stopped: 15, Token: "15-0badc0de"}}
 	for i := 0; i < 4; i++ {
 		r.Report(context.Background(), both)
 		both.Namesakes[0].Entries++ // the namesake's count moves; that is no new condition

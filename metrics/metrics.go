@@ -89,7 +89,7 @@ func New(sourceNames []string) *Metrics {
 		inputs: &inputs{
 			invalid: prometheus.NewDesc(prometheus.BuildFQName(ns, "", "invalid_endpoints"),
 				"Problems found in the objects' input in the last sync, by reason (InvalidHostname, InvalidAnnotation, NoAddress; and the registry's ReservedTag, OutsideDomains, NotPermitted, GracePeriodCapped, OverBudget): each is also a Warning event.", []string{"reason"}, nil),
-			held: prometheus.NewDesc(prometheus.BuildFQName(ns, "", "held_endpoints"),
+			noAddress: prometheus.NewDesc(prometheus.BuildFQName(ns, "", "held_endpoints"),
 				"Endpoints whose object resolves no address in the last sync: their entries are held as they are.", nil, nil)},
 		pending: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "pending_deletions",
 			Help: "Owned entries marked for deletion, waiting for their grace period."}),
@@ -197,11 +197,11 @@ func (m *Metrics) Report(_ context.Context, r *controller.Report) {
 	m.deferred.Set(float64(r.Deferred))
 	m.namesakes.Set(float64(len(r.Namesakes)))
 	m.unclaimed.Set(float64(r.Unclaimed))
-	held := 0
+	leaving := 0
 	if r.Braked != nil {
-		held = r.Braked.Leaving
+		leaving = r.Braked.Leaving
 	}
-	m.deletionsHeld.Set(float64(held))
+	m.deletionsHeld.Set(float64(leaving))
 	m.inputs.set(r)
 	wrote := false
 	for i := range r.Changes {
@@ -224,10 +224,11 @@ func (m *Metrics) Report(_ context.Context, r *controller.Report) {
 	m.lastSync.Set(float64(r.Started.Add(r.Duration).Unix()))
 }
 
-// inputs is invalid_endpoints and held_endpoints: the last report's problems and endpoints,
-// counted when scraped (like synced_entries) rather than in every sync.
+// inputs is invalid_endpoints and held_endpoints: the last report's problems and endpoints
+// (those with no address), counted when scraped (like synced_entries) rather than in every
+// sync.
 type inputs struct {
-	invalid, held *prometheus.Desc
+	invalid, noAddress *prometheus.Desc
 
 	mu        sync.Mutex
 	objects   map[string]controller.Object
@@ -246,7 +247,7 @@ func (in *inputs) set(r *controller.Report) {
 }
 
 // Describe is part of prometheus.Collector.
-func (in *inputs) Describe(ch chan<- *prometheus.Desc) { ch <- in.invalid; ch <- in.held }
+func (in *inputs) Describe(ch chan<- *prometheus.Desc) { ch <- in.invalid; ch <- in.noAddress }
 
 // Collect is part of prometheus.Collector. Every reason has a series from the start, so that
 // rates and alerts work from the first scrape.
@@ -271,13 +272,13 @@ func (in *inputs) Collect(ch chan<- prometheus.Metric) {
 	for reason, n := range counts {
 		ch <- prometheus.MustNewConstMetric(in.invalid, prometheus.GaugeValue, float64(n), reason)
 	}
-	held := 0
+	noAddress := 0
 	for _, ep := range eps {
-		if ep.Held() {
-			held++
+		if ep.NoAddress() {
+			noAddress++
 		}
 	}
-	ch <- prometheus.MustNewConstMetric(in.held, prometheus.GaugeValue, float64(held))
+	ch <- prometheus.MustNewConstMetric(in.noAddress, prometheus.GaugeValue, float64(noAddress))
 }
 
 // invalidReasons always have a series, so that rates and alerts work from the first scrape:

@@ -142,7 +142,7 @@ func TestDayTwoMetrics(t *testing.T) {
 
 	start := time.Unix(1_800_000_000, 0)
 	web := &endpoint.Endpoint{Hostname: "web.lan", Targets: []string{"10.0.0.1"}}
-	gone := &endpoint.Endpoint{Hostname: "gone.lan"} // no address resolves: held
+	gone := &endpoint.Endpoint{Hostname: "gone.lan"} // no address resolves (held_endpoints)
 	changes := []plan.Change{{Action: plan.Update, Old: &endpoint.Record{ID: "1"}, New: &endpoint.Record{ID: "1"}}}
 	m.Report(context.Background(), &controller.Report{Mode: planner.Event, Started: start, Duration: 10 * time.Millisecond,
 		ChangedAt: start.Add(-40 * time.Millisecond), Changes: changes, Endpoints: []*endpoint.Endpoint{web, gone},

@@ -12,9 +12,9 @@ import (
 // own writes since (every write answers with the entry as stored): event-triggered syncs plan
 // from it instead of reading the whole server. The rules: a sync that read the whole server
 // replaces it once its writes are done; a search replaces one hostname's entries; every write
-// that went through is applied to it; a failed write, a sync that found it out of date or
-// held back what only a fresh read may send, and a reconfiguration put it in doubt (forget),
-// and the next sync reads the server.
+// that went through is applied to it; a failed write, a sync that found it out of date or left
+// out what only a fresh read may send, and a reconfiguration put it in doubt (forget), and the
+// next sync reads the server.
 type known struct {
 	// list holds the entries in no order, at the index of their ID: a sync reads them as they
 	// stand, without a copy.

@@ -38,14 +38,14 @@ func byHost(eps []*endpoint.Endpoint) map[string]*endpoint.Endpoint {
 func TestMergesAreReusedOnlyWhileTheirInputsHold(t *testing.T) {
 	p := New(newReg(t), nil, nil)
 	web := claim("web.lan", "default", "web", "uid-1", time.Hour, "10.0.0.1")
-	held := claim("held.lan", "default", "held", "uid-2", time.Hour) // no address: held
+	noAddr := claim("noaddr.lan", "default", "noaddr", "uid-2", time.Hour) // no address: its entry is kept
 	rival := claim("rival.lan", "other", "r", "uid-3", time.Minute, "10.0.0.3")
 	first := claim("rival.lan", "default", "f", "uid-4", time.Hour, "10.0.0.4")
-	recs := []endpoint.Record{owned("e1", "web.lan", "10.0.0.1"), owned("e2", "held.lan", "10.0.0.2", "source:uid-2")}
-	a := byHost(planOnce(p, false, []*endpoint.Endpoint{web, held, first, rival}, recs...).Desired)
-	s := planOnce(p, false, []*endpoint.Endpoint{web, held, first, rival}, recs...)
+	recs := []endpoint.Record{owned("e1", "web.lan", "10.0.0.1"), owned("e2", "noaddr.lan", "10.0.0.2", "source:uid-2")}
+	a := byHost(planOnce(p, false, []*endpoint.Endpoint{web, noAddr, first, rival}, recs...).Desired)
+	s := planOnce(p, false, []*endpoint.Endpoint{web, noAddr, first, rival}, recs...)
 	b := byHost(s.Desired)
-	for _, h := range []string{"web.lan", "held.lan"} {
+	for _, h := range []string{"web.lan", "noaddr.lan"} {
 		if a[h] == nil || a[h] != b[h] {
 			t.Errorf("%s merged again with nothing changed", h)
 		}
@@ -56,21 +56,21 @@ func TestMergesAreReusedOnlyWhileTheirInputsHold(t *testing.T) {
 
 	again := *web
 	again.Targets = []string{"10.0.0.9"}
-	c := byHost(planOnce(p, false, []*endpoint.Endpoint{&again, held, first, rival}, recs...).Desired)
+	c := byHost(planOnce(p, false, []*endpoint.Endpoint{&again, noAddr, first, rival}, recs...).Desired)
 	if got := c["web.lan"].Targets; !slices.Equal(got, []string{"10.0.0.9"}) {
 		t.Errorf("changed claim: targets %v", got)
 	}
-	if c["held.lan"] != a["held.lan"] {
-		t.Error("held.lan merged again though only web.lan changed")
+	if c["noaddr.lan"] != a["noaddr.lan"] {
+		t.Error("noaddr.lan merged again though only web.lan changed")
 	}
 
-	// The held entry is marked for deletion elsewhere: its new version is no longer held.
+	// The kept entry is marked for deletion elsewhere: its new version is no longer kept.
 	marked := slices.Clone(recs)
-	marked[1] = owned("e2", "held.lan", "10.0.0.2", "source:uid-2", registry.PrefixPending+t0.Format(time.RFC3339))
+	marked[1] = owned("e2", "noaddr.lan", "10.0.0.2", "source:uid-2", registry.PrefixPending+t0.Format(time.RFC3339))
 	marked[1].Version = "2"
-	d := byHost(planOnce(p, false, []*endpoint.Endpoint{&again, held, first, rival}, marked...).Desired)
-	if got := d["held.lan"]; got == nil || len(got.Targets) != 0 {
-		t.Errorf("held.lan after its entry was marked: targets %v, want none", got)
+	d := byHost(planOnce(p, false, []*endpoint.Endpoint{&again, noAddr, first, rival}, marked...).Desired)
+	if got := d["noaddr.lan"]; got == nil || len(got.Targets) != 0 {
+		t.Errorf("noaddr.lan after its entry was marked: targets %v, want none", got)
 	}
 }
 
@@ -129,13 +129,13 @@ func TestSettledHostnamesAreLeftOutOnlyWhileNothingMoves(t *testing.T) {
 	}
 }
 
-// TestAHeldHostnameWithoutEntriesSettlesSafely: an object with no address yet and no entry
-// settles with nothing to plan, beside fewer entries than settled hostnames.
-func TestAHeldHostnameWithoutEntriesSettlesSafely(t *testing.T) {
+// TestAHostnameWithNoAddressNorEntriesSettlesSafely: an object with no address yet and no
+// entry settles with nothing to plan, beside fewer entries than settled hostnames.
+func TestAHostnameWithNoAddressNorEntriesSettlesSafely(t *testing.T) {
 	p := New(newReg(t), nil, nil)
-	held := claim("pending.lan", "default", "lb", "uid-9", time.Hour) // no address, no entry
+	noAddr := claim("pending.lan", "default", "lb", "uid-9", time.Hour) // no address, no entry
 	for i := 0; i < 3; i++ {
-		if s := planOnce(p, true, []*endpoint.Endpoint{held}); len(s.Changes) != 0 {
+		if s := planOnce(p, true, []*endpoint.Endpoint{noAddr}); len(s.Changes) != 0 {
 			t.Fatalf("sync %d: %v", i, s.Changes)
 		}
 	}

@@ -29,8 +29,7 @@ const (
 	// new certificate files, and for external-dns's requests.
 	Full Mode = iota + 1
 	// Event follows a change of the cluster: it plans from the known state when there is one,
-	// reads the one hostname it would create, and holds back what was refused until the
-	// interval.
+	// reads the one hostname it would create, and skips what was refused until the interval.
 	Event
 )
 
@@ -105,10 +104,14 @@ func (p *Planner) Reset() {
 type Sync struct {
 	Mode Mode
 	Read Read
-	// Changes are the writes to send, sorted like the plan's.
-	Changes []plan.Change
-	// Held are the hostnames whose changes were held back, refused before with these errors.
-	Held map[string]error
+	// Verdict is the registry's: the writes to send (Changes, less those the planner then
+	// skips, leaves to a whole read or defers), when the earliest pending deletion falls due,
+	// the owned entries marked for deletion once Changes are applied, the mass deletion the
+	// brake holds and the entries of an earlier version still to be given the identity.
+	registry.Verdict
+	// Refused are the hostnames whose changes an event sync did not send, since the very same
+	// change was refused before (with these errors): the interval's full sync tries it again.
+	Refused map[string]error
 	// Desired holds the merged endpoint of every managed hostname; State the entries by owner,
 	// with the conflicts and problems found.
 	Desired []*endpoint.Endpoint
@@ -120,17 +123,9 @@ type Sync struct {
 	ReadDuration time.Duration
 	// Now is the clock reading the sync decided by.
 	Now time.Time
-	// NextExpiry is when the earliest pending deletion falls due, zero when none; Pending the
-	// owned entries marked for deletion once Changes are applied.
-	NextExpiry time.Time
-	Pending    int
-	// Braked is the mass deletion the registry's brake held, nil when none; TakeUpLeft the
-	// entries of an earlier version still to be given the identity.
-	Braked     *registry.Braked
-	TakeUpLeft int
-	// NeedFresh: the sync held back what only a read of the whole server may send (a delete,
-	// a release, a hostname whose duplicate waits, creates of several hostnames): Learn
-	// forgets the known state, and the caller runs a sync at once.
+	// NeedFresh: the sync left out what only a read of the whole server may send (a delete, a
+	// release, a hostname whose duplicate waits, creates of several hostnames): Learn forgets
+	// the known state, and the caller runs a sync at once.
 	NeedFresh bool
 	// Deferred is the number of changes left to the syncs that follow, beyond the budget of
 	// writes per sync; the caller runs the next at once. deferredCreates: some of them create,
@@ -151,8 +146,8 @@ type Sync struct {
 // An event sync plans from the known state. A new hostname (a create) must not double a line
 // someone added by hand meanwhile, which the known state may not have: a create of one
 // hostname searches the server for it and plans again; creates of several read the whole
-// server. Deletes and releases are held back for a read of the whole server, since the entry
-// may no longer be the operator's to remove.
+// server. Deletes and releases wait for a read of the whole server, since the entry may no
+// longer be the operator's to remove.
 func (p *Planner) Plan(ctx context.Context, eps []*endpoint.Endpoint, mode Mode, policy plan.Policy) (*Sync, error) {
 	s := &Sync{Mode: mode, Read: ReadKnown}
 	if mode == Full || !p.known.valid {
@@ -236,11 +231,10 @@ func (p *Planner) plan(s *Sync, eps []*endpoint.Endpoint, policy plan.Policy) {
 	}
 	changes := (&plan.Plan{Current: p.reg.Current(st, toPlan, settled), Desired: toPlan, Policy: policy}).Calculate()
 	p.merges.changed(changes)
-	res := p.reg.Apply(now, st, changes)
-	s.Changes, s.NextExpiry, s.Pending, s.Braked, s.TakeUpLeft = res.Changes, res.NextExpiry, res.Pending, res.Braked, res.TakeUpLeft
+	s.Verdict = p.reg.Apply(now, st, changes)
 	s.Desired, s.State, s.Now, s.Entries, s.Planned = desired, st, now, len(records), len(toPlan)
 	if s.Mode == Event {
-		s.Changes, s.Held = p.refused.hold(s.Changes)
+		s.Changes, s.Refused = p.refused.skip(s.Changes)
 	}
 }
 

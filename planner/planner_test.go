@@ -234,7 +234,7 @@ func TestAReadThatFailsSendsNothing(t *testing.T) {
 	}
 }
 
-// TestARefusedChangeWaitsForTheInterval: an event sync holds back a change refused before,
+// TestARefusedChangeWaitsForTheInterval: an event sync skips a change refused before,
 // exactly as planned then; a full sync sends it again.
 func TestARefusedChangeWaitsForTheInterval(t *testing.T) {
 	s := newServer(t)
@@ -245,8 +245,8 @@ func TestARefusedChangeWaitsForTheInterval(t *testing.T) {
 	if len(sy.Changes) != 1 {
 		t.Fatalf("first sync sent %v", actions(sy.Changes))
 	}
-	if sy := s.sync(t, p, Event, web); len(sy.Changes) != 0 || sy.Held["web.lan"] == nil {
-		t.Fatalf("an event sync sent %v, held %v; want it held", actions(sy.Changes), sy.Held)
+	if sy := s.sync(t, p, Event, web); len(sy.Changes) != 0 || sy.Refused["web.lan"] == nil {
+		t.Fatalf("an event sync sent %v, refused %v; want it skipped as refused", actions(sy.Changes), sy.Refused)
 	}
 	if sy := s.sync(t, p, Full, web); !slices.Equal(actions(sy.Changes), []string{"create web.lan"}) {
 		t.Fatalf("the interval sent %v", actions(sy.Changes))

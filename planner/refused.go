@@ -5,8 +5,8 @@ import (
 )
 
 // refused are the writes the server (or the operator's own checks) refused, by the change's
-// rendering, with their errors. Event-triggered syncs hold back a change planned exactly the
-// same again, so that one bad hostname is retried on the interval and never slows the others,
+// rendering, with their errors. Event-triggered syncs skip a change planned exactly the same
+// again, so that one bad hostname is retried on the interval and never slows the others,
 // while a change the user made to it since goes out at once. The rules: a full sync starts the
 // list afresh, any sync adds what it had refused; a write refused because it met a newer
 // state than an event sync planned from is no refusal (the fresh read that follows plans it
@@ -15,24 +15,24 @@ type refused struct {
 	byChange map[string]error
 }
 
-// hold splits changes into those to send and those held back, by hostname with the error
-// that refused them before.
-func (r *refused) hold(changes []plan.Change) (kept []plan.Change, held map[string]error) {
+// skip splits changes into those to send and those refused before, the latter by hostname
+// with the error that refused them.
+func (r *refused) skip(changes []plan.Change) (send []plan.Change, skipped map[string]error) {
 	if len(r.byChange) == 0 {
 		return changes, nil
 	}
-	kept = changes[:0:0]
+	send = changes[:0:0]
 	for _, ch := range changes {
 		if err, ok := r.byChange[ch.String()]; ok {
-			if held == nil {
-				held = map[string]error{}
+			if skipped == nil {
+				skipped = map[string]error{}
 			}
-			held[ch.Hostname()] = err
+			skipped[ch.Hostname()] = err
 			continue
 		}
-		kept = append(kept, ch)
+		send = append(send, ch)
 	}
-	return kept, held
+	return send, skipped
 }
 
 // learn takes one sync's failed writes.

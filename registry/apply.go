@@ -10,8 +10,8 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 )
 
-// Result is the registry's verdict on one plan.
-type Result struct {
+// Verdict is the registry's verdict on one plan; the planner's Sync carries it on.
+type Verdict struct {
 	// Changes are the writes to send, sorted like the plan's.
 	Changes []plan.Change
 	// NextExpiry is the earliest time a pending deletion falls due after this sync, zero when
@@ -34,8 +34,8 @@ type Result struct {
 //   - an update that lifts a mark is an unmark;
 //   - create-only sends creates alone (no adoption, no unmark, no update); upsert-only never
 //     marks, deletes or releases.
-func (r *Registry) Apply(now time.Time, st *State, changes []plan.Change) Result {
-	res := Result{}
+func (r *Registry) Apply(now time.Time, st *State, changes []plan.Change) Verdict {
+	res := Verdict{}
 	deleted := map[string]bool{}
 	takenUp := 0
 	for _, c := range changes {

@@ -47,8 +47,8 @@ func checkBrake(b Brake) error {
 // Braked is a deletion the brake holds.
 type Braked struct {
 	// Leaving is the number of the cluster's entries on their way out (marked, or to be),
-	// Owned the number the cluster has; Held the marks and deletions this sync did not send.
-	Leaving, Owned, Held int
+	// Owned the number the cluster has; Stopped the marks and deletions this sync did not send.
+	Leaving, Owned, Stopped int
 	// Token names this set of entries; confirming it lets exactly this set go.
 	Token string
 }
@@ -109,7 +109,7 @@ func (r *Registry) brake(st *State, changes []plan.Change) ([]plan.Change, *Brak
 			kept = append(kept, c)
 		}
 	}
-	return kept, &Braked{Leaving: n, Owned: len(st.Owned), Held: len(changes) - len(kept), Token: token}
+	return kept, &Braked{Leaving: n, Owned: len(st.Owned), Stopped: len(changes) - len(kept), Token: token}
 }
 
 // retiring reports whether c deletes or releases an entry at the end of its grace period.

@@ -28,7 +28,7 @@ func newInstallation(t *testing.T, name, id string, hosts ...string) *installati
 }
 
 // writes is the number of changes a sync of in sent.
-func (s *server) syncAs(in *installation, now time.Time) (Result, *State) {
+func (s *server) syncAs(in *installation, now time.Time) (Verdict, *State) {
 	return s.sync(in.r, now, in.eps...)
 }
 
@@ -303,7 +303,7 @@ func TestTheBrake(t *testing.T) {
 		srv.syncAs(in, t0)
 		return srv, in
 	}
-	count := func(res Result, a plan.Action) int {
+	count := func(res Verdict, a plan.Action) int {
 		n := 0
 		for _, c := range res.Changes {
 			if c.Action == a {
@@ -364,13 +364,13 @@ func TestTheBrake(t *testing.T) {
 		}
 		in.eps = all[:9] // 7 more within their grace period: 11 of 20 leaving
 		res, _ := srv.syncAs(in, t0.Add(3*time.Minute))
-		if res.Braked == nil || res.Braked.Leaving != 11 || res.Braked.Held != 7 || len(res.Changes) != 0 {
+		if res.Braked == nil || res.Braked.Leaving != 11 || res.Braked.Stopped != 7 || len(res.Changes) != 0 {
 			t.Fatalf("11 of 20: braked %+v, %v", res.Braked, actions(res))
 		}
 		// The 4 marked first may be the start of the same mistake: while the brake holds,
 		// they are not deleted either.
 		res, _ = srv.syncAs(in, t0.Add(7*time.Minute))
-		if res.Braked == nil || res.Braked.Held != 11 || len(res.Changes) != 0 {
+		if res.Braked == nil || res.Braked.Stopped != 11 || len(res.Changes) != 0 {
 			t.Fatalf("the first four due: braked %+v, %v", res.Braked, actions(res))
 		}
 	})

@@ -93,7 +93,7 @@ func claims(rnd *rand.Rand, age map[string]time.Duration) []*endpoint.Endpoint {
 		ns := []string{"team-a", "team-b"}[i%2]
 		ep := &endpoint.Endpoint{Hostname: pick(rnd, propHosts),
 			Sources: []endpoint.SourceRef{{Kind: "Ingress", Namespace: ns, Name: uid, UID: uid, CreationTimestamp: t0.Add(-age[uid])}}}
-		if rnd.Intn(5) != 0 { // else: no address, held
+		if rnd.Intn(5) != 0 { // else: no address (its entries are kept)
 			for _, ip := range propIPs {
 				if rnd.Intn(2) == 0 {
 					ep.Targets = append(ep.Targets, ip)

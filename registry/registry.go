@@ -464,8 +464,8 @@ func (r *Registry) Desired(now time.Time, eps []*endpoint.Endpoint, st *State, m
 // holder is the namespace that holds a hostname: the one named on its owned entries, "" when
 // there is none. The operator writes one namespace on all of a hostname's entries; should they
 // disagree (hand edits), the first in order decides, so every replica decides the same. A
-// namespace that no longer wants an address of the hostname (no claim has one, none is held
-// on an entry of its own), and whose entries are all past their grace period, has let go of
+// namespace that no longer wants an address of the hostname (no claim has one, none with no
+// address keeps an entry of its own), and whose entries are all past their grace period, has let go of
 // it: the hostname goes to the next claim (taker), and the plan makes that claim's entries of
 // the old ones in place, so the name never stops resolving.
 func (r *Registry) holder(now time.Time, owned []*endpoint.Record, claims []*endpoint.Endpoint, st *State) string {
@@ -491,8 +491,8 @@ func (r *Registry) holder(now time.Time, owned []*endpoint.Record, claims []*end
 }
 
 // taker is the claim that takes a hostname nobody holds: the oldest that wants an address (a
-// held claim without an entry of its own cannot write one, and must not keep the name from
-// the others), else the oldest. claims are sorted oldest first.
+// claim with no address and no entry of its own cannot write one, and must not keep the name
+// from the others), else the oldest. claims are sorted oldest first.
 func (r *Registry) taker(claims []*endpoint.Endpoint, owned []*endpoint.Record, st *State) *endpoint.Endpoint {
 	for _, c := range claims {
 		if r.wants(c, owned, st) {
@@ -502,10 +502,10 @@ func (r *Registry) taker(claims []*endpoint.Endpoint, owned []*endpoint.Record, 
 	return claims[0]
 }
 
-// wants reports whether a claim asks for an address: one it resolves, or, held, an entry
+// wants reports whether a claim asks for an address: one it resolves, or, with none, an entry
 // of its own it keeps.
 func (r *Registry) wants(c *endpoint.Endpoint, owned []*endpoint.Record, st *State) bool {
-	return !c.Held() || len(r.heldTargets(c, owned, st)) > 0
+	return !c.NoAddress() || len(r.keptTargets(c, owned, st)) > 0
 }
 
 // merge combines the claims on one hostname into the endpoint the plan sees; nil when every
@@ -537,8 +537,8 @@ func (r *Registry) merge(now time.Time, host string, claims []*endpoint.Endpoint
 			continue
 		}
 		want := c.Targets
-		if c.Held() {
-			want = r.heldTargets(c, owned, st)
+		if c.NoAddress() {
+			want = r.keptTargets(c, owned, st)
 		}
 		for _, ip := range want {
 			wishes = append(wishes, perTarget{ip, c.GracePeriod, c.Sources})
@@ -592,9 +592,9 @@ func (r *Registry) merge(now time.Time, host string, claims []*endpoint.Endpoint
 	return m
 }
 
-// heldTargets are the addresses of the hostname's entries that carry a held claim's source
-// tag and are not already on their way out.
-func (r *Registry) heldTargets(c *endpoint.Endpoint, owned []*endpoint.Record, st *State) []string {
+// keptTargets are the addresses a claim with no address keeps: those of the hostname's
+// entries that carry its source tag and are not already on their way out.
+func (r *Registry) keptTargets(c *endpoint.Endpoint, owned []*endpoint.Record, st *State) []string {
 	var out []string
 	for _, rec := range owned {
 		v := st.view(rec)

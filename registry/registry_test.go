@@ -33,14 +33,14 @@ func owned(id, host, ip string, extra ...string) endpoint.Record {
 }
 
 // run is one full registry+plan pass, as the controller does it.
-func run(r *Registry, now time.Time, records []endpoint.Record, eps ...*endpoint.Endpoint) Result {
+func run(r *Registry, now time.Time, records []endpoint.Record, eps ...*endpoint.Endpoint) Verdict {
 	st := r.Classify(records, nil)
 	desired := r.Desired(now, eps, st, nil)
 	changes := (&plan.Plan{Current: r.Current(st, desired, nil), Desired: desired, Policy: r.cfg.Policy}).Calculate()
 	return r.Apply(now, st, changes)
 }
 
-func actions(res Result) []string {
+func actions(res Verdict) []string {
 	var out []string
 	for _, c := range res.Changes {
 		id := ""
@@ -102,15 +102,15 @@ func TestApply(t *testing.T) {
 			want: []string{"release nas.lan 1"}},
 		{name: "reappearing hostname is unmarked", records: []endpoint.Record{owned("1", "web.lan", "10.0.0.1", marked(t0.Add(-time.Minute), "homelab", "kind:Ingress", "namespace:d", "source:u")...)},
 			eps: []*endpoint.Endpoint{claim("web.lan", "d", "n", "u", 0, "10.0.0.1")}, want: []string{"unmark web.lan 1"}},
-		{name: "held claim keeps its entry as it is", records: []endpoint.Record{func() endpoint.Record {
+		{name: "a claim with no address keeps its entry as it is", records: []endpoint.Record{func() endpoint.Record {
 			r := owned("1", "web.lan", "10.0.0.1", "homelab", "kind:Ingress", "namespace:d", "source:u")
 			r.Comment = "router-hosts-operator: Ingress d/n"
 			return r
 		}()},
 			eps: []*endpoint.Endpoint{claim("web.lan", "d", "n", "u", 0)}},
-		{name: "held claim does not revive an entry already leaving", records: []endpoint.Record{owned("1", "web.lan", "10.0.0.1", marked(t0.Add(-time.Minute), "source:u")...)},
+		{name: "a claim with no address does not revive an entry already leaving", records: []endpoint.Record{owned("1", "web.lan", "10.0.0.1", marked(t0.Add(-time.Minute), "source:u")...)},
 			eps: []*endpoint.Endpoint{claim("web.lan", "d", "n", "u", 0)}, pending: 1, nextExpiry: t0.Add(4 * time.Minute)},
-		{name: "held claim keeps nothing of another object's entry", records: []endpoint.Record{owned("1", "web.lan", "10.0.0.1", "source:other")},
+		{name: "a claim with no address keeps nothing of another object's entry", records: []endpoint.Record{owned("1", "web.lan", "10.0.0.1", "source:other")},
 			eps: []*endpoint.Endpoint{claim("web.lan", "d", "n", "u", 0)}, want: []string{"mark web.lan 1"}, pending: 1, nextExpiry: t0.Add(5 * time.Minute)},
 		{name: "create-only never unmarks", policy: plan.CreateOnly, records: []endpoint.Record{owned("1", "web.lan", "10.0.0.1", marked(t0.Add(-time.Minute), "homelab", "kind:Ingress", "namespace:d", "source:u")...)},
 			eps: []*endpoint.Endpoint{claim("web.lan", "d", "n", "u", 0, "10.0.0.1")}, pending: 1},
@@ -252,8 +252,8 @@ func TestAHostnameIsHandedOverInPlace(t *testing.T) {
 		{"team-b back within its grace period keeps it", t0.Add(4 * time.Minute), []*endpoint.Endpoint{waiting, back}, "unmark pay.lan 1", "team-b", "10.0.0.2"},
 		{"team-b back after its grace period keeps it", t0.Add(6 * time.Minute), []*endpoint.Endpoint{waiting, back}, "unmark pay.lan 1", "team-b", "10.0.0.2"},
 		{"nobody waits: deleted when due", t0.Add(5 * time.Minute), nil, "delete pay.lan 1", "", ""},
-		{"team-b's claim left is held without an entry of its own: it has let go", t0.Add(5 * time.Minute),
-			[]*endpoint.Endpoint{waiting, claim("pay.lan", "team-b", "held", "uid-b3", time.Minute)}, "unmark pay.lan 1", "team-a", "10.6.6.6"},
+		{"team-b's claim left has no address and no entry of its own: it has let go", t0.Add(5 * time.Minute),
+			[]*endpoint.Endpoint{waiting, claim("pay.lan", "team-b", "unresolved", "uid-b3", time.Minute)}, "unmark pay.lan 1", "team-a", "10.6.6.6"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := run(newReg(t, plan.Sync), tc.now, []endpoint.Record{marked}, tc.claims...)
@@ -295,19 +295,19 @@ func TestADuplicateGoesAtOnce(t *testing.T) {
 	}
 }
 
-// TestAHeldClaimDoesNotTakeAHostnameFromOneWithAnAddress: a hostname nobody holds goes to the
-// oldest claim that wants an address; a held claim (no address, no entry of its own) cannot
-// write one and does not keep the name from the others.
-func TestAHeldClaimDoesNotTakeAHostnameFromOneWithAnAddress(t *testing.T) {
+// TestAClaimWithNoAddressDoesNotTakeAHostnameFromOneWithAnAddress: a hostname nobody holds
+// goes to the oldest claim that wants an address; a claim with no address and no entry of its
+// own cannot write one and does not keep the name from the others.
+func TestAClaimWithNoAddressDoesNotTakeAHostnameFromOneWithAnAddress(t *testing.T) {
 	r := newReg(t, plan.Sync)
-	held := claim("pay.lan", "team-a", "old", "uid-a", 365*24*time.Hour)
+	noAddress := claim("pay.lan", "team-a", "old", "uid-a", 365*24*time.Hour)
 	young := claim("pay.lan", "team-b", "pay", "uid-b", time.Hour, "10.0.0.2")
-	res := run(r, t0, nil, held, young)
+	res := run(r, t0, nil, noAddress, young)
 	if got := actions(res); !reflect.DeepEqual(got, []string{"create pay.lan"}) || !slices.Contains(res.Changes[0].New.Tags, "namespace:team-b") {
 		t.Fatalf("changes = %v (%+v), want team-b's entry", got, res.Changes)
 	}
-	// Held alone, the oldest claim still holds the name, with nothing to write.
-	if got := actions(run(newReg(t, plan.Sync), t0, nil, held)); len(got) != 0 {
+	// Alone, the oldest claim still holds the name, with nothing to write.
+	if got := actions(run(newReg(t, plan.Sync), t0, nil, noAddress)); len(got) != 0 {
 		t.Fatalf("changes = %v, want none", got)
 	}
 }

@@ -37,8 +37,8 @@ func ProblemReasons() []ProblemReason {
 // not reused, so that every sync reports what it refused). A claim it changes is a copy; the
 // sources' endpoints are never written to.
 //
-//  1. An object over its budget keeps the entries it has as they are (its claims become held,
-//     with the aliases and tags its entries carry) and gets none of its new names.
+//  1. An object over its budget keeps the entries it has as they are (its claims are frozen: no
+//     address, with the aliases and tags its entries carry) and gets none of its new names.
 //  2. A namespace claims only the names the tenancy rules give it; an alias passes the domain
 //     filter as its hostname did; a grace period is capped at the maximum.
 //  3. A hostname claim that an alias or a hand-made entry decides is turned down (names.go).
@@ -50,7 +50,7 @@ func (r *Registry) screen(eps []*endpoint.Endpoint, st *State, owned map[string]
 	return eps, touched
 }
 
-// overBudget holds every claim of an object that asks for more than the budget per object.
+// overBudget freezes every claim of an object that asks for more than the budget per object.
 func (r *Registry) overBudget(eps []*endpoint.Endpoint, st *State, owned map[string][]*endpoint.Record, touched map[string]bool) []*endpoint.Endpoint {
 	b := r.cfg.Budgets
 	if b.EntriesPerObject == 0 && b.AliasesPerObject == 0 && b.TagsPerObject == 0 {
@@ -135,9 +135,9 @@ func (r *Registry) overBudget(eps []*endpoint.Endpoint, st *State, owned map[str
 	return out
 }
 
-// frozen is a claim of an object over its budget: held, so that the entries carrying its
-// source: tag keep their addresses, with the aliases and tags they carry; nil when it has no
-// entry of the hostname.
+// frozen is a claim of an object over its budget: with no address, so that the entries
+// carrying its source: tag keep their addresses, with the aliases and tags they carry; nil
+// when it has no entry of the hostname.
 func (r *Registry) frozen(ep *endpoint.Endpoint, st *State, owned []*endpoint.Record) *endpoint.Endpoint {
 	tag := PrefixSource + ep.Sources[0].UID
 	var aliases, tags []string

@@ -57,7 +57,7 @@ func (s *server) apply(changes []plan.Change) {
 
 // sync runs one registry+plan pass over the server's entries, applies what it planned, and
 // returns it with what Desired reported.
-func (s *server) sync(r *Registry, now time.Time, eps ...*endpoint.Endpoint) (Result, *State) {
+func (s *server) sync(r *Registry, now time.Time, eps ...*endpoint.Endpoint) (Verdict, *State) {
 	st := r.Classify(s.entries, nil)
 	desired := r.Desired(now, eps, st, nil)
 	changes := (&plan.Plan{Current: r.Current(st, desired, nil), Desired: desired, Policy: r.cfg.Policy}).Calculate()

@@ -331,7 +331,7 @@ func (h *HostMappings) compute(hm *v1alpha1.HostMapping, r *controller.Report, d
 		return st
 	}
 	entries := r.Entries[ep.Hostname]
-	if ep.Held() || len(entries) == 0 {
+	if ep.NoAddress() || len(entries) == 0 {
 		st.reason, st.message = ReasonNoAddress, "no address: set spec.ipAddress or configure --ip-resolution"
 		return st
 	}

@@ -33,7 +33,7 @@ func TestComputeTranslatesTheReport(t *testing.T) {
 	entries := map[string][]endpoint.Record{"printer.lan": {{ID: "01ABC", IP: "10.0.0.9", Hostname: "printer.lan"}}}
 	authErr := fmt.Errorf("ListHosts: %w: tls: unknown certificate authority", provider.ErrAuthentication)
 	objs := map[string]controller.Object{"uid-p": {Endpoints: []*endpoint.Endpoint{{Hostname: "printer.lan", Targets: []string{"10.0.0.9"}, Sources: []endpoint.SourceRef{ref}}}}}
-	held := map[string]controller.Object{"uid-p": {Endpoints: []*endpoint.Endpoint{{Hostname: "printer.lan", Sources: []endpoint.SourceRef{ref}}}}}
+	noAddress := map[string]controller.Object{"uid-p": {Endpoints: []*endpoint.Endpoint{{Hostname: "printer.lan", Sources: []endpoint.SourceRef{ref}}}}}
 	invalid := map[string]controller.Object{"uid-p": {Problems: []endpoint.Problem{{Reason: "InvalidHostname", Message: "spec.hostname is empty"}}}}
 	h := NewHostMappings(nil, nil, logrus.New())
 	for _, tc := range []struct {
@@ -68,7 +68,7 @@ func TestComputeTranslatesTheReport(t *testing.T) {
 			want: state{gen: 2, reason: ReasonServerUnreachable, ready: true}},
 		{name: "no valid hostname", report: controller.Report{Objects: invalid},
 			want: state{gen: 2, reason: ReasonValidationFailed, ready: true}, message: "spec.hostname is empty"},
-		{name: "no address", report: controller.Report{Objects: held, Desired: []*endpoint.Endpoint{{Hostname: "printer.lan", Sources: []endpoint.SourceRef{ref}}}},
+		{name: "no address", report: controller.Report{Objects: noAddress, Desired: []*endpoint.Endpoint{{Hostname: "printer.lan", Sources: []endpoint.SourceRef{ref}}}},
 			want: state{gen: 2, reason: ReasonNoAddress, ready: true}},
 		{name: "a source failed: the status stays", report: controller.Report{Stage: controller.StageSource, Err: errors.New("cache not synced")},
 			want: state{gen: 0, reason: ""}},

@@ -63,7 +63,7 @@ type Config struct {
 }
 
 // Server answers external-dns. It is also the controller's only Source: the endpoints it
-// gives a sync are what external-dns holds, read from the server, with the changes of the
+// gives a sync are what external-dns has published, read from the server, with the changes of the
 // request being applied on top.
 type Server struct {
 	cfg    Config
@@ -72,11 +72,11 @@ type Server struct {
 	// applying serialises POST /records: one set of changes at a time.
 	applying sync.Mutex
 	mu       sync.Mutex
-	pending  *Changes // the changes of the request being applied, nil between requests
-	// last is what the webhook held once the last sync's writes were done, nil when unknown
+	request  *Changes // the changes of the request being applied, nil between requests
+	// last is what was published once the last sync's writes were done, nil when unknown
 	// (at start, after a failed sync): a sync starts from it instead of reading the server
 	// for it, since the sync reads the server itself.
-	last held
+	last published
 	// told remembers which dropped records were logged, so each is logged once.
 	told map[dropped]bool
 }
@@ -96,19 +96,20 @@ func New(cfg Config) *Server {
 // server's endpoints, so it is built after the server.
 func (s *Server) SetSyncer(sy Syncer) { s.syncer = sy }
 
-// Endpoints is the controller.Source: what external-dns holds, with the changes being applied.
+// Endpoints is the controller.Source: what external-dns has published, with the changes being
+// applied.
 func (s *Server) Endpoints(ctx context.Context) ([]*endpoint.Endpoint, error) {
 	s.mu.Lock()
-	pending, h := s.pending, s.last.clone()
+	request, h := s.request, s.last.clone()
 	s.mu.Unlock()
 	if h == nil {
 		var err error
-		if h, err = s.held(ctx); err != nil {
+		if h, err = s.published(ctx); err != nil {
 			return nil, err
 		}
 	}
-	if pending != nil {
-		if err := h.apply(pending); err != nil {
+	if request != nil {
+		if err := h.apply(request); err != nil {
 			return nil, err
 		}
 	}
@@ -125,25 +126,26 @@ func (s *Server) Synced(entries map[string][]endpoint.Record) {
 	for _, rs := range entries {
 		recs = append(recs, rs...)
 	}
-	h := heldOf(recs, func(*endpoint.Record) bool { return true }, registry.Marked)
+	h := publishedOf(recs, func(*endpoint.Record) bool { return true }, registry.Marked)
 	s.mu.Lock()
 	s.last = h
 	s.mu.Unlock()
 }
 
-// Forget is told that a sync failed: what the webhook holds is read from the server again.
+// Forget is told that a sync failed: what is published is read from the server again.
 func (s *Server) Forget() {
 	s.mu.Lock()
 	s.last = nil
 	s.mu.Unlock()
 }
 
-func (s *Server) held(ctx context.Context) (held, error) {
+// published reads what external-dns has published from the server.
+func (s *Server) published(ctx context.Context) (published, error) {
 	recs, err := s.cfg.Reader.Records(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading router-hosts: %w", err)
 	}
-	return heldOf(recs, s.cfg.Owns, registry.Marked), nil
+	return publishedOf(recs, s.cfg.Owns, registry.Marked), nil
 }
 
 // Handler serves the protocol: GET / (negotiation), GET and POST /records, POST
@@ -164,7 +166,7 @@ func (s *Server) negotiate(w http.ResponseWriter, _ *http.Request) {
 // records answers with what this webhook owns, less what is marked for deletion. A server
 // that cannot be read is a 503, which external-dns retries at its next loop.
 func (s *Server) records(w http.ResponseWriter, r *http.Request) {
-	h, err := s.held(r.Context())
+	h, err := s.published(r.Context())
 	if err != nil {
 		s.fail(w, http.StatusServiceUnavailable, err)
 		return
@@ -173,8 +175,7 @@ func (s *Server) records(w http.ResponseWriter, r *http.Request) {
 }
 
 // applyChanges writes external-dns's changes through the operator's pipeline: the loop's next
-// sync, which reads the server and plans everything the webhook holds with the changes
-// applied.
+// sync, which reads the server and plans everything published with the changes applied.
 // Invalid changes are a 400 and write nothing; a failed sync is a 503.
 func (s *Server) applyChanges(w http.ResponseWriter, r *http.Request) {
 	var ch Changes
@@ -182,18 +183,18 @@ func (s *Server) applyChanges(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, code, err)
 		return
 	}
-	if err := (held{}).apply(&ch); err != nil {
+	if err := (published{}).apply(&ch); err != nil {
 		s.fail(w, http.StatusBadRequest, err)
 		return
 	}
 	s.applying.Lock()
 	defer s.applying.Unlock()
 	s.mu.Lock()
-	s.pending = &ch
+	s.request = &ch
 	s.mu.Unlock()
 	err := s.syncer.Sync(r.Context())
 	s.mu.Lock()
-	s.pending = nil
+	s.request = nil
 	s.mu.Unlock()
 	if err != nil {
 		s.fail(w, http.StatusServiceUnavailable, err)

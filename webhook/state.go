@@ -14,13 +14,13 @@ import (
 // SourceKind is the kind the webhook's entries carry in their kind: tag and comment.
 const SourceKind = "external-dns"
 
-// held is what external-dns holds through the webhook: hostname → addresses.
-type held map[string]map[string]bool
+// published is what external-dns has published through the webhook: hostname → addresses.
+type published map[string]map[string]bool
 
-// heldOf reads it from the server's entries: those this webhook owns, less the ones marked
-// for deletion (external-dns deleted them; shown again, it would delete them again).
-func heldOf(recs []endpoint.Record, owns func(*endpoint.Record) bool, marked func(*endpoint.Record) bool) held {
-	h := held{}
+// publishedOf reads it from the server's entries: those this webhook owns, less the ones
+// marked for deletion (external-dns deleted them; shown again, it would delete them again).
+func publishedOf(recs []endpoint.Record, owns func(*endpoint.Record) bool, marked func(*endpoint.Record) bool) published {
+	h := published{}
 	for i := range recs {
 		rec := &recs[i]
 		if !owns(rec) || marked(rec) {
@@ -39,34 +39,34 @@ func heldOf(recs []endpoint.Record, owns func(*endpoint.Record) bool, marked fun
 }
 
 // clone is a copy to change; nil stays nil.
-func (h held) clone() held {
+func (h published) clone() published {
 	if h == nil {
 		return nil
 	}
-	out := make(held, len(h))
+	out := make(published, len(h))
 	for host, ips := range h {
 		out[host] = maps.Clone(ips)
 	}
 	return out
 }
 
-func (h held) add(host, ip string) {
+func (h published) add(host, ip string) {
 	if h[host] == nil {
 		h[host] = map[string]bool{}
 	}
 	h[host][ip] = true
 }
 
-func (h held) remove(host, ip string) {
+func (h published) remove(host, ip string) {
 	delete(h[host], ip)
 	if len(h[host]) == 0 {
 		delete(h, host)
 	}
 }
 
-// records renders what is held as external-dns sees records: per hostname an A endpoint with
+// records renders what is published as external-dns sees records: per hostname an A endpoint with
 // its IPv4 addresses and an AAAA endpoint with its IPv6 ones, sorted.
-func (h held) records() []*Endpoint {
+func (h published) records() []*Endpoint {
 	out := []*Endpoint{}
 	for _, host := range h.hosts() {
 		var v4, v6 []string
@@ -90,7 +90,7 @@ func (h held) records() []*Endpoint {
 	return out
 }
 
-func (h held) hosts() []string {
+func (h published) hosts() []string {
 	hosts := make([]string, 0, len(h))
 	for host := range h {
 		hosts = append(hosts, host)
@@ -102,7 +102,7 @@ func (h held) hosts() []string {
 // apply takes external-dns's changes: what is deleted or updated away goes first, then what
 // is created or updated to, so an update that keeps an address keeps it. Nothing is applied
 // when any endpoint is invalid.
-func (h held) apply(ch *Changes) error {
+func (h published) apply(ch *Changes) error {
 	type step struct {
 		eps []*Endpoint
 		add bool
@@ -131,9 +131,9 @@ func (h held) apply(ch *Changes) error {
 	return nil
 }
 
-// endpoints is what is held as the controller's desired endpoints, one per hostname, each
+// endpoints is what is published as the controller's desired endpoints, one per hostname, each
 // from a source named after its hostname so that its entries carry a stable source: tag.
-func (h held) endpoints(namespace string) []*endpoint.Endpoint {
+func (h published) endpoints(namespace string) []*endpoint.Endpoint {
 	out := make([]*endpoint.Endpoint, 0, len(h))
 	for _, host := range h.hosts() {
 		ips := make([]string, 0, len(h[host]))
@@ -197,7 +197,7 @@ type dropped struct {
 	name, recordType, why string
 }
 
-// adjust makes external-dns's desired records what the webhook holds, so that its plan
+// adjust makes external-dns's desired records what the webhook publishes, so that its plan
 // compares like with like and converges: A and AAAA records only, their names as router-hosts
 // writes them, address targets of their family only, no TTL and no provider-specific
 // properties (router-hosts has neither). Everything else is dropped and said why.

@@ -8,7 +8,7 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
 
-func TestHeldAndRecords(t *testing.T) {
+func TestPublishedAndRecords(t *testing.T) {
 	recs := []endpoint.Record{
 		{ID: "1", Hostname: "a.lan", IP: "10.0.0.1", Tags: []string{"mine"}},
 		{ID: "2", Hostname: "a.lan", IP: "fd00::1", Tags: []string{"mine"}},
@@ -19,7 +19,7 @@ func TestHeldAndRecords(t *testing.T) {
 	has := func(tag string) func(*endpoint.Record) bool {
 		return func(r *endpoint.Record) bool { return r.HasTag(tag) }
 	}
-	got := heldOf(recs, has("mine"), has("marked")).records()
+	got := publishedOf(recs, has("mine"), has("marked")).records()
 	want := []*Endpoint{{DNSName: "a.lan", Targets: []string{"10.0.0.1"}, RecordType: "A"}, {DNSName: "a.lan", Targets: []string{"fd00::1"}, RecordType: "AAAA"},
 		{DNSName: "d.lan", Targets: []string{"fd00::5"}, RecordType: "AAAA"}}
 	if !reflect.DeepEqual(got, want) {
@@ -50,7 +50,7 @@ func TestApply(t *testing.T) {
 		{name: "a null endpoint", ch: Changes{Create: []*Endpoint{nil}}, err: "null endpoint"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := held{}
+			h := published{}
 			h.add("old.lan", "10.0.0.1")
 			err := h.apply(&tc.ch)
 			if tc.err != "" {
@@ -73,7 +73,7 @@ func TestApply(t *testing.T) {
 				}
 			}
 			if !reflect.DeepEqual(got, tc.want) {
-				t.Fatalf("held %v, want %v", got, tc.want)
+				t.Fatalf("published %v, want %v", got, tc.want)
 			}
 		})
 	}

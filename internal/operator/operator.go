@@ -594,7 +594,8 @@ func newProvider(cfg *Config, s clusterconfig.Settings, waiting bool, log *logru
 
 // newDNS returns the cache that resolves hostnames given where an address is wanted, asking
 // servers in turn (else the system's nameservers), with the tests' clock when it has timers;
-// nil, with a warning, when there is no server to ask: such hostnames are then held.
+// nil, with a warning, when there is no server to ask: such hostnames then have no address,
+// and their entries are kept as they are.
 func newDNS(ctx context.Context, servers []string, clk clock.Clock, log logrus.FieldLogger) *source.DNS {
 	ns := source.Nameservers{Servers: servers}
 	if len(servers) == 0 {

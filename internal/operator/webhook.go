@@ -62,7 +62,7 @@ func NewWebhook(cfg *Config, log *logrus.Logger, clk clock.Clock) (_ *Webhook, e
 		Namespace: webhook.SourceKind, Log: log.WithField("component", "webhook")})
 	w.checker = health.New(s.Interval, func() bool { return true }, clk)
 	w.Controller = controller.New(controller.Config{
-		Sources: []controller.Source{w.Server}, Reporters: []controller.Reporter{w.metrics, w.checker, heldReporter{w.Server}},
+		Sources: []controller.Source{w.Server}, Reporters: []controller.Reporter{w.metrics, w.checker, publishedReporter{w.Server}},
 		Registry: reg, Provider: prov, Policy: s.Policy, Interval: s.Interval, MinEventSyncInterval: cfg.MinEventSyncInterval,
 		Log: log.WithField("component", "controller"), Clock: clk,
 	})
@@ -76,11 +76,11 @@ type syncer struct{ c *controller.Controller }
 
 func (s syncer) Sync(ctx context.Context) error { return s.c.SyncNow(ctx) }
 
-// heldReporter tells the webhook what it holds after each sync, so that the next one starts
-// from it instead of reading the server twice.
-type heldReporter struct{ s *webhook.Server }
+// publishedReporter tells the webhook what is published after each sync, so that the next
+// one starts from it instead of reading the server twice.
+type publishedReporter struct{ s *webhook.Server }
 
-func (h heldReporter) Report(_ context.Context, r *controller.Report) {
+func (h publishedReporter) Report(_ context.Context, r *controller.Report) {
 	if r.Err != nil || r.Stage != controller.StageDone {
 		h.s.Forget()
 		return

@@ -271,7 +271,7 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) { w.t.Log(string(p)); return len(p), nil }
 
 // sync runs one sync and fails the test on error.
-func (h *harness) sync() *controller.Outcome {
+func (h *harness) sync() *controller.Report {
 	h.t.Helper()
 	out, err := h.ctrl.SyncOnce(context.Background())
 	if err != nil {
