@@ -39,7 +39,7 @@ EXTERNAL_DNS_TESTS := test/externaldns
 # that neither library enters the operator's go.mod.
 GITOPS_TESTS  := test/gitops
 
-.PHONY: all build cross dist test unit integration soak demo bench lint generate generate-crds envtest-assets envtest-floor helm actionlint external-dns promtool controller-gen clean fuzz image
+.PHONY: all build cross dist test unit integration soak demo bench lint generate generate-crds generate-sources envtest-assets envtest-floor helm actionlint external-dns promtool controller-gen clean fuzz image
 
 all: lint build test
 
@@ -127,8 +127,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzNormalizeIP$$' -fuzztime $(FUZZ_TIME) ./endpoint/
 
 # The packages that need no control plane (hack/demo runs the whole demo).
-unit: controller-gen
-	CONTROLLER_GEN=$(CONTROLLER_GEN) $(GO) test -count=1 $$($(GO) list ./... | grep -v '/test/\|/hack/demo')
+unit: controller-gen helm
+	HELM=$(HELM) CONTROLLER_GEN=$(CONTROLLER_GEN) $(GO) test -count=1 $$($(GO) list ./... | grep -v '/test/\|/hack/demo')
 
 integration: envtest-assets helm promtool
 	HELM=$(HELM) PROMTOOL=$(PROMTOOL) KUBEBUILDER_ASSETS=$(ASSETS) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/integration/
@@ -180,16 +180,20 @@ lint: helm actionlint
 	$(ACTIONLINT) -no-color
 	bash hack/check-versions.sh
 
-# Regenerates the CRDs and DeepCopy from api/v1alpha1 (generate-crds, which needs only Go), the
+# Regenerates the CRDs and DeepCopy from api/v1alpha1 (generate-crds, which needs only Go), what
+# the chart and kustomize know of the sources from source/kinds.go (generate-sources: the chart's
+# table of sources and its schema's list, and kustomize/rbac.yaml rendered from the chart), the
 # flag table of docs/configuration.md from the operator's flags, and the committed gRPC stubs
 # (needs protoc, protoc-gen-go, protoc-gen-go-grpc).
-generate: generate-crds
+generate: generate-crds generate-sources
 	$(GO) run ./hack/flagdoc -w
 	protoc -I proto --go_out=api/routerhostsv1 --go_opt=paths=source_relative \
 	  --go-grpc_out=api/routerhostsv1 --go-grpc_opt=paths=source_relative router_hosts/v1/hosts.proto
 	mv api/routerhostsv1/router_hosts/v1/*.go api/routerhostsv1/ && rm -r api/routerhostsv1/router_hosts
 generate-crds: $(CONTROLLER_GEN)
 	CONTROLLER_GEN=$(CONTROLLER_GEN) bash hack/generate-crds.sh .
+generate-sources: $(HELM)
+	$(GO) run ./hack/sourcegen -w -helm $(HELM)
 
 # Builds the container image (needs a Docker engine; none runs on the CI machines).
 image:

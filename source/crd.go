@@ -301,6 +301,15 @@ func (k *crdKind) objects() ([]metav1.Object, error) {
 	return out, nil
 }
 
+// rules: reading each resource where the operator watches.
+func (k *crdKind) rules() []Rule {
+	out := make([]Rule, 0, len(k.resources))
+	for _, r := range k.resources {
+		out = append(out, read(r.gvr.Group, r.gvr.Resource))
+	}
+	return out
+}
+
 // ref is the reference to a cached custom resource, from the apiVersion and kind it carries.
 func (k *crdKind) ref(o metav1.Object) endpoint.SourceRef {
 	var gvk schema.GroupVersionKind

@@ -69,6 +69,17 @@ func (k *routeKind) start(ctx context.Context, c Clients, cfg Config, changed fu
 	return k.crdKind.start(ctx, c, cfg, changed)
 }
 
+// rules: the routes where the operator watches, and the Gateways and namespaces everywhere, as
+// start watches them.
+func (k *routeKind) rules() []Rule {
+	everywhere := func(gvr schema.GroupVersionResource) Rule {
+		r := read(gvr.Group, gvr.Resource)
+		r.Everywhere = true
+		return r
+	}
+	return append(k.crdKind.rules(), everywhere(gatewayResource.gvr), everywhere(namespaceResource))
+}
+
 // optedIn: the route is annotated, or one of the Gateways it names is annotated or managed
 // whole (--gateway-name); a route annotated "false" opts out of the latter two.
 func (k *routeKind) optedIn(o metav1.Object) bool {

@@ -35,6 +35,13 @@ func newHostMappingKind() kind {
 		}}}
 }
 
+// rules: reading HostMappings, and writing their status, which package status does while this
+// source runs.
+func (k *hostMappingKind) rules() []Rule {
+	return append(k.crdKind.rules(), Rule{Groups: []string{HostMappingGVR.Group}, Resources: []string{HostMappingGVR.Resource + "/status"},
+		Verbs: []string{"patch", "update"}})
+}
+
 func (k *hostMappingKind) optedIn(metav1.Object) bool { return true }
 
 // claim reads the spec: hostname, ipAddress (or the upstream operator's ip), aliases and tags

@@ -22,6 +22,8 @@ func (k *ingressKind) start(ctx context.Context, c Clients, cfg Config, changed 
 	return startTyped(ctx, &k.typedKind, c, cfg, "Ingress", ings.List, ings.Watch, &networkingv1.Ingress{}, slimIngress, changed)
 }
 
+func (k *ingressKind) rules() []Rule { return []Rule{read("networking.k8s.io", "ingresses")} }
+
 // optedIn: annotated, or of a class managed whole and not opted out.
 func (k *ingressKind) optedIn(o metav1.Object) bool {
 	if enabled(o) {

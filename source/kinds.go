@@ -3,6 +3,7 @@ package source
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -18,8 +19,9 @@ type kindInfo struct {
 	standsFor []string
 }
 
-// kinds is every source the operator has: --source's values, its help text and the wiring all
-// come from here. Adding a source is one file implementing kind and one line here.
+// kinds is every source the operator has: --source's values, its help text, the wiring and the
+// RBAC the chart and kustomize grant (each kind's rules, written out by make generate) all come
+// from here. Adding a source is one file implementing kind, its test and one line here.
 func kinds() []kindInfo {
 	return []kindInfo{
 		{"ingress", "Ingress", func() kind { return &ingressKind{} }, nil},
@@ -74,6 +76,92 @@ func Expand(names []string) []string {
 		}
 		if !expanded {
 			add(n)
+		}
+	}
+	return out
+}
+
+// Rule is one right a source needs on the API: verbs on resources of API groups. The chart's
+// table of sources and kustomize/rbac.yaml are generated from the kinds' rules (hack/sourcegen),
+// so the RBAC grants what a kind reads and no more.
+type Rule struct {
+	Groups    []string
+	Resources []string
+	Verbs     []string
+	// Everywhere grants the rule in every namespace whatever --namespace says: the kind reads
+	// these objects cluster-wide (a route's Gateways, which routes name across namespaces).
+	Everywhere bool
+}
+
+// readVerbs are what an informer needs: a list, then a watch; get for a reader by name.
+var readVerbs = []string{"get", "list", "watch"}
+
+// read is the rule to read resources of one group in the namespace the operator watches.
+func read(group string, resources ...string) Rule {
+	return Rule{Groups: []string{group}, Resources: resources, Verbs: slices.Clone(readVerbs)}
+}
+
+// Rules returns the rights the source called name needs (a name that stands for others, the
+// union of theirs), with the rules that differ only in group or resource merged, as a Role
+// writes them: traefik's two groups share one rule. Nil for an unknown name.
+func Rules(name string) []Rule {
+	var all []Rule
+	for _, n := range Expand([]string{name}) {
+		for _, k := range kinds() {
+			if k.name == n && k.build != nil {
+				all = append(all, k.build().rules()...)
+			}
+		}
+	}
+	return mergeRules(all)
+}
+
+// mergeRules folds rules of the same verbs and scope into as few as grant exactly the same: the
+// resources of each group gathered, then the groups that have the same resources joined. Order
+// is first appearance, so that the output is stable.
+func mergeRules(rules []Rule) []Rule {
+	type scope struct {
+		verbs      string
+		everywhere bool
+	}
+	var scopes []scope
+	verbsOf := map[scope][]string{}
+	groups := map[scope][]string{}
+	resources := map[scope]map[string][]string{}
+	for _, r := range rules {
+		s := scope{strings.Join(r.Verbs, ","), r.Everywhere}
+		if _, ok := resources[s]; !ok {
+			scopes = append(scopes, s)
+			verbsOf[s] = slices.Clone(r.Verbs)
+			resources[s] = map[string][]string{}
+		}
+		for _, g := range r.Groups {
+			if _, ok := resources[s][g]; !ok {
+				groups[s] = append(groups[s], g)
+			}
+			for _, res := range r.Resources {
+				if !slices.Contains(resources[s][g], res) {
+					resources[s][g] = append(resources[s][g], res)
+				}
+			}
+		}
+	}
+	var out []Rule
+	for _, s := range scopes {
+		first := len(out)
+		for _, g := range groups[s] {
+			res := resources[s][g]
+			joined := false
+			for i := first; i < len(out); i++ {
+				if slices.Equal(out[i].Resources, res) {
+					out[i].Groups = append(out[i].Groups, g)
+					joined = true
+					break
+				}
+			}
+			if !joined {
+				out = append(out, Rule{Groups: []string{g}, Resources: res, Verbs: slices.Clone(verbsOf[s]), Everywhere: s.everywhere})
+			}
 		}
 	}
 	return out

@@ -19,6 +19,8 @@ func (k *serviceKind) start(ctx context.Context, c Clients, cfg Config, changed 
 	return startTyped(ctx, &k.typedKind, c, cfg, "Service", svcs.List, svcs.Watch, &corev1.Service{}, slimAnnotatedService, changed)
 }
 
+func (k *serviceKind) rules() []Rule { return []Rule{read("", "services")} }
+
 func (k *serviceKind) optedIn(o metav1.Object) bool { return enabled(o) }
 
 func (k *serviceKind) claim(o metav1.Object) claim {

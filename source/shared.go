@@ -55,6 +55,9 @@ type kind interface {
 	optedIn(metav1.Object) bool
 	// claim reads what one opted-in object asks for.
 	claim(metav1.Object) claim
+	// rules are the rights the kind needs on the API; the operator's RBAC is generated from
+	// them, so a kind that reads something new says so here.
+	rules() []Rule
 }
 
 // claim is what one object asks for, before hostnames are normalised and addresses resolved.

@@ -113,8 +113,10 @@ type rbacCase struct {
 	services map[string][]string
 }
 
-// want is the model the chart must follow: each source's own objects, in the watched
-// namespace or everywhere; what every installation needs; the Services the chain names.
+// want is the model the chart must follow: the rules each source declares (source.Rules, which
+// source's tests hold to what its kind lists), on its own objects in the watched namespace or
+// everywhere, and on what it reads everywhere whatever is watched; what every installation
+// needs, kube-system unless a source reads every namespace; the Services the chain names.
 func (c rbacCase) want(release string) map[grant]bool {
 	out := map[grant]bool{}
 	read := []string{"get", "list", "watch"}
@@ -128,32 +130,26 @@ func (c rbacCase) want(release string) map[grant]bool {
 			}
 		}
 	}
-	routes := false
+	everyNamespace := false
 	for _, k := range c.kinds {
-		switch k {
-		case "ingress":
-			add(c.watch, "networking.k8s.io", "ingresses", nil, read...)
-		case "service":
-			add(c.watch, "", "services", nil, read...)
-		case "traefik":
-			for _, g := range []string{"traefik.io", "traefik.containo.us"} {
-				add(c.watch, g, "ingressroutes", nil, read...)
-				add(c.watch, g, "ingressroutetcps", nil, read...)
-			}
-		case "hostmapping":
-			add(c.watch, "router-hosts.fzymgc.house", "hostmappings", nil, read...)
-			add(c.watch, "router-hosts.fzymgc.house", "hostmappings/status", nil, "patch", "update")
-		case "gateway-httproute", "gateway-grpcroute", "gateway-tlsroute":
-			routes = true
-			add(c.watch, "gateway.networking.k8s.io", strings.TrimPrefix(k, "gateway-")+"s", nil, read...)
-		default:
+		rules := source.Rules(k)
+		if rules == nil {
 			panic("unknown source kind " + k)
 		}
+		for _, r := range rules {
+			ns := c.watch
+			if r.Everywhere {
+				ns = ""
+			}
+			for _, g := range r.Groups {
+				for _, res := range r.Resources {
+					add(ns, g, res, nil, r.Verbs...)
+					everyNamespace = everyNamespace || (g == "" && res == "namespaces" && ns == "" && slices.Contains(r.Verbs, "get"))
+				}
+			}
+		}
 	}
-	if routes {
-		add("", "gateway.networking.k8s.io", "gateways", nil, read...)
-		add("", "", "namespaces", nil, read...)
-	} else {
+	if !everyNamespace {
 		add("", "", "namespaces", []string{"kube-system"}, "get")
 	}
 	add("", "router-hosts.fzymgc.house", "routerhostsconfigs", nil, read...)
@@ -170,11 +166,13 @@ func (c rbacCase) want(release string) map[grant]bool {
 	return out
 }
 
-var everyKind = []string{"ingress", "traefik", "hostmapping", "service", "gateway-httproute", "gateway-grpcroute", "gateway-tlsroute"}
+// everyKind is every source kind, a name that stands for others (gateway) replaced by those.
+var everyKind = source.Expand(source.Names())
 
 // TestChartRBACFollowsSources: for each combination of sources, watched namespace and
 // resolution chain, the chart (real helm) grants exactly what the operator reads: each enabled
-// source's objects, cluster-wide or in the one watched namespace; Gateways and namespaces
+// source's objects (the rules source/kinds.go declares), cluster-wide or in the one watched
+// namespace; Gateways and namespaces
 // everywhere for the Gateway API sources, else kube-system alone; the Services the chain
 // names, by name, unless the service source reads every Service; and what every installation
 // needs. The apiserver accepts every render.

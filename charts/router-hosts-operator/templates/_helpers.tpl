@@ -73,84 +73,70 @@ as a JSON list of {name: ...} without repeats. */}}
 {{- toJson $out -}}
 {{- end -}}
 
-{{/* The source kinds the operator runs, with "gateway" expanded to its three route kinds. */}}
+{{/* The source kinds the operator runs, a name that stands for others (gateway) replaced by
+those, from the table make generate writes from source/kinds.go (_sources.tpl). */}}
 {{- define "rho.sources" -}}
+{{- $table := include "rho.sourceTable" . | fromJson -}}
 {{- $out := list -}}
 {{- range .Values.sources -}}
-{{- if eq . "gateway" -}}
-{{- $out = concat $out (list "gateway-httproute" "gateway-grpcroute" "gateway-tlsroute") -}}
-{{- else -}}
-{{- $out = append $out . -}}
-{{- end -}}
+{{- $standsFor := get (get $table . | default dict) "standsFor" -}}
+{{- if $standsFor }}{{ $out = concat $out $standsFor }}{{ else }}{{ $out = append $out . }}{{ end -}}
 {{- end -}}
 {{- toJson (uniq $out) -}}
 {{- end -}}
 
-{{/* The Gateway API route resources the enabled sources read, in a fixed order. */}}
-{{- define "rho.routes" -}}
-{{- $s := include "rho.sources" . | fromJsonArray -}}
-{{- $out := list -}}
-{{- range list (list "gateway-httproute" "httproutes") (list "gateway-grpcroute" "grpcroutes") (list "gateway-tlsroute" "tlsroutes") -}}
-{{- if has (index . 0) $s }}{{ $out = append $out (index . 1) }}{{ end -}}
-{{- end -}}
-{{- toJson $out -}}
-{{- end -}}
-
 {{/*
-The rules on the sources' own objects: cluster-wide in the ClusterRole, or in the watched
-namespace's Role when watchNamespace is set. Gateways are not among them: routes name Gateways in
-any namespace, so the operator watches Gateways everywhere (the ClusterRole grants them).
+The rules the enabled sources declare (source/kinds.go, through _sources.tpl), as JSON
+{"local": [...], "everywhere": [...]}, repeats dropped: local rules are on the sources' own
+objects, granted where the operator watches (by the ClusterRole, or with watchNamespace by a
+Role there); everywhere rules are on what a source reads in every namespace whatever is watched
+(a route's Gateways, which routes name across namespaces), always by the ClusterRole.
 */}}
 {{- define "rho.sourceRules" -}}
-{{- $s := include "rho.sources" . | fromJsonArray -}}
-{{- $routes := include "rho.routes" . | fromJsonArray -}}
-{{- $cluster := not .Values.watchNamespace -}}
-{{- if has "ingress" $s }}
-- apiGroups: ["networking.k8s.io"]
-  resources: ["ingresses"]
-  verbs: ["get", "list", "watch"]
-{{- end }}
-{{- if has "service" $s }}
-- apiGroups: [""]
-  resources: ["services"]
-  verbs: ["get", "list", "watch"]
-{{- end }}
-{{- if has "traefik" $s }}
-- apiGroups: ["traefik.io", "traefik.containo.us"]
-  resources: ["ingressroutes", "ingressroutetcps"]
-  verbs: ["get", "list", "watch"]
-{{- end }}
-{{- if $routes }}
-- apiGroups: ["gateway.networking.k8s.io"]
-  resources: {{ (ternary (prepend $routes "gateways") $routes $cluster) | toJson }}
-  verbs: ["get", "list", "watch"]
-{{- end }}
-{{- if $cluster }}
-{{- include "rho.namespaceRule" . }}
-{{- end }}
-{{- if has "hostmapping" $s }}
-- apiGroups: ["router-hosts.fzymgc.house"]
-  resources: ["hostmappings"]
-  verbs: ["get", "list", "watch"]
-- apiGroups: ["router-hosts.fzymgc.house"]
-  resources: ["hostmappings/status"]
-  verbs: ["patch", "update"]
+{{- $table := include "rho.sourceTable" . | fromJson -}}
+{{- $local := list -}}
+{{- $everywhere := list -}}
+{{- range include "rho.sources" . | fromJsonArray -}}
+{{- range get (get $table . | default dict) "rules" | default list -}}
+{{- $r := dict "apiGroups" .apiGroups "resources" .resources "verbs" .verbs -}}
+{{- if get . "everywhere" }}{{ $everywhere = append $everywhere $r }}{{ else }}{{ $local = append $local $r }}{{ end -}}
+{{- end -}}
+{{- end -}}
+{{- toJson (dict "local" (uniq $local) "everywhere" (uniq $everywhere)) -}}
+{{- end -}}
+
+{{/* The source rules the ClusterRole grants, as a JSON list: the local ones too unless
+watchNamespace moves them to a Role. */}}
+{{- define "rho.clusterSourceRules" -}}
+{{- $r := include "rho.sourceRules" . | fromJson -}}
+{{- if .Values.watchNamespace -}}
+{{- toJson $r.everywhere -}}
+{{- else -}}
+{{- toJson (concat $r.local $r.everywhere | uniq) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* "true" when a list of the sources' rules (the first of the arguments) grants a verb (the
+fourth) on a resource (the third) of an API group (the second). */}}
+{{- define "rho.grants" -}}
+{{- $args := . -}}
+{{- range index $args 0 -}}
+{{- if and (has (index $args 1) .apiGroups) (has (index $args 2) .resources) (has (index $args 3) .verbs) }}true{{ end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Rules as a Role writes them, one item each. */}}
+{{- define "rho.rules" -}}
+{{- range . }}
+- apiGroups: {{ include "rho.flowList" .apiGroups }}
+  resources: {{ include "rho.flowList" .resources }}
+  verbs: {{ include "rho.flowList" .verbs }}
 {{- end }}
 {{- end -}}
 
-{{/* Namespaces: every namespace's labels for the Gateway API sources (allowedRoutes
-selectors), else only kube-system, whose UID the installation's identity derives from. */}}
-{{- define "rho.namespaceRule" -}}
-{{- if include "rho.routes" . | fromJsonArray }}
-- apiGroups: [""]
-  resources: ["namespaces"]
-  verbs: ["get", "list", "watch"]
-{{- else }}
-- apiGroups: [""]
-  resources: ["namespaces"]
-  resourceNames: ["kube-system"]
-  verbs: ["get"]
-{{- end }}
+{{/* A list of strings in flow style, ["a", "b"], as the chart writes its rules. */}}
+{{- define "rho.flowList" -}}
+[{{ range $i, $v := . }}{{ if $i }}, {{ end }}{{ $v | quote }}{{ end }}]
 {{- end -}}
 
 {{/*
