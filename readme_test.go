@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"regexp"
 	"slices"
@@ -78,7 +79,7 @@ func TestTheREADMEsCommandsAreTrue(t *testing.T) {
 		kinds              []string
 		namesComingRelease bool
 	}{
-		{"README.md", 10, []string{"operator", "helm", "docker"}, true},
+		{"README.md", 10, []string{"operator", "helm", "docker", "port-forward"}, true},
 		{"charts/router-hosts-operator/README.md", 2, []string{"helm"}, false},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
@@ -144,6 +145,17 @@ func checkCommands(t *testing.T, md string, minPaths int, kinds []string, namesC
 				}
 				if v := regexp.MustCompile(`--version (\S+)`).FindStringSubmatch(line); v != nil && v[1] != chart {
 					t.Errorf("the README installs chart version %s, the chart is %s", v[1], chart)
+				}
+			case prog == "kubectl" && strings.Contains(line, "port-forward"):
+				seen["port-forward"]++
+				port := fmt.Sprint(values["metrics"].(map[string]any)["port"])
+				if !strings.HasSuffix(strings.TrimSuffix(strings.TrimSpace(line), " &"), " "+port) {
+					t.Errorf("the README forwards another port than the chart's metrics.port %s: %s", port, strings.TrimSpace(line))
+				}
+			case prog == "curl":
+				port := fmt.Sprint(values["metrics"].(map[string]any)["port"])
+				if !strings.Contains(line, "localhost:"+port+"/") {
+					t.Errorf("the README asks another port than the chart's metrics.port %s: %s", port, strings.TrimSpace(line))
 				}
 			case prog == "docker":
 				seen["docker"]++
