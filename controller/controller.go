@@ -376,7 +376,7 @@ func (c *Controller) learn(in *reading, sy *planner.Sync, applyErr error) (again
 		// or could not send: the change's latency runs on until then.
 		c.unread(in.changed)
 	}
-	return fresh || (len(sy.State.Conflicts) > 0 && removedAny(sy.Changes, applyErr))
+	return fresh || (len(sy.Conflicts) > 0 && removedAny(sy.Changes, applyErr))
 }
 
 // removedAny reports whether a delete or release went through.

@@ -162,9 +162,9 @@ func reportOf(cluster string, in *reading, sy *planner.Sync, applyErr error, aga
 	st := sy.State
 	rep := &Report{Cluster: cluster, Desired: sy.Desired, Endpoints: in.endpoints, Objects: objectsOf(in.sources),
 		Entries: entriesAfter(st.Owned, sy.Changes, applyErr), Failed: failed, FailedChanges: failedChanges,
-		Changes: sy.Changes, Deferred: sy.Deferred, Pending: sy.Pending, Foreign: st.ForeignCount(), SourceEndpoints: in.counts, Conflicts: st.Conflicts,
+		Changes: sy.Changes, Deferred: sy.Deferred, Pending: sy.Pending, Foreign: st.ForeignCount(), SourceEndpoints: in.counts, Conflicts: sy.Conflicts,
 		Namesakes: st.Namesakes, Unclaimed: st.Unclaimed, Braked: sy.Braked, TakeUpLeft: sy.TakeUpLeft,
-		Problems: st.Problems, Started: in.started, Duration: end.Sub(in.started), ListDuration: sy.ReadDuration, Read: sy.Read,
+		Problems: sy.Problems, Started: in.started, Duration: end.Sub(in.started), ListDuration: sy.ReadDuration, Read: sy.Read,
 		Mode: in.mode, ChangedAt: in.changed, Again: again, NextExpiry: sy.NextExpiry}
 	if whole, _ := plan.SplitRefused(applyErr); whole != nil {
 		rep.Err, rep.Stage, rep.AuthFailed = applyErr, StageApply, errors.Is(whole, provider.ErrAuthentication)

@@ -43,35 +43,41 @@ type entryKey struct {
 	tags            []string
 }
 
-// Merged is registry.Merges.
+// Merged is registry.Merges: it only reads, and keep records what the registry did with it.
 func (m *merges) Merged(host string, claims []*endpoint.Endpoint, owned []*endpoint.Record) (*endpoint.Endpoint, bool) {
 	k := m.byHost[host]
 	if k == nil || !k.from(claims, owned) {
 		return nil, false
 	}
-	k.pass, k.reused = m.pass, m.pass
-	k.owned = k.owned[:0]
-	for _, rec := range owned {
-		// The entries' own tags from now on, as views keeps them.
-		k.owned = append(k.owned, entryKey{rec.ID, rec.Version, rec.IP, rec.Tags})
-	}
 	return k.out, true
 }
 
-// Keep is registry.Merges.
-func (m *merges) Keep(r registry.Merge) {
+// keep takes the merges one plan's Desired made or reused.
+func (m *merges) keep(made []registry.Merge) {
 	if m.byHost == nil {
-		m.byHost = map[string]*kept{}
+		m.byHost = make(map[string]*kept, len(made))
 	}
-	if r.Conflicted {
-		delete(m.byHost, r.Host)
-		return
+	for i := range made {
+		r := &made[i]
+		if r.Conflicted {
+			delete(m.byHost, r.Host)
+			continue
+		}
+		k := m.byHost[r.Host]
+		if !r.Reused || k == nil {
+			k = &kept{claims: r.Claims, out: r.Out, marked: r.Marked}
+			m.byHost[r.Host] = k
+		} else {
+			k.reused = m.pass
+		}
+		k.pass = m.pass
+		// The entries' own tags from now on, as views keeps them: comparing the same strings
+		// again is a pointer check, not their bytes.
+		k.owned = k.owned[:0]
+		for _, rec := range r.Owned {
+			k.owned = append(k.owned, entryKey{rec.ID, rec.Version, rec.IP, rec.Tags})
+		}
 	}
-	k := &kept{claims: r.Claims, owned: make([]entryKey, 0, len(r.Owned)), out: r.Out, marked: r.Marked, pass: m.pass}
-	for _, rec := range r.Owned {
-		k.owned = append(k.owned, entryKey{rec.ID, rec.Version, rec.IP, rec.Tags})
-	}
-	m.byHost[r.Host] = k
 }
 
 // from reports whether the merge was made from these claims and entries.

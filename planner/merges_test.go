@@ -50,7 +50,7 @@ func TestMergesAreReusedOnlyWhileTheirInputsHold(t *testing.T) {
 			t.Errorf("%s merged again with nothing changed", h)
 		}
 	}
-	if c := s.State.Conflicts; len(c) != 1 || c[0].Loser.UID != "uid-3" {
+	if c := s.Conflicts; len(c) != 1 || c[0].Loser.UID != "uid-3" {
 		t.Errorf("second sync's conflicts = %+v, want rival.lan's", c)
 	}
 

@@ -112,10 +112,13 @@ type Sync struct {
 	// Refused are the hostnames whose changes an event sync did not send, since the very same
 	// change was refused before (with these errors): the interval's full sync tries it again.
 	Refused map[string]error
-	// Desired holds the merged endpoint of every managed hostname; State the entries by owner,
-	// with the conflicts and problems found.
-	Desired []*endpoint.Endpoint
-	State   *registry.State
+	// Desired holds the merged endpoint of every managed hostname; Conflicts the claims the
+	// registry turned down and Problems the parts of claims it dropped; State the entries by
+	// owner.
+	Desired   []*endpoint.Endpoint
+	Conflicts []registry.Conflict
+	Problems  []registry.Problem
+	State     *registry.State
 	// Entries is the number of entries planned from; Planned the hostnames the plan looked at
 	// (the others were settled).
 	Entries, Planned int
@@ -211,11 +214,13 @@ func (p *Planner) plan(s *Sync, eps []*endpoint.Endpoint, policy plan.Policy) {
 	}
 	p.views.begin()
 	p.merges.begin()
-	st := p.reg.Classify(records, &p.views)
+	st := p.reg.Classify(records, eps, &p.views)
 	// One clock reading decides both whose grace period has ended (a holder that let go) and
 	// which marks fall due.
 	now := p.clk.Now()
-	desired := p.reg.Desired(now, eps, st, &p.merges)
+	wanted := p.reg.Desired(now, eps, st, &p.merges)
+	p.merges.keep(wanted.Merges)
+	desired := wanted.Endpoints
 	var settled map[string]bool
 	toPlan := desired
 	if s.Read != ReadServer {
@@ -232,7 +237,8 @@ func (p *Planner) plan(s *Sync, eps []*endpoint.Endpoint, policy plan.Policy) {
 	changes := (&plan.Plan{Current: p.reg.Current(st, toPlan, settled), Desired: toPlan, Policy: policy}).Calculate()
 	p.merges.changed(changes)
 	s.Verdict = p.reg.Apply(now, st, changes)
-	s.Desired, s.State, s.Now, s.Entries, s.Planned = desired, st, now, len(records), len(toPlan)
+	s.Desired, s.Conflicts, s.Problems = desired, wanted.Conflicts, wanted.Problems
+	s.State, s.Now, s.Entries, s.Planned = st, now, len(records), len(toPlan)
 	if s.Mode == Event {
 		s.Changes, s.Refused = p.refused.skip(s.Changes)
 	}

@@ -12,13 +12,13 @@ import (
 
 // namespaceBudget leaves out the new hostnames of a namespace over its budget of entries:
 // its hostnames that have entries stay as the plan makes them, and the new ones are admitted in
-// the order of their oldest claim while the namespace stays within. forget is told every
-// hostname left out, whose merge must not be reused (it would settle the hostname unplanned
-// once the namespace has room again).
-func (r *Registry) namespaceBudget(merged []*endpoint.Endpoint, st *State, owned map[string][]*endpoint.Record, forget func(string)) []*endpoint.Endpoint {
+// the order of their oldest claim while the namespace stays within. The hostnames changed are
+// those left out, whose merge must not be reused (it would settle the hostname unplanned once
+// the namespace has room again).
+func (r *Registry) namespaceBudget(merged []*endpoint.Endpoint, owned map[string][]*endpoint.Record) reshaped {
 	limit := r.cfg.Budgets.EntriesPerNamespace
 	if limit == 0 {
-		return merged
+		return reshaped{merged: merged}
 	}
 	count := map[string]int{}
 	for _, m := range merged {
@@ -29,7 +29,7 @@ func (r *Registry) namespaceBudget(merged []*endpoint.Endpoint, st *State, owned
 		over = over || n > limit
 	}
 	if !over {
-		return merged
+		return reshaped{merged: merged}
 	}
 	used := map[string]int{}
 	var fresh []int
@@ -61,13 +61,13 @@ func (r *Registry) namespaceBudget(merged []*endpoint.Endpoint, st *State, owned
 	}
 	var objects []*leftOut
 	byUID := map[string]*leftOut{}
-	out := make([]*endpoint.Endpoint, 0, len(merged)-len(left))
+	res := reshaped{merged: make([]*endpoint.Endpoint, 0, len(merged)-len(left))}
 	for i, m := range merged {
 		if !left[i] {
-			out = append(out, m)
+			res.merged = append(res.merged, m)
 			continue
 		}
-		forget(m.Hostname)
+		res.changed = append(res.changed, m.Hostname)
 		for _, s := range m.Sources {
 			o := byUID[s.UID]
 			if o == nil {
@@ -83,10 +83,10 @@ func (r *Registry) namespaceBudget(merged []*endpoint.Endpoint, st *State, owned
 		if len(o.hosts) > 3 {
 			names += fmt.Sprintf(" and %d more", len(o.hosts)-3)
 		}
-		st.Problems = append(st.Problems, Problem{Source: o.src, Reason: ProblemOverBudget,
+		res.problems = append(res.problems, Problem{Source: o.src, Reason: ProblemOverBudget,
 			Message: fmt.Sprintf("namespace %s is at its budget of %d entries: %s not written; the entries it has stay", o.src.Namespace, limit, names)})
 	}
-	return out
+	return res
 }
 
 // Ration splits a sync's changes into those it sends and those it leaves to the syncs that

@@ -28,7 +28,7 @@ func newInstallation(t *testing.T, name, id string, hosts ...string) *installati
 }
 
 // writes is the number of changes a sync of in sent.
-func (s *server) syncAs(in *installation, now time.Time) (Verdict, *State) {
+func (s *server) syncAs(in *installation, now time.Time) (Verdict, seen) {
 	return s.sync(in.r, now, in.eps...)
 }
 

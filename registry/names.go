@@ -83,10 +83,10 @@ func carriersOf(st *State) carriers {
 // namespace's entry carries as an alias it still asks for, and on a hand-made entry the
 // claim's namespace may not adopt (or that says no-adopt), when no entry of this cluster holds
 // the hostname.
-func (r *Registry) hostnames(eps []*endpoint.Endpoint, st *State, owned map[string][]*endpoint.Record, car carriers, touched map[string]bool) []*endpoint.Endpoint {
+func (r *Registry) hostnames(eps []*endpoint.Endpoint, st *State, owned map[string][]*endpoint.Record, car carriers) screened {
 	adoptRules := r.ten.adopters != nil || len(car.noAdopt) > 0
 	if car.owned == nil && car.foreign == nil && car.hand == nil && !adoptRules {
-		return eps
+		return screened{claims: eps}
 	}
 	// asking are the namespaces that ask for each alias an entry of theirs carries.
 	var asking map[string][]string
@@ -102,7 +102,10 @@ func (r *Registry) hostnames(eps []*endpoint.Endpoint, st *State, owned map[stri
 			}
 		}
 	}
-	var out []*endpoint.Endpoint
+	var (
+		res screened
+		out []*endpoint.Endpoint
+	)
 	for i, ep := range eps {
 		h, src := ep.Hostname, ep.Sources[0]
 		winner := ""
@@ -130,16 +133,26 @@ func (r *Registry) hostnames(eps []*endpoint.Endpoint, st *State, owned map[stri
 			}
 			continue
 		}
-		st.Conflicts = append(st.Conflicts, Conflict{Hostname: h, Loser: src, Winner: winner})
-		touched[h] = true
+		res.conflicts = append(res.conflicts, Conflict{Hostname: h, Loser: src, Winner: winner})
+		res.touch(h)
 		if out == nil {
 			out = append(make([]*endpoint.Endpoint, 0, len(eps)), eps[:i]...)
 		}
 	}
-	if out == nil {
-		return eps
+	res.claims = eps
+	if out != nil {
+		res.claims = out
 	}
-	return out
+	return res
+}
+
+// reshaped is what a step after the merge made of the merged endpoints: the endpoints (those
+// it changed are copies), the hostnames whose endpoint it changed, and what it turned down.
+type reshaped struct {
+	merged    []*endpoint.Endpoint
+	changed   []string
+	conflicts []Conflict
+	problems  []Problem
 }
 
 // aliasHolder is the namespace whose entry carries an alias and still asks for it, or whose
@@ -159,10 +172,10 @@ func aliasHolder(carrying []*endpoint.Record, asking []string, st *State) string
 }
 
 // aliases decides every alias of the merged endpoints by the rule above, and returns them with
-// the aliases they lost taken out (as copies). byHost are the claims each was merged from, so
-// that a conflict is reported on the objects that asked for the alias. changed is told the
-// hostnames whose endpoint lost an alias.
-func (r *Registry) aliases(merged []*endpoint.Endpoint, byHost map[string][]*endpoint.Endpoint, st *State, owned map[string][]*endpoint.Record, car carriers, changed func(host string)) []*endpoint.Endpoint {
+// the aliases they lost taken out (as copies); the hostnames changed are those whose endpoint
+// lost an alias. byHost are the claims each was merged from, so that a conflict is reported on
+// the objects that asked for the alias.
+func (r *Registry) aliases(merged []*endpoint.Endpoint, byHost map[string][]*endpoint.Endpoint, st *State, owned map[string][]*endpoint.Record, car carriers) reshaped {
 	var claimants map[string][]int // alias → the merged endpoints that carry it
 	for i, m := range merged {
 		for _, a := range m.Aliases {
@@ -173,8 +186,9 @@ func (r *Registry) aliases(merged []*endpoint.Endpoint, byHost map[string][]*end
 		}
 	}
 	if claimants == nil {
-		return merged
+		return reshaped{merged: merged}
 	}
+	var res reshaped
 	hostNS := make(map[string]string, len(merged))
 	for _, m := range merged {
 		hostNS[m.Hostname] = m.Sources[0].Namespace
@@ -185,7 +199,7 @@ func (r *Registry) aliases(merged []*endpoint.Endpoint, byHost map[string][]*end
 		ns := m.Sources[0].Namespace
 		for _, c := range byHost[m.Hostname] {
 			if c.Sources[0].Namespace == ns && slices.Contains(c.Aliases, a) {
-				st.Conflicts = append(st.Conflicts, Conflict{Hostname: a, Loser: c.Sources[0], Winner: winner, Alias: true})
+				res.conflicts = append(res.conflicts, Conflict{Hostname: a, Loser: c.Sources[0], Winner: winner, Alias: true})
 			}
 		}
 		lost[i] = append(lost[i], a)
@@ -240,19 +254,20 @@ func (r *Registry) aliases(merged []*endpoint.Endpoint, byHost map[string][]*end
 		}
 	}
 	if len(lost) == 0 {
-		return merged
+		res.merged = merged
+		return res
 	}
-	out := make([]*endpoint.Endpoint, len(merged))
+	res.merged = make([]*endpoint.Endpoint, len(merged))
 	for i, m := range merged {
-		out[i] = m
+		res.merged[i] = m
 		if l := lost[i]; l != nil {
 			c := *m
 			c.Aliases = without(m.Aliases, l)
-			out[i] = &c
-			changed(m.Hostname)
+			res.merged[i] = &c
+			res.changed = append(res.changed, m.Hostname)
 		}
 	}
-	return out
+	return res
 }
 
 // without is names less drop, nil when nothing is left.
@@ -267,12 +282,15 @@ func without(names, drop []string) []string {
 // unadoptable leaves out of each merged endpoint the addresses that a hand-made entry of its
 // hostname serves and its namespace may not adopt: the name resolves to them already, and a
 // line of the operator's beside the user's would double it (AddHost refuses the exact pair).
-// changed is told the hostnames whose endpoint it changed.
-func (r *Registry) unadoptable(merged []*endpoint.Endpoint, st *State, car carriers, changed func(host string)) []*endpoint.Endpoint {
+// The hostnames changed are those whose endpoint lost an address.
+func (r *Registry) unadoptable(merged []*endpoint.Endpoint, st *State, car carriers) reshaped {
 	if len(st.Unowned) == 0 || (r.ten.adopters == nil && len(car.noAdopt) == 0) {
-		return merged
+		return reshaped{merged: merged}
 	}
-	var out []*endpoint.Endpoint
+	var (
+		res reshaped
+		out []*endpoint.Endpoint
+	)
 	for i, m := range merged {
 		var served []string
 		for k := range st.Unowned[m.Hostname] {
@@ -296,13 +314,14 @@ func (r *Registry) unadoptable(merged []*endpoint.Endpoint, st *State, car carri
 		for _, ip := range c.Targets {
 			c.TargetTags[ip] = m.TargetTags[ip]
 		}
-		changed(m.Hostname)
+		res.changed = append(res.changed, m.Hostname)
 		out = append(out, &c)
 	}
-	if out == nil {
-		return merged
+	res.merged = merged
+	if out != nil {
+		res.merged = out
 	}
-	return out
+	return res
 }
 
 // firstID is the lowest ID among the entries.

@@ -167,8 +167,9 @@ func TestPropertyOwnership(t *testing.T) {
 			for id, e := range w.entries {
 				before[id] = e
 			}
-			st := r.Classify(w.records(), nil)
-			desired := r.Desired(now, claims(rnd, age), st, nil)
+			cl := claims(rnd, age)
+			st := r.Classify(w.records(), cl, nil)
+			desired := r.Desired(now, cl, st, nil).Endpoints
 			changes := (&plan.Plan{Current: r.Current(st, desired, nil), Desired: desired}).Calculate()
 			res := r.Apply(now, st, changes)
 			for _, c := range res.Changes {

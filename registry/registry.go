@@ -84,10 +84,9 @@ type Parser interface {
 }
 
 // Merges hands Desired the merge of a hostname it made before from the same claims and
-// entries, and keeps the ones it makes.
+// entries. It only reads: what Desired merged, or reused, comes back in Wanted.Merges.
 type Merges interface {
 	Merged(host string, claims []*endpoint.Endpoint, owned []*endpoint.Record) (out *endpoint.Endpoint, ok bool)
-	Keep(m Merge)
 }
 
 // Merge is one hostname's merge and what it was made from.
@@ -97,10 +96,25 @@ type Merge struct {
 	Owned  []*endpoint.Record
 	// Out is the endpoint the plan sees; nil when every claim lost.
 	Out *endpoint.Endpoint
-	// Conflicted: the merge turned claims down, which a merge reused would leave unreported.
+	// Reused: Merges handed it back, from the same claims and entries.
+	Reused bool
+	// Conflicted: the merge turned claims down, or what followed it changed its endpoint; a
+	// merge reused would leave that unreported, so it must not be kept.
 	Conflicted bool
 	// Marked: one of the entries is marked for deletion.
 	Marked bool
+}
+
+// Wanted is what Desired made of the sources' claims: one endpoint per hostname the cluster is
+// to have, the claims and the parts of claims it turned down, and the merge of every hostname
+// it met, for a caller that keeps them to hand back through Merges.
+type Wanted struct {
+	Endpoints []*endpoint.Endpoint
+	// Conflicts are the claims turned down; Problems the parts of claims dropped, such as
+	// reserved tags.
+	Conflicts []Conflict
+	Problems  []Problem
+	Merges    []Merge
 }
 
 // New validates cfg and returns a Registry.
@@ -200,8 +214,8 @@ func SplitDefaultTags(tags []string) (cluster string, user []string, err error) 
 	return cluster, user, nil
 }
 
-// State is the server's entries sorted by who owns them, and what the registry found wrong
-// with the cluster's claims.
+// State is the server's entries sorted by who owns them. Classify makes it; every later step
+// only reads it.
 type State struct {
 	// Owned entries carry k8s-operator and this installation's identity (or, written by an
 	// earlier version, no identity and one of the claims' UIDs or this cluster's name), all
@@ -219,15 +233,8 @@ type State struct {
 	// Unowned entries lack k8s-operator; they may only be adopted. Keyed by lowercase
 	// hostname, because DNS names compare without case.
 	Unowned map[string][]endpoint.Record
-	// Conflicts are the claims Desired turned down.
-	Conflicts []Conflict
-	// Problems are the parts of claims Desired dropped, such as reserved tags.
-	Problems []Problem
 
 	parser Parser
-	// legacy are the entries whose owner the claims decide (an earlier version's, this
-	// identity's under another name), until Desired knows them.
-	legacy []endpoint.Record
 }
 
 // view is the view of an owned entry; the zero view for any other.
@@ -270,13 +277,16 @@ func (s *State) ForeignCount() int {
 
 // Classify sorts the records of one read by owner, their tags parsed by parser (nil: parsed
 // afresh). Only tags the operator wrote count: a tag an adopted entry carried before adoption
-// (recorded in its loan) never makes it another cluster's, nor marks it for deletion.
-func (r *Registry) Classify(records []endpoint.Record, parser Parser) *State {
+// (recorded in its loan) never makes it another cluster's, nor marks it for deletion. The
+// entries the tags leave open (an earlier version's, this identity's under another name) are
+// decided by claims, the sources' endpoints (resolveLegacy).
+func (r *Registry) Classify(records []endpoint.Record, claims []*endpoint.Endpoint, parser Parser) *State {
 	if parser == nil {
 		parser = r
 	}
 	st := &State{Foreign: map[string][]endpoint.Record{}, Unowned: map[string][]endpoint.Record{},
 		Owned: make([]endpoint.Record, 0, len(records)), parser: parser}
+	var open []endpoint.Record
 	for i := range records {
 		rec := &records[i]
 		key := strings.ToLower(rec.Hostname)
@@ -287,7 +297,7 @@ func (r *Registry) Classify(records []endpoint.Record, parser Parser) *State {
 		case own:
 			st.Owned = append(st.Owned, *rec)
 		case legacy, renamed:
-			st.legacy = append(st.legacy, *rec)
+			open = append(open, *rec)
 		case namesake:
 			id, _ := p.v.clusterID()
 			if i := slices.IndexFunc(st.Namesakes, func(n Namesake) bool { return n.ID == id }); i >= 0 {
@@ -301,6 +311,15 @@ func (r *Registry) Classify(records []endpoint.Record, parser Parser) *State {
 		}
 	}
 	slices.SortFunc(st.Namesakes, func(a, b Namesake) int { return strings.Compare(a.ID, b.ID) })
+	if len(open) > 0 {
+		uids := make(map[string]bool, len(claims))
+		for _, ep := range claims {
+			for _, s := range ep.Sources {
+				uids[s.UID] = true
+			}
+		}
+		r.resolveLegacy(st, open, func(uid string) bool { return uids[uid] })
+	}
 	return st
 }
 
@@ -377,17 +396,9 @@ func (r *Registry) adoptable(ep *endpoint.Endpoint, rec *endpoint.Record) bool {
 //
 // now is the sync's clock reading, which says whose grace period has ended. merges (may be
 // nil) hands back the merge of a hostname whose claims and entries are those it was made from.
-func (r *Registry) Desired(now time.Time, eps []*endpoint.Endpoint, st *State, merges Merges) []*endpoint.Endpoint {
-	if len(st.legacy) > 0 {
-		uids := make(map[string]bool, len(eps))
-		for _, ep := range eps {
-			for _, s := range ep.Sources {
-				uids[s.UID] = true
-			}
-		}
-		r.resolveLegacy(st, st.legacy, func(uid string) bool { return uids[uid] })
-		st.legacy = nil
-	}
+// Desired reads st and eps and writes to neither: a claim it changes is a copy.
+func (r *Registry) Desired(now time.Time, eps []*endpoint.Endpoint, st *State, merges Merges) Wanted {
+	var w Wanted
 	ownedByHost := make(map[string][]*endpoint.Record, len(st.Owned))
 	for i := range st.Owned {
 		rec := &st.Owned[i]
@@ -398,12 +409,15 @@ func (r *Registry) Desired(now time.Time, eps []*endpoint.Endpoint, st *State, m
 		// Reported for every claim, written for none, whether or not the claim wins.
 		for _, t := range ep.Tags {
 			if err := CheckUserTag(t); err != nil {
-				st.Problems = append(st.Problems, Problem{Source: ep.Sources[0], Reason: ProblemReservedTag, Tag: t, Message: err.Error() + "; dropped"})
+				w.Problems = append(w.Problems, Problem{Source: ep.Sources[0], Reason: ProblemReservedTag, Tag: t, Message: err.Error() + "; dropped"})
 			}
 		}
 	}
 	car := carriersOf(st)
-	eps, touched := r.screen(eps, st, ownedByHost, car)
+	sc := r.screen(eps, st, ownedByHost, car)
+	eps, touched := sc.claims, sc.touched
+	w.Problems = append(w.Problems, sc.problems...)
+	w.Conflicts = append(w.Conflicts, sc.conflicts...)
 	byHost := make(map[string][]*endpoint.Endpoint, len(eps))
 	// In the order the hostnames first came: sources list theirs sorted, so the sort below
 	// mostly finds them in order.
@@ -417,12 +431,15 @@ func (r *Registry) Desired(now time.Time, eps []*endpoint.Endpoint, st *State, m
 	}
 	slices.Sort(hosts)
 	out := make([]*endpoint.Endpoint, 0, len(hosts))
+	if merges != nil {
+		w.Merges = make([]Merge, 0, len(hosts))
+	}
 	for _, h := range hosts {
 		claims := byHost[h]
 		if len(st.Foreign[h]) > 0 && len(ownedByHost[h]) == 0 {
 			owner := r.ownerText(&st.Foreign[h][0])
 			for _, c := range claims {
-				st.Conflicts = append(st.Conflicts, Conflict{Hostname: h, Loser: c.Sources[0], Winner: owner})
+				w.Conflicts = append(w.Conflicts, Conflict{Hostname: h, Loser: c.Sources[0], Winner: owner})
 			}
 			continue
 		}
@@ -432,6 +449,7 @@ func (r *Registry) Desired(now time.Time, eps []*endpoint.Endpoint, st *State, m
 				if m != nil {
 					out = append(out, m)
 				}
+				w.Merges = append(w.Merges, Merge{Host: h, Claims: claims, Owned: owned, Out: m, Reused: true})
 				continue
 			}
 		}
@@ -440,25 +458,37 @@ func (r *Registry) Desired(now time.Time, eps []*endpoint.Endpoint, st *State, m
 		if merges != nil {
 			key = slices.Clone(claims)
 		}
-		conflicts := len(st.Conflicts)
-		m := r.merge(now, h, claims, owned, st)
+		m, lost := r.merge(now, h, claims, owned, st)
 		if m != nil {
 			out = append(out, m)
 		}
+		w.Conflicts = append(w.Conflicts, lost...)
 		if merges != nil {
-			merges.Keep(Merge{Host: h, Claims: key, Owned: owned, Out: m, Conflicted: touched[h] || len(st.Conflicts) > conflicts, Marked: st.Marked(owned)})
+			w.Merges = append(w.Merges, Merge{Host: h, Claims: key, Owned: owned, Out: m, Conflicted: touched[h] || len(lost) > 0, Marked: st.Marked(owned)})
 		}
 	}
-	// A merge reused is kept no longer when what follows changes its endpoint, so that the
-	// hostname is planned (not settled) and its refusals reported at every sync.
-	forget := func(host string) {
-		if merges != nil {
-			merges.Keep(Merge{Host: host, Conflicted: true})
+	al := r.aliases(out, byHost, st, ownedByHost, car)
+	w.Conflicts = append(w.Conflicts, al.conflicts...)
+	un := r.unadoptable(al.merged, st, car)
+	nb := r.namespaceBudget(un.merged, ownedByHost)
+	w.Problems = append(w.Problems, nb.problems...)
+	w.Endpoints = nb.merged
+	// A merge whose endpoint what followed it changed is not kept, so that the hostname is
+	// planned (not settled) and its refusals reported at every sync.
+	if n := len(al.changed) + len(un.changed) + len(nb.changed); n > 0 && merges != nil {
+		changed := make(map[string]bool, n)
+		for _, hs := range [][]string{al.changed, un.changed, nb.changed} {
+			for _, h := range hs {
+				changed[h] = true
+			}
+		}
+		for i := range w.Merges {
+			if changed[w.Merges[i].Host] {
+				w.Merges[i].Conflicted = true
+			}
 		}
 	}
-	out = r.aliases(out, byHost, st, ownedByHost, car, forget)
-	out = r.unadoptable(out, st, car, forget)
-	return r.namespaceBudget(out, st, ownedByHost, forget)
+	return w
 }
 
 // holder is the namespace that holds a hostname: the one named on its owned entries, "" when
@@ -508,9 +538,9 @@ func (r *Registry) wants(c *endpoint.Endpoint, owned []*endpoint.Record, st *Sta
 	return !c.NoAddress() || len(r.keptTargets(c, owned, st)) > 0
 }
 
-// merge combines the claims on one hostname into the endpoint the plan sees; nil when every
-// claim lost to the holding namespace.
-func (r *Registry) merge(now time.Time, host string, claims []*endpoint.Endpoint, owned []*endpoint.Record, st *State) *endpoint.Endpoint {
+// merge combines the claims on one hostname into the endpoint the plan sees, nil when every
+// claim lost to the holding namespace, and returns the claims of other namespaces as lost.
+func (r *Registry) merge(now time.Time, host string, claims []*endpoint.Endpoint, owned []*endpoint.Record, st *State) (merged *endpoint.Endpoint, lost []Conflict) {
 	sort.SliceStable(claims, func(i, j int) bool { return olderClaim(claims[i], claims[j]) })
 	winner := r.holder(now, owned, claims, st)
 	winnerText := "namespace " + winner
@@ -533,7 +563,7 @@ func (r *Registry) merge(now time.Time, host string, claims []*endpoint.Endpoint
 	for _, c := range claims {
 		src := c.Sources[0]
 		if src.Namespace != winner {
-			st.Conflicts = append(st.Conflicts, Conflict{Hostname: host, Loser: src, Winner: winnerText})
+			lost = append(lost, Conflict{Hostname: host, Loser: src, Winner: winnerText})
 			continue
 		}
 		want := c.Targets
@@ -556,7 +586,7 @@ func (r *Registry) merge(now time.Time, host string, claims []*endpoint.Endpoint
 		}
 	}
 	if len(m.Sources) == 0 {
-		return nil
+		return nil, lost
 	}
 	m.Targets = endpoint.SortedUnique(targets)
 	m.TargetTags = make(map[string][]string, len(m.Targets))
@@ -589,7 +619,7 @@ func (r *Registry) merge(now time.Time, host string, claims []*endpoint.Endpoint
 	if len(m.Sources) > 1 {
 		m.Comment += fmt.Sprintf(" (+%d more)", len(m.Sources)-1)
 	}
-	return m
+	return m, lost
 }
 
 // keptTargets are the addresses a claim with no address keeps: those of the hostname's

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -34,8 +35,8 @@ func owned(id, host, ip string, extra ...string) endpoint.Record {
 
 // run is one full registry+plan pass, as the controller does it.
 func run(r *Registry, now time.Time, records []endpoint.Record, eps ...*endpoint.Endpoint) Verdict {
-	st := r.Classify(records, nil)
-	desired := r.Desired(now, eps, st, nil)
+	st := r.Classify(records, eps, nil)
+	desired := r.Desired(now, eps, st, nil).Endpoints
 	changes := (&plan.Plan{Current: r.Current(st, desired, nil), Desired: desired, Policy: r.cfg.Policy}).Calculate()
 	return r.Apply(now, st, changes)
 }
@@ -164,7 +165,7 @@ func TestAdoptKeepsOwnTagsAndReleaseRestoresThem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := proxmox.Classify([]endpoint.Record{*n}, nil); len(st.Owned) != 0 || st.ForeignCount() != 1 {
+	if st := proxmox.Classify([]endpoint.Record{*n}, nil, nil); len(st.Owned) != 0 || st.ForeignCount() != 1 {
 		t.Fatalf("cluster proxmox owns %d entries; the adopted entry is home's", len(st.Owned))
 	}
 	// The claim goes: mark, then release after the grace period: exactly what was found.
@@ -186,8 +187,8 @@ func TestDesiredClaims(t *testing.T) {
 	old := claim("app.lan", "team-a", "app", "uid-a", time.Hour, "10.0.0.1")
 	sameNS := claim("app.lan", "team-a", "app-api", "uid-a2", time.Minute, "10.0.0.2", "10.0.0.1")
 	intruder := claim("app.lan", "team-b", "steal", "uid-b", 0, "10.6.6.6")
-	st := r.Classify(nil, nil)
-	got := r.Desired(t0, []*endpoint.Endpoint{intruder, sameNS, old}, st, nil)
+	w := r.Desired(t0, []*endpoint.Endpoint{intruder, sameNS, old}, r.Classify(nil, nil, nil), nil)
+	got := w.Endpoints
 	if len(got) != 1 {
 		t.Fatalf("desired = %d endpoints", len(got))
 	}
@@ -202,8 +203,8 @@ func TestDesiredClaims(t *testing.T) {
 	if !reflect.DeepEqual(got[0].TargetTags, wantTargets) {
 		t.Fatalf("target tags = %q, want %q", got[0].TargetTags, wantTargets)
 	}
-	if len(st.Conflicts) != 1 || st.Conflicts[0].Loser.UID != "uid-b" {
-		t.Fatalf("conflicts = %+v", st.Conflicts)
+	if len(w.Conflicts) != 1 || w.Conflicts[0].Loser.UID != "uid-b" {
+		t.Fatalf("conflicts = %+v", w.Conflicts)
 	}
 }
 
@@ -213,20 +214,19 @@ func TestHolderNamespaceIsSticky(t *testing.T) {
 	held := owned("1", "pay.lan", "10.0.0.2", "namespace:team-b", "kind:Ingress", "source:uid-b")
 	yearOld := claim("pay.lan", "team-a", "old", "uid-a", 365*24*time.Hour, "10.6.6.6")
 	dayOld := claim("pay.lan", "team-b", "pay", "uid-b", 24*time.Hour, "10.0.0.2")
-	st := r.Classify([]endpoint.Record{held}, nil)
-	got := r.Desired(t0, []*endpoint.Endpoint{yearOld, dayOld}, st, nil)
-	if len(got) != 1 || got[0].Sources[0].UID != "uid-b" || len(st.Conflicts) != 1 || st.Conflicts[0].Loser.UID != "uid-a" {
-		t.Fatalf("desired %+v conflicts %+v; want team-b to keep it", got, st.Conflicts)
+	eps := []*endpoint.Endpoint{yearOld, dayOld}
+	w := r.Desired(t0, eps, r.Classify([]endpoint.Record{held}, eps, nil), nil)
+	if got := w.Endpoints; len(got) != 1 || got[0].Sources[0].UID != "uid-b" || len(w.Conflicts) != 1 || w.Conflicts[0].Loser.UID != "uid-a" {
+		t.Fatalf("desired %+v conflicts %+v; want team-b to keep it", got, w.Conflicts)
 	}
 	// team-b deletes its Ingress: the entry is marked, and team-a still waits.
 	marked := owned("1", "pay.lan", "10.0.0.2", "namespace:team-b", "source:uid-b", PrefixPending+t0.Format(time.RFC3339))
-	st = r.Classify([]endpoint.Record{marked}, nil)
-	if got := r.Desired(t0, []*endpoint.Endpoint{yearOld}, st, nil); len(got) != 0 || len(st.Conflicts) != 1 {
-		t.Fatalf("during team-b's grace: desired %+v conflicts %+v", got, st.Conflicts)
+	eps = []*endpoint.Endpoint{yearOld}
+	if w := r.Desired(t0, eps, r.Classify([]endpoint.Record{marked}, eps, nil), nil); len(w.Endpoints) != 0 || len(w.Conflicts) != 1 {
+		t.Fatalf("during team-b's grace: desired %+v conflicts %+v", w.Endpoints, w.Conflicts)
 	}
 	// Once the entry is gone, the oldest claim wins.
-	st = r.Classify(nil, nil)
-	if got := r.Desired(t0, []*endpoint.Endpoint{yearOld}, st, nil); len(got) != 1 || got[0].Sources[0].UID != "uid-a" {
+	if got := r.Desired(t0, eps, r.Classify(nil, eps, nil), nil).Endpoints; len(got) != 1 || got[0].Sources[0].UID != "uid-a" {
 		t.Fatalf("after the entry went: %+v", got)
 	}
 }
@@ -320,7 +320,7 @@ func TestGraceIsPerClaim(t *testing.T) {
 	b.GracePeriod = &short
 	c := claim("shop.lan", "d", "c", "uid-c", time.Hour, "10.0.0.3", "10.0.0.4")
 	c.GracePeriod = &long
-	got := r.Desired(t0, []*endpoint.Endpoint{a, b, c}, r.Classify(nil, nil), nil)[0].TargetTags
+	got := r.Desired(t0, []*endpoint.Endpoint{a, b, c}, r.Classify(nil, nil, nil), nil).Endpoints[0].TargetTags
 	want := map[string][]string{
 		"10.0.0.1": {"source:uid-a"},                                      // the default: no tag
 		"10.0.0.2": {"grace-period:2", "source:uid-b"},                    // b alone
@@ -332,7 +332,7 @@ func TestGraceIsPerClaim(t *testing.T) {
 	}
 	// An object without the annotation counts as the default, which beats a shorter one.
 	a2 := claim("shop.lan", "d", "a", "uid-a", time.Hour, "10.0.0.2")
-	got = r.Desired(t0, []*endpoint.Endpoint{a2, b}, r.Classify(nil, nil), nil)[0].TargetTags
+	got = r.Desired(t0, []*endpoint.Endpoint{a2, b}, r.Classify(nil, nil, nil), nil).Endpoints[0].TargetTags
 	if !reflect.DeepEqual(got["10.0.0.2"], []string{"source:uid-a", "source:uid-b"}) {
 		t.Fatalf("10.0.0.2 tags = %q; want the default (no tag)", got["10.0.0.2"])
 	}
@@ -342,15 +342,14 @@ func TestReservedUserTagsAreDroppedAndReported(t *testing.T) {
 	r := newReg(t, plan.Sync)
 	ep := claim("web.lan", "d", "web", "uid", 0, "10.0.0.1")
 	ep.Tags = []string{"cluster:other", "k8s-operator", "ok", "pending-deletion:2099-01-01T00:00:00Z", "pre-existing:true", "grace-period:0", "source:x", "original-ip:1.2.3.4"}
-	st := r.Classify(nil, nil)
-	got := r.Desired(t0, []*endpoint.Endpoint{ep}, st, nil)
-	if !reflect.DeepEqual(got[0].Tags, []string{"homelab", "ok"}) {
+	w := r.Desired(t0, []*endpoint.Endpoint{ep}, r.Classify(nil, nil, nil), nil)
+	if got := w.Endpoints; !reflect.DeepEqual(got[0].Tags, []string{"homelab", "ok"}) {
 		t.Fatalf("tags = %q; want only the user's unreserved ones", got[0].Tags)
 	}
-	if len(st.Problems) != 7 {
-		t.Fatalf("problems = %d, want one per reserved tag: %+v", len(st.Problems), st.Problems)
+	if len(w.Problems) != 7 {
+		t.Fatalf("problems = %d, want one per reserved tag: %+v", len(w.Problems), w.Problems)
 	}
-	for _, p := range st.Problems {
+	for _, p := range w.Problems {
 		if p.Source.UID != "uid" || !Reserved(p.Tag) {
 			t.Fatalf("problem %+v", p)
 		}
@@ -404,5 +403,65 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		if _, err := New(cfg); err == nil {
 			t.Errorf("New(%+v) accepted a bad config", cfg)
 		}
+	}
+}
+
+// TestDesiredWritesNoInput: Desired returns what it turned down as values and leaves the
+// entries it was handed and the sources' claims exactly as they were, whatever it refuses.
+func TestDesiredWritesNoInput(t *testing.T) {
+	r := newRegWith(t, func(c *Config) { c.Budgets.EntriesPerNamespace = 3 })
+	records := []endpoint.Record{
+		{ID: "f", Hostname: "theirs.lan", IP: "10.0.9.1", Version: "1", Tags: []string{"k8s-operator", "cluster:work"}},
+		owned("1", "pay.lan", "10.0.0.2", "namespace:team-b", "kind:Ingress", "source:uid-b"),
+		{ID: "h", Hostname: "nas.lan", IP: "10.0.0.9", Version: "1", Aliases: []string{"files.lan"}},
+	}
+	reserved := claim("pay.lan", "team-a", "p", "uid-a", time.Hour, "10.6.6.6")
+	reserved.Tags = []string{"k8s-operator", "mine"}
+	eps := []*endpoint.Endpoint{
+		claim("theirs.lan", "team-a", "t", "uid-t", time.Hour, "10.0.0.1"),
+		reserved,
+		claim("pay.lan", "team-b", "pay", "uid-b", time.Hour, "10.0.0.2"),
+		aliased(claim("web.lan", "team-a", "w", "uid-w", time.Hour, "10.0.0.3"), "files.lan"),
+		claim("more.lan", "team-a", "m", "uid-m", time.Minute, "10.0.0.4", "10.0.0.5", "10.0.0.6", "10.0.0.7"),
+	}
+	render := func(v any) string { return fmt.Sprintf("%+v", v) }
+	claimsOf := func(eps []*endpoint.Endpoint) string {
+		var out []string
+		for _, ep := range eps {
+			out = append(out, render(*ep))
+		}
+		return strings.Join(out, "\n")
+	}
+	st := r.Classify(records, eps, nil)
+	stateOf := func(st *State) string {
+		return render([]any{st.Owned, st.Foreign, st.Unowned, st.Namesakes, st.Unclaimed})
+	}
+	recordsBefore, claimsBefore, stateBefore := render(records), claimsOf(eps), stateOf(st)
+
+	w := r.Desired(t0, eps, st, nil)
+
+	var conflicts, problems []string
+	for _, c := range w.Conflicts {
+		conflicts = append(conflicts, c.Hostname+" "+c.Loser.UID)
+	}
+	for _, p := range w.Problems {
+		problems = append(problems, string(p.Reason)+" "+p.Source.UID)
+	}
+	slices.Sort(conflicts)
+	slices.Sort(problems)
+	if want := []string{"files.lan uid-w", "pay.lan uid-a", "theirs.lan uid-t"}; !slices.Equal(conflicts, want) {
+		t.Errorf("conflicts %q, want %q", conflicts, want)
+	}
+	if want := []string{"OverBudget uid-m", "ReservedTag uid-a"}; !slices.Equal(problems, want) {
+		t.Errorf("problems %q, want %q", problems, want)
+	}
+	if got := render(records); got != recordsBefore {
+		t.Errorf("records changed:\n%s\nwas\n%s", got, recordsBefore)
+	}
+	if got := claimsOf(eps); got != claimsBefore {
+		t.Errorf("claims changed:\n%s\nwas\n%s", got, claimsBefore)
+	}
+	if got := stateOf(st); got != stateBefore {
+		t.Errorf("state changed:\n%s\nwas\n%s", got, stateBefore)
 	}
 }

@@ -42,19 +42,46 @@ func ProblemReasons() []ProblemReason {
 //  2. A namespace claims only the names the tenancy rules give it; an alias passes the domain
 //     filter as its hostname did; a grace period is capped at the maximum.
 //  3. A hostname claim that an alias or a hand-made entry decides is turned down (names.go).
-func (r *Registry) screen(eps []*endpoint.Endpoint, st *State, owned map[string][]*endpoint.Record, car carriers) ([]*endpoint.Endpoint, map[string]bool) {
-	touched := map[string]bool{}
-	eps = r.overBudget(eps, st, owned, touched)
-	eps = r.permitted(eps, st, touched)
-	eps = r.hostnames(eps, st, owned, car, touched)
-	return eps, touched
+func (r *Registry) screen(eps []*endpoint.Endpoint, st *State, owned map[string][]*endpoint.Record, car carriers) screened {
+	var out screened
+	for _, step := range []func([]*endpoint.Endpoint) screened{
+		func(eps []*endpoint.Endpoint) screened { return r.overBudget(eps, st, owned) },
+		r.permitted,
+		func(eps []*endpoint.Endpoint) screened { return r.hostnames(eps, st, owned, car) },
+	} {
+		s := step(eps)
+		eps = s.claims
+		out.conflicts = append(out.conflicts, s.conflicts...)
+		out.problems = append(out.problems, s.problems...)
+		for h := range s.touched {
+			out.touch(h)
+		}
+	}
+	out.claims = eps
+	return out
+}
+
+// screened is what a step of screen made of the claims: the claims left (those it changed are
+// copies), the hostnames whose claims it changed or turned down, and what it turned down.
+type screened struct {
+	claims    []*endpoint.Endpoint
+	touched   map[string]bool
+	conflicts []Conflict
+	problems  []Problem
+}
+
+func (s *screened) touch(host string) {
+	if s.touched == nil {
+		s.touched = map[string]bool{}
+	}
+	s.touched[host] = true
 }
 
 // overBudget freezes every claim of an object that asks for more than the budget per object.
-func (r *Registry) overBudget(eps []*endpoint.Endpoint, st *State, owned map[string][]*endpoint.Record, touched map[string]bool) []*endpoint.Endpoint {
+func (r *Registry) overBudget(eps []*endpoint.Endpoint, st *State, owned map[string][]*endpoint.Record) screened {
 	b := r.cfg.Budgets
 	if b.EntriesPerObject == 0 && b.AliasesPerObject == 0 && b.TagsPerObject == 0 {
-		return eps
+		return screened{claims: eps}
 	}
 	// Every claim of an object carries the object's tags, so those are checked claim by
 	// claim; its entries and aliases are sums over its claims. Those are summed first in
@@ -112,24 +139,24 @@ func (r *Registry) overBudget(eps []*endpoint.Endpoint, st *State, owned map[str
 		}
 	}
 	if len(over) == 0 {
-		return eps
+		return screened{claims: eps}
 	}
-	out := make([]*endpoint.Endpoint, 0, len(eps))
+	out := screened{claims: make([]*endpoint.Endpoint, 0, len(eps))}
 	for _, ep := range eps {
 		src := ep.Sources[0]
 		why, ok := over[src.UID]
 		if !ok {
-			out = append(out, ep)
+			out.claims = append(out.claims, ep)
 			continue
 		}
 		if why != "" {
-			st.Problems = append(st.Problems, Problem{Source: src, Reason: ProblemOverBudget,
+			out.problems = append(out.problems, Problem{Source: src, Reason: ProblemOverBudget,
 				Message: fmt.Sprintf("asks for %s, over the budget per object: its new names are not written and the entries it has stay as they are", why)})
 			over[src.UID] = "" // reported once per object
 		}
-		touched[ep.Hostname] = true
+		out.touch(ep.Hostname)
 		if f := r.frozen(ep, st, owned[ep.Hostname]); f != nil {
-			out = append(out, f)
+			out.claims = append(out.claims, f)
 		}
 	}
 	return out
@@ -162,17 +189,20 @@ func (r *Registry) frozen(ep *endpoint.Endpoint, st *State, owned []*endpoint.Re
 
 // permitted applies the tenancy rules and the domain filter to each claim's names, and the
 // maximum grace period to its grace period.
-func (r *Registry) permitted(eps []*endpoint.Endpoint, st *State, touched map[string]bool) []*endpoint.Endpoint {
+func (r *Registry) permitted(eps []*endpoint.Endpoint) screened {
 	filtered := len(r.domains.Include) > 0 || len(r.domains.Exclude) > 0
 	if r.ten.all && r.ten.maxGrace == 0 && !filtered {
-		return eps
+		return screened{claims: eps}
 	}
-	var out []*endpoint.Endpoint
+	var (
+		res screened
+		out []*endpoint.Endpoint
+	)
 	for i, ep := range eps {
 		src := ep.Sources[0]
 		keep, changed := ep, false
 		if !r.ten.mayClaim(src.Namespace, ep.Hostname) {
-			st.Problems = append(st.Problems, Problem{Source: src, Reason: ProblemNotPermitted,
+			res.problems = append(res.problems, Problem{Source: src, Reason: ProblemNotPermitted,
 				Message: fmt.Sprintf("hostname %s is not written: namespace %s may claim %s", ep.Hostname, src.Namespace, r.ten.claimable(src.Namespace))})
 			keep, changed = nil, true
 		} else {
@@ -181,10 +211,10 @@ func (r *Registry) permitted(eps []*endpoint.Endpoint, st *State, touched map[st
 			for _, a := range ep.Aliases {
 				switch {
 				case !r.domains.Match(a):
-					st.Problems = append(st.Problems, Problem{Source: src, Reason: ProblemOutsideDomains,
+					res.problems = append(res.problems, Problem{Source: src, Reason: ProblemOutsideDomains,
 						Message: fmt.Sprintf("alias %s is outside the domains the operator manages; dropped", a)})
 				case !r.ten.mayClaim(src.Namespace, a):
-					st.Problems = append(st.Problems, Problem{Source: src, Reason: ProblemNotPermitted,
+					res.problems = append(res.problems, Problem{Source: src, Reason: ProblemNotPermitted,
 						Message: fmt.Sprintf("alias %s is not written: namespace %s may claim %s", a, src.Namespace, r.ten.claimable(src.Namespace))})
 				default:
 					continue
@@ -196,7 +226,7 @@ func (r *Registry) permitted(eps []*endpoint.Endpoint, st *State, touched map[st
 			}
 			grace := ep.GracePeriod
 			if grace != nil && r.ten.capGrace(*grace) != *grace {
-				st.Problems = append(st.Problems, Problem{Source: src, Reason: ProblemGracePeriodCapped,
+				res.problems = append(res.problems, Problem{Source: src, Reason: ProblemGracePeriodCapped,
 					Message: fmt.Sprintf("grace period %s is above the maximum of %s, which applies instead", *grace, r.ten.maxGrace)})
 				capped := r.ten.maxGrace
 				grace = &capped
@@ -213,7 +243,7 @@ func (r *Registry) permitted(eps []*endpoint.Endpoint, st *State, touched map[st
 			}
 			continue
 		}
-		touched[ep.Hostname] = true
+		res.touch(ep.Hostname)
 		if out == nil {
 			out = append(make([]*endpoint.Endpoint, 0, len(eps)), eps[:i]...)
 		}
@@ -221,8 +251,9 @@ func (r *Registry) permitted(eps []*endpoint.Endpoint, st *State, touched map[st
 			out = append(out, keep)
 		}
 	}
-	if out == nil {
-		return eps
+	res.claims = eps
+	if out != nil {
+		res.claims = out
 	}
-	return out
+	return res
 }

@@ -57,13 +57,19 @@ func (s *server) apply(changes []plan.Change) {
 
 // sync runs one registry+plan pass over the server's entries, applies what it planned, and
 // returns it with what Desired reported.
-func (s *server) sync(r *Registry, now time.Time, eps ...*endpoint.Endpoint) (Verdict, *State) {
-	st := r.Classify(s.entries, nil)
-	desired := r.Desired(now, eps, st, nil)
-	changes := (&plan.Plan{Current: r.Current(st, desired, nil), Desired: desired, Policy: r.cfg.Policy}).Calculate()
+func (s *server) sync(r *Registry, now time.Time, eps ...*endpoint.Endpoint) (Verdict, seen) {
+	st := r.Classify(s.entries, eps, nil)
+	w := r.Desired(now, eps, st, nil)
+	changes := (&plan.Plan{Current: r.Current(st, w.Endpoints, nil), Desired: w.Endpoints, Policy: r.cfg.Policy}).Calculate()
 	res := r.Apply(now, st, changes)
 	s.apply(res.Changes)
-	return res, st
+	return res, seen{st, w}
+}
+
+// seen is what one sync read and found: the entries by owner, and what Desired turned down.
+type seen struct {
+	*State
+	Wanted
 }
 
 // byName is the entries carrying name, as hostname or alias: "hostname ip [aliases]".
@@ -88,7 +94,7 @@ func aliased(ep *endpoint.Endpoint, aliases ...string) *endpoint.Endpoint {
 	return ep
 }
 
-func conflictsOf(st *State) []string {
+func conflictsOf(st seen) []string {
 	var out []string
 	for _, c := range st.Conflicts {
 		kind := "hostname"
@@ -100,7 +106,7 @@ func conflictsOf(st *State) []string {
 	return out
 }
 
-func problemsOf(st *State) []string {
+func problemsOf(st seen) []string {
 	var out []string
 	for _, p := range st.Problems {
 		out = append(out, string(p.Reason)+" "+p.Source.Namespace+"/"+p.Source.Name)

@@ -358,8 +358,9 @@ func TestAdoptionOfAnEntryEditedSinceItWasReadIsDropped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := reg.Classify(recs, nil)
-	desired := reg.Desired(time.Now(), []*endpoint.Endpoint{want}, st, nil)
+	eps := []*endpoint.Endpoint{want}
+	st := reg.Classify(recs, eps, nil)
+	desired := reg.Desired(time.Now(), eps, st, nil).Endpoints
 	changes := reg.Apply(time.Now(), st, (&plan.Plan{Current: reg.Current(st, desired, nil), Desired: desired}).Calculate()).Changes
 	if len(changes) != 1 || changes[0].Action != plan.Adopt {
 		t.Fatalf("changes = %v", changes)
