@@ -31,7 +31,9 @@ type Source interface {
 // Provider reads and writes the router-hosts server.
 type Provider interface {
 	planner.Reader
-	ApplyChanges(ctx context.Context, changes []plan.Change) error
+	// ApplyChanges returns one result per change, at the change's index, and never writes
+	// into the changes.
+	ApplyChanges(ctx context.Context, changes []plan.Change) []plan.Result
 }
 
 // Reporter is told the outcome of every sync (report.go), e.g. to write the status of
@@ -252,9 +254,9 @@ func (c *Controller) sync(ctx context.Context, mode planner.Mode) (*Report, erro
 		log.Info("dry run: plan printed, nothing written")
 		return reportOf(c.cfg.Registry.ClusterName(), in, sy, nil, false, c.cfg.Clock.Now()), nil
 	}
-	applyErr := c.write(ctx, in, sy, log)
-	again := c.learn(in, sy, applyErr)
-	rep := reportOf(c.cfg.Registry.ClusterName(), in, sy, applyErr, again, c.cfg.Clock.Now())
+	results := c.write(ctx, in, sy, log)
+	again := c.learn(in, sy, results)
+	rep := reportOf(c.cfg.Registry.ClusterName(), in, sy, results, again, c.cfg.Clock.Now())
 	c.report(ctx, rep)
 	return rep, errorOf(rep)
 }
@@ -351,42 +353,44 @@ func (c *Controller) print(sy *planner.Sync) {
 	}
 }
 
-// write sends the plan's changes; it returns the provider's error.
-func (c *Controller) write(ctx context.Context, in *reading, sy *planner.Sync, log logrus.FieldLogger) error {
+// write sends the plan's changes; it returns the provider's results, one per change.
+func (c *Controller) write(ctx context.Context, in *reading, sy *planner.Sync, log logrus.FieldLogger) []plan.Result {
 	if len(sy.Changes) == 0 {
 		log.WithField("duration", c.cfg.Clock.Now().Sub(in.started).Round(time.Millisecond)).Debug("sync: nothing to change")
 		return nil
 	}
 	start := c.cfg.Clock.Now()
-	err := c.cfg.Provider.ApplyChanges(ctx, sy.Changes)
-	if err == nil {
+	results := c.cfg.Provider.ApplyChanges(ctx, sy.Changes)
+	if len(results) != len(sy.Changes) {
+		// Pairing by index is the provider's contract; a provider that breaks it must not
+		// have results credited to the wrong changes.
+		panic(fmt.Sprintf("provider returned %d results for %d changes", len(results), len(sy.Changes)))
+	}
+	if len(plan.Failures(results)) == 0 {
 		log.WithFields(logrus.Fields{"apply_duration": c.cfg.Clock.Now().Sub(start).Round(time.Microsecond),
 			"duration": c.cfg.Clock.Now().Sub(in.started).Round(time.Millisecond)}).Info("sync applied changes")
 	}
-	return err
+	return results
 }
 
 // learn tells the planner what became of the writes and reports whether another sync follows
 // at once: the planner asks for one, or entries were removed while other namespaces' claims
 // waited for the hostname, and those claims can now be written.
-func (c *Controller) learn(in *reading, sy *planner.Sync, applyErr error) (again bool) {
-	fresh := c.planner.Learn(sy, applyErr)
-	if whole, _ := plan.SplitRefused(applyErr); fresh || whole != nil {
+func (c *Controller) learn(in *reading, sy *planner.Sync, results []plan.Result) (again bool) {
+	fresh := c.planner.Learn(sy, results)
+	if whole, _ := plan.SplitRefused(results); fresh || whole != nil {
 		// The sync that follows (at once, or after the backoff) writes what this one left out
 		// or could not send: the change's latency runs on until then.
 		c.unread(in.changed)
 	}
-	return fresh || (len(sy.Conflicts) > 0 && removedAny(sy.Changes, applyErr))
+	return fresh || (len(sy.Conflicts) > 0 && removedAny(sy.Changes, results))
 }
 
-// removedAny reports whether a delete or release went through.
-func removedAny(changes []plan.Change, applyErr error) bool {
-	failed := map[*plan.Change]bool{}
-	for _, e := range plan.Errors(applyErr) {
-		failed[e.Change] = true
-	}
-	for i := range changes {
-		if a := changes[i].Action; (a == plan.Delete || a == plan.Release) && !failed[&changes[i]] {
+// removedAny reports whether a delete or release went through; results[i] is what became of
+// changes[i].
+func removedAny(changes []plan.Change, results []plan.Result) bool {
+	for i := range results {
+		if a := changes[i].Action; (a == plan.Delete || a == plan.Release) && results[i].Err == nil {
 			return true
 		}
 	}

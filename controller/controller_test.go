@@ -61,9 +61,21 @@ func (p *recordingProvider) Records(context.Context) ([]endpoint.Record, error) 
 func (p *recordingProvider) Search(context.Context, string) ([]endpoint.Record, error) {
 	return nil, p.listErr
 }
-func (p *recordingProvider) ApplyChanges(context.Context, []plan.Change) error {
+func (p *recordingProvider) ApplyChanges(_ context.Context, cs []plan.Change) []plan.Result {
 	p.applies.Add(1)
-	return nil
+	return written(cs)
+}
+
+// written is the results of changes that all went through, each stored as planned.
+func written(cs []plan.Change) []plan.Result {
+	out := make([]plan.Result, len(cs))
+	for i := range cs {
+		if cs[i].New != nil {
+			stored := *cs[i].New
+			out[i].Stored = &stored
+		}
+	}
+	return out
 }
 
 func newTestController(t *testing.T, src Source, prov Provider, minEvent time.Duration) *Controller {
@@ -133,24 +145,27 @@ func (p *refusingProvider) Search(ctx context.Context, host string) ([]endpoint.
 	return out, p.listErr
 }
 
-func (p *refusingProvider) ApplyChanges(_ context.Context, cs []plan.Change) error {
+func (p *refusingProvider) ApplyChanges(_ context.Context, cs []plan.Change) []plan.Result {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var errs []error
+	results := make([]plan.Result, len(cs))
 	for i := range cs {
 		c := &cs[i]
 		p.tries[c.Hostname()]++
 		if c.Hostname() == p.refuse {
-			errs = append(errs, &plan.ChangeError{Change: c, Err: errors.New("InvalidArgument"), Refused: true})
+			results[i].Err = &plan.ChangeError{Change: *c, Err: errors.New("InvalidArgument"), Refused: true}
 			continue
 		}
+		// Stored as planned: a create's result carries no ID, so the known state does not
+		// learn it and the next event sync reads the server.
+		results[i] = written(cs[i : i+1])[0]
 		if c.Action == plan.Create {
 			n := *c.New
 			n.ID = c.New.Hostname
 			p.recs = append(p.recs, n)
 		}
 	}
-	return errors.Join(errs...)
+	return results
 }
 
 func (p *refusingProvider) count(host string) int {

@@ -135,8 +135,8 @@ func TestRunSyncsWhenAGracePeriodEnds(t *testing.T) {
 	log.SetLevel(logrus.WarnLevel)
 	prov := routerhosts.NewFromConn(conn, routerhosts.Options{Log: log})
 	// An entry this cluster owns that no source wants any more.
-	if err := prov.ApplyChanges(context.Background(), []plan.Change{{Action: plan.Create,
-		New: &endpoint.Record{Hostname: "old.lan", IP: "10.0.0.1", Tags: []string{"k8s-operator", "cluster:t"}}}}); err != nil {
+	if err := plan.ErrorOf(prov.ApplyChanges(context.Background(), []plan.Change{{Action: plan.Create,
+		New: &endpoint.Record{Hostname: "old.lan", IP: "10.0.0.1", Tags: []string{"k8s-operator", "cluster:t"}}}})); err != nil {
 		t.Fatal(err)
 	}
 	reg, err := registry.New(registry.Config{ClusterName: "t", GracePeriod: 5 * time.Second, Log: log})

@@ -98,12 +98,13 @@ type Report struct {
 	// AuthFailed says the server refused the TLS authentication (a client certificate it does
 	// not accept, or a server certificate our CA does not verify).
 	AuthFailed bool
-	// Changes are the writes the sync sent; FailedChanges holds the error of each one that
-	// failed, keyed by its address in Changes (the others succeeded). Deferred is the number
-	// of changes left to the syncs that follow, beyond the budget of writes per sync.
-	Changes       []plan.Change
-	FailedChanges map[*plan.Change]error
-	Deferred      int
+	// Changes are the writes the sync planned; Results[i] is what became of Changes[i] (the
+	// entry as stored, or the error that stopped it). Results is nil in a dry run, which
+	// writes nothing. Deferred is the number of changes left to the syncs that follow, beyond
+	// the budget of writes per sync.
+	Changes  []plan.Change
+	Results  []plan.Result
+	Deferred int
 	// Pending is the number of owned entries marked for deletion; Foreign the number owned by
 	// other clusters.
 	Pending, Foreign int
@@ -143,31 +144,30 @@ type Report struct {
 }
 
 // reportOf is the report of a sync that planned, translated from what it read (in), what it
-// planned (sy), what became of the writes (applyErr) and whether another sync follows at once
-// (again), for cluster at end.
-func reportOf(cluster string, in *reading, sy *planner.Sync, applyErr error, again bool, end time.Time) *Report {
+// planned (sy), what became of the writes (results, one per change of sy; nil when nothing was
+// written) and whether another sync follows at once (again), for cluster at end.
+func reportOf(cluster string, in *reading, sy *planner.Sync, results []plan.Result, again bool, end time.Time) *Report {
 	failed := map[string]Failure{}
 	for host, err := range sy.Refused {
 		failed[host] = Failure{Err: err, Kind: FailureRefused}
 	}
-	failedChanges := map[*plan.Change]error{}
-	for _, ce := range plan.Errors(applyErr) {
-		failedChanges[ce.Change] = ce
+	for _, ce := range plan.Failures(results) {
 		// A write that met a state newer than the known one is no failure of the user's: the
-		// sync that follows at once plans it again.
-		if sy.Read == planner.ReadServer || !ce.Stale {
+		// sync that follows at once plans it again. A change not started is the sync's
+		// failure as a whole (Err), not its hostname's.
+		if (sy.Read == planner.ReadServer || !ce.Stale) && !errors.Is(ce.Err, plan.ErrNotStarted) {
 			failed[ce.Change.Hostname()] = failureOf(ce)
 		}
 	}
 	st := sy.State
 	rep := &Report{Cluster: cluster, Desired: sy.Desired, Endpoints: in.endpoints, Objects: objectsOf(in.sources),
-		Entries: entriesAfter(st.Owned, sy.Changes, applyErr), Failed: failed, FailedChanges: failedChanges,
+		Entries: entriesAfter(st.Owned, sy.Changes, results), Failed: failed, Results: results,
 		Changes: sy.Changes, Deferred: sy.Deferred, Pending: sy.Pending, Foreign: st.ForeignCount(), SourceEndpoints: in.counts, Conflicts: sy.Conflicts,
 		Namesakes: st.Namesakes, Unclaimed: st.Unclaimed, Braked: sy.Braked, TakeUpLeft: sy.TakeUpLeft,
 		Problems: sy.Problems, Started: in.started, Duration: end.Sub(in.started), ListDuration: sy.ReadDuration, Read: sy.Read,
 		Mode: in.mode, ChangedAt: in.changed, Again: again, NextExpiry: sy.NextExpiry}
-	if whole, _ := plan.SplitRefused(applyErr); whole != nil {
-		rep.Err, rep.Stage, rep.AuthFailed = applyErr, StageApply, errors.Is(whole, provider.ErrAuthentication)
+	if whole, _ := plan.SplitRefused(results); whole != nil {
+		rep.Err, rep.Stage, rep.AuthFailed = plan.ErrorOf(results), StageApply, errors.Is(whole, provider.ErrAuthentication)
 	}
 	return rep
 }
@@ -243,25 +243,21 @@ func objectsOf(read []sourceRead) map[string]Object {
 	return objects
 }
 
-// entriesAfter is the owned entries per hostname once the changes that succeeded are applied.
-func entriesAfter(owned []endpoint.Record, changes []plan.Change, applyErr error) map[string][]endpoint.Record {
-	failed := map[*plan.Change]bool{}
-	for _, e := range plan.Errors(applyErr) {
-		failed[e.Change] = true
-	}
+// entriesAfter is the owned entries per hostname once the changes that went through are
+// applied, each as the server stored it: results[i] is what became of changes[i], and with no
+// results nothing was written.
+func entriesAfter(owned []endpoint.Record, changes []plan.Change, results []plan.Result) map[string][]endpoint.Record {
 	// The changes are few beside the entries: index them, then walk the entries once.
 	gone := map[string]bool{}
 	now := map[string]*endpoint.Record{}
-	for i := range changes {
-		ch := &changes[i]
-		if failed[ch] {
-			continue
-		}
+	for i := range results {
+		ch, res := &changes[i], &results[i]
 		switch {
+		case res.Err != nil:
 		case ch.New == nil, ch.Action == plan.Release:
 			gone[ch.Old.ID] = true
-		case ch.New.ID != "":
-			now[ch.New.ID] = ch.New
+		case res.Stored != nil && res.Stored.ID != "":
+			now[res.Stored.ID] = res.Stored
 		}
 	}
 	out := make(map[string][]endpoint.Record, len(owned))

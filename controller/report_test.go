@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"reflect"
@@ -32,9 +33,11 @@ func TestReportOf(t *testing.T) {
 		name    string
 		read    planner.Read
 		refused map[string]error
-		// fail is the provider's error for the changes (a.lan, then c.lan); nil: both written.
-		fail  func(cs []plan.Change) error
-		again bool
+		// fail is the provider's error for each of the changes (a.lan, then c.lan), nil for
+		// one written; fail nil: both written. dryRun: nothing written, no results.
+		fail   func(cs []plan.Change) []*plan.ChangeError
+		dryRun bool
+		again  bool
 		// stage, authFailed and failed are what the report says; entries the hostnames with
 		// an entry once the writes are done.
 		stage      Stage
@@ -48,28 +51,36 @@ func TestReportOf(t *testing.T) {
 		{name: "every write went through", read: planner.ReadServer,
 			failed: map[string]FailureKind{}, entries: []string{"a.lan", "c.lan"}},
 		{name: "a write refused, and one skipped as refused before", read: planner.ReadKnown, refused: map[string]error{"b.lan": invalid},
-			fail: func(cs []plan.Change) error {
-				return errors.Join(&plan.ChangeError{Change: &cs[0], Err: invalid, Refused: true})
+			fail: func(cs []plan.Change) []*plan.ChangeError {
+				return []*plan.ChangeError{{Change: cs[0], Err: invalid, Refused: true}, nil}
 			},
 			failed: map[string]FailureKind{"a.lan": FailureRefused, "b.lan": FailureRefused}, entries: []string{"c.lan"},
 			err: "2 hostnames refused (a.lan, b.lan)", refusedErr: true},
 		{name: "a stale write planned from the known state is the next sync's, not a failure", read: planner.ReadKnown,
-			fail: func(cs []plan.Change) error {
-				return errors.Join(&plan.ChangeError{Change: &cs[0], Err: gone, Refused: true, Stale: true})
+			fail: func(cs []plan.Change) []*plan.ChangeError {
+				return []*plan.ChangeError{{Change: cs[0], Err: gone, Refused: true, Stale: true}, nil}
 			},
 			again: true, failed: map[string]FailureKind{}, entries: []string{"c.lan"}},
 		{name: "the same after a whole read is refused", read: planner.ReadServer,
-			fail: func(cs []plan.Change) error {
-				return errors.Join(&plan.ChangeError{Change: &cs[0], Err: gone, Refused: true, Stale: true})
+			fail: func(cs []plan.Change) []*plan.ChangeError {
+				return []*plan.ChangeError{{Change: cs[0], Err: gone, Refused: true, Stale: true}, nil}
 			},
 			failed: map[string]FailureKind{"a.lan": FailureRefused}, entries: []string{"c.lan"},
 			err: "1 hostnames refused (a.lan)", refusedErr: true},
 		{name: "the server refused the TLS authentication", read: planner.ReadServer,
-			fail: func(cs []plan.Change) error {
-				return errors.Join(&plan.ChangeError{Change: &cs[0], Err: auth}, &plan.ChangeError{Change: &cs[1], Err: auth})
+			fail: func(cs []plan.Change) []*plan.ChangeError {
+				return []*plan.ChangeError{{Change: cs[0], Err: auth}, {Change: cs[1], Err: auth}}
 			},
 			stage: StageApply, authFailed: true, failed: map[string]FailureKind{"a.lan": FailureAuthentication, "c.lan": FailureAuthentication},
 			entries: []string{}, err: "applying 2 changes: "},
+		{name: "a change not started when the sync was stopped fails the sync, not its hostname", read: planner.ReadServer,
+			fail: func(cs []plan.Change) []*plan.ChangeError {
+				return []*plan.ChangeError{nil, {Change: cs[1], Err: plan.NotStarted(context.Canceled)}}
+			},
+			stage: StageApply, failed: map[string]FailureKind{}, entries: []string{"a.lan"},
+			err: "applying 2 changes: stopped after 1 of 2 changes: context canceled"},
+		{name: "a dry run writes nothing", read: planner.ReadServer, dryRun: true,
+			failed: map[string]FailureKind{}, entries: []string{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ep := &endpoint.Endpoint{Hostname: "a.lan", Targets: []string{"10.0.0.1"}, Sources: []endpoint.SourceRef{{Kind: "Ingress", UID: "u1"}}}
@@ -77,12 +88,24 @@ func TestReportOf(t *testing.T) {
 				sources: []sourceRead{{endpoints: []*endpoint.Endpoint{ep}}}, counts: []int{1}}
 			sy := &planner.Sync{Mode: planner.Event, Read: tc.read, Refused: tc.refused, State: &registry.State{},
 				Verdict: registry.Verdict{Changes: []plan.Change{create("a.lan"), create("c.lan")}, NextExpiry: t0.Add(time.Hour), Pending: 3}}
-			var applyErr error
-			if tc.fail != nil {
-				applyErr = tc.fail(sy.Changes)
+			var results []plan.Result
+			if !tc.dryRun {
+				results = make([]plan.Result, len(sy.Changes))
+				var fails []*plan.ChangeError
+				if tc.fail != nil {
+					fails = tc.fail(sy.Changes)
+				}
+				for i := range results {
+					if i < len(fails) && fails[i] != nil {
+						results[i].Err = fails[i]
+						continue
+					}
+					stored := *sy.Changes[i].New
+					results[i].Stored = &stored
+				}
 			}
 			end := t0.Add(25 * time.Millisecond)
-			rep := reportOf("home", in, sy, applyErr, tc.again, end)
+			rep := reportOf("home", in, sy, results, tc.again, end)
 
 			if rep.Cluster != "home" || rep.Mode != planner.Event || !rep.Started.Equal(t0) || rep.Duration != 25*time.Millisecond ||
 				!rep.ChangedAt.Equal(in.changed) || rep.Again != tc.again || !rep.NextExpiry.Equal(t0.Add(time.Hour)) || rep.Pending != 3 ||
@@ -99,8 +122,8 @@ func TestReportOf(t *testing.T) {
 			if !reflect.DeepEqual(failed, tc.failed) {
 				t.Fatalf("failed %v, want %v", failed, tc.failed)
 			}
-			if n := len(plan.Errors(applyErr)); len(rep.FailedChanges) != n {
-				t.Fatalf("failed changes %v, want the %d the provider returned", rep.FailedChanges, n)
+			if len(rep.Results) != len(results) || (results != nil && &rep.Results[0] != &results[0]) {
+				t.Fatalf("results %v, want the %d the provider returned", rep.Results, len(results))
 			}
 			entries := []string{}
 			for host := range rep.Entries {

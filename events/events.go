@@ -180,9 +180,9 @@ func (r *Recorder) Report(_ context.Context, rep *controller.Report) {
 				Info("many objects changed in one sync; further Normal events of this sync were only counted")
 		}
 	}()
-	for i := range rep.Changes {
+	for i := range rep.Results {
 		c := &rep.Changes[i]
-		if rep.FailedChanges[c] != nil {
+		if rep.Results[i].Err != nil {
 			continue
 		}
 		host := c.Hostname()

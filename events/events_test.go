@@ -30,6 +30,18 @@ func drain(f *record.FakeRecorder) []string {
 	}
 }
 
+// written is the results of changes that all went through, each stored as planned.
+func written(cs ...plan.Change) []plan.Result {
+	out := make([]plan.Result, len(cs))
+	for i := range cs {
+		if cs[i].New != nil {
+			stored := *cs[i].New
+			out[i].Stored = &stored
+		}
+	}
+	return out
+}
+
 func TestTransitionsOnly(t *testing.T) {
 	fake := record.NewFakeRecorder(100)
 	r := NewWithRecorder(fake, logrus.New())
@@ -37,7 +49,7 @@ func TestTransitionsOnly(t *testing.T) {
 	web := endpoint.SourceRef{Version: "v1", Group: "networking.k8s.io", Kind: "Ingress", Namespace: "d", Name: "web", UID: "u1"}
 	desired := []*endpoint.Endpoint{{Hostname: "web.lan", Targets: []string{"10.0.0.1"}, Sources: []endpoint.SourceRef{web}}}
 	create := plan.Change{Action: plan.Create, New: &endpoint.Record{Hostname: "web.lan", IP: "10.0.0.1"}}
-	r.Report(context.Background(), &controller.Report{Desired: desired, Changes: []plan.Change{create}})
+	r.Report(context.Background(), &controller.Report{Desired: desired, Changes: []plan.Change{create}, Results: written(create)})
 	if got := drain(fake); len(got) != 1 || !strings.HasPrefix(got[0], "Normal SyncSucceeded") {
 		t.Fatalf("events after a create = %q", got)
 	}
@@ -52,9 +64,9 @@ func TestTransitionsOnly(t *testing.T) {
 	upd := plan.Change{Action: plan.Update, Old: &endpoint.Record{ID: "x", Hostname: "web.lan", IP: "10.0.0.1"}, New: &endpoint.Record{ID: "x", Hostname: "web.lan", IP: "10.0.0.2"}}
 	fail := func() *controller.Report {
 		changes := []plan.Change{upd}
-		ce := &plan.ChangeError{Change: &changes[0], Err: errors.New("unavailable")}
+		ce := &plan.ChangeError{Change: changes[0], Err: errors.New("unavailable")}
 		return &controller.Report{Desired: desired, Changes: changes, Stage: controller.StageApply, Err: errors.New("x"),
-			Failed: map[string]controller.Failure{"web.lan": {Err: ce, Kind: controller.FailureUnreachable}}, FailedChanges: map[*plan.Change]error{&changes[0]: ce}}
+			Failed: map[string]controller.Failure{"web.lan": {Err: ce, Kind: controller.FailureUnreachable}}, Results: []plan.Result{{Err: ce}}}
 	}
 	for i := 0; i < 3; i++ {
 		r.Report(context.Background(), fail())
@@ -72,7 +84,7 @@ func TestTransitionsOnly(t *testing.T) {
 	mark := func(uid string) plan.Change {
 		return plan.Change{Action: plan.Mark, Old: &endpoint.Record{ID: "y", Hostname: "old.lan", IP: "10.0.0.9", Tags: []string{registry.PrefixSource + uid}}, New: &endpoint.Record{}}
 	}
-	r.Report(context.Background(), &controller.Report{Desired: desired, Changes: []plan.Change{mark("u1"), mark("gone")}})
+	r.Report(context.Background(), &controller.Report{Desired: desired, Changes: []plan.Change{mark("u1"), mark("gone")}, Results: written(mark("u1"), mark("gone"))})
 	if got := drain(fake); len(got) != 1 || !strings.HasPrefix(got[0], "Normal EntryScheduledForDeletion") {
 		t.Fatalf("mark events = %q", got)
 	}
@@ -86,7 +98,7 @@ func TestTransitionsOnly(t *testing.T) {
 		t.Fatalf("conflict events = %q", got)
 	}
 	r.SetLeading(false)
-	r.Report(context.Background(), &controller.Report{Desired: desired, Changes: []plan.Change{create}})
+	r.Report(context.Background(), &controller.Report{Desired: desired, Changes: []plan.Change{create}, Results: written(create)})
 	r.Warn(web, "InvalidAnnotation", "x")
 	if got := drain(fake); len(got) != 0 {
 		t.Fatalf("a standby emitted %q", got)
@@ -110,19 +122,19 @@ func TestNormalEventsAreCappedPerSync(t *testing.T) {
 		desired = append(desired, &endpoint.Endpoint{Hostname: host, Targets: []string{"10.0.0.1"}, Sources: []endpoint.SourceRef{ref}})
 		changes = append(changes, plan.Change{Action: plan.Create, New: &endpoint.Record{Hostname: host, IP: "10.0.0.1"}})
 	}
-	r.Report(context.Background(), &controller.Report{Desired: desired, Changes: changes})
+	r.Report(context.Background(), &controller.Report{Desired: desired, Changes: changes, Results: written(changes...)})
 	if got := len(drain(fake)); got != MaxNormalPerSync {
 		t.Fatalf("a sync creating %d entries emitted %d events, want %d", n, got, MaxNormalPerSync)
 	}
-	r.Report(context.Background(), &controller.Report{Desired: desired, Changes: changes[:1]})
+	r.Report(context.Background(), &controller.Report{Desired: desired, Changes: changes[:1], Results: written(changes[:1]...)})
 	if got := len(drain(fake)); got != 1 {
 		t.Fatalf("the next sync emitted %d events, want 1", got)
 	}
 	// A plan carried by several syncs, within the budget of writes per sync, is one sync's
 	// worth of events: the cap covers the run.
 	half := len(changes) / 2
-	r.Report(context.Background(), &controller.Report{Desired: desired, Changes: changes[:half], Deferred: len(changes) - half})
-	r.Report(context.Background(), &controller.Report{Desired: desired, Changes: changes[half:]})
+	r.Report(context.Background(), &controller.Report{Desired: desired, Changes: changes[:half], Results: written(changes[:half]...), Deferred: len(changes) - half})
+	r.Report(context.Background(), &controller.Report{Desired: desired, Changes: changes[half:], Results: written(changes[half:]...)})
 	if got := len(drain(fake)); got != MaxNormalPerSync {
 		t.Fatalf("two syncs carrying one plan emitted %d events, want %d", got, MaxNormalPerSync)
 	}
@@ -146,10 +158,10 @@ func TestAFailedChangeIsNeverAnnouncedAsDone(t *testing.T) {
 		{Action: plan.Delete, Old: &endpoint.Record{ID: "x", Hostname: "web.lan", IP: "10.0.0.9", Tags: []string{"k8s-operator", "source:u1"}}},
 	}
 	// Both the second create and the delete were refused; only the first went through.
-	ce1 := &plan.ChangeError{Change: &changes[1], Err: errors.New("InvalidArgument"), Refused: true}
-	ce2 := &plan.ChangeError{Change: &changes[2], Err: errors.New("Aborted"), Refused: true}
+	ce1 := &plan.ChangeError{Change: changes[1], Err: errors.New("InvalidArgument"), Refused: true}
+	ce2 := &plan.ChangeError{Change: changes[2], Err: errors.New("Aborted"), Refused: true}
 	r.Report(context.Background(), &controller.Report{Desired: desired, Changes: changes,
-		Failed: map[string]controller.Failure{"web.lan": {Err: ce2}}, FailedChanges: map[*plan.Change]error{&changes[1]: ce1, &changes[2]: ce2}})
+		Failed: map[string]controller.Failure{"web.lan": {Err: ce2}}, Results: []plan.Result{{Stored: &endpoint.Record{ID: "a", Hostname: "web.lan", IP: "10.0.0.1"}}, {Err: ce1}, {Err: ce2}}})
 	got := drain(fake)
 	var normal []string
 	for _, e := range got {

@@ -204,8 +204,8 @@ func (m *Metrics) Report(_ context.Context, r *controller.Report) {
 	m.deletionsHeld.Set(float64(leaving))
 	m.inputs.set(r)
 	wrote := false
-	for i := range r.Changes {
-		if r.FailedChanges[&r.Changes[i]] == nil {
+	for i := range r.Results {
+		if r.Results[i].Err == nil {
 			m.changes.WithLabelValues(string(r.Changes[i].Action)).Inc()
 			wrote = true
 		}

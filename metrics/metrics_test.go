@@ -145,7 +145,7 @@ func TestDayTwoMetrics(t *testing.T) {
 	gone := &endpoint.Endpoint{Hostname: "gone.lan"} // no address resolves (held_endpoints)
 	changes := []plan.Change{{Action: plan.Update, Old: &endpoint.Record{ID: "1"}, New: &endpoint.Record{ID: "1"}}}
 	m.Report(context.Background(), &controller.Report{Mode: planner.Event, Started: start, Duration: 10 * time.Millisecond,
-		ChangedAt: start.Add(-40 * time.Millisecond), Changes: changes, Endpoints: []*endpoint.Endpoint{web, gone},
+		ChangedAt: start.Add(-40 * time.Millisecond), Changes: changes, Results: []plan.Result{{Stored: &endpoint.Record{ID: "1", Version: "2"}}}, Endpoints: []*endpoint.Endpoint{web, gone},
 		Objects: map[string]controller.Object{
 			"u1": {Problems: []endpoint.Problem{{Reason: source.ReasonInvalidHostname}, {Reason: source.ReasonInvalidHostname}}},
 			"u2": {Problems: []endpoint.Problem{{Reason: source.ReasonNoAddress}}}},
@@ -167,7 +167,7 @@ func TestDayTwoMetrics(t *testing.T) {
 	// A write that failed: no change latency either.
 	failed := []plan.Change{{Action: plan.Create, New: &endpoint.Record{}}}
 	m.Report(context.Background(), &controller.Report{Mode: planner.Event, Started: start, ChangedAt: start, Changes: failed,
-		FailedChanges: map[*plan.Change]error{&failed[0]: errors.New("refused")}, Endpoints: []*endpoint.Endpoint{web, gone}})
+		Results: []plan.Result{{Err: &plan.ChangeError{Change: failed[0], Err: errors.New("refused"), Refused: true}}}, Endpoints: []*endpoint.Endpoint{web, gone}})
 	got = scrape(t, m)
 	for key, want := range map[string]float64{
 		"sync_duration_seconds{mode=event,result=success}": 2,

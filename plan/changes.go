@@ -113,10 +113,23 @@ func setDelta(a, b []string) (added, removed []string) {
 	return added, removed
 }
 
-// ChangeError is one failed write, so that a caller can tell which hostname it concerns (for
-// status and events) from the aggregate error a provider returns.
+// Result is what became of one Change. A provider returns one per change, at the change's
+// index, so that a caller pairs changes[i] with results[i]: the provider never writes into the
+// changes, and a copy of them stays valid.
+type Result struct {
+	// Stored is the entry as the server stored it after a create or an update, with its ID
+	// (for status) and its version (for the next write); a value of its own, sharing nothing
+	// with the change. It is nil for a delete and for a change that did not go through.
+	Stored *endpoint.Record
+	// Err is why the change did not go through, nil when it did.
+	Err *ChangeError
+}
+
+// ChangeError is one failed write: it carries the change, so that its message and its reader
+// can tell which hostname it concerns (for status and events).
 type ChangeError struct {
-	Change *Change
+	// Change is the change as it was sent; its records are the caller's, and only read.
+	Change Change
 	Err    error
 	// Refused says the change itself was turned down (invalid, a duplicate, an entry changed
 	// or gone meanwhile, no longer ours), not the server unreachable: retrying it at once
@@ -130,7 +143,7 @@ type ChangeError struct {
 
 // Error describes the failed change.
 func (e *ChangeError) Error() string {
-	c := e.Change
+	c := &e.Change
 	if c.Old != nil && c.New != nil && c.Old.Hostname != c.New.Hostname {
 		return fmt.Sprintf("%s %s %s (id %s): %v", c.Action, c.New.Hostname, c.New.IP, c.Old.ID, e.Err)
 	}
@@ -143,46 +156,96 @@ func (e *ChangeError) Error() string {
 // Unwrap gives access to the provider's error, e.g. a gRPC status.
 func (e *ChangeError) Unwrap() error { return e.Err }
 
-// Errors finds the per-change errors inside a provider's aggregate error (errors.Join, nested
-// or not).
-func Errors(err error) []*ChangeError {
+// ErrNotStarted is in the error of a change a provider did not start because its context
+// ended: the change was not sent, and neither refused nor stale; the next sync plans it again.
+var ErrNotStarted = errors.New("not started")
+
+// NotStarted is the error of a change not started because the context ended with cause
+// (ctx.Err()). It matches both ErrNotStarted and cause.
+func NotStarted(cause error) error { return &notStarted{cause: cause} }
+
+type notStarted struct{ cause error }
+
+func (e *notStarted) Error() string   { return fmt.Sprintf("%v: %v", ErrNotStarted, e.cause) }
+func (e *notStarted) Unwrap() []error { return []error{ErrNotStarted, e.cause} }
+
+// Failures lists the changes that did not go through, in the order of the results.
+func Failures(results []Result) []*ChangeError {
 	var out []*ChangeError
-	for _, e := range flatten(err) {
-		var ce *ChangeError
-		if e != nil && errors.As(e, &ce) {
+	for i := range results {
+		if ce := results[i].Err; ce != nil {
 			out = append(out, ce)
 		}
 	}
 	return out
 }
 
-// flatten lists the errors an errors.Join holds, at any depth.
-func flatten(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var out []error
-		for _, e := range j.Unwrap() {
-			out = append(out, flatten(e)...)
-		}
-		return out
-	}
-	return []error{err}
-}
-
 // SplitRefused separates the refused changes from the failures that concern the server as a
 // whole (unreachable, timed out, authentication, a stopped sync); whole is nil when every
-// failure was a refusal.
-func SplitRefused(err error) (whole error, refused []*ChangeError) {
-	if err == nil {
-		return nil, nil
-	}
+// failure was a refusal. Changes not started are said once in whole, as the point at which
+// the writes stopped, rather than once per change.
+func SplitRefused(results []Result) (whole error, refused []*ChangeError) {
 	var rest []error
-	for _, e := range flatten(err) {
-		var ce *ChangeError
-		if errors.As(e, &ce) && ce.Refused {
+	for _, ce := range Failures(results) {
+		switch {
+		case errors.Is(ce.Err, ErrNotStarted):
+		case ce.Refused:
 			refused = append(refused, ce)
+		default:
+			rest = append(rest, ce)
+		}
+	}
+	return errors.Join(append(rest, stopped(results))...), refused
+}
+
+// ErrorOf is every failure among results as one error, nil when every change went through:
+// each failed change in the order of the results, and once at the end the changes not started.
+func ErrorOf(results []Result) error {
+	var errs []error
+	for _, ce := range Failures(results) {
+		if !errors.Is(ce.Err, ErrNotStarted) {
+			errs = append(errs, ce)
+		}
+	}
+	return errors.Join(append(errs, stopped(results))...)
+}
+
+// stopped says how far the writes got when changes were not started, nil when all were.
+func stopped(results []Result) error {
+	var (
+		n     int
+		cause error
+	)
+	for i := range results {
+		ce := results[i].Err
+		if ce == nil || !errors.Is(ce.Err, ErrNotStarted) {
 			continue
 		}
-		rest = append(rest, e)
+		if n++; cause != nil {
+			continue
+		}
+		// The context's error alone: the stop is said once, not as a change's.
+		cause = ce.Err
+		var ns *notStarted
+		if errors.As(ce.Err, &ns) {
+			cause = ns.cause
+		}
 	}
-	return errors.Join(rest...), refused
+	if n == 0 {
+		return nil
+	}
+	return &stoppedError{started: len(results) - n, total: len(results), cause: cause}
 }
+
+// stoppedError says how far a provider got before its context ended. It matches
+// ErrNotStarted and the context's error.
+type stoppedError struct {
+	started, total int
+	cause          error
+}
+
+func (e *stoppedError) Error() string {
+	return fmt.Sprintf("stopped after %d of %d changes: %v", e.started, e.total, e.cause)
+}
+
+func (e *stoppedError) Unwrap() []error { return []error{ErrNotStarted, e.cause} }

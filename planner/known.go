@@ -87,15 +87,16 @@ func sameRecord(a, b *endpoint.Record) bool {
 		a.Comment == b.Comment && slices.Equal(a.Aliases, b.Aliases) && slices.Equal(a.Tags, b.Tags)
 }
 
-// wrote applies the writes that went through.
-func (k *known) wrote(sent []plan.Change) {
-	for i := range sent {
-		ch := &sent[i]
+// wrote applies the writes that went through: results[i] is what became of sent[i].
+func (k *known) wrote(sent []plan.Change, results []plan.Result) {
+	for i := range results {
+		r := &results[i]
 		switch {
-		case ch.New == nil:
-			k.remove(ch.Old.ID)
-		case ch.New.ID != "":
-			k.put(*ch.New)
+		case r.Err != nil:
+		case sent[i].New == nil:
+			k.remove(sent[i].Old.ID)
+		case r.Stored != nil && r.Stored.ID != "":
+			k.put(*r.Stored)
 		}
 	}
 }

@@ -279,24 +279,25 @@ func (p *Planner) waitForServer(s *Sync) []plan.Change {
 	return kept
 }
 
-// Learn takes what became of s's writes (applyErr is the provider's) and reports whether a
-// sync should follow at once: the known state turned out to be out of date.
-func (p *Planner) Learn(s *Sync, applyErr error) (again bool) {
-	errs := plan.Errors(applyErr)
+// Learn takes what became of s's writes, results[i] being the provider's result for
+// s.Changes[i], and reports whether a sync should follow at once: the known state turned out
+// to be out of date.
+func (p *Planner) Learn(s *Sync, results []plan.Result) (again bool) {
+	failures := plan.Failures(results)
 	switch {
-	case applyErr != nil || s.NeedFresh || s.deferredCreates:
+	case len(failures) > 0 || s.NeedFresh || s.deferredCreates:
 		p.known.forget()
 	case s.Read == ReadServer:
 		p.known.read(s.records)
-		p.known.wrote(s.Changes)
+		p.known.wrote(s.Changes, results)
 	default:
-		p.known.wrote(s.Changes)
+		p.known.wrote(s.Changes, results)
 	}
-	p.refused.learn(s.Mode == Full, s.Read == ReadServer, errs)
+	p.refused.learn(s.Mode == Full, s.Read == ReadServer, failures)
 	if s.NeedFresh || s.Deferred > 0 {
 		return true
 	}
-	for _, ce := range errs {
+	for _, ce := range failures {
 		if ce.Stale && s.Read != ReadServer {
 			return true
 		}

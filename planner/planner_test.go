@@ -58,16 +58,15 @@ func (s *server) sync(t *testing.T, p *Planner, mode Mode, eps ...*endpoint.Endp
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = s.prov.ApplyChanges(context.Background(), sy.Changes)
-	p.Learn(sy, err)
+	p.Learn(sy, s.prov.ApplyChanges(context.Background(), sy.Changes))
 	return sy
 }
 
 // byHand adds an entry as a person would, with the router's CLI.
 func (s *server) byHand(t *testing.T, host, ip string) {
 	t.Helper()
-	if err := s.prov.ApplyChanges(context.Background(), []plan.Change{{Action: plan.Create,
-		New: &endpoint.Record{Hostname: host, IP: ip, Tags: []string{"mine"}}}}); err != nil {
+	if err := plan.ErrorOf(s.prov.ApplyChanges(context.Background(), []plan.Change{{Action: plan.Create,
+		New: &endpoint.Record{Hostname: host, IP: ip, Tags: []string{"mine"}}}})); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -147,11 +146,11 @@ func TestSyncModes(t *testing.T) {
 				t.Errorf("sent %v, want %v", got, tc.sent)
 			}
 			// What it sends goes through, and the server ends with one line per address.
-			err = s.prov.ApplyChanges(context.Background(), sy.Changes)
-			if err != nil {
+			results := s.prov.ApplyChanges(context.Background(), sy.Changes)
+			if err := plan.ErrorOf(results); err != nil {
 				t.Fatal(err)
 			}
-			if again := p.Learn(sy, nil); again != tc.fresh {
+			if again := p.Learn(sy, results); again != tc.fresh {
 				t.Errorf("Learn asks for another sync: %v, want %v", again, tc.fresh)
 			}
 			recs, err := s.prov.Records(context.Background())
@@ -188,7 +187,7 @@ func TestTheKnownStateFollowsTheWrites(t *testing.T) {
 	recs, _ := s.prov.Records(context.Background())
 	hand := recs[0]
 	hand.IP = "10.0.0.9"
-	if err := s.prov.ApplyChanges(context.Background(), []plan.Change{{Action: plan.Update, Old: &recs[0], New: &hand}}); err != nil {
+	if err := plan.ErrorOf(s.prov.ApplyChanges(context.Background(), []plan.Change{{Action: plan.Update, Old: &recs[0], New: &hand}})); err != nil {
 		t.Fatal(err)
 	}
 	if sy := s.sync(t, p, Event, moved); len(sy.Changes) != 0 {

@@ -36,11 +36,11 @@ func (r *refused) skip(changes []plan.Change) (send []plan.Change, skipped map[s
 }
 
 // learn takes one sync's failed writes.
-func (r *refused) learn(full, readServer bool, errs []*plan.ChangeError) {
+func (r *refused) learn(full, readServer bool, failures []*plan.ChangeError) {
 	if full || r.byChange == nil {
 		r.byChange = map[string]error{}
 	}
-	for _, ce := range errs {
+	for _, ce := range failures {
 		if ce.Refused && (readServer || !ce.Stale) {
 			r.byChange[ce.Change.String()] = ce
 		}

@@ -152,7 +152,7 @@ func floorViaProvider(reqs []*pb.AddHostRequest, concurrency int) error {
 		changes[i] = plan.Change{Action: plan.Create, New: &endpoint.Record{Hostname: r.GetHostname(), IP: r.GetIpAddress(), Comment: r.GetComment(), Tags: r.GetTags()}}
 	}
 	start := time.Now()
-	if err := p.ApplyChanges(ctx, changes); err != nil {
+	if err := plan.ErrorOf(p.ApplyChanges(ctx, changes)); err != nil {
 		return err
 	}
 	fmt.Println(time.Since(start))

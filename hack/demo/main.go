@@ -166,7 +166,7 @@ func (d *demo) run(ctx context.Context) error {
 	if d.router == nil {
 		d.step("Seeding the router with a hand-made entry, nas." + demoDomain + " (no operator tags)")
 		manual := &endpoint.Record{Hostname: "nas." + demoDomain, IP: "192.168.1.10", Tags: []string{"manual"}, Comment: "added by hand"}
-		if err := client.ApplyChanges(ctx, []plan.Change{{Action: plan.Create, New: manual}}); err != nil {
+		if err := plan.ErrorOf(client.ApplyChanges(ctx, []plan.Change{{Action: plan.Create, New: manual}})); err != nil {
 			return fmt.Errorf("seeding: %w", err)
 		}
 	}

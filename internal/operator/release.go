@@ -123,10 +123,11 @@ func Release(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 
 	// The probe: one write, then one read after the wait.
 	probe := []plan.Change{*letting.Probe(clk.Now())}
-	if err := prov.ApplyChanges(ctx, probe); err != nil {
+	probed := prov.ApplyChanges(ctx, probe)
+	if err := plan.ErrorOf(probed); err != nil {
 		return fmt.Errorf("writing the release probe on entry %s (%s): %w", probe[0].Old.ID, probe[0].Old.Hostname, err)
 	}
-	written := probe[0].New
+	written := probed[0].Stored
 	stamp := registry.Probed(written)
 	log.WithFields(fields).WithFields(logrus.Fields{"id": written.ID, "hostname": written.Hostname, "probe": stamp, "wait": cfg.ProbeWait}).
 		Info("release probe written; a running operator of the cluster would take it off at its next sync")
@@ -153,20 +154,16 @@ func Release(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 	}
 	log.WithFields(fields).Info("the probe is untouched: no operator of the cluster runs; releasing")
 
-	applyErr := prov.ApplyChanges(ctx, again.Changes)
-	if ctx.Err() != nil {
-		// The changes not yet started when ctx ended are not known apart from those written.
-		return fmt.Errorf("releasing %s: interrupted; run release again for what is left: %w", cluster, applyErr)
-	}
-	failed := map[*plan.Change]bool{}
-	for _, ce := range plan.Errors(applyErr) {
-		failed[ce.Change] = true
-		log.WithFields(fields).WithError(ce.Err).WithField("change", ce.Change.String()).Error("not released")
-	}
+	// An interruption leaves the changes not started unwritten: they are counted with the
+	// failures, and the summary says what was written.
+	results := prov.ApplyChanges(ctx, again.Changes)
 	released, deleted = 0, 0
 	for i := range again.Changes {
 		c := &again.Changes[i]
-		if failed[c] {
+		if ce := results[i].Err; ce != nil {
+			if !errors.Is(ce.Err, plan.ErrNotStarted) {
+				log.WithFields(fields).WithError(ce.Err).WithField("change", c.String()).Error("not released")
+			}
 			continue
 		}
 		fmt.Fprintln(out, c.String())
@@ -177,7 +174,7 @@ func Release(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 		}
 	}
 	fmt.Fprintf(out, "%s: %d released, %d deleted\n", cluster, released, deleted)
-	if applyErr != nil {
+	if applyErr := plan.ErrorOf(results); applyErr != nil {
 		return fmt.Errorf("releasing %s: %d of %d changes not written (run release again for the rest): %w",
 			cluster, len(again.Changes)-released-deleted, len(again.Changes), applyErr)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -21,59 +22,69 @@ const progressThreshold = 100
 
 // ApplyChanges sends the changes: deletes first, then updates, then creates, so that AddHost's
 // uniqueness check sees what was removed. Each phase runs up to WriteConcurrency writes at once.
-// One failed change never stops the others; the result joins a *plan.ChangeError per failure.
-// A change that succeeds learns the entry as stored (ID, version) into Change.New. Every write
-// is checked against the version it was planned from, so an interruption at any point leaves
-// a state the next sync plans from. When ctx ends, no new change starts and the ones in flight
-// finish.
-func (p *Provider) ApplyChanges(ctx context.Context, changes []plan.Change) error {
-	// Pointers into changes, so that each ChangeError names the caller's own Change.
-	var phases [3][]*plan.Change
+// One failed change never stops the others. It returns one result per change, at the change's
+// index: the entry as stored (ID, version) or the *plan.ChangeError that stopped it. It never
+// writes into changes or the records they point to, so the caller may hold or copy them as it
+// likes. Every write is checked against the version it was planned from, so an interruption
+// at any point leaves a state the next sync plans from. When ctx ends, no new change starts,
+// the ones in flight finish, and each change not started gets a plan.ErrNotStarted result.
+func (p *Provider) ApplyChanges(ctx context.Context, changes []plan.Change) []plan.Result {
+	var phases [3][]int
 	for i := range changes {
 		c := &changes[i]
 		switch {
 		case c.New == nil:
-			phases[0] = append(phases[0], c)
+			phases[0] = append(phases[0], i)
 		case c.Old != nil:
-			phases[1] = append(phases[1], c)
+			phases[1] = append(phases[1], i)
 		default:
-			phases[2] = append(phases[2], c)
+			phases[2] = append(phases[2], i)
 		}
 	}
-	var (
-		mu   sync.Mutex
-		errs []error
-		done atomic.Int64
-	)
+	// Each write fills only its own change's result, and the phases' Wait orders those writes
+	// before the return: the slice needs no lock.
+	results := make([]plan.Result, len(changes))
+	started := make([]bool, len(changes))
+	var done atomic.Int64
 	total := int64(len(changes))
 	step := total / 10
 	for _, phase := range phases {
 		sem := make(chan struct{}, p.opts.WriteConcurrency)
 		var wg sync.WaitGroup
-		for _, c := range phase {
+		for _, i := range phase {
 			if ctx.Err() != nil {
 				break
 			}
 			sem <- struct{}{}
+			started[i] = true
 			wg.Add(1)
-			go func(c *plan.Change) {
+			go func(i int) {
 				defer func() { <-sem; wg.Done() }()
-				if err := p.callError(p.apply(ctx, c)); err != nil {
-					mu.Lock()
-					errs = append(errs, &plan.ChangeError{Change: c, Err: err, Refused: refused(err), Stale: stale(err)})
-					mu.Unlock()
-				}
+				results[i] = p.result(ctx, &changes[i])
 				if n := done.Add(1); total >= progressThreshold && step > 0 && n%step == 0 {
 					p.log.WithFields(logrus.Fields{"done": n, "total": total}).Info("applying changes")
 				}
-			}(c)
+			}(i)
 		}
 		wg.Wait()
 	}
 	if err := ctx.Err(); err != nil {
-		errs = append(errs, fmt.Errorf("stopped after %d of %d changes: %w", done.Load(), total, err))
+		for i := range changes {
+			if !started[i] {
+				results[i] = plan.Result{Err: &plan.ChangeError{Change: changes[i], Err: plan.NotStarted(err)}}
+			}
+		}
 	}
-	return errors.Join(errs...)
+	return results
+}
+
+// result sends one change and says what became of it.
+func (p *Provider) result(ctx context.Context, c *plan.Change) plan.Result {
+	stored, err := p.apply(ctx, c)
+	if err = p.callError(err); err != nil {
+		return plan.Result{Err: &plan.ChangeError{Change: *c, Err: err, Refused: refused(err), Stale: stale(err)}}
+	}
+	return plan.Result{Stored: stored}
 }
 
 // callCtx bounds one call. It is detached from the caller's cancellation so that a change
@@ -82,32 +93,38 @@ func (p *Provider) callCtx(ctx context.Context) (context.Context, context.Cancel
 	return context.WithTimeout(context.WithoutCancel(ctx), p.opts.Timeout)
 }
 
-func (p *Provider) apply(ctx context.Context, c *plan.Change) error {
+// apply sends one change and returns the entry as stored: a new record, never one of the
+// change's, nil for a delete.
+func (p *Provider) apply(ctx context.Context, c *plan.Change) (*endpoint.Record, error) {
 	log := p.log.WithFields(logrus.Fields{"action": c.Action, "hostname": c.Hostname()})
 	switch {
 	case c.Old == nil:
 		if err := endpoint.ValidateRecord(c.New); err != nil {
-			return fmt.Errorf("%w: %w", errNotSent, err)
+			return nil, fmt.Errorf("%w: %w", errNotSent, err)
 		}
 		cctx, cancel := p.callCtx(ctx)
 		defer cancel()
 		resp, err := p.rpc().AddHost(cctx, addRequest(c.New))
 		if err != nil {
-			return fmt.Errorf("AddHost: %w", err)
+			return nil, fmt.Errorf("AddHost: %w", err)
 		}
-		// The caller learns the entry as stored (its ID for status, its version for the next
-		// write) through the change itself.
+		// A server that answers without the entry: what was sent is what is stored, under the
+		// ID it gave.
+		var stored *endpoint.Record
 		if e := resp.GetEntry(); e != nil {
-			*c.New = fromEntry(e)
+			r := fromEntry(e)
+			stored = &r
+		} else {
+			stored = clone(c.New)
 		}
-		c.New.ID = resp.GetId()
-		log.WithFields(logrus.Fields{"ip": c.New.IP, "id": resp.GetId()}).Debug("created entry")
-		return nil
+		stored.ID = resp.GetId()
+		log.WithFields(logrus.Fields{"ip": stored.IP, "id": stored.ID}).Debug("created entry")
+		return stored, nil
 	case c.New == nil:
-		return p.delete(ctx, c.Old, log)
+		return nil, p.delete(ctx, c.Old, log)
 	default:
 		if err := endpoint.ValidateUpdate(c.Old, c.New); err != nil {
-			return fmt.Errorf("%w: %w", errNotSent, err)
+			return nil, fmt.Errorf("%w: %w", errNotSent, err)
 		}
 		return p.update(ctx, c, log)
 	}
@@ -147,47 +164,44 @@ func refused(err error) bool {
 	return false
 }
 
-// update sends the fields in which want differs from have. On Aborted (someone else wrote the
-// entry since it was read) it re-reads the entry and, if the change still applies to it (the
-// entry is still ours, or still free to adopt), rebases the change onto it and tries once more.
-func (p *Provider) update(ctx context.Context, c *plan.Change, log logrus.FieldLogger) error {
+// update sends the fields in which want differs from have and returns the entry as stored.
+// On Aborted (someone else wrote the entry since it was read) it re-reads the entry and, if the
+// change still applies to it (the entry is still ours, or still free to adopt), rebases the
+// change onto it and tries once more.
+func (p *Provider) update(ctx context.Context, c *plan.Change, log logrus.FieldLogger) (*endpoint.Record, error) {
 	have, want := c.Old, c.New
 	fields := endpoint.Diff(have, want)
 	if fields == 0 {
-		return nil
+		// Nothing to send: the entry stands as planned.
+		return clone(want), nil
 	}
 	stored, err := p.sendUpdate(ctx, have, want, fields)
 	if status.Code(err) != codes.Aborted {
-		if err == nil {
-			*c.New = stored
-			log.WithFields(logrus.Fields{"id": have.ID, "fields": fields.String()}).Debug("updated entry")
+		if err != nil {
+			return nil, err
 		}
-		return err
+		log.WithFields(logrus.Fields{"id": have.ID, "fields": fields.String()}).Debug("updated entry")
+		return stored, nil
 	}
 	fresh, gerr := p.get(ctx, have.ID)
 	if gerr != nil {
-		return fmt.Errorf("re-reading after a version conflict: %w", gerr)
+		return nil, fmt.Errorf("re-reading after a version conflict: %w", gerr)
 	}
 	if p.opts.StillApplies != nil && !p.opts.StillApplies(c, fresh) {
 		log.WithFields(logrus.Fields{"id": have.ID, "tags": fresh.Tags}).Warn("entry changed hands since it was read; change dropped")
-		return errNoLongerOurs
+		return nil, errNoLongerOurs
 	}
 	rebased := rebase(have, want, fresh)
 	fields = endpoint.Diff(fresh, rebased)
 	log.WithFields(logrus.Fields{"id": have.ID, "fields": fields.String()}).Info("version conflict; retrying on the fresh entry")
 	if fields == 0 {
-		*c.New = *fresh
-		return nil
+		return fresh, nil
 	}
-	stored, err = p.sendUpdate(ctx, fresh, rebased, fields)
-	if err == nil {
-		*c.New = stored
-	}
-	return err
+	return p.sendUpdate(ctx, fresh, rebased, fields)
 }
 
 // sendUpdate sends the fields of want that differ from have and returns the entry as stored.
-func (p *Provider) sendUpdate(ctx context.Context, have, want *endpoint.Record, fields endpoint.Fields) (endpoint.Record, error) {
+func (p *Provider) sendUpdate(ctx context.Context, have, want *endpoint.Record, fields endpoint.Fields) (*endpoint.Record, error) {
 	req := &pb.UpdateHostRequest{Id: have.ID, ExpectedVersion: &have.Version}
 	if fields.Has(endpoint.FieldIP) {
 		req.IpAddress = &want.IP
@@ -209,15 +223,25 @@ func (p *Provider) sendUpdate(ctx context.Context, have, want *endpoint.Record, 
 	defer cancel()
 	resp, err := p.rpc().UpdateHost(cctx, req)
 	if err != nil {
-		return endpoint.Record{}, fmt.Errorf("UpdateHost: %w", err)
+		return nil, fmt.Errorf("UpdateHost: %w", err)
 	}
 	if e := resp.GetEntry(); e != nil {
-		return fromEntry(e), nil
+		stored := fromEntry(e)
+		return &stored, nil
 	}
-	// A server that answers without the entry: what was sent is what is stored.
-	stored := *want
+	// A server that answers without the entry: what was sent is what is stored, at a version
+	// not known.
+	stored := clone(want)
 	stored.Version = ""
 	return stored, nil
+}
+
+// clone is a copy of r that shares none of its slices, so that a result never aliases the
+// caller's records.
+func clone(r *endpoint.Record) *endpoint.Record {
+	out := *r
+	out.Aliases, out.Tags = slices.Clone(r.Aliases), slices.Clone(r.Tags)
+	return &out
 }
 
 // rebase applies the planned change (have→want) to fresh, the entry as it is now: scalar fields

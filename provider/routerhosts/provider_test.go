@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -36,7 +38,7 @@ func newProvider(t *testing.T) (*Provider, *inmemory.Service) {
 
 func create(t *testing.T, p *Provider, r endpoint.Record) endpoint.Record {
 	t.Helper()
-	if err := p.ApplyChanges(context.Background(), []plan.Change{{Action: plan.Create, New: &r}}); err != nil {
+	if err := plan.ErrorOf(p.ApplyChanges(context.Background(), []plan.Change{{Action: plan.Create, New: &r}})); err != nil {
 		t.Fatal(err)
 	}
 	recs, err := p.Records(context.Background())
@@ -82,7 +84,8 @@ func TestUpdateSendsOnlyChangedFields(t *testing.T) {
 			want.Tags, want.Aliases = append([]string(nil), have.Tags...), append([]string(nil), have.Aliases...)
 			tc.mutate(&want)
 			svc.ResetCalls()
-			if err := p.ApplyChanges(context.Background(), []plan.Change{{Action: plan.Update, Old: &have, New: &want}}); err != nil {
+			results := p.ApplyChanges(context.Background(), []plan.Change{{Action: plan.Update, Old: &have, New: &want}})
+			if err := plan.ErrorOf(results); err != nil {
 				t.Fatal(err)
 			}
 			wantCalls := int64(0)
@@ -96,6 +99,11 @@ func TestUpdateSendsOnlyChangedFields(t *testing.T) {
 			// One event per field sent: the version shows exactly which fields went.
 			if wantV := strconv.Itoa(1 + tc.events); e.GetVersion() != wantV {
 				t.Fatalf("version = %s, want %s", e.GetVersion(), wantV)
+			}
+			// The result is the entry as stored, for the next write; an update with nothing to
+			// send stands as planned.
+			if got := results[0].Stored; got == nil || got.ID != have.ID || got.Version != e.GetVersion() {
+				t.Fatalf("stored = %+v, want entry %s at version %s", got, have.ID, e.GetVersion())
 			}
 			if !endpoint.SameSet(e.GetTags(), want.Tags) || !endpoint.SameSet(e.GetAliases(), want.Aliases) || e.GetIpAddress() != want.IP {
 				t.Fatalf("entry = %s, want %+v", inmemory.String(e), want)
@@ -119,12 +127,16 @@ func TestUpdateAbortedRebasesOnce(t *testing.T) {
 		}
 		return nil
 	})
-	if err := p.ApplyChanges(context.Background(), []plan.Change{{Action: plan.Update, Old: &have, New: &want}}); err != nil {
+	results := p.ApplyChanges(context.Background(), []plan.Change{{Action: plan.Update, Old: &have, New: &want}})
+	if err := plan.ErrorOf(results); err != nil {
 		t.Fatal(err)
 	}
 	e := get(t, svc, have.ID)
 	if !endpoint.SameSet(e.GetTags(), []string{"k8s-operator", "new", "human"}) {
 		t.Fatalf("tags after rebase = %q; want ours applied and the person's kept", e.GetTags())
+	}
+	if got := results[0].Stored; got == nil || got.Version != e.GetVersion() || !endpoint.SameSet(got.Tags, e.GetTags()) {
+		t.Fatalf("stored = %+v, want the rebased entry as the server holds it (%s)", got, inmemory.String(e))
 	}
 	if c := svc.CallCounts(); c[inmemory.MethodUpdate] != 2 || c[inmemory.MethodGet] != 1 {
 		t.Fatalf("calls = %v, want 2 UpdateHost and 1 GetHost", c)
@@ -143,7 +155,7 @@ func TestUpdateAbortedRebasesOnce(t *testing.T) {
 		return nil
 	})
 	svc.ResetCalls()
-	err := p.ApplyChanges(context.Background(), []plan.Change{{Action: plan.Update, Old: &have, New: &want}})
+	err := plan.ErrorOf(p.ApplyChanges(context.Background(), []plan.Change{{Action: plan.Update, Old: &have, New: &want}}))
 	if status.Code(err) != codes.Aborted || svc.Calls(inmemory.MethodUpdate) != 2 {
 		t.Fatalf("err = %v after %d UpdateHost calls; want Aborted after 2", err, svc.Calls(inmemory.MethodUpdate))
 	}
@@ -157,14 +169,14 @@ func TestDelete(t *testing.T) {
 	if err := svc.Store().Delete(a.ID, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.ApplyChanges(context.Background(), []plan.Change{{Action: plan.Delete, Old: &a}}); err != nil {
-		t.Fatalf("delete of a gone entry: %v", err)
+	if results := p.ApplyChanges(context.Background(), []plan.Change{{Action: plan.Delete, Old: &a}}); results[0].Err != nil || results[0].Stored != nil {
+		t.Fatalf("delete of a gone entry: %+v, want success with nothing stored", results[0])
 	}
 	// Edited since read: not deleted.
 	if _, err := svc.Store().Update(&pb.UpdateHostRequest{Id: b.ID, ExpectedVersion: proto.String("1"), IpAddress: proto.String("10.0.0.2")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.ApplyChanges(context.Background(), []plan.Change{{Action: plan.Delete, Old: &b}}); err == nil {
+	if err := plan.ErrorOf(p.ApplyChanges(context.Background(), []plan.Change{{Action: plan.Delete, Old: &b}})); err == nil {
 		t.Fatal("deleted an entry edited since it was read")
 	}
 	if svc.Store().Len() != 1 {
@@ -181,14 +193,21 @@ func TestOneFailureDoesNotStopOthersAndInvalidIsNeverSent(t *testing.T) {
 		{Action: plan.Create, New: &endpoint.Record{Hostname: "bad_name.lan", IP: "10.0.0.1"}},
 		{Action: plan.Create, New: &endpoint.Record{Hostname: "ok.lan", IP: "10.0.0.1", Tags: []string{"x"}}},
 	}
-	err := p.ApplyChanges(context.Background(), changes)
-	// Each failure names the caller's own Change, and a create learns its ID.
-	var ce *plan.ChangeError
-	if !errors.As(err, &ce) || (ce.Change != &changes[0] && ce.Change != &changes[1]) {
-		t.Fatalf("failure does not point at the caller's change: %v", err)
+	results := p.ApplyChanges(context.Background(), changes)
+	// Each failure is at its change's index and carries that change, and a create learns its
+	// ID.
+	for i := range 2 {
+		if ce := results[i].Err; ce == nil || ce.Change.New != changes[i].New || !ce.Refused {
+			t.Fatalf("result %d = %+v, want the refusal of the caller's change %s", i, results[i], changes[i].String())
+		}
 	}
-	if changes[2].New.ID == "" {
-		t.Fatal("the created entry's ID was not reported back")
+	if results[2].Err != nil || results[2].Stored == nil || results[2].Stored.ID == "" {
+		t.Fatalf("result of the create = %+v, want the created entry's ID", results[2])
+	}
+	var ce *plan.ChangeError
+	err := plan.ErrorOf(results)
+	if !errors.As(err, &ce) {
+		t.Fatalf("err = %v, want the failed changes", err)
 	}
 	if err == nil || !strings.Contains(err.Error(), "dup.lan") || !strings.Contains(err.Error(), "bad_name.lan") {
 		t.Fatalf("err = %v, want both failures reported", err)
@@ -199,6 +218,194 @@ func TestOneFailureDoesNotStopOthersAndInvalidIsNeverSent(t *testing.T) {
 	if svc.Store().Len() != 2 {
 		t.Fatalf("entries = %d, want ok.lan created despite the failures", svc.Store().Len())
 	}
+}
+
+// TestApplyChangesAnswersInOrderAndLeavesItsInput: one result per change at the change's
+// index, whatever order the phases send them in, each the entry as the server stored it; the
+// changes and the records they point to are as the caller left them, and no result shares
+// a slice with them.
+func TestApplyChangesAnswersInOrderAndLeavesItsInput(t *testing.T) {
+	p, svc := newProvider(t)
+	upd := create(t, p, endpoint.Record{Hostname: "upd.lan", IP: "10.0.0.1", Tags: []string{"a"}, Aliases: []string{"u.lan"}})
+	del := create(t, p, endpoint.Record{Hostname: "del.lan", IP: "10.0.0.2"})
+	same := create(t, p, endpoint.Record{Hostname: "same.lan", IP: "10.0.0.3", Tags: []string{"keep"}, Aliases: []string{"s.lan"}})
+	create(t, p, endpoint.Record{Hostname: "dup.lan", IP: "10.0.0.4"})
+	moved := upd
+	moved.IP, moved.Tags = "10.0.0.9", []string{"a", "b"}
+	unchanged := same
+	unchanged.Tags, unchanged.Aliases = slices.Clone(same.Tags), slices.Clone(same.Aliases)
+	changes := []plan.Change{
+		{Action: plan.Create, New: &endpoint.Record{Hostname: "new.lan", IP: "10.0.0.5", Tags: []string{"x"}, Comment: "c"}},
+		{Action: plan.Update, Old: &upd, New: &moved},
+		{Action: plan.Create, New: &endpoint.Record{Hostname: "dup.lan", IP: "10.0.0.4"}},
+		{Action: plan.Delete, Old: &del},
+		{Action: plan.Update, Old: &same, New: &unchanged},
+	}
+	before := deepCopy(changes)
+	pointers := make([][2]*endpoint.Record, len(changes))
+	for i := range changes {
+		pointers[i] = [2]*endpoint.Record{changes[i].Old, changes[i].New}
+	}
+
+	results := p.ApplyChanges(context.Background(), changes)
+
+	if len(results) != len(changes) {
+		t.Fatalf("%d results for %d changes", len(results), len(changes))
+	}
+	untouched := func(when string) {
+		t.Helper()
+		if !reflect.DeepEqual(changes, before) {
+			t.Fatalf("%s: changes = %+v, want them as the caller left them, %+v", when, changes, before)
+		}
+		for i := range changes {
+			if changes[i].Old != pointers[i][0] || changes[i].New != pointers[i][1] {
+				t.Fatalf("%s: change %d points at other records", when, i)
+			}
+		}
+	}
+	untouched("after the apply")
+	stored := func(i int) *endpoint.Record {
+		t.Helper()
+		r := results[i]
+		if r.Err != nil || r.Stored == nil {
+			t.Fatalf("result %d (%s) = %+v, want the entry as stored", i, changes[i].String(), r)
+		}
+		for _, planned := range []*endpoint.Record{changes[i].Old, changes[i].New} {
+			if r.Stored == planned {
+				t.Fatalf("result %d is the change's own record", i)
+			}
+		}
+		if e := get(t, svc, r.Stored.ID); r.Stored.Version != e.GetVersion() || r.Stored.IP != e.GetIpAddress() ||
+			r.Stored.Hostname != e.GetHostname() || !slices.Equal(r.Stored.Tags, e.GetTags()) {
+			t.Fatalf("result %d = %+v, want the entry as stored, %s", i, r.Stored, inmemory.String(e))
+		}
+		return r.Stored
+	}
+	if r := stored(0); r.ID == "" || r.Hostname != "new.lan" || r.Comment != "c" {
+		t.Fatalf("created = %+v", r)
+	}
+	if r := stored(1); r.ID != upd.ID || r.Version == upd.Version || r.IP != "10.0.0.9" {
+		t.Fatalf("updated = %+v, want entry %s at a version past %s", r, upd.ID, upd.Version)
+	}
+	if ce := results[2].Err; ce == nil || results[2].Stored != nil || !ce.Refused || !ce.Stale || status.Code(ce) != codes.AlreadyExists ||
+		!reflect.DeepEqual(ce.Change, before[2]) {
+		t.Fatalf("result of the duplicate = %+v, want it refused as AlreadyExists, carrying its change", results[2])
+	}
+	if results[3].Err != nil || results[3].Stored != nil {
+		t.Fatalf("result of the delete = %+v, want success with nothing stored", results[3])
+	}
+	if _, err := svc.Store().Get(del.ID); err == nil {
+		t.Fatal("deleted entry still stored")
+	}
+	if r := stored(4); !reflect.DeepEqual(*r, *before[4].New) {
+		t.Fatalf("unchanged = %+v, want the planned entry %+v", r, before[4].New)
+	}
+	// A caller may change what it was given without touching what it sent.
+	for i := range results {
+		if r := results[i].Stored; r != nil {
+			for j := range r.Tags {
+				r.Tags[j] = "changed"
+			}
+			for j := range r.Aliases {
+				r.Aliases[j] = "changed"
+			}
+		}
+	}
+	untouched("after changing the results")
+}
+
+// TestApplyChangesAfterTheContextEnded: nothing is sent, every change's result says it was not
+// started, and the whole says so once.
+func TestApplyChangesAfterTheContextEnded(t *testing.T) {
+	p, svc := newProvider(t)
+	have := create(t, p, endpoint.Record{Hostname: "a.lan", IP: "10.0.0.1"})
+	svc.ResetCalls()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	changes := []plan.Change{{Action: plan.Create, New: &endpoint.Record{Hostname: "b.lan", IP: "10.0.0.2"}}, {Action: plan.Delete, Old: &have}}
+	results := p.ApplyChanges(ctx, changes)
+	for i, r := range results {
+		if r.Err == nil || !errors.Is(r.Err, plan.ErrNotStarted) || !errors.Is(r.Err, context.Canceled) || r.Err.Refused || r.Err.Stale || r.Stored != nil {
+			t.Fatalf("result %d = %+v, want not started", i, r)
+		}
+	}
+	if n := svc.WriteCalls(); n != 0 {
+		t.Fatalf("%d writes after the context ended", n)
+	}
+	if err := plan.ErrorOf(results); err == nil || err.Error() != "stopped after 0 of 2 changes: context canceled" {
+		t.Fatalf("err = %v, want the stop said once", err)
+	}
+}
+
+// bareConn is a server that answers AddHost and UpdateHost without the entry.
+type bareConn struct{ grpc.ClientConnInterface }
+
+func (c bareConn) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	err := c.ClientConnInterface.Invoke(ctx, method, args, reply, opts...)
+	switch r := reply.(type) {
+	case *pb.AddHostResponse:
+		r.Entry = nil
+	case *pb.UpdateHostResponse:
+		r.Entry = nil
+	}
+	return err
+}
+
+// TestAServerThatAnswersWithoutTheEntry: what was sent is what is stored, under the ID the
+// server gave and at a version not known, as a record of the result's own.
+func TestAServerThatAnswersWithoutTheEntry(t *testing.T) {
+	svc, conn := inmemory.DialTest(t)
+	p := NewFromConn(bareConn{conn}, Options{Timeout: 5 * time.Second, Log: logrus.New()})
+	have := create(t, p, endpoint.Record{Hostname: "a.lan", IP: "10.0.0.1", Tags: []string{"t"}})
+	want := have
+	want.IP, want.Tags = "10.0.0.2", []string{"t", "u"}
+	changes := []plan.Change{
+		{Action: plan.Create, New: &endpoint.Record{Hostname: "b.lan", IP: "10.0.0.3", Tags: []string{"x"}}},
+		{Action: plan.Update, Old: &have, New: &want},
+	}
+	before := deepCopy(changes)
+	results := p.ApplyChanges(context.Background(), changes)
+	if err := plan.ErrorOf(results); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(changes, before) {
+		t.Fatalf("changes = %+v, want them as the caller left them", changes)
+	}
+	created := results[0].Stored
+	if created == nil || created == changes[0].New || created.ID == "" || created.Hostname != "b.lan" || !slices.Equal(created.Tags, []string{"x"}) {
+		t.Fatalf("created = %+v, want the planned record under the server's ID", created)
+	}
+	if _, err := svc.Store().Get(created.ID); err != nil {
+		t.Fatalf("created ID %s: %v", created.ID, err)
+	}
+	updated := results[1].Stored
+	wantStored := want
+	wantStored.Version = ""
+	if updated == nil || updated == changes[1].New || !reflect.DeepEqual(*updated, wantStored) {
+		t.Fatalf("updated = %+v, want the planned record at no known version", updated)
+	}
+	created.Tags[0], updated.Tags[0] = "changed", "changed"
+	if !reflect.DeepEqual(changes, before) {
+		t.Fatal("a result shares a slice with the caller's records")
+	}
+}
+
+// deepCopy copies changes and the records they point to.
+func deepCopy(cs []plan.Change) []plan.Change {
+	cp := func(r *endpoint.Record) *endpoint.Record {
+		if r == nil {
+			return nil
+		}
+		c := *r
+		c.Tags, c.Aliases = slices.Clone(r.Tags), slices.Clone(r.Aliases)
+		return &c
+	}
+	out := make([]plan.Change, len(cs))
+	for i, c := range cs {
+		out[i] = c
+		out[i].Old, out[i].New = cp(c.Old), cp(c.New)
+	}
+	return out
 }
 
 func TestRecordsIsOneListHosts(t *testing.T) {
@@ -371,10 +578,9 @@ func TestAdoptionOfAnEntryEditedSinceItWasReadIsDropped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = p.ApplyChanges(context.Background(), changes)
-	var ce *plan.ChangeError
-	if !errors.As(err, &ce) || !ce.Refused || !ce.Stale {
-		t.Fatalf("apply error = %v; want the adoption dropped as stale", err)
+	results := p.ApplyChanges(context.Background(), changes)
+	if ce := results[0].Err; ce == nil || !ce.Refused || !ce.Stale {
+		t.Fatalf("result = %+v; want the adoption dropped as stale", results[0])
 	}
 	if got := get(t, svc, hand.ID); !proto.Equal(got, renamed) {
 		t.Fatalf("entry = %v; the user's renamed entry must stay as they left it (%v)", got, renamed)

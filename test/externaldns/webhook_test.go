@@ -148,7 +148,7 @@ func (r *rig) entries(host string) []rhendpoint.Record {
 
 func (r *rig) seed(rec rhendpoint.Record) {
 	r.t.Helper()
-	if err := r.client.ApplyChanges(context.Background(), []rhplan.Change{{Action: rhplan.Create, New: &rec}}); err != nil {
+	if err := rhplan.ErrorOf(r.client.ApplyChanges(context.Background(), []rhplan.Change{{Action: rhplan.Create, New: &rec}})); err != nil {
 		r.t.Fatal(err)
 	}
 }

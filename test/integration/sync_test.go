@@ -255,7 +255,7 @@ func version(t *testing.T, r endpoint.Record) int {
 // seed writes an entry straight to the server, as a person or another cluster would.
 func seed(t *testing.T, h *harness, r endpoint.Record) {
 	t.Helper()
-	if err := h.prov.ApplyChanges(context.Background(), []plan.Change{{Action: plan.Create, New: &r}}); err != nil {
+	if err := plan.ErrorOf(h.prov.ApplyChanges(context.Background(), []plan.Change{{Action: plan.Create, New: &r}})); err != nil {
 		t.Fatalf("seed %s: %v", r.Hostname, err)
 	}
 }
