@@ -362,15 +362,26 @@ func (c *Controller) write(ctx context.Context, in *reading, sy *planner.Sync, l
 	start := c.cfg.Clock.Now()
 	results := c.cfg.Provider.ApplyChanges(ctx, sy.Changes)
 	if len(results) != len(sy.Changes) {
-		// Pairing by index is the provider's contract; a provider that breaks it must not
-		// have results credited to the wrong changes.
-		panic(fmt.Sprintf("provider returned %d results for %d changes", len(results), len(sy.Changes)))
+		// Pairing by index is the provider's contract: a provider that breaks it must not have
+		// results credited to the wrong changes, so none is credited and the sync fails.
+		results = unpaired(sy.Changes, len(results))
 	}
 	if len(plan.Failures(results)) == 0 {
 		log.WithFields(logrus.Fields{"apply_duration": c.cfg.Clock.Now().Sub(start).Round(time.Microsecond),
 			"duration": c.cfg.Clock.Now().Sub(in.started).Round(time.Millisecond)}).Info("sync applied changes")
 	}
 	return results
+}
+
+// unpaired are the results of changes whose provider returned n results for them: every change
+// failed, as with a server that answered nonsense, since none can be told apart.
+func unpaired(changes []plan.Change, n int) []plan.Result {
+	err := fmt.Errorf("the provider returned %d results for %d changes", n, len(changes))
+	out := make([]plan.Result, len(changes))
+	for i := range changes {
+		out[i].Err = &plan.ChangeError{Change: changes[i], Err: err}
+	}
+	return out
 }
 
 // learn tells the planner what became of the writes and reports whether another sync follows

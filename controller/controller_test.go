@@ -101,6 +101,28 @@ func TestFailedSourceStopsBeforeReadingServer(t *testing.T) {
 	}
 }
 
+// shortProvider returns one result fewer than it was given changes.
+type shortProvider struct{ recordingProvider }
+
+func (p *shortProvider) ApplyChanges(ctx context.Context, cs []plan.Change) []plan.Result {
+	return p.recordingProvider.ApplyChanges(ctx, cs)[1:]
+}
+
+// TestResultsThatDoNotPairFailTheSync: a provider that returns another number of results than
+// it was given changes credits none of them; the sync fails as a whole and says why.
+func TestResultsThatDoNotPairFailTheSync(t *testing.T) {
+	src := &stubSource{eps: []*endpoint.Endpoint{claimOf("a.lan"), claimOf("b.lan")}}
+	prov := &shortProvider{}
+	c := newTestController(t, src, prov, time.Second)
+	rep, err := c.SyncOnce(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "returned 1 results for 2 changes") {
+		t.Fatalf("err = %v, want the provider's results unpaired", err)
+	}
+	if rep.Stage != StageApply || len(rep.Results) != 2 || len(plan.Failures(rep.Results)) != 2 || len(rep.Entries) != 0 {
+		t.Fatalf("stage %v, results %+v, entries %v; want every change failed and no entry credited", rep.Stage, rep.Results, rep.Entries)
+	}
+}
+
 func TestFailedListAppliesNothing(t *testing.T) {
 	src := &stubSource{eps: []*endpoint.Endpoint{{Hostname: "a.lan", Targets: []string{"10.0.0.1"}, Sources: []endpoint.SourceRef{{Kind: "Ingress", UID: "u"}}}}}
 	prov := &recordingProvider{listErr: errors.New("unavailable")}
