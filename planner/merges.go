@@ -43,16 +43,24 @@ type entryKey struct {
 	tags            []string
 }
 
-// Merged is registry.Merges: it only reads, and keep records what the registry did with it.
+// Merged is registry.Merges. A merge handed back is this sync's: it is not swept, and its
+// entries' own tag slices are kept from now on, as views keeps them, so that comparing the
+// same strings again is a pointer check, not their bytes.
 func (m *merges) Merged(host string, claims []*endpoint.Endpoint, owned []*endpoint.Record) (*endpoint.Endpoint, bool) {
 	k := m.byHost[host]
 	if k == nil || !k.from(claims, owned) {
 		return nil, false
 	}
+	k.pass, k.reused = m.pass, m.pass
+	k.owned = k.owned[:0]
+	for _, rec := range owned {
+		k.owned = append(k.owned, entryKey{rec.ID, rec.Version, rec.IP, rec.Tags})
+	}
 	return k.out, true
 }
 
-// keep takes the merges one plan's Desired made or reused.
+// keep takes the merges one plan's Desired made afresh, and forgets those it found no longer
+// hold.
 func (m *merges) keep(made []registry.Merge) {
 	if m.byHost == nil {
 		m.byHost = make(map[string]*kept, len(made))
@@ -63,20 +71,11 @@ func (m *merges) keep(made []registry.Merge) {
 			delete(m.byHost, r.Host)
 			continue
 		}
-		k := m.byHost[r.Host]
-		if !r.Reused || k == nil {
-			k = &kept{claims: r.Claims, out: r.Out, marked: r.Marked}
-			m.byHost[r.Host] = k
-		} else {
-			k.reused = m.pass
-		}
-		k.pass = m.pass
-		// The entries' own tags from now on, as views keeps them: comparing the same strings
-		// again is a pointer check, not their bytes.
-		k.owned = k.owned[:0]
+		k := &kept{claims: r.Claims, owned: make([]entryKey, 0, len(r.Owned)), out: r.Out, marked: r.Marked, pass: m.pass}
 		for _, rec := range r.Owned {
 			k.owned = append(k.owned, entryKey{rec.ID, rec.Version, rec.IP, rec.Tags})
 		}
+		m.byHost[r.Host] = k
 	}
 }
 

@@ -84,7 +84,9 @@ type Parser interface {
 }
 
 // Merges hands Desired the merge of a hostname it made before from the same claims and
-// entries. It only reads: what Desired merged, or reused, comes back in Wanted.Merges.
+// entries; a merge handed back counts as used by the sync, which is the cache's own account.
+// What Desired merges afresh, and the merges it finds no longer hold, come back in
+// Wanted.Merges.
 type Merges interface {
 	Merged(host string, claims []*endpoint.Endpoint, owned []*endpoint.Record) (out *endpoint.Endpoint, ok bool)
 }
@@ -96,18 +98,17 @@ type Merge struct {
 	Owned  []*endpoint.Record
 	// Out is the endpoint the plan sees; nil when every claim lost.
 	Out *endpoint.Endpoint
-	// Reused: Merges handed it back, from the same claims and entries.
-	Reused bool
 	// Conflicted: the merge turned claims down, or what followed it changed its endpoint; a
-	// merge reused would leave that unreported, so it must not be kept.
+	// merge reused would leave that unreported, so it must not be kept (nor one made before
+	// for the hostname).
 	Conflicted bool
 	// Marked: one of the entries is marked for deletion.
 	Marked bool
 }
 
 // Wanted is what Desired made of the sources' claims: one endpoint per hostname the cluster is
-// to have, the claims and the parts of claims it turned down, and the merge of every hostname
-// it met, for a caller that keeps them to hand back through Merges.
+// to have, the claims and the parts of claims it turned down, and the merges it made afresh
+// or found no longer hold, for a caller that keeps them to hand back through Merges.
 type Wanted struct {
 	Endpoints []*endpoint.Endpoint
 	// Conflicts are the claims turned down; Problems the parts of claims dropped, such as
@@ -431,9 +432,6 @@ func (r *Registry) Desired(now time.Time, eps []*endpoint.Endpoint, st *State, m
 	}
 	slices.Sort(hosts)
 	out := make([]*endpoint.Endpoint, 0, len(hosts))
-	if merges != nil {
-		w.Merges = make([]Merge, 0, len(hosts))
-	}
 	for _, h := range hosts {
 		claims := byHost[h]
 		if len(st.Foreign[h]) > 0 && len(ownedByHost[h]) == 0 {
@@ -449,7 +447,6 @@ func (r *Registry) Desired(now time.Time, eps []*endpoint.Endpoint, st *State, m
 				if m != nil {
 					out = append(out, m)
 				}
-				w.Merges = append(w.Merges, Merge{Host: h, Claims: claims, Owned: owned, Out: m, Reused: true})
 				continue
 			}
 		}
@@ -476,15 +473,18 @@ func (r *Registry) Desired(now time.Time, eps []*endpoint.Endpoint, st *State, m
 	// A merge whose endpoint what followed it changed is not kept, so that the hostname is
 	// planned (not settled) and its refusals reported at every sync.
 	if n := len(al.changed) + len(un.changed) + len(nb.changed); n > 0 && merges != nil {
-		changed := make(map[string]bool, n)
+		made := make(map[string]int, len(w.Merges))
+		for i := range w.Merges {
+			made[w.Merges[i].Host] = i
+		}
 		for _, hs := range [][]string{al.changed, un.changed, nb.changed} {
 			for _, h := range hs {
-				changed[h] = true
-			}
-		}
-		for i := range w.Merges {
-			if changed[w.Merges[i].Host] {
-				w.Merges[i].Conflicted = true
+				if i, ok := made[h]; ok {
+					w.Merges[i].Conflicted = true
+					continue
+				}
+				made[h] = len(w.Merges)
+				w.Merges = append(w.Merges, Merge{Host: h, Conflicted: true})
 			}
 		}
 	}
