@@ -17,6 +17,7 @@ import (
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
+	"github.com/router-hosts-operator/router-hosts-operator/plan/plantest"
 	"github.com/router-hosts-operator/router-hosts-operator/planner"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/routerhosts"
@@ -63,19 +64,7 @@ func (p *recordingProvider) Search(context.Context, string) ([]endpoint.Record, 
 }
 func (p *recordingProvider) ApplyChanges(_ context.Context, cs []plan.Change) []plan.Result {
 	p.applies.Add(1)
-	return written(cs)
-}
-
-// written is the results of changes that all went through, each stored as planned.
-func written(cs []plan.Change) []plan.Result {
-	out := make([]plan.Result, len(cs))
-	for i := range cs {
-		if cs[i].New != nil {
-			stored := *cs[i].New
-			out[i].Stored = &stored
-		}
-	}
-	return out
+	return plantest.Written(cs...)
 }
 
 func newTestController(t *testing.T, src Source, prov Provider, minEvent time.Duration) *Controller {
@@ -180,7 +169,7 @@ func (p *refusingProvider) ApplyChanges(_ context.Context, cs []plan.Change) []p
 		}
 		// Stored as planned: a create's result carries no ID, so the known state does not
 		// learn it and the next event sync reads the server.
-		results[i] = written(cs[i : i+1])[0]
+		results[i] = plantest.Written(*c)[0]
 		if c.Action == plan.Create {
 			n := *c.New
 			n.ID = c.New.Hostname

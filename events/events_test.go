@@ -15,6 +15,7 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
+	"github.com/router-hosts-operator/router-hosts-operator/plan/plantest"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )
 
@@ -30,18 +31,6 @@ func drain(f *record.FakeRecorder) []string {
 	}
 }
 
-// written is the results of changes that all went through, each stored as planned.
-func written(cs ...plan.Change) []plan.Result {
-	out := make([]plan.Result, len(cs))
-	for i := range cs {
-		if cs[i].New != nil {
-			stored := *cs[i].New
-			out[i].Stored = &stored
-		}
-	}
-	return out
-}
-
 func TestTransitionsOnly(t *testing.T) {
 	fake := record.NewFakeRecorder(100)
 	r := NewWithRecorder(fake, logrus.New())
@@ -49,7 +38,7 @@ func TestTransitionsOnly(t *testing.T) {
 	web := endpoint.SourceRef{Version: "v1", Group: "networking.k8s.io", Kind: "Ingress", Namespace: "d", Name: "web", UID: "u1"}
 	desired := []*endpoint.Endpoint{{Hostname: "web.lan", Targets: []string{"10.0.0.1"}, Sources: []endpoint.SourceRef{web}}}
 	create := plan.Change{Action: plan.Create, New: &endpoint.Record{Hostname: "web.lan", IP: "10.0.0.1"}}
-	r.Report(context.Background(), &controller.Report{Desired: desired, Changes: []plan.Change{create}, Results: written(create)})
+	r.Report(context.Background(), &controller.Report{Desired: desired, Changes: []plan.Change{create}, Results: plantest.Written(create)})
 	if got := drain(fake); len(got) != 1 || !strings.HasPrefix(got[0], "Normal SyncSucceeded") {
 		t.Fatalf("events after a create = %q", got)
 	}
@@ -84,7 +73,7 @@ func TestTransitionsOnly(t *testing.T) {
 	mark := func(uid string) plan.Change {
 		return plan.Change{Action: plan.Mark, Old: &endpoint.Record{ID: "y", Hostname: "old.lan", IP: "10.0.0.9", Tags: []string{registry.PrefixSource + uid}}, New: &endpoint.Record{}}
 	}
-	r.Report(context.Background(), &controller.Report{Desired: desired, Changes: []plan.Change{mark("u1"), mark("gone")}, Results: written(mark("u1"), mark("gone"))})
+	r.Report(context.Background(), &controller.Report{Desired: desired, Changes: []plan.Change{mark("u1"), mark("gone")}, Results: plantest.Written(mark("u1"), mark("gone"))})
 	if got := drain(fake); len(got) != 1 || !strings.HasPrefix(got[0], "Normal EntryScheduledForDeletion") {
 		t.Fatalf("mark events = %q", got)
 	}
@@ -98,7 +87,7 @@ func TestTransitionsOnly(t *testing.T) {
 		t.Fatalf("conflict events = %q", got)
 	}
 	r.SetLeading(false)
-	r.Report(context.Background(), &controller.Report{Desired: desired, Changes: []plan.Change{create}, Results: written(create)})
+	r.Report(context.Background(), &controller.Report{Desired: desired, Changes: []plan.Change{create}, Results: plantest.Written(create)})
 	r.Warn(web, "InvalidAnnotation", "x")
 	if got := drain(fake); len(got) != 0 {
 		t.Fatalf("a standby emitted %q", got)
@@ -122,19 +111,19 @@ func TestNormalEventsAreCappedPerSync(t *testing.T) {
 		desired = append(desired, &endpoint.Endpoint{Hostname: host, Targets: []string{"10.0.0.1"}, Sources: []endpoint.SourceRef{ref}})
 		changes = append(changes, plan.Change{Action: plan.Create, New: &endpoint.Record{Hostname: host, IP: "10.0.0.1"}})
 	}
-	r.Report(context.Background(), &controller.Report{Desired: desired, Changes: changes, Results: written(changes...)})
+	r.Report(context.Background(), &controller.Report{Desired: desired, Changes: changes, Results: plantest.Written(changes...)})
 	if got := len(drain(fake)); got != MaxNormalPerSync {
 		t.Fatalf("a sync creating %d entries emitted %d events, want %d", n, got, MaxNormalPerSync)
 	}
-	r.Report(context.Background(), &controller.Report{Desired: desired, Changes: changes[:1], Results: written(changes[:1]...)})
+	r.Report(context.Background(), &controller.Report{Desired: desired, Changes: changes[:1], Results: plantest.Written(changes[:1]...)})
 	if got := len(drain(fake)); got != 1 {
 		t.Fatalf("the next sync emitted %d events, want 1", got)
 	}
 	// A plan carried by several syncs, within the budget of writes per sync, is one sync's
 	// worth of events: the cap covers the run.
 	half := len(changes) / 2
-	r.Report(context.Background(), &controller.Report{Desired: desired, Changes: changes[:half], Results: written(changes[:half]...), Deferred: len(changes) - half})
-	r.Report(context.Background(), &controller.Report{Desired: desired, Changes: changes[half:], Results: written(changes[half:]...)})
+	r.Report(context.Background(), &controller.Report{Desired: desired, Changes: changes[:half], Results: plantest.Written(changes[:half]...), Deferred: len(changes) - half})
+	r.Report(context.Background(), &controller.Report{Desired: desired, Changes: changes[half:], Results: plantest.Written(changes[half:]...)})
 	if got := len(drain(fake)); got != MaxNormalPerSync {
 		t.Fatalf("two syncs carrying one plan emitted %d events, want %d", got, MaxNormalPerSync)
 	}
