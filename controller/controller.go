@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -252,11 +253,11 @@ func (c *Controller) sync(ctx context.Context, mode planner.Mode) (*Report, erro
 	if c.cfg.DryRun {
 		c.print(sy)
 		log.Info("dry run: plan printed, nothing written")
-		return reportOf(c.cfg.Registry.ClusterName(), in, sy, nil, false, c.cfg.Clock.Now()), nil
+		return reportOf(c.cfg.Registry.ClusterName(), c.cfg.Registry.ClusterID(), in, sy, nil, false, c.cfg.Clock.Now()), nil
 	}
 	results := c.write(ctx, in, sy, log)
 	again := c.learn(in, sy, results)
-	rep := reportOf(c.cfg.Registry.ClusterName(), in, sy, results, again, c.cfg.Clock.Now())
+	rep := reportOf(c.cfg.Registry.ClusterName(), c.cfg.Registry.ClusterID(), in, sy, results, again, c.cfg.Clock.Now())
 	c.report(ctx, rep)
 	return rep, errorOf(rep)
 }
@@ -385,8 +386,9 @@ func unpaired(changes []plan.Change, n int) []plan.Result {
 }
 
 // learn tells the planner what became of the writes and reports whether another sync follows
-// at once: the planner asks for one, or entries were removed while other namespaces' claims
-// waited for the hostname, and those claims can now be written.
+// at once: the planner asks for one, or entries were removed while claims waited for them
+// (other namespaces' for the hostname, or a namespace's at its budget of entries), and those
+// claims can now be written.
 func (c *Controller) learn(in *reading, sy *planner.Sync, results []plan.Result) (again bool) {
 	fresh := c.planner.Learn(sy, results)
 	if whole, _ := plan.SplitRefused(results); fresh || whole != nil {
@@ -394,7 +396,8 @@ func (c *Controller) learn(in *reading, sy *planner.Sync, results []plan.Result)
 		// or could not send: the change's latency runs on until then.
 		c.unread(in.changed)
 	}
-	return fresh || (len(sy.Conflicts) > 0 && removedAny(sy.Changes, results))
+	waiting := len(sy.Conflicts) > 0 || slices.ContainsFunc(sy.Problems, func(p registry.Problem) bool { return p.Reason == registry.ProblemOverBudget })
+	return fresh || (waiting && removedAny(sy.Changes, results))
 }
 
 // removedAny reports whether a delete or release went through; results[i] is what became of

@@ -76,8 +76,9 @@ func failureOf(ce *plan.ChangeError) Failure {
 
 // Report is what a sync produced, translated for the reporters (and returned by SyncOnce).
 type Report struct {
-	// Cluster is the cluster name the sync ran as (a RouterHostsConfig may change it).
-	Cluster string
+	// Cluster is the cluster name the sync ran as (a RouterHostsConfig may change it), and
+	// ClusterID the installation's identity ("" when ownership is by name alone).
+	Cluster, ClusterID string
 	// Desired holds the merged endpoint of every managed hostname, with the objects that won it.
 	Desired []*endpoint.Endpoint
 	// Endpoints are the sources' endpoints the sync read (within the domain filter), so that a
@@ -105,6 +106,9 @@ type Report struct {
 	Changes  []plan.Change
 	Results  []plan.Result
 	Deferred int
+	// Paced is the number of changes held back by the write-rate budgets, written when they
+	// allow (NextExpiry).
+	Paced int
 	// Pending is the number of owned entries marked for deletion; Foreign the number owned by
 	// other clusters.
 	Pending, Foreign int
@@ -112,10 +116,14 @@ type Report struct {
 	// an earlier version wrote under it that no object here wants while a namesake shows.
 	Namesakes []registry.Namesake
 	Unclaimed int
+	// Former are the identities this installation had before whose entries it takes up.
+	Former []registry.Namesake
 	// Braked is the mass deletion the brake holds, nil when none; TakeUpLeft the entries of an
-	// earlier version still to be given the identity.
+	// earlier version, or an earlier identity, still to be given the identity.
 	Braked     *registry.Braked
 	TakeUpLeft int
+	// Twin is another writer of this identity, nil when none shows.
+	Twin *registry.Twin
 	// SourceEndpoints counts the endpoints each source returned, by source index.
 	SourceEndpoints []int
 	// Conflicts are the claims the registry turned down; Problems the parts of claims it
@@ -145,8 +153,8 @@ type Report struct {
 
 // reportOf is the report of a sync that planned, translated from what it read (in), what it
 // planned (sy), what became of the writes (results, one per change of sy; nil when nothing was
-// written) and whether another sync follows at once (again), for cluster at end.
-func reportOf(cluster string, in *reading, sy *planner.Sync, results []plan.Result, again bool, end time.Time) *Report {
+// written) and whether another sync follows at once (again), for cluster (and its identity, clusterID) at end.
+func reportOf(cluster, clusterID string, in *reading, sy *planner.Sync, results []plan.Result, again bool, end time.Time) *Report {
 	failed := map[string]Failure{}
 	for host, err := range sy.Refused {
 		failed[host] = Failure{Err: err, Kind: FailureRefused}
@@ -160,10 +168,10 @@ func reportOf(cluster string, in *reading, sy *planner.Sync, results []plan.Resu
 		}
 	}
 	st := sy.State
-	rep := &Report{Cluster: cluster, Desired: sy.Desired, Endpoints: in.endpoints, Objects: objectsOf(in.sources),
+	rep := &Report{Cluster: cluster, ClusterID: clusterID, Desired: sy.Desired, Endpoints: in.endpoints, Objects: objectsOf(in.sources),
 		Entries: entriesAfter(st.Owned, sy.Changes, results), Failed: failed, Results: results,
-		Changes: sy.Changes, Deferred: sy.Deferred, Pending: sy.Pending, Foreign: st.ForeignCount(), SourceEndpoints: in.counts, Conflicts: sy.Conflicts,
-		Namesakes: st.Namesakes, Unclaimed: st.Unclaimed, Braked: sy.Braked, TakeUpLeft: sy.TakeUpLeft,
+		Changes: sy.Changes, Deferred: sy.Deferred, Paced: sy.Paced, Pending: sy.Pending, Foreign: st.ForeignCount(), SourceEndpoints: in.counts, Conflicts: sy.Conflicts,
+		Namesakes: st.Namesakes, Unclaimed: st.Unclaimed, Former: st.Former, Braked: sy.Braked, TakeUpLeft: sy.TakeUpLeft, Twin: sy.Twin,
 		Problems: sy.Problems, Started: in.started, Duration: end.Sub(in.started), ListDuration: sy.ReadDuration, Read: sy.Read,
 		Mode: in.mode, ChangedAt: in.changed, Again: again, NextExpiry: sy.NextExpiry}
 	if whole, _ := plan.SplitRefused(results); whole != nil {

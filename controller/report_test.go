@@ -105,7 +105,7 @@ func TestReportOf(t *testing.T) {
 				}
 			}
 			end := t0.Add(25 * time.Millisecond)
-			rep := reportOf("home", in, sy, results, tc.again, end)
+			rep := reportOf("home", "", in, sy, results, tc.again, end)
 
 			if rep.Cluster != "home" || rep.Mode != planner.Event || !rep.Started.Equal(t0) || rep.Duration != 25*time.Millisecond ||
 				!rep.ChangedAt.Equal(in.changed) || rep.Again != tc.again || !rep.NextExpiry.Equal(t0.Add(time.Hour)) || rep.Pending != 3 ||

@@ -52,6 +52,14 @@ const (
 	// MassDeletionReleased (confirmed, or the cause went away).
 	MassDeletionHeld     = "MassDeletionHeld"
 	MassDeletionReleased = "MassDeletionReleased"
+	// TwinInstallation: another writer with this installation's identity undoes its writes;
+	// ended by TwinInstallationGone.
+	TwinInstallation     = "TwinInstallation"
+	TwinInstallationGone = "TwinInstallationGone"
+	// IdentityChanged: entries of an identity this installation had before are taken up in
+	// place; ended by IdentityTakenUp.
+	IdentityChanged = "IdentityChanged"
+	IdentityTakenUp = "IdentityTakenUp"
 )
 
 // problemReason is the event reason of a registry Problem: a part of the object's input that
@@ -300,26 +308,22 @@ func (r *Recorder) standing(rep *controller.Report, claims map[string][]endpoint
 func (r *Recorder) clusterWide(rep *controller.Report) {
 	now := map[string]string{}
 	if len(rep.Namesakes) > 0 {
-		// The identities alone, not their counts: the warning is repeated when it changes.
-		parts := make([]string, 0, len(rep.Namesakes))
-		for _, n := range rep.Namesakes {
-			parts = append(parts, "cluster-id "+n.ID)
-		}
-		now[NamesakeCluster] = fmt.Sprintf("another installation writes this cluster's name %q on the router: %s; "+
-			"its entries are never written by this one, and a name it holds is a conflict here. Give each cluster a "+
-			"name of its own (--cluster-name or spec.clusterName)", rep.Cluster, strings.Join(parts, ", "))
-		if rep.Unclaimed > 0 {
-			now[NamesakeCluster] += "; entries an earlier version wrote under this name that no object here wants are left alone, as they may be the namesake's (unclaimed_entries counts them; `release` removes them)"
-		}
+		now[NamesakeCluster] = namesakeMessage(rep)
 	}
 	if rep.Braked != nil {
 		now[MassDeletionHeld] = rep.Braked.Message()
+	}
+	if rep.Twin != nil {
+		now[TwinInstallation] = rep.Twin.Message()
+	}
+	if len(rep.Former) > 0 {
+		now[IdentityChanged] = identityMessage(rep)
 	}
 	var ref *corev1.ObjectReference
 	if r.clusterObject != nil {
 		ref = r.clusterObject()
 	}
-	for _, reason := range []string{NamesakeCluster, MassDeletionHeld} {
+	for _, reason := range []string{NamesakeCluster, MassDeletionHeld, TwinInstallation, IdentityChanged} {
 		msg, was := now[reason], r.cluster[reason]
 		switch {
 		case msg != "" && msg != was:
@@ -331,6 +335,8 @@ func (r *Recorder) clusterWide(rep *controller.Report) {
 			end := map[string][2]string{
 				NamesakeCluster:  {NamesakeClusterGone, "no other installation's entries carry this cluster's name any more"},
 				MassDeletionHeld: {MassDeletionReleased, "the mass-deletion brake no longer holds: the deletion was confirmed, or its cause went away"},
+				TwinInstallation: {TwinInstallationGone, "no other writer undoes this installation's writes any more"},
+				IdentityChanged:  {IdentityTakenUp, "the entries of the identities this installation had before carry its identity now"},
 			}[reason]
 			r.log.WithField("reason", end[0]).Warn(end[1])
 			if ref != nil {
@@ -339,6 +345,48 @@ func (r *Recorder) clusterWide(rep *controller.Report) {
 		}
 	}
 	r.cluster = now
+}
+
+// namesakeMessage names the other installations writing this cluster's name, and what to do.
+// A namesake whose entries name objects of this cluster is a copy of it, or it under an
+// identity it had before whose writer still runs: a name of each cluster's own would not tell
+// them apart, so that advice is given only for the others.
+func namesakeMessage(rep *controller.Report) string {
+	// The identities alone, not their counts: the warning is repeated when it changes.
+	var strangers, kin []string
+	for _, n := range rep.Namesakes {
+		if n.Kin > 0 {
+			kin = append(kin, "cluster-id "+n.ID)
+		} else {
+			strangers = append(strangers, "cluster-id "+n.ID)
+		}
+	}
+	msg := fmt.Sprintf("another installation writes this cluster's name %q on the router: %s; "+
+		"its entries are never written by this one, and a name it holds is a conflict here", rep.Cluster, strings.Join(append(strangers, kin...), ", "))
+	if len(strangers) > 0 {
+		msg += fmt.Sprintf(". Give each cluster a name of its own (--cluster-name or spec.clusterName): %s", strings.Join(strangers, ", "))
+	}
+	if len(kin) > 0 {
+		msg += fmt.Sprintf(". The entries of %s name objects of this cluster: a copy of this cluster (restored from an etcd backup, "+
+			"a cloned VM), or an installation of it on another Lease, still writes them; pin --cluster-id on one of them "+
+			"(to keep an identity, give it that one)", strings.Join(kin, ", "))
+	}
+	if rep.Unclaimed > 0 {
+		msg += "; entries an earlier version wrote under this name that no object here wants are left alone, as they may be the namesake's (unclaimed_entries counts them; `release` removes them)"
+	}
+	return msg
+}
+
+// identityMessage says which identity this installation had and has, and how to keep the old.
+func identityMessage(rep *controller.Report) string {
+	parts := make([]string, 0, len(rep.Former))
+	for _, n := range rep.Former {
+		parts = append(parts, "cluster-id "+n.ID)
+	}
+	return fmt.Sprintf("this installation's identity changed to cluster-id %s (its leader Lease's name or namespace changed, "+
+		"or leader election was turned off, or it was installed again under another release name or namespace): the entries of "+
+		"cluster %q under %s name only objects of this cluster, so they are taken up in place, a few at each sync, with no gap. "+
+		"To keep the identity it had, pin it: --cluster-id=%s (chart: clusterId)", rep.ClusterID, rep.Cluster, strings.Join(parts, ", "), rep.Former[0].ID)
 }
 
 func (r *Recorder) objectLog(w warning) logrus.FieldLogger {

@@ -53,6 +53,9 @@ type Metrics struct {
 	namesakes        prometheus.Gauge
 	unclaimed        prometheus.Gauge
 	deletionsHeld    prometheus.Gauge
+	twinEntries      prometheus.Gauge
+	formerEntries    prometheus.Gauge
+	pacedChanges     prometheus.Gauge
 	// clientCertExpiry has no labels; it is a vector so that it has no series until a
 	// certificate is loaded: a zero would read as a certificate that expired in 1970.
 	clientCertExpiry *prometheus.GaugeVec
@@ -121,19 +124,25 @@ func New(sourceNames []string) *Metrics {
 		deferred: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "deferred_changes",
 			Help: "Changes the last sync left to the syncs that follow it at once, beyond the budget of writes per sync."}),
 		namesakes: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "namesake_clusters",
-			Help: "Other installations whose entries on the router carry this cluster's name (cluster:<name>@<id> with an identity other than this one's); their entries are never written."}),
+			Help: "Other installations whose entries on the router carry this cluster's name (cluster:<name> with a cluster-id:<id> other than this one's); their entries are never written."}),
 		unclaimed: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "unclaimed_entries",
 			Help: "Entries no object here wants that may be another installation's: an earlier version's under this cluster's name while a namesake shows, or this identity's under another name. Left alone."}),
 		routerConfigured: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "router_configured",
 			Help: "1 when a router-hosts endpoint and mTLS material are configured; 0 while the operator waits for a RouterHostsConfig to name a router, syncing nothing."}),
 		deletionsHeld: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "mass_deletion_held_entries",
 			Help: "Entries the mass-deletion brake keeps from being marked or deleted until the deletion is confirmed; 0 when the brake is not holding."}),
+		twinEntries: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "twin_entries",
+			Help: "Entries of this installation's identity that another writer with the same identity (a copy of the cluster, a second installation on the same Lease) undoes, and which this one holds without writing; while it is above 0, nothing is marked or deleted. Pin --cluster-id on one of them."}),
+		formerEntries: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "former_identity_entries",
+			Help: "Entries of an identity this installation had before (the same cluster name, every object they name lives here) that it takes up in place."}),
+		pacedChanges: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "paced_changes",
+			Help: "Changes the last sync held back because their object or namespace writes faster than its write-rate budget; its latest state is written when the budget allows."}),
 		clientCertExpiry: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "client_certificate_expiry_timestamp_seconds",
 			Help: "Unix time at which the client certificate presented to router-hosts expires (its NotAfter); the certificate in use, from the files or the RouterHostsConfig's Secret."}, nil),
 		tlsReloadErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "tls_reload_errors_total",
 			Help: "Changed mTLS material that could not be loaded, by source (files, secret); counted once per change, and the last good material stays in use."}, []string{"source"}),
 	}
-	m.Registry.MustRegister(m.buildInfo, m.changeLatency, m.inputs, m.failedHostnames, m.conflicts, m.deferred, m.namesakes, m.unclaimed, m.deletionsHeld, m.syncedEntries, m.syncErrors, m.syncDuration, m.pending, m.serverConnected, m.routerConfigured, m.lastSync,
+	m.Registry.MustRegister(m.buildInfo, m.changeLatency, m.inputs, m.failedHostnames, m.conflicts, m.deferred, m.namesakes, m.unclaimed, m.deletionsHeld, m.twinEntries, m.formerEntries, m.pacedChanges, m.syncedEntries, m.syncErrors, m.syncDuration, m.pending, m.serverConnected, m.routerConfigured, m.lastSync,
 		m.changes, m.sourceEndpoints, m.foreign, m.isLeader, m.lastDuration, m.lastList, m.kubeRequests, m.serverRequests,
 		m.clientCertExpiry, m.tlsReloadErrors, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Counters with known labels start at zero, so rates work from the first scrape.
@@ -202,6 +211,17 @@ func (m *Metrics) Report(_ context.Context, r *controller.Report) {
 		leaving = r.Braked.Leaving
 	}
 	m.deletionsHeld.Set(float64(leaving))
+	twin := 0
+	if r.Twin != nil {
+		twin = r.Twin.Disputed
+	}
+	m.twinEntries.Set(float64(twin))
+	former := 0
+	for _, n := range r.Former {
+		former += n.Entries
+	}
+	m.formerEntries.Set(float64(former))
+	m.pacedChanges.Set(float64(r.Paced))
 	m.inputs.set(r)
 	wrote := false
 	for i := range r.Results {

@@ -81,6 +81,9 @@ type Planner struct {
 	refused refused
 	views   views
 	merges  merges
+	witness witness
+	// rates are the write-rate budgets' allowances after the last sync that wrote.
+	rates registry.Rates
 }
 
 // New returns a planner for reg's policy, reading through read, taking each sync's time from
@@ -98,6 +101,8 @@ func (p *Planner) Reset() {
 	p.views.reset()
 	p.merges.reset()
 	p.refused = refused{}
+	p.rates = nil
+	p.witness.reset()
 }
 
 // Sync is one sync's plan.
@@ -105,8 +110,8 @@ type Sync struct {
 	Mode Mode
 	Read Read
 	// Verdict is the registry's: the writes to send (Changes, less those the planner then
-	// skips, leaves to a whole read or defers), when the earliest pending deletion falls due,
-	// the owned entries marked for deletion once Changes are applied, the mass deletion the
+	// skips, leaves to a whole read, paces or defers), when the earliest pending deletion falls
+	// due (or, NextExpiry, a write the write-rate budgets held may go), the owned entries marked for deletion once Changes are applied, the mass deletion the
 	// brake holds and the entries of an earlier version still to be given the identity.
 	registry.Verdict
 	// Refused are the hostnames whose changes an event sync did not send, since the very same
@@ -136,6 +141,10 @@ type Sync struct {
 	// first.
 	Deferred        int
 	deferredCreates bool
+	// Paced is the number of changes the write-rate budgets held back; the sync at NextExpiry
+	// writes their hostnames' state then.
+	Paced int
+	rates registry.Rates
 
 	records  []endpoint.Record // a whole read, which Learn keeps as the known state
 	searched string            // the hostname searched (ReadHost), lowercase
@@ -184,6 +193,14 @@ func (p *Planner) Plan(ctx context.Context, eps []*endpoint.Endpoint, mode Mode,
 	if s.Read != ReadServer {
 		s.Changes = p.waitForServer(s)
 	}
+	paced := p.reg.Pace(s.Now, s.Changes, s.Desired, p.rates)
+	s.Changes, s.rates, s.Paced = paced.Send, paced.Rates, len(paced.Held)
+	if len(paced.Problems) > 0 {
+		s.Problems = append(slices.Clip(s.Problems), paced.Problems...)
+	}
+	if !paced.Next.IsZero() && (s.NextExpiry.IsZero() || paced.Next.Before(s.NextExpiry)) {
+		s.NextExpiry = paced.Next
+	}
 	var deferred []plan.Change
 	s.Changes, deferred = p.reg.Ration(s.Changes)
 	s.Deferred = len(deferred)
@@ -202,6 +219,7 @@ func (p *Planner) readServer(ctx context.Context, s *Sync) error {
 		return fmt.Errorf("listing router-hosts entries: %w", err)
 	}
 	s.Read, s.records = ReadServer, records
+	p.witness.observe(records, &p.views, p.clk.Now())
 	return nil
 }
 
@@ -214,7 +232,7 @@ func (p *Planner) plan(s *Sync, eps []*endpoint.Endpoint, policy plan.Policy) {
 	}
 	p.views.begin()
 	p.merges.begin()
-	st := p.reg.Classify(records, eps, &p.views)
+	st := p.reg.Classify(records, eps, &p.views, &p.witness)
 	// One clock reading decides both whose grace period has ended (a holder that let go) and
 	// which marks fall due.
 	now := p.clk.Now()
@@ -283,6 +301,8 @@ func (p *Planner) waitForServer(s *Sync) []plan.Change {
 // s.Changes[i], and reports whether a sync should follow at once: the known state turned out
 // to be out of date.
 func (p *Planner) Learn(s *Sync, results []plan.Result) (again bool) {
+	p.rates = s.rates
+	p.witness.wrote(s.Changes, results)
 	failures := plan.Failures(results)
 	switch {
 	case len(failures) > 0 || s.NeedFresh || s.deferredCreates:

@@ -21,6 +21,8 @@ type Verdict struct {
 	Pending int
 	// Braked is the mass deletion the brake held, nil when none.
 	Braked *Braked
+	// Twin is another writer of this identity, nil when none shows (twins.go).
+	Twin *Twin
 	// TakeUpLeft is the number of entries of an earlier version still to be given the
 	// identity by the syncs that follow.
 	TakeUpLeft int
@@ -33,7 +35,9 @@ type Verdict struct {
 //     a duplicate (another entry serves its address) is deleted at once;
 //   - an update that lifts a mark is an unmark;
 //   - create-only sends creates alone (no adoption, no unmark, no update); upsert-only never
-//     marks, deletes or releases.
+//     marks, deletes or releases;
+//   - an entry a twin contests is not written, and while one is in dispute nothing is marked
+//     or deleted (twins.go); a mass deletion waits for the brake (brake.go).
 func (r *Registry) Apply(now time.Time, st *State, changes []plan.Change) Verdict {
 	res := Verdict{}
 	deleted := map[string]bool{}
@@ -90,8 +94,10 @@ func (r *Registry) Apply(now time.Time, st *State, changes []plan.Change) Verdic
 			}
 		}
 	}
-	if res.Changes, res.Braked = r.brake(st, res.Changes); res.Braked != nil {
-		// What the brake held is still marked.
+	res.Changes, res.Twin = r.contest(st, res.Changes)
+	res.Changes, res.Braked = r.brake(st, res.Changes)
+	if res.Twin != nil || res.Braked != nil {
+		// What they held is still marked.
 		clear(deleted)
 		for _, c := range res.Changes {
 			if c.Action == plan.Delete || c.Action == plan.Release {

@@ -13,26 +13,36 @@ import (
 )
 
 // Brake holds back a mass deletion: a namespace deleted by mistake, a source dropped from the
-// flags, a label filter's typo. When more than Share of the cluster's entries, and at least
-// Minimum, would be on their way out, no entry is marked for deletion, and none marked before
-// is deleted, until the user confirms that very set (Confirm holds its token) or the cause goes
-// away. The brake trips only on a sync that would mark: a burst that reaches the loop in two
-// syncs is held whole (the first marks of it are not deleted meanwhile), and a confirmed set,
-// once marked, goes as its grace periods end without asking again.
+// flags, a label filter's typo, twenty names replaced by a values typo. When more than Share of
+// the cluster's entries, and at least Minimum, would be on their way out, or more than
+// NamespaceShare of one namespace's entries, and at least NamespaceMinimum, no entry of the
+// namespaces concerned is marked for deletion, none marked before is deleted, and no new name is
+// written there, until the user confirms that very set (Confirm holds its token) or the cause
+// goes away. The share is of the entries the router holds before the sync, and the new names
+// wait with the old ones: a name replaced by another is a name leaving, whatever the syncs that
+// follow find. The brake trips only on a sync that would mark: a burst that reaches the loop in
+// two syncs is held whole (the first marks of it are not deleted meanwhile), and a confirmed
+// set, once marked, goes as its grace periods end without asking again.
 type Brake struct {
 	// Share is the part of the cluster's entries, in (0, 1], beyond which the brake holds;
-	// zero turns the brake off.
+	// zero turns the cluster's brake off.
 	Share float64
 	// Minimum is the fewest entries on their way out that can trip it, so that a cluster with
 	// a handful of entries never does.
 	Minimum int
+	// NamespaceShare and NamespaceMinimum are the same for each namespace on its own, so that a
+	// namespace deleted by mistake is held however small a part of the cluster it is, and one
+	// tenant's churn neither hides another's mass deletion nor holds its everyday one. Zero
+	// NamespaceShare turns the namespaces' brake off.
+	NamespaceShare   float64
+	NamespaceMinimum int
 	// Confirm is the token of a held deletion the user lets through (Braked.Token).
 	Confirm string
 }
 
-// DefaultBrake holds a sync that would take more than half of the cluster's entries, and at
-// least ten: far from everyday churn, which retires a few entries at a time.
-func DefaultBrake() Brake { return Brake{Share: 0.5, Minimum: 10} }
+// DefaultBrake holds a sync that would take more than half of the cluster's entries, or of one
+// namespace's, and at least ten: far from everyday churn, which retires a few entries at a time.
+func DefaultBrake() Brake { return Brake{Share: 0.5, Minimum: 10, NamespaceShare: 0.5, NamespaceMinimum: 10} }
 
 func checkBrake(b Brake) error {
 	if b.Share < 0 || b.Share > 1 {
@@ -41,75 +51,184 @@ func checkBrake(b Brake) error {
 	if b.Minimum < 0 {
 		return fmt.Errorf("mass-deletion minimum %d is negative", b.Minimum)
 	}
+	if b.NamespaceShare < 0 || b.NamespaceShare > 1 {
+		return fmt.Errorf("a namespace's mass-deletion share %v: want between 0 (off) and 1", b.NamespaceShare)
+	}
+	if b.NamespaceMinimum < 0 {
+		return fmt.Errorf("a namespace's mass-deletion minimum %d is negative", b.NamespaceMinimum)
+	}
 	return nil
 }
 
 // Braked is a deletion the brake holds.
 type Braked struct {
-	// Leaving is the number of the cluster's entries on their way out (marked, or to be),
-	// Owned the number the cluster has; Stopped the marks and deletions this sync did not send.
+	// Leaving is the number of entries on their way out (marked, or to be) in the namespaces
+	// held, Owned the number of entries they count against (the cluster's when its share
+	// tripped, else the namespaces'); Stopped the marks, deletions and new names this sync did
+	// not send.
 	Leaving, Owned, Stopped int
+	// Cluster says the cluster's share tripped; Namespaces are the namespaces held, sorted by
+	// name, each with its own count.
+	Cluster    bool
+	Namespaces []BrakedNamespace
 	// Token names this set of entries; confirming it lets exactly this set go.
 	Token string
 }
 
-// Message is what the user is told, with the way to let it through.
-func (b *Braked) Message() string {
-	return fmt.Sprintf("%d of this cluster's %d entries would be deleted at once (over the mass-deletion brake); "+
-		"none is marked or deleted until the cause goes away or the deletion is confirmed with "+
-		"--confirm-mass-deletion=%s or the RouterHostsConfig's spec.deletion.brake.confirm: %q", b.Leaving, b.Owned, b.Token, b.Token)
+// BrakedNamespace is one namespace the brake holds: its entries on their way out, the entries
+// it had before the sync, and whether its own share tripped (else the cluster's held it).
+type BrakedNamespace struct {
+	Name           string
+	Leaving, Owned int
+	Tripped        bool
 }
 
-// brake applies the Brake to a sync's changes: it returns them without the marks and the
-// deletions of marked entries when the entries leaving would trip it, and what it held.
-// Duplicates, whose address stays served, are no deletion of a name and always go.
+// Message is what the user is told, with the way to let it through.
+func (b *Braked) Message() string {
+	var what []string
+	if b.Cluster {
+		what = append(what, fmt.Sprintf("%d of this cluster's %d entries", b.Leaving, b.Owned))
+	}
+	for _, n := range b.Namespaces {
+		if n.Tripped {
+			what = append(what, fmt.Sprintf("%d of namespace %s's %d entries", n.Leaving, n.Name, n.Owned))
+		}
+	}
+	return fmt.Sprintf("%s would be deleted at once (over the mass-deletion brake); "+
+		"none is marked or deleted, and no new name is written in %s, until the cause goes away or the deletion is confirmed with "+
+		"--confirm-mass-deletion=%s or the RouterHostsConfig's spec.deletion.brake.confirm: %q",
+		strings.Join(what, " and "), namespaceList(b.Namespaces), b.Token, b.Token)
+}
+
+func namespaceList(ns []BrakedNamespace) string {
+	names := make([]string, len(ns))
+	for i, n := range ns {
+		names[i] = n.Name
+	}
+	if len(names) == 1 {
+		return "namespace " + names[0]
+	}
+	return "namespaces " + strings.Join(names, ", ")
+}
+
+// brake applies the Brake to a sync's changes: it returns them without the marks, the
+// deletions of marked entries and the new names of the namespaces held when the entries leaving
+// would trip it, and what it held. Duplicates, whose address stays served, are no deletion of a
+// name and always go.
 func (r *Registry) brake(st *State, changes []plan.Change) ([]plan.Change, *Braked) {
 	b := r.cfg.Brake
 	// Only a sync that marks can trip it; the others (most) need not count the entries.
-	if b.Share == 0 || !slices.ContainsFunc(changes, func(c plan.Change) bool { return c.Action == plan.Mark }) {
+	if (b.Share == 0 && b.NamespaceShare == 0) || !slices.ContainsFunc(changes, func(c plan.Change) bool { return c.Action == plan.Mark }) {
 		return changes, nil
 	}
-	leaving := map[string]bool{}
+	nsOf := func(rec *endpoint.Record) string {
+		v := st.view(rec)
+		ns, _ := v.value(PrefixNamespace)
+		return ns
+	}
+	// The entries each namespace had before the sync, and those on their way out after it.
+	base := map[string]int{}
+	leaving := map[string]map[string]bool{}
+	leave := func(ns, id string) {
+		if leaving[ns] == nil {
+			leaving[ns] = map[string]bool{}
+		}
+		leaving[ns][id] = true
+	}
 	for i := range st.Owned {
-		v := st.view(&st.Owned[i])
+		rec := &st.Owned[i]
+		ns := nsOf(rec)
+		base[ns]++
+		v := st.view(rec)
 		if _, marked := v.value(PrefixPending); marked {
-			leaving[st.Owned[i].ID] = true
+			leave(ns, rec.ID)
 		}
 	}
-	marks := 0
+	marking := map[string]bool{}
 	for i := range changes {
-		switch c := &changes[i]; {
-		case c.Action == plan.Mark:
-			leaving[c.Old.ID] = true
-			marks++
-		case c.Action == plan.Unmark || c.Action == plan.Update:
-			delete(leaving, c.Old.ID)
+		switch c := &changes[i]; c.Action {
+		case plan.Mark:
+			ns := nsOf(c.Old)
+			leave(ns, c.Old.ID)
+			marking[ns] = true
+		case plan.Unmark, plan.Update:
+			delete(leaving[nsOf(c.Old)], c.Old.ID)
 		}
 	}
-	n := len(leaving)
-	if marks == 0 || n < b.Minimum || float64(n) <= b.Share*float64(len(st.Owned)) {
+	held := map[string]bool{}
+	tripped := map[string]bool{}
+	if b.NamespaceShare > 0 {
+		for ns := range marking {
+			if n := len(leaving[ns]); n >= b.NamespaceMinimum && float64(n) > b.NamespaceShare*float64(base[ns]) {
+				held[ns], tripped[ns] = true, true
+			}
+		}
+	}
+	// The cluster's share counts the namespaces not held on their own, so that one namespace's
+	// mass deletion does not hold the everyday deletions of the others.
+	cluster := false
+	if b.Share > 0 {
+		rest, marks := 0, false
+		for ns, ids := range leaving {
+			if !tripped[ns] {
+				rest += len(ids)
+				marks = marks || marking[ns]
+			}
+		}
+		if marks && rest >= b.Minimum && float64(rest) > b.Share*float64(len(st.Owned)) {
+			cluster = true
+			for ns, ids := range leaving {
+				if len(ids) > 0 {
+					held[ns] = true
+				}
+			}
+		}
+	}
+	if len(held) == 0 {
 		return changes, nil
 	}
-	ids := make([]string, 0, n)
-	for id := range leaving {
-		ids = append(ids, id)
+	braked := &Braked{Cluster: cluster}
+	var ids []string
+	for _, ns := range sortedKeys(held) {
+		n := BrakedNamespace{Name: ns, Leaving: len(leaving[ns]), Owned: base[ns], Tripped: tripped[ns]}
+		braked.Namespaces = append(braked.Namespaces, n)
+		braked.Leaving += n.Leaving
+		braked.Owned += n.Owned
+		for id := range leaving[ns] {
+			ids = append(ids, id)
+		}
+	}
+	if cluster {
+		braked.Owned = len(st.Owned)
 	}
 	slices.Sort(ids)
 	sum := sha256.New()
 	for _, id := range ids {
 		sum.Write([]byte(id + "\n"))
 	}
-	token := strconv.Itoa(n) + "-" + hex.EncodeToString(sum.Sum(nil))[:8]
-	if b.Confirm == token {
+	braked.Token = strconv.Itoa(len(ids)) + "-" + hex.EncodeToString(sum.Sum(nil))[:8]
+	if b.Confirm == braked.Token {
 		return changes, nil
 	}
 	kept := make([]plan.Change, 0, len(changes))
 	for _, c := range changes {
-		if c.Action != plan.Mark && !retiring(&c) {
-			kept = append(kept, c)
+		switch {
+		case c.Action == plan.Mark || retiring(&c):
+			if held[nsOf(c.Old)] {
+				continue
+			}
+		case c.Action == plan.Create || c.Action == plan.Adopt:
+			// A new name in a namespace held may be the other half of a replacement: it waits,
+			// so that the entries the share is taken against stay the ones before the change.
+			v := viewOf(c.New)
+			if ns, _ := v.value(PrefixNamespace); held[ns] {
+				continue
+			}
 		}
+		kept = append(kept, c)
 	}
-	return kept, &Braked{Leaving: n, Owned: len(st.Owned), Stopped: len(changes) - len(kept), Token: token}
+	braked.Stopped = len(changes) - len(kept)
+	return kept, braked
 }
 
 // retiring reports whether c deletes or releases an entry at the end of its grace period.
@@ -122,14 +241,15 @@ func retiring(c *plan.Change) bool {
 // rewriting every entry in one sync.
 const takeUpPerSync = 50
 
-// takeUpOnly reports whether c only gives an entry this installation's cluster: tag: an
-// earlier version's (no identity, or the identity in a cluster-id: tag of its own), as it is
-// but for its cluster tags.
+// takeUpOnly reports whether c only gives an entry this installation's cluster: and
+// cluster-id: tags in the design's form: an earlier version's (no identity, or the identity
+// after the name in the cluster: tag) or one of an identity this installation had before, as
+// it is but for those tags.
 func (r *Registry) takeUpOnly(st *State, c *plan.Change) bool {
 	if c.Action != plan.Update || c.Fields() != endpoint.Fields(endpoint.FieldTags) || !slices.Contains(c.New.Tags, r.clusterTag) {
 		return false
 	}
-	if cl := st.parser.Parse(c.Old).class; cl != legacy && cl != own {
+	if cl := st.parser.Parse(c.Old).class; cl != legacy && cl != own && cl != namesake {
 		return false
 	}
 	clusterTags := func(t string) bool {

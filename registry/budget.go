@@ -10,64 +10,93 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 )
 
-// namespaceBudget leaves out the new hostnames of a namespace over its budget of entries:
-// its hostnames that have entries stay as the plan makes them, and the new ones are admitted in
-// the order of their oldest claim while the namespace stays within. The hostnames changed are
-// those left out, whose merge must not be reused (it would settle the hostname unplanned once
-// the namespace has room again).
-func (r *Registry) namespaceBudget(merged []*endpoint.Endpoint, owned map[string][]*endpoint.Record) reshaped {
+// namespaceBudget holds a namespace to its budget of entries: what it would have after the
+// plan, counted as the router stores it (each hostname's addresses, or its entries when it has
+// more, marked ones included, and the entries of hostnames it let go until they are gone). The
+// entries a namespace has always stay; what it adds (a new hostname, more addresses for one it
+// has) is admitted in the order of the oldest claim while the namespace stays within, and the
+// rest waits: a new hostname is not written, a grown one keeps as many addresses as it has
+// entries (those it has first, so that a moved address is still re-pointed). The hostnames
+// changed are those cut, whose merge must not be reused (it would settle the hostname
+// unplanned once the namespace has room again).
+func (r *Registry) namespaceBudget(merged []*endpoint.Endpoint, owned map[string][]*endpoint.Record, st *State) reshaped {
 	limit := r.cfg.Budgets.EntriesPerNamespace
 	if limit == 0 {
 		return reshaped{merged: merged}
 	}
-	count := map[string]int{}
+	// Within the budget whichever namespace holds what: nothing to count per namespace.
+	bound := len(st.Owned)
 	for _, m := range merged {
-		count[m.Sources[0].Namespace] += len(m.Targets)
+		bound += len(m.Targets)
 	}
-	over := false
-	for _, n := range count {
-		over = over || n > limit
-	}
-	if !over {
+	if bound <= limit {
 		return reshaped{merged: merged}
 	}
-	used := map[string]int{}
-	var fresh []int
-	for i, m := range merged {
-		ns := m.Sources[0].Namespace
-		switch {
-		case count[ns] <= limit:
-		case len(owned[m.Hostname]) > 0:
-			used[ns] += len(m.Targets)
-		default:
-			fresh = append(fresh, i)
-		}
+	nsOf := func(rec *endpoint.Record) string {
+		v := st.view(rec)
+		ns, _ := v.value(PrefixNamespace)
+		return ns
 	}
-	sort.SliceStable(fresh, func(a, b int) bool { return olderClaim(merged[fresh[a]], merged[fresh[b]]) })
-	left := map[int]bool{}
-	for _, i := range fresh {
-		m := merged[i]
-		ns := m.Sources[0].Namespace
-		if used[ns]+len(m.Targets) <= limit {
-			used[ns] += len(m.Targets)
+	projected, has := map[string]int{}, map[string]int{}
+	wanted := make(map[string]bool, len(merged))
+	for _, m := range merged {
+		ns, n := m.Sources[0].Namespace, len(owned[m.Hostname])
+		wanted[m.Hostname] = true
+		projected[ns] += max(n, len(m.Targets))
+		has[ns] += n
+	}
+	for h, recs := range owned {
+		if wanted[h] {
 			continue
 		}
-		left[i] = true
+		for _, rec := range recs {
+			ns := nsOf(rec)
+			projected[ns]++
+			has[ns]++
+		}
 	}
-	// One problem per object, naming a few of the hostnames it does not get.
+	var growing []int
+	for i, m := range merged {
+		if projected[m.Sources[0].Namespace] > limit && len(m.Targets) > len(owned[m.Hostname]) {
+			growing = append(growing, i)
+		}
+	}
+	if len(growing) == 0 {
+		return reshaped{merged: merged}
+	}
+	sort.SliceStable(growing, func(a, b int) bool { return olderClaim(merged[growing[a]], merged[growing[b]]) })
+	cut := map[int]*endpoint.Endpoint{}
+	for _, i := range growing {
+		m := merged[i]
+		ns, n := m.Sources[0].Namespace, len(owned[m.Hostname])
+		if add := len(m.Targets) - n; has[ns]+add <= limit {
+			has[ns] += add
+			continue
+		}
+		cut[i] = withAddresses(m, owned[m.Hostname], n)
+	}
+	// One problem per object, naming a few of the hostnames it does not get in full.
 	type leftOut struct {
 		src   endpoint.SourceRef
 		hosts []string
 	}
 	var objects []*leftOut
 	byUID := map[string]*leftOut{}
-	res := reshaped{merged: make([]*endpoint.Endpoint, 0, len(merged)-len(left))}
+	res := reshaped{merged: make([]*endpoint.Endpoint, 0, len(merged))}
 	for i, m := range merged {
-		if !left[i] {
+		c, isCut := cut[i]
+		if !isCut {
 			res.merged = append(res.merged, m)
 			continue
 		}
+		if c != nil {
+			res.merged = append(res.merged, c)
+		}
 		res.changed = append(res.changed, m.Hostname)
+		what := m.Hostname
+		if c != nil {
+			what = fmt.Sprintf("%d of %s's %d addresses", len(m.Targets)-len(c.Targets), m.Hostname, len(m.Targets))
+		}
 		for _, s := range m.Sources {
 			o := byUID[s.UID]
 			if o == nil {
@@ -75,7 +104,7 @@ func (r *Registry) namespaceBudget(merged []*endpoint.Endpoint, owned map[string
 				byUID[s.UID] = o
 				objects = append(objects, o)
 			}
-			o.hosts = append(o.hosts, m.Hostname)
+			o.hosts = append(o.hosts, what)
 		}
 	}
 	for _, o := range objects {
@@ -84,9 +113,35 @@ func (r *Registry) namespaceBudget(merged []*endpoint.Endpoint, owned map[string
 			names += fmt.Sprintf(" and %d more", len(o.hosts)-3)
 		}
 		res.problems = append(res.problems, Problem{Source: o.src, Reason: ProblemOverBudget,
-			Message: fmt.Sprintf("namespace %s is at its budget of %d entries: %s not written; the entries it has stay", o.src.Namespace, limit, names)})
+			Message: fmt.Sprintf("namespace %s is at its budget of %d entries (entries marked for deletion count until they are gone): %s not written; the entries it has stay",
+				o.src.Namespace, limit, names)})
 	}
 	return res
+}
+
+// withAddresses is m cut to n addresses, those its entries have first; nil for none.
+func withAddresses(m *endpoint.Endpoint, recs []*endpoint.Record, n int) *endpoint.Endpoint {
+	if n == 0 {
+		return nil
+	}
+	keep := make([]string, 0, n)
+	for _, ip := range m.Targets {
+		if len(keep) < n && slices.ContainsFunc(recs, func(r *endpoint.Record) bool { return r.IP == ip }) {
+			keep = append(keep, ip)
+		}
+	}
+	for _, ip := range m.Targets {
+		if len(keep) < n && !slices.Contains(keep, ip) {
+			keep = append(keep, ip)
+		}
+	}
+	c := *m
+	c.Targets = endpoint.SortedUnique(keep)
+	c.TargetTags = make(map[string][]string, len(c.Targets))
+	for _, ip := range c.Targets {
+		c.TargetTags[ip] = m.TargetTags[ip]
+	}
+	return &c
 }
 
 // Ration splits a sync's changes into those it sends and those it leaves to the syncs that

@@ -11,14 +11,16 @@ import (
 )
 
 // Which cluster owns an entry. The cluster name is what people choose, and two clusters may
-// choose the same one (both keep "default"); the identity after it in the cluster tag
-// (cluster:<name>@<id>) is the installation's, which the operator derives and a namesake
-// cannot share. With an identity configured, an entry is this cluster's when it carries this
-// identity and this name; a namesake's when it carries another identity with this name;
-// another cluster's when it carries another identity and another name. Two kinds are decided
-// by the claims (resolveLegacy): an entry an earlier version wrote (no identity), and one with
-// this identity under another name, which is this cluster's before a rename, or a second
-// installation's that shares the identity (two in one cluster on one Lease).
+// choose the same one (both keep "default"); the identity in the tag beside it
+// (cluster-id:<id>) is the installation's, which the operator derives and a namesake cannot
+// share. With an identity configured, an entry is this cluster's when it carries this
+// identity and this name; another cluster's when it carries another identity and another
+// name. Three kinds are decided by the claims (resolveOpen): an entry an earlier version wrote
+// (no identity); one with this identity under another name, which is this cluster's before a
+// rename, or a second installation's that shares the identity (two in one cluster on one
+// Lease); and one with this name under another identity, a namesake's, unless every object it
+// names lives here and nothing writes that identity: then it is this cluster's under an
+// identity it had before.
 
 // IdentityLength is the number of hex digits of an identity: 32 bits, so that two
 // installations sharing a router collide about once in four billion pairs, on 9 bytes an
@@ -52,9 +54,9 @@ type class uint8
 const (
 	unowned  class = iota // no k8s-operator tag: hand-made
 	own                   // this installation's identity and name
-	legacy                // written by an earlier version: no identity; resolveLegacy decides
-	renamed               // this identity under another name; resolveLegacy decides
-	namesake              // this cluster's name with another identity
+	legacy                // written by an earlier version: no identity; resolveOpen decides
+	renamed               // this identity under another name; resolveOpen decides
+	namesake              // this cluster's name with another identity; resolveOpen decides
 	foreign               // another cluster's
 )
 
@@ -90,15 +92,37 @@ func (r *Registry) classOf(v *view) class {
 	return foreign
 }
 
-// Namesake is another installation that writes this cluster's name: its identity and how
-// many of its entries the read met.
+// Namesake is another installation that writes this cluster's name: its identity, how many
+// of its entries the read met, and how many of those name objects of this cluster (Kin): a copy
+// of this cluster (restored from an etcd backup, a cloned VM) or this cluster under an identity
+// it had before, which a name of each cluster's own would not tell apart.
 type Namesake struct {
-	ID      string
-	Entries int
+	ID           string
+	Entries, Kin int
 }
 
-// resolveLegacy decides whose the entries are that the tags alone leave open (an earlier
-// version's, and this identity's under another name), once the whole read is sorted:
+// tally adds one entry of identity id to ns, kin when it names objects of this cluster.
+func tally(ns []Namesake, id string, kin bool) []Namesake {
+	k := slices.IndexFunc(ns, func(n Namesake) bool { return n.ID == id })
+	if k < 0 {
+		ns = append(ns, Namesake{ID: id})
+		k = len(ns) - 1
+	}
+	ns[k].Entries++
+	if kin {
+		ns[k].Kin++
+	}
+	return ns
+}
+
+// resolveOpen decides whose the entries are that the tags alone leave open (an earlier
+// version's, this identity's under another name, this name's under another identity), once
+// the whole read is sorted:
+//   - one with this name under another identity whose source: tags all name objects of this
+//     cluster (UIDs no other cluster has), and whose identity nothing was seen writing, is this
+//     cluster's under an identity it had before (a renamed Lease, leader election turned off,
+//     another release or namespace): taken up in place. Any other is a namesake's, never
+//     written;
 //   - one that an object of this cluster wants (its source: tag names the object's UID,
 //     which no other cluster has) is this cluster's, whatever cluster name it carries: a
 //     rename, or an earlier version's entry taken up (it gets the identity at a write,
@@ -110,8 +134,30 @@ type Namesake struct {
 //     namesake shows on the router: then it may be the namesake's, and it is left alone;
 //   - any other is another's, never written. Those that may be (an earlier version's under
 //     this name, this identity's under another) are counted as Unclaimed.
-func (r *Registry) resolveLegacy(st *State, open []endpoint.Record, claimed func(uid string) bool) {
+func (r *Registry) resolveOpen(st *State, open []endpoint.Record, claimed func(uid string) bool) {
+	var rest []endpoint.Record
 	for _, rec := range open {
+		p := st.parser.Parse(&rec)
+		if p.class != namesake {
+			rest = append(rest, rec)
+			continue
+		}
+		id, _ := p.v.clusterID()
+		uids := p.v.values(PrefixSource)
+		kin := len(uids) > 0 && !slices.ContainsFunc(uids, func(u string) bool { return !claimed(u) })
+		if kin && !st.witness.Alive(id) {
+			st.Former = tally(st.Former, id, true)
+			st.Owned = append(st.Owned, rec)
+			continue
+		}
+		st.Namesakes = tally(st.Namesakes, id, kin || slices.ContainsFunc(uids, claimed))
+		key := strings.ToLower(rec.Hostname)
+		st.Foreign[key] = append(st.Foreign[key], rec)
+	}
+	byID := func(a, b Namesake) int { return strings.Compare(a.ID, b.ID) }
+	slices.SortFunc(st.Namesakes, byID)
+	slices.SortFunc(st.Former, byID)
+	for _, rec := range rest {
 		p := st.parser.Parse(&rec)
 		mine := slices.ContainsFunc(p.v.values(PrefixSource), claimed)
 		_, marked := p.v.value(PrefixPending)

@@ -41,6 +41,21 @@ func tagsOf(s *server, host string) []string {
 	return nil
 }
 
+// carriesOwner reports whether tags name the cluster and the identity as the design writes
+// them, cluster:<name> and cluster-id:<id>, and no other cluster or identity.
+func carriesOwner(tags []string, name, id string) bool {
+	var clusters, ids []string
+	for _, t := range tags {
+		switch {
+		case strings.HasPrefix(t, PrefixCluster):
+			clusters = append(clusters, t)
+		case strings.HasPrefix(t, PrefixClusterID):
+			ids = append(ids, t)
+		}
+	}
+	return slices.Equal(clusters, []string{"cluster:" + name}) && slices.Equal(ids, []string{"cluster-id:" + id})
+}
+
 // TestNamesakesNeverFight: two clusters that both keep the name "home" share a router. Each
 // writes its own entries once and then nothing, reports the other, never touches the other's
 // entries however long it is away, and a claim on the other's name is a conflict.
@@ -61,8 +76,8 @@ func TestNamesakesNeverFight(t *testing.T) {
 		}
 		now = now.Add(time.Minute)
 	}
-	if tags := tagsOf(srv, "a1.lan"); !slices.Contains(tags, "cluster:home@aaaaaaaa") {
-		t.Fatalf("a1.lan tags %v, want cluster:home@aaaaaaaa", tags)
+	if tags := tagsOf(srv, "a1.lan"); !carriesOwner(tags, "home", "aaaaaaaa") {
+		t.Fatalf("a1.lan tags %v, want cluster:home and cluster-id:aaaaaaaa", tags)
 	}
 	before := slices.Clone(srv.entries)
 
@@ -109,12 +124,12 @@ func TestARenameTakesTheEntriesAlong(t *testing.T) {
 		if ids[e.Hostname] != e.ID {
 			t.Errorf("%s changed ID %s → %s", e.Hostname, ids[e.Hostname], e.ID)
 		}
-		wantName := "cluster:alpha@aaaaaaaa"
+		wantName, wantID := "alpha", "aaaaaaaa"
 		if e.Hostname == "b1.lan" {
-			wantName = "cluster:default@bbbbbbbb"
+			wantName, wantID = "default", "bbbbbbbb"
 		}
-		if !slices.Contains(e.Tags, wantName) {
-			t.Errorf("%s tags %v, want %s", e.Hostname, e.Tags, wantName)
+		if !carriesOwner(e.Tags, wantName, wantID) {
+			t.Errorf("%s tags %v, want cluster:%s and cluster-id:%s", e.Hostname, e.Tags, wantName, wantID)
 		}
 	}
 	for _, in := range []*installation{a, b} {
@@ -159,7 +174,7 @@ func TestTwoNamesOnOneIdentity(t *testing.T) {
 	if res, _ := srv.syncAs(a, t0.Add(16*time.Minute)); !slices.Equal(actions(res), []string{"delete a2.lan n002"}) {
 		t.Fatalf("after the grace period: %v, want a2.lan deleted", actions(res))
 	}
-	if tags := tagsOf(srv, "b1.lan"); !slices.Contains(tags, "cluster:b@aaaaaaaa") {
+	if tags := tagsOf(srv, "b1.lan"); !carriesOwner(tags, "b", "aaaaaaaa") {
 		t.Fatalf("b1.lan %v", tags)
 	}
 }
@@ -175,35 +190,45 @@ func legacyEntry(id, host, ip, cluster, uid string, extra ...string) endpoint.Re
 // object here wants is this cluster's while no namesake shows, and left alone once one does;
 // a rename at the upgrade still takes the cluster's own entries along.
 func TestEarlierVersionsEntriesAreTakenUp(t *testing.T) {
-	t.Run("a trickle", func(t *testing.T) {
-		srv := &server{}
-		a := newInstallation(t, "home", "aaaaaaaa")
-		for i := 0; i < 120; i++ {
-			h := fmt.Sprintf("h%03d.lan", i)
-			uid := fmt.Sprintf("uid-%d", i)
-			a.eps = append(a.eps, claim(h, "default", h, uid, time.Hour, "10.0.0.1"))
-			srv.entries = append(srv.entries, legacyEntry(fmt.Sprintf("e%03d", i), h, "10.0.0.1", "home", uid))
-		}
-		var per []int
-		for i := 0; i < 5; i++ {
-			res, _ := srv.syncAs(a, t0.Add(time.Duration(i)*time.Minute))
-			for _, c := range res.Changes {
-				if c.Action != plan.Update || !slices.Contains(c.New.Tags, "cluster:home@aaaaaaaa") || slices.Contains(c.New.Tags, "cluster:home") || len(c.New.Tags) != len(c.Old.Tags) {
-					t.Fatalf("take-up wrote %s: %v → %v", c.Action, c.Old, c.New)
+	// No identity (cluster:home), or the identity after the name (cluster:home@aaaaaaaa):
+	// either is given the design's two tags, 50 a sync.
+	for _, form := range []struct{ name, cluster string }{{"a trickle", "home"}, {"a trickle of the identity in the cluster tag", "home@aaaaaaaa"}} {
+		t.Run(form.name, func(t *testing.T) {
+			srv := &server{}
+			a := newInstallation(t, "home", "aaaaaaaa")
+			for i := 0; i < 120; i++ {
+				h := fmt.Sprintf("h%03d.lan", i)
+				uid := fmt.Sprintf("uid-%d", i)
+				a.eps = append(a.eps, claim(h, "default", h, uid, time.Hour, "10.0.0.1"))
+				srv.entries = append(srv.entries, legacyEntry(fmt.Sprintf("e%03d", i), h, "10.0.0.1", form.cluster, uid))
+			}
+			var per []int
+			for i := 0; i < 5; i++ {
+				res, _ := srv.syncAs(a, t0.Add(time.Duration(i)*time.Minute))
+				for _, c := range res.Changes {
+					if c.Action != plan.Update || !carriesOwner(c.New.Tags, "home", "aaaaaaaa") || len(c.New.Tags) != len(c.Old.Tags)+1 || c.Fields() != endpoint.Fields(endpoint.FieldTags) {
+						t.Fatalf("take-up wrote %s: %v → %v", c.Action, c.Old, c.New)
+					}
+				}
+				per = append(per, len(res.Changes))
+			}
+			if want := []int{50, 50, 20, 0, 0}; !slices.Equal(per, want) {
+				t.Fatalf("writes per sync %v, want %v", per, want)
+			}
+			for _, e := range srv.entries {
+				if !carriesOwner(e.Tags, "home", "aaaaaaaa") {
+					t.Fatalf("%s after the take-up: %v", e.Hostname, e.Tags)
 				}
 			}
-			per = append(per, len(res.Changes))
-		}
-		if want := []int{50, 50, 20, 0, 0}; !slices.Equal(per, want) {
-			t.Fatalf("writes per sync %v, want %v", per, want)
-		}
-	})
-	t.Run("the identity in a tag of its own", func(t *testing.T) {
-		// The first builds with an identity wrote it as cluster-id:<id>: that entry is this
-		// installation's and moves into the cluster tag as a take-up; a namesake's stays its.
+		})
+	}
+	t.Run("the identity in the cluster tag", func(t *testing.T) {
+		// Versions before the design's tags wrote the identity after the name,
+		// cluster:<name>@<id>: that entry is this installation's and takes the design's form
+		// as a take-up; a namesake's stays its.
 		srv := &server{entries: []endpoint.Record{
-			legacyEntry("e1", "a1.lan", "10.0.0.1", "home", "a-uid-0", "cluster-id:aaaaaaaa"),
-			legacyEntry("e2", "n1.lan", "10.0.0.2", "home", "n-uid-0", "cluster-id:bbbbbbbb"),
+			legacyEntry("e1", "a1.lan", "10.0.0.1", "home@aaaaaaaa", "a-uid-0"),
+			legacyEntry("e2", "n1.lan", "10.0.0.2", "home@bbbbbbbb", "n-uid-0"),
 		}}
 		a := newInstallation(t, "home", "aaaaaaaa")
 		a.eps = []*endpoint.Endpoint{claim("a1.lan", "default", "a1", "a-uid-0", time.Hour, "10.0.0.1")}
@@ -217,10 +242,10 @@ func TestEarlierVersionsEntriesAreTakenUp(t *testing.T) {
 				t.Fatalf("sync %d: %v, namesakes %+v; want %v and the namesake bbbbbbbb", i, got, st.Namesakes, want)
 			}
 		}
-		if tags := tagsOf(srv, "a1.lan"); !slices.Contains(tags, "cluster:home@aaaaaaaa") || slices.ContainsFunc(tags, func(t string) bool { return strings.HasPrefix(t, PrefixClusterID) }) {
-			t.Fatalf("a1.lan %v, want cluster:home@aaaaaaaa alone", tags)
+		if tags := tagsOf(srv, "a1.lan"); !carriesOwner(tags, "home", "aaaaaaaa") {
+			t.Fatalf("a1.lan %v, want cluster:home and cluster-id:aaaaaaaa alone", tags)
 		}
-		if tags := tagsOf(srv, "n1.lan"); !slices.Contains(tags, "cluster-id:bbbbbbbb") || !slices.Contains(tags, "cluster:home") {
+		if tags := tagsOf(srv, "n1.lan"); !slices.Contains(tags, "cluster:home@bbbbbbbb") || slices.ContainsFunc(tags, func(t string) bool { return strings.HasPrefix(t, PrefixClusterID) }) {
 			t.Fatalf("the namesake's n1.lan was written: %v", tags)
 		}
 	})
@@ -249,7 +274,7 @@ func TestEarlierVersionsEntriesAreTakenUp(t *testing.T) {
 		if st.Unclaimed != 1 {
 			t.Fatalf("a: unclaimed %d, want gone.lan", st.Unclaimed)
 		}
-		if tags := tagsOf(srv, "a1.lan"); !slices.Contains(tags, "cluster:home@aaaaaaaa") || slices.ContainsFunc(tags, func(t string) bool { return strings.HasPrefix(t, PrefixPending) }) {
+		if tags := tagsOf(srv, "a1.lan"); !carriesOwner(tags, "home", "aaaaaaaa") || slices.ContainsFunc(tags, func(t string) bool { return strings.HasPrefix(t, PrefixPending) }) {
 			t.Fatalf("a1.lan after a's take-up: %v", tags)
 		}
 		// From now on neither writes at all: gone.lan may be either's, so neither deletes it
@@ -277,7 +302,7 @@ func TestEarlierVersionsEntriesAreTakenUp(t *testing.T) {
 		if got, want := actions(res), []string{"update a1.lan e1"}; !slices.Equal(got, want) {
 			t.Fatalf("%v, want %v", got, want)
 		}
-		if tags := tagsOf(srv, "a1.lan"); !slices.Contains(tags, "cluster:alpha@aaaaaaaa") {
+		if tags := tagsOf(srv, "a1.lan"); !carriesOwner(tags, "alpha", "aaaaaaaa") {
 			t.Fatalf("a1.lan %v", tags)
 		}
 	})
@@ -303,16 +328,6 @@ func TestTheBrake(t *testing.T) {
 		srv.syncAs(in, t0)
 		return srv, in
 	}
-	count := func(res Verdict, a plan.Action) int {
-		n := 0
-		for _, c := range res.Changes {
-			if c.Action == a {
-				n++
-			}
-		}
-		return n
-	}
-
 	t.Run("held, then confirmed", func(t *testing.T) {
 		srv, in := world(t, 20, "")
 		all := in.eps
@@ -443,14 +458,29 @@ func TestIdentityConfig(t *testing.T) {
 	}
 }
 
-// TestClusterTag: the identity rides in the cluster: tag after the name; a value whose end is
-// not an identity is a name as a whole.
+// TestClusterTag: the cluster: tag is the design's, the identity has a tag of its own; the
+// identity after the name in the cluster: tag of earlier versions is still read, and a value
+// whose end is not an identity is a name as a whole.
 func TestClusterTag(t *testing.T) {
-	if got := ClusterTag("home", "aaaaaaaa"); got != "cluster:home@aaaaaaaa" {
+	if got := ClusterTag("home"); got != "cluster:home" {
 		t.Fatalf("ClusterTag = %q", got)
 	}
-	if got := ClusterTag("home", ""); got != "cluster:home" {
-		t.Fatalf("ClusterTag without an identity = %q", got)
+	if got := IdentityTag("aaaaaaaa"); got != "cluster-id:aaaaaaaa" {
+		t.Fatalf("IdentityTag = %q", got)
+	}
+	for _, tc := range []struct {
+		tag, id string
+		ok      bool
+	}{
+		{"cluster-id:aaaaaaaa", "aaaaaaaa", true},
+		{"cluster:home@aaaaaaaa", "aaaaaaaa", true},
+		{"cluster:home", "", false},
+		{"cluster:home@AAAAAAAA", "", false},
+		{"source:u1", "", false},
+	} {
+		if id, ok := TagIdentity(tc.tag); id != tc.id || ok != tc.ok {
+			t.Errorf("TagIdentity(%q) = %q, %v; want %q, %v", tc.tag, id, ok, tc.id, tc.ok)
+		}
 	}
 	for _, tc := range []struct{ value, name, id string }{
 		{"home@aaaaaaaa", "home", "aaaaaaaa"},

@@ -46,13 +46,18 @@ type Budgets struct {
 	// WritesPerSync bounds the writes of one sync; the rest follow in the next, which starts
 	// at once. Every namespace and object gets its turn before any gets a second.
 	WritesPerSync int
+	// ObjectWritesPerMinute and NamespaceWritesPerMinute bound how fast one object and one
+	// namespace write (rate.go): beyond, their latest state waits for the budget, so that a
+	// flapping object is coalesced rather than replayed into the server's log.
+	ObjectWritesPerMinute, NamespaceWritesPerMinute int
 }
 
 // DefaultBudgets are the flags' defaults: far beyond what a homelab asks (a few hostnames an
 // object, a few hundred entries a cluster), and low enough that one object or namespace
 // cannot make thousands of entries.
 func DefaultBudgets() Budgets {
-	return Budgets{EntriesPerObject: 256, AliasesPerObject: 64, TagsPerObject: 32, EntriesPerNamespace: 1000, WritesPerSync: 1000}
+	return Budgets{EntriesPerObject: 256, AliasesPerObject: 64, TagsPerObject: 32, EntriesPerNamespace: 1000, WritesPerSync: 1000,
+		ObjectWritesPerMinute: 30, NamespaceWritesPerMinute: 300}
 }
 
 // TagNoAdopt on a hand-made entry says it must never be adopted: a claim on its hostname is a
@@ -176,7 +181,8 @@ func checkBudgets(b Budgets) error {
 		name string
 		n    int
 	}{{"entries per object", b.EntriesPerObject}, {"aliases per object", b.AliasesPerObject}, {"tags per object", b.TagsPerObject},
-		{"entries per namespace", b.EntriesPerNamespace}, {"writes per sync", b.WritesPerSync}} {
+		{"entries per namespace", b.EntriesPerNamespace}, {"writes per sync", b.WritesPerSync},
+		{"an object's writes a minute", b.ObjectWritesPerMinute}, {"a namespace's writes a minute", b.NamespaceWritesPerMinute}} {
 		if v.n < 0 {
 			return fmt.Errorf("the budget of %s is negative (%d); 0 means no limit", v.name, v.n)
 		}

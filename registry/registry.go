@@ -27,8 +27,8 @@ const (
 type Config struct {
 	// ClusterName scopes ownership so several clusters can share one router-hosts server.
 	ClusterName string
-	// ClusterID is the installation's identity (Identity), written on every entry beside the
-	// cluster name, so that a namesake's entries are never taken for this cluster's and a
+	// ClusterID is the installation's identity (Identity), written on every entry in a tag of
+	// its own beside the cluster's name, so that a namesake's entries are never taken for this cluster's and a
 	// rename keeps them. Empty: ownership by name alone (the external-dns webhook's, which has
 	// no cluster of its own to derive it from).
 	ClusterID string
@@ -57,7 +57,7 @@ type Registry struct {
 	cfg        Config
 	clusterTag string
 	// ownerTags are the tags every entry of this cluster carries: k8s-operator, the cluster's
-	// name and its identity.
+	// name and, in a tag of its own, its identity.
 	ownerTags []string
 	domains   endpoint.DomainFilter
 	ten       tenancy
@@ -75,6 +75,26 @@ type Parsed struct {
 func (r *Registry) Parse(rec *endpoint.Record) *Parsed {
 	v := viewOf(rec)
 	return &Parsed{v: v, class: r.classOf(&v)}
+}
+
+// Own reports whether the entry's tags alone make it this installation's: its identity and
+// its name.
+func (p *Parsed) Own() bool { return p.class == own }
+
+// Namesake is the identity of the other installation writing this cluster's name that wrote
+// the entry, "" when it is not such an entry.
+func (p *Parsed) Namesake() string {
+	if p.class != namesake {
+		return ""
+	}
+	id, _ := p.v.clusterID()
+	return id
+}
+
+// Marked reports whether the entry carries a pending-deletion mark the operator wrote.
+func (p *Parsed) Marked() bool {
+	_, marked := p.v.value(PrefixPending)
+	return marked
 }
 
 // Parser parses entries' tags, from a cache of its own when an entry's tags are those it
@@ -130,12 +150,12 @@ func New(cfg Config) (*Registry, error) {
 // Reconfigure validates cfg and applies it from the next Classify on; on an error the
 // configuration in use is kept. It must not run beside a sync.
 func (r *Registry) Reconfigure(cfg Config) error {
-	clusterTag := ClusterTag(cfg.ClusterName, cfg.ClusterID)
+	clusterTag := ClusterTag(cfg.ClusterName)
 	if cfg.ClusterName == "" {
 		return fmt.Errorf("cluster name is empty")
 	}
 	if strings.Contains(cfg.ClusterName, IdentitySeparator) {
-		return fmt.Errorf("cluster name %q: %q separates the name from the identity in the cluster: tag", cfg.ClusterName, IdentitySeparator)
+		return fmt.Errorf("cluster name %q: %q separated the name from the identity in the cluster: tag of earlier versions, which are still read", cfg.ClusterName, IdentitySeparator)
 	}
 	if err := endpoint.ValidateTag(clusterTag); err != nil {
 		return fmt.Errorf("cluster name: %w", err)
@@ -144,6 +164,9 @@ func (r *Registry) Reconfigure(cfg Config) error {
 		return err
 	}
 	ownerTags := []string{TagOwner, clusterTag}
+	if cfg.ClusterID != "" {
+		ownerTags = append(ownerTags, IdentityTag(cfg.ClusterID))
+	}
 	for _, t := range cfg.DefaultTags {
 		if err := endpoint.ValidateTag(t); err != nil {
 			return fmt.Errorf("default tag: %w", err)
@@ -231,16 +254,22 @@ type State struct {
 	// left alone.
 	Namesakes []Namesake
 	Unclaimed int
+	// Former are the identities this installation had before (the same cluster name, every
+	// object their entries name lives here, and nothing seen writing them): their entries are
+	// this cluster's, taken up in place, by identity, sorted.
+	Former []Namesake
 	// Unowned entries lack k8s-operator; they may only be adopted. Keyed by lowercase
 	// hostname, because DNS names compare without case.
 	Unowned map[string][]endpoint.Record
 
-	parser Parser
+	parser  Parser
+	witness Witness
 }
 
-// view is the view of an owned entry; the zero view for any other.
+// view is the view of an entry some operator wrote (every owned entry is one); the zero view
+// for a hand-made or another cluster's.
 func (s *State) view(rec *endpoint.Record) view {
-	if p := s.parser.Parse(rec); p.class == own || p.class == legacy || p.class == renamed {
+	if p := s.parser.Parse(rec); p.class == own || p.class == legacy || p.class == renamed || p.class == namesake {
 		return p.v
 	}
 	return view{}
@@ -277,16 +306,20 @@ func (s *State) ForeignCount() int {
 }
 
 // Classify sorts the records of one read by owner, their tags parsed by parser (nil: parsed
-// afresh). Only tags the operator wrote count: a tag an adopted entry carried before adoption
-// (recorded in its loan) never makes it another cluster's, nor marks it for deletion. The
-// entries the tags leave open (an earlier version's, this identity's under another name) are
-// decided by claims, the sources' endpoints (resolveLegacy).
-func (r *Registry) Classify(records []endpoint.Record, claims []*endpoint.Endpoint, parser Parser) *State {
+// afresh), with what witness saw other writers do (nil: nothing). Only tags the operator wrote
+// count: a tag an adopted entry carried before adoption (recorded in its loan) never makes it
+// another cluster's, nor marks it for deletion. The entries the tags leave open (an earlier
+// version's, this identity's under another name, this name's under another identity) are
+// decided by claims, the sources' endpoints (resolveOpen).
+func (r *Registry) Classify(records []endpoint.Record, claims []*endpoint.Endpoint, parser Parser, witness Witness) *State {
 	if parser == nil {
 		parser = r
 	}
+	if witness == nil {
+		witness = noWitness{}
+	}
 	st := &State{Foreign: map[string][]endpoint.Record{}, Unowned: map[string][]endpoint.Record{},
-		Owned: make([]endpoint.Record, 0, len(records)), parser: parser}
+		Owned: make([]endpoint.Record, 0, len(records)), parser: parser, witness: witness}
 	var open []endpoint.Record
 	for i := range records {
 		rec := &records[i]
@@ -297,21 +330,12 @@ func (r *Registry) Classify(records []endpoint.Record, claims []*endpoint.Endpoi
 			st.Unowned[key] = append(st.Unowned[key], *rec)
 		case own:
 			st.Owned = append(st.Owned, *rec)
-		case legacy, renamed:
+		case legacy, renamed, namesake:
 			open = append(open, *rec)
-		case namesake:
-			id, _ := p.v.clusterID()
-			if i := slices.IndexFunc(st.Namesakes, func(n Namesake) bool { return n.ID == id }); i >= 0 {
-				st.Namesakes[i].Entries++
-			} else {
-				st.Namesakes = append(st.Namesakes, Namesake{ID: id, Entries: 1})
-			}
-			fallthrough
 		default:
 			st.Foreign[key] = append(st.Foreign[key], *rec)
 		}
 	}
-	slices.SortFunc(st.Namesakes, func(a, b Namesake) int { return strings.Compare(a.ID, b.ID) })
 	if len(open) > 0 {
 		uids := make(map[string]bool, len(claims))
 		for _, ep := range claims {
@@ -319,7 +343,7 @@ func (r *Registry) Classify(records []endpoint.Record, claims []*endpoint.Endpoi
 				uids[s.UID] = true
 			}
 		}
-		r.resolveLegacy(st, open, func(uid string) bool { return uids[uid] })
+		r.resolveOpen(st, open, func(uid string) bool { return uids[uid] })
 	}
 	return st
 }
@@ -467,7 +491,7 @@ func (r *Registry) Desired(now time.Time, eps []*endpoint.Endpoint, st *State, m
 	al := r.aliases(out, byHost, st, ownedByHost, car)
 	w.Conflicts = append(w.Conflicts, al.conflicts...)
 	un := r.unadoptable(al.merged, st, car)
-	nb := r.namespaceBudget(un.merged, ownedByHost)
+	nb := r.namespaceBudget(un.merged, ownedByHost, st)
 	w.Problems = append(w.Problems, nb.problems...)
 	w.Endpoints = nb.merged
 	// A merge whose endpoint what followed it changed is not kept, so that the hostname is
@@ -694,7 +718,7 @@ func Owner(rec *endpoint.Record) (namespace string, kinds []string, adopted bool
 // ours reports whether the operator's tags make the entry this cluster's: its identity, or
 // (no identity configured, or an entry of an earlier version) its name and no other, since an
 // entry that names two clusters was written by hand and belongs to neither. A sync decides an
-// earlier version's entry of another name by its claims (resolveLegacy); outside a sync only
+// earlier version's entry of another name by its claims (resolveOpen); outside a sync only
 // the name counts.
 func (r *Registry) ours(v *view) bool {
 	switch r.classOf(v) {

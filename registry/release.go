@@ -14,7 +14,7 @@ import (
 // router at once, as the grace period would have it leave one by one. An adopted entry is given
 // back as the user had it (released), one the operator created is deleted; nothing else on the
 // router is touched. Which entries are the cluster's is the rule a sync uses (classOf and
-// resolveLegacy) with no object left to claim any: its identity and name, its name alone when
+// resolveOpen) with no object left to claim any: its identity and name, its name alone when
 // its entries carry no identity, an earlier version's entries of its name unless another
 // installation writes that name, and its identity's under another name only on their way out
 // (marked), since the others may be a second installation's that shares the identity.

@@ -91,7 +91,17 @@ func (r *Registry) overBudget(eps []*endpoint.Endpoint, st *State, owned map[str
 	const nBuckets = 4096
 	var bucketEntries, bucketAliases [nBuckets]int32
 	seed := maphash.MakeSeed()
-	bucketOf := func(ep *endpoint.Endpoint) int { return int(maphash.String(seed, ep.Sources[0].UID) % nBuckets) }
+	bucketOfUID := func(uid string) int { return int(maphash.String(seed, uid) % nBuckets) }
+	bucketOf := func(ep *endpoint.Endpoint) int { return bucketOfUID(ep.Sources[0].UID) }
+	// An object's entries marked for deletion count until they are gone, but for those it
+	// wants again (they are unmarked, and counted among its addresses).
+	marked := map[string]int{}
+	if b.EntriesPerObject > 0 {
+		marked = r.markedBySource(eps, st)
+		for uid, n := range marked {
+			bucketEntries[bucketOfUID(uid)] += int32(n)
+		}
+	}
 	hot := false
 	for _, ep := range eps {
 		k := bucketOf(ep)
@@ -106,9 +116,13 @@ func (r *Registry) overBudget(eps []*endpoint.Endpoint, st *State, owned map[str
 		for _, ep := range eps {
 			k := bucketOf(ep)
 			if (b.EntriesPerObject > 0 && int(bucketEntries[k]) > b.EntriesPerObject) || (b.AliasesPerObject > 0 && int(bucketAliases[k]) > b.AliasesPerObject) {
-				s := sizes[ep.Sources[0].UID]
+				uid := ep.Sources[0].UID
+				s, seen := sizes[uid]
+				if !seen {
+					s.entries = marked[uid]
+				}
 				s.entries, s.aliases = s.entries+len(ep.Targets), s.aliases+len(ep.Aliases)
-				sizes[ep.Sources[0].UID] = s
+				sizes[uid] = s
 			}
 		}
 	}
@@ -123,7 +137,7 @@ func (r *Registry) overBudget(eps []*endpoint.Endpoint, st *State, owned map[str
 		}
 		var why []string
 		if n := sizes[uid].entries; b.EntriesPerObject > 0 && n > b.EntriesPerObject {
-			why = append(why, fmt.Sprintf("%d entries (hostnames × addresses; the budget is %d)", n, b.EntriesPerObject))
+			why = append(why, fmt.Sprintf("%d entries (hostnames × addresses, and its entries marked for deletion until they are gone; the budget is %d)", n, b.EntriesPerObject))
 		}
 		if n := sizes[uid].aliases; b.AliasesPerObject > 0 && n > b.AliasesPerObject {
 			why = append(why, fmt.Sprintf("%d aliases over its hostnames (the budget is %d)", n, b.AliasesPerObject))
@@ -157,6 +171,35 @@ func (r *Registry) overBudget(eps []*endpoint.Endpoint, st *State, owned map[str
 		out.touch(ep.Hostname)
 		if f := r.frozen(ep, st, owned[ep.Hostname]); f != nil {
 			out.claims = append(out.claims, f)
+		}
+	}
+	return out
+}
+
+// markedBySource counts, per object, the entries marked for deletion that carry its source:
+// tag and that none of its claims wants again: they stay on the router until their grace
+// period ends.
+func (r *Registry) markedBySource(eps []*endpoint.Endpoint, st *State) map[string]int {
+	out := map[string]int{}
+	var wants map[string]bool // "uid hostname ip" of the claims, made when a marked entry is met
+	for i := range st.Owned {
+		rec := &st.Owned[i]
+		v := st.view(rec)
+		if _, ok := v.value(PrefixPending); !ok {
+			continue
+		}
+		if wants == nil {
+			wants = make(map[string]bool, len(eps))
+			for _, ep := range eps {
+				for _, ip := range ep.Targets {
+					wants[ep.Sources[0].UID+" "+ep.Hostname+" "+ip] = true
+				}
+			}
+		}
+		for _, uid := range v.values(PrefixSource) {
+			if !wants[uid+" "+strings.ToLower(rec.Hostname)+" "+rec.IP] {
+				out[uid]++
+			}
 		}
 	}
 	return out

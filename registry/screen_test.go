@@ -58,7 +58,7 @@ func (s *server) apply(changes []plan.Change) {
 // sync runs one registry+plan pass over the server's entries, applies what it planned, and
 // returns it with what Desired reported.
 func (s *server) sync(r *Registry, now time.Time, eps ...*endpoint.Endpoint) (Verdict, seen) {
-	st := r.Classify(s.entries, eps, nil)
+	st := r.Classify(s.entries, eps, nil, nil)
 	w := r.Desired(now, eps, st, nil)
 	changes := (&plan.Plan{Current: r.Current(st, w.Endpoints, nil), Desired: w.Endpoints, Policy: r.cfg.Policy}).Calculate()
 	res := r.Apply(now, st, changes)
@@ -421,6 +421,30 @@ func TestAnObjectOverItsBudgetKeepsWhatItHas(t *testing.T) {
 	}
 }
 
+// TestAnObjectsMarkedEntriesCount: an object's entries marked for deletion count against its
+// budget until they are gone, so an object that keeps trading names for others cannot have
+// more than its budget on the router.
+func TestAnObjectsMarkedEntriesCount(t *testing.T) {
+	r := newRegWith(t, func(c *Config) { c.Budgets = Budgets{EntriesPerObject: 4} })
+	s := &server{}
+	s.sync(r, t0, hostsOf(3, "old.lan", "tenant", "app", "u-app", time.Hour, "10.0.0.1")...)
+	// The object lets its three names go: they are marked, and stay until their grace period
+	// ends.
+	s.sync(r, t0.Add(time.Minute), claim("keep.lan", "tenant", "app", "u-app", time.Hour, "10.0.0.1"))
+	// Three marked and two new names is five: the new names wait.
+	eps := []*endpoint.Endpoint{claim("a.new.lan", "tenant", "app", "u-app", time.Hour, "10.0.0.1"), claim("b.new.lan", "tenant", "app", "u-app", time.Hour, "10.0.0.1")}
+	res, st := s.sync(r, t0.Add(2*time.Minute), eps...)
+	if got := problemsOf(st); !reflect.DeepEqual(got, []string{"OverBudget tenant/app"}) || slices.ContainsFunc(res.Changes, func(c plan.Change) bool { return c.Action == plan.Create }) {
+		t.Fatalf("with three marked: %v, problems %q", actions(res), got)
+	}
+	// Once they are gone, the new names are written.
+	s.sync(r, t0.Add(10*time.Minute), eps...)
+	res, st = s.sync(r, t0.Add(10*time.Minute), eps...)
+	if got := actions(res); len(st.Problems) != 0 || len(s.byName("a.new.lan")) != 1 || len(s.byName("b.new.lan")) != 1 {
+		t.Fatalf("after the grace period: %v, problems %q, entries %v", got, problemsOf(st), s.entries)
+	}
+}
+
 // TestANamespaceAtItsBudget: its new hostnames wait, oldest claim first; its entries stay;
 // other namespaces are not affected; when it has room again the next waiting one is written.
 func TestANamespaceAtItsBudget(t *testing.T) {
@@ -442,12 +466,74 @@ func TestANamespaceAtItsBudget(t *testing.T) {
 	if res, _ := s.sync(r, t0, eps...); len(res.Changes) != 0 {
 		t.Fatalf("second sync writes %v", actions(res))
 	}
-	// One of the three is no longer wanted: newer gets its turn at once.
+	// One of the three is no longer wanted: marked, it still counts, so newer waits.
 	eps = append(slices.Clone(have[:2]), newer, older, elsewhere)
 	res, st = s.sync(r, t0, eps...)
-	if got := actions(res); !reflect.DeepEqual(got, []string{"mark h0002.t.lan n003", "create newer.t.lan"}) || len(st.Problems) != 0 {
+	if got := actions(res); !reflect.DeepEqual(got, []string{"mark h0002.t.lan n003"}) || !reflect.DeepEqual(problemsOf(st), []string{"OverBudget tenant/newer"}) {
+		t.Fatalf("marked: changes %q problems %q", got, problemsOf(st))
+	}
+	// Its grace period over, it is deleted; the sync after that writes newer.
+	res, _ = s.sync(r, t0.Add(6*time.Minute), eps...)
+	if got := actions(res); !reflect.DeepEqual(got, []string{"delete h0002.t.lan n003"}) {
+		t.Fatalf("the grace period over: changes %q", got)
+	}
+	res, st = s.sync(r, t0.Add(6*time.Minute), eps...)
+	if got := actions(res); !reflect.DeepEqual(got, []string{"create newer.t.lan"}) || len(st.Problems) != 0 {
 		t.Fatalf("with room again: changes %q problems %q", got, problemsOf(st))
 	}
+}
+
+// TestANamespaceBudgetCountsEntries: the budget counts what the router stores. A hostname it
+// has that asks for more addresses grows only within the budget (the entries it has stay,
+// and a moved address is re-pointed); entries waiting out a long grace period count until
+// they are gone, so deleting and creating objects again never piles up entries past it.
+func TestANamespaceBudgetCountsEntries(t *testing.T) {
+	r := newRegWith(t, func(c *Config) { c.Budgets.EntriesPerNamespace = 5 })
+	t.Run("one hostname from one address to forty", func(t *testing.T) {
+		s := &server{}
+		s.sync(r, t0, claim("web.t.lan", "tenant", "web", "u-web", time.Hour, "10.0.0.1"))
+		var ips []string
+		for i := 1; i <= 40; i++ {
+			ips = append(ips, fmt.Sprintf("10.0.1.%d", i))
+		}
+		for i := 0; i < 3; i++ {
+			res, st := s.sync(r, t0, claim("web.t.lan", "tenant", "web", "u-web", time.Hour, ips...))
+			if len(s.entries) != 1 || !reflect.DeepEqual(problemsOf(st), []string{"OverBudget tenant/web"}) {
+				t.Fatalf("sync %d: %v; %d entries, problems %q", i, actions(res), len(s.entries), problemsOf(st))
+			}
+			if !strings.Contains(st.Problems[0].Message, "39 of web.t.lan's 40 addresses") {
+				t.Fatalf("message %q", st.Problems[0].Message)
+			}
+		}
+		if s.entries[0].IP != "10.0.1.1" {
+			t.Fatalf("the address it has was not re-pointed to one wanted: %v", s.entries)
+		}
+		// Four addresses fit: all of them are written.
+		res, st := s.sync(r, t0, claim("web.t.lan", "tenant", "web", "u-web", time.Hour, ips[:4]...))
+		if len(s.entries) != 4 || len(st.Problems) != 0 {
+			t.Fatalf("within the budget: %v, problems %q", actions(res), problemsOf(st))
+		}
+	})
+	t.Run("delete and create again under a long grace period", func(t *testing.T) {
+		s := &server{}
+		year := 365 * 24 * time.Hour
+		now := t0
+		for cycle := 0; cycle < 4; cycle++ {
+			var eps []*endpoint.Endpoint
+			for i := 0; i < 5; i++ {
+				ep := claim(fmt.Sprintf("c%d-%d.t.lan", cycle, i), "tenant", "app", fmt.Sprintf("u-%d-%d", cycle, i), time.Hour, "10.0.0.1")
+				ep.GracePeriod = &year
+				eps = append(eps, ep)
+			}
+			for i := 0; i < 2; i++ {
+				s.sync(r, now, eps...)
+				now = now.Add(time.Minute)
+			}
+		}
+		if len(s.entries) > 5 {
+			t.Fatalf("%d entries after four cycles, budget 5", len(s.entries))
+		}
+	})
 }
 
 // TestRation: within the budget of writes per sync, every namespace and object takes turns a

@@ -15,16 +15,16 @@ const (
 	TagOwner = "k8s-operator"
 	// TagPreExisting marks an adopted entry: released, never deleted.
 	TagPreExisting = "pre-existing:true"
-	// PrefixCluster names the owning cluster and carries its installation's identity
-	// (ClusterID), which a namesake cannot share, after IdentitySeparator:
-	// cluster:<name>@<id>. The name is the people's, the identity the operator's; they share
-	// one tag because the server's every call costs in proportion to the tags it replays.
+	// PrefixCluster names the owning cluster, exactly as the design writes it:
+	// cluster:<cluster-name>. The name is the people's, and two clusters may share one.
 	PrefixCluster = "cluster:"
-	// IdentitySeparator ends a cluster name in the cluster: tag when an identity follows.
-	IdentitySeparator = "@"
-	// PrefixClusterID is where the first builds with an identity wrote it, in a tag of its
-	// own; it is still read (and rewritten into the cluster: tag), and stays reserved.
+	// PrefixClusterID carries the installation's identity (ClusterID), which a namesake
+	// cannot share, in a tag of its own beside the cluster's name: cluster-id:<id>.
 	PrefixClusterID = "cluster-id:"
+	// IdentitySeparator ends the cluster name in the cluster: tag of the versions that carried
+	// the identity there (cluster:<name>@<id>); such entries are still read, and taken up into
+	// the design's form.
+	IdentitySeparator = "@"
 	// PrefixReleaseProbe is written by `release` on one entry of the cluster it is asked to
 	// let go of: a running operator of that cluster takes it off at its next sync.
 	PrefixReleaseProbe = "release-probe:"
@@ -161,12 +161,22 @@ func loanBlock(tags []string) (start, end int) {
 	return -1, -1
 }
 
-// ClusterTag is the cluster: tag of a cluster name and identity ("" for none).
-func ClusterTag(name, id string) string {
-	if id == "" {
-		return PrefixCluster + name
+// ClusterTag is the cluster: tag of a cluster name, as the design writes it.
+func ClusterTag(name string) string { return PrefixCluster + name }
+
+// IdentityTag is the tag that carries an installation's identity.
+func IdentityTag(id string) string { return PrefixClusterID + id }
+
+// TagIdentity reads the identity a tag carries: a cluster-id: tag, or a cluster: tag of the
+// versions that carried it after the name (cluster:<name>@<id>); ok is false for any other.
+func TagIdentity(tag string) (id string, ok bool) {
+	if id, ok := strings.CutPrefix(tag, PrefixClusterID); ok {
+		return id, true
 	}
-	return PrefixCluster + name + IdentitySeparator + id
+	if _, id, ok := ParseClusterTag(tag); ok && id != "" {
+		return id, true
+	}
+	return "", false
 }
 
 // splitCluster reads a cluster: tag's value as a name and the identity that may follow it.
@@ -197,16 +207,16 @@ func (v *view) clusterNames() []string {
 	return names
 }
 
-// clusterIDs returns the identities on the entry: those in its cluster: tags, and those in
-// cluster-id: tags of the first builds that had one.
+// clusterIDs returns the identities on the entry: those in its cluster-id: tags, and those in
+// the cluster: tags of the versions that carried it after the name.
 func (v *view) clusterIDs() []string {
-	var ids []string
+	ids := v.values(PrefixClusterID)
 	for _, n := range v.values(PrefixCluster) {
 		if _, id := splitCluster(n); id != "" {
 			ids = append(ids, id)
 		}
 	}
-	return append(ids, v.values(PrefixClusterID)...)
+	return ids
 }
 
 // clusterID returns the entry's first identity.

@@ -165,7 +165,8 @@ type NamespaceDomains struct {
 // BudgetsSpec bounds what objects, namespaces and syncs may ask of the router; each field left
 // out keeps its flag's value, and 0 means no limit.
 type BudgetsSpec struct {
-	// An object's hostnames times their addresses (--max-entries-per-object).
+	// An object's hostnames times their addresses, and its entries marked for deletion until
+	// they are gone (--max-entries-per-object).
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	EntriesPerObject *int32 `json:"entriesPerObject,omitempty"`
@@ -177,7 +178,8 @@ type BudgetsSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	TagsPerObject *int32 `json:"tagsPerObject,omitempty"`
-	// The entries of one namespace; new hostnames wait beyond it (--max-entries-per-namespace).
+	// The entries of one namespace, marked ones included until they are gone; what would add
+	// entries waits beyond it (--max-entries-per-namespace).
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	EntriesPerNamespace *int32 `json:"entriesPerNamespace,omitempty"`
@@ -185,6 +187,16 @@ type BudgetsSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	WritesPerSync *int32 `json:"writesPerSync,omitempty"`
+	// How fast one object writes beyond writing all it asks for at once; faster, its latest
+	// state is written at this rate (--max-object-writes-per-minute).
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	ObjectWritesPerMinute *int32 `json:"objectWritesPerMinute,omitempty"`
+	// How fast one namespace writes beyond writing all it asks for at once
+	// (--max-namespace-writes-per-minute).
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	NamespaceWritesPerMinute *int32 `json:"namespaceWritesPerMinute,omitempty"`
 }
 
 // OptInSpec is how objects are managed besides their opt-in annotation; each field left out
@@ -261,15 +273,18 @@ type DeletionSpec struct {
 	// +optional
 	GracePeriodSeconds *int64 `json:"gracePeriodSeconds,omitempty"`
 	// The mass-deletion brake: when more than percent of the cluster's entries, and at least
-	// minimum, would be on their way out at once, nothing is marked or deleted until confirm
-	// holds the token the MassDeletionHeld warning names, or the cause goes away.
+	// minimum, would be on their way out at once, or more than namespacePercent of one
+	// namespace's and at least namespaceMinimum, nothing of it is marked or deleted, and no new
+	// name of it written, until confirm holds the token the MassDeletionHeld warning names, or
+	// the cause goes away.
 	// +optional
 	Brake *BrakeSpec `json:"brake,omitempty"`
 }
 
 // BrakeSpec is the mass-deletion brake: beyond Percent of the cluster's entries (and at least
-// Minimum) on their way out at once, nothing is marked or deleted until Confirm holds the
-// held deletion's token.
+// Minimum), or NamespacePercent of one namespace's (and at least NamespaceMinimum), on their way
+// out at once, nothing of them is marked or deleted until Confirm holds the held deletion's
+// token.
 type BrakeSpec struct {
 	// The share of the cluster's entries, in percent, beyond which the brake holds; 0 turns it
 	// off (--mass-deletion-percent).
@@ -281,6 +296,17 @@ type BrakeSpec struct {
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Minimum *int32 `json:"minimum,omitempty"`
+	// The share of one namespace's entries, in percent, beyond which the brake holds that
+	// namespace; 0 turns the namespaces' brake off (--mass-deletion-namespace-percent).
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	NamespacePercent *int32 `json:"namespacePercent,omitempty"`
+	// The fewest entries of one namespace on their way out that can trip its brake
+	// (--mass-deletion-namespace-minimum).
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	NamespaceMinimum *int32 `json:"namespaceMinimum,omitempty"`
 	// The token of a held mass deletion to let through (--confirm-mass-deletion).
 	// +kubebuilder:validation:MaxLength=64
 	// +optional

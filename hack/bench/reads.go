@@ -197,11 +197,12 @@ var payloads = map[string]payload{
 		_, tags := operatorPayload(i)
 		return fmt.Sprintf("k8s:bench/app-%d", i), tags
 	},
-	// identity is what the operator writes: operator's with the installation's identity in
-	// the cluster tag (cluster:<name>@<id>), the same number of tags, 9 bytes more.
+	// identity is operator's with the installation's identity in the cluster tag
+	// (cluster:<name>@<id>), as versions before the design's tags wrote it: the same number of
+	// tags, 9 bytes more.
 	"identity": identityPayload,
-	// identity-tag is the identity in a tag of its own (cluster-id:<id>), as the first builds
-	// with one wrote it: one tag more.
+	// identity-tag is what the operator writes: the design's cluster:<name> and the identity in
+	// a tag of its own (cluster-id:<id>), one tag more.
 	"identity-tag": identityTagPayload,
 	// identity10 is an amplifier, not a payload anyone writes: operator's plus ten tags of the
 	// identity tag's 19 bytes (the identity and nine of its shape), so that the cost of one is
@@ -218,20 +219,22 @@ var payloads = map[string]payload{
 // benchClusterID is the identity the bench's identity payload carries: 8 lowercase hex digits.
 const benchClusterID = "1a2b3c4d"
 
-// identityPayload is operator's with the identity in the cluster tag, the tags sorted and
+// identityPayload is operator's with the identity in the cluster tag, as versions before the
+// design's tags wrote it (cluster:<name>@<id>), the tags sorted and
 // unique as the operator writes them (registry merge: OwnerTags and the record's tags go
 // through endpoint.SortedUnique).
 func identityPayload(i int) (string, []string) {
 	comment, tags := operatorPayload(i)
 	for k, t := range tags {
 		if t == registry.PrefixCluster+benchCluster {
-			tags[k] = registry.ClusterTag(benchCluster, benchClusterID)
+			tags[k] = registry.ClusterTag(benchCluster) + registry.IdentitySeparator + benchClusterID
 		}
 	}
 	return comment, endpoint.SortedUnique(tags)
 }
 
-// identityTagPayload is operator's with the identity in a tag of its own.
+// identityTagPayload is operator's with the identity in a tag of its own, as the operator
+// writes it.
 func identityTagPayload(i int) (string, []string) {
 	comment, tags := operatorPayload(i)
 	return comment, endpoint.SortedUnique(append(tags, registry.PrefixClusterID+benchClusterID))

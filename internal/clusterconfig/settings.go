@@ -173,6 +173,15 @@ func Merge(base Settings, spec *v1alpha1.RouterHostsConfigSpec, read ReadSecret)
 		if b.Minimum != nil {
 			s.Brake.Minimum = int(*b.Minimum)
 		}
+		if b.NamespacePercent != nil {
+			if *b.NamespacePercent < 0 || *b.NamespacePercent > 100 {
+				return base, fmt.Errorf("spec.deletion.brake.namespacePercent %d: want 0 (no namespace's brake) to 100", *b.NamespacePercent)
+			}
+			s.Brake.NamespaceShare = float64(*b.NamespacePercent) / 100
+		}
+		if b.NamespaceMinimum != nil {
+			s.Brake.NamespaceMinimum = int(*b.NamespaceMinimum)
+		}
 		if b.Confirm != "" {
 			s.Brake.Confirm = b.Confirm
 		}
@@ -230,7 +239,8 @@ func Merge(base Settings, spec *v1alpha1.RouterHostsConfigSpec, read ReadSecret)
 			out *int
 		}{{b.EntriesPerObject, &s.Budgets.EntriesPerObject}, {b.AliasesPerObject, &s.Budgets.AliasesPerObject},
 			{b.TagsPerObject, &s.Budgets.TagsPerObject}, {b.EntriesPerNamespace, &s.Budgets.EntriesPerNamespace},
-			{b.WritesPerSync, &s.Budgets.WritesPerSync}} {
+			{b.WritesPerSync, &s.Budgets.WritesPerSync}, {b.ObjectWritesPerMinute, &s.Budgets.ObjectWritesPerMinute},
+			{b.NamespaceWritesPerMinute, &s.Budgets.NamespaceWritesPerMinute}} {
 			if f.v != nil {
 				*f.out = int(*f.v)
 			}

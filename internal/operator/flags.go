@@ -34,6 +34,10 @@ type Config struct {
 	ClusterID              string
 	MassDeletionPercent    int
 	MassDeletionMinimum    int
+	// MassDeletionNamespacePercent and MassDeletionNamespaceMinimum are the brake of each
+	// namespace on its own.
+	MassDeletionNamespacePercent int
+	MassDeletionNamespaceMinimum int
 	ConfirmMassDeletion    string
 	IPResolution           []string
 	GracePeriod            time.Duration
@@ -72,6 +76,9 @@ type Config struct {
 	MaxTagsPerObject       int
 	MaxEntriesPerNamespace int
 	MaxWritesPerSync       int
+	// MaxObjectWritesPerMinute and MaxNamespaceWritesPerMinute are the write-rate budgets.
+	MaxObjectWritesPerMinute    int
+	MaxNamespaceWritesPerMinute int
 	ProbeWait              time.Duration
 	// Command is the subcommand: "run" (the operator, the default), "webhook" or "release".
 	Command string
@@ -108,7 +115,7 @@ func ParseFlags(args []string, build Build) (*Config, error) {
 	app := newApp(cfg, build, os.Getenv)
 	// given reports whether the user set a flag, on the command line or by its environment
 	// twin, so that the webhook command can choose defaults of its own for the others.
-	set := map[string]*bool{"cluster-name": new(bool), "metrics-address": new(bool), "max-entries-per-namespace": new(bool)}
+	set := map[string]*bool{"cluster-name": new(bool), "metrics-address": new(bool), "max-entries-per-namespace": new(bool), "max-namespace-writes-per-minute": new(bool)}
 	for name, b := range set {
 		app.GetFlag(name).IsSetByUser(b)
 	}
@@ -138,9 +145,13 @@ func ParseFlags(args []string, build Build) (*Config, error) {
 			cfg.MetricsAddress = WebhookMetricsAddress
 		}
 		// Every record external-dns holds is in the webhook's one namespace, which is no
-		// tenant: its budget would cap external-dns at a thousand names.
+		// tenant: its budgets would cap external-dns at a thousand names, and all of them at
+		// the pace of one namespace.
 		if !given("max-entries-per-namespace") {
 			cfg.MaxEntriesPerNamespace = 0
+		}
+		if !given("max-namespace-writes-per-minute") {
+			cfg.MaxNamespaceWritesPerMinute = 0
 		}
 	}
 	return cfg, cfg.validate()
@@ -179,13 +190,17 @@ func newApp(cfg *Config, build Build, getenv func(string) string) *kingpin.Appli
 	app.Flag("tls-key", "Client private key file for mTLS.").StringVar(&cfg.TLSKey)
 	app.Flag("tls-server-name", "Server name to verify in the server's certificate, when it differs from the endpoint's host; unset, the endpoint's host is checked, a DNS name against the certificate's DNS names and an IP address against its IP addresses.").StringVar(&cfg.TLSServerName)
 	app.Flag("cluster-name", "Name written in the cluster:<name> tag; lets several clusters share one server. The webhook command's default is "+WebhookCluster+"; release needs it given.").Default("default").StringVar(&cfg.ClusterName)
-	app.Flag("cluster-id", "The installation's identity, "+strconv.Itoa(registry.IdentityLength)+" hex digits written after the cluster's name in its tag (cluster:<name>@<id>), so that a namesake's entries are never taken for this cluster's and a rename keeps them (default: derived from the kube-system namespace's UID and the leader Lease's namespace and name; the webhook has none unless given, and release reads it from the name's entries on the router).").
+	app.Flag("cluster-id", "The installation's identity, "+strconv.Itoa(registry.IdentityLength)+" hex digits written in a tag of its own beside the cluster's name (cluster-id:<id>), so that a namesake's entries are never taken for this cluster's and a rename keeps them (default: derived from the kube-system namespace's UID and the leader Lease's namespace and name; the webhook has none unless given, and release reads it from the name's entries on the router).").
 		StringVar(&cfg.ClusterID)
 	brake := registry.DefaultBrake()
 	app.Flag("mass-deletion-percent", "Brake: when more than this percent of the cluster's entries would be on their way out at once (and at least --mass-deletion-minimum), nothing is marked or deleted until the deletion is confirmed or its cause goes away (0: no brake).").
 		Default(strconv.Itoa(int(brake.Share * 100))).SetValue(&integer{flag: "mass-deletion-percent", target: &cfg.MassDeletionPercent})
 	app.Flag("mass-deletion-minimum", "Brake: the fewest entries on their way out that can trip it.").
 		Default(strconv.Itoa(brake.Minimum)).SetValue(&integer{flag: "mass-deletion-minimum", target: &cfg.MassDeletionMinimum})
+	app.Flag("mass-deletion-namespace-percent", "Brake: the same for each namespace on its own: when more than this percent of one namespace's entries would be on their way out at once (and at least --mass-deletion-namespace-minimum), nothing of that namespace is marked or deleted, and no new name of it is written, until the deletion is confirmed or its cause goes away (0: no namespace's brake).").
+		Default(strconv.Itoa(int(brake.NamespaceShare * 100))).SetValue(&integer{flag: "mass-deletion-namespace-percent", target: &cfg.MassDeletionNamespacePercent})
+	app.Flag("mass-deletion-namespace-minimum", "Brake: the fewest entries of one namespace on their way out that can trip its brake.").
+		Default(strconv.Itoa(brake.NamespaceMinimum)).SetValue(&integer{flag: "mass-deletion-namespace-minimum", target: &cfg.MassDeletionNamespaceMinimum})
 	app.Flag("confirm-mass-deletion", "Let the held mass deletion with this token through (the MassDeletionHeld warning names it).").
 		StringVar(&cfg.ConfirmMassDeletion)
 	app.Flag("ip-resolution", "Ordered IP resolution chain (repeatable): ingress-status, gateway-status, service:<namespace>/<name>, static:<ip>; Gateway API routes try gateway-status first unless it is placed.").
@@ -227,6 +242,10 @@ func newApp(cfg *Config, build Build, getenv func(string) string) *kingpin.Appli
 		Default(strconv.Itoa(budgets.EntriesPerNamespace)).SetValue(&integer{flag: "max-entries-per-namespace", target: &cfg.MaxEntriesPerNamespace})
 	app.Flag("max-writes-per-sync", "Budget: the writes of one sync; the rest follow in the next sync, at once, every namespace and object taking turns (0: no limit).").
 		Default(strconv.Itoa(budgets.WritesPerSync)).SetValue(&integer{flag: "max-writes-per-sync", target: &cfg.MaxWritesPerSync})
+	app.Flag("max-object-writes-per-minute", "Budget: how fast one object writes, beyond writing all it asks for at once; an object that changes faster (a flapping address) has its latest state written at this rate, and the states between never (0: no limit).").
+		Default(strconv.Itoa(budgets.ObjectWritesPerMinute)).SetValue(&integer{flag: "max-object-writes-per-minute", target: &cfg.MaxObjectWritesPerMinute})
+	app.Flag("max-namespace-writes-per-minute", "Budget: how fast one namespace writes, beyond writing all it asks for at once (0: no limit; the webhook command's default is 0, its one namespace being no tenant).").
+		Default(strconv.Itoa(budgets.NamespaceWritesPerMinute)).SetValue(&integer{flag: "max-namespace-writes-per-minute", target: &cfg.MaxNamespaceWritesPerMinute})
 	app.Flag("label-filter", "Only read the objects that carry hostnames whose labels match this selector (applied by the apiserver), e.g. dns=internal; what they point to (Gateways, namespaces, the Services of --ip-resolution) is read whatever its labels.").StringVar(&cfg.LabelFilter)
 	app.Flag("namespace", "Only read the objects that carry hostnames in this namespace (default: all); what they point to (Gateways, namespaces, the Services of --ip-resolution) is read wherever it is.").StringVar(&cfg.Namespace)
 	app.Flag("kubeconfig", "Kubeconfig file (default: $KUBECONFIG, else the in-cluster config).").Default(getenv("KUBECONFIG")).StringVar(&cfg.Kubeconfig)
@@ -274,6 +293,9 @@ func (cfg *Config) validate() error {
 	}
 	if cfg.MassDeletionPercent < 0 || cfg.MassDeletionPercent > 100 {
 		return fmt.Errorf("--mass-deletion-percent %d: want 0 (no brake) to 100", cfg.MassDeletionPercent)
+	}
+	if cfg.MassDeletionNamespacePercent < 0 || cfg.MassDeletionNamespacePercent > 100 {
+		return fmt.Errorf("--mass-deletion-namespace-percent %d: want 0 (no namespace's brake) to 100", cfg.MassDeletionNamespacePercent)
 	}
 	if _, err := registry.New(registry.Config{ClusterName: cfg.ClusterName, ClusterID: cfg.ClusterID, DefaultTags: cfg.DefaultTags, GracePeriod: cfg.GracePeriod,
 		Tenancy: cfg.tenancy, Budgets: cfg.budgets(), Brake: cfg.brake()}); err != nil {
@@ -434,13 +456,15 @@ func (cfg *Config) settings() clusterconfig.Settings {
 
 // brake is what the flags say of the mass-deletion brake.
 func (cfg *Config) brake() registry.Brake {
-	return registry.Brake{Share: float64(cfg.MassDeletionPercent) / 100, Minimum: cfg.MassDeletionMinimum, Confirm: cfg.ConfirmMassDeletion}
+	return registry.Brake{Share: float64(cfg.MassDeletionPercent) / 100, Minimum: cfg.MassDeletionMinimum,
+		NamespaceShare: float64(cfg.MassDeletionNamespacePercent) / 100, NamespaceMinimum: cfg.MassDeletionNamespaceMinimum, Confirm: cfg.ConfirmMassDeletion}
 }
 
 // budgets are what the flags say of the budgets.
 func (cfg *Config) budgets() registry.Budgets {
 	return registry.Budgets{EntriesPerObject: cfg.MaxEntriesPerObject, AliasesPerObject: cfg.MaxAliasesPerObject,
-		TagsPerObject: cfg.MaxTagsPerObject, EntriesPerNamespace: cfg.MaxEntriesPerNamespace, WritesPerSync: cfg.MaxWritesPerSync}
+		TagsPerObject: cfg.MaxTagsPerObject, EntriesPerNamespace: cfg.MaxEntriesPerNamespace, WritesPerSync: cfg.MaxWritesPerSync,
+		ObjectWritesPerMinute: cfg.MaxObjectWritesPerMinute, NamespaceWritesPerMinute: cfg.MaxNamespaceWritesPerMinute}
 }
 
 // parseTenancy reads --namespace-domains (NAMESPACE=DOMAIN[,DOMAIN...]), --adopt-namespace (an

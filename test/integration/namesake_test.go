@@ -666,7 +666,7 @@ func (in *namesakeInstall) wantTags(t *testing.T, e *pb.HostEntry, cluster strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"k8s-operator", "cluster:" + cluster + "@" + in.id, "source:" + string(ing.UID), "namespace:" + in.h.ns, "kind:Ingress"}
+	want := []string{"k8s-operator", "cluster:" + cluster, "cluster-id:" + in.id, "source:" + string(ing.UID), "namespace:" + in.h.ns, "kind:Ingress"}
 	got := slices.Clone(e.GetTags())
 	slices.Sort(got)
 	slices.Sort(want)
@@ -704,7 +704,7 @@ func patchConfigOn(t *testing.T, cp *kubetest.ControlPlane, name string, spec ma
 func entriesOf(srv *rhtestserver.Server, id string) map[string]*pb.HostEntry {
 	out := map[string]*pb.HostEntry{}
 	for _, e := range srv.Store().List() {
-		if slices.ContainsFunc(e.GetTags(), func(t string) bool { _, tid, ok := registry.ParseClusterTag(t); return ok && tid == id }) {
+		if slices.ContainsFunc(e.GetTags(), func(t string) bool { tid, ok := registry.TagIdentity(t); return ok && tid == id }) {
 			out[e.GetId()] = e
 		}
 	}
@@ -794,8 +794,9 @@ func sameEntries(t *testing.T, what string, want, got map[string]*pb.HostEntry) 
 }
 
 // renamedInPlace checks a rename's writes: one UpdateHost of each of the installation's
-// entries (before), whose only change is its cluster: tag from → to, version + 1; no other
-// write; and every name in hosts served after every write.
+// entries (before), whose only change is its cluster: tag from → to (the identity stays in a
+// tag of its own), version + 1; no other write; and every name in hosts served after every
+// write.
 func renamedInPlace(t *testing.T, writes []routerWrite, before map[string]*pb.HostEntry, from, to string, hosts []string) {
 	t.Helper()
 	updated := map[string]int{}
@@ -813,8 +814,8 @@ func renamedInPlace(t *testing.T, writes []routerWrite, before map[string]*pb.Ho
 		updated[w.id]++
 		wantTags := slices.Clone(old.GetTags())
 		for i, tag := range wantTags {
-			if name, id, ok := registry.ParseClusterTag(tag); ok && name == from {
-				wantTags[i] = registry.ClusterTag(to, id)
+			if tag == registry.ClusterTag(from) {
+				wantTags[i] = registry.ClusterTag(to)
 			}
 		}
 		slices.Sort(wantTags)

@@ -31,7 +31,7 @@ func TestOnlyAnnotatedIngressesGetEntriesWithExactTags(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := registry.Identity(string(ks.UID), "default", "router-hosts-operator")
-	wantTags := []string{"cluster:test@" + id, "k8s-operator", "kind:Ingress", "namespace:" + h.ns, "source:" + string(web.UID), "team-a"}
+	wantTags := []string{"cluster-id:" + id, "cluster:test", "k8s-operator", "kind:Ingress", "namespace:" + h.ns, "source:" + string(web.UID), "team-a"}
 	if tags := endpoint.SortedUnique(got.Tags); !reflect.DeepEqual(tags, wantTags) {
 		t.Errorf("tags = %q\nwant   %q", tags, wantTags)
 	}

@@ -379,16 +379,16 @@ func clusterNames(tags []string) []string {
 	return out
 }
 
-// clusterIDs are the identities tags carry, in their cluster: tags or (the first builds with
-// one) in cluster-id: tags.
+// clusterIDs are the identities tags carry, in cluster-id: tags or (versions before the
+// design's tags) after the name in their cluster: tags.
 func clusterIDs(tags []string) []string {
 	var out []string
 	for _, t := range tags {
-		if _, id, ok := registry.ParseClusterTag(t); ok && id != "" {
+		if id, ok := registry.TagIdentity(t); ok {
 			out = append(out, id)
 		}
 	}
-	return append(out, values(tags, registry.PrefixClusterID)...)
+	return out
 }
 
 // describe renders entries for a failure message.
@@ -699,7 +699,7 @@ func (c *checker) finalHost(cluster, h string, mine []*Object, owned []*pb.HostE
 		if m := values(tags, registry.PrefixPending); len(m) > 0 {
 			problems = append(problems, "marked for deletion "+m[0])
 		}
-		for _, t := range append([]string{registry.TagOwner, registry.ClusterTag(c.m.names[cluster], c.set.ids[cluster]),
+		for _, t := range append([]string{registry.TagOwner, registry.ClusterTag(c.m.names[cluster]), registry.IdentityTag(c.set.ids[cluster]),
 			registry.PrefixNamespace + ns}, kindTags...) {
 			if !slices.Contains(tags, t) {
 				problems = append(problems, "lacks "+t)

@@ -39,9 +39,9 @@ func world0(t0 time.Time) (*Model, []*pb.HostEntry) {
 	m.foreign["c1"] = foreign
 	entries := []*pb.HostEntry{
 		{Id: "e-web", IpAddress: "10.0.0.1", Hostname: "web.lan", Aliases: []string{"x.lan"}, Version: "1", Comment: proto.String("router-hosts-operator: Ingress a1/web"),
-			Tags: []string{"cluster:a@" + idA, "k8s-operator", "kind:Ingress", "namespace:a1", "source:u-web", "team-web"}},
+			Tags: []string{"cluster:a", "cluster-id:" + idA, "k8s-operator", "kind:Ingress", "namespace:a1", "source:u-web", "team-web"}},
 		{Id: "h-adopt", IpAddress: "10.0.0.2", Hostname: "hand-2.lan", Version: "2", Comment: proto.String("the nas"),
-			Tags: []string{"kind:printer", "pre-existing:true", "cluster:a@" + idA, "k8s-operator", "kind:HostMapping", "namespace:a2", "source:u-nas",
+			Tags: []string{"kind:printer", "pre-existing:true", "cluster:a", "cluster-id:" + idA, "k8s-operator", "kind:HostMapping", "namespace:a2", "source:u-nas",
 				"original-hostname:Hand-2.lan", "original-alias:old.lan", "original-ip:192.168.1.2"}},
 		proto.Clone(handFree).(*pb.HostEntry),
 		proto.Clone(foreign).(*pb.HostEntry),
@@ -51,7 +51,7 @@ func world0(t0 time.Time) (*Model, []*pb.HostEntry) {
 
 // nShared is n's entry for shared.lan, which shareNames has n hold.
 var nShared = &pb.HostEntry{Id: "n-shared", IpAddress: "10.0.14.7", Hostname: "shared.lan", Version: "1", Comment: proto.String("router-hosts-operator: HostMapping a1/pin"),
-	Tags: []string{"cluster:a@" + idN, "k8s-operator", "kind:HostMapping", "namespace:a1", "source:u-n-pin"}}
+	Tags: []string{"cluster:a", "cluster-id:" + idN, "k8s-operator", "kind:HostMapping", "namespace:a1", "source:u-n-pin"}}
 
 // shareNames has a's namesake n hold shared.lan, which both claim from a namespace a1 of
 // their own.
@@ -116,7 +116,7 @@ func TestEveryInvariantCanFail(t *testing.T) {
 		}, InvUnwanted},
 		{"entry of a hostname nobody claims", func(m *Model, es []*pb.HostEntry) []*pb.HostEntry {
 			return append(es, &pb.HostEntry{Id: "e-old", IpAddress: "10.0.0.3", Hostname: "old.lan", Version: "2",
-				Tags: []string{"cluster:a@" + idA, "k8s-operator", "kind:Ingress", "namespace:a1", "source:u-old", "pending-deletion:2026-01-01T00:00:00Z"}})
+				Tags: []string{"cluster:a", "cluster-id:" + idA, "k8s-operator", "kind:Ingress", "namespace:a1", "source:u-old", "pending-deletion:2026-01-01T00:00:00Z"}})
 		}, InvUnwanted},
 		{"entries name a namespace that let go", func(m *Model, es []*pb.HostEntry) []*pb.HostEntry {
 			e := entryByID(es, "e-web")
@@ -195,19 +195,17 @@ func TestEveryInvariantCanFail(t *testing.T) {
 		}, InvDuplicate},
 		{"an entry of a's name without its identity", func(m *Model, es []*pb.HostEntry) []*pb.HostEntry {
 			e := entryByID(es, "e-web")
-			for i, t := range e.Tags {
-				e.Tags[i], _, _ = strings.Cut(t, "@")
-			}
+			e.Tags = slices.DeleteFunc(e.Tags, func(t string) bool { return strings.HasPrefix(t, "cluster-id:") })
 			return es
 		}, InvNobodyMade},
 		{"an entry of a's identity under a name a never ran as", func(m *Model, es []*pb.HostEntry) []*pb.HostEntry {
 			e := entryByID(es, "e-web")
-			e.Tags[slices.Index(e.Tags, "cluster:a@"+idA)] = "cluster:zz@" + idA
+			e.Tags[slices.Index(e.Tags, "cluster:a")] = "cluster:zz"
 			return es
 		}, InvNobodyMade},
 		{"the namesake keeps an entry for a name only a claims", func(m *Model, es []*pb.HostEntry) []*pb.HostEntry {
 			return append(es, &pb.HostEntry{Id: "n-web", IpAddress: "10.0.14.1", Hostname: "web.lan", Version: "1", Comment: proto.String("router-hosts-operator: Ingress a1/web"),
-				Tags: []string{"cluster:a@" + idN, "k8s-operator", "kind:Ingress", "namespace:a1", "source:u-n-web"}})
+				Tags: []string{"cluster:a", "cluster-id:" + idN, "k8s-operator", "kind:Ingress", "namespace:a1", "source:u-n-web"}})
 		}, InvUnwanted},
 		{"a name the namesake holds: a's claim is refused", func(m *Model, es []*pb.HostEntry) []*pb.HostEntry {
 			shareNames(m)
@@ -217,12 +215,12 @@ func TestEveryInvariantCanFail(t *testing.T) {
 			shareNames(m)
 			return append(es, nShared, &pb.HostEntry{Id: "a-shared", IpAddress: "10.0.0.7", Hostname: "shared.lan", Version: "1",
 				Comment: proto.String("router-hosts-operator: HostMapping a1/pin"),
-				Tags:    []string{"cluster:a@" + idA, "k8s-operator", "kind:HostMapping", "namespace:a1", "source:u-a-pin"}})
+				Tags:    []string{"cluster:a", "cluster-id:" + idA, "k8s-operator", "kind:HostMapping", "namespace:a1", "source:u-a-pin"}})
 		}, InvUnwanted},
 		{"a name the namesake holds, taken over by a", func(m *Model, es []*pb.HostEntry) []*pb.HostEntry {
 			shareNames(m)
 			e := proto.Clone(nShared).(*pb.HostEntry)
-			e.IpAddress, e.Tags = "10.0.0.7", []string{"cluster:a@" + idA, "k8s-operator", "kind:HostMapping", "namespace:a1", "source:u-a-pin"}
+			e.IpAddress, e.Tags = "10.0.0.7", []string{"cluster:a", "cluster-id:" + idA, "k8s-operator", "kind:HostMapping", "namespace:a1", "source:u-a-pin"}
 			return append(es, e)
 		}, InvUnwanted},
 	} {
@@ -252,7 +250,7 @@ func TestEveryInvariantCanFail(t *testing.T) {
 func TestStickyNamespace(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	entry := func(ns string, marked time.Duration) *view {
-		tags := []string{"cluster:a@" + idA, "k8s-operator", "namespace:" + ns}
+		tags := []string{"cluster:a", "cluster-id:" + idA, "k8s-operator", "namespace:" + ns}
 		if marked >= 0 {
 			tags = append(tags, "pending-deletion:"+t0.Add(marked).Format(time.RFC3339))
 		}

@@ -171,8 +171,8 @@ func (c *checker) checkRename(v *view, r *renaming) []Failure {
 		cs, ids := clusterNames(tags), clusterIDs(tags)
 		if !slices.Equal(cs, []string{r.to}) || !slices.Equal(ids, []string{c.set.ids[r.inst]}) {
 			out = append(out, Failure{Invariant: InvRename, Hosts: []string{h}, Detail: fmt.Sprintf(
-				"renaming %s from %s to %s: its entry %s carries cluster %v and cluster-id %v when the rename should have settled, want %s alone: %s",
-				r.inst, r.from, r.to, e.GetId(), cs, ids, registry.ClusterTag(r.to, c.set.ids[r.inst]), describe([]*pb.HostEntry{e}))})
+				"renaming %s from %s to %s: its entry %s carries cluster %v and cluster-id %v when the rename should have settled, want %s %s alone: %s",
+				r.inst, r.from, r.to, e.GetId(), cs, ids, registry.ClusterTag(r.to), registry.IdentityTag(c.set.ids[r.inst]), describe([]*pb.HostEntry{e}))})
 		}
 	}
 	return out

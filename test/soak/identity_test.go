@@ -13,7 +13,7 @@ import (
 
 // ownTags are the operator's tags of an installation's entry under a cluster name.
 func ownTags(id, cluster string, more ...string) []string {
-	return append([]string{"cluster:" + cluster + "@" + id, "k8s-operator", "kind:Ingress", "namespace:a1", "source:u1"}, more...)
+	return append([]string{"cluster:" + cluster, "cluster-id:" + id, "k8s-operator", "kind:Ingress", "namespace:a1", "source:u1"}, more...)
 }
 
 // TestWritesAreTheWritersOwn: every write an installation sends is to an entry of its own

@@ -1,0 +1,181 @@
+package registry
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/plan"
+)
+
+// The write-rate budgets. Every write is an event the server keeps and replays at each later
+// call, so an object that flaps (an address that changes every second, a hostname that comes
+// and goes) is a router that slows down for good. Each object and each namespace has an
+// allowance of writes that refills at its budget a minute, up to the larger of that budget and
+// what it first wrote at once, so that writing a whole object, or a namespace at a cold start,
+// is never held back. A hostname's changes go when the allowances of its object and its
+// namespace cover them, and wait otherwise: the sync that finds enough allowance writes the
+// latest state, so a flap is coalesced rather than replayed. What an object's wishes add
+// counts (a create, an update, an adoption, a mark lifted); what takes away does not (a mark,
+// a deletion, a release), so a namespace deleted never waits on its budget to go.
+
+// Allowance is what one object's or namespace's budget has left: Tokens writes at At, out of
+// Cap.
+type Allowance struct {
+	Tokens, Cap float64
+	At          time.Time
+}
+
+// Rates are the allowances the write-rate budgets have left, by key ("object/<uid>",
+// "namespace/<name>"); a key missing has its whole allowance.
+type Rates map[string]Allowance
+
+// Paced is what the write-rate budgets made of a sync's changes.
+type Paced struct {
+	// Send are the changes within the budgets, in the plan's order; Held those that wait,
+	// whose hostnames' latest state a later sync writes.
+	Send, Held []plan.Change
+	// Rates are the allowances after Send of every object and namespace not yet whole again.
+	// The caller keeps them for the next sync.
+	Rates Rates
+	// Problems are one OverBudget per object held back.
+	Problems []Problem
+	// Next is when the allowances cover the first change held, zero when none is.
+	Next time.Time
+}
+
+// charged reports whether c counts against the write-rate budgets.
+func charged(c *plan.Change) bool {
+	switch c.Action {
+	case plan.Create, plan.Update, plan.Adopt, plan.Unmark:
+		return true
+	}
+	return false
+}
+
+// Pace holds back the changes of objects and namespaces that write faster than their budgets,
+// at time now, from the allowances rates left; desired (the sync's endpoints) names the objects
+// held back in their problems.
+func (r *Registry) Pace(now time.Time, changes []plan.Change, desired []*endpoint.Endpoint, rates Rates) Paced {
+	budgets := map[string]float64{"object": float64(r.cfg.Budgets.ObjectWritesPerMinute), "namespace": float64(r.cfg.Budgets.NamespaceWritesPerMinute)}
+	if budgets["object"] == 0 && budgets["namespace"] == 0 {
+		return Paced{Send: changes}
+	}
+	// A hostname's changes go or wait together: they are planned against each other.
+	type group struct {
+		start, end int
+		keys       [2]string
+		obj        string
+		cost       float64
+	}
+	var groups []group
+	cost := map[string]float64{}
+	for start := 0; start < len(changes); {
+		end := start + 1
+		for end < len(changes) && changes[end].Hostname() == changes[start].Hostname() {
+			end++
+		}
+		g := group{start: start, end: end}
+		for i := start; i < end; i++ {
+			if charged(&changes[i]) {
+				g.cost++
+			}
+		}
+		if g.cost > 0 {
+			ns, obj := turnOf(&changes[start])
+			g.obj, g.keys = obj, [2]string{"object/" + obj, "namespace/" + ns}
+			for _, k := range g.keys {
+				cost[k] += g.cost
+			}
+		}
+		groups = append(groups, g)
+		start = end
+	}
+	// Every key's allowance now: refilled since it was last used, or whole; a key first met
+	// may write at once whatever it writes in this sync.
+	out := Paced{Rates: Rates{}}
+	for key, a := range rates {
+		b := budgets[kindOf(key)]
+		if b == 0 {
+			continue
+		}
+		a.Tokens, a.At = math.Min(a.Cap, a.Tokens+now.Sub(a.At).Minutes()*b), now
+		out.Rates[key] = a
+	}
+	for key, c := range cost {
+		if _, ok := out.Rates[key]; !ok && budgets[kindOf(key)] > 0 {
+			capacity := math.Max(budgets[kindOf(key)], c)
+			out.Rates[key] = Allowance{Tokens: capacity, Cap: capacity, At: now}
+		}
+	}
+	held := map[string]bool{}
+	for _, g := range groups {
+		var wait time.Duration
+		fits := true
+		for _, key := range g.keys {
+			a, ok := out.Rates[key]
+			if g.cost == 0 || !ok {
+				continue
+			}
+			// A hostname that costs more than a whole allowance goes when the allowance is whole.
+			if need := math.Min(g.cost, a.Cap); a.Tokens < need {
+				fits = false
+				wait = max(wait, time.Duration((need-a.Tokens)/budgets[kindOf(key)]*float64(time.Minute)))
+			}
+		}
+		if !fits {
+			out.Held = append(out.Held, changes[g.start:g.end]...)
+			held[g.obj] = true
+			if next := now.Add(wait); out.Next.IsZero() || next.Before(out.Next) {
+				out.Next = next
+			}
+			continue
+		}
+		out.Send = append(out.Send, changes[g.start:g.end]...)
+		for _, key := range g.keys {
+			if a, ok := out.Rates[key]; ok && g.cost > 0 {
+				a.Tokens = math.Max(0, a.Tokens-g.cost)
+				out.Rates[key] = a
+			}
+		}
+	}
+	for key, a := range out.Rates {
+		if a.Tokens >= a.Cap {
+			delete(out.Rates, key)
+		}
+	}
+	out.Problems = r.pacedProblems(held, desired)
+	return out
+}
+
+func kindOf(key string) string {
+	for i := 0; i < len(key); i++ {
+		if key[i] == '/' {
+			return key[:i]
+		}
+	}
+	return key
+}
+
+// pacedProblems are the OverBudget problems of the objects held back.
+func (r *Registry) pacedProblems(held map[string]bool, desired []*endpoint.Endpoint) []Problem {
+	if len(held) == 0 {
+		return nil
+	}
+	var out []Problem
+	seen := map[string]bool{}
+	for _, ep := range desired {
+		for _, src := range ep.Sources {
+			if !held[src.UID] || seen[src.UID] {
+				continue
+			}
+			seen[src.UID] = true
+			out = append(out, Problem{Source: src, Reason: ProblemOverBudget, Message: fmt.Sprintf(
+				"changes faster than the write-rate budget (%d writes a minute for an object, %d for namespace %s): "+
+					"its latest state is written at that rate, and the states between are never written",
+				r.cfg.Budgets.ObjectWritesPerMinute, r.cfg.Budgets.NamespaceWritesPerMinute, src.Namespace)})
+		}
+	}
+	return out
+}

@@ -1,0 +1,113 @@
+package registry
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/plan"
+)
+
+// pacedWorld runs syncs of one registry with write-rate budgets, keeping the allowances as the
+// planner keeps them, on a server that applies what is sent.
+type pacedWorld struct {
+	r     *Registry
+	srv   *server
+	rates Rates
+}
+
+func (w *pacedWorld) sync(now time.Time, eps ...*endpoint.Endpoint) Paced {
+	st := w.r.Classify(w.srv.entries, eps, nil, nil)
+	want := w.r.Desired(now, eps, st, nil)
+	changes := (&plan.Plan{Current: w.r.Current(st, want.Endpoints, nil), Desired: want.Endpoints}).Calculate()
+	v := w.r.Apply(now, st, changes)
+	p := w.r.Pace(now, v.Changes, want.Endpoints, w.rates)
+	w.srv.apply(p.Send)
+	w.rates = p.Rates
+	return p
+}
+
+func updates(p Paced) int {
+	n := 0
+	for _, c := range p.Send {
+		if c.Action == plan.Update {
+			n++
+		}
+	}
+	return n
+}
+
+// TestAFlappingObjectIsCoalesced: an object whose hundred addresses flip every second is written
+// whole once, then at its budget a minute, each time in its latest state; an object written
+// whole at once (a cold start), another edited twice in a row, and the marks of a namespace
+// deleted never wait.
+func TestAFlappingObjectIsCoalesced(t *testing.T) {
+	budgets := Budgets{ObjectWritesPerMinute: 30, NamespaceWritesPerMinute: 300}
+	flap := func(ip string) []*endpoint.Endpoint {
+		return hostsOf(100, "flap.lan", "apps", "flap", "u-flap", time.Hour, ip)
+	}
+	t.Run("a flapping object", func(t *testing.T) {
+		w := &pacedWorld{r: newRegWith(t, func(c *Config) { c.Budgets = budgets }), srv: &server{}}
+		if p := w.sync(t0, flap("10.0.0.1")...); len(p.Send) != 100 || len(p.Held) != 0 {
+			t.Fatalf("the cold start: %d sent, %d held", len(p.Send), len(p.Held))
+		}
+		written, now := 0, t0
+		var last Paced // the last sync that held changes back
+		for i := 1; i <= 120; i++ { // two minutes of a flip a second
+			now = now.Add(time.Second)
+			p := w.sync(now, flap(fmt.Sprintf("10.0.0.%d", 1+i%2))...)
+			written += updates(p)
+			if len(p.Held) > 0 {
+				last = p
+			}
+		}
+		// The cold start spent the allowance: from then on 30 a minute, a flip a second.
+		if written < 2*30-1 || written > 2*30+1 {
+			t.Fatalf("two minutes of flapping wrote %d updates, want 30 a minute", written)
+		}
+		if len(last.Problems) != 1 || last.Problems[0].Reason != ProblemOverBudget || last.Problems[0].Source.UID != "u-flap" {
+			t.Fatalf("problems %+v, want the object's OverBudget", last.Problems)
+		}
+		if last.Next.IsZero() || !last.Next.After(t0) {
+			t.Fatalf("next %v: the sync that writes the latest state is not asked for", last.Next)
+		}
+		// It stops flapping: its latest state reaches the router by the budget's time.
+		final := flap("10.0.0.9")
+		for i := 0; i < 20; i++ {
+			now = now.Add(30 * time.Second)
+			w.sync(now, final...)
+		}
+		for _, e := range w.srv.entries {
+			if e.IP != "10.0.0.9" {
+				t.Fatalf("%s at %s, want the latest state 10.0.0.9", e.Hostname, e.IP)
+			}
+		}
+		if p := w.sync(now.Add(time.Minute), final...); len(p.Send)+len(p.Held) != 0 || len(p.Problems) != 0 {
+			t.Fatalf("settled: %d sent, %d held, problems %v", len(p.Send), len(p.Held), p.Problems)
+		}
+	})
+	t.Run("everyday writes never wait", func(t *testing.T) {
+		w := &pacedWorld{r: newRegWith(t, func(c *Config) { c.Budgets = budgets }), srv: &server{}}
+		// A namespace of a thousand entries at once.
+		var many []*endpoint.Endpoint
+		for i := 0; i < 1000; i++ {
+			many = append(many, claim(fmt.Sprintf("h%04d.lan", i), "apps", fmt.Sprintf("o%d", i), fmt.Sprintf("u%d", i), time.Hour, "10.0.1.1"))
+		}
+		if p := w.sync(t0, many...); len(p.Held) != 0 {
+			t.Fatalf("a cold start of 1,000: %d held", len(p.Held))
+		}
+		// An object of ten hostnames edited twice in ten seconds.
+		ten := func(ip string) []*endpoint.Endpoint { return hostsOf(10, "ten.lan", "web", "ten", "u-ten", time.Hour, ip) }
+		w.sync(t0, append(ten("10.0.2.1"), many...)...)
+		for i, ip := range []string{"10.0.2.2", "10.0.2.3"} {
+			if p := w.sync(t0.Add(time.Duration(i+1)*5*time.Second), append(ten(ip), many...)...); len(p.Held) != 0 || len(p.Send) != 10 {
+				t.Fatalf("edit %d: %d sent, %d held", i+1, len(p.Send), len(p.Held))
+			}
+		}
+		// The namespace deleted: its thousand marks go at once.
+		if p := w.sync(t0.Add(20*time.Second), ten("10.0.2.3")...); len(p.Held) != 0 || len(p.Send) != 1000 {
+			t.Fatalf("the namespace's marks: %d sent, %d held", len(p.Send), len(p.Held))
+		}
+	})
+}

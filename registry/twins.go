@@ -1,0 +1,103 @@
+package registry
+
+import (
+	"fmt"
+
+	"github.com/router-hosts-operator/router-hosts-operator/plan"
+)
+
+// Twins: two writers with one identity. A cluster restored from an etcd backup and its
+// original, a cloned VM (the same kube-system UID), two releases sharing a Lease name: each
+// takes the other's entries for its own, re-points what it wants elsewhere and marks what it
+// does not want, and the other undoes it, every interval, until one of them is away long
+// enough for a mark to fall due. Nothing on the router tells them apart; what gives a twin
+// away is what it does: it undoes this process's writes. So every process keeps, for each
+// entry of its identity, what it last saw and wrote (the caller's Witness), and counts a strike
+// against an entry each time another writer rewrites it after this process did, lifts a mark
+// this process wrote, or marks it while it is wanted:
+//   - an entry with two strikes is contested: no update, mark, deletion or release goes to it
+//     (lifting a mark from it still does: that keeps a name), so neither twin re-points or
+//     deletes it;
+//   - while any contested entry is in dispute (this process would write it), a twin writes
+//     this identity: no entry at all is marked, and none marked is deleted, so that a twin away
+//     for a while does not lose its names to the other;
+//   - a person's one-off hand edit is one strike: corrected, as ever. A leader's handover and
+//     a restart start a new process, which has seen nothing yet.
+// The fix is an identity of each one's own: --cluster-id pinned on one of them.
+
+// Witness is what this process saw other writers do on the router: the strikes against each
+// entry (by ID), and the identities seen writing entries of this cluster's name.
+type Witness interface {
+	Strikes(id string) int
+	Alive(identity string) bool
+}
+
+type noWitness struct{}
+
+func (noWitness) Strikes(string) int { return 0 }
+func (noWitness) Alive(string) bool  { return false }
+
+// contestedAt is the number of strikes that make an entry contested.
+const contestedAt = 2
+
+// Contested reports whether an entry with this many strikes is contested.
+func Contested(strikes int) bool { return strikes >= contestedAt }
+
+// Strike is how many strikes another writer's rewrite of an entry of this installation's
+// earns: wasMarked and ours say whether the entry as this process last saw it carried a mark
+// and was this process's own write; now is the entry as it is. A rewrite that put a release
+// probe on (release asking whether the operator runs) earns none; one that lifts a mark or
+// marks the entry, or rewrites what this process wrote, one.
+func Strike(wasMarked, ours bool, now *Parsed) int {
+	if _, probed := now.v.value(PrefixReleaseProbe); probed {
+		return 0
+	}
+	if ours || now.Marked() != wasMarked {
+		return 1
+	}
+	return 0
+}
+
+// Twin is another writer of this installation's identity, as the sync found it.
+type Twin struct {
+	// Disputed is the number of contested entries this sync would have written; Held the
+	// marks and deletions it did not send because of them.
+	Disputed, Held int
+	// ClusterID is the identity both write.
+	ClusterID string
+}
+
+// Message is what the user is told, with the fix.
+func (t *Twin) Message() string {
+	return fmt.Sprintf("another writer undoes this installation's writes to %d entries of its identity cluster-id %s, "+
+		"which it holds without writing them: a copy of this cluster (restored from an etcd backup, a cloned VM) or a second "+
+		"installation on the same Lease runs with the same identity; no entry is marked or deleted meanwhile (%d held). "+
+		"Pin --cluster-id (chart: clusterId) to an identity of its own on one of them; renaming the cluster does not help",
+		t.Disputed, t.ClusterID, t.Held)
+}
+
+// contest drops the writes to contested entries (but a mark lifted), and, while any is in
+// dispute, every mark and every deletion or release at the end of a grace period.
+func (r *Registry) contest(st *State, changes []plan.Change) ([]plan.Change, *Twin) {
+	disputed := 0
+	for i := range changes {
+		if c := &changes[i]; c.Old != nil && c.Action != plan.Unmark && Contested(st.witness.Strikes(c.Old.ID)) {
+			disputed++
+		}
+	}
+	if disputed == 0 {
+		return changes, nil
+	}
+	t := &Twin{Disputed: disputed, ClusterID: r.cfg.ClusterID}
+	kept := make([]plan.Change, 0, len(changes))
+	for _, c := range changes {
+		switch {
+		case c.Old != nil && c.Action != plan.Unmark && Contested(st.witness.Strikes(c.Old.ID)):
+		case c.Action == plan.Mark || retiring(&c):
+			t.Held++
+		default:
+			kept = append(kept, c)
+		}
+	}
+	return kept, t
+}
