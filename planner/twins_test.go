@@ -65,7 +65,9 @@ func names(t *testing.T, srv *server) map[string][]string {
 func TestTwinsStopFighting(t *testing.T) {
 	srv := newServer(t)
 	clk := testingclock.NewFakeClock(t0)
-	shared := func(ip string) *endpoint.Endpoint { return claim("shared.lan", "apps", "shared", "u-shared", time.Hour, ip) }
+	shared := func(ip string) *endpoint.Endpoint {
+		return claim("shared.lan", "apps", "shared", "u-shared", time.Hour, ip)
+	}
 	a := newTwin(t, srv, clk, "a", shared("10.0.0.1"), claim("a-only.lan", "apps", "a", "u-a", time.Hour, "10.0.0.3"))
 	b := newTwin(t, srv, clk, "b", shared("10.0.0.2"), claim("b-only.lan", "apps", "b", "u-b", time.Hour, "10.0.0.4"))
 	all := func(t *testing.T) {

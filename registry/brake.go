@@ -42,7 +42,9 @@ type Brake struct {
 
 // DefaultBrake holds a sync that would take more than half of the cluster's entries, or of one
 // namespace's, and at least ten: far from everyday churn, which retires a few entries at a time.
-func DefaultBrake() Brake { return Brake{Share: 0.5, Minimum: 10, NamespaceShare: 0.5, NamespaceMinimum: 10} }
+func DefaultBrake() Brake {
+	return Brake{Share: 0.5, Minimum: 10, NamespaceShare: 0.5, NamespaceMinimum: 10}
+}
 
 func checkBrake(b Brake) error {
 	if b.Share < 0 || b.Share > 1 {

@@ -53,7 +53,7 @@ func TestAFlappingObjectIsCoalesced(t *testing.T) {
 			t.Fatalf("the cold start: %d sent, %d held", len(p.Send), len(p.Held))
 		}
 		written, now := 0, t0
-		var last Paced // the last sync that held changes back
+		var last Paced              // the last sync that held changes back
 		for i := 1; i <= 120; i++ { // two minutes of a flip a second
 			now = now.Add(time.Second)
 			p := w.sync(now, flap(fmt.Sprintf("10.0.0.%d", 1+i%2))...)
@@ -98,7 +98,9 @@ func TestAFlappingObjectIsCoalesced(t *testing.T) {
 			t.Fatalf("a cold start of 1,000: %d held", len(p.Held))
 		}
 		// An object of ten hostnames edited twice in ten seconds.
-		ten := func(ip string) []*endpoint.Endpoint { return hostsOf(10, "ten.lan", "web", "ten", "u-ten", time.Hour, ip) }
+		ten := func(ip string) []*endpoint.Endpoint {
+			return hostsOf(10, "ten.lan", "web", "ten", "u-ten", time.Hour, ip)
+		}
 		w.sync(t0, append(ten("10.0.2.1"), many...)...)
 		for i, ip := range []string{"10.0.2.2", "10.0.2.3"} {
 			if p := w.sync(t0.Add(time.Duration(i+1)*5*time.Second), append(ten(ip), many...)...); len(p.Held) != 0 || len(p.Send) != 10 {

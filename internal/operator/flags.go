@@ -23,63 +23,63 @@ import (
 // Config is everything the command line says. Every flag also reads
 // ROUTER_HOSTS_OPERATOR_<FLAG_IN_CAPS>, so a Deployment can be configured either way.
 type Config struct {
-	Sources                []string
-	Provider               string
-	Endpoint               string
-	TLSCA                  string
-	TLSCert                string
-	TLSKey                 string
-	TLSServerName          string
-	ClusterName            string
-	ClusterID              string
-	MassDeletionPercent    int
-	MassDeletionMinimum    int
+	Sources             []string
+	Provider            string
+	Endpoint            string
+	TLSCA               string
+	TLSCert             string
+	TLSKey              string
+	TLSServerName       string
+	ClusterName         string
+	ClusterID           string
+	MassDeletionPercent int
+	MassDeletionMinimum int
 	// MassDeletionNamespacePercent and MassDeletionNamespaceMinimum are the brake of each
 	// namespace on its own.
 	MassDeletionNamespacePercent int
 	MassDeletionNamespaceMinimum int
-	ConfirmMassDeletion    string
-	IPResolution           []string
-	GracePeriod            time.Duration
-	DefaultTags            []string
-	Policy                 string
-	Interval               time.Duration
-	MinEventSyncInterval   time.Duration
-	WriteConcurrency       int
-	RequestTimeout         time.Duration
-	Once                   bool
-	DryRun                 bool
-	Namespace              string
-	DomainFilter           []string
-	ExcludeDomains         []string
-	LabelFilter            string
-	IngressClasses         []string
-	GatewayNames           []string
-	ExternalDNSAnnotations bool
-	DNSServers             []string
-	Kubeconfig             string
-	KubeAPIQPS             float32
-	KubeAPIBurst           int
-	LogLevel               string
-	LogFormat              string
-	MetricsAddress         string
-	LeaderElect            bool
-	LeaderElectionNS       string
-	LeaderElectionID       string
-	ConfigName             string
-	WebhookAddress         string
-	NamespaceDomains       []string
-	AdoptNamespaces        []string
-	MaxGracePeriod         time.Duration
-	MaxEntriesPerObject    int
-	MaxAliasesPerObject    int
-	MaxTagsPerObject       int
-	MaxEntriesPerNamespace int
-	MaxWritesPerSync       int
+	ConfirmMassDeletion          string
+	IPResolution                 []string
+	GracePeriod                  time.Duration
+	DefaultTags                  []string
+	Policy                       string
+	Interval                     time.Duration
+	MinEventSyncInterval         time.Duration
+	WriteConcurrency             int
+	RequestTimeout               time.Duration
+	Once                         bool
+	DryRun                       bool
+	Namespace                    string
+	DomainFilter                 []string
+	ExcludeDomains               []string
+	LabelFilter                  string
+	IngressClasses               []string
+	GatewayNames                 []string
+	ExternalDNSAnnotations       bool
+	DNSServers                   []string
+	Kubeconfig                   string
+	KubeAPIQPS                   float32
+	KubeAPIBurst                 int
+	LogLevel                     string
+	LogFormat                    string
+	MetricsAddress               string
+	LeaderElect                  bool
+	LeaderElectionNS             string
+	LeaderElectionID             string
+	ConfigName                   string
+	WebhookAddress               string
+	NamespaceDomains             []string
+	AdoptNamespaces              []string
+	MaxGracePeriod               time.Duration
+	MaxEntriesPerObject          int
+	MaxAliasesPerObject          int
+	MaxTagsPerObject             int
+	MaxEntriesPerNamespace       int
+	MaxWritesPerSync             int
 	// MaxObjectWritesPerMinute and MaxNamespaceWritesPerMinute are the write-rate budgets.
 	MaxObjectWritesPerMinute    int
 	MaxNamespaceWritesPerMinute int
-	ProbeWait              time.Duration
+	ProbeWait                   time.Duration
 	// Command is the subcommand: "run" (the operator, the default), "webhook" or "release".
 	Command string
 
