@@ -660,3 +660,36 @@ func TestTheLeaseRoleNamesTheLease(t *testing.T) {
 		}
 	}
 }
+
+// TestTwoReleasesNeverShareAnIdentity: the installation's identity derives from the Lease's
+// name, so the chart passes its Lease with leader election off too, and two releases in one
+// namespace pass two Leases: they never write as one installation (twins).
+func TestTwoReleasesNeverShareAnIdentity(t *testing.T) {
+	leases := map[string]string{}
+	for _, release := range []string{"router-hosts-operator", "lab"} {
+		for _, elect := range []string{"true", "false"} {
+			stream := helm(t, "template", release, chartDir(), "--namespace", operatorNS, "--set", "leaderElection.enabled="+elect)
+			var dep appsv1.Deployment
+			if err := yaml.Unmarshal(docs(t, stream)["Deployment"][0], &dep); err != nil {
+				t.Fatal(err)
+			}
+			lease, elects := "", false
+			for _, a := range dep.Spec.Template.Spec.Containers[0].Args {
+				if id, ok := strings.CutPrefix(a, "--leader-election-id="); ok {
+					lease = id
+				}
+				elects = elects || a == "--leader-elect"
+			}
+			if lease == "" || elects != (elect == "true") {
+				t.Fatalf("release %s, leader election %s: --leader-election-id=%q, --leader-elect %v", release, elect, lease, elects)
+			}
+			if prev, ok := leases[release]; ok && prev != lease {
+				t.Errorf("release %s: the Lease is %q with leader election and %q without; its identity would change", release, prev, lease)
+			}
+			leases[release] = lease
+		}
+	}
+	if leases["router-hosts-operator"] == leases["lab"] {
+		t.Fatalf("two releases in one namespace share the Lease %q", leases["lab"])
+	}
+}
