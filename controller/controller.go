@@ -61,7 +61,7 @@ type Config struct {
 	// MinEventSyncInterval is the least time between the starts of two event-triggered syncs,
 	// so that a burst of changes coalesces into one more sync.
 	MinEventSyncInterval time.Duration
-	// DryRun prints the plan to Out instead of writing it.
+	// DryRun prints the plan to Out instead of writing it; it answers a release probe alone.
 	DryRun bool
 	Out    io.Writer
 	Log    logrus.FieldLogger
@@ -252,6 +252,7 @@ func (c *Controller) sync(ctx context.Context, mode planner.Mode) (*Report, erro
 	log := c.planLog(in, sy)
 	if c.cfg.DryRun {
 		c.print(sy)
+		c.answerProbes(ctx, sy, log)
 		log.Info("dry run: plan printed, nothing written")
 		return reportOf(c.cfg.Registry.ClusterName(), c.cfg.Registry.ClusterID(), in, sy, nil, false, c.cfg.Clock.Now()), nil
 	}
@@ -352,6 +353,20 @@ func (c *Controller) print(sy *planner.Sync) {
 	if sy.Braked != nil {
 		fmt.Fprintf(c.cfg.Out, "held: %s\n", sy.Braked.Message())
 	}
+}
+
+// answerProbes sends a dry run's one kind of write: the answers to a release probe, so that a
+// release run beside an operator tried out with --dry-run learns that it runs and refuses.
+func (c *Controller) answerProbes(ctx context.Context, sy *planner.Sync, log logrus.FieldLogger) {
+	answers := registry.Answers(sy.Changes)
+	if len(answers) == 0 {
+		return
+	}
+	if err := plan.ErrorOf(c.cfg.Provider.ApplyChanges(ctx, answers)); err != nil {
+		log.WithError(err).Warn("dry run: a release probe could not be answered")
+		return
+	}
+	log.WithField("entries", len(answers)).Warn("dry run: a release probe was answered (the one write of a dry run): `release` runs beside this operator and must not go ahead")
 }
 
 // write sends the plan's changes; it returns the provider's results, one per change.

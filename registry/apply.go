@@ -37,7 +37,9 @@ type Verdict struct {
 //   - create-only sends creates alone (no adoption, no unmark, no update); upsert-only never
 //     marks, deletes or releases;
 //   - an entry a twin contests is not written, and while one is in dispute nothing is marked
-//     or deleted (twins.go); a mass deletion waits for the brake (brake.go).
+//     or deleted (twins.go); a mass deletion waits for the brake (brake.go);
+//   - whatever the policy and whatever is held, a release probe on an entry of this cluster is
+//     answered (release.go).
 func (r *Registry) Apply(now time.Time, st *State, changes []plan.Change) Verdict {
 	res := Verdict{}
 	deleted := map[string]bool{}
@@ -96,6 +98,7 @@ func (r *Registry) Apply(now time.Time, st *State, changes []plan.Change) Verdic
 	}
 	res.Changes, res.Twin = r.contest(st, res.Changes)
 	res.Changes, res.Braked = r.brake(st, res.Changes)
+	res.Changes = r.answer(st, res.Changes)
 	if res.Twin != nil || res.Braked != nil {
 		// What they held is still marked.
 		clear(deleted)

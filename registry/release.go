@@ -20,8 +20,12 @@ import (
 // (marked), since the others may be a second installation's that shares the identity.
 
 // ActionProbe is the write of the release probe (PrefixReleaseProbe), as dry-run lines and logs
-// name it. The provider sends it as an UpdateHost.
-const ActionProbe plan.Action = "probe"
+// name it, and ActionAnswer a running operator's answer to it: the probe taken off again. The
+// provider sends both as an UpdateHost.
+const (
+	ActionProbe  plan.Action = "probe"
+	ActionAnswer plan.Action = "answer"
+)
 
 // Letting is what releasing a cluster does to the router.
 type Letting struct {
@@ -43,6 +47,27 @@ type Letting struct {
 
 	// probe is the entry the probe goes on, nil when there are no changes.
 	probe *endpoint.Record
+}
+
+// Unknowable says why the probe cannot tell whether an operator of the cluster runs, "" when it
+// can. Every operator that writes the identity in a tag of its own answers a probe on any
+// entry of its cluster, whatever its policy, whatever it holds, dry run or not; versions before
+// answered only by rewriting an entry they wanted or marking one they did not, which one run
+// with --policy=upsert-only, create-only or --dry-run never does. So when no entry of the
+// cluster shows that a version of the first kind wrote it, a probe left alone proves nothing.
+func (l *Letting) Unknowable() string {
+	if len(l.Changes) == 0 {
+		return ""
+	}
+	for _, c := range l.Changes {
+		v := viewOf(c.Old)
+		if _, ok := v.value(PrefixClusterID); ok {
+			return ""
+		}
+	}
+	return "every entry of the cluster was written by a version of the operator that answers the release probe only on an entry it " +
+		"rewrites or marks, which it never does with --policy=upsert-only or create-only, with --dry-run, or with every entry held; " +
+		"stop that operator by hand (helm uninstall / scale to 0), then run release again with --force"
 }
 
 // Counts returns how many entries are given back and how many deleted.
@@ -216,4 +241,54 @@ func Probed(rec *endpoint.Record) string {
 func ClusterNames(rec *endpoint.Record) []string {
 	v := viewOf(rec)
 	return v.clusterNames()
+}
+
+// answer takes a release probe off every entry of this cluster that carries one and that no
+// change of the sync writes anyway: whatever the policy, whatever the brake or a twin holds,
+// marked or wanted by no object, so that a release run beside a running operator always learns
+// that it runs. Any other write to the entry answers too (release refuses on any change).
+func (r *Registry) answer(st *State, changes []plan.Change) []plan.Change {
+	var written map[string]bool
+	for i := range st.Owned {
+		rec := &st.Owned[i]
+		if Probed(rec) == "" {
+			continue
+		}
+		if written == nil {
+			written = make(map[string]bool, len(changes))
+			for _, c := range changes {
+				if c.Old != nil {
+					written[c.Old.ID] = true
+				}
+			}
+		}
+		if !written[rec.ID] {
+			changes = append(changes, answering(rec))
+		}
+	}
+	return changes
+}
+
+// answering is the write that takes the operator's release probe off rec, and nothing else.
+func answering(rec *endpoint.Record) plan.Change {
+	v := viewOf(rec)
+	n := *rec
+	n.Tags = slices.DeleteFunc(slices.Clone(rec.Tags), func(t string) bool { return strings.HasPrefix(t, PrefixReleaseProbe) && slices.Contains(v.op, t) })
+	return plan.Change{Action: ActionAnswer, Old: rec, New: &n}
+}
+
+// Answers are the answers to release probes that a sync's changes give, as writes of their own:
+// a dry run sends these and nothing else, so that a release beside an operator tried out with
+// --dry-run learns that it runs and refuses.
+func Answers(changes []plan.Change) []plan.Change {
+	var out []plan.Change
+	for _, c := range changes {
+		switch {
+		case c.Action == ActionAnswer:
+			out = append(out, c)
+		case c.Old != nil && Probed(c.Old) != "":
+			out = append(out, answering(c.Old))
+		}
+	}
+	return out
 }

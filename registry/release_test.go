@@ -276,8 +276,8 @@ func TestProbe(t *testing.T) {
 
 // TestARunningOperatorTakesTheProbeOff: the sync of an operator of the cluster rewrites a
 // probed entry it wants as it wants it, which takes the probe off, whether it created or
-// adopted the entry; a marked entry it leaves alone until the mark falls due (why the probe
-// prefers an unmarked one).
+// adopted the entry; a probed entry it writes nothing else to (marked, wanted by no object
+// under upsert-only, any entry under create-only) it answers: the probe alone taken off.
 func TestARunningOperatorTakesTheProbeOff(t *testing.T) {
 	r, err := New(Config{ClusterName: "home", ClusterID: idA, DefaultTags: []string{"homelab"}, GracePeriod: 5 * time.Minute, Log: logrus.New()})
 	if err != nil {
@@ -307,17 +307,29 @@ func TestARunningOperatorTakesTheProbeOff(t *testing.T) {
 	}
 	markedNAS := *gone.Changes[0].New
 	webEntry := synced[slices.IndexFunc(synced, func(r endpoint.Record) bool { return r.ID == "c1" })]
+	policy := func(p plan.Policy) *Registry {
+		cfg := r.cfg
+		cfg.Policy = p
+		reg, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return reg
+	}
 	for _, tc := range []struct {
 		name    string
+		r       *Registry
 		records []endpoint.Record
 		eps     []*endpoint.Endpoint
 		probeOn string
-		// takenOff: the sync rewrites the probed entry without the probe.
-		takenOff bool
+		// want is the write that takes the probe off: the sync's own update, or an answer.
+		want plan.Action
 	}{
-		{name: "created", records: synced, eps: []*endpoint.Endpoint{web, nas}, probeOn: "c1", takenOff: true},
-		{name: "adopted", records: synced, eps: []*endpoint.Endpoint{web, nas}, probeOn: "h1", takenOff: true},
-		{name: "marked, not yet due", records: []endpoint.Record{webEntry, markedNAS}, eps: []*endpoint.Endpoint{web}, probeOn: "h1"},
+		{name: "created", r: r, records: synced, eps: []*endpoint.Endpoint{web, nas}, probeOn: "c1", want: plan.Update},
+		{name: "adopted", r: r, records: synced, eps: []*endpoint.Endpoint{web, nas}, probeOn: "h1", want: plan.Update},
+		{name: "marked, not yet due", r: r, records: []endpoint.Record{webEntry, markedNAS}, eps: []*endpoint.Endpoint{web}, probeOn: "h1", want: ActionAnswer},
+		{name: "upsert-only, wanted by no object", r: policy(plan.UpsertOnly), records: synced, eps: []*endpoint.Endpoint{nas}, probeOn: "c1", want: ActionAnswer},
+		{name: "create-only", r: policy(plan.CreateOnly), records: synced, eps: []*endpoint.Endpoint{web, nas}, probeOn: "c1", want: ActionAnswer},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			records := cloneRecords(tc.records)
@@ -325,16 +337,13 @@ func TestARunningOperatorTakesTheProbeOff(t *testing.T) {
 			v := viewOf(&records[i])
 			want := records[i].Tags
 			records[i].Tags = probedTags(records[i].Tags, &v, PrefixReleaseProbe+t0.Format(time.RFC3339))
-			res := run(r, t0.Add(time.Minute), records, tc.eps...)
-			if !tc.takenOff {
-				if len(res.Changes) != 0 {
-					t.Fatalf("changes %v", actions(res))
-				}
-				return
-			}
-			if len(res.Changes) != 1 || res.Changes[0].Old.ID != tc.probeOn || res.Changes[0].Action != plan.Update ||
+			res := run(tc.r, t0.Add(time.Minute), records, tc.eps...)
+			if len(res.Changes) != 1 || res.Changes[0].Old.ID != tc.probeOn || res.Changes[0].Action != tc.want ||
 				!endpoint.SameMultiset(res.Changes[0].New.Tags, want) || Probed(res.Changes[0].New) != "" {
-				t.Fatalf("changes %v, want the probe taken off %s", actions(res), tc.probeOn)
+				t.Fatalf("changes %v, want the probe taken off %s by %s", actions(res), tc.probeOn, tc.want)
+			}
+			if tc.want == ActionAnswer && !slices.Equal(res.Changes[0].New.Tags, want) {
+				t.Fatalf("the answer left %v, want the tags before the probe %v", res.Changes[0].New.Tags, want)
 			}
 		})
 	}

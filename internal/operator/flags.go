@@ -80,6 +80,8 @@ type Config struct {
 	MaxObjectWritesPerMinute    int
 	MaxNamespaceWritesPerMinute int
 	ProbeWait                   time.Duration
+	// Force lets release go ahead where it cannot know whether the cluster's operator runs.
+	Force bool
 	// Command is the subcommand: "run" (the operator, the default), "webhook" or "release".
 	Command string
 
@@ -266,6 +268,8 @@ func newApp(cfg *Config, build Build, getenv func(string) string) *kingpin.Appli
 		"Give it a --cluster-name of its own (default there: "+WebhookCluster+"); run external-dns with --provider=webhook --registry=noop.")
 	app.Command(CommandRelease, "Let a cluster go for good (gone, or after helm uninstall): give back the entries it adopted as they were and delete the ones it created, "+
 		"nothing else; refused while an operator of the cluster still runs. Needs --cluster-name; run it with --dry-run first.")
+	app.Flag("force", "release: go ahead where it cannot know whether an operator of the cluster runs (entries written by a version that answers the probe only on entries it rewrites); a running operator that answers the probe still stops it.").
+		BoolVar(&cfg.Force)
 	app.Flag("probe-wait", "How long release waits for a running operator of the cluster to take its probe off an entry; must exceed that operator's --interval (two intervals and some are safe).").
 		Default(DefaultProbeWait.String()).SetValue(&duration{flag: "probe-wait", target: &cfg.ProbeWait})
 	app.Flag("webhook-address", "Address of the external-dns webhook API (webhook command); the default is external-dns's sidecar convention.").

@@ -56,6 +56,17 @@ func (e *StillRunsError) Error() string {
 		e.Cluster, e.Did, e.Within)
 }
 
+// CannotKnowError refuses a release that the probe cannot vouch for: no running operator of the
+// cluster would be seen (Why), so a release could start a tug of war nobody notices. --force
+// lets it go ahead.
+type CannotKnowError struct {
+	Cluster, Why string
+}
+
+func (e *CannotKnowError) Error() string {
+	return fmt.Sprintf("release of cluster %s refused: the probe cannot tell whether its operator still runs: %s", e.Cluster, e.Why)
+}
+
 // Release lets the cluster cfg names go: its adopted entries are given back as the user had
 // them, the ones it created are deleted, and nothing else on the router is touched (the
 // registry's Release decides which and how). With --dry-run it prints the plan and writes
@@ -119,6 +130,12 @@ func Release(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 	if len(letting.Changes) == 0 {
 		fmt.Fprintf(out, "%s: no entries to release\n", cluster)
 		return nil
+	}
+	if why := letting.Unknowable(); why != "" {
+		if !cfg.Force {
+			return &CannotKnowError{Cluster: cfg.ClusterName, Why: why}
+		}
+		log.WithFields(fields).WithField("why", why).Warn("--force: releasing though the probe cannot tell whether an operator of the cluster runs")
 	}
 
 	// The probe: one write, then one read after the wait.

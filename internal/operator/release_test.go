@@ -27,19 +27,23 @@ var (
 	// seedNAS is a hand-made entry home adopted, its loan recorded; seedNASGivenBack is it as
 	// the user had it.
 	seedNAS = &pb.AddHostRequest{Hostname: "nas.lan", IpAddress: "10.5.0.1", Aliases: []string{"storage.lan"}, Comment: proto.String("by hand"),
-		Tags: []string{"zeta", "kind:printer", "has space", "pre-existing:true", "cluster:home@" + releaseID, "k8s-operator",
+		Tags: []string{"zeta", "kind:printer", "has space", "pre-existing:true", "cluster:home", "cluster-id:" + releaseID, "k8s-operator",
 			"kind:Ingress", "namespace:d", "source:u1", "original-hostname:NAS.lan", "original-alias:old-nas.lan", "original-ip:192.168.1.5", "added-later"}}
 	seedNASGivenBack = &pb.HostEntry{Hostname: "NAS.lan", IpAddress: "192.168.1.5", Aliases: []string{"old-nas.lan"}, Comment: proto.String("by hand"),
 		Tags: []string{"zeta", "kind:printer", "has space", "added-later"}}
 	seedWeb = &pb.AddHostRequest{Hostname: "web.lan", IpAddress: "10.5.0.2", Comment: proto.String("router-hosts-operator: Ingress d/web"),
-		Tags: []string{"cluster:home@" + releaseID, "k8s-operator", "kind:Ingress", "namespace:d", "source:u2"}}
+		Tags: []string{"cluster:home", "cluster-id:" + releaseID, "k8s-operator", "kind:Ingress", "namespace:d", "source:u2"}}
 	seedOther  = &pb.AddHostRequest{Hostname: "other.lan", IpAddress: "10.5.0.3", Tags: []string{"cluster:other@cccccccc", "k8s-operator"}}
 	seedRouter = &pb.AddHostRequest{Hostname: "router.lan", IpAddress: "192.168.1.1", Tags: []string{"manual", "cluster:home"}}
 	// seedNamesake is another installation's of the same name; seedLegacy an earlier version's.
 	seedNamesake = &pb.AddHostRequest{Hostname: "b.lan", IpAddress: "10.5.0.4", Tags: []string{"cluster:home@bbbbbbbb", "k8s-operator"}}
 	seedLegacy   = &pb.AddHostRequest{Hostname: "legacy.lan", IpAddress: "10.5.0.5", Tags: []string{"cluster:home", "k8s-operator"}}
 	// seedRenamed carries the identity under another name.
-	seedRenamed = &pb.AddHostRequest{Hostname: "renamed.lan", IpAddress: "10.5.0.7", Tags: []string{"cluster:old@" + releaseID, "k8s-operator"}}
+	seedRenamed = &pb.AddHostRequest{Hostname: "renamed.lan", IpAddress: "10.5.0.7", Tags: []string{"cluster:old", "cluster-id:" + releaseID, "k8s-operator"}}
+	// seedWebBefore is seedWeb as versions before the design's tags wrote it, the identity after
+	// the name.
+	seedWebBefore = &pb.AddHostRequest{Hostname: "web.lan", IpAddress: "10.5.0.2", Comment: proto.String("router-hosts-operator: Ingress d/web"),
+		Tags: []string{"cluster:home@" + releaseID, "k8s-operator", "kind:Ingress", "namespace:d", "source:u2"}}
 	// seedLegacyAdopted was adopted by an earlier version.
 	seedLegacyAdopted = &pb.AddHostRequest{Hostname: "old.lan", IpAddress: "10.5.0.6",
 		Tags: []string{"mine", "pre-existing:true", "cluster:home", "k8s-operator", "original-hostname:old.lan", "original-ip:10.5.0.9"}}
@@ -150,7 +154,17 @@ func TestReleaseCommand(t *testing.T) {
 			},
 			err: "still runs: it deleted entry ", writes: 1,
 			after: func(m map[string]*pb.HostEntry) map[string]*pb.HostEntry { delete(m, "web.lan"); return m }},
-		{name: "the cluster's identity appears during the wait: refused", seeds: []*pb.AddHostRequest{seedLegacy, seedLegacyAdopted, seedRouter},
+		{name: "entries of versions that answer the probe only where they write: refused before anything is written",
+			seeds: []*pb.AddHostRequest{seedWebBefore, seedLegacyAdopted, seedRouter},
+			err:   "release of cluster home refused: the probe cannot tell whether its operator still runs: every entry of the cluster was written by a version"},
+		{name: "the same with --force: released", seeds: []*pb.AddHostRequest{seedWebBefore, seedLegacyAdopted, seedRouter}, args: []string{"--force"},
+			out: []string{"cluster home (cluster-id aaaaaaaa): 1 released, 1 deleted"}, writes: 3,
+			after: func(m map[string]*pb.HostEntry) map[string]*pb.HostEntry {
+				delete(m, "web.lan")
+				m["old.lan"].Tags, m["old.lan"].IpAddress = []string{"mine"}, "10.5.0.9"
+				return m
+			}},
+		{name: "the cluster's identity appears during the wait: refused", seeds: []*pb.AddHostRequest{seedLegacy, seedLegacyAdopted, seedRouter}, args: []string{"--force"},
 			during: func(t *testing.T, s *inmemory.Store) {
 				for _, e := range s.List() {
 					if e.GetHostname() == "old.lan" {
@@ -279,8 +293,8 @@ func TestReleaseFlags(t *testing.T) {
 			want: func(c *Config) bool {
 				return c.Command == CommandRelease && c.ClusterName == "home" && c.ClusterID == "" && c.ProbeWait == 150*time.Second && c.ConfigName == "" && !c.DryRun
 			}},
-		{name: "every flag", args: append([]string{"release", "--cluster-name=home", "--cluster-id=0123abcd", "--dry-run", "--probe-wait=5m"}, conn...),
-			want: func(c *Config) bool { return c.ClusterID == "0123abcd" && c.ProbeWait == 5*time.Minute && c.DryRun }},
+		{name: "every flag", args: append([]string{"release", "--cluster-name=home", "--cluster-id=0123abcd", "--dry-run", "--probe-wait=5m", "--force"}, conn...),
+			want: func(c *Config) bool { return c.ClusterID == "0123abcd" && c.ProbeWait == 5*time.Minute && c.DryRun && c.Force }},
 		{name: "environment twins", args: append([]string{"release"}, conn...),
 			env: map[string]string{"ROUTER_HOSTS_OPERATOR_CLUSTER_NAME": "home", "ROUTER_HOSTS_OPERATOR_CLUSTER_ID": "0123abcd", "ROUTER_HOSTS_OPERATOR_PROBE_WAIT": "3m"},
 			want: func(c *Config) bool {
@@ -323,14 +337,12 @@ func TestStillRunsErrorSaysWhatToDo(t *testing.T) {
 	}
 }
 
-// withIdentity is tags with the cluster:home tag carrying the release's identity, as the
+// withIdentity is tags with the release's identity beside the cluster:home tag, as the
 // cluster's operator writes it.
 func withIdentity(tags []string) []string {
 	out := slices.Clone(tags)
-	for i, t := range out {
-		if t == "cluster:home" {
-			out[i] = "cluster:home@" + releaseID
-		}
+	if i := slices.Index(out, "cluster:home"); i >= 0 {
+		out = slices.Insert(out, i+1, "cluster-id:"+releaseID)
 	}
 	return out
 }

@@ -2,7 +2,9 @@ package integration
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"os/exec"
 	"slices"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
@@ -142,4 +145,82 @@ func sameContent(a, b map[string]*pb.HostEntry) bool {
 		}
 	}
 	return true
+}
+
+// TestReleaseKnowsTheOperatorRunsWhateverItWrites: an operator that writes nothing at its syncs
+// still answers release's probe: one run with --policy=upsert-only whose only entry no object
+// wants any more (it never marks it), one run with --dry-run, one whose every entry the
+// mass-deletion brake holds. Each time release refuses, and the router ends exactly as it was:
+// the probe, and its answer, are the only writes.
+func TestReleaseKnowsTheOperatorRunsWhateverItWrites(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// prepare makes the situation on h (the operator binary is started by run); args are
+		// the operator's flags.
+		prepare func(t *testing.T, h *harness, run func(args ...string) *process) *process
+	}{
+		{"upsert-only, the entry's object gone", func(t *testing.T, h *harness, run func(args ...string) *process) *process {
+			web := h.create(ingress(h.ns, "web", enabled("ip-address", "10.41.0.1"), "web.lan"))
+			p := run("--policy=upsert-only")
+			waitFor(t, 30*time.Second, func() bool { return entriesByHost(h.srv.Store())["web.lan"] != nil })
+			h.delete(web)
+			return p
+		}},
+		{"a dry run", func(t *testing.T, h *harness, run func(args ...string) *process) *process {
+			h.create(ingress(h.ns, "web", enabled("ip-address", "10.41.0.1"), "web.lan"))
+			p := run()
+			waitFor(t, 30*time.Second, func() bool { return entriesByHost(h.srv.Store())["web.lan"] != nil })
+			stop(t, p)
+			return run("--dry-run")
+		}},
+		{"every entry held by the brake", func(t *testing.T, h *harness, run func(args ...string) *process) *process {
+			for i := range 12 {
+				ing := ingress(h.ns, fmt.Sprintf("m%d", i), enabled("ip-address", fmt.Sprintf("10.41.1.%d", i+1)), fmt.Sprintf("m%d.lan", i))
+				ing.Labels = map[string]string{"batch": "all"}
+				h.create(ing)
+			}
+			p := run()
+			waitFor(t, 30*time.Second, func() bool { return len(h.srv.Store().List()) == 12 })
+			if err := h.cp.Client.NetworkingV1().Ingresses(h.ns).DeleteCollection(context.Background(), metav1.DeleteOptions{},
+				metav1.ListOptions{LabelSelector: "batch=all"}); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 30*time.Second, func() bool { return p.metric(t, "router_hosts_operator_mass_deletion_held_entries") == 12 })
+			return p
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, options{})
+			store := h.srv.Store()
+			tc.prepare(t, h, func(args ...string) *process { return startOperator(t, h, kubeconfig, append([]string{"--interval=1s"}, args...)...) })
+			// A few of its interval syncs: nothing of the router changes any more.
+			before := entriesByHost(store)
+			waitFor(t, 10*time.Second, func() bool { return h.srv.Service().CallCounts()[inmemory.MethodList] >= 3 })
+			if got := entriesByHost(store); !sameContent(got, before) || len(got) == 0 {
+				t.Fatalf("the operator still writes: %v, was %v", got, before)
+			}
+			h.srv.Service().ResetCalls()
+			out, err := runRelease(t, h, "--probe-wait=5s")
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() == 0 || !strings.Contains(out, "the operator of cluster test still runs: it took the probe off entry ") {
+				t.Fatalf("release beside the operator: %v\n%s", err, out)
+			}
+			calls := h.srv.Service().CallCounts()
+			if calls[inmemory.MethodUpdate] != 2 || calls[inmemory.MethodAdd] != 0 || calls[inmemory.MethodDelete] != 0 {
+				t.Fatalf("want the probe and its answer (two UpdateHost) and nothing else; calls %v", calls)
+			}
+			if got := entriesByHost(store); !sameContent(got, before) {
+				t.Fatalf("the router after the refusal:\n%v\nwant:\n%v", got, before)
+			}
+		})
+	}
+}
+
+// stop ends an operator process as Kubernetes does (SIGTERM) and waits for it.
+func stop(t *testing.T, p *process) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	_ = p.cmd.Wait()
 }
