@@ -294,7 +294,9 @@ func TestReleaseFlags(t *testing.T) {
 				return c.Command == CommandRelease && c.ClusterName == "home" && c.ClusterID == "" && c.ProbeWait == 150*time.Second && c.ConfigName == "" && !c.DryRun
 			}},
 		{name: "every flag", args: append([]string{"release", "--cluster-name=home", "--cluster-id=0123abcd", "--dry-run", "--probe-wait=5m", "--force"}, conn...),
-			want: func(c *Config) bool { return c.ClusterID == "0123abcd" && c.ProbeWait == 5*time.Minute && c.DryRun && c.Force }},
+			want: func(c *Config) bool {
+				return c.ClusterID == "0123abcd" && c.ProbeWait == 5*time.Minute && c.DryRun && c.Force
+			}},
 		{name: "environment twins", args: append([]string{"release"}, conn...),
 			env: map[string]string{"ROUTER_HOSTS_OPERATOR_CLUSTER_NAME": "home", "ROUTER_HOSTS_OPERATOR_CLUSTER_ID": "0123abcd", "ROUTER_HOSTS_OPERATOR_PROBE_WAIT": "3m"},
 			want: func(c *Config) bool {

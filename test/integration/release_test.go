@@ -192,7 +192,9 @@ func TestReleaseKnowsTheOperatorRunsWhateverItWrites(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, options{})
 			store := h.srv.Store()
-			tc.prepare(t, h, func(args ...string) *process { return startOperator(t, h, kubeconfig, append([]string{"--interval=1s"}, args...)...) })
+			tc.prepare(t, h, func(args ...string) *process {
+				return startOperator(t, h, kubeconfig, append([]string{"--interval=1s"}, args...)...)
+			})
 			// A few of its interval syncs: nothing of the router changes any more.
 			before := entriesByHost(store)
 			waitFor(t, 10*time.Second, func() bool { return h.srv.Service().CallCounts()[inmemory.MethodList] >= 3 })
