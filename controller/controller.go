@@ -441,6 +441,11 @@ func (c *Controller) report(ctx context.Context, r *Report) {
 // overlap. Refused writes are not failures of the sync and are tried again by the next
 // interval's sync. Every timer comes from the Clock. It returns nil when ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
+	// A loop starts each time this replica comes to lead: what it learnt while it led before
+	// (the server's state, what it wrote and saw others write) is not the server's any more.
+	c.syncing.Lock()
+	c.planner.Reset()
+	c.syncing.Unlock()
 	defer func() {
 		for _, r := range c.takeRequests() {
 			r <- errStopped
