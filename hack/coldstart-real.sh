@@ -13,9 +13,9 @@
 # alone (`bench floor -via provider`): the operator's write path without the rest of it.
 #
 # IDENTITY=<8 lowercase hex digits> has the floor's payloads carry the installation's identity
-# in the cluster tag, cluster:bench@<IDENTITY>, as the operator writes it (the operator derives
-# its own identity; the tag is 9 bytes longer whatever its digits), for an operator that
-# writes it. FLOOR_ONLY=1 runs no operator and no control plane: each round times the floor
+# in a tag of its own beside cluster:bench, cluster-id:<IDENTITY>, as the operator writes it (the
+# operator derives its own identity; the tag is 19 bytes whatever its digits), for an operator
+# that writes it. FLOOR_ONLY=1 runs no operator and no control plane: each round times the floor
 # with the payloads of before and with the identity's (IDENTITY, default 1a2b3c4d), the order
 # alternating, and gives the ratio of their medians: what the identity costs the server's own
 # limit. IDENTITY_TAGS=k (default 1) adds k-1 tags of 19 bytes to the identity's payloads
@@ -49,8 +49,7 @@ for i in range(n):
     print(json.dumps(req), file=plain)
     if cid:
         extra = ["cluster-i%d:%s" % (k, cid) for k in range(int(sys.argv[5]) - 1)]  # IDENTITY_TAGS > 1: the amplifier
-        folded = ["cluster:bench@" + cid if t == "cluster:bench" else t for t in req["tags"]]  # the identity in the cluster tag
-        req["tags"] = sorted(set(folded + extra))  # the operator's SortedUnique
+        req["tags"] = sorted(set(req["tags"] + ["cluster-id:" + cid] + extra))  # the identity's own tag; the operator's SortedUnique
         print(json.dumps(req), file=ident)
 PY
 FLOOR_PAYLOADS=$OUT/payloads.json; [ -n "${IDENTITY:-}" ] && FLOOR_PAYLOADS=$OUT/payloads-identity.json

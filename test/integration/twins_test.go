@@ -47,6 +47,13 @@ func (w *nameWatch) watch(names ...string) {
 	w.names = append(w.names, names...)
 }
 
+// unwatch stops watching every name.
+func (w *nameWatch) unwatch() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.names = nil
+}
+
 func (w *nameWatch) check(t *testing.T) {
 	t.Helper()
 	w.mu.Lock()
