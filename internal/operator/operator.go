@@ -339,10 +339,16 @@ func (op *Operator) Close() {
 // Run runs one sync (--once) or the loop until ctx ends, under leader election when asked.
 func (op *Operator) Run(ctx context.Context) error {
 	cfg, log := op.cfg, op.log
-	log.WithFields(logrus.Fields{
+	fields := logrus.Fields{
 		"version": cfg.Version, "commit": cfg.Build.Commit, "sources": cfg.Sources, "provider": cfg.Provider, "cluster": op.Registry.ClusterName(), "cluster_id": op.Registry.ClusterID(),
 		"policy": cfg.Policy, "dry_run": cfg.DryRun, "once": cfg.Once, "leader_elect": cfg.LeaderElect,
-	}).Info("router-hosts-operator starting")
+	}
+	if op.noRouter != nil {
+		// Nothing is in use while waiting: the flags' cluster name may never be the one used.
+		delete(fields, "cluster")
+		fields["waiting"] = true
+	}
+	log.WithFields(fields).Info("router-hosts-operator starting")
 	// The status writer runs beside the loop, only while this replica leads.
 	runStatus := func(ctx context.Context) {
 		if op.Status != nil && !cfg.DryRun {

@@ -109,6 +109,11 @@ func TestARestartOnAnUnusableConfigWaits(t *testing.T) {
 	if w := warnedAbout(in, name, "router-mtls"); len(w) != 1 || !strings.Contains(w[0], "not usable") {
 		t.Errorf("the log says %q, want one warning that the RouterHostsConfig is not usable", w)
 	}
+	for _, e := range in.hook.AllEntries() {
+		if _, named := e.Data["cluster"]; e.Message == "router-hosts-operator starting" && (named || e.Data["waiting"] != true) {
+			t.Errorf("the start is logged with %v, want it waiting and naming no cluster (the flags' is not in use)", e.Data)
+		}
+	}
 
 	// The Secret is back: the object applies, its rules with it. new.lan is written under
 	// homelab, and that is all: nas.lan stays the admin's.
