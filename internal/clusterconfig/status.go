@@ -104,7 +104,7 @@ func (w *Watcher) RunStatus(ctx context.Context) {
 func (sw *statusWriter) write(ctx context.Context) error {
 	w := sw.w
 	w.mu.Lock()
-	obj, applied, problem := w.obj, w.applied, w.problem
+	obj, applied, waiting, problem := w.obj, w.applied, w.waiting, w.problem
 	w.mu.Unlock()
 	if obj == nil {
 		return nil
@@ -118,14 +118,14 @@ func (sw *statusWriter) write(ctx context.Context) error {
 			sw.version, sw.versionOf = v, applied.Endpoint
 		}
 	}
-	want := desiredStatus(obj, applied, problem, last, time.Now())
+	want := desiredStatus(obj, applied, waiting, problem, last, time.Now())
 	if sw.versionOf == applied.Endpoint {
 		want.ServerVersion = sw.version
 	}
 	if sameStatus(&obj.Status, &want, applied.Interval) {
 		return nil
 	}
-	body, err := json.Marshal(map[string]any{"status": want})
+	body, err := statusPatch(&obj.Status, &want)
 	if err != nil {
 		return err
 	}
@@ -136,9 +136,14 @@ func (sw *statusWriter) write(ctx context.Context) error {
 	return nil
 }
 
-// desiredStatus is the status for the object given the settings in use, the reason the
-// object's are not in use (nil when they are) and the last sync.
-func desiredStatus(obj *v1alpha1.RouterHostsConfig, applied Settings, problem error, last lastSync, now time.Time) v1alpha1.RouterHostsConfigStatus {
+// desiredStatus is the status for the object given the settings in use (none while waiting),
+// the reason the object's are not in use (nil when they are) and the last sync.
+func desiredStatus(obj *v1alpha1.RouterHostsConfig, applied Settings, waiting bool, problem error, last lastSync, now time.Time) v1alpha1.RouterHostsConfigStatus {
+	// Without a router the operator syncs nothing; the object says why and what names one.
+	waiting = waiting || applied.Endpoint == "" && !applied.NoServer
+	if waiting {
+		applied.Endpoint = ""
+	}
 	st := v1alpha1.RouterHostsConfigStatus{ObservedGeneration: obj.Generation, Endpoint: applied.Endpoint,
 		Entries: last.entries, PendingDeletions: last.pending, LastSyncTime: obj.Status.LastSyncTime, ServerVersion: obj.Status.ServerVersion}
 	if last.seen && last.stage == controller.StageDone {
@@ -174,18 +179,17 @@ func desiredStatus(obj *v1alpha1.RouterHostsConfig, applied Settings, problem er
 			synced = cond(ConditionSynced, true, ReasonSynced, "every wanted entry is on the server")
 		}
 	}
-	// Without a router the operator syncs nothing; the object says why and what names one.
-	waiting := applied.Endpoint == "" && !applied.NoServer
 	switch {
 	case waiting:
-		reason, why := v1alpha1.ReasonNoRouter, "no router-hosts endpoint: set spec.server.endpoint and spec.server.tlsSecretRef"
+		reason, why, then := v1alpha1.ReasonNoRouter, "no router-hosts endpoint: set spec.server.endpoint and spec.server.tlsSecretRef",
+			"the operator waits for a router and syncs nothing until then"
 		if problem != nil {
 			why = problem.Error()
 			if !IsNoRouter(problem) {
-				reason = v1alpha1.ReasonInvalidConfig
+				reason, then = v1alpha1.ReasonInvalidConfig, "the operator syncs nothing until this RouterHostsConfig can be used (it does not fall back to the flags)"
 			}
 		}
-		reach = cond(v1alpha1.ConditionServerReachable, false, reason, why+"; the operator waits for a router and syncs nothing until then")
+		reach = cond(v1alpha1.ConditionServerReachable, false, reason, why+"; "+then)
 	case problem != nil && applied.Endpoint == "":
 		reach = cond(v1alpha1.ConditionServerReachable, false, v1alpha1.ReasonInvalidConfig, problem.Error())
 	}
@@ -204,6 +208,34 @@ func desiredStatus(obj *v1alpha1.RouterHostsConfig, applied Settings, problem er
 	}
 	st.Conditions = v1alpha1.SetConditions(obj.Status.Conditions, metav1.NewTime(now.UTC().Truncate(time.Second)), ready, reach, synced)
 	return st
+}
+
+// statusPatch is the merge patch that turns the status have into want. A field want leaves
+// out is sent as null, since a merge patch leaves a field it does not name as it is: the
+// endpoint of a waiting operator is cleared, not left naming a router it does not use.
+func statusPatch(have, want *v1alpha1.RouterHostsConfigStatus) ([]byte, error) {
+	fields := func(st *v1alpha1.RouterHostsConfigStatus) (map[string]any, error) {
+		raw, err := json.Marshal(st)
+		if err != nil {
+			return nil, err
+		}
+		var m map[string]any
+		return m, json.Unmarshal(raw, &m)
+	}
+	h, err := fields(have)
+	if err != nil {
+		return nil, err
+	}
+	w, err := fields(want)
+	if err != nil {
+		return nil, err
+	}
+	for k := range h {
+		if _, ok := w[k]; !ok {
+			w[k] = nil
+		}
+	}
+	return json.Marshal(map[string]any{"status": w})
 }
 
 // sameStatus reports whether the object already shows want. The last sync's time alone is

@@ -1,6 +1,7 @@
 package clusterconfig
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -13,7 +14,9 @@ import (
 )
 
 // TestTheStatusSaysWhyNothingSyncs: while no router is named the object says the operator
-// waits and what names one; a bad object on a running operator keeps the last good settings.
+// waits and what names one; while an object that cannot be used keeps the operator waiting at
+// the start it says why and shows no endpoint, though the flags name one; a bad object on a
+// running operator keeps the last good settings.
 func TestTheStatusSaysWhyNothingSyncs(t *testing.T) {
 	noEndpoint := &NoRouterError{What: "no router-hosts endpoint: set spec.server.endpoint or --router-hosts-endpoint"}
 	missingSecret := errors.New(`reading Secret router-hosts-system/router-hosts-mtls: secrets "router-hosts-mtls" not found`)
@@ -21,15 +24,23 @@ func TestTheStatusSaysWhyNothingSyncs(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		applied     Settings
+		waiting     bool
 		problem     error
 		reason, msg string
+		endpoint    string
 	}{
-		{"no server named", Settings{}, noEndpoint, v1alpha1.ReasonNoRouter, "spec.server.endpoint or --router-hosts-endpoint; the operator waits for a router"},
-		{"its Secret not there yet", Settings{}, missingSecret, v1alpha1.ReasonInvalidConfig, "not found; the operator waits for a router"},
-		{"a bad change on a running operator", running, missingSecret, v1alpha1.ReasonInvalidConfig, "the last good configuration stays in use"},
+		{"no server named", Settings{}, false, noEndpoint, v1alpha1.ReasonNoRouter, "spec.server.endpoint or --router-hosts-endpoint; the operator waits for a router", ""},
+		{"its Secret not there yet", Settings{}, false, missingSecret, v1alpha1.ReasonInvalidConfig, "not found; the operator syncs nothing until this RouterHostsConfig can be used", ""},
+		{"its Secret gone at a start, the flags naming a router", running, true, missingSecret, v1alpha1.ReasonInvalidConfig,
+			"not found; the operator syncs nothing until this RouterHostsConfig can be used (it does not fall back to the flags)", ""},
+		{"no server named at a start, the flags naming a router", running, true, noEndpoint, v1alpha1.ReasonNoRouter, "the operator waits for a router", ""},
+		{"a bad change on a running operator", running, false, missingSecret, v1alpha1.ReasonInvalidConfig, "the last good configuration stays in use", running.Endpoint},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := desiredStatus(&v1alpha1.RouterHostsConfig{}, tc.applied, tc.problem, lastSync{}, time.Now())
+			st := desiredStatus(&v1alpha1.RouterHostsConfig{}, tc.applied, tc.waiting, tc.problem, lastSync{}, time.Now())
+			if st.Endpoint != tc.endpoint {
+				t.Errorf("status endpoint %q, want %q", st.Endpoint, tc.endpoint)
+			}
 			for _, c := range st.Conditions {
 				if c.Type != v1alpha1.ConditionReady {
 					continue
@@ -80,7 +91,7 @@ func TestConditionsKeepTheirTransitionTime(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obj := &v1alpha1.RouterHostsConfig{ObjectMeta: metav1.ObjectMeta{Generation: 4}, Status: v1alpha1.RouterHostsConfigStatus{Conditions: tc.old}}
-			st := desiredStatus(obj, base(), nil, tc.last, now)
+			st := desiredStatus(obj, base(), false, nil, tc.last, now)
 			if len(st.Conditions) != len(tc.want) {
 				t.Fatalf("conditions %+v", st.Conditions)
 			}
@@ -92,5 +103,30 @@ func TestConditionsKeepTheirTransitionTime(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTheStatusPatchClearsWhatIsGone: a field the new status leaves out is sent as null, so that
+// the object stops showing it; the others are sent as they are.
+func TestTheStatusPatchClearsWhatIsGone(t *testing.T) {
+	have := v1alpha1.RouterHostsConfigStatus{ObservedGeneration: 2, Endpoint: "router.lan:50051", ServerVersion: "1.2.3", Entries: 4}
+	want := v1alpha1.RouterHostsConfigStatus{ObservedGeneration: 3, ServerVersion: "1.2.3"}
+	body, err := statusPatch(&have, &want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]map[string]any
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatal(err)
+	}
+	st := got["status"]
+	if v, ok := st["endpoint"]; !ok || v != nil {
+		t.Errorf("endpoint in the patch: %v (sent: %v), want null", v, ok)
+	}
+	if st["serverVersion"] != "1.2.3" || st["observedGeneration"] != float64(3) || st["entries"] != float64(0) {
+		t.Errorf("patch %s, want the new status's fields as they are", body)
+	}
+	if _, ok := st["lastSyncTime"]; ok {
+		t.Errorf("patch %s names lastSyncTime, which neither status has", body)
 	}
 }

@@ -62,6 +62,10 @@ type Watcher struct {
 	// applied are the settings in use; problem is why the object's are not, nil when they are.
 	applied Settings
 	problem error
+	// waiting: nothing is in use yet, because the object could not be used or read at the
+	// start; the operator syncs nothing until an evaluation applies settings. The flags are no
+	// fallback then, since they may name another router or cluster, or fewer rules.
+	waiting bool
 	// secret follows the named Secret; nil when none is named.
 	secret *secretWatch
 	status *statusWriter
@@ -90,9 +94,31 @@ func New(opts Options) *Watcher {
 
 // Load reads the object and its Secret once, for the start. It returns the settings to start
 // with: the object's over the flags, or the flags alone when there is no object (or no
-// RouterHostsConfig CRD), which the caller checks. When the object cannot be used it returns
-// the flags' settings and why; the caller decides whether to run on them.
+// RouterHostsConfig CRD), which the caller checks. When the object cannot be used, or cannot be
+// read, it returns the flags' settings and why, and the watcher waits: nothing is in use until
+// Run applies the object (or, should it turn out not to exist, the flags).
 func (w *Watcher) Load(ctx context.Context) (Settings, error) {
+	s, err := w.load(ctx)
+	w.started(s, err)
+	if err != nil {
+		return w.opts.Base, err
+	}
+	return s, nil
+}
+
+// started records what Load found: the settings in use, or why there are none yet.
+func (w *Watcher) started(s Settings, err error) {
+	w.noteProblem(nil, err)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err != nil {
+		w.problem, w.waiting = err, true
+		return
+	}
+	w.applied = s
+}
+
+func (w *Watcher) load(ctx context.Context) (Settings, error) {
 	served, err := discovery.IsResourceEnabled(w.opts.Discovery, v1alpha1.RouterHostsConfigResource)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return w.opts.Base, fmt.Errorf("looking for the RouterHostsConfig CRD: %w", err)
@@ -116,23 +142,25 @@ func (w *Watcher) Load(ctx context.Context) (Settings, error) {
 	if err != nil {
 		return w.opts.Base, err
 	}
+	w.mu.Lock()
+	w.obj = obj
+	w.mu.Unlock()
 	read := func(namespace, name string) (map[string][]byte, error) {
 		s, err := w.opts.Secrets.Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			// Worded as the Secret's watch words it, so that the first evaluation finds the
+			// same problem and does not log it again.
+			return nil, errors.New("not found")
+		}
 		if err != nil {
 			return nil, err
 		}
 		return s.Data, nil
 	}
 	s, err := Merge(w.opts.Base, &obj.Spec, read)
-	w.noteProblem(nil, err)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.obj = obj
 	if err != nil {
-		w.problem = err
 		return w.opts.Base, err
 	}
-	w.applied = s
 	w.log.WithField("config", w.opts.Name).Info("configured by RouterHostsConfig")
 	return s, nil
 }
@@ -156,6 +184,11 @@ func (w *Watcher) Run(ctx context.Context) {
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
 		return
 	}
+	if w.Waiting() {
+		// The informer tells of an object it lists, not of one it does not find: a start that
+		// could not read the object evaluates what there is now, object or none.
+		w.poke()
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -167,7 +200,8 @@ func (w *Watcher) Run(ctx context.Context) {
 			return
 		case <-w.kick:
 		}
-		w.evaluate(ctx, inf.GetStore())
+		obj, err := cached(inf.GetStore(), w.opts.Name)
+		w.evaluate(ctx, obj, err)
 	}
 }
 
@@ -187,13 +221,19 @@ func (w *Watcher) awaitCRD(ctx context.Context) bool {
 			return false
 		case <-t.C:
 		}
-		if served, err := discovery.IsResourceEnabled(w.opts.Discovery, v1alpha1.RouterHostsConfigResource); err == nil && served {
+		served, err := discovery.IsResourceEnabled(w.opts.Discovery, v1alpha1.RouterHostsConfigResource)
+		switch {
+		case err == nil && served:
 			w.mu.Lock()
 			w.served = true
 			w.mu.Unlock()
 			w.log.Info("the RouterHostsConfig CRD is installed now; following the RouterHostsConfig")
 			w.poke()
 			return true
+		case (err == nil || apierrors.IsNotFound(err)) && w.Waiting():
+			// Without the CRD there is no object: a start that could not tell runs on the
+			// flags, as one that could would have.
+			w.evaluate(ctx, nil, nil)
 		}
 	}
 }
@@ -205,37 +245,54 @@ func (w *Watcher) poke() {
 	}
 }
 
-// evaluate reads the object as cached and applies it when it changed what the operator runs
-// with.
-func (w *Watcher) evaluate(ctx context.Context, store cache.Store) {
-	var obj *v1alpha1.RouterHostsConfig
-	item, exists, err := store.GetByKey(w.opts.Name)
-	if err == nil && exists {
-		if u, ok := item.(*unstructured.Unstructured); ok {
-			obj, err = decode(u)
-		}
+// errGone is why the object's settings stay in use though the object is gone.
+var errGone = errors.New("the RouterHostsConfig is gone; the last good configuration stays in use until the operator restarts")
+
+// cached is the object called name in store, nil when there is none.
+func cached(store cache.Store, name string) (*v1alpha1.RouterHostsConfig, error) {
+	item, exists, err := store.GetByKey(name)
+	if err != nil || !exists {
+		return nil, err
 	}
-	var (
-		s       = w.opts.Base
-		problem = err
-	)
-	if problem == nil && obj != nil {
-		read := w.followSecret(ctx, obj.Spec.Server)
-		s, problem = Merge(w.opts.Base, &obj.Spec, read)
-	} else if obj == nil {
-		// The object is gone: the flags alone, if they are enough.
+	u, ok := item.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("reading RouterHostsConfig %s: a %T in the cache", name, item)
+	}
+	return decode(u)
+}
+
+// evaluate applies what obj says (nil: there is no object), when it changes what the operator
+// runs with; err is why the object could not be read. Settings once in use are given up only
+// for settings that pass Check: an object that cannot be used, or is gone, keeps them.
+func (w *Watcher) evaluate(ctx context.Context, obj *v1alpha1.RouterHostsConfig, err error) {
+	w.mu.Lock()
+	applied, waiting := w.applied, w.waiting
+	w.mu.Unlock()
+	s, problem := applied, err
+	switch {
+	case problem != nil:
+	case obj != nil:
+		s, problem = Merge(w.opts.Base, &obj.Spec, w.followSecret(ctx, obj.Spec.Server))
+	case waiting || applied.Equal(w.opts.Base):
+		// No object, and nothing of one in use: the flags, as at a start without one.
 		w.followSecret(ctx, nil)
+		s = w.opts.Base
 		if problem = s.Check(); problem != nil {
-			problem = fmt.Errorf("the RouterHostsConfig is gone and the flags alone are not enough: %w", problem)
+			problem = fmt.Errorf("no RouterHostsConfig %s, and the flags alone are not enough: %w", w.opts.Name, problem)
 		}
+	default:
+		// Gone while its settings are in use: they stay. The flags may name another router or
+		// cluster, or fewer rules, and a deletion is no way to ask for those (a restart
+		// without the object is).
+		w.followSecret(ctx, nil)
+		problem = errGone
 	}
 	w.mu.Lock()
 	w.obj = obj
-	applied := w.applied
 	w.mu.Unlock()
-	if problem == nil && !s.Equal(applied) {
+	if problem == nil && (waiting || !s.Equal(applied)) {
 		if problem = w.opts.Apply(s); problem == nil {
-			applied = s
+			applied, waiting = s, false
 			w.log.WithFields(logrus.Fields{"config": w.opts.Name, "endpoint": s.Endpoint, "cluster": s.ClusterName}).Info("configuration applied")
 		} else {
 			problem = fmt.Errorf("applying the configuration: %w", problem)
@@ -243,14 +300,19 @@ func (w *Watcher) evaluate(ctx context.Context, store cache.Store) {
 	}
 	w.mu.Lock()
 	prev := w.problem
-	w.applied, w.problem = applied, problem
+	w.applied, w.problem, w.waiting = applied, problem, waiting
 	w.mu.Unlock()
+	log := w.log.WithField("config", w.opts.Name)
 	switch {
 	case !w.noteProblem(prev, problem):
-	case applied.Endpoint == "" && !applied.NoServer:
-		w.log.WithError(problem).WithField("config", w.opts.Name).Warn("RouterHostsConfig names no usable router yet; still waiting for one")
+	case errors.Is(problem, errGone):
+		log.WithFields(logrus.Fields{"endpoint": applied.Endpoint, "cluster": applied.ClusterName}).Warn(errGone.Error())
+	case waiting && !IsNoRouter(problem):
+		log.WithError(problem).Warn("RouterHostsConfig not usable; still waiting for it, syncing nothing until then")
+	case waiting || applied.Endpoint == "" && !applied.NoServer:
+		log.WithError(problem).Warn("RouterHostsConfig names no usable router yet; still waiting for one")
 	default:
-		w.log.WithError(problem).WithField("config", w.opts.Name).Warn("RouterHostsConfig not applied; the last good configuration stays in use")
+		log.WithError(problem).Warn("RouterHostsConfig not applied; the last good configuration stays in use")
 	}
 	w.status.poke()
 }
@@ -295,6 +357,14 @@ func (w *Watcher) Settings() (Settings, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.applied, w.problem
+}
+
+// Waiting reports whether nothing is in use yet: the object could not be used or read at the
+// start, and no evaluation has applied settings since.
+func (w *Watcher) Waiting() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.waiting
 }
 
 func decode(u *unstructured.Unstructured) (*v1alpha1.RouterHostsConfig, error) {

@@ -156,26 +156,33 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 			Log: log.WithField("component", "config")})
 		settings, cerr = op.Config.Load(ctx)
 		if cerr != nil {
-			// Without a router of the flags' own the operator waits for the object to become
-			// usable (its Secret may come later, from cert-manager); otherwise it runs on them.
+			// An object that exists but cannot be used (or cannot be read) is waited for, as a
+			// missing router is: its Secret may come later (cert-manager) or be restored. The
+			// flags are no fallback for it, since they may name another router or cluster, or
+			// fewer rules; the flags alone apply only when there is no object at all.
 			if ferr := settings.Check(); cfg.Once || (ferr != nil && !clusterconfig.IsNoRouter(ferr)) {
 				return nil, fmt.Errorf("RouterHostsConfig %s: %w", cfg.ConfigName, cerr)
 			}
-			log.WithError(cerr).WithField("config", cfg.ConfigName).Warn("RouterHostsConfig not usable; starting on the flags")
+			op.noRouter = fmt.Errorf("RouterHostsConfig %s: %w", cfg.ConfigName, cerr)
+			msg := "RouterHostsConfig not usable; waiting for it, syncing nothing until then (the flags are no fallback for it)"
+			if clusterconfig.IsNoRouter(cerr) {
+				msg = "no router named yet; waiting for the RouterHostsConfig to name one (spec.server), syncing nothing until then"
+			}
+			log.WithError(op.noRouter).WithField("config", cfg.ConfigName).Warn(msg)
 		}
 	}
-	if err := settings.Check(); err != nil {
+	switch err := settings.Check(); {
+	case op.noRouter != nil:
+		// Waiting for the RouterHostsConfig, as said above.
+	case err != nil:
 		if cfg.Once || !clusterconfig.IsNoRouter(err) {
 			return nil, noRouterHint(err, cfg)
 		}
 		// Nothing names a router yet: everything else starts, and the RouterHostsConfig
 		// names one later (a GitOps tool may apply it after the operator).
 		op.noRouter = err
-		if cerr != nil {
-			op.noRouter = fmt.Errorf("RouterHostsConfig %s: %w", cfg.ConfigName, cerr)
-		}
 		log.WithError(op.noRouter).WithField("config", cfg.ConfigName).Warn("no router named yet; waiting for the RouterHostsConfig to name one (spec.server), syncing nothing until then")
-	} else {
+	default:
 		op.routerIsNamed()
 	}
 	op.metrics.SetRouterConfigured(op.noRouter == nil)
@@ -294,14 +301,12 @@ func (op *Operator) serverVersion(ctx context.Context) (string, error) {
 
 // apply applies settings from the RouterHostsConfig between two syncs: the connection first
 // (the only step that can fail on its own), then the resolution chain and the registry's
-// policy, then the controller's.
+// policy, then the controller's. A waiting operator starts syncing only once all of them
+// are in place, never on part of them.
 func (op *Operator) apply(s clusterconfig.Settings) error {
-	return op.Controller.Reconfigure(func() error {
+	err := op.Controller.Reconfigure(func() error {
 		if err := op.Provider.Retarget(s.Target()); err != nil {
 			return fmt.Errorf("connecting to %s: %w", s.Endpoint, err)
-		}
-		if s.Endpoint != "" || s.NoServer {
-			defer op.routerIsNamed()
 		}
 		if err := op.resolver.SetChain(s.IPResolution); err != nil {
 			return fmt.Errorf("the IP resolution chain: %w", err)
@@ -317,6 +322,10 @@ func (op *Operator) apply(s clusterconfig.Settings) error {
 		op.checker.SetInterval(s.Interval)
 		return nil
 	}, controller.Settings{Policy: s.Policy, Interval: s.Interval})
+	if err == nil && (s.Endpoint != "" || s.NoServer) {
+		op.routerIsNamed()
+	}
+	return err
 }
 
 // Close releases the connection to router-hosts and stops the event recorder.
@@ -330,10 +339,16 @@ func (op *Operator) Close() {
 // Run runs one sync (--once) or the loop until ctx ends, under leader election when asked.
 func (op *Operator) Run(ctx context.Context) error {
 	cfg, log := op.cfg, op.log
-	log.WithFields(logrus.Fields{
+	fields := logrus.Fields{
 		"version": cfg.Version, "commit": cfg.Build.Commit, "sources": cfg.Sources, "provider": cfg.Provider, "cluster": op.Registry.ClusterName(), "cluster_id": op.Registry.ClusterID(),
 		"policy": cfg.Policy, "dry_run": cfg.DryRun, "once": cfg.Once, "leader_elect": cfg.LeaderElect,
-	}).Info("router-hosts-operator starting")
+	}
+	if op.noRouter != nil {
+		// Nothing is in use while waiting: the flags' cluster name may never be the one used.
+		delete(fields, "cluster")
+		fields["waiting"] = true
+	}
+	log.WithFields(fields).Info("router-hosts-operator starting")
 	// The status writer runs beside the loop, only while this replica leads.
 	runStatus := func(ctx context.Context) {
 		if op.Status != nil && !cfg.DryRun {
