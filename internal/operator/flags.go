@@ -82,6 +82,9 @@ type Config struct {
 	ProbeWait                   time.Duration
 	// Force lets release go ahead where it cannot know whether the cluster's operator runs.
 	Force bool
+	// ServiceAccountTokenFile is the pod's service-account token, whose service account gives
+	// the webhook its identity when --cluster-id does not.
+	ServiceAccountTokenFile string
 	// Command is the subcommand: "run" (the operator, the default), "webhook" or "release".
 	Command string
 
@@ -106,6 +109,9 @@ const (
 	// --metrics-address says otherwise: external-dns's webhook providers use port 8080, and
 	// its chart probes the sidecar there.
 	WebhookMetricsAddress = ":8080"
+	// DefaultServiceAccountTokenFile is where Kubernetes mounts a pod's service-account token,
+	// in every container of the pod.
+	DefaultServiceAccountTokenFile = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 )
 
 // envPrefix starts every flag's environment twin (kingpin's DefaultEnvars for the app's name).
@@ -136,8 +142,8 @@ func ParseFlags(args []string, build Build) (*Config, error) {
 		}
 	}
 	if cmd == CommandWebhook {
-		// The webhook's entries must not be any operator's: an operator of the same cluster
-		// name would take them for its own, and the two would undo each other's writes.
+		// A cluster name apart from any operator's: with one name, each sees the other as a
+		// namesake, which it reports and for which it leaves its earlier entries alone.
 		if !given("cluster-name") {
 			cfg.ClusterName = WebhookCluster
 		}
@@ -192,7 +198,7 @@ func newApp(cfg *Config, build Build, getenv func(string) string) *kingpin.Appli
 	app.Flag("tls-key", "Client private key file for mTLS.").StringVar(&cfg.TLSKey)
 	app.Flag("tls-server-name", "Server name to verify in the server's certificate, when it differs from the endpoint's host; unset, the endpoint's host is checked, a DNS name against the certificate's DNS names and an IP address against its IP addresses.").StringVar(&cfg.TLSServerName)
 	app.Flag("cluster-name", "Name written in the cluster:<name> tag; lets several clusters share one server. The webhook command's default is "+WebhookCluster+"; release needs it given.").Default("default").StringVar(&cfg.ClusterName)
-	app.Flag("cluster-id", "The installation's identity, "+strconv.Itoa(registry.IdentityLength)+" hex digits written in a tag of its own beside the cluster's name (cluster-id:<id>), so that a namesake's entries are never taken for this cluster's and a rename keeps them (default: derived from the kube-system namespace's UID and the leader Lease's namespace and name; the webhook has none unless given, and release reads it from the name's entries on the router).").
+	app.Flag("cluster-id", "The installation's identity, "+strconv.Itoa(registry.IdentityLength)+" hex digits written in a tag of its own beside the cluster's name (cluster-id:<id>), so that a namesake's entries are never taken for this cluster's and a rename keeps them (default: derived from the kube-system namespace's UID and the leader Lease's namespace and name; the webhook derives it from its service account's UID, read from --service-account-token-file, and release reads it from the name's entries on the router).").
 		StringVar(&cfg.ClusterID)
 	brake := registry.DefaultBrake()
 	app.Flag("mass-deletion-percent", "Brake: when more than this percent of the cluster's entries would be on their way out at once (and at least --mass-deletion-minimum), nothing is marked or deleted until the deletion is confirmed or its cause goes away (0: no brake).").
@@ -274,6 +280,8 @@ func newApp(cfg *Config, build Build, getenv func(string) string) *kingpin.Appli
 		Default(DefaultProbeWait.String()).SetValue(&duration{flag: "probe-wait", target: &cfg.ProbeWait})
 	app.Flag("webhook-address", "Address of the external-dns webhook API (webhook command); the default is external-dns's sidecar convention.").
 		Default("127.0.0.1:8888").StringVar(&cfg.WebhookAddress)
+	app.Flag("service-account-token-file", "The pod's service-account token (webhook command): the UID of the service account it names gives the webhook its identity unless --cluster-id is given. Every pod has it mounted; without it and --cluster-id the webhook does not start.").
+		Default(DefaultServiceAccountTokenFile).StringVar(&cfg.ServiceAccountTokenFile)
 	app.Flag("config-name", "Name of the cluster-scoped RouterHostsConfig to read (run command); a field it sets wins over its flag, and a change applies without a restart. Empty: flags only.").
 		Default("default").StringVar(&cfg.ConfigName)
 	return app

@@ -180,7 +180,7 @@ func newTestWebhook(t *testing.T) *Webhook {
 	}
 	t.Cleanup(srv.Stop)
 	cfg, err := ParseFlags([]string{"webhook", "--router-hosts-endpoint=" + srv.Addr(), "--tls-ca=" + srv.CAFile(), "--tls-cert=" + srv.CertFile(),
-		"--tls-key=" + srv.KeyFile(), "--interval=1h", "--metrics-address="}, Build{Version: "test"})
+		"--tls-key=" + srv.KeyFile(), "--interval=1h", "--metrics-address=", "--cluster-id=0a1b2c3d"}, Build{Version: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

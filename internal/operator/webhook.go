@@ -30,10 +30,12 @@ type Webhook struct {
 	closers    []func()
 	// limits are the webhook server's; probes are the metrics server's.
 	limits, probes serverLimits
+	// identity is the webhook's (its cluster-id: tag), and identityFrom where it came from.
+	identity, identityFrom string
 }
 
-// NewWebhook wires the webhook and connects to router-hosts; it serves nothing yet. clk is the
-// controller's clock; nil is the real one.
+// NewWebhook wires the webhook and connects to router-hosts; it serves nothing yet, and refuses
+// without an identity (webhookIdentityOf). clk is the controller's clock; nil is the real one.
 func NewWebhook(cfg *Config, log *logrus.Logger, clk clock.Clock) (_ *Webhook, err error) {
 	w := &Webhook{cfg: cfg, log: log, limits: webhookLimits, probes: probeLimits}
 	defer func() {
@@ -45,6 +47,10 @@ func NewWebhook(cfg *Config, log *logrus.Logger, clk clock.Clock) (_ *Webhook, e
 	if err := s.Check(); err != nil {
 		return nil, err
 	}
+	if w.identity, w.identityFrom, err = webhookIdentityOf(cfg); err != nil {
+		return nil, err
+	}
+	s.ClusterID = w.identity
 	rc := s.Registry()
 	rc.Log = log.WithField("component", "registry")
 	reg, err := registry.New(rc)
@@ -124,7 +130,8 @@ func (w *Webhook) Serve(ctx context.Context, lis net.Listener) error {
 	srv := w.limits.server(w.Server.Handler())
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(lis) }()
-	w.log.WithFields(logrus.Fields{"address": lis.Addr().String(), "cluster": w.cfg.ClusterName}).Info("serving external-dns's webhook protocol")
+	w.log.WithFields(logrus.Fields{"address": lis.Addr().String(), "cluster": w.cfg.ClusterName, "cluster_id": w.identity,
+		"identity_from": w.identityFrom}).Info("serving external-dns's webhook protocol")
 	loop := make(chan error, 1)
 	go func() { loop <- w.Controller.Run(ctx) }()
 	select {

@@ -26,6 +26,7 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/internal/kubetest"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/operator"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
+	rhregistry "github.com/router-hosts-operator/router-hosts-operator/registry"
 )
 
 // repoRoot is the operator's checkout, two levels up.
@@ -246,8 +247,11 @@ func externalDNSChart(t *testing.T) string {
 // the example's own args on one loopback, as in a pod: external-dns (EXTERNAL_DNS, the Makefile's EXTERNAL_DNS_VERSION built from the
 // module proxy) with its default metrics address, and the operator's webhook (this tree) with
 // its defaults. Both bind and answer their probes, external-dns negotiates with the webhook and
-// stays up, and an Ingress reaches the router through the two of them. Only what points outside
-// the pod changes: the router's address and certificate files, and external-dns's kubeconfig.
+// stays up, and an Ingress reaches the router through the two of them, under the identity the
+// webhook derives from the pod's service-account token. Only what points outside the pod
+// changes: the router's address and certificate files, external-dns's kubeconfig, and the
+// token, which the apiserver issues for the example's pod and the test cannot mount where the
+// kubelet does. Without the token the webhook does not start, and says why.
 func TestTheExampleRunsSideBySide(t *testing.T) {
 	edns := tool(t, "EXTERNAL_DNS")
 	for _, addr := range []string{":7979", ":8080", "127.0.0.1:8888"} {
@@ -301,12 +305,32 @@ func TestTheExampleRunsSideBySide(t *testing.T) {
 	if hookArgs == nil || ednsArgs == nil {
 		t.Fatalf("the example lacks a container: webhook %v, external-dns %v", hookArgs, ednsArgs)
 	}
+	env := []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")} // nothing from the test's environment
+
+	// Outside a pod, with no token to derive an identity from, the webhook refuses to start.
+	if _, err := os.Stat(operator.DefaultServiceAccountTokenFile); err == nil {
+		t.Logf("this machine has %s (a pod?): the refusal without it is not tried", operator.DefaultServiceAccountTokenFile)
+	} else {
+		refused := exec.Command(rho, hookArgs...)
+		refused.Env = env
+		out, err := refused.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "run it in a pod, whose service-account token gives it an identity, or set --cluster-id") {
+			t.Fatalf("the webhook without a service-account token: %v\n%s", err, out)
+		}
+		for method, n := range srv.Service().CallCounts() {
+			if n != 0 {
+				t.Fatalf("the refused webhook called the router: %d %s", n, method)
+			}
+		}
+	}
+	// In the example's pod it reads the token the kubelet mounts there.
+	hookArgs = append(hookArgs, "--service-account-token-file="+podToken(t, cp, "external-dns", dep.Spec.Template.Spec))
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	start := func(name, bin string, args []string) *process {
 		p := &process{name: name, cmd: exec.CommandContext(ctx, bin, args...), done: make(chan struct{})}
 		p.cmd.Stdout, p.cmd.Stderr = &p.out, &p.out
-		p.cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")} // nothing from the test's environment
+		p.cmd.Env = env
 		if err := p.cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -381,7 +405,8 @@ func TestTheExampleRunsSideBySide(t *testing.T) {
 				found = append(found, e.GetIpAddress()+" "+strings.Join(e.GetTags(), ","))
 			}
 		}
-		if len(found) == 1 && strings.HasPrefix(found[0], "192.168.1.50 ") && strings.Contains(found[0], "cluster:homelab-external-dns") {
+		if len(found) == 1 && strings.HasPrefix(found[0], "192.168.1.50 ") && strings.Contains(found[0], "cluster:homelab-external-dns") &&
+			strings.Contains(found[0], rhregistry.PrefixClusterID) {
 			break
 		}
 		if exited(hook) || exited(ext) || time.Now().After(deadline) {

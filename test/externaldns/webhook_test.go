@@ -48,18 +48,40 @@ type rig struct {
 	url    string
 	client *routerhosts.Provider
 	clock  *testingclock.FakeClock
+	// stop ends the webhook, as its pod going away does.
+	stop func()
 	// requests counts what external-dns's client sent, by method and path.
 	mu       sync.Mutex
 	requests []string
 }
 
+// newRig is a webhook on a test server of its own, with an identity pinned unless extra gives
+// one or a token to derive it from.
 func newRig(t *testing.T, extra ...string) *rig {
+	t.Helper()
+	if !slices.ContainsFunc(extra, func(a string) bool {
+		return strings.HasPrefix(a, "--cluster-id=") || strings.HasPrefix(a, "--service-account-token-file=")
+	}) {
+		extra = append(extra, "--cluster-id=0e1d2c3b")
+	}
+	return startRig(t, startServer(t), extra...)
+}
+
+// startServer is a router-hosts test server for the test's webhooks.
+func startServer(t *testing.T) *rhtestserver.Server {
 	t.Helper()
 	srv, err := rhtestserver.Start(t.TempDir(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Stop)
+	return srv
+}
+
+// startRig is a webhook on srv, with the flags extra adds to the rig's; stop ends it before
+// the test does.
+func startRig(t *testing.T, srv *rhtestserver.Server, extra ...string) *rig {
+	t.Helper()
 	r := &rig{t: t, srv: srv, clock: testingclock.NewFakeClock(time.Now())}
 	args := append([]string{"webhook", "--router-hosts-endpoint=" + srv.Addr(), "--tls-ca=" + srv.CAFile(), "--tls-cert=" + srv.CertFile(),
 		"--tls-key=" + srv.KeyFile(), "--grace-period=1m", "--interval=1h", "--domain-filter=home.lan"}, extra...)
@@ -76,15 +98,17 @@ func newRig(t *testing.T, extra ...string) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(r.hook.Close)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
+		r.hook.Close()
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.hook.Serve(ctx, lis) }()
-	t.Cleanup(func() { cancel(); <-done })
+	var once sync.Once
+	r.stop = func() { once.Do(func() { cancel(); <-done; r.hook.Close() }) }
+	t.Cleanup(r.stop)
 	// The loop syncs once as it starts; a test begins after that, so that what it counts of the
 	// server's calls is its own requests' doing and not the start's, however late that runs.
 	sctx, stop := context.WithTimeout(ctx, 30*time.Second)
