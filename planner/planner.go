@@ -301,7 +301,7 @@ func (p *Planner) waitForServer(s *Sync) []plan.Change {
 // s.Changes[i], and reports whether a sync should follow at once: the known state turned out
 // to be out of date.
 func (p *Planner) Learn(s *Sync, results []plan.Result) (again bool) {
-	p.rates = s.rates
+	p.rates = p.reg.Charge(s.rates, s.Changes, results)
 	p.witness.wrote(s.Changes, results)
 	failures := plan.Failures(results)
 	switch {

@@ -36,8 +36,9 @@ type Paced struct {
 	// Send are the changes within the budgets, in the plan's order; Held those that wait,
 	// whose hostnames' latest state a later sync writes.
 	Send, Held []plan.Change
-	// Rates are the allowances after Send of every object and namespace not yet whole again.
-	// The caller keeps them for the next sync.
+	// Rates are the allowances of every object and namespace at this sync's time, before its
+	// writes: the caller charges them with what went through (Charge) and keeps them for the
+	// next sync.
 	Rates Rates
 	// Problems are one OverBudget per object held back.
 	Problems []Problem
@@ -109,12 +110,19 @@ func (r *Registry) Pace(now time.Time, changes []plan.Change, desired []*endpoin
 			out.Rates[key] = Allowance{Tokens: capacity, Cap: capacity, At: now}
 		}
 	}
+	// left is what the allowances have left as the sync's changes are taken in turn; the
+	// allowances returned are charged only with what went through (Charge).
+	left := make(map[string]float64, len(out.Rates))
+	for key, a := range out.Rates {
+		left[key] = a.Tokens
+	}
 	held := map[string]bool{}
 	for _, g := range groups {
 		var wait time.Duration
 		fits := true
 		for _, key := range g.keys {
 			a, ok := out.Rates[key]
+			a.Tokens = left[key]
 			if g.cost == 0 || !ok {
 				continue
 			}
@@ -134,18 +142,44 @@ func (r *Registry) Pace(now time.Time, changes []plan.Change, desired []*endpoin
 		}
 		out.Send = append(out.Send, changes[g.start:g.end]...)
 		for _, key := range g.keys {
-			if a, ok := out.Rates[key]; ok && g.cost > 0 {
-				a.Tokens = math.Max(0, a.Tokens-g.cost)
-				out.Rates[key] = a
+			if _, ok := out.Rates[key]; ok && g.cost > 0 {
+				left[key] = math.Max(0, left[key]-g.cost)
 			}
 		}
 	}
-	for key, a := range out.Rates {
-		if a.Tokens >= a.Cap {
-			delete(out.Rates, key)
+	out.Problems = r.pacedProblems(held, desired)
+	return out
+}
+
+// Charge is rates (a Paced's) less the writes of sent that went through (results[i] is what
+// became of sent[i]; nil when nothing was written): a write refused, failed or not started
+// spends nothing. Allowances whole again are left out.
+func (r *Registry) Charge(rates Rates, sent []plan.Change, results []plan.Result) Rates {
+	if len(rates) == 0 {
+		return nil
+	}
+	out := make(Rates, len(rates))
+	for key, a := range rates {
+		out[key] = a
+	}
+	for i := range results {
+		c := &sent[i]
+		if results[i].Err != nil || !charged(c) {
+			continue
+		}
+		ns, obj := turnOf(c)
+		for _, key := range [2]string{"object/" + obj, "namespace/" + ns} {
+			if a, ok := out[key]; ok {
+				a.Tokens = math.Max(0, a.Tokens-1)
+				out[key] = a
+			}
 		}
 	}
-	out.Problems = r.pacedProblems(held, desired)
+	for key, a := range out {
+		if a.Tokens >= a.Cap {
+			delete(out, key)
+		}
+	}
 	return out
 }
 

@@ -24,7 +24,7 @@ func (w *pacedWorld) sync(now time.Time, eps ...*endpoint.Endpoint) Paced {
 	v := w.r.Apply(now, st, changes)
 	p := w.r.Pace(now, v.Changes, want.Endpoints, w.rates)
 	w.srv.apply(p.Send)
-	w.rates = p.Rates
+	w.rates = w.r.Charge(p.Rates, p.Send, make([]plan.Result, len(p.Send)))
 	return p
 }
 
@@ -112,4 +112,34 @@ func TestAFlappingObjectIsCoalesced(t *testing.T) {
 			t.Fatalf("the namespace's marks: %d sent, %d held", len(p.Send), len(p.Held))
 		}
 	})
+}
+
+// TestAWriteThatFailedSpendsNothing: the allowance is charged with the writes that went through
+// only, so a router that stopped half-way through a namespace's cold start gets the rest at the
+// next sync, not at the budget's pace.
+func TestAWriteThatFailedSpendsNothing(t *testing.T) {
+	r := newRegWith(t, func(c *Config) { c.Budgets = Budgets{ObjectWritesPerMinute: 30, NamespaceWritesPerMinute: 300} })
+	var eps []*endpoint.Endpoint
+	for i := 0; i < 600; i++ {
+		eps = append(eps, claim(fmt.Sprintf("h%04d.lan", i), "apps", fmt.Sprintf("o%d", i), fmt.Sprintf("u%d", i), time.Hour, "10.0.1.1"))
+	}
+	st := r.Classify(nil, eps, nil, nil)
+	want := r.Desired(t0, eps, st, nil)
+	changes := (&plan.Plan{Current: r.Current(st, want.Endpoints, nil), Desired: want.Endpoints}).Calculate()
+	p := r.Pace(t0, changes, want.Endpoints, nil)
+	if len(p.Send) != 600 {
+		t.Fatalf("the cold start: %d of 600 sent", len(p.Send))
+	}
+	results := make([]plan.Result, len(p.Send))
+	for i := 200; i < len(results); i++ {
+		results[i].Err = &plan.ChangeError{Change: p.Send[i], Err: fmt.Errorf("unavailable")}
+	}
+	rates := r.Charge(p.Rates, p.Send, results)
+	if a := rates["namespace/apps"]; a.Cap != 600 || a.Tokens != 400 {
+		t.Fatalf("the namespace's allowance after 200 of 600 went through: %+v, want 400 of 600 left", a)
+	}
+	again := r.Pace(t0.Add(time.Second), changes[200:], want.Endpoints, rates)
+	if len(again.Held) != 0 {
+		t.Fatalf("the 400 that failed wait for the budget: %d held", len(again.Held))
+	}
 }
