@@ -82,8 +82,7 @@ type Planner struct {
 	views   views
 	merges  merges
 	witness witness
-	// rates are the write-rate budgets' allowances after the last sync that wrote.
-	rates registry.Rates
+	rates   rates
 }
 
 // New returns a planner for reg's policy, reading through read, taking each sync's time from
@@ -101,7 +100,7 @@ func (p *Planner) Reset() {
 	p.views.reset()
 	p.merges.reset()
 	p.refused = refused{}
-	p.rates = nil
+	p.rates = rates{}
 	p.witness.reset()
 }
 
@@ -193,7 +192,7 @@ func (p *Planner) Plan(ctx context.Context, eps []*endpoint.Endpoint, mode Mode,
 	if s.Read != ReadServer {
 		s.Changes = p.waitForServer(s)
 	}
-	paced := p.reg.Pace(s.Now, s.Changes, s.Desired, p.rates)
+	paced := p.reg.Pace(s.Now, s.Changes, s.Desired, p.rates.byKey)
 	s.Changes, s.rates, s.Paced = paced.Send, paced.Rates, len(paced.Held)
 	if len(paced.Problems) > 0 {
 		s.Problems = append(slices.Clip(s.Problems), paced.Problems...)
@@ -301,7 +300,7 @@ func (p *Planner) waitForServer(s *Sync) []plan.Change {
 // s.Changes[i], and reports whether a sync should follow at once: the known state turned out
 // to be out of date.
 func (p *Planner) Learn(s *Sync, results []plan.Result) (again bool) {
-	p.rates = p.reg.Charge(s.rates, s.Changes, results)
+	p.rates.charged(p.reg, p.reg.Charge(s.rates, s.Changes, results), s.Read == ReadServer, s.Now)
 	p.witness.wrote(s.Changes, results)
 	failures := plan.Failures(results)
 	switch {

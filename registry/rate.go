@@ -12,9 +12,9 @@ import (
 // The write-rate budgets. Every write is an event the server keeps and replays at each later
 // call, so an object that flaps (an address that changes every second, a hostname that comes
 // and goes) is a router that slows down for good. Each object and each namespace has an
-// allowance of writes that refills at its budget a minute, up to the larger of that budget and
-// what it first wrote at once, so that writing a whole object, or a namespace at a cold start,
-// is never held back. A hostname's changes go when the allowances of its object and its
+// allowance of writes that refills at its budget a minute, up to what it first wrote at once and
+// a budget's worth more, so that writing a whole object, or a namespace at a cold start, is
+// never held back, nor the everyday changes that follow it. A hostname's changes go when the allowances of its object and its
 // namespace cover them, and wait otherwise: the sync that finds enough allowance writes the
 // latest state, so a flap is coalesced rather than replayed. What an object's wishes add
 // counts (a create, an update, an adoption, a mark lifted); what takes away does not (a mark,
@@ -36,9 +36,9 @@ type Paced struct {
 	// Send are the changes within the budgets, in the plan's order; Held those that wait,
 	// whose hostnames' latest state a later sync writes.
 	Send, Held []plan.Change
-	// Rates are the allowances of every object and namespace at this sync's time, before its
-	// writes: the caller charges them with what went through (Charge) and keeps them for the
-	// next sync.
+	// Rates are the allowances, at this sync's time and before its writes, of the objects and
+	// namespaces it would write: the caller charges them with what went through (Charge) and
+	// keeps them for the next sync beside those it did not touch.
 	Rates Rates
 	// Problems are one OverBudget per object held back.
 	Problems []Problem
@@ -94,21 +94,19 @@ func (r *Registry) Pace(now time.Time, changes []plan.Change, desired []*endpoin
 		start = end
 	}
 	// Every key's allowance now: refilled since it was last used, or whole; a key first met
-	// may write at once whatever it writes in this sync.
-	out := Paced{Rates: Rates{}}
-	for key, a := range rates {
+	// may write at once whatever it writes in this sync, and a budget's worth more.
+	out := Paced{Rates: make(Rates, len(cost))}
+	for key, c := range cost {
 		b := budgets[kindOf(key)]
 		if b == 0 {
 			continue
 		}
-		a.Tokens, a.At = math.Min(a.Cap, a.Tokens+now.Sub(a.At).Minutes()*b), now
-		out.Rates[key] = a
-	}
-	for key, c := range cost {
-		if _, ok := out.Rates[key]; !ok && budgets[kindOf(key)] > 0 {
-			capacity := math.Max(budgets[kindOf(key)], c)
-			out.Rates[key] = Allowance{Tokens: capacity, Cap: capacity, At: now}
+		if a, ok := rates[key]; ok {
+			a.Tokens, a.At = math.Min(a.Cap, a.Tokens+now.Sub(a.At).Minutes()*b), now
+			out.Rates[key] = a
+			continue
 		}
+		out.Rates[key] = Allowance{Tokens: b + c, Cap: b + c, At: now}
 	}
 	// left is what the allowances have left as the sync's changes are taken in turn; the
 	// allowances returned are charged only with what went through (Charge).
@@ -153,7 +151,7 @@ func (r *Registry) Pace(now time.Time, changes []plan.Change, desired []*endpoin
 
 // Charge is rates (a Paced's) less the writes of sent that went through (results[i] is what
 // became of sent[i]; nil when nothing was written): a write refused, failed or not started
-// spends nothing. Allowances whole again are left out.
+// spends nothing. An allowance whole (Tokens at Cap) may be forgotten.
 func (r *Registry) Charge(rates Rates, sent []plan.Change, results []plan.Result) Rates {
 	if len(rates) == 0 {
 		return nil
@@ -175,12 +173,17 @@ func (r *Registry) Charge(rates Rates, sent []plan.Change, results []plan.Result
 			}
 		}
 	}
-	for key, a := range out {
-		if a.Tokens >= a.Cap {
-			delete(out, key)
-		}
-	}
 	return out
+}
+
+// Whole reports whether the allowance of key is whole again at now, and may be forgotten: a key
+// missing has its whole allowance.
+func (r *Registry) Whole(key string, a Allowance, now time.Time) bool {
+	b := float64(r.cfg.Budgets.ObjectWritesPerMinute)
+	if kindOf(key) == "namespace" {
+		b = float64(r.cfg.Budgets.NamespaceWritesPerMinute)
+	}
+	return b == 0 || a.Tokens+now.Sub(a.At).Minutes()*b >= a.Cap
 }
 
 func kindOf(key string) string {

@@ -24,7 +24,17 @@ func (w *pacedWorld) sync(now time.Time, eps ...*endpoint.Endpoint) Paced {
 	v := w.r.Apply(now, st, changes)
 	p := w.r.Pace(now, v.Changes, want.Endpoints, w.rates)
 	w.srv.apply(p.Send)
-	w.rates = w.r.Charge(p.Rates, p.Send, make([]plan.Result, len(p.Send)))
+	// Kept as the planner keeps them: the keys touched replaced, those whole forgotten.
+	if w.rates == nil {
+		w.rates = Rates{}
+	}
+	for key, a := range w.r.Charge(p.Rates, p.Send, make([]plan.Result, len(p.Send))) {
+		if a.Tokens >= a.Cap {
+			delete(w.rates, key)
+		} else {
+			w.rates[key] = a
+		}
+	}
 	return p
 }
 
@@ -62,9 +72,9 @@ func TestAFlappingObjectIsCoalesced(t *testing.T) {
 				last = p
 			}
 		}
-		// The cold start spent the allowance: from then on 30 a minute, a flip a second.
-		if written < 2*30-1 || written > 2*30+1 {
-			t.Fatalf("two minutes of flapping wrote %d updates, want 30 a minute", written)
+		// The cold start left a budget's worth (30), then 30 a minute, a flip a second.
+		if written < 30+2*30-1 || written > 30+2*30+1 {
+			t.Fatalf("two minutes of flapping wrote %d updates, want 30 and 30 a minute", written)
 		}
 		if len(last.Problems) != 1 || last.Problems[0].Reason != ProblemOverBudget || last.Problems[0].Source.UID != "u-flap" {
 			t.Fatalf("problems %+v, want the object's OverBudget", last.Problems)
@@ -135,8 +145,8 @@ func TestAWriteThatFailedSpendsNothing(t *testing.T) {
 		results[i].Err = &plan.ChangeError{Change: p.Send[i], Err: fmt.Errorf("unavailable")}
 	}
 	rates := r.Charge(p.Rates, p.Send, results)
-	if a := rates["namespace/apps"]; a.Cap != 600 || a.Tokens != 400 {
-		t.Fatalf("the namespace's allowance after 200 of 600 went through: %+v, want 400 of 600 left", a)
+	if a := rates["namespace/apps"]; a.Cap != 900 || a.Tokens != 700 {
+		t.Fatalf("the namespace's allowance after 200 of 600 went through: %+v, want 700 of 900 left (600 and the budget)", a)
 	}
 	again := r.Pace(t0.Add(time.Second), changes[200:], want.Endpoints, rates)
 	if len(again.Held) != 0 {

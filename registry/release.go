@@ -251,7 +251,7 @@ func (r *Registry) answer(st *State, changes []plan.Change) []plan.Change {
 	var written map[string]bool
 	for i := range st.Owned {
 		rec := &st.Owned[i]
-		if Probed(rec) == "" {
+		if v := st.view(rec); !slices.ContainsFunc(v.op, func(t string) bool { return strings.HasPrefix(t, PrefixReleaseProbe) }) {
 			continue
 		}
 		if written == nil {
