@@ -499,3 +499,29 @@ func TestClusterTag(t *testing.T) {
 		t.Error("a cluster name with @ was accepted")
 	}
 }
+
+// TestOwnedAmong: outside a sync (the webhook's GET /records), an earlier version's entry of
+// this cluster's name is this cluster's only while no other identity writes the name: once a
+// namesake shows, it may be the namesake's, and it is not listed (external-dns deletes what it
+// lists and does not publish).
+func TestOwnedAmong(t *testing.T) {
+	r := newRegWith(t, func(c *Config) { c.ClusterName, c.ClusterID = "external-dns", "aaaaaaaa" })
+	own := endpoint.Record{ID: "e1", Hostname: "a.lan", IP: "10.0.0.1", Tags: []string{"k8s-operator", "cluster:external-dns", "cluster-id:aaaaaaaa"}}
+	old := endpoint.Record{ID: "e2", Hostname: "old.lan", IP: "10.0.0.2", Tags: []string{"k8s-operator", "cluster:external-dns"}}
+	other := endpoint.Record{ID: "e3", Hostname: "b.lan", IP: "10.0.0.3", Tags: []string{"k8s-operator", "cluster:external-dns", "cluster-id:bbbbbbbb"}}
+	for _, tc := range []struct {
+		name    string
+		records []endpoint.Record
+		want    map[string]bool
+	}{
+		{"no namesake", []endpoint.Record{own, old}, map[string]bool{"e1": true, "e2": true}},
+		{"a namesake shows", []endpoint.Record{own, old, other}, map[string]bool{"e1": true, "e2": false, "e3": false}},
+	} {
+		owns := r.OwnedAmong(tc.records)
+		for i := range tc.records {
+			if got := owns(&tc.records[i]); got != tc.want[tc.records[i].ID] {
+				t.Errorf("%s: %s owned %v, want %v", tc.name, tc.records[i].ID, got, tc.want[tc.records[i].ID])
+			}
+		}
+	}
+}

@@ -750,10 +750,33 @@ func (r *Registry) StillApplies(c *plan.Change, fresh *endpoint.Record) bool {
 }
 
 // Owns reports whether rec is this cluster's, without touching the registry's state: for
-// readers outside a sync, such as the external-dns webhook answering GET /records.
+// readers outside a sync.
 func (r *Registry) Owns(rec *endpoint.Record) bool {
 	v := viewOf(rec)
 	return r.ours(&v)
+}
+
+// OwnedAmong is Owns for the entries of one read, with no object to claim any: the rule a sync
+// uses for an earlier version's entry of this cluster's name (no identity), which is this
+// cluster's only while no other identity writes the name, since it may be that namesake's.
+// The external-dns webhook answers GET /records by it, so that external-dns, which deletes what
+// it does not publish, never sees another webhook's entry.
+func (r *Registry) OwnedAmong(records []endpoint.Record) func(*endpoint.Record) bool {
+	shows := false
+	for i := range records {
+		v := viewOf(&records[i])
+		if r.classOf(&v) == namesake {
+			shows = true
+			break
+		}
+	}
+	return func(rec *endpoint.Record) bool {
+		v := viewOf(rec)
+		if shows && r.classOf(&v) == legacy {
+			return false
+		}
+		return r.ours(&v)
+	}
 }
 
 // Marked reports whether rec carries a pending-deletion mark the operator wrote.

@@ -49,9 +49,10 @@ type Syncer interface {
 
 // Config wires a Server.
 type Config struct {
-	// Reader reads the server's entries; Owns (the registry's) says which are the webhook's.
+	// Reader reads the server's entries; Owner (the registry's OwnedAmong) says which of one
+	// read's are the webhook's.
 	Reader Reader
-	Owns   func(*endpoint.Record) bool
+	Owner  func([]endpoint.Record) func(*endpoint.Record) bool
 	// Domains is the domain filter external-dns is told in the negotiation.
 	Domains []string
 	Exclude []string
@@ -145,7 +146,7 @@ func (s *Server) published(ctx context.Context) (published, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading router-hosts: %w", err)
 	}
-	return publishedOf(recs, s.cfg.Owns, registry.Marked), nil
+	return publishedOf(recs, s.cfg.Owner(recs), registry.Marked), nil
 }
 
 // Handler serves the protocol: GET / (negotiation), GET and POST /records, POST

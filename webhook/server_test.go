@@ -38,7 +38,7 @@ func TestASlowRouterIsA503InTime(t *testing.T) {
 	defer close(r.release)
 	log := logrus.New()
 	log.SetLevel(logrus.ErrorLevel)
-	s := New(Config{Reader: r, Owns: func(*endpoint.Record) bool { return true }, AnswerWithin: 100 * time.Millisecond, Log: log})
+	s := New(Config{Reader: r, Owner: ownsAll, AnswerWithin: 100 * time.Millisecond, Log: log})
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 	start := time.Now()
@@ -59,7 +59,7 @@ func TestASlowRouterIsA503InTime(t *testing.T) {
 // router-hosts cannot hold is said once, not every minute.
 func TestADroppedRecordIsLoggedOnce(t *testing.T) {
 	log, hook := logtest.NewNullLogger()
-	s := New(Config{Reader: slowReader{}, Owns: func(*endpoint.Record) bool { return true }, Log: log})
+	s := New(Config{Reader: slowReader{}, Owner: ownsAll, Log: log})
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 	for i := 0; i < 3; i++ {
@@ -84,7 +84,7 @@ func TestADroppedRecordIsLoggedOnce(t *testing.T) {
 func TestRequestsThatAreNotExternalDNSsAreRefused(t *testing.T) {
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	s := New(Config{Reader: slowReader{}, Owns: func(*endpoint.Record) bool { return true }, Log: log})
+	s := New(Config{Reader: slowReader{}, Owner: ownsAll, Log: log})
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 	records := func(n int) string {
@@ -137,7 +137,7 @@ func TestRequestsThatAreNotExternalDNSsAreRefused(t *testing.T) {
 func TestABodyOverTheLimitIsNotReadWhole(t *testing.T) {
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	s := New(Config{Reader: slowReader{}, Owns: func(*endpoint.Record) bool { return true }, Log: log})
+	s := New(Config{Reader: slowReader{}, Owner: ownsAll, Log: log})
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 	const sent = 256 << 20
@@ -191,4 +191,9 @@ func TestABodyOverTheLimitIsNotReadWhole(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ownsAll owns every entry of a read.
+func ownsAll([]endpoint.Record) func(*endpoint.Record) bool {
+	return func(*endpoint.Record) bool { return true }
 }

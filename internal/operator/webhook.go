@@ -64,7 +64,7 @@ func NewWebhook(cfg *Config, log *logrus.Logger, clk clock.Clock) (_ *Webhook, e
 		return nil, err
 	}
 	w.closers = append(w.closers, closeProv)
-	w.Server = webhook.New(webhook.Config{Reader: prov, Owns: reg.Owns, Domains: s.DomainFilter, Exclude: s.ExcludeDomains,
+	w.Server = webhook.New(webhook.Config{Reader: prov, Owner: reg.OwnedAmong, Domains: s.DomainFilter, Exclude: s.ExcludeDomains,
 		Namespace: webhook.SourceKind, Log: log.WithField("component", "webhook")})
 	w.checker = health.New(s.Interval, func() bool { return true }, clk)
 	w.Controller = controller.New(controller.Config{
