@@ -260,3 +260,49 @@ func TestClusterWideConditionsAreToldWhenTheyStartAndEnd(t *testing.T) {
 		t.Fatalf("log when both ended: %v", es)
 	}
 }
+
+// TestTwinsAndIdentitiesAreToldWithTheirFix: a twin and an identity taken up are each told
+// once while they last (the twin's counts moving is no new condition), with the fix, and once
+// more when they end; a namesake whose entries name objects here is told to pin an identity,
+// never to rename, and one whose entries do not, to rename.
+func TestTwinsAndIdentitiesAreToldWithTheirFix(t *testing.T) {
+	fake := record.NewFakeRecorder(100)
+	log, hook := logtest.NewNullLogger()
+	r := NewWithRecorder(fake, log)
+	r.SetLeading(true)
+	r.SetClusterObject(func() *corev1.ObjectReference {
+		return &corev1.ObjectReference{APIVersion: "router-hosts.fzymgc.house/v1alpha1", Kind: "RouterHostsConfig", Name: "default"}
+	})
+	rep := &controller.Report{Cluster: "home", ClusterID: "aaaaaaaa", Twin: &registry.Twin{Disputed: 1, ClusterID: "aaaaaaaa"},
+		Former: []registry.Namesake{{ID: "cccccccc", Entries: 4, Kin: 4}}}
+	for i := 0; i < 3; i++ {
+		r.Report(context.Background(), rep)
+		rep.Twin.Disputed++
+	}
+	got := drain(fake)
+	if len(got) != 2 || !strings.Contains(got[0], "TwinInstallation") || !strings.Contains(got[0], "Pin --cluster-id") ||
+		!strings.Contains(got[1], "IdentityChanged") || !strings.Contains(got[1], "--cluster-id=cccccccc") || !strings.Contains(got[1], "cluster-id aaaaaaaa") {
+		t.Fatalf("events over three syncs: %q", got)
+	}
+	r.Report(context.Background(), &controller.Report{Cluster: "home", ClusterID: "aaaaaaaa"})
+	got = drain(fake)
+	if len(got) != 2 || !strings.HasPrefix(got[0], "Normal TwinInstallationGone") || !strings.HasPrefix(got[1], "Normal IdentityTakenUp") {
+		t.Fatalf("events when both ended: %q", got)
+	}
+	for _, tc := range []struct {
+		kin          int
+		want, unwant string
+	}{
+		{kin: 0, want: "a name of its own", unwant: "pin --cluster-id"},
+		{kin: 2, want: "pin --cluster-id", unwant: "a name of its own"},
+	} {
+		hook.Reset()
+		r := NewWithRecorder(record.NewFakeRecorder(10), log)
+		r.SetLeading(true)
+		r.Report(context.Background(), &controller.Report{Cluster: "home", Namesakes: []registry.Namesake{{ID: "bbbbbbbb", Entries: 2, Kin: tc.kin}}})
+		es := hook.AllEntries()
+		if len(es) != 1 || !strings.Contains(es[0].Message, tc.want) || strings.Contains(es[0].Message, tc.unwant) {
+			t.Fatalf("a namesake with %d entries naming objects here: %v", tc.kin, es)
+		}
+	}
+}

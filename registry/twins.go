@@ -67,13 +67,14 @@ type Twin struct {
 	ClusterID string
 }
 
-// Message is what the user is told, with the fix.
+// Message is what the user is told, with the fix. It names no count (the twin_entries metric
+// does), so that it is said once while the fight lasts, not at each of its turns.
 func (t *Twin) Message() string {
-	return fmt.Sprintf("another writer undoes this installation's writes to %d entries of its identity cluster-id %s, "+
-		"which it holds without writing them: a copy of this cluster (restored from an etcd backup, a cloned VM) or a second "+
-		"installation on the same Lease runs with the same identity; no entry is marked or deleted meanwhile (%d held). "+
+	return fmt.Sprintf("another writer undoes this installation's writes to entries of its identity cluster-id %s, "+
+		"which it holds without writing them: a copy of this cluster (restored from an etcd backup, a cloned VM), a second "+
+		"installation on the same Lease, or a script runs with the same identity; no entry is marked or deleted meanwhile. "+
 		"Pin --cluster-id (chart: clusterId) to an identity of its own on one of them; renaming the cluster does not help",
-		t.Disputed, t.ClusterID, t.Held)
+		t.ClusterID)
 }
 
 // contest drops the writes to contested entries (but a mark lifted), and, while any is in
