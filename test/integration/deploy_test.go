@@ -356,6 +356,11 @@ func TestLeaderElectionHandover(t *testing.T) {
 	waitFor(t, 10*time.Second, func() bool { return len(h.entries("one.lan")) == 0 })
 	h.create(ingress(h.ns, "two", enabled("ip-address", "10.41.0.2"), "two.lan"))
 	waitFor(t, 10*time.Second, func() bool { return len(h.entries("two.lan")) == 1 })
+	// A handover is no twin: the new leader rewrote entries the old one wrote, and says nothing
+	// of another writer.
+	if v := standby.metric(t, "router_hosts_operator_twin_entries"); v != 0 || strings.Contains(standby.logText(), "TwinInstallation") {
+		t.Fatalf("the handover was taken for a twin: twin_entries %v\n%s", v, standby.logText())
+	}
 }
 
 // TestKustomizeRBACIsSufficient runs the operator as the kustomize ServiceAccount, bound by
