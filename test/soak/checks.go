@@ -62,6 +62,16 @@ const (
 	// InvNamesakes: once settled, each installation's leader reports as many namesakes as
 	// the router shows other identities under its name.
 	InvNamesakes = "namesakes-reported"
+	// InvTwinsKept: no twin deletes an entry of a hostname a twin's object claims: twins may
+	// fight over an address, never over whether a name answers.
+	InvTwinsKept = "twin-names-kept"
+	// InvTwinsReported: once settled, each twin says it has a twin (the twin_entries metric
+	// and a TwinInstallation warning in its log) and has stopped writing.
+	InvTwinsReported = "twins-reported"
+	// InvBrake: while a hostname-replacement burst is held, none of its namespace's entries is
+	// written or deleted, none of its new names is written, its old names keep answering, and
+	// the installation says MassDeletionHeld with the token that lets it through.
+	InvBrake = "brake-holds"
 )
 
 // Failure is one broken invariant.
@@ -85,8 +95,8 @@ func (f Failure) String() string {
 
 // settings are what the checker must know of the operators' configuration.
 type settings struct {
-	// clusters are the installations that run, with their default grace period; ids their
-	// identities.
+	// clusters are the owners of entries (ownerGroup: an installation, or a twin pair), with
+	// their default grace period; ids the identities of the installations and of the pairs.
 	clusters map[string]time.Duration
 	ids      map[string]string
 	// slack is how late an operator may act on what it is told: informer delivery, the spacing
@@ -228,6 +238,7 @@ func (c *checker) pollHosts(lines map[string][]hostsLine, now time.Time) {
 			c.lastLines[h] = lines[h]
 		}
 	}
+	c.pollBursts(lines, now, restarting)
 }
 
 // endVanish closes a vanishing and reports it with its duration.
@@ -342,9 +353,10 @@ func (c *checker) ownerOfTags(tags []string) string {
 	if len(ids) != 1 {
 		return ""
 	}
-	for inst, id := range c.set.ids {
-		if id == ids[0] {
-			return inst
+	// Twins share an identity: their entries are the pair's.
+	for _, inst := range sortedKeys(c.set.ids) {
+		if c.set.ids[inst] == ids[0] {
+			return ownerGroup(inst)
 		}
 	}
 	return ""
@@ -477,6 +489,11 @@ func stripTimes(e *pb.HostEntry) *pb.HostEntry {
 // grace period. The caller holds m.mu.
 func (c *checker) sticky(v *view, now time.Time) {
 	for cluster, def := range c.set.clusters {
+		if isPair(cluster) {
+			// Each twin's names live in one namespace of its own; what the pair must keep is
+			// its names (finalTwins, checkTwinDeletes).
+			continue
+		}
 		for h, es := range v.byHost {
 			var (
 				nss []string
@@ -552,7 +569,7 @@ func (c *checker) final(v *view) []Failure {
 		for cluster := range c.set.clusters {
 			var mine []*Object
 			for _, o := range claims {
-				if o.Cluster == cluster {
+				if ownerGroup(o.Cluster) == cluster {
 					mine = append(mine, o)
 				}
 			}
@@ -561,6 +578,10 @@ func (c *checker) final(v *view) []Failure {
 				if c.owner(e) == cluster {
 					owned = append(owned, e)
 				}
+			}
+			if isPair(cluster) {
+				c.finalTwins(cluster, h, mine, owned, fail)
+				continue
 			}
 			c.finalHost(cluster, h, mine, owned, v, fail)
 		}
@@ -834,9 +855,15 @@ func (c *checker) summary(v *view) string {
 		}
 	}
 	var byInst, claimed []string
-	for _, cs := range clusterSpecs {
-		byInst = append(byInst, fmt.Sprintf("%s (as %s) %d", cs.name, c.m.names[cs.name], owned[cs.name]))
-		claimed = append(claimed, fmt.Sprintf("%s %d", cs.name, len(wanted[cs.name])))
+	for _, g := range groups() {
+		byInst = append(byInst, fmt.Sprintf("%s (as %s) %d", g, c.m.names[g], owned[g]))
+		n := 0
+		for inst, hosts := range wanted {
+			if ownerGroup(inst) == g {
+				n += len(hosts)
+			}
+		}
+		claimed = append(claimed, fmt.Sprintf("%s %d", g, n))
 	}
 	return fmt.Sprintf("%d entries (%s, c %d, the person's %d); hostnames claimed: %s; %d objects, %d held; %d adopted, %d given back, %d hand-made untouched; "+
 		"%d claims on cluster c's names, %d on names a namesake holds",

@@ -17,6 +17,8 @@ const (
 	idA = "0000000a"
 	idB = "0000000b"
 	idN = "0000000e"
+	// idT is the identity twins t1 and t2 share.
+	idT = "0000000f"
 )
 
 // world0 is a small settled world: cluster a's Ingress web in a1 wants web.lan at 10.0.0.1
@@ -74,8 +76,34 @@ func entryByID(es []*pb.HostEntry, id string) *pb.HostEntry {
 }
 
 func testChecker(m *Model, t0 time.Time) *checker {
-	return newChecker(m, settings{clusters: map[string]time.Duration{"a": 4 * time.Second, "b": 4 * time.Second, "n": 4 * time.Second},
-		ids: map[string]string{"a": idA, "b": idB, "n": idN}, slack: time.Second}, t0)
+	return newChecker(m, settings{clusters: map[string]time.Duration{"a": 4 * time.Second, "b": 4 * time.Second, "n": 4 * time.Second, "t": twinGrace},
+		ids: map[string]string{"a": idA, "b": idB, "n": idN, "t1": idT, "t2": idT, "t": idT}, slack: time.Second}, t0)
+}
+
+// twinTags are the tags of the twins' entry for an object of theirs in namespace ns.
+func twinTags(ns, uid string, more ...string) []string {
+	return append([]string{"cluster:t", "cluster-id:" + idT, "k8s-operator", "kind:HostMapping", "namespace:" + ns, "source:" + uid}, more...)
+}
+
+// twinWorld adds settled twins to a world: t1's pinned name and t2's, each with its entry,
+// and the name both read, which t2 holds at its own address (10.0.20.202) while t1 wants it at
+// 10.0.20.201; t1's t1-0 was dropped while they held, and its entry stays.
+func twinWorld(m *Model, t0 time.Time, es []*pb.HostEntry) []*pb.HostEntry {
+	m.add(&Object{Cluster: "t1", Namespace: "t1", Name: "pin", Kind: KindHostMapping, addressing: bySpec, UID: "u-t1", Hosts: []string{"t1-pin.lan"},
+		IPs: []string{"10.0.20.101"}, pinned: true}, t0)
+	m.add(&Object{Cluster: "t2", Namespace: "t2", Name: "pin", Kind: KindHostMapping, addressing: bySpec, UID: "u-t2", Hosts: []string{"t2-pin.lan"},
+		IPs: []string{"10.0.20.102"}, pinned: true}, t0)
+	m.add(&Object{Cluster: "t", Namespace: "t0", Name: "shared", Kind: KindIngress, addressing: byChain, UID: "u-ts", Hosts: []string{"ts.lan"},
+		IPs: []string{"10.0.20.201", "10.0.20.202"}, pinned: true}, t0)
+	gone := &Object{Cluster: "t1", Namespace: "t1", Name: "web", Kind: KindHostMapping, addressing: bySpec, UID: "u-t1-web", Hosts: []string{"t1-0.lan"},
+		IPs: []string{"10.0.20.5"}}
+	m.add(gone, t0)
+	m.remove(gone, t0.Add(time.Second))
+	return append(es,
+		&pb.HostEntry{Id: "t1-pin", IpAddress: "10.0.20.101", Hostname: "t1-pin.lan", Version: "5", Tags: twinTags("t1", "u-t1")},
+		&pb.HostEntry{Id: "t2-pin", IpAddress: "10.0.20.102", Hostname: "t2-pin.lan", Version: "5", Tags: twinTags("t2", "u-t2")},
+		&pb.HostEntry{Id: "ts", IpAddress: "10.0.20.202", Hostname: "ts.lan", Version: "9", Tags: twinTags("t0", "u-ts")},
+		&pb.HostEntry{Id: "t1-0", IpAddress: "10.0.20.5", Hostname: "t1-0.lan", Version: "1", Tags: twinTags("t1", "u-t1-web")})
 }
 
 // TestEveryInvariantCanFail breaks each invariant in a settled world and expects the checker
@@ -222,6 +250,31 @@ func TestEveryInvariantCanFail(t *testing.T) {
 			e := proto.Clone(nShared).(*pb.HostEntry)
 			e.IpAddress, e.Tags = "10.0.0.7", []string{"cluster:a", "cluster-id:" + idA, "k8s-operator", "kind:HostMapping", "namespace:a1", "source:u-a-pin"}
 			return append(es, e)
+		}, InvUnwanted},
+		{"twins holding: a shared name at either twin's address, a dropped name kept, a mark left", func(m *Model, es []*pb.HostEntry) []*pb.HostEntry {
+			es = twinWorld(m, t0, es)
+			e := entryByID(es, "t1-0")
+			e.Tags = append(e.Tags, "pending-deletion:2026-01-01T00:00:00Z")
+			return append(es, &pb.HostEntry{Id: "ts-2", IpAddress: "10.0.20.201", Hostname: "ts.lan", Version: "1", Tags: twinTags("t0", "u-ts")})
+		}, ""},
+		{"a name a twin's object wants has no entry", func(m *Model, es []*pb.HostEntry) []*pb.HostEntry {
+			es = twinWorld(m, t0, es)
+			return slices.DeleteFunc(es, func(e *pb.HostEntry) bool { return e.GetId() == "t2-pin" })
+		}, InvWanted},
+		{"a twin's entry at an address nobody asked for on its name", func(m *Model, es []*pb.HostEntry) []*pb.HostEntry {
+			es = twinWorld(m, t0, es)
+			entryByID(es, "ts").IpAddress = "10.0.20.101"
+			return es
+		}, InvUnwanted},
+		{"an entry of the twins' identity under a name they never ran as", func(m *Model, es []*pb.HostEntry) []*pb.HostEntry {
+			es = twinWorld(m, t0, es)
+			e := entryByID(es, "t1-pin")
+			e.Tags[0] = "cluster:a"
+			return es
+		}, InvNobodyMade},
+		{"the twins write a name of a's", func(m *Model, es []*pb.HostEntry) []*pb.HostEntry {
+			es = twinWorld(m, t0, es)
+			return append(es, &pb.HostEntry{Id: "t-web", IpAddress: "10.0.0.9", Hostname: "web.lan", Version: "1", Tags: twinTags("a1", "u-web")})
 		}, InvUnwanted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

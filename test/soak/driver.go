@@ -47,6 +47,12 @@ type driver struct {
 	// frozen are the installations whose objects the churn leaves alone for now (around the
 	// rename).
 	frozen map[string]bool
+	// twinUp is when each twin's process started, zero while it is down; twinReserved the
+	// twins' hostnames a recreation to come will claim.
+	twinUp       map[string]time.Time
+	twinReserved map[string]bool
+	// burstGen numbers the generations of the burst namespace's hostnames.
+	burstGen int
 }
 
 type pendingAction struct {
@@ -82,6 +88,12 @@ var actions = []action{
 	{"router-restart", 0.8, (*driver).routerRestart},
 	{"apiserver-restart", 0.15, (*driver).apiserverRestart},
 	{"network-fault", 2, (*driver).networkFault},
+	{"twin-create", 1.5, (*driver).twinCreate},
+	{"twin-repoint", 1, (*driver).twinRepoint},
+	{"twin-rename", 0.6, (*driver).twinRename},
+	{"twin-delete", 0.8, (*driver).twinDelete},
+	{"twin-recreate", 0.5, (*driver).twinRecreate},
+	{"kill-twin", 0.6, (*driver).killTwin},
 }
 
 // gap is the time between two actions: a third of a second on average.
@@ -135,15 +147,16 @@ func (d *driver) run(ctx context.Context) error {
 	}
 }
 
-// heal ends every fault at once: what the faults left pending (restarts, a healed network)
-// runs now; recreations are dropped, their objects stay deleted, and so is the rename if it
-// is still to come; a rename still to be checked is checked once the world settles.
+// heal ends every fault at once: what the faults left pending (restarts, a twin away, a
+// healed network, a burst's revert or confirmation) runs now; recreations are dropped, their
+// objects stay deleted, and so are the rename, a twin's going away and a burst if still to
+// come; a rename still to be checked is checked once the world settles.
 func (d *driver) heal(ctx context.Context) error {
 	pending := d.pending
 	d.pending = nil
 	for _, p := range pending {
 		switch p.name {
-		case "recreated", "freeze", "cluster-rename", "rename-checked":
+		case "recreated", "freeze", "cluster-rename", "rename-checked", "twin-away", "twin-away-deferred", "burst":
 			continue
 		}
 		if err := p.do(ctx); err != nil {
@@ -241,7 +254,8 @@ func (d *driver) hostname(c clusterSpec, ns string, avoid []string) string {
 func (d *driver) hostnameOnce(c clusterSpec, ns string) string {
 	r := d.rng.Float64()
 	sameNS := d.claimedNames(c.name, func(o *Object) bool { return o.Namespace == ns })
-	otherNS := d.claimedNames(c.name, func(o *Object) bool { return o.Namespace != ns })
+	// The burst namespace's names are its own: a claim elsewhere would change its share.
+	otherNS := d.claimedNames(c.name, func(o *Object) bool { return o.Namespace != ns && !slices.Contains(c.quiet, o.Namespace) })
 	hand := d.adoptableNames(c.name)
 	switch {
 	case r < 0.12 && len(sameNS) > 0:
@@ -359,7 +373,7 @@ func (d *driver) newObject(c clusterSpec) *Object {
 
 func (d *driver) create(ctx context.Context) error {
 	c := d.pickCluster()
-	if len(d.objectsOf(c.name, nil)) >= maxObjects {
+	if len(d.objectsOf(c.name, func(o *Object) bool { return !slices.Contains(c.quiet, o.Namespace) })) >= maxObjects {
 		return d.remove(ctx)
 	}
 	return d.put(ctx, d.newObject(c), "created")
@@ -884,7 +898,7 @@ func (d *driver) renameCluster(ctx context.Context, to string) error {
 	r := &renaming{inst: renamed, to: to, at: time.Now(), snapshot: snap}
 	d.m.update(func() { r.from, d.m.rename = d.m.names[renamed], r })
 	d.m.renamed(renamed, to)
-	started, err := d.w.rename(renamed, to)
+	started, err := d.w.restartAll(renamed, to)
 	if err != nil {
 		return err
 	}

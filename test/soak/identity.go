@@ -74,26 +74,27 @@ func (c *checker) checkWrites(l *ledger) (writes map[string]int, unseen []string
 		} else if before != nil {
 			host = before.GetHostname()
 		}
-		me := w.inst
+		// A twin's own entries are its pair's: both write the one identity.
+		me, mine := w.inst, ownerGroup(w.inst)
 		problem := ""
 		switch w.method {
 		case methodAdd:
-			if c.ownerOfTags(wrote) != me {
+			if c.ownerOfTags(wrote) != mine {
 				problem = "added an entry that is " + c.whose(wrote)
 			}
 		case methodUpdate:
 			switch {
 			case before == nil:
 				unseen = append(unseen, fmt.Sprintf("%s by %s for entry %s", w, me, w.id))
-				if c.ownerOfTags(wrote) != me && !unowned(wrote) {
+				if c.ownerOfTags(wrote) != mine && !unowned(wrote) {
 					problem = "left an entry " + c.whose(wrote)
 				}
-			case c.ownerOfTags(before.GetTags()) == me:
-				if c.ownerOfTags(wrote) != me && !unowned(wrote) {
+			case c.ownerOfTags(before.GetTags()) == mine:
+				if c.ownerOfTags(wrote) != mine && !unowned(wrote) {
 					problem = "made its own entry " + c.whose(wrote)
 				}
 			case unowned(before.GetTags()):
-				if c.ownerOfTags(wrote) != me {
+				if c.ownerOfTags(wrote) != mine {
 					problem = "wrote the person's entry without adopting it: it is " + c.whose(wrote)
 				}
 			default:
@@ -103,11 +104,11 @@ func (c *checker) checkWrites(l *ledger) (writes map[string]int, unseen []string
 			switch {
 			case before == nil:
 				unseen = append(unseen, fmt.Sprintf("%s by %s for entry %s", w, me, w.id))
-			case c.ownerOfTags(before.GetTags()) != me:
+			case c.ownerOfTags(before.GetTags()) != mine:
 				problem = "deleted an entry that is " + c.whose(before.GetTags())
 			}
 		}
-		if problem == "" && c.ownerOfTags(wrote) == me {
+		if problem == "" && c.ownerOfTags(wrote) == mine {
 			names := c.namesAt(me, w.at)
 			if cs := clusterNames(wrote); len(cs) != 1 || !slices.Contains(names, cs[0]) {
 				problem = fmt.Sprintf("wrote cluster %v on its entry, running as %v", cs, names)

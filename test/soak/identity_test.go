@@ -18,7 +18,7 @@ func ownTags(id, cluster string, more ...string) []string {
 
 // TestWritesAreTheWritersOwn: every write an installation sends is to an entry of its own
 // identity or an adoption, leaves the entry its own or gives it back, and names a cluster it
-// runs under; a namesake's entries, which carry its name, are not its own.
+// runs under; a namesake's entries, which carry its name, are not its own; twins share theirs.
 func TestWritesAreTheWritersOwn(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	aEntry := &pb.HostEntry{Id: "ea", Hostname: "web.lan", IpAddress: "10.0.0.1", Version: "1", Tags: ownTags(idA, "a")}
@@ -27,6 +27,7 @@ func TestWritesAreTheWritersOwn(t *testing.T) {
 	adopted := &pb.HostEntry{Id: "eh", Hostname: "nas.lan", IpAddress: "10.0.0.5", Version: "2",
 		Tags: append([]string{"manual", "pre-existing:true"}, ownTags(idA, "a", "original-ip:192.168.1.5")...)}
 	cEntry := &pb.HostEntry{Id: "ec", Hostname: "c.lan", IpAddress: "10.0.99.1", Version: "1", Tags: []string{"k8s-operator", "cluster:c"}}
+	tEntry := &pb.HostEntry{Id: "et", Hostname: "t1-pin.lan", IpAddress: "10.0.20.101", Version: "1", Tags: twinTags("t1", "u-t1")}
 	v := func(s string) *string { return &s }
 	update := func(inst string, before *pb.HostEntry, tags []string, at time.Duration) *write {
 		after := proto.Clone(before).(*pb.HostEntry)
@@ -64,6 +65,10 @@ func TestWritesAreTheWritersOwn(t *testing.T) {
 		{"b writes its new name before its rename", update("b", &pb.HostEntry{Id: "eb", Version: "1", Tags: ownTags(idB, "b")}, ownTags(idB, "b-renamed"), -time.Second), true, 0},
 		{"b writes its new name once renamed", update("b", &pb.HostEntry{Id: "eb", Version: "1", Tags: ownTags(idB, "b")}, ownTags(idB, "b-renamed"), time.Second), false, 0},
 		{"b's old process writes the old name as the rename starts", update("b", &pb.HostEntry{Id: "eb", Version: "1", Tags: ownTags(idB, "b")}, nil, time.Second), false, 0},
+		{"a twin marks the other's entry: their one identity", update("t2", tEntry, twinTags("t1", "u-t1", "pending-deletion:2026-01-01T00:00:00Z"), 0), false, 0},
+		{"a twin deletes the other's entry", &write{inst: "t1", at: t0, method: methodDelete, id: "et", expected: v("1"), req: &pb.DeleteHostRequest{Id: "et"}}, false, 0},
+		{"a twin writes a's entry", update("t1", aEntry, twinTags("a1", "u1"), 0), true, 0},
+		{"a writes the twins' entry", update("a", tEntry, ownTags(idA, "a"), 0), true, 0},
 		{"an update for a version the run never saw", &write{inst: "a", at: t0, method: methodUpdate, id: "ea", expected: v("7"),
 			req: &pb.UpdateHostRequest{Id: "ea"}, after: &pb.HostEntry{Id: "ea", Version: "8", Tags: ownTags(idA, "a")}}, false, 1},
 	} {
@@ -73,7 +78,7 @@ func TestWritesAreTheWritersOwn(t *testing.T) {
 			m.rename = &renaming{inst: "b", from: "b", to: "b-renamed", at: t0}
 			m.renamed("b", "b-renamed")
 			l := newLedger()
-			for _, e := range []*pb.HostEntry{aEntry, nEntry, hand, adopted, cEntry, {Id: "eb", Version: "1", Tags: ownTags(idB, "b")}} {
+			for _, e := range []*pb.HostEntry{aEntry, nEntry, hand, adopted, cEntry, tEntry, {Id: "eb", Version: "1", Tags: ownTags(idB, "b")}} {
 				l.saw(e)
 			}
 			l.write(tc.w)

@@ -38,6 +38,10 @@ const (
 	byStatus
 	// byGateway: a route's Gateway's addresses; held while the Gateway has none.
 	byGateway
+	// byChain: none of its own; each installation that reads it resolves it by its
+	// --ip-resolution chain (the object both twins read, at each twin's static address).
+	// IPs are every address it resolves to.
+	byChain
 )
 
 // Object is one cluster object as the soak made it: what it claims and where its address
@@ -132,9 +136,15 @@ type Model struct {
 	// routerDown are the stretches the router was restarting, apiDown those a
 	// kube-apiserver was (either: an operator of the other cluster only waits longer).
 	routerDown, apiDown outages
-	// names are the cluster name each installation runs under now; ran all it ran under.
+	// names are the cluster name each installation (and each twin pair) runs under now; ran
+	// all it ran under.
 	names map[string]string
 	ran   map[string][]string
+	// everHad are the addresses any object ever asked for on each hostname (lowercase): where
+	// a twin's entry may stand, since a contested entry is never re-pointed.
+	everHad map[string]map[string]bool
+	// bursts are the run's hostname-replacement bursts, in order.
+	bursts []*burst
 	// heldBy names, for a hostname two installations both claim from the start, the one
 	// that wrote it first and holds it for good: the other's claim is a conflict.
 	heldBy map[string]string
@@ -216,9 +226,12 @@ type claimKey struct{ cluster, host, namespace string }
 func newModel() *Model {
 	m := &Model{objects: map[string]*Object{}, gateways: map[string]*Gateway{}, hand: map[string]*HandEntry{},
 		foreign: map[string]*pb.HostEntry{}, epoch: map[string]int{}, claimed: map[string]bool{}, wanting: map[claimKey][]interval{},
-		names: map[string]string{}, ran: map[string][]string{}, heldBy: map[string]string{}}
+		names: map[string]string{}, ran: map[string][]string{}, heldBy: map[string]string{}, everHad: map[string]map[string]bool{}}
 	for _, c := range clusterSpecs {
 		m.names[c.name], m.ran[c.name] = c.clusterName, []string{c.clusterName}
+		if c.twin != "" {
+			m.names[c.twin], m.ran[c.twin] = c.clusterName, []string{c.clusterName}
+		}
 	}
 	return m
 }
@@ -271,7 +284,20 @@ func (m *Model) add(o *Object, now time.Time) {
 		o.since[h] = now
 	}
 	m.objects[o.key()] = o
+	m.noteHad(o)
 	m.refresh(o.Hosts, now)
+}
+
+// noteHad records the addresses o asks for on each of its hostnames. The caller holds m.mu.
+func (m *Model) noteHad(o *Object) {
+	for _, h := range o.Hosts {
+		if m.everHad[h] == nil {
+			m.everHad[h] = map[string]bool{}
+		}
+		for _, ip := range m.ips(o) {
+			m.everHad[h][ip] = true
+		}
+	}
 }
 
 // remove records that o is about to be deleted: its claims end now.
@@ -301,6 +327,7 @@ func (m *Model) addHosts(o *Object, hosts []string, now time.Time) {
 			o.since[h] = now
 		}
 	}
+	m.noteHad(o)
 	m.refresh(hosts, now)
 }
 
@@ -318,6 +345,7 @@ func (m *Model) setIPs(o *Object, ips []string, now time.Time) {
 	for _, ip := range ips {
 		o.had[ip] = true
 	}
+	m.noteHad(o)
 	m.refresh(o.Hosts, now)
 }
 

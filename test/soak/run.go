@@ -1,16 +1,20 @@
 // Package soak runs the whole operator at random, the way a real cluster lives, and holds it
-// to the promises of the README. Three installations share one router-hosts server: cluster a
+// to the promises of the README. Five installations share one router-hosts server: cluster a
 // with two replicas under leader election, cluster b behind a faulty network, n, a namesake of
-// a (a cluster of its own installed as a is, under a's name), and the entries of a cluster c
-// that never runs. Every source kind a user runs is created, re-pointed, renamed, deleted and
-// recreated; a person edits the router by hand; operators are killed, the router and the
-// kube-apiservers restarted, the network slowed, killed and reset; at a seeded moment b is
-// renamed. A model of what the soak did says what must hold: during the churn (availability,
-// nothing touched that is not the operator's, no namespace taking a name from its holder, no
-// installation writing another's entries, a rename keeping its entries' IDs) and once it stops
-// (every wanted entry exactly right, nothing unwanted left, adoptions and releases exact, and
-// then silence: no write at all). Everything the soak chooses comes from its seed, so a seed
-// replays the same run.
+// a (a cluster of its own installed as a is, under a's name), the twins t1 and t2 (two
+// installations with one identity, which disagree on a name's address), and the entries of a
+// cluster c that never runs. Every source kind a user runs is created, re-pointed, renamed,
+// deleted and recreated; a person edits the router by hand; operators are killed, a twin taken
+// away for several grace periods, the router and the kube-apiservers restarted, the network
+// slowed, killed and reset; at a seeded moment b is renamed, and most of one namespace of a
+// gets new hostnames at once, which the mass-deletion brake must hold until the soak reverts
+// them or confirms with the brake's token. A model of what the soak did says what must hold:
+// during the churn (availability, nothing touched that is not the operator's, no namespace
+// taking a name from its holder, no installation writing another's entries, a rename keeping
+// its entries' IDs, no twin deleting a name a twin wants, a burst held) and once it stops
+// (every wanted entry exactly right, nothing unwanted left, adoptions and releases exact, the
+// twins saying they have a twin, and then silence: no write at all). Everything the soak
+// chooses comes from its seed, so a seed replays the same run.
 package soak
 
 import (
@@ -43,10 +47,13 @@ const (
 	MutationWrongCluster = "wrong-cluster"
 	// MutationForeignCluster runs cluster b as cluster c, whose entries it then takes for its own.
 	MutationForeignCluster = "foreign-cluster"
+	// MutationNoBrake runs cluster a with the mass-deletion brake off: a burst of replaced
+	// hostnames deletes the old names after their grace period.
+	MutationNoBrake = "no-brake"
 )
 
 // Mutations lists the mutations.
-var Mutations = []string{MutationUpsertOnly, MutationCreateOnly, MutationWrongCluster, MutationForeignCluster}
+var Mutations = []string{MutationUpsertOnly, MutationCreateOnly, MutationWrongCluster, MutationForeignCluster, MutationNoBrake}
 
 // Config is one run.
 type Config struct {
@@ -108,6 +115,8 @@ type Result struct {
 	Namesakes   string
 	// LastToSettle is the first failure of the last final check that did not pass.
 	LastToSettle string
+	// Bursts say what each hostname-replacement burst was and how it ended.
+	Bursts []string
 	// history renders the actions behind a failure.
 	history *history
 	Dir     string
@@ -140,7 +149,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	m := newModel()
 	set := settings{clusters: map[string]time.Duration{}, slack: time.Second, writeLag: requestTimeout}
 	for _, c := range clusterSpecs {
-		set.clusters[c.name] = defaultGrace
+		set.clusters[ownerGroup(c.name)] = defaultGrace
+		if c.twin != "" {
+			set.clusters[c.twin] = twinGrace
+		}
 	}
 	ck := newChecker(m, set, time.Now())
 	exited := func(p *proc) {
@@ -156,7 +168,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	for _, e := range w.foreignEntries {
 		m.foreign[e.GetId()] = e
 	}
-	d := &driver{w: w, m: m, ck: ck, hist: res.history, counts: res.Actions, frozen: map[string]bool{}}
+	d := &driver{w: w, m: m, ck: ck, hist: res.history, counts: res.Actions, frozen: map[string]bool{}, twinUp: map[string]time.Time{},
+		twinReserved: map[string]bool{}}
 	d.rng = newRand(cfg.Seed)
 	for _, c := range clusterSpecs {
 		w.kube.gatewayNS[c.name] = c.namespaces[0]
@@ -169,21 +182,34 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	// Each cluster holds a few objects before its operator starts: a cold start into a
-	// cluster in use (and b has entries to rename however early the rename comes).
+	// cluster in use (and b has entries to rename however early the rename comes); a's burst
+	// namespace is full before the first burst however early it comes. The twins' come with
+	// them (startTwins).
 	for _, c := range clusterSpecs {
-		for i := 0; i < initialObjects; i++ {
+		for i := 0; c.twin == "" && i < initialObjects; i++ {
 			if err := d.put(ctx, d.newObject(c), "created before the operators started"); err != nil {
 				return nil, err
 			}
 		}
 	}
+	if err := d.burstSeed(ctx); err != nil {
+		return nil, err
+	}
 	if err := startInstallations(ctx, w, m, ck, res.history); err != nil {
+		return nil, err
+	}
+	if err := startTwins(ctx, w, d); err != nil {
 		return nil, err
 	}
 
 	start := time.Now()
 	ck.start, d.start, d.end = start, start, start.Add(cfg.Duration)
+	for _, c := range twinsOf(twinPair) {
+		d.twinUp[c.name] = start
+	}
 	d.scheduleRename()
+	d.scheduleBursts()
+	d.scheduleTwinAway()
 	if cfg.Duration >= longRun {
 		d.quietLeaderFrom = start.Add(cfg.Duration * 6 / 10)
 	}
@@ -328,6 +354,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	res.Writes, res.Unseen = ck.checkWrites(w.ledger)
+	last = append(last, ck.checkTwinDeletes(w.ledger)...)
+	last = append(last, ck.checkBursts(w.ledger, time.Now())...)
+	res.Bursts = burstReport(m, start)
 	if r := m.rename; r != nil {
 		updates, unanswered, deletes := renameWrites(w.ledger, r)
 		res.Rename = fmt.Sprintf("%s renamed from %s to %s at %v: %d entries its objects wanted then; until checked, %d UpdateHosts answered (and %d failed or unanswered), %d DeleteHosts sent for them",
@@ -392,6 +421,8 @@ func settleCheck(ctx context.Context, w *world, m *Model, ck *checker, res *Resu
 	ck.continuous(v, time.Now())
 	res.Final = ck.summary(v)
 	out := ck.final(v)
+	// Twins settle into holding: each says it has a twin, and neither writes any more.
+	out = append(out, checkTwinsHold(w, time.Now())...)
 	m.mu.Lock()
 	r := m.rename
 	checked := r == nil || r.checked
@@ -520,6 +551,9 @@ func (r *Result) Report(w io.Writer) {
 	fmt.Fprintln(w, ")")
 	if r.Rename != "" {
 		fmt.Fprintf(w, "  rename: %s\n", r.Rename)
+	}
+	for _, b := range r.Bursts {
+		fmt.Fprintf(w, "  %s\n", b)
 	}
 	if r.Quiet >= 0 {
 		fmt.Fprintf(w, "  quiet window: %d writes in %v; namesakes reported: %s\n", r.Quiet, r.QuietWindow, r.Namesakes)

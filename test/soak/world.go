@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -43,9 +44,17 @@ type clusterSpec struct {
 	faultyNet   bool
 	// gateways are the names of its Gateways, in its first namespace.
 	gateways []string
+	// quiet are namespaces of its cluster the churn never creates objects in: a's burst
+	// namespace, the twins' shared one.
+	quiet []string
+	// twin names the pair an installation belongs to when it shares its identity with another
+	// ("" for none); static is its --ip-resolution=static address, which an object both twins
+	// read resolves to.
+	twin   string
+	static string
 }
 
-// The world: three installations share one router. a, with two replicas under leader
+// The world: five installations share one router. a, with two replicas under leader
 // election, reaches it directly, b through the faulty network; both run in one cluster (one
 // apiserver, their objects told apart by a label). n is a's namesake: a cluster of its own
 // (its own apiserver, hence its own identity) installed as a is, with a's name, a's Lease
@@ -53,10 +62,18 @@ type clusterSpec struct {
 // It runs one replica without leader election, so that a kill does not leave it waiting
 // out a Lease (a's kills do that).
 // Another cluster, c, left entries and never runs. At a seeded moment b is renamed.
+// t1 and t2 are twins: two installations in a and b's cluster on one Lease name with leader
+// election off, as two releases in one namespace or a cluster and its restored copy are, so
+// that both derive one identity and each takes the other's entries for its own. Each reads
+// its own objects and the one they share (its label is the pair's), which each resolves to an
+// address of its own.
 var clusterSpecs = []clusterSpec{
-	{name: "a", clusterName: "a", namespaces: []string{"a1", "a2", "a3"}, replicas: 2, lease: "soak-a", leaderElect: true, gateways: []string{"gw-1", "gw-2"}},
+	{name: "a", clusterName: "a", namespaces: []string{"a1", "a2", "a3"}, replicas: 2, lease: "soak-a", leaderElect: true, gateways: []string{"gw-1", "gw-2"},
+		quiet: []string{burstNamespace}},
 	{name: "b", clusterName: "b", namespaces: []string{"b1", "b2"}, replicas: 1, lease: "soak-b", faultyNet: true, gateways: []string{"gw-1"}},
 	{name: "n", clusterName: "a", apiserver: 1, namespaces: []string{"a1", "a2"}, replicas: 1, lease: "soak-a", gateways: []string{"gw-1"}},
+	{name: "t1", clusterName: twinPair, namespaces: []string{"t1"}, replicas: 1, lease: "soak-t", quiet: []string{twinSharedNamespace}, twin: twinPair, static: "10.77.20.201"},
+	{name: "t2", clusterName: twinPair, namespaces: []string{"t2"}, replicas: 1, lease: "soak-t", quiet: []string{twinSharedNamespace}, twin: twinPair, static: "10.77.20.202"},
 }
 
 // specOf is the installation's spec.
@@ -67,6 +84,50 @@ func specOf(inst string) clusterSpec {
 		}
 	}
 	panic("no installation " + inst)
+}
+
+// ownerGroup is who owns an installation's entries in the model: the installation itself, or
+// for a twin its pair, since the two share one identity and so one set of entries. The
+// pair's name is its own group (the object both twins read belongs to it).
+func ownerGroup(inst string) string {
+	for _, c := range clusterSpecs {
+		if c.name == inst && c.twin != "" {
+			return c.twin
+		}
+	}
+	return inst
+}
+
+// isPair reports whether group is a twin pair.
+func isPair(group string) bool {
+	for _, c := range clusterSpecs {
+		if c.twin == group {
+			return true
+		}
+	}
+	return false
+}
+
+// groups are the owners of entries, in the order of clusterSpecs.
+func groups() []string {
+	var out []string
+	for _, c := range clusterSpecs {
+		if g := ownerGroup(c.name); !slices.Contains(out, g) {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// twinsOf are the installations of a pair.
+func twinsOf(pair string) []clusterSpec {
+	var out []clusterSpec
+	for _, c := range clusterSpecs {
+		if c.twin == pair {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 const (
@@ -100,8 +161,12 @@ type world struct {
 	ledger   *ledger
 	proxy    *faultProxy
 	replicas map[string][]*replica
-	// ids are the installations' identities, as the operator derives them.
+	// ids are the installations' identities, as the operator derives them, and each twin
+	// pair's (the identity its twins share).
 	ids map[string]string
+	// confirm is the --confirm-mass-deletion token each installation's replicas start with
+	// from now on, "" for none.
+	confirm map[string]string
 	// person writes the router by hand, as the router-hosts CLI would; watch is the checker's
 	// reader. Both reach the router directly.
 	person, watch  pb.HostsServiceClient
@@ -120,7 +185,8 @@ func repoRoot() string {
 // router with the third cluster's entries, the taps and the faulty network; the operators
 // start with startOperators.
 func newWorld(ctx context.Context, cfg Config, dir string, exited func(*proc)) (w *world, err error) {
-	w = &world{cfg: cfg, dir: dir, replicas: map[string][]*replica{}, exited: exited, taps: map[string]*tap{}, ledger: newLedger(), ids: map[string]string{}}
+	w = &world{cfg: cfg, dir: dir, replicas: map[string][]*replica{}, exited: exited, taps: map[string]*tap{}, ledger: newLedger(), ids: map[string]string{},
+		confirm: map[string]string{}}
 	defer func() {
 		if err != nil {
 			w.close()
@@ -140,7 +206,13 @@ func newWorld(ctx context.Context, cfg Config, dir string, exited func(*proc)) (
 			return w, fmt.Errorf("reading kube-system: %w", err)
 		}
 		w.ids[c.name] = registry.Identity(string(ks.UID), leaseNamespace, c.lease)
-		for _, ns := range append([]string{leaseNamespace}, c.namespaces...) {
+		if c.twin != "" {
+			if id, ok := w.ids[c.twin]; ok && id != w.ids[c.name] {
+				return w, fmt.Errorf("twins %s and %s of pair %s derive two identities, %s and %s", twinsOf(c.twin)[0].name, c.name, c.twin, id, w.ids[c.name])
+			}
+			w.ids[c.twin], w.kube.dyn[c.twin] = w.ids[c.name], w.kube.dyn[c.name]
+		}
+		for _, ns := range append(append([]string{leaseNamespace}, c.namespaces...), c.quiet...) {
 			_, err := cp.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 			if err != nil && !apierrors.IsAlreadyExists(err) {
 				return w, fmt.Errorf("namespace %s: %w", ns, err)
@@ -274,8 +346,26 @@ func (w *world) operatorArgs(c clusterSpec, index int, name string) (args, env [
 		// The Lease's namespace and name are given even without leader election: the
 		// identity derives from them.
 		"--leader-election-namespace=" + leaseNamespace, "--leader-election-id=" + c.lease}
+	if c.twin != "" {
+		// Its own objects and the pair's, the sources the twins' objects use, every object
+		// without an address of its own at the twin's static address; and a grace period of
+		// several intervals, since a twin is found out by its undoing the other's marks, which
+		// must outlive the interval it takes the other to see them.
+		args[2] = "--label-filter=" + clusterLabel + " in (" + c.name + "," + c.twin + ")"
+		args = slices.DeleteFunc(args, func(a string) bool {
+			return a == "--source=service" || a == "--source=gateway-httproute" || strings.HasPrefix(a, "--ip-resolution=") ||
+				strings.HasPrefix(a, "--grace-period=") || strings.HasPrefix(a, "--interval=")
+		})
+		args = append(args, "--ip-resolution=static:"+c.static, "--grace-period="+twinGrace.String(), "--interval="+twinInterval.String())
+	}
 	if c.replicas > 1 || c.leaderElect {
 		args = append(args, "--leader-elect")
+	}
+	if w.cfg.Mutation == MutationNoBrake && c.name == burstInstallation {
+		args = append(args, "--mass-deletion-percent=0", "--mass-deletion-namespace-percent=0")
+	}
+	if token := w.confirm[c.name]; token != "" {
+		args = append(args, "--confirm-mass-deletion="+token)
 	}
 	pki := w.router.PKI()
 	env = []string{"ROUTER_HOSTS_OPERATOR_ROUTER_HOSTS_ENDPOINT=" + endpoint, "ROUTER_HOSTS_OPERATOR_TLS_CA=" + pki.CAFile(),
@@ -347,10 +437,11 @@ func loggedIdentity(p *proc) string {
 	return ""
 }
 
-// rename restarts every replica of an installation under a new --cluster-name, one after the
-// other, as a rolling update does (SIGTERM, then the new process); a replica that is down
-// now starts under the new name when it comes back.
-func (w *world) rename(inst, name string) ([]string, error) {
+// restartAll restarts every replica of an installation with its flags as they are now (under
+// --cluster-name name, with the token w.confirm holds for it), one after the other, as a
+// rolling update does (SIGTERM, then the new process): a rename, or a confirmed mass deletion.
+// A replica that is down now starts with the new flags when it comes back.
+func (w *world) restartAll(inst, name string) ([]string, error) {
 	c := specOf(inst)
 	var started []string
 	for i, r := range w.replicas[inst] {
