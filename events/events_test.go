@@ -223,10 +223,8 @@ func TestRefusalsSayWhy(t *testing.T) {
 	}
 }
 
-// TestClusterWideConditionsAreToldWhenTheyStartAndEnd: a namesake on the router and a held mass
-// deletion are each a warning in the log and a Warning on the RouterHostsConfig once when they
-// start, nothing while they last, and one line and a Normal event when they end.
-func TestClusterWideConditionsAreToldWhenTheyStartAndEnd(t *testing.T) {
+// clusterReporter is a leading Recorder whose cluster-wide events go to the RouterHostsConfig.
+func clusterReporter() (*record.FakeRecorder, *logtest.Hook, *Recorder) {
 	fake := record.NewFakeRecorder(100)
 	log, hook := logtest.NewNullLogger()
 	r := NewWithRecorder(fake, log)
@@ -234,6 +232,14 @@ func TestClusterWideConditionsAreToldWhenTheyStartAndEnd(t *testing.T) {
 	r.SetClusterObject(func() *corev1.ObjectReference {
 		return &corev1.ObjectReference{APIVersion: "router-hosts.fzymgc.house/v1alpha1", Kind: "RouterHostsConfig", Name: "default"}
 	})
+	return fake, hook, r
+}
+
+// TestClusterWideConditionsAreToldWhenTheyStartAndEnd: a namesake on the router and a held mass
+// deletion are each a warning in the log and a Warning on the RouterHostsConfig once when they
+// start, nothing while they last, and one line and a Normal event when they end.
+func TestClusterWideConditionsAreToldWhenTheyStartAndEnd(t *testing.T) {
+	fake, hook, r := clusterReporter()
 	both := &controller.Report{Cluster: "home", Namesakes: []registry.Namesake{{ID: "bbbbbbbb", Entries: 3}},
 		Braked: &registry.Braked{Leaving: 15, Owned: 20, Stopped: 15, Token: "15-0badc0de"}}
 	for i := 0; i < 4; i++ {
@@ -266,13 +272,7 @@ func TestClusterWideConditionsAreToldWhenTheyStartAndEnd(t *testing.T) {
 // more when they end; a namesake whose entries name objects here is told to pin an identity,
 // never to rename, and one whose entries do not, to rename.
 func TestTwinsAndIdentitiesAreToldWithTheirFix(t *testing.T) {
-	fake := record.NewFakeRecorder(100)
-	log, hook := logtest.NewNullLogger()
-	r := NewWithRecorder(fake, log)
-	r.SetLeading(true)
-	r.SetClusterObject(func() *corev1.ObjectReference {
-		return &corev1.ObjectReference{APIVersion: "router-hosts.fzymgc.house/v1alpha1", Kind: "RouterHostsConfig", Name: "default"}
-	})
+	fake, _, r := clusterReporter()
 	rep := &controller.Report{Cluster: "home", ClusterID: "aaaaaaaa", Twin: &registry.Twin{Disputed: 1, ClusterID: "aaaaaaaa"},
 		Former: []registry.Namesake{{ID: "cccccccc", Entries: 4, Kin: 4}}}
 	for i := 0; i < 3; i++ {
@@ -296,9 +296,7 @@ func TestTwinsAndIdentitiesAreToldWithTheirFix(t *testing.T) {
 		{kin: 0, want: "a name of its own", unwant: "pin --cluster-id"},
 		{kin: 2, want: "pin --cluster-id", unwant: "a name of its own"},
 	} {
-		hook.Reset()
-		r := NewWithRecorder(record.NewFakeRecorder(10), log)
-		r.SetLeading(true)
+		_, hook, r := clusterReporter()
 		r.Report(context.Background(), &controller.Report{Cluster: "home", Namesakes: []registry.Namesake{{ID: "bbbbbbbb", Entries: 2, Kin: tc.kin}}})
 		es := hook.AllEntries()
 		if len(es) != 1 || !strings.Contains(es[0].Message, tc.want) || strings.Contains(es[0].Message, tc.unwant) {
