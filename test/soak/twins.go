@@ -124,8 +124,9 @@ func (c *checker) checkTwinDeletes(l *ledger) []Failure {
 	return out
 }
 
-// twinWarning is the log line a twin writes when it finds its twin out.
-var twinWarning = regexp.MustCompile(`level=warning msg="another writer undoes this installation's writes to \d+ entries[^\n]*reason=TwinInstallation`)
+// twinWarning is the log line a twin writes when it finds its twin out (registry.Twin's
+// message, which names no count, and the event's reason).
+var twinWarning = regexp.MustCompile(`level=warning msg="another writer undoes this installation's writes [^\n]*reason=TwinInstallation(\s|$)`)
 
 // twinReport is what is wrong with what a twin process reports of its twin: its twin_entries
 // metric (read: ok) and its log; "" when it says it has one.
