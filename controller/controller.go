@@ -347,6 +347,9 @@ func (c *Controller) print(sy *planner.Sync) {
 	if len(sy.Changes) == 0 {
 		fmt.Fprintln(c.cfg.Out, "no changes")
 	}
+	for i := range sy.Held {
+		fmt.Fprintln(c.cfg.Out, sy.Held[i].String())
+	}
 	if sy.Deferred > 0 {
 		fmt.Fprintf(c.cfg.Out, "%d more changes follow in the next syncs (the budget of writes per sync)\n", sy.Deferred)
 	}

@@ -450,3 +450,31 @@ func TestTheReportersAreToldAnotherSyncFollows(t *testing.T) {
 		t.Fatalf("the reporters were told Again %v, want false, false, true", got)
 	}
 }
+
+// TestADryRunSaysWhatIsHeldAndWhy: a dry run prints, beside the changes it would send, each
+// change a registry stage holds back, with the stage, its reason and the fact behind it, and
+// writes nothing.
+func TestADryRunSaysWhatIsHeldAndWhy(t *testing.T) {
+	r := newKnownStateRig(t)
+	r.want(claimOf("gone.lan"))
+	r.sync(t, true)
+	r.want(claimOf("new.lan"))
+	r.sync(t, true) // creates new.lan, marks gone.lan
+	before := r.svc.Store().List()
+	markedAt := r.clock.Now()
+	r.clock.Step(20 * time.Second)
+	var out strings.Builder
+	r.c.cfg.DryRun, r.c.cfg.Out = true, &out
+	r.want(claimOf("new.lan"), claimAt("other.lan", "10.0.0.2"))
+	r.sync(t, true)
+	got := out.String()
+	due := markedAt.Add(time.Minute).UTC().Format(time.RFC3339)
+	for _, want := range []string{"create  other.lan 10.0.0.2", "held by grace (GracePeriod, goes at " + due + "): delete  gone.lan 10.0.0.1 id="} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the dry run printed:\n%s\nwant a line with %q", got, want)
+		}
+	}
+	if after := r.svc.Store().List(); len(after) != len(before) {
+		t.Errorf("a dry run wrote: %d entries, were %d", len(after), len(before))
+	}
+}

@@ -4,8 +4,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sirupsen/logrus"
-
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 )
@@ -26,91 +24,116 @@ type Verdict struct {
 	// TakeUpLeft is the number of entries of an earlier version still to be given the
 	// identity by the syncs that follow.
 	TakeUpLeft int
+	// Held are the changes of the plan a change stage did not send, each with its reason.
+	Held []Held
 }
 
-// Apply turns the plan's changes into what is safe to write at time now, under the policy:
-//
-//   - a delete becomes a durable pending-deletion mark, and only a mark older than its grace
-//     period deletes the entry or, for an adopted one, releases it to the user as it was found;
-//     a duplicate (another entry serves its address) is deleted at once;
-//   - an update that lifts a mark is an unmark;
-//   - create-only sends creates alone (no adoption, no unmark, no update); upsert-only never
-//     marks, deletes or releases;
-//   - an entry a twin contests is not written, and while one is in dispute nothing is marked
-//     or deleted (twins.go); a mass deletion waits for the brake (brake.go);
-//   - whatever the policy and whatever is held, a release probe on an entry of this cluster is
-//     answered (release.go).
+// Apply turns the plan's changes into what is safe to write at time now, by the change stages
+// in their order (changeStages). Whatever a stage holds back is in Held, with its reason.
 func (r *Registry) Apply(now time.Time, st *State, changes []plan.Change) Verdict {
+	in := &changesIn{now: now, st: st}
 	res := Verdict{}
-	deleted := map[string]bool{}
-	takenUp := 0
-	for _, c := range changes {
-		switch c.Action {
-		case plan.Update:
-			if r.takeUpOnly(st, &c) {
-				if takenUp == takeUpPerSync {
-					res.TakeUpLeft++
-					continue
-				}
-				takenUp++
-			}
+	for _, s := range changeStages {
+		v := s.run(r, in, changes)
+		changes = v.changes
+		for _, h := range v.held {
+			h.Stage = s.name
+			res.Held = append(res.Held, h)
 		}
-		switch c.Action {
-		case plan.Create:
-			res.Changes = append(res.Changes, c)
-		case plan.Adopt:
-			if r.cfg.Policy == plan.CreateOnly {
-				r.log.WithFields(logrus.Fields{"hostname": c.New.Hostname, "id": c.Old.ID}).
-					Debug("hostname exists as an entry the operator does not own; create-only policy forbids adopting it")
-				continue
-			}
-			res.Changes = append(res.Changes, c)
-		case plan.Update:
-			if r.cfg.Policy == plan.CreateOnly {
-				continue
-			}
-			v := st.view(c.Old)
-			if _, marked := v.value(PrefixPending); marked {
-				c.Action = plan.Unmark
-			}
-			res.Changes = append(res.Changes, c)
-		case plan.Delete:
-			if r.cfg.Policy != plan.Sync {
-				continue
-			}
-			if v := st.view(c.Old); c.Duplicate && !v.has(TagPreExisting) {
-				// Its address stays served by another entry: no grace period to wait out.
-				res.Changes = append(res.Changes, c)
-				deleted[c.Old.ID] = true
-				continue
-			}
-			out, expiry := r.retire(now, st, c.Old)
-			if out != nil {
-				res.Changes = append(res.Changes, *out)
-				if out.Action == plan.Delete || out.Action == plan.Release {
-					deleted[c.Old.ID] = true
-				}
-			}
-			if !expiry.IsZero() && (res.NextExpiry.IsZero() || expiry.Before(res.NextExpiry)) {
-				res.NextExpiry = expiry
-			}
+		if !v.next.IsZero() && (res.NextExpiry.IsZero() || v.next.Before(res.NextExpiry)) {
+			res.NextExpiry = v.next
+		}
+		res.TakeUpLeft += v.takeUpLeft
+		if v.twin != nil {
+			res.Twin = v.twin
+		}
+		if v.braked != nil {
+			res.Braked = v.braked
 		}
 	}
-	res.Changes, res.Twin = r.contest(st, res.Changes)
-	res.Changes, res.Braked = r.brake(st, res.Changes)
-	res.Changes = r.answer(st, res.Changes)
-	if res.Twin != nil || res.Braked != nil {
-		// What they held is still marked.
-		clear(deleted)
-		for _, c := range res.Changes {
-			if c.Action == plan.Delete || c.Action == plan.Release {
-				deleted[c.Old.ID] = true
-			}
-		}
-	}
-	plan.Sort(res.Changes)
-	res.Pending = r.pendingAfter(st, res.Changes, deleted)
+	plan.Sort(changes)
+	res.Changes = changes
+	res.Pending = r.pendingAfter(st, changes)
 	return res
+}
+
+// takeUp holds back the updates that only give an entry this installation's tags beyond the
+// first takeUpPerSync of the sync: the take-up trickles in after an upgrade.
+func (r *Registry) takeUp(in *changesIn, changes []plan.Change) changed {
+	v := changed{changes: changes[:0:0]}
+	n := 0
+	for _, c := range changes {
+		if c.Action == plan.Update && r.takeUpOnly(in.st, &c) {
+			if n == takeUpPerSync {
+				v.takeUpLeft++
+				v.held = append(v.held, Held{Change: c, Reason: ReasonTakeUpPaced})
+				continue
+			}
+			n++
+		}
+		v.changes = append(v.changes, c)
+	}
+	return v
+}
+
+// policy applies --policy: create-only sends creates alone (no adoption, which edits an entry,
+// no unmark, no update); upsert-only never marks, deletes or releases. An update that lifts a
+// mark is an unmark.
+func (r *Registry) policy(in *changesIn, changes []plan.Change) changed {
+	v := changed{changes: make([]plan.Change, 0, len(changes))}
+	for _, c := range changes {
+		forbidden := false
+		switch c.Action {
+		case plan.Adopt:
+			forbidden = r.cfg.Policy == plan.CreateOnly
+		case plan.Update:
+			forbidden = r.cfg.Policy == plan.CreateOnly
+			if cv := in.st.view(c.Old); !forbidden {
+				if _, marked := cv.value(PrefixPending); marked {
+					c.Action = plan.Unmark
+				}
+			}
+		case plan.Delete:
+			forbidden = r.cfg.Policy != plan.Sync
+		}
+		if forbidden {
+			v.held = append(v.held, Held{Change: c, Reason: ReasonPolicy, Policy: r.cfg.Policy})
+			continue
+		}
+		v.changes = append(v.changes, c)
+	}
+	return v
+}
+
+// grace turns a planned delete into a durable pending-deletion mark; only a mark older than its
+// grace period deletes the entry or, for an adopted one, releases it to the user as it was
+// found. A duplicate (another entry serves its address) is deleted at once.
+func (r *Registry) grace(in *changesIn, changes []plan.Change) changed {
+	v := changed{changes: make([]plan.Change, 0, len(changes))}
+	for _, c := range changes {
+		if c.Action != plan.Delete {
+			v.changes = append(v.changes, c)
+			continue
+		}
+		if cv := in.st.view(c.Old); c.Duplicate && !cv.has(TagPreExisting) {
+			// Its address stays served by another entry: no grace period to wait out.
+			v.changes = append(v.changes, c)
+			continue
+		}
+		out, due := r.retire(in.now, in.st, c.Old)
+		if out != nil {
+			v.changes = append(v.changes, *out)
+		}
+		if !due.IsZero() {
+			if out == nil {
+				v.held = append(v.held, Held{Change: c, Reason: ReasonGracePeriod, Due: due})
+			}
+			if v.next.IsZero() || due.Before(v.next) {
+				v.next = due
+			}
+		}
+	}
+	return v
 }
 
 // retire decides what a planned delete of rec means now: a mark, nothing yet, or the
@@ -170,7 +193,7 @@ func (r *Registry) gracePeriod(v *view) time.Duration {
 }
 
 // pendingAfter counts owned entries that carry a mark once changes are applied.
-func (r *Registry) pendingAfter(st *State, changes []plan.Change, deleted map[string]bool) int {
+func (r *Registry) pendingAfter(st *State, changes []plan.Change) int {
 	marked := map[string]bool{}
 	for i := range st.Owned {
 		rec := &st.Owned[i]
@@ -183,12 +206,9 @@ func (r *Registry) pendingAfter(st *State, changes []plan.Change, deleted map[st
 		switch c.Action {
 		case plan.Mark:
 			marked[c.Old.ID] = true
-		case plan.Unmark, plan.Update:
+		case plan.Unmark, plan.Update, plan.Delete, plan.Release:
 			delete(marked, c.Old.ID)
 		}
-	}
-	for id := range deleted {
-		delete(marked, id)
 	}
 	return len(marked)
 }

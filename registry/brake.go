@@ -117,11 +117,11 @@ func namespaceList(ns []BrakedNamespace) string {
 // deletions of marked entries and the new names of the namespaces held when the entries leaving
 // would trip it, and what it held. Duplicates, whose address stays served, are no deletion of a
 // name and always go.
-func (r *Registry) brake(st *State, changes []plan.Change) ([]plan.Change, *Braked) {
-	b := r.cfg.Brake
+func (r *Registry) brake(in *changesIn, changes []plan.Change) changed {
+	st, b := in.st, r.cfg.Brake
 	// Only a sync that marks can trip it; the others (most) need not count the entries.
 	if (b.Share == 0 && b.NamespaceShare == 0) || !slices.ContainsFunc(changes, func(c plan.Change) bool { return c.Action == plan.Mark }) {
-		return changes, nil
+		return changed{changes: changes}
 	}
 	nsOf := func(rec *endpoint.Record) string {
 		v := st.view(rec)
@@ -187,7 +187,7 @@ func (r *Registry) brake(st *State, changes []plan.Change) ([]plan.Change, *Brak
 		}
 	}
 	if len(held) == 0 {
-		return changes, nil
+		return changed{changes: changes}
 	}
 	braked := &Braked{Cluster: cluster}
 	var ids []string
@@ -210,27 +210,28 @@ func (r *Registry) brake(st *State, changes []plan.Change) ([]plan.Change, *Brak
 	}
 	braked.Token = strconv.Itoa(len(ids)) + "-" + hex.EncodeToString(sum.Sum(nil))[:8]
 	if b.Confirm == braked.Token {
-		return changes, nil
+		return changed{changes: changes}
 	}
-	kept := make([]plan.Change, 0, len(changes))
+	out := changed{changes: make([]plan.Change, 0, len(changes)), braked: braked}
 	for _, c := range changes {
+		ns := ""
 		switch {
 		case c.Action == plan.Mark || retiring(&c):
-			if held[nsOf(c.Old)] {
-				continue
-			}
+			ns = nsOf(c.Old)
 		case c.Action == plan.Create || c.Action == plan.Adopt:
 			// A new name in a namespace held may be the other half of a replacement: it waits,
 			// so that the entries the share is taken against stay the ones before the change.
 			v := viewOf(c.New)
-			if ns, _ := v.value(PrefixNamespace); held[ns] {
-				continue
-			}
+			ns, _ = v.value(PrefixNamespace)
 		}
-		kept = append(kept, c)
+		if ns != "" && held[ns] {
+			out.held = append(out.held, Held{Change: c, Reason: ReasonMassDeletionHeld, Token: braked.Token})
+			continue
+		}
+		out.changes = append(out.changes, c)
 	}
-	braked.Stopped = len(changes) - len(kept)
-	return kept, braked
+	braked.Stopped = len(out.held)
+	return out
 }
 
 // retiring reports whether c deletes or releases an entry at the end of its grace period.

@@ -19,10 +19,11 @@ import (
 // entries (those it has first, so that a moved address is still re-pointed). The hostnames
 // changed are those cut, whose merge must not be reused (it would settle the hostname
 // unplanned once the namespace has room again).
-func (r *Registry) namespaceBudget(merged []*endpoint.Endpoint, owned map[string][]*endpoint.Record, st *State) reshaped {
+func (r *Registry) namespaceBudget(in *claimsIn, merged []*endpoint.Endpoint) verdicts {
+	owned, st := in.owned, in.st
 	limit := r.cfg.Budgets.EntriesPerNamespace
 	if limit == 0 {
-		return reshaped{merged: merged}
+		return verdicts{endpoints: merged}
 	}
 	// Within the budget whichever namespace holds what: nothing to count per namespace.
 	bound := len(st.Owned)
@@ -30,7 +31,7 @@ func (r *Registry) namespaceBudget(merged []*endpoint.Endpoint, owned map[string
 		bound += len(m.Targets)
 	}
 	if bound <= limit {
-		return reshaped{merged: merged}
+		return verdicts{endpoints: merged}
 	}
 	nsOf := func(rec *endpoint.Record) string {
 		v := st.view(rec)
@@ -62,7 +63,7 @@ func (r *Registry) namespaceBudget(merged []*endpoint.Endpoint, owned map[string
 		}
 	}
 	if len(growing) == 0 {
-		return reshaped{merged: merged}
+		return verdicts{endpoints: merged}
 	}
 	sort.SliceStable(growing, func(a, b int) bool { return olderClaim(merged[growing[a]], merged[growing[b]]) })
 	cut := map[int]*endpoint.Endpoint{}
@@ -82,15 +83,15 @@ func (r *Registry) namespaceBudget(merged []*endpoint.Endpoint, owned map[string
 	}
 	var objects []*leftOut
 	byUID := map[string]*leftOut{}
-	res := reshaped{merged: make([]*endpoint.Endpoint, 0, len(merged))}
+	res := verdicts{endpoints: make([]*endpoint.Endpoint, 0, len(merged))}
 	for i, m := range merged {
 		c, isCut := cut[i]
 		if !isCut {
-			res.merged = append(res.merged, m)
+			res.endpoints = append(res.endpoints, m)
 			continue
 		}
 		if c != nil {
-			res.merged = append(res.merged, c)
+			res.endpoints = append(res.endpoints, c)
 		}
 		res.changed = append(res.changed, m.Hostname)
 		what := m.Hostname

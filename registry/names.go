@@ -83,10 +83,11 @@ func carriersOf(st *State) carriers {
 // namespace's entry carries as an alias it still asks for, and on a hand-made entry the
 // claim's namespace may not adopt (or that says no-adopt), when no entry of this cluster holds
 // the hostname.
-func (r *Registry) hostnames(eps []*endpoint.Endpoint, st *State, owned map[string][]*endpoint.Record, car carriers) screened {
+func (r *Registry) hostnames(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
+	st, owned, car := in.st, in.owned, in.car
 	adoptRules := r.ten.adopters != nil || len(car.noAdopt) > 0
 	if car.owned == nil && car.foreign == nil && car.hand == nil && !adoptRules {
-		return screened{claims: eps}
+		return verdicts{endpoints: eps}
 	}
 	// asking are the namespaces that ask for each alias an entry of theirs carries.
 	var asking map[string][]string
@@ -103,7 +104,7 @@ func (r *Registry) hostnames(eps []*endpoint.Endpoint, st *State, owned map[stri
 		}
 	}
 	var (
-		res screened
+		res verdicts
 		out []*endpoint.Endpoint
 	)
 	for i, ep := range eps {
@@ -134,25 +135,16 @@ func (r *Registry) hostnames(eps []*endpoint.Endpoint, st *State, owned map[stri
 			continue
 		}
 		res.conflicts = append(res.conflicts, Conflict{Hostname: h, Loser: src, Winner: winner})
-		res.touch(h)
+		res.changed = append(res.changed, h)
 		if out == nil {
 			out = append(make([]*endpoint.Endpoint, 0, len(eps)), eps[:i]...)
 		}
 	}
-	res.claims = eps
+	res.endpoints = eps
 	if out != nil {
-		res.claims = out
+		res.endpoints = out
 	}
 	return res
-}
-
-// reshaped is what a step after the merge made of the merged endpoints: the endpoints (those
-// it changed are copies), the hostnames whose endpoint it changed, and what it turned down.
-type reshaped struct {
-	merged    []*endpoint.Endpoint
-	changed   []string
-	conflicts []Conflict
-	problems  []Problem
 }
 
 // aliasHolder is the namespace whose entry carries an alias and still asks for it, or whose
@@ -175,7 +167,8 @@ func aliasHolder(carrying []*endpoint.Record, asking []string, st *State) string
 // the aliases they lost taken out (as copies); the hostnames changed are those whose endpoint
 // lost an alias. byHost are the claims each was merged from, so that a conflict is reported on
 // the objects that asked for the alias.
-func (r *Registry) aliases(merged []*endpoint.Endpoint, byHost map[string][]*endpoint.Endpoint, st *State, owned map[string][]*endpoint.Record, car carriers) reshaped {
+func (r *Registry) aliases(in *claimsIn, merged []*endpoint.Endpoint) verdicts {
+	byHost, st, owned, car := in.byHost, in.st, in.owned, in.car
 	var claimants map[string][]int // alias → the merged endpoints that carry it
 	for i, m := range merged {
 		for _, a := range m.Aliases {
@@ -186,9 +179,9 @@ func (r *Registry) aliases(merged []*endpoint.Endpoint, byHost map[string][]*end
 		}
 	}
 	if claimants == nil {
-		return reshaped{merged: merged}
+		return verdicts{endpoints: merged}
 	}
-	var res reshaped
+	var res verdicts
 	hostNS := make(map[string]string, len(merged))
 	for _, m := range merged {
 		hostNS[m.Hostname] = m.Sources[0].Namespace
@@ -254,16 +247,16 @@ func (r *Registry) aliases(merged []*endpoint.Endpoint, byHost map[string][]*end
 		}
 	}
 	if len(lost) == 0 {
-		res.merged = merged
+		res.endpoints = merged
 		return res
 	}
-	res.merged = make([]*endpoint.Endpoint, len(merged))
+	res.endpoints = make([]*endpoint.Endpoint, len(merged))
 	for i, m := range merged {
-		res.merged[i] = m
+		res.endpoints[i] = m
 		if l := lost[i]; l != nil {
 			c := *m
 			c.Aliases = without(m.Aliases, l)
-			res.merged[i] = &c
+			res.endpoints[i] = &c
 			res.changed = append(res.changed, m.Hostname)
 		}
 	}
@@ -283,12 +276,13 @@ func without(names, drop []string) []string {
 // hostname serves and its namespace may not adopt: the name resolves to them already, and a
 // line of the operator's beside the user's would double it (AddHost refuses the exact pair).
 // The hostnames changed are those whose endpoint lost an address.
-func (r *Registry) unadoptable(merged []*endpoint.Endpoint, st *State, car carriers) reshaped {
+func (r *Registry) unadoptable(in *claimsIn, merged []*endpoint.Endpoint) verdicts {
+	st, car := in.st, in.car
 	if len(st.Unowned) == 0 || (r.ten.adopters == nil && len(car.noAdopt) == 0) {
-		return reshaped{merged: merged}
+		return verdicts{endpoints: merged}
 	}
 	var (
-		res reshaped
+		res verdicts
 		out []*endpoint.Endpoint
 	)
 	for i, m := range merged {
@@ -317,9 +311,9 @@ func (r *Registry) unadoptable(merged []*endpoint.Endpoint, st *State, car carri
 		res.changed = append(res.changed, m.Hostname)
 		out = append(out, &c)
 	}
-	res.merged = merged
+	res.endpoints = merged
 	if out != nil {
-		res.merged = out
+		res.endpoints = out
 	}
 	return res
 }

@@ -208,7 +208,7 @@ func (r *Registry) pacedProblems(held map[string]bool, desired []*endpoint.Endpo
 				continue
 			}
 			seen[src.UID] = true
-			out = append(out, Problem{Source: src, Reason: ProblemOverBudget, Message: fmt.Sprintf(
+			out = append(out, Problem{Source: src, Reason: ProblemOverBudget, Stage: "rate", Message: fmt.Sprintf(
 				"changes faster than the write-rate budget (%d writes a minute for an object, %d for namespace %s): "+
 					"its latest state is written at that rate, and the states between are never written",
 				r.cfg.Budgets.ObjectWritesPerMinute, r.cfg.Budgets.NamespaceWritesPerMinute, src.Namespace)})

@@ -285,6 +285,8 @@ type Conflict struct {
 	// Winner names who holds the name: "namespace <ns>", "namespace/name" of the older claim,
 	// "cluster <name>" or a hand-made entry.
 	Winner string
+	// Stage is the claim stage that turned the claim down (claimStages).
+	Stage string
 }
 
 // Problem is a part of an object's claim the registry refused to write.
@@ -294,6 +296,9 @@ type Problem struct {
 	// Tag is the user-supplied tag that was dropped because it is reserved.
 	Tag     string
 	Message string
+	// Stage is the claim stage that refused it (claimStages), or "rate" for a write the
+	// write-rate budgets held.
+	Stage string
 }
 
 // ForeignCount is the number of entries owned by other clusters.
@@ -401,118 +406,47 @@ func (r *Registry) adoptable(ep *endpoint.Endpoint, rec *endpoint.Record) bool {
 }
 
 // Desired merges the sources' endpoints into one per hostname and derives the ownership tags,
-// default tags and provenance comment.
-//
-//   - The claims are screened first (screen): objects over their budget, names a namespace
-//     may not claim, aliases outside the domain filter, grace periods over the maximum.
-//   - A hostname another cluster holds is left to it.
-//   - One namespace holds a hostname: the one named on the entries this cluster already has
-//     for it, until it lets go (holder); only a hostname it let go of, or with no entry, goes
-//     to the oldest claim that wants an address (taker). Other namespaces' claims are
-//     conflicts, so no tenant can take a hostname over.
-//   - Claims of the holding namespace merge: each address carries the source: tags of the
-//     objects that want it and the longest of their grace periods.
-//   - An object that resolves no address keeps exactly the entries that carry its source:
-//     tag (those not already marked for deletion): they stay wanted as they are.
-//   - Reserved tags among the user's tags are dropped and reported as Problems.
-//   - Every alias obeys the rule hostnames obey (names.go): one namespace of one cluster per
-//     name, and none a hand-made entry carries.
-//   - A namespace at its budget of entries gets no new hostname.
+// default tags and provenance comment, by the claim stages in their order (claimStages).
 //
 // now is the sync's clock reading, which says whose grace period has ended. merges (may be
 // nil) hands back the merge of a hostname whose claims and entries are those it was made from.
-// Desired reads st and eps and writes to neither: a claim it changes is a copy.
+// Desired reads st and eps and writes to neither: a claim a stage changes is a copy.
 func (r *Registry) Desired(now time.Time, eps []*endpoint.Endpoint, st *State, merges Merges) Wanted {
+	in := &claimsIn{now: now, st: st, owned: ownedByHost(st), car: carriersOf(st), merges: merges}
 	var w Wanted
-	ownedByHost := make(map[string][]*endpoint.Record, len(st.Owned))
+	for _, s := range claimStages {
+		v := s.run(r, in, eps)
+		eps = v.endpoints
+		for _, c := range v.conflicts {
+			c.Stage = s.name
+			w.Conflicts = append(w.Conflicts, c)
+		}
+		for _, p := range v.problems {
+			p.Stage = s.name
+			w.Problems = append(w.Problems, p)
+		}
+		in.change(v.changed)
+		if v.grouped != nil {
+			in.byHost = v.grouped
+		}
+		w.Merges = append(w.Merges, v.merges...)
+	}
+	w.Endpoints = eps
+	if merges != nil {
+		w.Merges = in.unkept(w.Merges)
+	}
+	return w
+}
+
+// ownedByHost is st's owned entries by lowercase hostname.
+func ownedByHost(st *State) map[string][]*endpoint.Record {
+	out := make(map[string][]*endpoint.Record, len(st.Owned))
 	for i := range st.Owned {
 		rec := &st.Owned[i]
 		key := strings.ToLower(rec.Hostname)
-		ownedByHost[key] = append(ownedByHost[key], rec)
+		out[key] = append(out[key], rec)
 	}
-	for _, ep := range eps {
-		// Reported for every claim, written for none, whether or not the claim wins.
-		for _, t := range ep.Tags {
-			if err := CheckUserTag(t); err != nil {
-				w.Problems = append(w.Problems, Problem{Source: ep.Sources[0], Reason: ProblemReservedTag, Tag: t, Message: err.Error() + "; dropped"})
-			}
-		}
-	}
-	car := carriersOf(st)
-	sc := r.screen(eps, st, ownedByHost, car)
-	eps, touched := sc.claims, sc.touched
-	w.Problems = append(w.Problems, sc.problems...)
-	w.Conflicts = append(w.Conflicts, sc.conflicts...)
-	byHost := make(map[string][]*endpoint.Endpoint, len(eps))
-	// In the order the hostnames first came: sources list theirs sorted, so the sort below
-	// mostly finds them in order.
-	hosts := make([]string, 0, len(eps))
-	for _, ep := range eps {
-		claims, seen := byHost[ep.Hostname]
-		if !seen {
-			hosts = append(hosts, ep.Hostname)
-		}
-		byHost[ep.Hostname] = append(claims, ep)
-	}
-	slices.Sort(hosts)
-	out := make([]*endpoint.Endpoint, 0, len(hosts))
-	for _, h := range hosts {
-		claims := byHost[h]
-		if len(st.Foreign[h]) > 0 && len(ownedByHost[h]) == 0 {
-			owner := r.ownerText(&st.Foreign[h][0])
-			for _, c := range claims {
-				w.Conflicts = append(w.Conflicts, Conflict{Hostname: h, Loser: c.Sources[0], Winner: owner})
-			}
-			continue
-		}
-		owned := ownedByHost[h]
-		if merges != nil && !touched[h] {
-			if m, ok := merges.Merged(h, claims, owned); ok {
-				if m != nil {
-					out = append(out, m)
-				}
-				continue
-			}
-		}
-		// merge sorts its claims: a merge kept is keyed by the claims as they came.
-		key := claims
-		if merges != nil {
-			key = slices.Clone(claims)
-		}
-		m, lost := r.merge(now, h, claims, owned, st)
-		if m != nil {
-			out = append(out, m)
-		}
-		w.Conflicts = append(w.Conflicts, lost...)
-		if merges != nil {
-			w.Merges = append(w.Merges, Merge{Host: h, Claims: key, Owned: owned, Out: m, Conflicted: touched[h] || len(lost) > 0, Marked: st.Marked(owned)})
-		}
-	}
-	al := r.aliases(out, byHost, st, ownedByHost, car)
-	w.Conflicts = append(w.Conflicts, al.conflicts...)
-	un := r.unadoptable(al.merged, st, car)
-	nb := r.namespaceBudget(un.merged, ownedByHost, st)
-	w.Problems = append(w.Problems, nb.problems...)
-	w.Endpoints = nb.merged
-	// A merge whose endpoint what followed it changed is not kept, so that the hostname is
-	// planned (not settled) and its refusals reported at every sync.
-	if n := len(al.changed) + len(un.changed) + len(nb.changed); n > 0 && merges != nil {
-		made := make(map[string]int, len(w.Merges))
-		for i := range w.Merges {
-			made[w.Merges[i].Host] = i
-		}
-		for _, hs := range [][]string{al.changed, un.changed, nb.changed} {
-			for _, h := range hs {
-				if i, ok := made[h]; ok {
-					w.Merges[i].Conflicted = true
-					continue
-				}
-				made[h] = len(w.Merges)
-				w.Merges = append(w.Merges, Merge{Host: h, Conflicted: true})
-			}
-		}
-	}
-	return w
+	return out
 }
 
 // holder is the namespace that holds a hostname: the one named on its owned entries, "" when

@@ -247,7 +247,8 @@ func ClusterNames(rec *endpoint.Record) []string {
 // change of the sync writes anyway: whatever the policy, whatever the brake or a twin holds,
 // marked or wanted by no object, so that a release run beside a running operator always learns
 // that it runs. Any other write to the entry answers too (release refuses on any change).
-func (r *Registry) answer(st *State, changes []plan.Change) []plan.Change {
+func (r *Registry) answer(in *changesIn, changes []plan.Change) changed {
+	st := in.st
 	var written map[string]bool
 	for i := range st.Owned {
 		rec := &st.Owned[i]
@@ -263,10 +264,11 @@ func (r *Registry) answer(st *State, changes []plan.Change) []plan.Change {
 			}
 		}
 		if !written[rec.ID] {
-			changes = append(changes, answering(rec))
+			// Full slice expression: an append never writes past what the stage was handed.
+			changes = append(changes[:len(changes):len(changes)], answering(rec))
 		}
 	}
-	return changes
+	return changed{changes: changes}
 }
 
 // answering is the write that takes the operator's release probe off rec, and nothing else.

@@ -32,56 +32,12 @@ func ProblemReasons() []ProblemReason {
 	return []ProblemReason{ProblemReservedTag, ProblemOutsideDomains, ProblemNotPermitted, ProblemGracePeriodCapped, ProblemOverBudget}
 }
 
-// screen applies the rules that come before merging to the sources' claims, and returns the
-// claims to merge with the hostnames whose claims it changed or turned down (their merges are
-// not reused, so that every sync reports what it refused). A claim it changes is a copy; the
-// sources' endpoints are never written to.
-//
-//  1. An object over its budget keeps the entries it has as they are (its claims are frozen: no
-//     address, with the aliases and tags its entries carry) and gets none of its new names.
-//  2. A namespace claims only the names the tenancy rules give it; an alias passes the domain
-//     filter as its hostname did; a grace period is capped at the maximum.
-//  3. A hostname claim that an alias or a hand-made entry decides is turned down (names.go).
-func (r *Registry) screen(eps []*endpoint.Endpoint, st *State, owned map[string][]*endpoint.Record, car carriers) screened {
-	var out screened
-	for _, step := range []func([]*endpoint.Endpoint) screened{
-		func(eps []*endpoint.Endpoint) screened { return r.overBudget(eps, st, owned) },
-		r.permitted,
-		func(eps []*endpoint.Endpoint) screened { return r.hostnames(eps, st, owned, car) },
-	} {
-		s := step(eps)
-		eps = s.claims
-		out.conflicts = append(out.conflicts, s.conflicts...)
-		out.problems = append(out.problems, s.problems...)
-		for h := range s.touched {
-			out.touch(h)
-		}
-	}
-	out.claims = eps
-	return out
-}
-
-// screened is what a step of screen made of the claims: the claims left (those it changed are
-// copies), the hostnames whose claims it changed or turned down, and what it turned down.
-type screened struct {
-	claims    []*endpoint.Endpoint
-	touched   map[string]bool
-	conflicts []Conflict
-	problems  []Problem
-}
-
-func (s *screened) touch(host string) {
-	if s.touched == nil {
-		s.touched = map[string]bool{}
-	}
-	s.touched[host] = true
-}
-
 // overBudget freezes every claim of an object that asks for more than the budget per object.
-func (r *Registry) overBudget(eps []*endpoint.Endpoint, st *State, owned map[string][]*endpoint.Record) screened {
+func (r *Registry) overBudget(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
+	st, owned := in.st, in.owned
 	b := r.cfg.Budgets
 	if b.EntriesPerObject == 0 && b.AliasesPerObject == 0 && b.TagsPerObject == 0 {
-		return screened{claims: eps}
+		return verdicts{endpoints: eps}
 	}
 	// Every claim of an object carries the object's tags, so those are checked claim by
 	// claim; its entries and aliases are sums over its claims. Those are summed first in
@@ -153,14 +109,14 @@ func (r *Registry) overBudget(eps []*endpoint.Endpoint, st *State, owned map[str
 		}
 	}
 	if len(over) == 0 {
-		return screened{claims: eps}
+		return verdicts{endpoints: eps}
 	}
-	out := screened{claims: make([]*endpoint.Endpoint, 0, len(eps))}
+	out := verdicts{endpoints: make([]*endpoint.Endpoint, 0, len(eps))}
 	for _, ep := range eps {
 		src := ep.Sources[0]
 		why, ok := over[src.UID]
 		if !ok {
-			out.claims = append(out.claims, ep)
+			out.endpoints = append(out.endpoints, ep)
 			continue
 		}
 		if why != "" {
@@ -168,9 +124,9 @@ func (r *Registry) overBudget(eps []*endpoint.Endpoint, st *State, owned map[str
 				Message: fmt.Sprintf("asks for %s, over the budget per object: its new names are not written and the entries it has stay as they are", why)})
 			over[src.UID] = "" // reported once per object
 		}
-		out.touch(ep.Hostname)
+		out.changed = append(out.changed, ep.Hostname)
 		if f := r.frozen(ep, st, owned[ep.Hostname]); f != nil {
-			out.claims = append(out.claims, f)
+			out.endpoints = append(out.endpoints, f)
 		}
 	}
 	return out
@@ -232,13 +188,13 @@ func (r *Registry) frozen(ep *endpoint.Endpoint, st *State, owned []*endpoint.Re
 
 // permitted applies the tenancy rules and the domain filter to each claim's names, and the
 // maximum grace period to its grace period.
-func (r *Registry) permitted(eps []*endpoint.Endpoint) screened {
+func (r *Registry) permitted(_ *claimsIn, eps []*endpoint.Endpoint) verdicts {
 	filtered := len(r.domains.Include) > 0 || len(r.domains.Exclude) > 0
 	if r.ten.all && r.ten.maxGrace == 0 && !filtered {
-		return screened{claims: eps}
+		return verdicts{endpoints: eps}
 	}
 	var (
-		res screened
+		res verdicts
 		out []*endpoint.Endpoint
 	)
 	for i, ep := range eps {
@@ -286,7 +242,7 @@ func (r *Registry) permitted(eps []*endpoint.Endpoint) screened {
 			}
 			continue
 		}
-		res.touch(ep.Hostname)
+		res.changed = append(res.changed, ep.Hostname)
 		if out == nil {
 			out = append(make([]*endpoint.Endpoint, 0, len(eps)), eps[:i]...)
 		}
@@ -294,9 +250,9 @@ func (r *Registry) permitted(eps []*endpoint.Endpoint) screened {
 			out = append(out, keep)
 		}
 	}
-	res.claims = eps
+	res.endpoints = eps
 	if out != nil {
-		res.claims = out
+		res.endpoints = out
 	}
 	return res
 }

@@ -79,26 +79,28 @@ func (t *Twin) Message() string {
 
 // contest drops the writes to contested entries (but a mark lifted), and, while any is in
 // dispute, every mark and every deletion or release at the end of a grace period.
-func (r *Registry) contest(st *State, changes []plan.Change) ([]plan.Change, *Twin) {
-	disputed := 0
+func (r *Registry) contest(in *changesIn, changes []plan.Change) changed {
+	st, disputed := in.st, 0
 	for i := range changes {
 		if c := &changes[i]; c.Old != nil && c.Action != plan.Unmark && Contested(st.witness.Strikes(c.Old.ID)) {
 			disputed++
 		}
 	}
 	if disputed == 0 {
-		return changes, nil
+		return changed{changes: changes}
 	}
 	t := &Twin{Disputed: disputed, ClusterID: r.cfg.ClusterID}
-	kept := make([]plan.Change, 0, len(changes))
+	out := changed{changes: make([]plan.Change, 0, len(changes)), twin: t}
 	for _, c := range changes {
 		switch {
 		case c.Old != nil && c.Action != plan.Unmark && Contested(st.witness.Strikes(c.Old.ID)):
+			out.held = append(out.held, Held{Change: c, Reason: ReasonTwinInstallation, Contested: true})
 		case c.Action == plan.Mark || retiring(&c):
 			t.Held++
+			out.held = append(out.held, Held{Change: c, Reason: ReasonTwinInstallation})
 		default:
-			kept = append(kept, c)
+			out.changes = append(out.changes, c)
 		}
 	}
-	return kept, t
+	return out
 }

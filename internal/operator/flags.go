@@ -222,7 +222,7 @@ func newApp(cfg *Config, build Build, getenv func(string) string) *kingpin.Appli
 	app.Flag("write-concurrency", "Writes sent to the server in parallel.").Default("4").SetValue(&integer{flag: "write-concurrency", target: &cfg.WriteConcurrency})
 	app.Flag("request-timeout", "Deadline of each router-hosts call; ListHosts and SearchHosts, which stream entries, get three times as long.").Default("10s").SetValue(&duration{flag: "request-timeout", target: &cfg.RequestTimeout})
 	app.Flag("once", "Run one sync and exit: 0 on success, 1 on failure (run command).").BoolVar(&cfg.Once)
-	app.Flag("dry-run", "Print the plan, one line per change, and write nothing (run and release commands).").BoolVar(&cfg.DryRun)
+	app.Flag("dry-run", "Print the plan, one line per change and one per change held back with the stage and the reason, and write nothing (run and release commands).").BoolVar(&cfg.DryRun)
 	app.Flag("domain-filter", "Only manage hostnames equal to or under this domain (repeatable) (default: all).").StringsVar(&cfg.DomainFilter)
 	app.Flag("exclude-domains", "Never manage hostnames equal to or under this domain (repeatable).").StringsVar(&cfg.ExcludeDomains)
 	app.Flag("ingress-class", "Manage every Ingress of this ingress class (repeatable; spec.ingressClassName or the legacy kubernetes.io/ingress.class annotation) without its annotation; router-hosts.fzymgc.house/enabled: \"false\" opts one out.").

@@ -1,0 +1,273 @@
+package registry
+
+import (
+	"slices"
+	"time"
+
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/plan"
+)
+
+// claimStage is one rule Desired applies to the claims: it reads the sync's facts and the
+// endpoints the stages before it left, and returns its verdicts. It writes to neither: an
+// endpoint it changes is a copy.
+type claimStage struct {
+	name string
+	run  func(r *Registry, in *claimsIn, eps []*endpoint.Endpoint) verdicts
+}
+
+// claimStages are the rules over the sources' claims, in the order they apply. Up to "merge"
+// the endpoints are the claims, one per object and hostname; from "merge" on, one merged
+// endpoint per hostname. A stage's name is the Stage of the conflicts and problems it
+// reports.
+var claimStages = [...]claimStage{
+	// Reserved tags among an object's tags are reported, whether or not its claim wins; merge
+	// writes none of them.
+	{"reserved-tags", (*Registry).reservedTags},
+	// An object over its budget keeps the entries it has as they are and gets no new name.
+	{"object-budget", (*Registry).overBudget},
+	// A namespace claims only the names the tenancy rules give it; an alias passes the domain
+	// filter as its hostname did; a grace period is capped at the maximum.
+	{"tenancy", (*Registry).permitted},
+	// A hostname claim an alias or a hand-made entry decides is turned down (names.go).
+	{"hostnames", (*Registry).hostnames},
+	// A hostname another cluster holds is left to it.
+	{"foreign", (*Registry).foreign},
+	// One namespace holds a hostname (holder, taker); its claims merge, each address carrying
+	// the source: tags of the objects that want it and the longest of their grace periods.
+	{"merge", (*Registry).mergeClaims},
+	// Every alias obeys the rule hostnames obey: one namespace of one cluster per name, and
+	// none a hand-made entry carries.
+	{"aliases", (*Registry).aliases},
+	// An address a hand-made entry the namespace may not adopt already serves is left out.
+	{"unadoptable", (*Registry).unadoptable},
+	// A namespace at its budget of entries gets no new hostname and no new address.
+	{"namespace-budget", (*Registry).namespaceBudget},
+}
+
+// claimsIn is what every claim stage of one Desired call reads: the sync's facts, and what the
+// stages before it found. Only Desired's loop writes it.
+type claimsIn struct {
+	now    time.Time
+	st     *State
+	owned  map[string][]*endpoint.Record // by lowercase hostname
+	car    carriers
+	merges Merges
+	// byHost are the claims each hostname was merged from, once "merge" has run.
+	byHost map[string][]*endpoint.Endpoint
+	// changed are the hostnames whose claims or endpoint a stage changed or turned down, in
+	// the order first met: their merge is made afresh and not kept, so that every sync
+	// reports what it refused.
+	changed map[string]bool
+	order   []string
+}
+
+// verdicts is what one stage made of the endpoints: those left (the ones it changed are
+// copies), the hostnames it changed, and what it turned down. Only "merge" groups the claims
+// and makes merges.
+type verdicts struct {
+	endpoints []*endpoint.Endpoint
+	changed   []string
+	conflicts []Conflict
+	problems  []Problem
+	grouped   map[string][]*endpoint.Endpoint
+	merges    []Merge
+}
+
+func (in *claimsIn) change(hosts []string) {
+	for _, h := range hosts {
+		if in.changed[h] {
+			continue
+		}
+		if in.changed == nil {
+			in.changed = map[string]bool{}
+		}
+		in.changed[h] = true
+		in.order = append(in.order, h)
+	}
+}
+
+// unkept is made with every merge of a changed hostname marked Conflicted, and one added for a
+// changed hostname that has none, so that a merge made before for it is forgotten.
+func (in *claimsIn) unkept(made []Merge) []Merge {
+	if len(in.order) == 0 {
+		return made
+	}
+	at := make(map[string]int, len(made))
+	for i := range made {
+		at[made[i].Host] = i
+	}
+	for _, h := range in.order {
+		if i, ok := at[h]; ok {
+			made[i].Conflicted = true
+			continue
+		}
+		made = append(made, Merge{Host: h, Conflicted: true})
+	}
+	return made
+}
+
+// reservedTags reports each reserved tag among the claims' tags, which is dropped.
+func (r *Registry) reservedTags(_ *claimsIn, eps []*endpoint.Endpoint) verdicts {
+	v := verdicts{endpoints: eps}
+	for _, ep := range eps {
+		for _, t := range ep.Tags {
+			if err := CheckUserTag(t); err != nil {
+				v.problems = append(v.problems, Problem{Source: ep.Sources[0], Reason: ProblemReservedTag, Tag: t, Message: err.Error() + "; dropped"})
+			}
+		}
+	}
+	return v
+}
+
+// foreign turns down the claims on a hostname another cluster holds and this one has no entry
+// of.
+func (r *Registry) foreign(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
+	if len(in.st.Foreign) == 0 {
+		return verdicts{endpoints: eps}
+	}
+	v := verdicts{endpoints: make([]*endpoint.Endpoint, 0, len(eps))}
+	for _, ep := range eps {
+		h := ep.Hostname
+		if len(in.st.Foreign[h]) == 0 || len(in.owned[h]) > 0 {
+			v.endpoints = append(v.endpoints, ep)
+			continue
+		}
+		v.conflicts = append(v.conflicts, Conflict{Hostname: h, Loser: ep.Sources[0], Winner: r.ownerText(&in.st.Foreign[h][0])})
+		v.changed = append(v.changed, h)
+	}
+	return v
+}
+
+// mergeClaims merges the claims of each hostname (merge), reusing a merge made before from the
+// same claims and entries unless a stage before it changed them.
+func (r *Registry) mergeClaims(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
+	byHost := make(map[string][]*endpoint.Endpoint, len(eps))
+	// In the order the hostnames first came: sources list theirs sorted, so the sort below
+	// mostly finds them in order.
+	hosts := make([]string, 0, len(eps))
+	for _, ep := range eps {
+		claims, seen := byHost[ep.Hostname]
+		if !seen {
+			hosts = append(hosts, ep.Hostname)
+		}
+		byHost[ep.Hostname] = append(claims, ep)
+	}
+	slices.Sort(hosts)
+	v := verdicts{endpoints: make([]*endpoint.Endpoint, 0, len(hosts)), grouped: byHost}
+	for _, h := range hosts {
+		claims, owned := byHost[h], in.owned[h]
+		if in.merges != nil && !in.changed[h] {
+			if m, ok := in.merges.Merged(h, claims, owned); ok {
+				if m != nil {
+					v.endpoints = append(v.endpoints, m)
+				}
+				continue
+			}
+		}
+		// merge sorts its claims: a merge kept is keyed by the claims as they came.
+		key := claims
+		if in.merges != nil {
+			key = slices.Clone(claims)
+		}
+		m, lost := r.merge(in.now, h, claims, owned, in.st)
+		if m != nil {
+			v.endpoints = append(v.endpoints, m)
+		}
+		if len(lost) > 0 {
+			v.conflicts = append(v.conflicts, lost...)
+			v.changed = append(v.changed, h)
+		}
+		if in.merges != nil {
+			v.merges = append(v.merges, Merge{Host: h, Claims: key, Owned: owned, Out: m, Marked: in.st.Marked(owned)})
+		}
+	}
+	return v
+}
+
+// changeStage is one rule Apply applies to the plan's changes: it returns those to send on and
+// those it holds back, each with why, and what it found. It writes to no change it is handed.
+type changeStage struct {
+	name string
+	run  func(r *Registry, in *changesIn, changes []plan.Change) changed
+}
+
+// changeStages are the rules over the plan's changes, in the order they apply. A stage's name
+// is the Stage of what it holds back.
+var changeStages = [...]changeStage{
+	// An update that only gives an earlier version's entry this installation's tags goes at
+	// most takeUpPerSync a sync.
+	{"take-up", (*Registry).takeUp},
+	// --policy: create-only, upsert-only; an update that lifts a mark is an unmark.
+	{"policy", (*Registry).policy},
+	// A delete is a mark first, and the deletion (or, for an adopted entry, the release) only
+	// once the grace period is over.
+	{"grace", (*Registry).grace},
+	// An entry a twin contests is not written, and while one is, nothing is marked or deleted.
+	{"twins", (*Registry).contest},
+	// A mass deletion waits for the brake, with its new names.
+	{"brake", (*Registry).brake},
+	// Whatever is held, a release probe on an entry of this cluster is answered.
+	{"answer", (*Registry).answer},
+}
+
+// changesIn is what every change stage of one Apply call reads.
+type changesIn struct {
+	now time.Time
+	st  *State
+}
+
+// changed is what one change stage made of the changes.
+type changed struct {
+	changes []plan.Change
+	held    []Held
+	// next is the earliest time one of its holds ends; takeUpLeft the entries of an earlier
+	// version still to take up; twin and braked what the twins and the brake stages found.
+	next       time.Time
+	takeUpLeft int
+	twin       *Twin
+	braked     *Braked
+}
+
+// The reasons a change stage holds a change back: the word its Event or log line uses.
+const (
+	// ReasonTakeUpPaced: an earlier version's entry waits its turn to be taken up.
+	ReasonTakeUpPaced = "TakeUpPaced"
+	// ReasonPolicy: --policy forbids the change.
+	ReasonPolicy = "PolicyForbids"
+	// ReasonGracePeriod: the entry is marked for deletion and goes at Due.
+	ReasonGracePeriod = "GracePeriod"
+	// ReasonTwinInstallation: a twin contests the entry, or one is in dispute.
+	ReasonTwinInstallation = "TwinInstallation"
+	// ReasonMassDeletionHeld: the brake holds the change until Token confirms it.
+	ReasonMassDeletionHeld = "MassDeletionHeld"
+)
+
+// Held is a change a change stage did not send, and why.
+type Held struct {
+	Change plan.Change
+	// Stage is the change stage that held it; Reason one of the Reason constants.
+	Stage, Reason string
+	// The facts behind it: the policy that forbids it, when a marked entry goes, the token
+	// that lets a mass deletion through, whether a twin contests the entry itself.
+	Policy    plan.Policy
+	Due       time.Time
+	Token     string
+	Contested bool
+}
+
+// String is one line of the dry run: the change, the stage that held it and why.
+func (h *Held) String() string {
+	why := h.Reason
+	switch {
+	case h.Reason == ReasonPolicy:
+		why += ", --policy=" + string(h.Policy)
+	case !h.Due.IsZero():
+		why += ", goes at " + h.Due.UTC().Format(time.RFC3339)
+	case h.Token != "":
+		why += ", confirm with " + h.Token
+	case h.Contested:
+		why += ", contested"
+	}
+	return "held by " + h.Stage + " (" + why + "): " + h.Change.String()
+}
