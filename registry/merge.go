@@ -1,0 +1,196 @@
+package registry
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+)
+
+// holder is the namespace that holds a hostname: the one named on its owned entries, "" when
+// there is none. The operator writes one namespace on all of a hostname's entries; should they
+// disagree (hand edits), the first in order decides, so every replica decides the same. A
+// namespace that no longer wants an address of the hostname (no claim has one, none with no
+// address keeps an entry of its own), and whose entries are all past their grace period, has let go of
+// it: the hostname goes to the next claim (taker), and the plan makes that claim's entries of
+// the old ones in place, so the name never stops resolving.
+func (r *Registry) holder(now time.Time, owned []*endpoint.Record, claims []*endpoint.Endpoint, st *State) string {
+	best := ""
+	for _, rec := range owned {
+		v := st.view(rec)
+		if ns, ok := v.value(PrefixNamespace); ok && (best == "" || ns < best) {
+			best = ns
+		}
+	}
+	if best == "" || slices.ContainsFunc(claims, func(c *endpoint.Endpoint) bool {
+		return c.Sources[0].Namespace == best && r.wants(c, owned, st)
+	}) {
+		return best
+	}
+	for _, rec := range owned {
+		v := st.view(rec)
+		if due, marked := r.due(&v); !marked || now.Before(due) {
+			return best
+		}
+	}
+	return ""
+}
+
+// taker is the claim that takes a hostname nobody holds: the oldest that wants an address (a
+// claim with no address and no entry of its own cannot write one, and must not keep the name
+// from the others), else the oldest. claims are sorted oldest first.
+func (r *Registry) taker(claims []*endpoint.Endpoint, owned []*endpoint.Record, st *State) *endpoint.Endpoint {
+	for _, c := range claims {
+		if r.wants(c, owned, st) {
+			return c
+		}
+	}
+	return claims[0]
+}
+
+// wants reports whether a claim asks for an address: one it resolves, or, with none, an entry
+// of its own it keeps.
+func (r *Registry) wants(c *endpoint.Endpoint, owned []*endpoint.Record, st *State) bool {
+	return !c.NoAddress() || len(r.keptTargets(c, owned, st)) > 0
+}
+
+// merge combines the claims on one hostname into the endpoint the plan sees, nil when every
+// claim lost to the holding namespace, and returns the claims of other namespaces as lost.
+func (r *Registry) merge(now time.Time, host string, claims []*endpoint.Endpoint, owned []*endpoint.Record, st *State) (merged *endpoint.Endpoint, lost []Conflict) {
+	sort.SliceStable(claims, func(i, j int) bool { return olderClaim(claims[i], claims[j]) })
+	winner := r.holder(now, owned, claims, st)
+	winnerText := "namespace " + winner
+	if winner == "" {
+		t := r.taker(claims, owned, st)
+		winner = t.Sources[0].Namespace
+		winnerText = winner + "/" + t.Sources[0].Name
+	}
+	m := &endpoint.Endpoint{Hostname: host, Sources: make([]endpoint.SourceRef, 0, len(claims))}
+	// perTarget is one claim's wish for one address: whose it is and how long its grace.
+	type perTarget struct {
+		ip      string
+		grace   *time.Duration
+		sources []endpoint.SourceRef
+	}
+	var (
+		targets, aliases, tags, kinds []string
+		wishes                        []perTarget
+	)
+	for _, c := range claims {
+		src := c.Sources[0]
+		if src.Namespace != winner {
+			lost = append(lost, Conflict{Hostname: host, Loser: src, Winner: winnerText})
+			continue
+		}
+		want := c.Targets
+		if c.NoAddress() {
+			want = r.keptTargets(c, owned, st)
+		}
+		for _, ip := range want {
+			wishes = append(wishes, perTarget{ip, c.GracePeriod, c.Sources})
+		}
+		targets = append(targets, want...)
+		aliases = append(aliases, c.Aliases...)
+		for _, t := range c.Tags {
+			if !Reserved(t) {
+				tags = append(tags, t)
+			}
+		}
+		m.Sources = append(m.Sources, c.Sources...)
+		for _, s := range c.Sources {
+			kinds = append(kinds, PrefixKind+s.Kind)
+		}
+	}
+	if len(m.Sources) == 0 {
+		return nil, lost
+	}
+	m.Targets = endpoint.SortedUnique(targets)
+	m.TargetTags = make(map[string][]string, len(m.Targets))
+	for _, ip := range m.Targets {
+		var (
+			ts     []string
+			graces []*time.Duration // nil = the default
+		)
+		for _, w := range wishes {
+			if w.ip != ip {
+				continue
+			}
+			for _, s := range w.sources {
+				ts = append(ts, PrefixSource+s.UID)
+			}
+			graces = append(graces, w.grace)
+		}
+		if g := r.graceTag(graces); g != "" {
+			ts = append(ts, g)
+		}
+		m.TargetTags[ip] = endpoint.SortedUnique(ts)
+	}
+	m.Aliases = endpoint.SortedUnique(aliases)
+	if len(m.Aliases) > endpoint.MaxAliases {
+		m.Aliases = m.Aliases[:endpoint.MaxAliases]
+	}
+	m.Tags = endpoint.SortedUnique(append(tags, r.cfg.DefaultTags...))
+	m.OwnerTags = endpoint.SortedUnique(append(append(kinds, r.ownerTags...), PrefixNamespace+winner))
+	m.Comment = commentPrefix + m.Sources[0].String()
+	if len(m.Sources) > 1 {
+		m.Comment += fmt.Sprintf(" (+%d more)", len(m.Sources)-1)
+	}
+	return m, lost
+}
+
+// keptTargets are the addresses a claim with no address keeps: those of the hostname's
+// entries that carry its source tag and are not already on their way out.
+func (r *Registry) keptTargets(c *endpoint.Endpoint, owned []*endpoint.Record, st *State) []string {
+	var out []string
+	for _, rec := range owned {
+		v := st.view(rec)
+		if _, marked := v.value(PrefixPending); marked {
+			continue
+		}
+		for _, s := range c.Sources {
+			if v.has(PrefixSource + s.UID) {
+				out = append(out, rec.IP)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// graceTag is the grace-period tag of an address wanted by objects with these grace periods
+// (nil for an object without the annotation, which counts as the default): the longest wins,
+// and no tag is written when that is the default of an object without the annotation.
+func (r *Registry) graceTag(gs []*time.Duration) string {
+	var (
+		longest    time.Duration
+		anyDefault bool
+		anySet     bool
+	)
+	for _, g := range gs {
+		d := r.cfg.GracePeriod
+		if g == nil {
+			anyDefault = true
+		} else {
+			d, anySet = *g, true
+		}
+		if d > longest {
+			longest = d
+		}
+	}
+	if !anySet || (anyDefault && longest == r.cfg.GracePeriod) {
+		return ""
+	}
+	return PrefixGracePeriod + strconv.FormatInt(int64(longest/time.Second), 10)
+}
+
+// olderClaim orders claims by their oldest source: creation time, then UID.
+func olderClaim(a, b *endpoint.Endpoint) bool {
+	sa, sb := a.Sources[0], b.Sources[0]
+	if !sa.CreationTimestamp.Equal(sb.CreationTimestamp) {
+		return sa.CreationTimestamp.Before(sb.CreationTimestamp)
+	}
+	return sa.UID < sb.UID
+}
