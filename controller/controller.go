@@ -55,7 +55,6 @@ type Config struct {
 	Reporters []Reporter
 	Registry  *registry.Registry
 	Provider  Provider
-	Policy    plan.Policy
 	// Interval is the period of full resyncs.
 	Interval time.Duration
 	// MinEventSyncInterval is the least time between the starts of two event-triggered syncs,
@@ -99,7 +98,6 @@ type Controller struct {
 // Settings are the parts of the configuration that may change while the loop runs; the
 // registry's are applied with it (Reconfigure's apply).
 type Settings struct {
-	Policy plan.Policy
 	// Interval is the period of full resyncs.
 	Interval time.Duration
 }
@@ -143,7 +141,7 @@ func New(cfg Config) *Controller {
 		cfg.Interval = time.Minute
 	}
 	c := &Controller{cfg: cfg, log: cfg.Log, wake: make(chan struct{}, 1), planner: planner.New(cfg.Registry, cfg.Provider, cfg.Clock)}
-	c.live.Store(&Settings{Policy: cfg.Policy, Interval: cfg.Interval})
+	c.live.Store(&Settings{Interval: cfg.Interval})
 	for _, s := range cfg.Sources {
 		s.AddEventHandler(c.notify)
 	}
@@ -245,7 +243,7 @@ func (c *Controller) sync(ctx context.Context, mode planner.Mode) (*Report, erro
 	if err := c.readSources(ctx, in); err != nil {
 		return nil, c.abandon(ctx, in, StageSource, err)
 	}
-	sy, err := c.planner.Plan(ctx, in.endpoints, mode, c.settings().Policy)
+	sy, err := c.planner.Plan(ctx, in.endpoints, mode)
 	if err != nil {
 		return nil, c.abandon(ctx, in, StageList, err)
 	}

@@ -18,7 +18,7 @@ func planOnce(p *Planner, incremental bool, eps []*endpoint.Endpoint, records ..
 		p.known.read(records)
 		s.Read = ReadKnown
 	}
-	p.plan(s, eps, plan.Sync)
+	p.plan(s, eps)
 	p.merges.end()
 	p.views.sweep()
 	return s

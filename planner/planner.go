@@ -151,7 +151,7 @@ type Sync struct {
 }
 
 // Plan reads what mode calls for and plans eps (the sources' endpoints within the domain
-// filter) under policy. A read that fails returns its error, and nothing is planned: a
+// filter) under the registry's policy. A read that fails returns its error, and nothing is planned: a
 // server that answered nothing must never look like "delete everything".
 //
 // An event sync plans from the known state. A new hostname (a create) must not double a line
@@ -159,14 +159,14 @@ type Sync struct {
 // hostname searches the server for it and plans again; creates of several read the whole
 // server. Deletes and releases wait for a read of the whole server, since the entry may no
 // longer be the operator's to remove.
-func (p *Planner) Plan(ctx context.Context, eps []*endpoint.Endpoint, mode Mode, policy plan.Policy) (*Sync, error) {
+func (p *Planner) Plan(ctx context.Context, eps []*endpoint.Endpoint, mode Mode) (*Sync, error) {
 	s := &Sync{Mode: mode, Read: ReadKnown}
 	if mode == Full || !p.known.valid {
 		if err := p.readServer(ctx, s); err != nil {
 			return nil, err
 		}
 	}
-	p.plan(s, eps, policy)
+	p.plan(s, eps)
 	if s.Read == ReadKnown {
 		switch hosts := creates(s.Changes); {
 		case len(hosts) == 1:
@@ -180,13 +180,13 @@ func (p *Planner) Plan(ctx context.Context, eps []*endpoint.Endpoint, mode Mode,
 			// The plan is a function of the known state: when the search found what was
 			// known of the hostname (most often nothing), planning again would find the same.
 			if p.known.searched(hosts[0], found) {
-				p.plan(s, eps, policy)
+				p.plan(s, eps)
 			}
 		case len(hosts) > 1:
 			if err := p.readServer(ctx, s); err != nil {
 				return nil, err
 			}
-			p.plan(s, eps, policy)
+			p.plan(s, eps)
 		}
 	}
 	if s.Read != ReadServer {
@@ -223,7 +223,7 @@ func (p *Planner) readServer(ctx context.Context, s *Sync) error {
 }
 
 // plan runs the registry and the plan over what s read.
-func (p *Planner) plan(s *Sync, eps []*endpoint.Endpoint, policy plan.Policy) {
+func (p *Planner) plan(s *Sync, eps []*endpoint.Endpoint) {
 	s.plans++
 	records := s.records
 	if s.Read != ReadServer {
@@ -251,7 +251,7 @@ func (p *Planner) plan(s *Sync, eps []*endpoint.Endpoint, policy plan.Policy) {
 			}
 		}
 	}
-	changes := (&plan.Plan{Current: p.reg.Current(st, toPlan, settled), Desired: toPlan, Policy: policy}).Calculate()
+	changes := (&plan.Plan{Current: p.reg.Current(st, toPlan, settled), Desired: toPlan, Policy: p.reg.Policy()}).Calculate()
 	p.merges.changed(changes)
 	s.Verdict = p.reg.Apply(now, st, changes)
 	s.Desired, s.Conflicts, s.Problems = desired, wanted.Conflicts, wanted.Problems

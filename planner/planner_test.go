@@ -54,7 +54,7 @@ func newServer(t *testing.T) *server {
 // sync plans, writes and learns, as the controller does.
 func (s *server) sync(t *testing.T, p *Planner, mode Mode, eps ...*endpoint.Endpoint) *Sync {
 	t.Helper()
-	sy, err := p.Plan(context.Background(), eps, mode, plan.Sync)
+	sy, err := p.Plan(context.Background(), eps, mode)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestSyncModes(t *testing.T) {
 				p.Reset()
 			}
 			s.svc.ResetCalls()
-			sy, err := p.Plan(context.Background(), tc.eps, tc.mode, plan.Sync)
+			sy, err := p.Plan(context.Background(), tc.eps, tc.mode)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -222,7 +222,7 @@ func TestAReadThatFailsSendsNothing(t *testing.T) {
 			if method == inmemory.MethodSearch {
 				mode = Event
 			}
-			if sy, err := p.Plan(context.Background(), []*endpoint.Endpoint{nas}, mode, plan.Sync); err == nil || sy != nil {
+			if sy, err := p.Plan(context.Background(), []*endpoint.Endpoint{nas}, mode); err == nil || sy != nil {
 				t.Fatalf("a failed %s planned %v", method, sy)
 			}
 			s.svc.SetFault(method, nil, 0)

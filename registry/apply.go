@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -76,27 +77,16 @@ func (r *Registry) takeUp(in *changesIn, changes []plan.Change) changed {
 	return v
 }
 
-// policy applies --policy: create-only sends creates alone (no adoption, which edits an entry,
-// no unmark, no update); upsert-only never marks, deletes or releases. An update that lifts a
-// mark is an unmark.
-func (r *Registry) policy(in *changesIn, changes []plan.Change) changed {
+// policy holds the part of --policy the plan leaves to the registry: create-only adopts
+// nothing, since adoption edits an entry. (The plan makes no update under create-only and no
+// delete under upsert-only or create-only: Policy.)
+func (r *Registry) policy(_ *changesIn, changes []plan.Change) changed {
+	if r.cfg.Policy != plan.CreateOnly || !slices.ContainsFunc(changes, func(c plan.Change) bool { return c.Action == plan.Adopt }) {
+		return changed{changes: changes}
+	}
 	v := changed{changes: make([]plan.Change, 0, len(changes))}
 	for _, c := range changes {
-		forbidden := false
-		switch c.Action {
-		case plan.Adopt:
-			forbidden = r.cfg.Policy == plan.CreateOnly
-		case plan.Update:
-			forbidden = r.cfg.Policy == plan.CreateOnly
-			if cv := in.st.view(c.Old); !forbidden {
-				if _, marked := cv.value(PrefixPending); marked {
-					c.Action = plan.Unmark
-				}
-			}
-		case plan.Delete:
-			forbidden = r.cfg.Policy != plan.Sync
-		}
-		if forbidden {
+		if c.Action == plan.Adopt {
 			v.held = append(v.held, Held{Change: c, Reason: ReasonPolicy, Policy: r.cfg.Policy})
 			continue
 		}
@@ -107,10 +97,14 @@ func (r *Registry) policy(in *changesIn, changes []plan.Change) changed {
 
 // grace turns a planned delete into a durable pending-deletion mark; only a mark older than its
 // grace period deletes the entry or, for an adopted one, releases it to the user as it was
-// found. A duplicate (another entry serves its address) is deleted at once.
+// found. A duplicate (another entry serves its address) is deleted at once. An update of a
+// marked entry lifts the mark: an unmark.
 func (r *Registry) grace(in *changesIn, changes []plan.Change) changed {
 	v := changed{changes: make([]plan.Change, 0, len(changes))}
 	for _, c := range changes {
+		if c.Action == plan.Update && in.st.marked(c.Old) {
+			c.Action = plan.Unmark
+		}
 		if c.Action != plan.Delete {
 			v.changes = append(v.changes, c)
 			continue

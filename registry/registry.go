@@ -207,6 +207,11 @@ func (r *Registry) Reconfigure(cfg Config) error {
 // rule, which aliases obey too.
 func (r *Registry) Manages(hostname string) bool { return r.domains.Match(hostname) }
 
+// Policy is --policy, which the plan applies: it shapes how entries are matched to addresses
+// (under create-only an address that moved is a new entry, not an update in place). The
+// registry's policy stage holds what the plan leaves to it, adoption.
+func (r *Registry) Policy() plan.Policy { return r.cfg.Policy }
+
 // ClusterName is the name of the cluster whose entries the registry owns.
 func (r *Registry) ClusterName() string { return r.cfg.ClusterName }
 
@@ -354,13 +359,14 @@ func (r *Registry) Classify(records []endpoint.Record, claims []*endpoint.Endpoi
 // Marked reports whether one of these entries carries a pending-deletion mark the operator
 // wrote.
 func (s *State) Marked(owned []*endpoint.Record) bool {
-	for _, rec := range owned {
-		v := s.view(rec)
-		if _, marked := v.value(PrefixPending); marked {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(owned, s.marked)
+}
+
+// marked reports whether rec carries a pending-deletion mark the operator wrote.
+func (s *State) marked(rec *endpoint.Record) bool {
+	v := s.view(rec)
+	_, marked := v.value(PrefixPending)
+	return marked
 }
 
 // Current turns the owned entries, and the unowned ones that desired hostnames could adopt,

@@ -247,7 +247,7 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 		reporters = append(reporters, op.Config)
 	}
 	op.Controller = controller.New(controller.Config{
-		Sources: sources, Reporters: reporters, Registry: op.Registry, Provider: op.Provider, Policy: settings.Policy,
+		Sources: sources, Reporters: reporters, Registry: op.Registry, Provider: op.Provider,
 		Interval: settings.Interval, MinEventSyncInterval: cfg.MinEventSyncInterval,
 		DryRun: cfg.DryRun, Out: out, Log: log.WithField("component", "controller"), Clock: hooks.Clock,
 	})
@@ -321,7 +321,7 @@ func (op *Operator) apply(s clusterconfig.Settings) error {
 		}
 		op.checker.SetInterval(s.Interval)
 		return nil
-	}, controller.Settings{Policy: s.Policy, Interval: s.Interval})
+	}, controller.Settings{Interval: s.Interval})
 	if err == nil && (s.Endpoint != "" || s.NoServer) {
 		op.routerIsNamed()
 	}

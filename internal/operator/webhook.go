@@ -69,7 +69,7 @@ func NewWebhook(cfg *Config, log *logrus.Logger, clk clock.Clock) (_ *Webhook, e
 	w.checker = health.New(s.Interval, func() bool { return true }, clk)
 	w.Controller = controller.New(controller.Config{
 		Sources: []controller.Source{w.Server}, Reporters: []controller.Reporter{w.metrics, w.checker, publishedReporter{w.Server}},
-		Registry: reg, Provider: prov, Policy: s.Policy, Interval: s.Interval, MinEventSyncInterval: cfg.MinEventSyncInterval,
+		Registry: reg, Provider: prov, Interval: s.Interval, MinEventSyncInterval: cfg.MinEventSyncInterval,
 		Log: log.WithField("component", "controller"), Clock: clk,
 	})
 	w.Server.SetSyncer(syncer{w.Controller})
