@@ -86,8 +86,8 @@ func TestReportOf(t *testing.T) {
 			ep := &endpoint.Endpoint{Hostname: "a.lan", Targets: []string{"10.0.0.1"}, Sources: []endpoint.SourceRef{{Kind: "Ingress", UID: "u1"}}}
 			in := &reading{mode: planner.Event, started: t0, changed: t0.Add(-time.Second), endpoints: []*endpoint.Endpoint{ep},
 				sources: []sourceRead{{endpoints: []*endpoint.Endpoint{ep}}}, counts: []int{1}}
-			sy := &planner.Sync{Mode: planner.Event, Read: tc.read, Refused: tc.refused, State: &registry.State{},
-				Verdict: registry.Verdict{Changes: []plan.Change{create("a.lan"), create("c.lan")}, NextExpiry: t0.Add(time.Hour), Pending: 3}}
+			sy := &planner.Sync{Mode: planner.Event, Read: tc.read, Refused: tc.refused, Decision: registry.Decision{State: &registry.State{},
+				Verdict: registry.Verdict{Changes: []plan.Change{create("a.lan"), create("c.lan")}, NextExpiry: t0.Add(time.Hour), Pending: 3}}}
 			var results []plan.Result
 			if !tc.dryRun {
 				results = make([]plan.Result, len(sy.Changes))

@@ -59,9 +59,9 @@ func (m *merges) Merged(host string, claims []*endpoint.Endpoint, owned []*endpo
 	return k.out, true
 }
 
-// keep takes the merges one plan's Desired made afresh, and forgets those it found no longer
-// hold.
-func (m *merges) keep(made []registry.Merge) {
+// Keep is registry.MergeCache: it takes the merges one decision made afresh, and forgets
+// those it found no longer hold.
+func (m *merges) Keep(made []registry.Merge) {
 	if m.byHost == nil {
 		m.byHost = make(map[string]*kept, len(made))
 	}
@@ -97,8 +97,9 @@ func (k *kept) from(claims []*endpoint.Endpoint, owned []*endpoint.Record) bool 
 // begin starts one plan of a sync.
 func (m *merges) begin() { m.pass++ }
 
-// settled are the hostnames of desired the plan need not look at, by the rule above.
-func (m *merges) settled(desired []*endpoint.Endpoint, st *registry.State) map[string]bool {
+// Settled is registry.MergeCache: the hostnames of desired the plan need not look at, by the
+// rule above.
+func (m *merges) Settled(desired []*endpoint.Endpoint, st *registry.State) map[string]bool {
 	var out map[string]bool
 	for _, ep := range desired {
 		h := ep.Hostname

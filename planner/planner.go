@@ -108,28 +108,19 @@ func (p *Planner) Reset() {
 type Sync struct {
 	Mode Mode
 	Read Read
-	// Verdict is the registry's: the writes to send (Changes, less those the planner then
-	// skips, leaves to a whole read, paces or defers), when the earliest pending deletion falls
-	// due (or, NextExpiry, a write the write-rate budgets held may go), the owned entries marked for deletion once Changes are applied, the mass deletion the
-	// brake holds and the entries of an earlier version still to be given the identity.
-	registry.Verdict
+	// Decision is the registry's: the entries by owner, the endpoints wanted and the claims
+	// refused, the plan, and the writes to send (Changes, less those the planner then skips,
+	// leaves to a whole read, paces or defers) with those held back and why. NextExpiry is
+	// when the earliest pending deletion falls due, or a write the write-rate budgets held may
+	// go.
+	registry.Decision
 	// Refused are the hostnames whose changes an event sync did not send, since the very same
 	// change was refused before (with these errors): the interval's full sync tries it again.
 	Refused map[string]error
-	// Desired holds the merged endpoint of every managed hostname; Conflicts the claims the
-	// registry turned down and Problems the parts of claims it dropped; State the entries by
-	// owner.
-	Desired   []*endpoint.Endpoint
-	Conflicts []registry.Conflict
-	Problems  []registry.Problem
-	State     *registry.State
-	// Entries is the number of entries planned from; Planned the hostnames the plan looked at
-	// (the others were settled).
-	Entries, Planned int
+	// Entries is the number of entries planned from.
+	Entries int
 	// ReadDuration is the time spent reading the server.
 	ReadDuration time.Duration
-	// Now is the clock reading the sync decided by.
-	Now time.Time
 	// NeedFresh: the sync left out what only a read of the whole server may send (a delete, a
 	// release, a hostname whose duplicate waits, creates of several hostnames): Learn forgets
 	// the known state, and the caller runs a sync at once.
@@ -222,7 +213,7 @@ func (p *Planner) readServer(ctx context.Context, s *Sync) error {
 	return nil
 }
 
-// plan runs the registry and the plan over what s read.
+// plan runs the registry's decision over what s read.
 func (p *Planner) plan(s *Sync, eps []*endpoint.Endpoint) {
 	s.plans++
 	records := s.records
@@ -231,31 +222,10 @@ func (p *Planner) plan(s *Sync, eps []*endpoint.Endpoint) {
 	}
 	p.views.begin()
 	p.merges.begin()
-	st := p.reg.Classify(records, eps, &p.views, &p.witness)
-	// One clock reading decides both whose grace period has ended (a holder that let go) and
-	// which marks fall due.
-	now := p.clk.Now()
-	wanted := p.reg.Desired(now, eps, st, &p.merges)
-	p.merges.keep(wanted.Merges)
-	desired := wanted.Endpoints
-	var settled map[string]bool
-	toPlan := desired
-	if s.Read != ReadServer {
-		settled = p.merges.settled(desired, st)
-	}
-	if len(settled) > 0 {
-		toPlan = make([]*endpoint.Endpoint, 0, len(desired)-len(settled))
-		for _, ep := range desired {
-			if !settled[ep.Hostname] {
-				toPlan = append(toPlan, ep)
-			}
-		}
-	}
-	changes := (&plan.Plan{Current: p.reg.Current(st, toPlan, settled), Desired: toPlan, Policy: p.reg.Policy()}).Calculate()
-	p.merges.changed(changes)
-	s.Verdict = p.reg.Apply(now, st, changes)
-	s.Desired, s.Conflicts, s.Problems = desired, wanted.Conflicts, wanted.Problems
-	s.State, s.Now, s.Entries, s.Planned = st, now, len(records), len(toPlan)
+	s.Decision = p.reg.Decide(p.clk.Now(), records, eps,
+		registry.Caches{Parser: &p.views, Witness: &p.witness, Merges: &p.merges, Settle: s.Read != ReadServer})
+	p.merges.changed(s.Plan)
+	s.Entries = len(records)
 	if s.Mode == Event {
 		s.Changes, s.Refused = p.refused.skip(s.Changes)
 	}

@@ -29,9 +29,9 @@ type Verdict struct {
 	Held []Held
 }
 
-// Apply turns the plan's changes into what is safe to write at time now, by the change stages
+// apply turns the plan's changes into what is safe to write at time now, by the change stages
 // in their order (changeStages). Whatever a stage holds back is in Held, with its reason.
-func (r *Registry) Apply(now time.Time, st *State, changes []plan.Change) Verdict {
+func (r *Registry) apply(now time.Time, st *State, changes []plan.Change) Verdict {
 	in := &changesIn{now: now, st: st}
 	res := Verdict{}
 	for _, s := range changeStages {

@@ -168,10 +168,7 @@ func TestPropertyOwnership(t *testing.T) {
 				before[id] = e
 			}
 			cl := claims(rnd, age)
-			st := r.Classify(w.records(), cl, nil, nil)
-			desired := r.Desired(now, cl, st, nil).Endpoints
-			changes := (&plan.Plan{Current: r.Current(st, desired, nil), Desired: desired}).Calculate()
-			res := r.Apply(now, st, changes)
+			res := r.Decide(now, w.records(), cl, Caches{})
 			for _, c := range res.Changes {
 				where := fmt.Sprintf("seed %d step %d: %s", seed, step, c.String())
 				switch c.Action {

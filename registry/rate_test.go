@@ -18,11 +18,8 @@ type pacedWorld struct {
 }
 
 func (w *pacedWorld) sync(now time.Time, eps ...*endpoint.Endpoint) Paced {
-	st := w.r.Classify(w.srv.entries, eps, nil, nil)
-	want := w.r.Desired(now, eps, st, nil)
-	changes := (&plan.Plan{Current: w.r.Current(st, want.Endpoints, nil), Desired: want.Endpoints}).Calculate()
-	v := w.r.Apply(now, st, changes)
-	p := w.r.Pace(now, v.Changes, want.Endpoints, w.rates)
+	d := w.r.Decide(now, w.srv.entries, eps, Caches{})
+	p := w.r.Pace(now, d.Changes, d.Desired, w.rates)
 	w.srv.apply(p.Send)
 	// Kept as the planner keeps them: the keys touched replaced, those whole forgotten.
 	if w.rates == nil {
@@ -133,10 +130,8 @@ func TestAWriteThatFailedSpendsNothing(t *testing.T) {
 	for i := 0; i < 600; i++ {
 		eps = append(eps, claim(fmt.Sprintf("h%04d.lan", i), "apps", fmt.Sprintf("o%d", i), fmt.Sprintf("u%d", i), time.Hour, "10.0.1.1"))
 	}
-	st := r.Classify(nil, eps, nil, nil)
-	want := r.Desired(t0, eps, st, nil)
-	changes := (&plan.Plan{Current: r.Current(st, want.Endpoints, nil), Desired: want.Endpoints}).Calculate()
-	p := r.Pace(t0, changes, want.Endpoints, nil)
+	d := r.Decide(t0, nil, eps, Caches{})
+	p := r.Pace(t0, d.Changes, d.Desired, nil)
 	if len(p.Send) != 600 {
 		t.Fatalf("the cold start: %d of 600 sent", len(p.Send))
 	}
@@ -148,7 +143,7 @@ func TestAWriteThatFailedSpendsNothing(t *testing.T) {
 	if a := rates["namespace/apps"]; a.Cap != 900 || a.Tokens != 700 {
 		t.Fatalf("the namespace's allowance after 200 of 600 went through: %+v, want 700 of 900 left (600 and the budget)", a)
 	}
-	again := r.Pace(t0.Add(time.Second), changes[200:], want.Endpoints, rates)
+	again := r.Pace(t0.Add(time.Second), d.Changes[200:], d.Desired, rates)
 	if len(again.Held) != 0 {
 		t.Fatalf("the 400 that failed wait for the budget: %d held", len(again.Held))
 	}

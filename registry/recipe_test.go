@@ -47,8 +47,8 @@ func TestTheRecipeMakesARule(t *testing.T) {
 		claim("web.lan", "a", "web", "u1", time.Hour, "10.0.0.1"),
 		claim("web.test", "a", "trial", "u2", time.Hour, "10.0.0.2"),
 	}
-	st := r.Classify(nil, eps, nil, nil)
-	w := r.desired(recipeTable(), t0, eps, st, nil)
+	st := r.classify(nil, eps, nil, nil)
+	w := r.runClaimStages(recipeTable(), t0, eps, st, nil)
 	if len(w.Endpoints) != 1 || w.Endpoints[0].Hostname != "web.lan" {
 		t.Fatalf("merged %v, want web.lan alone", w.Endpoints)
 	}
@@ -56,7 +56,7 @@ func TestTheRecipeMakesARule(t *testing.T) {
 		t.Fatalf("problems %+v, want the trial's, by test-names", w.Problems)
 	}
 	// Without the line, the rule does not run.
-	if w := r.Desired(t0, eps, st, nil); len(w.Endpoints) != 2 {
+	if w := r.desired(t0, eps, st, nil); len(w.Endpoints) != 2 {
 		t.Fatalf("the table without the recipe's line merged %d hostnames", len(w.Endpoints))
 	}
 }

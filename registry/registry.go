@@ -101,9 +101,9 @@ type Parser interface {
 	Parse(rec *endpoint.Record) *Parsed
 }
 
-// Merges hands Desired the merge of a hostname it made before from the same claims and
+// Merges hands desired the merge of a hostname it made before from the same claims and
 // entries; a merge handed back counts as used by the sync, which is the cache's own account.
-// What Desired merges afresh, and the merges it finds no longer hold, come back in
+// What desired merges afresh, and the merges it finds no longer hold, come back in
 // Wanted.Merges.
 type Merges interface {
 	Merged(host string, claims []*endpoint.Endpoint, owned []*endpoint.Record) (out *endpoint.Endpoint, ok bool)
@@ -124,7 +124,7 @@ type Merge struct {
 	Marked bool
 }
 
-// Wanted is what Desired made of the sources' claims: one endpoint per hostname the cluster is
+// Wanted is what desired made of the sources' claims: one endpoint per hostname the cluster is
 // to have, the claims and the parts of claims it turned down, and the merges it made afresh
 // or found no longer hold, for a caller that keeps them to hand back through Merges.
 type Wanted struct {
@@ -145,7 +145,7 @@ func New(cfg Config) (*Registry, error) {
 	return r, nil
 }
 
-// Reconfigure validates cfg and applies it from the next Classify on; on an error the
+// Reconfigure validates cfg and applies it from the next classify on; on an error the
 // configuration in use is kept. It must not run beside a sync.
 func (r *Registry) Reconfigure(cfg Config) error {
 	clusterTag := ClusterTag(cfg.ClusterName)
@@ -241,7 +241,7 @@ func SplitDefaultTags(tags []string) (cluster string, user []string, err error) 
 	return cluster, user, nil
 }
 
-// State is the server's entries sorted by who owns them. Classify makes it; every later step
+// State is the server's entries sorted by who owns them. classify makes it; every later step
 // only reads it.
 type State struct {
 	// Owned entries carry k8s-operator and this installation's identity (or, written by an
@@ -313,13 +313,13 @@ func (s *State) ForeignCount() int {
 	return n
 }
 
-// Classify sorts the records of one read by owner, their tags parsed by parser (nil: parsed
+// classify sorts the records of one read by owner, their tags parsed by parser (nil: parsed
 // afresh), with what witness saw other writers do (nil: nothing). Only tags the operator wrote
 // count: a tag an adopted entry carried before adoption (recorded in its loan) never makes it
 // another cluster's, nor marks it for deletion. The entries the tags leave open (an earlier
 // version's, this identity's under another name, this name's under another identity) are
 // decided by claims, the sources' endpoints (resolveOpen).
-func (r *Registry) Classify(records []endpoint.Record, claims []*endpoint.Endpoint, parser Parser, witness Witness) *State {
+func (r *Registry) classify(records []endpoint.Record, claims []*endpoint.Endpoint, parser Parser, witness Witness) *State {
 	if parser == nil {
 		parser = r
 	}
@@ -369,12 +369,12 @@ func (s *State) marked(rec *endpoint.Record) bool {
 	return marked
 }
 
-// Current turns the owned entries, and the unowned ones that desired hostnames could adopt,
+// current turns the owned entries, and the unowned ones that desired hostnames could adopt,
 // into plan input, less the entries of settled hostnames (lowercase), which the plan does not
 // look at. An adopted entry keeps the user's tags, verbatim and in order, ahead of the
 // operator's block, which opens with TagPreExisting and closes with the loan record; for an
 // adoption candidate, its tags and the record adopting it would write.
-func (r *Registry) Current(st *State, desired []*endpoint.Endpoint, settled map[string]bool) []plan.Current {
+func (r *Registry) current(st *State, desired []*endpoint.Endpoint, settled map[string]bool) []plan.Current {
 	out := make([]plan.Current, 0, max(len(st.Owned)-len(settled), 0))
 	for i := range st.Owned {
 		rec := st.Owned[i]
@@ -409,18 +409,18 @@ func (r *Registry) adoptable(ep *endpoint.Endpoint, rec *endpoint.Record) bool {
 	return !rec.HasTag(TagNoAdopt) && r.ten.mayAdopt(ep.Sources[0].Namespace)
 }
 
-// Desired merges the sources' endpoints into one per hostname and derives the ownership tags,
+// desired merges the sources' endpoints into one per hostname and derives the ownership tags,
 // default tags and provenance comment, by the claim stages in their order (claimStages).
 //
 // now is the sync's clock reading, which says whose grace period has ended. merges (may be
 // nil) hands back the merge of a hostname whose claims and entries are those it was made from.
-// Desired reads st and eps and writes to neither: a claim a stage changes is a copy.
-func (r *Registry) Desired(now time.Time, eps []*endpoint.Endpoint, st *State, merges Merges) Wanted {
-	return r.desired(claimStages[:], now, eps, st, merges)
+// desired reads st and eps and writes to neither: a claim a stage changes is a copy.
+func (r *Registry) desired(now time.Time, eps []*endpoint.Endpoint, st *State, merges Merges) Wanted {
+	return r.runClaimStages(claimStages[:], now, eps, st, merges)
 }
 
 // desired runs the claim stages of table in order.
-func (r *Registry) desired(table []claimStage, now time.Time, eps []*endpoint.Endpoint, st *State, merges Merges) Wanted {
+func (r *Registry) runClaimStages(table []claimStage, now time.Time, eps []*endpoint.Endpoint, st *State, merges Merges) Wanted {
 	in := &claimsIn{now: now, st: st, owned: ownedByHost(st), car: carriersOf(st), merges: merges}
 	var w Wanted
 	for _, s := range table {

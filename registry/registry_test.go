@@ -35,10 +35,7 @@ func owned(id, host, ip string, extra ...string) endpoint.Record {
 
 // run is one full registry+plan pass, as the controller does it.
 func run(r *Registry, now time.Time, records []endpoint.Record, eps ...*endpoint.Endpoint) Verdict {
-	st := r.Classify(records, eps, nil, nil)
-	desired := r.Desired(now, eps, st, nil).Endpoints
-	changes := (&plan.Plan{Current: r.Current(st, desired, nil), Desired: desired, Policy: r.cfg.Policy}).Calculate()
-	return r.Apply(now, st, changes)
+	return r.Decide(now, records, eps, Caches{}).Verdict
 }
 
 func actions(res Verdict) []string {
@@ -165,7 +162,7 @@ func TestAdoptKeepsOwnTagsAndReleaseRestoresThem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st := proxmox.Classify([]endpoint.Record{*n}, nil, nil, nil); len(st.Owned) != 0 || st.ForeignCount() != 1 {
+	if st := proxmox.classify([]endpoint.Record{*n}, nil, nil, nil); len(st.Owned) != 0 || st.ForeignCount() != 1 {
 		t.Fatalf("cluster proxmox owns %d entries; the adopted entry is home's", len(st.Owned))
 	}
 	// The claim goes: mark, then release after the grace period: exactly what was found.
@@ -187,7 +184,7 @@ func TestDesiredClaims(t *testing.T) {
 	old := claim("app.lan", "team-a", "app", "uid-a", time.Hour, "10.0.0.1")
 	sameNS := claim("app.lan", "team-a", "app-api", "uid-a2", time.Minute, "10.0.0.2", "10.0.0.1")
 	intruder := claim("app.lan", "team-b", "steal", "uid-b", 0, "10.6.6.6")
-	w := r.Desired(t0, []*endpoint.Endpoint{intruder, sameNS, old}, r.Classify(nil, nil, nil, nil), nil)
+	w := r.desired(t0, []*endpoint.Endpoint{intruder, sameNS, old}, r.classify(nil, nil, nil, nil), nil)
 	got := w.Endpoints
 	if len(got) != 1 {
 		t.Fatalf("desired = %d endpoints", len(got))
@@ -215,18 +212,18 @@ func TestHolderNamespaceIsSticky(t *testing.T) {
 	yearOld := claim("pay.lan", "team-a", "old", "uid-a", 365*24*time.Hour, "10.6.6.6")
 	dayOld := claim("pay.lan", "team-b", "pay", "uid-b", 24*time.Hour, "10.0.0.2")
 	eps := []*endpoint.Endpoint{yearOld, dayOld}
-	w := r.Desired(t0, eps, r.Classify([]endpoint.Record{held}, eps, nil, nil), nil)
+	w := r.desired(t0, eps, r.classify([]endpoint.Record{held}, eps, nil, nil), nil)
 	if got := w.Endpoints; len(got) != 1 || got[0].Sources[0].UID != "uid-b" || len(w.Conflicts) != 1 || w.Conflicts[0].Loser.UID != "uid-a" {
 		t.Fatalf("desired %+v conflicts %+v; want team-b to keep it", got, w.Conflicts)
 	}
 	// team-b deletes its Ingress: the entry is marked, and team-a still waits.
 	marked := owned("1", "pay.lan", "10.0.0.2", "namespace:team-b", "source:uid-b", PrefixPending+t0.Format(time.RFC3339))
 	eps = []*endpoint.Endpoint{yearOld}
-	if w := r.Desired(t0, eps, r.Classify([]endpoint.Record{marked}, eps, nil, nil), nil); len(w.Endpoints) != 0 || len(w.Conflicts) != 1 {
+	if w := r.desired(t0, eps, r.classify([]endpoint.Record{marked}, eps, nil, nil), nil); len(w.Endpoints) != 0 || len(w.Conflicts) != 1 {
 		t.Fatalf("during team-b's grace: desired %+v conflicts %+v", w.Endpoints, w.Conflicts)
 	}
 	// Once the entry is gone, the oldest claim wins.
-	if got := r.Desired(t0, eps, r.Classify(nil, eps, nil, nil), nil).Endpoints; len(got) != 1 || got[0].Sources[0].UID != "uid-a" {
+	if got := r.desired(t0, eps, r.classify(nil, eps, nil, nil), nil).Endpoints; len(got) != 1 || got[0].Sources[0].UID != "uid-a" {
 		t.Fatalf("after the entry went: %+v", got)
 	}
 }
@@ -320,7 +317,7 @@ func TestGraceIsPerClaim(t *testing.T) {
 	b.GracePeriod = &short
 	c := claim("shop.lan", "d", "c", "uid-c", time.Hour, "10.0.0.3", "10.0.0.4")
 	c.GracePeriod = &long
-	got := r.Desired(t0, []*endpoint.Endpoint{a, b, c}, r.Classify(nil, nil, nil, nil), nil).Endpoints[0].TargetTags
+	got := r.desired(t0, []*endpoint.Endpoint{a, b, c}, r.classify(nil, nil, nil, nil), nil).Endpoints[0].TargetTags
 	want := map[string][]string{
 		"10.0.0.1": {"source:uid-a"},                                      // the default: no tag
 		"10.0.0.2": {"grace-period:2", "source:uid-b"},                    // b alone
@@ -332,7 +329,7 @@ func TestGraceIsPerClaim(t *testing.T) {
 	}
 	// An object without the annotation counts as the default, which beats a shorter one.
 	a2 := claim("shop.lan", "d", "a", "uid-a", time.Hour, "10.0.0.2")
-	got = r.Desired(t0, []*endpoint.Endpoint{a2, b}, r.Classify(nil, nil, nil, nil), nil).Endpoints[0].TargetTags
+	got = r.desired(t0, []*endpoint.Endpoint{a2, b}, r.classify(nil, nil, nil, nil), nil).Endpoints[0].TargetTags
 	if !reflect.DeepEqual(got["10.0.0.2"], []string{"source:uid-a", "source:uid-b"}) {
 		t.Fatalf("10.0.0.2 tags = %q; want the default (no tag)", got["10.0.0.2"])
 	}
@@ -342,7 +339,7 @@ func TestReservedUserTagsAreDroppedAndReported(t *testing.T) {
 	r := newReg(t, plan.Sync)
 	ep := claim("web.lan", "d", "web", "uid", 0, "10.0.0.1")
 	ep.Tags = []string{"cluster:other", "k8s-operator", "ok", "pending-deletion:2099-01-01T00:00:00Z", "pre-existing:true", "grace-period:0", "source:x", "original-ip:1.2.3.4"}
-	w := r.Desired(t0, []*endpoint.Endpoint{ep}, r.Classify(nil, nil, nil, nil), nil)
+	w := r.desired(t0, []*endpoint.Endpoint{ep}, r.classify(nil, nil, nil, nil), nil)
 	if got := w.Endpoints; !reflect.DeepEqual(got[0].Tags, []string{"homelab", "ok"}) {
 		t.Fatalf("tags = %q; want only the user's unreserved ones", got[0].Tags)
 	}
@@ -406,7 +403,7 @@ func TestNewRejectsBadConfig(t *testing.T) {
 	}
 }
 
-// TestDesiredWritesNoInput: Desired returns what it turned down as values and leaves the
+// TestDesiredWritesNoInput: desired returns what it turned down as values and leaves the
 // entries it was handed and the sources' claims exactly as they were, whatever it refuses.
 func TestDesiredWritesNoInput(t *testing.T) {
 	r := newRegWith(t, func(c *Config) { c.Budgets.EntriesPerNamespace = 3 })
@@ -432,13 +429,13 @@ func TestDesiredWritesNoInput(t *testing.T) {
 		}
 		return strings.Join(out, "\n")
 	}
-	st := r.Classify(records, eps, nil, nil)
+	st := r.classify(records, eps, nil, nil)
 	stateOf := func(st *State) string {
 		return render([]any{st.Owned, st.Foreign, st.Unowned, st.Namesakes, st.Unclaimed})
 	}
 	recordsBefore, claimsBefore, stateBefore := render(records), claimsOf(eps), stateOf(st)
 
-	w := r.Desired(t0, eps, st, nil)
+	w := r.desired(t0, eps, st, nil)
 
 	var conflicts, problems []string
 	for _, c := range w.Conflicts {

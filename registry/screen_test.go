@@ -56,17 +56,14 @@ func (s *server) apply(changes []plan.Change) {
 }
 
 // sync runs one registry+plan pass over the server's entries, applies what it planned, and
-// returns it with what Desired reported.
+// returns it with what desired reported.
 func (s *server) sync(r *Registry, now time.Time, eps ...*endpoint.Endpoint) (Verdict, seen) {
-	st := r.Classify(s.entries, eps, nil, nil)
-	w := r.Desired(now, eps, st, nil)
-	changes := (&plan.Plan{Current: r.Current(st, w.Endpoints, nil), Desired: w.Endpoints, Policy: r.cfg.Policy}).Calculate()
-	res := r.Apply(now, st, changes)
-	s.apply(res.Changes)
-	return res, seen{st, w}
+	d := r.Decide(now, s.entries, eps, Caches{})
+	s.apply(d.Changes)
+	return d.Verdict, seen{d.State, Wanted{Endpoints: d.Desired, Conflicts: d.Conflicts, Problems: d.Problems}}
 }
 
-// seen is what one sync read and found: the entries by owner, and what Desired turned down.
+// seen is what one sync read and found: the entries by owner, and what desired turned down.
 type seen struct {
 	*State
 	Wanted

@@ -8,7 +8,7 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 )
 
-// claimStage is one rule Desired applies to the claims: it reads the sync's facts and the
+// claimStage is one rule desired applies to the claims: it reads the sync's facts and the
 // endpoints the stages before it left, and returns its verdicts. It writes to neither: an
 // endpoint it changes is a copy.
 type claimStage struct {
@@ -45,8 +45,8 @@ var claimStages = [...]claimStage{
 	{"namespace-budget", (*Registry).namespaceBudget},
 }
 
-// claimsIn is what every claim stage of one Desired call reads: the sync's facts, and what the
-// stages before it found. Only Desired's loop writes it.
+// claimsIn is what every claim stage of one desired call reads: the sync's facts, and what the
+// stages before it found. Only desired's loop writes it.
 type claimsIn struct {
 	now    time.Time
 	st     *State
@@ -185,7 +185,7 @@ func (r *Registry) mergeClaims(in *claimsIn, eps []*endpoint.Endpoint) verdicts 
 	return v
 }
 
-// changeStage is one rule Apply applies to the plan's changes: it returns those to send on and
+// changeStage is one rule apply applies to the plan's changes: it returns those to send on and
 // those it holds back, each with why, and what it found. It writes to no change it is handed.
 type changeStage struct {
 	name string
@@ -211,7 +211,7 @@ var changeStages = [...]changeStage{
 	{"answer", (*Registry).answer},
 }
 
-// changesIn is what every change stage of one Apply call reads.
+// changesIn is what every change stage of one apply call reads.
 type changesIn struct {
 	now time.Time
 	st  *State

@@ -36,8 +36,8 @@ func TestEveryRefusalNamesItsStage(t *testing.T) {
 		claim("two.lan", "c", "two", "u8", 30*time.Minute, "10.0.8.1", "10.0.8.2"),
 	}
 	records := []endpoint.Record{foreign, hand, held}
-	st := r.Classify(records, eps, nil, nil)
-	w := r.Desired(t0, eps, st, nil)
+	st := r.classify(records, eps, nil, nil)
+	w := r.desired(t0, eps, st, nil)
 	stages := map[string]string{}
 	for _, c := range w.Conflicts {
 		stages[c.Loser.Name+" "+c.Hostname] = c.Stage

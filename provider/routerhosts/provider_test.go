@@ -566,9 +566,7 @@ func TestAdoptionOfAnEntryEditedSinceItWasReadIsDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	eps := []*endpoint.Endpoint{want}
-	st := reg.Classify(recs, eps, nil, nil)
-	desired := reg.Desired(time.Now(), eps, st, nil).Endpoints
-	changes := reg.Apply(time.Now(), st, (&plan.Plan{Current: reg.Current(st, desired, nil), Desired: desired}).Calculate()).Changes
+	changes := reg.Decide(time.Now(), recs, eps, registry.Caches{}).Changes
 	if len(changes) != 1 || changes[0].Action != plan.Adopt {
 		t.Fatalf("changes = %v", changes)
 	}
