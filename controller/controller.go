@@ -491,25 +491,25 @@ func (c *Controller) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		r := Synced{Mode: s.Mode, Started: start, Planned: rep != nil}
+		r := Ended{Mode: s.Mode, Started: start, Planned: rep != nil}
 		var refused *RefusedError
 		switch {
 		case errors.As(err, &refused):
 			c.log.WithError(err).WithField("retry_in", s.Interval).Warn("writes refused; the rest is synced, those hostnames are retried at the interval")
 		case errors.Is(err, provider.ErrAuthentication):
-			r.Result = ResultAuthentication
+			r.Outcome = OutcomeAuthentication
 		case err != nil:
-			r.Result = ResultFailed
+			r.Outcome = OutcomeFailed
 		}
 		if rep != nil && (err == nil || refused != nil) {
 			r.Again, r.NextExpiry = rep.Again, rep.NextExpiry
 		}
 		s = s.Done(r, c.cfg.Clock.Now())
-		switch r.Result {
-		case ResultAuthentication:
+		switch r.Outcome {
+		case OutcomeAuthentication:
 			c.log.WithError(err).WithField("retry_in", s.Next.Sub(c.cfg.Clock.Now()).Round(time.Second)).
 				Error("AuthenticationFailed: router-hosts refused the TLS authentication; retrying when the certificate files change or at the interval")
-		case ResultFailed:
+		case OutcomeFailed:
 			c.log.WithError(err).WithFields(logrus.Fields{"retry_in": s.Next.Sub(c.cfg.Clock.Now()), "failures": s.failures}).Error("sync failed")
 		}
 	}

@@ -23,25 +23,25 @@ const (
 	TriggerRequested
 )
 
-// Result is how a sync ended, as far as scheduling goes.
-type Result uint8
+// Outcome is how a sync ended, as far as scheduling goes.
+type Outcome uint8
 
-// The results.
+// The outcomes.
 const (
-	// ResultOK: the sync got through; some writes may have been refused, which the interval
+	// OutcomeOK: the sync got through; some writes may have been refused, which the interval
 	// tries again.
-	ResultOK Result = iota
-	// ResultAuthentication: the server refused the TLS authentication.
-	ResultAuthentication
-	// ResultFailed: a read or the writes failed as a whole.
-	ResultFailed
+	OutcomeOK Outcome = iota
+	// OutcomeAuthentication: the server refused the TLS authentication.
+	OutcomeAuthentication
+	// OutcomeFailed: a read or the writes failed as a whole.
+	OutcomeFailed
 )
 
-// Synced is what the scheduler learns of a sync.
-type Synced struct {
+// Ended is what the scheduler learns of a sync that ended.
+type Ended struct {
 	Mode    planner.Mode
 	Started time.Time
-	Result  Result
+	Outcome Outcome
 	// Planned says the sync's reads succeeded and it planned: a full sync that did is the one
 	// the interval counts from.
 	Planned bool
@@ -133,17 +133,17 @@ func (s Schedule) Triggered(t Trigger, now time.Time) Schedule {
 // authentication failure waits for the interval (or new certificate files), any other
 // failure a backoff doubling from one second to the interval; a pending deletion wakes the
 // loop when it falls due.
-func (s Schedule) Done(r Synced, now time.Time) Schedule {
+func (s Schedule) Done(r Ended, now time.Time) Schedule {
 	if r.Planned && r.Mode == planner.Full {
 		s.lastFull = r.Started
 	}
 	s.Next, s.Mode, s.authWait = s.lastFull.Add(s.Interval), planner.Full, false
-	switch r.Result {
-	case ResultAuthentication:
+	switch r.Outcome {
+	case OutcomeAuthentication:
 		s.failures++
 		s.Next, s.authWait = r.Started.Add(s.Interval), true
 		return s
-	case ResultFailed:
+	case OutcomeFailed:
 		s.failures++
 		s.Next = now.Add(s.backoff())
 		return s

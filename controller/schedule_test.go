@@ -16,7 +16,7 @@ func TestSchedule(t *testing.T) {
 	// settled is the schedule after the full sync at t0.
 	settled := func() Schedule {
 		s := NewSchedule(t0, interval, spacing).Starting(t0)
-		return s.Done(Synced{Mode: planner.Full, Started: t0, Planned: true}, at(50*time.Millisecond))
+		return s.Done(Ended{Mode: planner.Full, Started: t0, Planned: true}, at(50*time.Millisecond))
 	}
 	// step is one thing that happens: a trigger, the start of the sync due, or its end.
 	type step func(Schedule) Schedule
@@ -24,14 +24,14 @@ func TestSchedule(t *testing.T) {
 		return func(s Schedule) Schedule { return s.Triggered(tr, at(d)) }
 	}
 	// run starts the sync that is due and ends it after took with r (its mode and start filled in).
-	run := func(took time.Duration, r Synced) step {
+	run := func(took time.Duration, r Ended) step {
 		return func(s Schedule) Schedule {
 			start := s.Next
 			r.Mode, r.Started = s.Mode, start
 			return s.Starting(start).Done(r, start.Add(took))
 		}
 	}
-	failed := Synced{Result: ResultFailed}
+	failed := Ended{Outcome: OutcomeFailed}
 	for _, tc := range []struct {
 		name  string
 		steps []step
@@ -42,22 +42,22 @@ func TestSchedule(t *testing.T) {
 		{"after the first sync, the interval", []step{}, at(interval), planner.Full},
 		{"a change after a quiet period syncs at once", []step{trigger(TriggerChanged, 10*time.Second)}, at(10 * time.Second), planner.Event},
 		{"changes during an event sync coalesce after the spacing", []step{
-			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Synced{Planned: true}),
+			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Ended{Planned: true}),
 			trigger(TriggerChanged, 10*time.Second+100*time.Millisecond), trigger(TriggerChanged, 10*time.Second+200*time.Millisecond),
 		}, at(11 * time.Second), planner.Event},
 		{"event syncs do not postpone the interval's full read", []step{
-			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Synced{Planned: true}),
-			trigger(TriggerChanged, 30*time.Second), run(20*time.Millisecond, Synced{Planned: true}),
+			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Ended{Planned: true}),
+			trigger(TriggerChanged, 30*time.Second), run(20*time.Millisecond, Ended{Planned: true}),
 		}, at(interval), planner.Full},
 		{"a change does not bring a sooner full sync forward", []step{trigger(TriggerChanged, interval-10*time.Millisecond)}, at(interval - 10*time.Millisecond), planner.Event},
 		{"a grace period ending wakes the loop", []step{
-			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Synced{Planned: true, NextExpiry: at(14 * time.Second)}),
+			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Ended{Planned: true, NextExpiry: at(14 * time.Second)}),
 		}, at(14*time.Second + expirySlack), planner.Full},
 		{"a deletion falling due after the interval waits for it", []step{
-			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Synced{Planned: true, NextExpiry: at(2 * interval)}),
+			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Ended{Planned: true, NextExpiry: at(2 * interval)}),
 		}, at(interval), planner.Full},
 		{"a stale known state: an event sync at once", []step{
-			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Synced{Again: true}),
+			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Ended{Again: true}),
 		}, at(10*time.Second + 20*time.Millisecond), planner.Event},
 		{"a failure: backoff of a second", []step{trigger(TriggerReconfigured, 5*time.Second), run(10*time.Millisecond, failed)},
 			at(5*time.Second + 10*time.Millisecond + time.Second), planner.Full},
@@ -80,15 +80,15 @@ func TestSchedule(t *testing.T) {
 		}, at(5*time.Second + 100*time.Millisecond + 2*time.Second), planner.Full},
 		{"a new run of failures may be cut short again", []step{
 			trigger(TriggerReconfigured, 5*time.Second), run(0, failed), trigger(TriggerReachable, 5*time.Second+100*time.Millisecond),
-			run(0, Synced{Planned: true}), trigger(TriggerChanged, 7*time.Second), run(0, failed), trigger(TriggerReachable, 7*time.Second+500*time.Millisecond),
+			run(0, Ended{Planned: true}), trigger(TriggerChanged, 7*time.Second), run(0, failed), trigger(TriggerReachable, 7*time.Second+500*time.Millisecond),
 		}, at(7*time.Second + 500*time.Millisecond), planner.Full},
 		{"the server's return in steady state starts nothing", []step{trigger(TriggerReachable, 10*time.Second)}, at(interval), planner.Full},
 		{"an authentication failure waits for the interval", []step{
-			trigger(TriggerReconfigured, 5*time.Second), run(0, Synced{Result: ResultAuthentication}), trigger(TriggerChanged, 6*time.Second),
+			trigger(TriggerReconfigured, 5*time.Second), run(0, Ended{Outcome: OutcomeAuthentication}), trigger(TriggerChanged, 6*time.Second),
 			trigger(TriggerReachable, 7*time.Second),
 		}, at(5*time.Second + interval), planner.Full},
 		{"or for new certificate files", []step{
-			trigger(TriggerReconfigured, 5*time.Second), run(0, Synced{Result: ResultAuthentication}), trigger(TriggerCredentials, 8*time.Second),
+			trigger(TriggerReconfigured, 5*time.Second), run(0, Ended{Outcome: OutcomeAuthentication}), trigger(TriggerCredentials, 8*time.Second),
 		}, at(8 * time.Second), planner.Full},
 		{"new certificate files without a failure start nothing", []step{trigger(TriggerCredentials, 8*time.Second)}, at(interval), planner.Full},
 		{"a reconfiguration: a full sync at once", []step{trigger(TriggerReconfigured, 20*time.Second)}, at(20 * time.Second), planner.Full},
@@ -97,7 +97,7 @@ func TestSchedule(t *testing.T) {
 			trigger(TriggerReconfigured, 5*time.Second), run(0, failed), run(0, failed), trigger(TriggerRequested, 5*time.Second+100*time.Millisecond),
 		}, at(5*time.Second + 100*time.Millisecond), planner.Full},
 		{"a request during an event sync's spacing is not postponed", []step{
-			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Synced{Planned: true}),
+			trigger(TriggerChanged, 10*time.Second), run(20*time.Millisecond, Ended{Planned: true}),
 			trigger(TriggerChanged, 10*time.Second+100*time.Millisecond), trigger(TriggerRequested, 10*time.Second+200*time.Millisecond),
 		}, at(10*time.Second + 200*time.Millisecond), planner.Full},
 		{"news arriving together is one wake-up", []step{trigger(TriggerChanged|TriggerReconfigured, 20*time.Second)}, at(20 * time.Second), planner.Full},

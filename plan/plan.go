@@ -15,10 +15,10 @@ import (
 // Policy limits which kinds of change a plan may contain, as external-dns's --policy does.
 type Policy string
 
-// The policies. Sync makes the server match the cluster; UpsertOnly never deletes; CreateOnly
-// only adds entries and never touches an existing one.
+// The policies. PolicySync makes the server match the cluster; UpsertOnly never deletes;
+// CreateOnly only adds entries and never touches an existing one.
 const (
-	Sync       Policy = "sync"
+	PolicySync Policy = "sync"
 	UpsertOnly Policy = "upsert-only"
 	CreateOnly Policy = "create-only"
 )
@@ -26,14 +26,14 @@ const (
 // ParsePolicy checks a --policy value.
 func ParsePolicy(s string) (Policy, error) {
 	switch p := Policy(s); p {
-	case Sync, UpsertOnly, CreateOnly:
+	case PolicySync, UpsertOnly, CreateOnly:
 		return p, nil
 	}
 	return "", fmt.Errorf("unknown policy %q (want sync, upsert-only or create-only)", s)
 }
 
 func (p Policy) allowsUpdates() bool { return p != CreateOnly }
-func (p Policy) allowsDeletes() bool { return p == Sync }
+func (p Policy) allowsDeletes() bool { return p == PolicySync }
 
 // Class says how an entry the plan may use came to be, which decides what may happen to it.
 type Class uint8
@@ -66,7 +66,7 @@ type Plan struct {
 	Current []Current
 	// Desired holds at most one endpoint per hostname (the registry merges claims).
 	Desired []*endpoint.Endpoint
-	// Policy limits the output; the zero value means Sync.
+	// Policy limits the output; the zero value means PolicySync.
 	Policy Policy
 }
 
@@ -78,7 +78,7 @@ type Plan struct {
 func (p *Plan) Calculate() []Change {
 	policy := p.Policy
 	if policy == "" {
-		policy = Sync
+		policy = PolicySync
 	}
 	byHost := make(map[string][]*Current, len(p.Current))
 	// One backing array for the common single-entry hostnames instead of one slice each.

@@ -118,98 +118,14 @@ func namespaceList(ns []BrakedNamespace) string {
 // would trip it, and what it held. Duplicates, whose address stays served, are no deletion of a
 // name and always go.
 func (r *Registry) brake(in *changesIn, changes []plan.Change) changed {
-	st, b := in.st, r.cfg.Brake
+	b := r.cfg.Brake
 	// Only a sync that marks can trip it; the others (most) need not count the entries.
 	if (b.Share == 0 && b.NamespaceShare == 0) || !slices.ContainsFunc(changes, func(c plan.Change) bool { return c.Action == plan.Mark }) {
 		return changed{changes: changes}
 	}
-	nsOf := func(rec *endpoint.Record) string {
-		v := st.view(rec)
-		ns, _ := v.value(PrefixNamespace)
-		return ns
-	}
-	// The entries each namespace had before the sync, and those on their way out after it.
-	base := map[string]int{}
-	leaving := map[string]map[string]bool{}
-	leave := func(ns, id string) {
-		if leaving[ns] == nil {
-			leaving[ns] = map[string]bool{}
-		}
-		leaving[ns][id] = true
-	}
-	for i := range st.Owned {
-		rec := &st.Owned[i]
-		ns := nsOf(rec)
-		base[ns]++
-		v := st.view(rec)
-		if _, marked := v.value(PrefixPending); marked {
-			leave(ns, rec.ID)
-		}
-	}
-	marking := map[string]bool{}
-	for i := range changes {
-		switch c := &changes[i]; c.Action {
-		case plan.Mark:
-			ns := nsOf(c.Old)
-			leave(ns, c.Old.ID)
-			marking[ns] = true
-		case plan.Unmark, plan.Update:
-			delete(leaving[nsOf(c.Old)], c.Old.ID)
-		}
-	}
-	held := map[string]bool{}
-	tripped := map[string]bool{}
-	if b.NamespaceShare > 0 {
-		for ns := range marking {
-			if n := len(leaving[ns]); n >= b.NamespaceMinimum && float64(n) > b.NamespaceShare*float64(base[ns]) {
-				held[ns], tripped[ns] = true, true
-			}
-		}
-	}
-	// The cluster's share counts the namespaces not held on their own, so that one namespace's
-	// mass deletion does not hold the everyday deletions of the others.
-	cluster := false
-	if b.Share > 0 {
-		rest, marks := 0, false
-		for ns, ids := range leaving {
-			if !tripped[ns] {
-				rest += len(ids)
-				marks = marks || marking[ns]
-			}
-		}
-		if marks && rest >= b.Minimum && float64(rest) > b.Share*float64(len(st.Owned)) {
-			cluster = true
-			for ns, ids := range leaving {
-				if len(ids) > 0 {
-					held[ns] = true
-				}
-			}
-		}
-	}
-	if len(held) == 0 {
-		return changed{changes: changes}
-	}
-	braked := &Braked{Cluster: cluster}
-	var ids []string
-	for _, ns := range sortedKeys(held) {
-		n := BrakedNamespace{Name: ns, Leaving: len(leaving[ns]), Owned: base[ns], Tripped: tripped[ns]}
-		braked.Namespaces = append(braked.Namespaces, n)
-		braked.Leaving += n.Leaving
-		braked.Owned += n.Owned
-		for id := range leaving[ns] {
-			ids = append(ids, id)
-		}
-	}
-	if cluster {
-		braked.Owned = len(st.Owned)
-	}
-	slices.Sort(ids)
-	sum := sha256.New()
-	for _, id := range ids {
-		sum.Write([]byte(id + "\n"))
-	}
-	braked.Token = strconv.Itoa(len(ids)) + "-" + hex.EncodeToString(sum.Sum(nil))[:8]
-	if b.Confirm == braked.Token {
+	l := countLeaving(in.st, changes)
+	braked, held := b.verdict(l, len(in.st.Owned))
+	if braked == nil || b.Confirm == braked.Token {
 		return changed{changes: changes}
 	}
 	out := changed{changes: make([]plan.Change, 0, len(changes)), braked: braked}
@@ -217,7 +133,7 @@ func (r *Registry) brake(in *changesIn, changes []plan.Change) changed {
 		ns := ""
 		switch {
 		case c.Action == plan.Mark || retiring(&c):
-			ns = nsOf(c.Old)
+			ns = l.namespaceOf(c.Old)
 		case c.Action == plan.Create || c.Action == plan.Adopt:
 			// A new name in a namespace held may be the other half of a replacement: it waits,
 			// so that the entries the share is taken against stay the ones before the change.
@@ -232,6 +148,116 @@ func (r *Registry) brake(in *changesIn, changes []plan.Change) changed {
 	}
 	braked.Stopped = len(out.held)
 	return out
+}
+
+// leavingCount is what the brake counts: the entries each namespace had before the sync, the
+// IDs of those on their way out after it, and the namespaces the sync marks entries of.
+type leavingCount struct {
+	st      *State
+	base    map[string]int
+	leaving map[string]map[string]bool
+	marking map[string]bool
+}
+
+func (l *leavingCount) namespaceOf(rec *endpoint.Record) string {
+	v := l.st.view(rec)
+	ns, _ := v.value(PrefixNamespace)
+	return ns
+}
+
+func (l *leavingCount) leave(ns, id string) {
+	if l.leaving[ns] == nil {
+		l.leaving[ns] = map[string]bool{}
+	}
+	l.leaving[ns][id] = true
+}
+
+// countLeaving counts, per namespace, the owned entries and those marked once changes are
+// applied.
+func countLeaving(st *State, changes []plan.Change) *leavingCount {
+	l := &leavingCount{st: st, base: map[string]int{}, leaving: map[string]map[string]bool{}, marking: map[string]bool{}}
+	for i := range st.Owned {
+		rec := &st.Owned[i]
+		ns := l.namespaceOf(rec)
+		l.base[ns]++
+		if st.marked(rec) {
+			l.leave(ns, rec.ID)
+		}
+	}
+	for i := range changes {
+		switch c := &changes[i]; c.Action {
+		case plan.Mark:
+			ns := l.namespaceOf(c.Old)
+			l.leave(ns, c.Old.ID)
+			l.marking[ns] = true
+		case plan.Unmark, plan.Update:
+			delete(l.leaving[l.namespaceOf(c.Old)], c.Old.ID)
+		}
+	}
+	return l
+}
+
+// verdict is what the brake holds of the count, owned entries in all: nil when nothing, else
+// the mass deletion and the namespaces held. A namespace's own share trips it for that
+// namespace; the cluster's share counts the namespaces not held on their own, so that one
+// namespace's mass deletion does not hold the everyday deletions of the others.
+func (b Brake) verdict(l *leavingCount, owned int) (*Braked, map[string]bool) {
+	held := map[string]bool{}
+	tripped := map[string]bool{}
+	if b.NamespaceShare > 0 {
+		for ns := range l.marking {
+			if n := len(l.leaving[ns]); n >= b.NamespaceMinimum && float64(n) > b.NamespaceShare*float64(l.base[ns]) {
+				held[ns], tripped[ns] = true, true
+			}
+		}
+	}
+	cluster := false
+	if b.Share > 0 {
+		rest, marks := 0, false
+		for ns, ids := range l.leaving {
+			if !tripped[ns] {
+				rest += len(ids)
+				marks = marks || l.marking[ns]
+			}
+		}
+		if marks && rest >= b.Minimum && float64(rest) > b.Share*float64(owned) {
+			cluster = true
+			for ns, ids := range l.leaving {
+				if len(ids) > 0 {
+					held[ns] = true
+				}
+			}
+		}
+	}
+	if len(held) == 0 {
+		return nil, nil
+	}
+	braked := &Braked{Cluster: cluster}
+	var ids []string
+	for _, ns := range sortedKeys(held) {
+		n := BrakedNamespace{Name: ns, Leaving: len(l.leaving[ns]), Owned: l.base[ns], Tripped: tripped[ns]}
+		braked.Namespaces = append(braked.Namespaces, n)
+		braked.Leaving += n.Leaving
+		braked.Owned += n.Owned
+		for id := range l.leaving[ns] {
+			ids = append(ids, id)
+		}
+	}
+	if cluster {
+		braked.Owned = owned
+	}
+	braked.Token = brakeToken(ids)
+	return braked, held
+}
+
+// brakeToken names exactly one set of entries leaving: their number and a hash of their IDs.
+func brakeToken(ids []string) string {
+	slices.Sort(ids)
+	sum := sha256.New()
+	for _, id := range ids {
+		sum.Write([]byte(id + "\n"))
+	}
+	return strconv.Itoa(len(ids)) + "-" + hex.EncodeToString(sum.Sum(nil))[:8]
 }
 
 // retiring reports whether c deletes or releases an entry at the end of its grace period.

@@ -20,70 +20,24 @@ import (
 // changed are those cut, whose merge must not be reused (it would settle the hostname
 // unplanned once the namespace has room again).
 func (r *Registry) namespaceBudget(in *claimsIn, merged []*endpoint.Endpoint) verdicts {
-	owned, st := in.owned, in.st
 	limit := r.cfg.Budgets.EntriesPerNamespace
 	if limit == 0 {
 		return verdicts{endpoints: merged}
 	}
 	// Within the budget whichever namespace holds what: nothing to count per namespace.
-	bound := len(st.Owned)
+	bound := len(in.st.Owned)
 	for _, m := range merged {
 		bound += len(m.Targets)
 	}
 	if bound <= limit {
 		return verdicts{endpoints: merged}
 	}
-	nsOf := func(rec *endpoint.Record) string {
-		v := st.view(rec)
-		ns, _ := v.value(PrefixNamespace)
-		return ns
-	}
-	projected, has := map[string]int{}, map[string]int{}
-	wanted := make(map[string]bool, len(merged))
-	for _, m := range merged {
-		ns, n := m.Sources[0].Namespace, len(owned[m.Hostname])
-		wanted[m.Hostname] = true
-		projected[ns] += max(n, len(m.Targets))
-		has[ns] += n
-	}
-	for h, recs := range owned {
-		if wanted[h] {
-			continue
-		}
-		for _, rec := range recs {
-			ns := nsOf(rec)
-			projected[ns]++
-			has[ns]++
-		}
-	}
-	var growing []int
-	for i, m := range merged {
-		if projected[m.Sources[0].Namespace] > limit && len(m.Targets) > len(owned[m.Hostname]) {
-			growing = append(growing, i)
-		}
-	}
-	if len(growing) == 0 {
+	cut := namespaceCuts(in, merged, limit)
+	if len(cut) == 0 {
 		return verdicts{endpoints: merged}
 	}
-	sort.SliceStable(growing, func(a, b int) bool { return olderClaim(merged[growing[a]], merged[growing[b]]) })
-	cut := map[int]*endpoint.Endpoint{}
-	for _, i := range growing {
-		m := merged[i]
-		ns, n := m.Sources[0].Namespace, len(owned[m.Hostname])
-		if add := len(m.Targets) - n; has[ns]+add <= limit {
-			has[ns] += add
-			continue
-		}
-		cut[i] = withAddresses(m, owned[m.Hostname], n)
-	}
-	// One problem per object, naming a few of the hostnames it does not get in full.
-	type leftOut struct {
-		src   endpoint.SourceRef
-		hosts []string
-	}
-	var objects []*leftOut
-	byUID := map[string]*leftOut{}
 	res := verdicts{endpoints: make([]*endpoint.Endpoint, 0, len(merged))}
+	var left leftOut
 	for i, m := range merged {
 		c, isCut := cut[i]
 		if !isCut {
@@ -98,26 +52,92 @@ func (r *Registry) namespaceBudget(in *claimsIn, merged []*endpoint.Endpoint) ve
 		if c != nil {
 			what = fmt.Sprintf("%d of %s's %d addresses", len(m.Targets)-len(c.Targets), m.Hostname, len(m.Targets))
 		}
-		for _, s := range m.Sources {
-			o := byUID[s.UID]
-			if o == nil {
-				o = &leftOut{src: s}
-				byUID[s.UID] = o
-				objects = append(objects, o)
-			}
-			o.hosts = append(o.hosts, what)
-		}
+		left.add(m.Sources, what)
 	}
-	for _, o := range objects {
-		names := strings.Join(o.hosts[:min(len(o.hosts), 3)], ", ")
-		if len(o.hosts) > 3 {
-			names += fmt.Sprintf(" and %d more", len(o.hosts)-3)
-		}
+	for _, o := range left.objects {
 		res.problems = append(res.problems, Problem{Source: o.src, Reason: ProblemOverBudget,
 			Message: fmt.Sprintf("namespace %s is at its budget of %d entries (entries marked for deletion count until they are gone): %s not written; the entries it has stay",
-				o.src.Namespace, limit, names)})
+				o.src.Namespace, limit, o.names())})
 	}
 	return res
+}
+
+// namespaceCuts are the merged endpoints (by index) cut to fit their namespace's budget: each
+// to as many addresses as its hostname has entries (nil for none), by the rule above.
+func namespaceCuts(in *claimsIn, merged []*endpoint.Endpoint, limit int) map[int]*endpoint.Endpoint {
+	owned := in.owned
+	projected, has := map[string]int{}, map[string]int{}
+	wanted := make(map[string]bool, len(merged))
+	for _, m := range merged {
+		ns, n := m.Sources[0].Namespace, len(owned[m.Hostname])
+		wanted[m.Hostname] = true
+		projected[ns] += max(n, len(m.Targets))
+		has[ns] += n
+	}
+	for h, recs := range owned {
+		if wanted[h] {
+			continue
+		}
+		for _, rec := range recs {
+			v := in.st.view(rec)
+			ns, _ := v.value(PrefixNamespace)
+			projected[ns]++
+			has[ns]++
+		}
+	}
+	var growing []int
+	for i, m := range merged {
+		if projected[m.Sources[0].Namespace] > limit && len(m.Targets) > len(owned[m.Hostname]) {
+			growing = append(growing, i)
+		}
+	}
+	sort.SliceStable(growing, func(a, b int) bool { return olderClaim(merged[growing[a]], merged[growing[b]]) })
+	cut := map[int]*endpoint.Endpoint{}
+	for _, i := range growing {
+		m := merged[i]
+		ns, n := m.Sources[0].Namespace, len(owned[m.Hostname])
+		if add := len(m.Targets) - n; has[ns]+add <= limit {
+			has[ns] += add
+			continue
+		}
+		cut[i] = withAddresses(m, owned[m.Hostname], n)
+	}
+	return cut
+}
+
+// leftOut gathers, per object, the hostnames it does not get in full: one problem each.
+type leftOut struct {
+	objects []*objectLeftOut
+	byUID   map[string]*objectLeftOut
+}
+
+type objectLeftOut struct {
+	src   endpoint.SourceRef
+	hosts []string
+}
+
+func (l *leftOut) add(sources []endpoint.SourceRef, what string) {
+	if l.byUID == nil {
+		l.byUID = map[string]*objectLeftOut{}
+	}
+	for _, s := range sources {
+		o := l.byUID[s.UID]
+		if o == nil {
+			o = &objectLeftOut{src: s}
+			l.byUID[s.UID] = o
+			l.objects = append(l.objects, o)
+		}
+		o.hosts = append(o.hosts, what)
+	}
+}
+
+// names are a few of the object's hostnames, and how many more.
+func (o *objectLeftOut) names() string {
+	names := strings.Join(o.hosts[:min(len(o.hosts), 3)], ", ")
+	if len(o.hosts) > 3 {
+		names += fmt.Sprintf(" and %d more", len(o.hosts)-3)
+	}
+	return names
 }
 
 // withAddresses is m cut to n addresses, those its entries have first; nil for none.
@@ -157,52 +177,7 @@ func (r *Registry) Ration(changes []plan.Change) (send, deferred []plan.Change) 
 	if limit == 0 || len(changes) <= limit {
 		return changes, nil
 	}
-	type group struct{ start, end int }
-	// groups by namespace, then by object, in the plan's order.
-	byNS := map[string]map[string][]group{}
-	for start := 0; start < len(changes); {
-		end := start + 1
-		for end < len(changes) && changes[end].Hostname() == changes[start].Hostname() {
-			end++
-		}
-		ns, obj := turnOf(&changes[start])
-		if byNS[ns] == nil {
-			byNS[ns] = map[string][]group{}
-		}
-		byNS[ns][obj] = append(byNS[ns][obj], group{start, end})
-		start = end
-	}
-	// Each namespace's hostnames in its objects' turns; then every namespace's first, every
-	// namespace's second, and so on.
-	type turn struct {
-		round, ns int
-		g         group
-	}
-	var turns []turn
-	namespaces := sortedKeys(byNS)
-	for k, ns := range namespaces {
-		objs := byNS[ns]
-		keys := sortedKeys(objs)
-		round := 0
-		for left := true; left; {
-			left = false
-			for _, o := range keys {
-				if len(objs[o]) == 0 {
-					continue
-				}
-				turns = append(turns, turn{round, k, objs[o][0]})
-				objs[o] = objs[o][1:]
-				round++
-				left = true
-			}
-		}
-	}
-	sort.SliceStable(turns, func(i, j int) bool {
-		if turns[i].round != turns[j].round {
-			return turns[i].round < turns[j].round
-		}
-		return turns[i].ns < turns[j].ns
-	})
+	turns := turnsOf(changes)
 	send = make([]plan.Change, 0, limit)
 	k := 0
 	for ; k < len(turns); k++ {
@@ -217,6 +192,60 @@ func (r *Registry) Ration(changes []plan.Change) (send, deferred []plan.Change) 
 		deferred = append(deferred, changes[t.g.start:t.g.end]...)
 	}
 	return send, deferred
+}
+
+// writeGroup is one hostname's changes, changes[start:end]; writeTurn its place in the order
+// Ration sends them in.
+type writeGroup struct{ start, end int }
+
+type writeTurn struct {
+	round, ns int
+	g         writeGroup
+}
+
+// turnsOf orders the hostnames' groups of changes: each namespace's hostnames in its objects'
+// turns; then every namespace's first, every namespace's second, and so on.
+func turnsOf(changes []plan.Change) []writeTurn {
+	// groups by namespace, then by object, in the plan's order.
+	byNS := map[string]map[string][]writeGroup{}
+	for start := 0; start < len(changes); {
+		end := start + 1
+		for end < len(changes) && changes[end].Hostname() == changes[start].Hostname() {
+			end++
+		}
+		ns, obj := turnOf(&changes[start])
+		if byNS[ns] == nil {
+			byNS[ns] = map[string][]writeGroup{}
+		}
+		byNS[ns][obj] = append(byNS[ns][obj], writeGroup{start, end})
+		start = end
+	}
+	var turns []writeTurn
+	namespaces := sortedKeys(byNS)
+	for k, ns := range namespaces {
+		objs := byNS[ns]
+		keys := sortedKeys(objs)
+		round := 0
+		for left := true; left; {
+			left = false
+			for _, o := range keys {
+				if len(objs[o]) == 0 {
+					continue
+				}
+				turns = append(turns, writeTurn{round, k, objs[o][0]})
+				objs[o] = objs[o][1:]
+				round++
+				left = true
+			}
+		}
+	}
+	sort.SliceStable(turns, func(i, j int) bool {
+		if turns[i].round != turns[j].round {
+			return turns[i].round < turns[j].round
+		}
+		return turns[i].ns < turns[j].ns
+	})
+	return turns
 }
 
 // turnOf is whose turn a change is taken in: the namespace and the object named on the entry

@@ -69,15 +69,9 @@ func (r *Registry) merge(now time.Time, host string, claims []*endpoint.Endpoint
 		winnerText = winner + "/" + t.Sources[0].Name
 	}
 	m := &endpoint.Endpoint{Hostname: host, Sources: make([]endpoint.SourceRef, 0, len(claims))}
-	// perTarget is one claim's wish for one address: whose it is and how long its grace.
-	type perTarget struct {
-		ip      string
-		grace   *time.Duration
-		sources []endpoint.SourceRef
-	}
 	var (
 		targets, aliases, tags, kinds []string
-		wishes                        []perTarget
+		wishes                        []wish
 	)
 	for _, c := range claims {
 		src := c.Sources[0]
@@ -90,7 +84,7 @@ func (r *Registry) merge(now time.Time, host string, claims []*endpoint.Endpoint
 			want = r.keptTargets(c, owned, st)
 		}
 		for _, ip := range want {
-			wishes = append(wishes, perTarget{ip, c.GracePeriod, c.Sources})
+			wishes = append(wishes, wish{ip, c.GracePeriod, c.Sources})
 		}
 		targets = append(targets, want...)
 		aliases = append(aliases, c.Aliases...)
@@ -108,8 +102,32 @@ func (r *Registry) merge(now time.Time, host string, claims []*endpoint.Endpoint
 		return nil, lost
 	}
 	m.Targets = endpoint.SortedUnique(targets)
-	m.TargetTags = make(map[string][]string, len(m.Targets))
-	for _, ip := range m.Targets {
+	m.TargetTags = r.targetTags(m.Targets, wishes)
+	m.Aliases = endpoint.SortedUnique(aliases)
+	if len(m.Aliases) > endpoint.MaxAliases {
+		m.Aliases = m.Aliases[:endpoint.MaxAliases]
+	}
+	m.Tags = endpoint.SortedUnique(append(tags, r.cfg.DefaultTags...))
+	m.OwnerTags = endpoint.SortedUnique(append(append(kinds, r.ownerTags...), PrefixNamespace+winner))
+	m.Comment = commentPrefix + m.Sources[0].String()
+	if len(m.Sources) > 1 {
+		m.Comment += fmt.Sprintf(" (+%d more)", len(m.Sources)-1)
+	}
+	return m, lost
+}
+
+// wish is one claim's wish for one address: whose it is and how long its grace.
+type wish struct {
+	ip      string
+	grace   *time.Duration
+	sources []endpoint.SourceRef
+}
+
+// targetTags are the tags of each address: the source: tags of the objects that want it and
+// the longest of their grace periods.
+func (r *Registry) targetTags(targets []string, wishes []wish) map[string][]string {
+	out := make(map[string][]string, len(targets))
+	for _, ip := range targets {
 		var (
 			ts     []string
 			graces []*time.Duration // nil = the default
@@ -126,19 +144,9 @@ func (r *Registry) merge(now time.Time, host string, claims []*endpoint.Endpoint
 		if g := r.graceTag(graces); g != "" {
 			ts = append(ts, g)
 		}
-		m.TargetTags[ip] = endpoint.SortedUnique(ts)
+		out[ip] = endpoint.SortedUnique(ts)
 	}
-	m.Aliases = endpoint.SortedUnique(aliases)
-	if len(m.Aliases) > endpoint.MaxAliases {
-		m.Aliases = m.Aliases[:endpoint.MaxAliases]
-	}
-	m.Tags = endpoint.SortedUnique(append(tags, r.cfg.DefaultTags...))
-	m.OwnerTags = endpoint.SortedUnique(append(append(kinds, r.ownerTags...), PrefixNamespace+winner))
-	m.Comment = commentPrefix + m.Sources[0].String()
-	if len(m.Sources) > 1 {
-		m.Comment += fmt.Sprintf(" (+%d more)", len(m.Sources)-1)
-	}
-	return m, lost
+	return out
 }
 
 // keptTargets are the addresses a claim with no address keeps: those of the hostname's

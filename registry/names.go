@@ -84,7 +84,7 @@ func carriersOf(st *State) carriers {
 // claim's namespace may not adopt (or that says no-adopt), when no entry of this cluster holds
 // the hostname.
 func (r *Registry) hostnames(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
-	st, owned, car := in.st, in.owned, in.car
+	owned, car := in.owned, in.car
 	adoptRules := r.ten.adopters != nil || len(car.noAdopt) > 0
 	if car.owned == nil && car.foreign == nil && car.hand == nil && !adoptRules {
 		return verdicts{endpoints: eps}
@@ -111,22 +111,7 @@ func (r *Registry) hostnames(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 		h, src := ep.Hostname, ep.Sources[0]
 		winner := ""
 		if len(owned[h]) == 0 {
-			holder := ""
-			if car.owned[h] != nil {
-				holder = aliasHolder(car.owned[h], asking[h], st)
-			}
-			switch {
-			case car.foreign[h] != nil && len(st.Foreign[h]) == 0 && car.owned[h] == nil:
-				winner = r.ownerText(car.foreign[h])
-			case car.hand[h] != "":
-				winner = "the hand-made entry " + car.hand[h]
-			case holder != "" && holder != src.Namespace:
-				winner = "namespace " + holder
-			case len(st.Unowned[h]) > 0 && car.noAdopt[h]:
-				winner = "a hand-made entry tagged " + TagNoAdopt
-			case len(st.Unowned[h]) > 0 && !r.ten.mayAdopt(src.Namespace):
-				winner = fmt.Sprintf("a hand-made entry, which namespace %s may not adopt", src.Namespace)
-			}
+			winner = r.hostnameHolder(in, ep, asking[h])
 		}
 		if winner == "" {
 			if out != nil {
@@ -145,6 +130,32 @@ func (r *Registry) hostnames(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 		res.endpoints = out
 	}
 	return res
+}
+
+// hostnameHolder is who holds ep's hostname, which no entry of this cluster has, against
+// ep's claim, in words: another cluster's or a hand-made entry that carries it as an alias,
+// another namespace that asks for it as an alias its entry carries, or a hand-made entry the
+// claim's namespace may not adopt; "" when the claim may go on to the merge. asking are the
+// namespaces that ask for the hostname as an alias.
+func (r *Registry) hostnameHolder(in *claimsIn, ep *endpoint.Endpoint, asking []string) string {
+	h, ns, st, car := ep.Hostname, ep.Sources[0].Namespace, in.st, in.car
+	holder := ""
+	if car.owned[h] != nil {
+		holder = aliasHolder(car.owned[h], asking, st)
+	}
+	switch {
+	case car.foreign[h] != nil && len(st.Foreign[h]) == 0 && car.owned[h] == nil:
+		return r.ownerText(car.foreign[h])
+	case car.hand[h] != "":
+		return "the hand-made entry " + car.hand[h]
+	case holder != "" && holder != ns:
+		return "namespace " + holder
+	case len(st.Unowned[h]) > 0 && car.noAdopt[h]:
+		return "a hand-made entry tagged " + TagNoAdopt
+	case len(st.Unowned[h]) > 0 && !r.ten.mayAdopt(ns):
+		return fmt.Sprintf("a hand-made entry, which namespace %s may not adopt", ns)
+	}
+	return ""
 }
 
 // aliasHolder is the namespace whose entry carries an alias and still asks for it, or whose
@@ -168,7 +179,6 @@ func aliasHolder(carrying []*endpoint.Record, asking []string, st *State) string
 // lost an alias. byHost are the claims each was merged from, so that a conflict is reported on
 // the objects that asked for the alias.
 func (r *Registry) aliases(in *claimsIn, merged []*endpoint.Endpoint) verdicts {
-	byHost, st, owned, car := in.byHost, in.st, in.owned, in.car
 	var claimants map[string][]int // alias → the merged endpoints that carry it
 	for i, m := range merged {
 		for _, a := range m.Aliases {
@@ -187,16 +197,6 @@ func (r *Registry) aliases(in *claimsIn, merged []*endpoint.Endpoint) verdicts {
 		hostNS[m.Hostname] = m.Sources[0].Namespace
 	}
 	lost := map[int][]string{}
-	refuse := func(i int, a, winner string) {
-		m := merged[i]
-		ns := m.Sources[0].Namespace
-		for _, c := range byHost[m.Hostname] {
-			if c.Sources[0].Namespace == ns && slices.Contains(c.Aliases, a) {
-				res.conflicts = append(res.conflicts, Conflict{Hostname: a, Loser: c.Sources[0], Winner: winner, Alias: true})
-			}
-		}
-		lost[i] = append(lost[i], a)
-	}
 	as := make([]string, 0, len(claimants))
 	for a := range claimants {
 		as = append(as, a)
@@ -204,46 +204,20 @@ func (r *Registry) aliases(in *claimsIn, merged []*endpoint.Endpoint) verdicts {
 	slices.Sort(as)
 	for _, a := range as {
 		idx := claimants[a]
-		ours := len(owned[a]) > 0 || car.owned[a] != nil
-		var winner, text string
-		switch {
-		case len(st.Foreign[a]) > 0 && len(owned[a]) == 0:
-			// Another cluster's hostname: an alias yields to it, as within a cluster.
-			text = r.ownerText(&st.Foreign[a][0])
-		case car.foreign[a] != nil && (!ours || car.foreign[a].ID < firstID(owned[a], car.owned[a])):
-			// Another cluster's alias: ours yields unless we carry it, and when both do (two
-			// clusters that added it at once) the older entry keeps it, which both clusters
-			// read alike.
-			text = r.ownerText(car.foreign[a])
-		case len(st.Unowned[a]) > 0:
-			text = "the hand-made entry " + st.Unowned[a][0].Hostname
-		case car.hand[a] != "":
-			text = "the hand-made entry " + car.hand[a]
-		case hostNS[a] != "":
-			winner, text = hostNS[a], "namespace "+hostNS[a]
-		case len(owned[a]) > 0:
-			winner = firstNamespace(owned[a], st)
-			text = "namespace " + winner
-		default:
-			var asking []string
-			for _, i := range idx {
-				asking = append(asking, merged[i].Sources[0].Namespace)
-			}
-			if winner = aliasHolder(car.owned[a], asking, st); winner == "" {
-				oldest := merged[idx[0]]
-				for _, i := range idx[1:] {
-					if olderClaim(merged[i], oldest) {
-						oldest = merged[i]
-					}
-				}
-				winner = oldest.Sources[0].Namespace
-			}
-			text = "namespace " + winner
-		}
+		winner, text := r.aliasWinner(in, a, merged, idx, hostNS)
 		for _, i := range idx {
-			if winner == "" || merged[i].Sources[0].Namespace != winner {
-				refuse(i, a, text)
+			m := merged[i]
+			ns := m.Sources[0].Namespace
+			if winner != "" && ns == winner {
+				continue
 			}
+			// Reported on the objects that asked for the alias.
+			for _, c := range in.byHost[m.Hostname] {
+				if c.Sources[0].Namespace == ns && slices.Contains(c.Aliases, a) {
+					res.conflicts = append(res.conflicts, Conflict{Hostname: a, Loser: c.Sources[0], Winner: text, Alias: true})
+				}
+			}
+			lost[i] = append(lost[i], a)
 		}
 	}
 	if len(lost) == 0 {
@@ -261,6 +235,46 @@ func (r *Registry) aliases(in *claimsIn, merged []*endpoint.Endpoint) verdicts {
 		}
 	}
 	return res
+}
+
+// aliasWinner decides alias a, which the merged endpoints idx carry, by the rule above: the
+// namespace that keeps it ("" when none of them does) and who holds it, in words.
+func (r *Registry) aliasWinner(in *claimsIn, a string, merged []*endpoint.Endpoint, idx []int, hostNS map[string]string) (winner, text string) {
+	st, owned, car := in.st, in.owned, in.car
+	ours := len(owned[a]) > 0 || car.owned[a] != nil
+	switch {
+	case len(st.Foreign[a]) > 0 && len(owned[a]) == 0:
+		// Another cluster's hostname: an alias yields to it, as within a cluster.
+		return "", r.ownerText(&st.Foreign[a][0])
+	case car.foreign[a] != nil && (!ours || car.foreign[a].ID < firstID(owned[a], car.owned[a])):
+		// Another cluster's alias: ours yields unless we carry it, and when both do (two
+		// clusters that added it at once) the older entry keeps it, which both clusters read
+		// alike.
+		return "", r.ownerText(car.foreign[a])
+	case len(st.Unowned[a]) > 0:
+		return "", "the hand-made entry " + st.Unowned[a][0].Hostname
+	case car.hand[a] != "":
+		return "", "the hand-made entry " + car.hand[a]
+	case hostNS[a] != "":
+		return hostNS[a], "namespace " + hostNS[a]
+	case len(owned[a]) > 0:
+		winner = firstNamespace(owned[a], st)
+		return winner, "namespace " + winner
+	}
+	var asking []string
+	for _, i := range idx {
+		asking = append(asking, merged[i].Sources[0].Namespace)
+	}
+	if winner = aliasHolder(car.owned[a], asking, st); winner == "" {
+		oldest := merged[idx[0]]
+		for _, i := range idx[1:] {
+			if olderClaim(merged[i], oldest) {
+				oldest = merged[i]
+			}
+		}
+		winner = oldest.Sources[0].Namespace
+	}
+	return winner, "namespace " + winner
 }
 
 // without is names less drop, nil when nothing is left.

@@ -46,6 +46,64 @@ type Paced struct {
 	Next time.Time
 }
 
+// paceGroup is one hostname's changes, changes[start:end]: they go or wait together, since
+// they are planned against each other. They cost one write each that is charged, to the
+// allowances of keys, the object's and the namespace's.
+type paceGroup struct {
+	start, end int
+	keys       [2]string
+	obj        string
+	cost       float64
+}
+
+// paceGroups are the hostnames' groups of changes in order, and what they cost each key.
+func paceGroups(changes []plan.Change) ([]paceGroup, map[string]float64) {
+	var groups []paceGroup
+	cost := map[string]float64{}
+	for start := 0; start < len(changes); {
+		end := start + 1
+		for end < len(changes) && changes[end].Hostname() == changes[start].Hostname() {
+			end++
+		}
+		g := paceGroup{start: start, end: end}
+		for i := start; i < end; i++ {
+			if charged(&changes[i]) {
+				g.cost++
+			}
+		}
+		if g.cost > 0 {
+			ns, obj := turnOf(&changes[start])
+			g.obj, g.keys = obj, [2]string{"object/" + obj, "namespace/" + ns}
+			for _, k := range g.keys {
+				cost[k] += g.cost
+			}
+		}
+		groups = append(groups, g)
+		start = end
+	}
+	return groups, cost
+}
+
+// allowances are every key's allowance at now: refilled since it was last used, or whole; a
+// key first met may write at once whatever it writes in this sync (cost), and a budget's worth
+// more.
+func allowances(now time.Time, cost map[string]float64, rates Rates, budgets map[string]float64) Rates {
+	out := make(Rates, len(cost))
+	for key, c := range cost {
+		b := budgets[kindOf(key)]
+		if b == 0 {
+			continue
+		}
+		if a, ok := rates[key]; ok {
+			a.Tokens, a.At = math.Min(a.Cap, a.Tokens+now.Sub(a.At).Minutes()*b), now
+			out[key] = a
+			continue
+		}
+		out[key] = Allowance{Tokens: b + c, Cap: b + c, At: now}
+	}
+	return out
+}
+
 // charged reports whether c counts against the write-rate budgets.
 func charged(c *plan.Change) bool {
 	switch c.Action {
@@ -63,51 +121,8 @@ func (r *Registry) Pace(now time.Time, changes []plan.Change, desired []*endpoin
 	if budgets["object"] == 0 && budgets["namespace"] == 0 {
 		return Paced{Send: changes}
 	}
-	// A hostname's changes go or wait together: they are planned against each other.
-	type group struct {
-		start, end int
-		keys       [2]string
-		obj        string
-		cost       float64
-	}
-	var groups []group
-	cost := map[string]float64{}
-	for start := 0; start < len(changes); {
-		end := start + 1
-		for end < len(changes) && changes[end].Hostname() == changes[start].Hostname() {
-			end++
-		}
-		g := group{start: start, end: end}
-		for i := start; i < end; i++ {
-			if charged(&changes[i]) {
-				g.cost++
-			}
-		}
-		if g.cost > 0 {
-			ns, obj := turnOf(&changes[start])
-			g.obj, g.keys = obj, [2]string{"object/" + obj, "namespace/" + ns}
-			for _, k := range g.keys {
-				cost[k] += g.cost
-			}
-		}
-		groups = append(groups, g)
-		start = end
-	}
-	// Every key's allowance now: refilled since it was last used, or whole; a key first met
-	// may write at once whatever it writes in this sync, and a budget's worth more.
-	out := Paced{Rates: make(Rates, len(cost))}
-	for key, c := range cost {
-		b := budgets[kindOf(key)]
-		if b == 0 {
-			continue
-		}
-		if a, ok := rates[key]; ok {
-			a.Tokens, a.At = math.Min(a.Cap, a.Tokens+now.Sub(a.At).Minutes()*b), now
-			out.Rates[key] = a
-			continue
-		}
-		out.Rates[key] = Allowance{Tokens: b + c, Cap: b + c, At: now}
-	}
+	groups, cost := paceGroups(changes)
+	out := Paced{Rates: allowances(now, cost, rates, budgets)}
 	// left is what the allowances have left as the sync's changes are taken in turn; the
 	// allowances returned are charged only with what went through (Charge).
 	left := make(map[string]float64, len(out.Rates))

@@ -51,7 +51,7 @@ func actions(res Verdict) []string {
 }
 
 func TestTagsOfCreatedEntry(t *testing.T) {
-	r := newReg(t, plan.Sync)
+	r := newReg(t, plan.PolicySync)
 	ep := claim("web.lan", "default", "web", "uid-1", time.Hour, "10.0.0.1")
 	ep.Tags = []string{"team-a"}
 	g := 30 * time.Second
@@ -122,7 +122,7 @@ func TestApply(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			policy := tc.policy
 			if policy == "" {
-				policy = plan.Sync
+				policy = plan.PolicySync
 			}
 			res := run(newReg(t, policy), t0, tc.records, tc.eps...)
 			if got := actions(res); !reflect.DeepEqual(got, tc.want) {
@@ -139,7 +139,7 @@ func TestApply(t *testing.T) {
 }
 
 func TestAdoptKeepsOwnTagsAndReleaseRestoresThem(t *testing.T) {
-	r := newReg(t, plan.Sync)
+	r := newReg(t, plan.PolicySync)
 	found := endpoint.Record{ID: "u1", Hostname: "NAS.lan", IP: "192.168.1.5", Aliases: []string{"old.lan"},
 		Tags: []string{"manual", "kind:printer", "cluster:proxmox", "has space"}, Comment: "mine", Version: "3"}
 	res := run(r, t0, []endpoint.Record{found}, claim("nas.lan", "d", "n", "uid", 0, "10.0.0.5"))
@@ -180,7 +180,7 @@ func TestAdoptKeepsOwnTagsAndReleaseRestoresThem(t *testing.T) {
 }
 
 func TestDesiredClaims(t *testing.T) {
-	r := newReg(t, plan.Sync)
+	r := newReg(t, plan.PolicySync)
 	old := claim("app.lan", "team-a", "app", "uid-a", time.Hour, "10.0.0.1")
 	sameNS := claim("app.lan", "team-a", "app-api", "uid-a2", time.Minute, "10.0.0.2", "10.0.0.1")
 	intruder := claim("app.lan", "team-b", "steal", "uid-b", 0, "10.6.6.6")
@@ -206,7 +206,7 @@ func TestDesiredClaims(t *testing.T) {
 }
 
 func TestHolderNamespaceIsSticky(t *testing.T) {
-	r := newReg(t, plan.Sync)
+	r := newReg(t, plan.PolicySync)
 	// team-b has held pay.lan for a day; team-a re-points a year-old Ingress at it.
 	held := owned("1", "pay.lan", "10.0.0.2", "namespace:team-b", "kind:Ingress", "source:uid-b")
 	yearOld := claim("pay.lan", "team-a", "old", "uid-a", 365*24*time.Hour, "10.6.6.6")
@@ -253,7 +253,7 @@ func TestAHostnameIsHandedOverInPlace(t *testing.T) {
 			[]*endpoint.Endpoint{waiting, claim("pay.lan", "team-b", "unresolved", "uid-b3", time.Minute)}, "unmark pay.lan 1", "team-a", "10.6.6.6"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := run(newReg(t, plan.Sync), tc.now, []endpoint.Record{marked}, tc.claims...)
+			res := run(newReg(t, plan.PolicySync), tc.now, []endpoint.Record{marked}, tc.claims...)
 			got := actions(res)
 			if tc.want == "" {
 				if len(got) != 0 {
@@ -278,7 +278,7 @@ func TestAHostnameIsHandedOverInPlace(t *testing.T) {
 // before the adopted one is re-pointed, rather than marked: a grace period would leave two
 // lines for one (hostname, address). (Found by the soak.)
 func TestADuplicateGoesAtOnce(t *testing.T) {
-	r := newReg(t, plan.Sync)
+	r := newReg(t, plan.PolicySync)
 	adopted := endpoint.Record{ID: "a", Hostname: "nas.lan", IP: "10.0.0.1", Version: "3", Comment: "mine",
 		Tags: []string{"manual", TagPreExisting, "cluster:home", "k8s-operator", "kind:Ingress", "namespace:default", "source:uid-old",
 			PrefixOriginalHostname + "NAS.lan", PrefixOriginalIP + "192.168.1.9"}}
@@ -296,7 +296,7 @@ func TestADuplicateGoesAtOnce(t *testing.T) {
 // goes to the oldest claim that wants an address; a claim with no address and no entry of its
 // own cannot write one and does not keep the name from the others.
 func TestAClaimWithNoAddressDoesNotTakeAHostnameFromOneWithAnAddress(t *testing.T) {
-	r := newReg(t, plan.Sync)
+	r := newReg(t, plan.PolicySync)
 	noAddress := claim("pay.lan", "team-a", "old", "uid-a", 365*24*time.Hour)
 	young := claim("pay.lan", "team-b", "pay", "uid-b", time.Hour, "10.0.0.2")
 	res := run(r, t0, nil, noAddress, young)
@@ -304,13 +304,13 @@ func TestAClaimWithNoAddressDoesNotTakeAHostnameFromOneWithAnAddress(t *testing.
 		t.Fatalf("changes = %v (%+v), want team-b's entry", got, res.Changes)
 	}
 	// Alone, the oldest claim still holds the name, with nothing to write.
-	if got := actions(run(newReg(t, plan.Sync), t0, nil, noAddress)); len(got) != 0 {
+	if got := actions(run(newReg(t, plan.PolicySync), t0, nil, noAddress)); len(got) != 0 {
 		t.Fatalf("changes = %v, want none", got)
 	}
 }
 
 func TestGraceIsPerClaim(t *testing.T) {
-	r := newReg(t, plan.Sync) // default 5m
+	r := newReg(t, plan.PolicySync) // default 5m
 	short, long := 2*time.Second, time.Hour
 	a := claim("shop.lan", "d", "a", "uid-a", time.Hour, "10.0.0.1")
 	b := claim("shop.lan", "d", "b", "uid-b", time.Hour, "10.0.0.2", "10.0.0.3")
@@ -336,7 +336,7 @@ func TestGraceIsPerClaim(t *testing.T) {
 }
 
 func TestReservedUserTagsAreDroppedAndReported(t *testing.T) {
-	r := newReg(t, plan.Sync)
+	r := newReg(t, plan.PolicySync)
 	ep := claim("web.lan", "d", "web", "uid", 0, "10.0.0.1")
 	ep.Tags = []string{"cluster:other", "k8s-operator", "ok", "pending-deletion:2099-01-01T00:00:00Z", "pre-existing:true", "grace-period:0", "source:x", "original-ip:1.2.3.4"}
 	w := r.desired(t0, []*endpoint.Endpoint{ep}, r.classify(nil, nil, nil, nil), nil)
@@ -354,7 +354,7 @@ func TestReservedUserTagsAreDroppedAndReported(t *testing.T) {
 }
 
 func TestStillApplies(t *testing.T) {
-	r := newReg(t, plan.Sync)
+	r := newReg(t, plan.PolicySync)
 	mine := owned("1", "a.lan", "10.0.0.1")
 	theirs := endpoint.Record{ID: "1", Hostname: "a.lan", Tags: []string{"k8s-operator", "cluster:other"}}
 	hand := endpoint.Record{ID: "1", Hostname: "a.lan", IP: "10.0.0.9", Tags: []string{"cluster:home"}}

@@ -34,54 +34,43 @@ func ProblemReasons() []ProblemReason {
 
 // overBudget freezes every claim of an object that asks for more than the budget per object.
 func (r *Registry) overBudget(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
-	st, owned := in.st, in.owned
 	b := r.cfg.Budgets
 	if b.EntriesPerObject == 0 && b.AliasesPerObject == 0 && b.TagsPerObject == 0 {
 		return verdicts{endpoints: eps}
 	}
-	// Every claim of an object carries the object's tags, so those are checked claim by
-	// claim; its entries and aliases are sums over its claims. Those are summed first in
-	// buckets by a hash of the object's UID: a bucket within the budgets holds no object over
-	// them, and only the objects of a bucket over them are summed one by one. With thousands
-	// of objects of a few names each, no bucket comes near a budget.
-	const nBuckets = 4096
-	var bucketEntries, bucketAliases [nBuckets]int32
-	seed := maphash.MakeSeed()
-	bucketOfUID := func(uid string) int { return int(maphash.String(seed, uid) % nBuckets) }
-	bucketOf := func(ep *endpoint.Endpoint) int { return bucketOfUID(ep.Sources[0].UID) }
-	// An object's entries marked for deletion count until they are gone, but for those it
-	// wants again (they are unmarked, and counted among its addresses).
-	marked := map[string]int{}
-	if b.EntriesPerObject > 0 {
-		marked = r.markedBySource(eps, st)
-		for uid, n := range marked {
-			bucketEntries[bucketOfUID(uid)] += int32(n)
-		}
+	over := r.objectsOverBudget(in.st, eps)
+	if len(over) == 0 {
+		return verdicts{endpoints: eps}
 	}
-	hot := false
+	out := verdicts{endpoints: make([]*endpoint.Endpoint, 0, len(eps))}
 	for _, ep := range eps {
-		k := bucketOf(ep)
-		bucketEntries[k] += int32(len(ep.Targets))
-		bucketAliases[k] += int32(len(ep.Aliases))
-		hot = hot || (b.EntriesPerObject > 0 && int(bucketEntries[k]) > b.EntriesPerObject) || (b.AliasesPerObject > 0 && int(bucketAliases[k]) > b.AliasesPerObject)
-	}
-	type size struct{ entries, aliases int }
-	var sizes map[string]size
-	if hot {
-		sizes = map[string]size{}
-		for _, ep := range eps {
-			k := bucketOf(ep)
-			if (b.EntriesPerObject > 0 && int(bucketEntries[k]) > b.EntriesPerObject) || (b.AliasesPerObject > 0 && int(bucketAliases[k]) > b.AliasesPerObject) {
-				uid := ep.Sources[0].UID
-				s, seen := sizes[uid]
-				if !seen {
-					s.entries = marked[uid]
-				}
-				s.entries, s.aliases = s.entries+len(ep.Targets), s.aliases+len(ep.Aliases)
-				sizes[uid] = s
-			}
+		src := ep.Sources[0]
+		why, ok := over[src.UID]
+		if !ok {
+			out.endpoints = append(out.endpoints, ep)
+			continue
+		}
+		if why != "" {
+			out.problems = append(out.problems, Problem{Source: src, Reason: ProblemOverBudget,
+				Message: fmt.Sprintf("asks for %s, over the budget per object: its new names are not written and the entries it has stay as they are", why)})
+			over[src.UID] = "" // reported once per object
+		}
+		out.changed = append(out.changed, ep.Hostname)
+		if f := r.frozen(ep, in.st, in.owned[ep.Hostname]); f != nil {
+			out.endpoints = append(out.endpoints, f)
 		}
 	}
+	return out
+}
+
+// objectSize is what an object asks for: entries (its marked ones included) and aliases.
+type objectSize struct{ entries, aliases int }
+
+// objectsOverBudget are the objects over a budget per object, by UID, each with what it asks
+// for over which budget.
+func (r *Registry) objectsOverBudget(st *State, eps []*endpoint.Endpoint) map[string]string {
+	b := r.cfg.Budgets
+	sizes := r.objectSizes(st, eps)
 	var over map[string]string
 	for _, ep := range eps {
 		uid := ep.Sources[0].UID
@@ -108,28 +97,57 @@ func (r *Registry) overBudget(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 			over[uid] = strings.Join(why, ", ")
 		}
 	}
-	if len(over) == 0 {
-		return verdicts{endpoints: eps}
+	return over
+}
+
+// objectSizes sums the entries and aliases of the objects that may be over their budgets, nil
+// when none may. Every claim of an object carries the object's tags, so those are checked
+// claim by claim; its entries and aliases are sums over its claims. Those are summed first in
+// buckets by a hash of the object's UID: a bucket within the budgets holds no object over
+// them, and only the objects of a bucket over them are summed one by one. With thousands of
+// objects of a few names each, no bucket comes near a budget.
+func (r *Registry) objectSizes(st *State, eps []*endpoint.Endpoint) map[string]objectSize {
+	b := r.cfg.Budgets
+	const nBuckets = 4096
+	var bucketEntries, bucketAliases [nBuckets]int32
+	seed := maphash.MakeSeed()
+	bucketOfUID := func(uid string) int { return int(maphash.String(seed, uid) % nBuckets) }
+	hotBucket := func(k int) bool {
+		return (b.EntriesPerObject > 0 && int(bucketEntries[k]) > b.EntriesPerObject) || (b.AliasesPerObject > 0 && int(bucketAliases[k]) > b.AliasesPerObject)
 	}
-	out := verdicts{endpoints: make([]*endpoint.Endpoint, 0, len(eps))}
+	// An object's entries marked for deletion count until they are gone, but for those it
+	// wants again (they are unmarked, and counted among its addresses).
+	marked := map[string]int{}
+	if b.EntriesPerObject > 0 {
+		marked = r.markedBySource(eps, st)
+		for uid, n := range marked {
+			bucketEntries[bucketOfUID(uid)] += int32(n)
+		}
+	}
+	hot := false
 	for _, ep := range eps {
-		src := ep.Sources[0]
-		why, ok := over[src.UID]
-		if !ok {
-			out.endpoints = append(out.endpoints, ep)
+		k := bucketOfUID(ep.Sources[0].UID)
+		bucketEntries[k] += int32(len(ep.Targets))
+		bucketAliases[k] += int32(len(ep.Aliases))
+		hot = hot || hotBucket(k)
+	}
+	if !hot {
+		return nil
+	}
+	sizes := map[string]objectSize{}
+	for _, ep := range eps {
+		uid := ep.Sources[0].UID
+		if !hotBucket(bucketOfUID(uid)) {
 			continue
 		}
-		if why != "" {
-			out.problems = append(out.problems, Problem{Source: src, Reason: ProblemOverBudget,
-				Message: fmt.Sprintf("asks for %s, over the budget per object: its new names are not written and the entries it has stay as they are", why)})
-			over[src.UID] = "" // reported once per object
+		s, seen := sizes[uid]
+		if !seen {
+			s.entries = marked[uid]
 		}
-		out.changed = append(out.changed, ep.Hostname)
-		if f := r.frozen(ep, st, owned[ep.Hostname]); f != nil {
-			out.endpoints = append(out.endpoints, f)
-		}
+		s.entries, s.aliases = s.entries+len(ep.Targets), s.aliases+len(ep.Aliases)
+		sizes[uid] = s
 	}
-	return out
+	return sizes
 }
 
 // markedBySource counts, per object, the entries marked for deletion that carry its source:
@@ -198,45 +216,9 @@ func (r *Registry) permitted(_ *claimsIn, eps []*endpoint.Endpoint) verdicts {
 		out []*endpoint.Endpoint
 	)
 	for i, ep := range eps {
-		src := ep.Sources[0]
-		keep, changed := ep, false
-		if !r.ten.mayClaim(src.Namespace, ep.Hostname) {
-			res.problems = append(res.problems, Problem{Source: src, Reason: ProblemNotPermitted,
-				Message: fmt.Sprintf("hostname %s is not written: namespace %s may claim %s", ep.Hostname, src.Namespace, r.ten.claimable(src.Namespace))})
-			keep, changed = nil, true
-		} else {
-			var dropped []string
-			aliases := ep.Aliases
-			for _, a := range ep.Aliases {
-				switch {
-				case !r.domains.Match(a):
-					res.problems = append(res.problems, Problem{Source: src, Reason: ProblemOutsideDomains,
-						Message: fmt.Sprintf("alias %s is outside the domains the operator manages; dropped", a)})
-				case !r.ten.mayClaim(src.Namespace, a):
-					res.problems = append(res.problems, Problem{Source: src, Reason: ProblemNotPermitted,
-						Message: fmt.Sprintf("alias %s is not written: namespace %s may claim %s", a, src.Namespace, r.ten.claimable(src.Namespace))})
-				default:
-					continue
-				}
-				dropped = append(dropped, a)
-			}
-			if len(dropped) > 0 {
-				aliases = without(ep.Aliases, dropped)
-			}
-			grace := ep.GracePeriod
-			if grace != nil && r.ten.capGrace(*grace) != *grace {
-				res.problems = append(res.problems, Problem{Source: src, Reason: ProblemGracePeriodCapped,
-					Message: fmt.Sprintf("grace period %s is above the maximum of %s, which applies instead", *grace, r.ten.maxGrace)})
-				capped := r.ten.maxGrace
-				grace = &capped
-			}
-			if len(dropped) > 0 || grace != ep.GracePeriod {
-				c := *ep
-				c.Aliases, c.GracePeriod = aliases, grace
-				keep, changed = &c, true
-			}
-		}
-		if !changed {
+		keep, problems := r.permit(ep)
+		res.problems = append(res.problems, problems...)
+		if keep == ep {
 			if out != nil {
 				out = append(out, ep)
 			}
@@ -255,4 +237,48 @@ func (r *Registry) permitted(_ *claimsIn, eps []*endpoint.Endpoint) verdicts {
 		res.endpoints = out
 	}
 	return res
+}
+
+// permit is what of one claim the tenancy rules, the domain filter and the maximum grace
+// period let through: the claim itself, a copy with what they drop taken out, or nil.
+func (r *Registry) permit(ep *endpoint.Endpoint) (*endpoint.Endpoint, []Problem) {
+	src := ep.Sources[0]
+	if !r.ten.mayClaim(src.Namespace, ep.Hostname) {
+		return nil, []Problem{{Source: src, Reason: ProblemNotPermitted,
+			Message: fmt.Sprintf("hostname %s is not written: namespace %s may claim %s", ep.Hostname, src.Namespace, r.ten.claimable(src.Namespace))}}
+	}
+	var (
+		problems []Problem
+		dropped  []string
+	)
+	aliases := ep.Aliases
+	for _, a := range ep.Aliases {
+		switch {
+		case !r.domains.Match(a):
+			problems = append(problems, Problem{Source: src, Reason: ProblemOutsideDomains,
+				Message: fmt.Sprintf("alias %s is outside the domains the operator manages; dropped", a)})
+		case !r.ten.mayClaim(src.Namespace, a):
+			problems = append(problems, Problem{Source: src, Reason: ProblemNotPermitted,
+				Message: fmt.Sprintf("alias %s is not written: namespace %s may claim %s", a, src.Namespace, r.ten.claimable(src.Namespace))})
+		default:
+			continue
+		}
+		dropped = append(dropped, a)
+	}
+	if len(dropped) > 0 {
+		aliases = without(ep.Aliases, dropped)
+	}
+	grace := ep.GracePeriod
+	if grace != nil && r.ten.capGrace(*grace) != *grace {
+		problems = append(problems, Problem{Source: src, Reason: ProblemGracePeriodCapped,
+			Message: fmt.Sprintf("grace period %s is above the maximum of %s, which applies instead", *grace, r.ten.maxGrace)})
+		capped := r.ten.maxGrace
+		grace = &capped
+	}
+	if len(dropped) == 0 && grace == ep.GracePeriod {
+		return ep, problems
+	}
+	c := *ep
+	c.Aliases, c.GracePeriod = aliases, grace
+	return &c, problems
 }

@@ -18,7 +18,7 @@ import (
 )
 
 func base() Settings {
-	return Settings{ClusterName: "flags", DefaultTags: []string{"flag-tag"}, GracePeriod: 5 * time.Minute, Policy: plan.Sync,
+	return Settings{ClusterName: "flags", DefaultTags: []string{"flag-tag"}, GracePeriod: 5 * time.Minute, Policy: plan.PolicySync,
 		IPResolution: []source.Strategy{{Kind: source.StrategyIngressStatus}}, Interval: time.Minute,
 		Endpoint: "flags.lan:50051", TLSFiles: true,
 		OptIn:   source.OptIn{GatewayNames: []string{"infra/lan"}, ExternalDNSAnnotations: true},

@@ -152,7 +152,7 @@ func (h *harness) args(o options) []string {
 		o.grace = 5 * time.Minute
 	}
 	if o.policy == "" {
-		o.policy = plan.Sync
+		o.policy = plan.PolicySync
 	}
 	if o.sources == nil {
 		o.sources = []string{"ingress"}

@@ -1,0 +1,159 @@
+package registry
+
+import (
+	"strings"
+	"time"
+
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/plan"
+)
+
+// Merges hands desired the merge of a hostname it made before from the same claims and
+// entries; a merge handed back counts as used by the sync, which is the cache's own account.
+// What desired merges afresh, and the merges it finds no longer hold, come back in
+// Wanted.Merges.
+type Merges interface {
+	Merged(host string, claims []*endpoint.Endpoint, owned []*endpoint.Record) (out *endpoint.Endpoint, ok bool)
+}
+
+// Merge is one hostname's merge and what it was made from.
+type Merge struct {
+	Host   string
+	Claims []*endpoint.Endpoint
+	Owned  []*endpoint.Record
+	// Out is the endpoint the plan sees; nil when every claim lost.
+	Out *endpoint.Endpoint
+	// Conflicted: the merge turned claims down, or what followed it changed its endpoint; a
+	// merge reused would leave that unreported, so it must not be kept (nor one made before
+	// for the hostname).
+	Conflicted bool
+	// Marked: one of the entries is marked for deletion.
+	Marked bool
+}
+
+// Wanted is what desired made of the sources' claims: one endpoint per hostname the cluster is
+// to have, the claims and the parts of claims it turned down, and the merges it made afresh
+// or found no longer hold, for a caller that keeps them to hand back through Merges.
+type Wanted struct {
+	Endpoints []*endpoint.Endpoint
+	// Conflicts are the claims turned down; Problems the parts of claims dropped, such as
+	// reserved tags.
+	Conflicts []Conflict
+	Problems  []Problem
+	Merges    []Merge
+}
+
+// Conflict is a claim on a name that lost to the namespace holding it, to another cluster or
+// to a hand-made entry.
+type Conflict struct {
+	// Hostname is the name: the claim's hostname, or one of its aliases (Alias).
+	Hostname string
+	Alias    bool
+	Loser    endpoint.SourceRef
+	// Winner names who holds the name: "namespace <ns>", "namespace/name" of the older claim,
+	// "cluster <name>" or a hand-made entry.
+	Winner string
+	// Stage is the claim stage that turned the claim down (claimStages).
+	Stage string
+}
+
+// Problem is a part of an object's claim the registry refused to write.
+type Problem struct {
+	Source endpoint.SourceRef
+	Reason ProblemReason
+	// Tag is the user-supplied tag that was dropped because it is reserved.
+	Tag     string
+	Message string
+	// Stage is the claim stage that refused it (claimStages), or "rate" for a write the
+	// write-rate budgets held.
+	Stage string
+}
+
+// current turns the owned entries, and the unowned ones that desired hostnames could adopt,
+// into plan input, less the entries of settled hostnames (lowercase), which the plan does not
+// look at. An adopted entry keeps the user's tags, verbatim and in order, ahead of the
+// operator's block, which opens with TagPreExisting and closes with the loan record; for an
+// adoption candidate, its tags and the record adopting it would write.
+func (r *Registry) current(st *State, desired []*endpoint.Endpoint, settled map[string]bool) []plan.Current {
+	out := make([]plan.Current, 0, max(len(st.Owned)-len(settled), 0))
+	for i := range st.Owned {
+		rec := st.Owned[i]
+		if len(settled) > 0 && settled[strings.ToLower(rec.Hostname)] {
+			continue
+		}
+		c := plan.Current{Record: rec, Class: plan.Created}
+		if v := st.view(&st.Owned[i]); v.has(TagPreExisting) {
+			c.Class = plan.Adopted
+			c.Keep = append(append([]string{}, v.user...), TagPreExisting)
+			if v.loan != nil {
+				c.Trail = v.loan.trail()
+			}
+		}
+		out = append(out, c)
+	}
+	for _, ep := range desired {
+		for _, rec := range st.Unowned[ep.Hostname] {
+			if !r.adoptable(ep, &rec) {
+				continue
+			}
+			out = append(out, plan.Current{Record: rec, Class: plan.Unowned,
+				Keep: append(append([]string{}, rec.Tags...), TagPreExisting), Trail: loanOf(&rec).trail()})
+		}
+	}
+	return out
+}
+
+// adoptable reports whether the namespace that won ep may adopt rec, a hand-made entry of its
+// hostname.
+func (r *Registry) adoptable(ep *endpoint.Endpoint, rec *endpoint.Record) bool {
+	return !rec.HasTag(TagNoAdopt) && r.ten.mayAdopt(ep.Sources[0].Namespace)
+}
+
+// desired merges the sources' endpoints into one per hostname and derives the ownership tags,
+// default tags and provenance comment, by the claim stages in their order (claimStages).
+//
+// now is the sync's clock reading, which says whose grace period has ended. merges (may be
+// nil) hands back the merge of a hostname whose claims and entries are those it was made from.
+// desired reads st and eps and writes to neither: a claim a stage changes is a copy.
+func (r *Registry) desired(now time.Time, eps []*endpoint.Endpoint, st *State, merges Merges) Wanted {
+	return r.runClaimStages(claimStages[:], now, eps, st, merges)
+}
+
+// desired runs the claim stages of table in order.
+func (r *Registry) runClaimStages(table []claimStage, now time.Time, eps []*endpoint.Endpoint, st *State, merges Merges) Wanted {
+	in := &claimsIn{now: now, st: st, owned: ownedByHost(st), car: carriersOf(st), merges: merges}
+	var w Wanted
+	for _, s := range table {
+		v := s.run(r, in, eps)
+		eps = v.endpoints
+		for _, c := range v.conflicts {
+			c.Stage = s.name
+			w.Conflicts = append(w.Conflicts, c)
+		}
+		for _, p := range v.problems {
+			p.Stage = s.name
+			w.Problems = append(w.Problems, p)
+		}
+		in.change(v.changed)
+		if v.grouped != nil {
+			in.byHost = v.grouped
+		}
+		w.Merges = append(w.Merges, v.merges...)
+	}
+	w.Endpoints = eps
+	if merges != nil {
+		w.Merges = in.unkept(w.Merges)
+	}
+	return w
+}
+
+// ownedByHost is st's owned entries by lowercase hostname.
+func ownedByHost(st *State) map[string][]*endpoint.Record {
+	out := make(map[string][]*endpoint.Record, len(st.Owned))
+	for i := range st.Owned {
+		rec := &st.Owned[i]
+		key := strings.ToLower(rec.Hostname)
+		out[key] = append(out[key], rec)
+	}
+	return out
+}

@@ -1,0 +1,134 @@
+package registry
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/plan"
+)
+
+// Manages reports whether the operator manages hostname (normalised): the domain filter's
+// rule, which aliases obey too.
+func (r *Registry) Manages(hostname string) bool { return r.domains.Match(hostname) }
+
+// Policy is --policy, which the plan applies: it shapes how entries are matched to addresses
+// (under create-only an address that moved is a new entry, not an update in place). The
+// registry's policy stage holds what the plan leaves to it, adoption.
+func (r *Registry) Policy() plan.Policy { return r.cfg.Policy }
+
+// ClusterName is the name of the cluster whose entries the registry owns.
+func (r *Registry) ClusterName() string { return r.cfg.ClusterName }
+
+// ClusterID is the installation's identity, "" when ownership is by name alone.
+func (r *Registry) ClusterID() string { return r.cfg.ClusterID }
+
+// SplitDefaultTags reads a list of default tags as a RouterHostsConfig writes it: the owner
+// tag is implied and dropped, cluster:<name> names the cluster, and any other reserved tag is
+// an error.
+func SplitDefaultTags(tags []string) (cluster string, user []string, err error) {
+	for _, t := range tags {
+		switch {
+		case t == TagOwner:
+		case strings.HasPrefix(t, PrefixCluster):
+			name := strings.TrimPrefix(t, PrefixCluster)
+			if cluster != "" && cluster != name {
+				return "", nil, fmt.Errorf("default tags name two clusters, %q and %q", cluster, name)
+			}
+			cluster = name
+		default:
+			if err := CheckUserTag(t); err != nil {
+				return "", nil, fmt.Errorf("default tag: %w", err)
+			}
+			user = append(user, t)
+		}
+	}
+	return cluster, user, nil
+}
+
+// SourceUIDs returns the UIDs of the objects that want rec's address, read from the tags the
+// operator wrote; observers use it instead of parsing tags.
+func SourceUIDs(rec *endpoint.Record) []string {
+	v := viewOf(rec)
+	return v.values(PrefixSource)
+}
+
+// Owner returns the namespace and the kinds named on rec by the operator, and whether it
+// adopted the entry (a loan it gives back when no object wants the name any more).
+func Owner(rec *endpoint.Record) (namespace string, kinds []string, adopted bool) {
+	v := viewOf(rec)
+	namespace, _ = v.value(PrefixNamespace)
+	return namespace, v.values(PrefixKind), v.has(TagPreExisting)
+}
+
+// ours reports whether the operator's tags make the entry this cluster's: its identity, or
+// (no identity configured, or an entry of an earlier version) its name and no other, since an
+// entry that names two clusters was written by hand and belongs to neither. A sync decides an
+// earlier version's entry of another name by its claims (resolveOpen); outside a sync only
+// the name counts.
+func (r *Registry) ours(v *view) bool {
+	switch r.classOf(v) {
+	case own, renamed:
+		return true
+	case legacy:
+		return !slices.ContainsFunc(v.clusterNames(), func(n string) bool { return n != r.cfg.ClusterName })
+	}
+	return false
+}
+
+// StillApplies reports whether change c may still be written to fresh, the entry as re-read
+// after a version conflict. An adoption goes ahead only on the entry exactly as it was read,
+// since its loan records what was found; a change to an adopted entry only while its tags are
+// as read, since their order says whose they are; anything else only while the entry is this
+// cluster's. A change turned down here is planned again from a fresh read.
+func (r *Registry) StillApplies(c *plan.Change, fresh *endpoint.Record) bool {
+	v := viewOf(fresh)
+	if c.Action == plan.Adopt {
+		return !v.has(TagOwner) && endpoint.Diff(c.Old, fresh) == 0 && slices.Equal(c.Old.Tags, fresh.Tags)
+	}
+	if !r.ours(&v) {
+		return false
+	}
+	if old := viewOf(c.Old); old.has(TagPreExisting) {
+		return slices.Equal(c.Old.Tags, fresh.Tags)
+	}
+	return true
+}
+
+// Owns reports whether rec is this cluster's, without touching the registry's state: for
+// readers outside a sync.
+func (r *Registry) Owns(rec *endpoint.Record) bool {
+	v := viewOf(rec)
+	return r.ours(&v)
+}
+
+// OwnedAmong is Owns for the entries of one read, with no object to claim any: the rule a sync
+// uses for an earlier version's entry of this cluster's name (no identity), which is this
+// cluster's only while no other identity writes the name, since it may be that namesake's.
+// The external-dns webhook answers GET /records by it, so that external-dns, which deletes what
+// it does not publish, never sees another webhook's entry.
+func (r *Registry) OwnedAmong(records []endpoint.Record) func(*endpoint.Record) bool {
+	shows := false
+	for i := range records {
+		v := viewOf(&records[i])
+		if r.classOf(&v) == namesake {
+			shows = true
+			break
+		}
+	}
+	return func(rec *endpoint.Record) bool {
+		v := viewOf(rec)
+		if shows && r.classOf(&v) == legacy {
+			return false
+		}
+		return r.ours(&v)
+	}
+}
+
+// Marked reports whether rec carries a pending-deletion mark the operator wrote.
+func Marked(rec *endpoint.Record) bool {
+	v := viewOf(rec)
+	_, marked := v.value(PrefixPending)
+	return marked
+}

@@ -1,0 +1,149 @@
+package registry
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+)
+
+// Parsed is what the operator reads from one entry's tags: the view of its own block and
+// whose the entry is, as far as its tags alone say.
+type Parsed struct {
+	v     view
+	class class
+}
+
+// Parse reads rec's tags.
+func (r *Registry) Parse(rec *endpoint.Record) *Parsed {
+	v := viewOf(rec)
+	return &Parsed{v: v, class: r.classOf(&v)}
+}
+
+// Own reports whether the entry's tags alone make it this installation's: its identity and
+// its name.
+func (p *Parsed) Own() bool { return p.class == own }
+
+// Namesake is the identity of the other installation writing this cluster's name that wrote
+// the entry, "" when it is not such an entry.
+func (p *Parsed) Namesake() string {
+	if p.class != namesake {
+		return ""
+	}
+	id, _ := p.v.clusterID()
+	return id
+}
+
+// Marked reports whether the entry carries a pending-deletion mark the operator wrote.
+func (p *Parsed) Marked() bool {
+	_, marked := p.v.value(PrefixPending)
+	return marked
+}
+
+// Parser parses entries' tags, from a cache of its own when an entry's tags are those it
+// parsed before (the registry's Parse when there is none).
+type Parser interface {
+	Parse(rec *endpoint.Record) *Parsed
+}
+
+// State is the server's entries sorted by who owns them. classify makes it; every later step
+// only reads it.
+type State struct {
+	// Owned entries carry k8s-operator and this installation's identity (or, written by an
+	// earlier version, no identity and one of the claims' UIDs or this cluster's name), all
+	// written by the operator.
+	Owned []endpoint.Record
+	// Foreign entries carry k8s-operator and another cluster's tag or another installation's
+	// identity; they are never written. Keyed by lowercase hostname.
+	Foreign map[string][]endpoint.Record
+	// Namesakes are the other installations that write this cluster's name, by identity,
+	// sorted. Unclaimed counts the entries an earlier version wrote under this cluster's name
+	// that no object here wants while a namesake shows: they may be the namesake's, and are
+	// left alone.
+	Namesakes []Namesake
+	Unclaimed int
+	// Former are the identities this installation had before (the same cluster name, every
+	// object their entries name lives here, and nothing seen writing them): their entries are
+	// this cluster's, taken up in place, by identity, sorted.
+	Former []Namesake
+	// Unowned entries lack k8s-operator; they may only be adopted. Keyed by lowercase
+	// hostname, because DNS names compare without case.
+	Unowned map[string][]endpoint.Record
+
+	parser  Parser
+	witness Witness
+}
+
+// view is the view of an entry some operator wrote (every owned entry is one); the zero view
+// for a hand-made or another cluster's.
+func (s *State) view(rec *endpoint.Record) view {
+	if p := s.parser.Parse(rec); p.class == own || p.class == legacy || p.class == renamed || p.class == namesake {
+		return p.v
+	}
+	return view{}
+}
+
+// ForeignCount is the number of entries owned by other clusters.
+func (s *State) ForeignCount() int {
+	n := 0
+	for _, rs := range s.Foreign {
+		n += len(rs)
+	}
+	return n
+}
+
+// classify sorts the records of one read by owner, their tags parsed by parser (nil: parsed
+// afresh), with what witness saw other writers do (nil: nothing). Only tags the operator wrote
+// count: a tag an adopted entry carried before adoption (recorded in its loan) never makes it
+// another cluster's, nor marks it for deletion. The entries the tags leave open (an earlier
+// version's, this identity's under another name, this name's under another identity) are
+// decided by claims, the sources' endpoints (resolveOpen).
+func (r *Registry) classify(records []endpoint.Record, claims []*endpoint.Endpoint, parser Parser, witness Witness) *State {
+	if parser == nil {
+		parser = r
+	}
+	if witness == nil {
+		witness = noWitness{}
+	}
+	st := &State{Foreign: map[string][]endpoint.Record{}, Unowned: map[string][]endpoint.Record{},
+		Owned: make([]endpoint.Record, 0, len(records)), parser: parser, witness: witness}
+	var open []endpoint.Record
+	for i := range records {
+		rec := &records[i]
+		key := strings.ToLower(rec.Hostname)
+		p := parser.Parse(rec)
+		switch p.class {
+		case unowned:
+			st.Unowned[key] = append(st.Unowned[key], *rec)
+		case own:
+			st.Owned = append(st.Owned, *rec)
+		case legacy, renamed, namesake:
+			open = append(open, *rec)
+		default:
+			st.Foreign[key] = append(st.Foreign[key], *rec)
+		}
+	}
+	if len(open) > 0 {
+		uids := make(map[string]bool, len(claims))
+		for _, ep := range claims {
+			for _, s := range ep.Sources {
+				uids[s.UID] = true
+			}
+		}
+		r.resolveOpen(st, open, func(uid string) bool { return uids[uid] })
+	}
+	return st
+}
+
+// Marked reports whether one of these entries carries a pending-deletion mark the operator
+// wrote.
+func (s *State) Marked(owned []*endpoint.Record) bool {
+	return slices.ContainsFunc(owned, s.marked)
+}
+
+// marked reports whether rec carries a pending-deletion mark the operator wrote.
+func (s *State) marked(rec *endpoint.Record) bool {
+	v := s.view(rec)
+	_, marked := v.value(PrefixPending)
+	return marked
+}
