@@ -35,8 +35,8 @@ type Options struct {
 	Secrets corev1client.SecretsGetter
 	// Status writes the object's status, with its own rate limit.
 	Status dynamic.Interface
-	// Apply applies settings that passed Check; on its error the settings in use stay.
-	Apply func(Settings) error
+	// Reconfigure puts settings that passed Check in use; on its error the settings in use stay.
+	Reconfigure func(Settings) error
 	// Version asks the server for its version, for the status; nil leaves it out.
 	Version func(context.Context) (string, error)
 	// MaterialFailed, when set, is told once of each new reason the named Secret's mTLS
@@ -291,7 +291,7 @@ func (w *Watcher) evaluate(ctx context.Context, obj *v1alpha1.RouterHostsConfig,
 	w.obj = obj
 	w.mu.Unlock()
 	if problem == nil && (waiting || !s.Equal(applied)) {
-		if problem = w.opts.Apply(s); problem == nil {
+		if problem = w.opts.Reconfigure(s); problem == nil {
 			applied, waiting = s, false
 			w.log.WithFields(logrus.Fields{"config": w.opts.Name, "endpoint": s.Endpoint, "cluster": s.ClusterName}).Info("configuration applied")
 		} else {

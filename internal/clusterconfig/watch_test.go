@@ -62,7 +62,7 @@ func TestTheLastGoodConfigurationStays(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			log, hook := logtest.NewNullLogger()
 			var applied []Settings
-			w := New(Options{Name: "default", Base: base(), Log: log, Apply: func(s Settings) error { applied = append(applied, s); return nil }})
+			w := New(Options{Name: "default", Base: base(), Log: log, Reconfigure: func(s Settings) error { applied = append(applied, s); return nil }})
 			w.started(base(), tc.start)
 			if w.Waiting() != (tc.start != nil) {
 				t.Fatalf("waiting = %v after a start with %v", w.Waiting(), tc.start)

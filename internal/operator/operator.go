@@ -151,7 +151,7 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 	var cerr error // why the RouterHostsConfig is not usable, when it is not
 	if cfg.ConfigName != "" {
 		op.Config = clusterconfig.New(clusterconfig.Options{Name: cfg.ConfigName, Base: settings, Dynamic: kc.sources.Dynamic,
-			Discovery: kc.sources.Discovery, Secrets: kc.secrets, Status: kc.status, Apply: op.apply, Version: op.serverVersion,
+			Discovery: kc.sources.Discovery, Secrets: kc.secrets, Status: kc.status, Reconfigure: op.reconfigure, Version: op.serverVersion,
 			MaterialFailed: func(error) { op.metrics.TLSReloadFailed(metrics.TLSSecret) }, DiscoveryInterval: hooks.DiscoveryInterval,
 			Log: log.WithField("component", "config")})
 		settings, cerr = op.Config.Load(ctx)
@@ -299,11 +299,11 @@ func (op *Operator) serverVersion(ctx context.Context) (string, error) {
 	return op.Provider.ServerVersion(ctx)
 }
 
-// apply applies settings from the RouterHostsConfig between two syncs: the connection first
-// (the only step that can fail on its own), then the resolution chain and the registry's
-// policy, then the controller's. A waiting operator starts syncing only once all of them
+// reconfigure puts settings from the RouterHostsConfig in use between two syncs: the
+// connection first (the only step that can fail on its own), then the resolution chain and the
+// registry's policy, then the controller's. A waiting operator starts syncing only once all of them
 // are in place, never on part of them.
-func (op *Operator) apply(s clusterconfig.Settings) error {
+func (op *Operator) reconfigure(s clusterconfig.Settings) error {
 	err := op.Controller.Reconfigure(func() error {
 		if err := op.Provider.Retarget(s.Target()); err != nil {
 			return fmt.Errorf("connecting to %s: %w", s.Endpoint, err)
