@@ -226,13 +226,21 @@ func TestContinuousModeReflectsAChangeWithinASecond(t *testing.T) {
 
 func waitFor(t *testing.T, limit time.Duration, cond func() bool) {
 	t.Helper()
+	if !eventually(limit, cond) {
+		t.Fatalf("condition not met within %v", limit)
+	}
+}
+
+// eventually reports whether cond holds within limit.
+func eventually(limit time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(limit)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %v", limit)
+			return false
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	return true
 }
 
 func TestHandEditsOfOwnedEntriesAreRestored(t *testing.T) {

@@ -118,8 +118,12 @@ func TestTwinsHoldAndSayItThenAPinnedIdentityParts(t *testing.T) {
 	// They find each other out within a few intervals, and both say so.
 	for _, p := range []*process{a, b} {
 		waitFor(t, 30*time.Second, func() bool { return p.metric(t, "router_hosts_operator_twin_entries") > 0 })
-		if log := p.logText(); !strings.Contains(log, "reason=TwinInstallation") || !strings.Contains(log, "Pin --cluster-id") {
-			t.Fatalf("no TwinInstallation warning with the fix in the log:\n%s", log)
+		// The log reaches the test through a pipe, after the metric.
+		if !eventually(10*time.Second, func() bool {
+			log := p.logText()
+			return strings.Contains(log, "reason=TwinInstallation") && strings.Contains(log, "Pin --cluster-id")
+		}) {
+			t.Fatalf("no TwinInstallation warning with the fix in the log:\n%s", p.logText())
 		}
 	}
 	// Then nothing is written, and every name answers.
@@ -211,10 +215,15 @@ func TestAChangedIdentityKeepsTheClustersNames(t *testing.T) {
 			t.Fatalf("%s was not taken up in place: %v, was %v", host, e, before[host])
 		}
 	}
-	log := p.logText()
-	if !strings.Contains(log, "reason=IdentityChanged") || !strings.Contains(log, "--cluster-id="+oldID) || !strings.Contains(log, "cluster-id "+newID) {
-		t.Fatalf("no IdentityChanged warning naming %s → %s and how to keep %s:\n%s", oldID, newID, oldID, log)
+	// The warning follows the sync's writes, and the log reaches the test through a pipe.
+	told := func() bool {
+		log := p.logText()
+		return strings.Contains(log, "reason=IdentityChanged") && strings.Contains(log, "--cluster-id="+oldID) && strings.Contains(log, "cluster-id "+newID)
 	}
+	if !eventually(10*time.Second, told) {
+		t.Fatalf("no IdentityChanged warning naming %s → %s and how to keep %s:\n%s", oldID, newID, oldID, p.logText())
+	}
+	log := p.logText()
 	if strings.Contains(log, "a name of its own") {
 		t.Fatalf("the operator advised a rename, which cannot help:\n%s", log)
 	}
