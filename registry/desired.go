@@ -119,7 +119,7 @@ func (r *Registry) desired(now time.Time, eps []*endpoint.Endpoint, st *State, m
 	return r.runClaimStages(claimStages[:], now, eps, st, merges)
 }
 
-// desired runs the claim stages of table in order.
+// runClaimStages runs the claim stages of table in order.
 func (r *Registry) runClaimStages(table []claimStage, now time.Time, eps []*endpoint.Endpoint, st *State, merges Merges) Wanted {
 	in := &claimsIn{now: now, st: st, owned: ownedByHost(st), car: carriersOf(st), merges: merges}
 	var w Wanted
