@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,6 +18,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/router-hosts-operator/router-hosts-operator/internal/loopback"
 )
 
 // operator is the operator binary running as its own process, as in a pod, so that its memory
@@ -36,7 +37,7 @@ type operator struct {
 // startOperator runs bin against srv with default flags but for the connection, the cluster
 // name, the metrics address and the source; extra flags come last.
 func startOperator(bin, kubeconfig, dir string, srv conn, extra ...string) (*operator, error) {
-	port, err := freePort()
+	port, err := loopback.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -60,15 +61,6 @@ func startOperator(bin, kubeconfig, dir string, srv conn, extra ...string) (*ope
 	}
 	go func() { _ = o.cmd.Wait(); logFile.Close(); close(o.exited) }()
 	return o, nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // alive fails with the tail of the operator's log once the process has exited.

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/external-dns/registry/noop"
 
 	rhendpoint "github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/loopback"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/operator"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
 	rhplan "github.com/router-hosts-operator/router-hosts-operator/plan"
@@ -227,17 +228,6 @@ func ingress(name string, ips []string, hosts ...string) []*endpoint.Endpoint {
 	return out
 }
 
-// freePort is a loopback address nothing listens on.
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
 	resp, err := http.Get(url)
@@ -250,7 +240,10 @@ func get(t *testing.T, url string) (int, string) {
 }
 
 func TestProtocol(t *testing.T) {
-	metrics := freePort(t)
+	metrics, err := loopback.Addr()
+	if err != nil {
+		t.Fatal(err)
+	}
 	r := newRig(t, "--exclude-domains=iot.home.lan", "--metrics-address="+metrics)
 	p := r.provider()
 	ctx := context.Background()

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -32,6 +31,7 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/api/v1alpha1"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/kubetest"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/loopback"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
 )
@@ -83,15 +83,14 @@ func TestKustomizeAppliesWithServerSideDryRun(t *testing.T) {
 	}
 }
 
-// freePort returns a loopback port that was free a moment ago.
-func freePort(t *testing.T) int {
+// freeAddr is a loopback address nothing listened on a moment ago.
+func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := loopback.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return addr
 }
 
 // lockedLog is a log a test reads while something else still writes it.
@@ -144,7 +143,7 @@ func startOperatorEnv(t *testing.T, h *harness, env map[string]string, args ...s
 // startProcess starts the binary with exactly the environment vars, and waits for /healthz.
 func startProcess(t *testing.T, vars []string, args ...string) *process {
 	t.Helper()
-	p := &process{addr: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+	p := &process{addr: freeAddr(t)}
 	p.cmd = exec.Command(operatorBin, append([]string{"--metrics-address=" + p.addr, "--log-level=debug"}, args...)...)
 	p.cmd.Env = vars
 	p.cmd.Stdout, p.cmd.Stderr = &p.lockedLog, &p.lockedLog

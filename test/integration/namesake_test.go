@@ -529,7 +529,7 @@ func newNamesakeInstall(t *testing.T, name string, cp *kubetest.ControlPlane, ku
 		t.Fatalf("RouterHostsConfig: %v", err)
 	}
 	t.Cleanup(func() { _ = rhc.Delete(context.Background(), h.ns, metav1.DeleteOptions{}) })
-	in := &namesakeInstall{top: t, name: name, h: h, addr: fmt.Sprintf("127.0.0.1:%d", freePort(t)), stop: func() {}}
+	in := &namesakeInstall{top: t, name: name, h: h, addr: freeAddr(t), stop: func() {}}
 	log := logrus.New()
 	in.hook = logtest.NewLocal(log)
 	t.Cleanup(func() { in.stop() })

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +16,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/router-hosts-operator/router-hosts-operator/internal/loopback"
 )
 
 // proc is one operator process, logging to a file of its own.
@@ -56,7 +57,7 @@ func (r *replica) start() (*proc, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.gen++
-	port, err := freePort()
+	port, err := loopback.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -152,15 +153,6 @@ func (r *replica) stop() {
 		_ = p.cmd.Process.Kill()
 		<-p.done
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("finding a port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // metric reads one unlabelled sample from the process's /metrics; ok is false when the
