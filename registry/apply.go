@@ -61,7 +61,10 @@ func (r *Registry) apply(now time.Time, st *State, changes []plan.Change) Verdic
 // takeUp holds back the updates that only give an entry this installation's tags beyond the
 // first takeUpPerSync of the sync: the take-up trickles in after an upgrade.
 func (r *Registry) takeUp(in *changesIn, changes []plan.Change) changed {
-	v := changed{changes: changes[:0:0]}
+	if !slices.ContainsFunc(changes, func(c plan.Change) bool { return c.Action == plan.Update }) {
+		return changed{changes: changes}
+	}
+	v := changed{changes: make([]plan.Change, 0, len(changes))}
 	n := 0
 	for _, c := range changes {
 		if c.Action == plan.Update && r.takeUpOnly(in.st, &c) {
@@ -100,6 +103,9 @@ func (r *Registry) policy(_ *changesIn, changes []plan.Change) changed {
 // found. A duplicate (another entry serves its address) is deleted at once. An update of a
 // marked entry lifts the mark: an unmark.
 func (r *Registry) grace(in *changesIn, changes []plan.Change) changed {
+	if !slices.ContainsFunc(changes, func(c plan.Change) bool { return c.Action == plan.Update || c.Action == plan.Delete }) {
+		return changed{changes: changes} // creates and adoptions only: a cold start
+	}
 	v := changed{changes: make([]plan.Change, 0, len(changes))}
 	for _, c := range changes {
 		if c.Action == plan.Update && in.st.marked(c.Old) {

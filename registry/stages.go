@@ -126,15 +126,27 @@ func (r *Registry) foreign(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 	if len(in.st.Foreign) == 0 {
 		return verdicts{endpoints: eps}
 	}
-	v := verdicts{endpoints: make([]*endpoint.Endpoint, 0, len(eps))}
-	for _, ep := range eps {
+	var (
+		v   verdicts
+		out []*endpoint.Endpoint // a copy once a claim is dropped
+	)
+	for i, ep := range eps {
 		h := ep.Hostname
 		if len(in.st.Foreign[h]) == 0 || len(in.owned[h]) > 0 {
-			v.endpoints = append(v.endpoints, ep)
+			if out != nil {
+				out = append(out, ep)
+			}
 			continue
+		}
+		if out == nil {
+			out = append(make([]*endpoint.Endpoint, 0, len(eps)), eps[:i]...)
 		}
 		v.conflicts = append(v.conflicts, Conflict{Hostname: h, Loser: ep.Sources[0], Winner: r.ownerText(&in.st.Foreign[h][0])})
 		v.changed = append(v.changed, h)
+	}
+	v.endpoints = eps
+	if out != nil {
+		v.endpoints = out
 	}
 	return v
 }
