@@ -412,7 +412,7 @@ func (c *Controller) learn(in *reading, sy *planner.Sync, results []plan.Result)
 		// or could not send: the change's latency runs on until then.
 		c.unread(in.changed)
 	}
-	waiting := len(sy.Conflicts) > 0 || slices.ContainsFunc(sy.Problems, func(p registry.Problem) bool { return p.Reason == registry.ProblemOverBudget })
+	waiting := len(sy.Conflicts) > 0 || slices.ContainsFunc(sy.Problems, func(p registry.Problem) bool { return p.Kind == registry.ProblemOverBudget })
 	return fresh || (waiting && removedAny(sy.Changes, results))
 }
 

@@ -33,46 +33,34 @@ const (
 	EntryAdopted              = "EntryAdopted"
 	EntryScheduledForDeletion = "EntryScheduledForDeletion"
 	EntryDeleted              = "EntryDeleted"
-	HostnameConflict          = "HostnameConflict"
+	HostnameConflict          = registry.ReasonHostnameConflict
 	// InvalidAnnotation is the reason of the source's own warnings too (source.Warner).
-	InvalidAnnotation = "InvalidAnnotation"
+	InvalidAnnotation = registry.ReasonInvalidAnnotation
 	// AuthenticationFailed prefixes the message of a SyncFailed event when router-hosts refused
 	// the TLS authentication.
 	AuthenticationFailed = "AuthenticationFailed"
 	// NameNotPermitted: the tenancy rules do not let the object's namespace claim a name.
-	NameNotPermitted = "NameNotPermitted"
+	NameNotPermitted = registry.ReasonNameNotPermitted
 	// OverBudget: the object, or its namespace, is over its budget; its new names are not
 	// written.
-	OverBudget = "OverBudget"
+	OverBudget = registry.ReasonOverBudget
 	// NamesakeCluster: another installation writes this cluster's name on the router; ended
 	// by NamesakeClusterGone.
 	NamesakeCluster     = "NamesakeCluster"
 	NamesakeClusterGone = "NamesakeClusterGone"
 	// MassDeletionHeld: the brake holds a deletion of most of the cluster's entries; ended by
 	// MassDeletionReleased (confirmed, or the cause went away).
-	MassDeletionHeld     = "MassDeletionHeld"
+	MassDeletionHeld     = registry.ReasonMassDeletionHeld
 	MassDeletionReleased = "MassDeletionReleased"
 	// TwinInstallation: another writer with this installation's identity undoes its writes;
 	// ended by TwinInstallationGone.
-	TwinInstallation     = "TwinInstallation"
+	TwinInstallation     = registry.ReasonTwinInstallation
 	TwinInstallationGone = "TwinInstallationGone"
 	// IdentityChanged: entries of an identity this installation had before are taken up in
 	// place; ended by IdentityTakenUp.
 	IdentityChanged = "IdentityChanged"
 	IdentityTakenUp = "IdentityTakenUp"
 )
-
-// problemReason is the event reason of a registry Problem: a part of the object's input that
-// is dropped or corrected is an InvalidAnnotation, as the sources' are.
-func problemReason(r registry.ProblemReason) string {
-	switch r {
-	case registry.ProblemNotPermitted:
-		return NameNotPermitted
-	case registry.ProblemOverBudget:
-		return OverBudget
-	}
-	return InvalidAnnotation
-}
 
 // MaxNormalPerSync caps the Normal events of one sync, or of the run of syncs that carry one
 // plan beyond the budget of writes per sync. Each is an etcd write: a first sync of 10,000
@@ -277,7 +265,7 @@ func (r *Recorder) standing(rep *controller.Report, claims map[string][]endpoint
 		add(c.Loser.UID+"/"+HostnameConflict, warning{msg: msg, ref: c.Loser, host: c.Hostname})
 	}
 	for _, p := range rep.Problems {
-		add(p.Source.UID+"/"+problemReason(p.Reason), warning{msg: p.Message, ref: p.Source})
+		add(p.Source.UID+"/"+p.Reason, warning{msg: p.Message, ref: p.Source})
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

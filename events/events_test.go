@@ -207,9 +207,9 @@ func TestRefusalsSayWhy(t *testing.T) {
 	r.Report(context.Background(), &controller.Report{
 		Conflicts: []registry.Conflict{{Hostname: "grafana.lan", Alias: true, Loser: app, Winner: "namespace monitoring"},
 			{Hostname: "pay.lan", Loser: app, Winner: "namespace shop"}},
-		Problems: []registry.Problem{{Source: app, Reason: registry.ProblemNotPermitted, Message: "hostname bank.lan is not written"},
-			{Source: app, Reason: registry.ProblemOutsideDomains, Message: "alias x.example.com is outside"},
-			{Source: big, Reason: registry.ProblemOverBudget, Message: "asks for 3000 entries"}}})
+		Problems: []registry.Problem{{Source: app, Kind: registry.ProblemNotPermitted, Reason: registry.ReasonNameNotPermitted, Message: "hostname bank.lan is not written"},
+			{Source: app, Kind: registry.ProblemOutsideDomains, Reason: registry.ReasonInvalidAnnotation, Message: "alias x.example.com is outside"},
+			{Source: big, Kind: registry.ProblemOverBudget, Reason: registry.ReasonOverBudget, Message: "asks for 3000 entries"}}})
 	got := strings.Join(drain(fake), "\n")
 	for _, want := range []string{
 		"Warning HostnameConflict alias grafana.lan is held by namespace monitoring; the alias is not written, the rest is; hostname pay.lan is held by namespace shop",

@@ -260,7 +260,7 @@ func (in *inputs) set(r *controller.Report) {
 	in.mu.Lock()
 	problems := make(map[string]int, len(r.Problems))
 	for _, p := range r.Problems {
-		problems[string(p.Reason)]++
+		problems[string(p.Kind)]++
 	}
 	in.objects, in.endpoints, in.problems = r.Objects, r.Endpoints, problems
 	in.mu.Unlock()
@@ -305,7 +305,7 @@ func (in *inputs) Collect(ch chan<- prometheus.Metric) {
 // the sources' reasons and the registry's.
 func invalidReasons() []string {
 	out := []string{source.ReasonInvalidHostname, source.ReasonInvalidAnnotation, source.ReasonNoAddress}
-	for _, r := range registry.ProblemReasons() {
+	for _, r := range registry.ProblemKinds() {
 		out = append(out, string(r))
 	}
 	return out

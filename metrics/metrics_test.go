@@ -196,8 +196,8 @@ func TestInvalidEndpointsByReason(t *testing.T) {
 	m.Report(context.Background(), &controller.Report{Objects: map[string]controller.Object{
 		"u1": {Problems: []endpoint.Problem{{Reason: source.ReasonInvalidHostname}, {Reason: source.ReasonInvalidHostname}}},
 		"u2": {Problems: []endpoint.Problem{{Reason: source.ReasonNoAddress}}}},
-		Problems: []registry.Problem{{Reason: registry.ProblemReservedTag, Tag: "k8s-operator"}, {Reason: registry.ProblemOverBudget},
-			{Reason: registry.ProblemOverBudget}, {Reason: registry.ProblemNotPermitted}}})
+		Problems: []registry.Problem{{Kind: registry.ProblemReservedTag, Tag: "k8s-operator"}, {Kind: registry.ProblemOverBudget},
+			{Kind: registry.ProblemOverBudget}, {Kind: registry.ProblemNotPermitted}}})
 	got := scrape(t, m)
 	for reason, want := range map[string]float64{"InvalidHostname": 2, "NoAddress": 1, "ReservedTag": 1, "InvalidAnnotation": 0,
 		"OverBudget": 2, "NotPermitted": 1, "OutsideDomains": 0, "GracePeriodCapped": 0} {

@@ -134,7 +134,6 @@ type Sync struct {
 	// Paced is the number of changes the write-rate budgets held back; the sync at NextExpiry
 	// writes their hostnames' state then.
 	Paced int
-	rates registry.Rates
 
 	records  []endpoint.Record // a whole read, which Learn keeps as the known state
 	searched string            // the hostname searched (ReadHost), lowercase
@@ -159,7 +158,14 @@ func (p *Planner) Plan(ctx context.Context, eps []*endpoint.Endpoint, mode Mode)
 	}
 	p.plan(s, eps)
 	if s.Read == ReadKnown {
-		switch hosts := creates(s.Changes); {
+		// A lone hostname's creates went on the promise of a search (Read.SearchesLone);
+		// creates of several were held for a whole read, and so was a lone hostname's that
+		// an event sync skips the other creates of.
+		hosts, held := creates(s.Changes), false
+		if len(hosts) == 0 {
+			hosts, held = p.unread(s), true
+		}
+		switch {
 		case len(hosts) == 1:
 			start := p.clk.Now()
 			found, err := p.read.Search(ctx, hosts[0])
@@ -170,7 +176,7 @@ func (p *Planner) Plan(ctx context.Context, eps []*endpoint.Endpoint, mode Mode)
 			s.Read, s.searched = ReadHost, hosts[0]
 			// The plan is a function of the known state: when the search found what was
 			// known of the hostname (most often nothing), planning again would find the same.
-			if p.known.searched(hosts[0], found) {
+			if p.known.searched(hosts[0], found) || held {
 				p.plan(s, eps)
 			}
 		case len(hosts) > 1:
@@ -180,16 +186,13 @@ func (p *Planner) Plan(ctx context.Context, eps []*endpoint.Endpoint, mode Mode)
 			p.plan(s, eps)
 		}
 	}
-	if s.Read != ReadServer {
-		s.Changes = p.waitForServer(s)
-	}
-	paced := p.reg.Pace(s.Now, s.Changes, s.Desired, p.rates.byKey)
-	s.Changes, s.rates, s.Paced = paced.Send, paced.Rates, len(paced.Held)
-	if len(paced.Problems) > 0 {
-		s.Problems = append(slices.Clip(s.Problems), paced.Problems...)
-	}
-	if !paced.Next.IsZero() && (s.NextExpiry.IsZero() || paced.Next.Before(s.NextExpiry)) {
-		s.NextExpiry = paced.Next
+	for i := range s.Held {
+		switch h := &s.Held[i]; h.Reason {
+		case registry.ReasonOverBudget:
+			s.Paced++
+		case registry.ReasonWholeReadNeeded:
+			s.NeedFresh = s.NeedFresh || !p.skipped(s, h.Change)
+		}
 	}
 	var deferred []plan.Change
 	s.Changes, deferred = p.reg.Ration(s.Changes)
@@ -222,8 +225,8 @@ func (p *Planner) plan(s *Sync, eps []*endpoint.Endpoint) {
 	}
 	p.views.begin()
 	p.merges.begin()
-	s.Decision = p.reg.Decide(p.clk.Now(), records, eps,
-		registry.Caches{Parser: &p.views, Witness: &p.witness, Merges: &p.merges, Settle: s.Read != ReadServer})
+	s.Decision = p.reg.Decide(p.clk.Now(), records, eps, registry.Caches{Parser: &p.views, Witness: &p.witness, Merges: &p.merges,
+		Read: registry.Read{Partial: s.Read != ReadServer, Searched: s.searched, SearchesLone: true}, Rates: p.rates.byKey})
 	p.merges.changed(s.Plan)
 	s.Entries = len(records)
 	if s.Mode == Event {
@@ -231,7 +234,7 @@ func (p *Planner) plan(s *Sync, eps []*endpoint.Endpoint) {
 	}
 }
 
-// creates are the hostnames s creates, lowercase.
+// creates are the hostnames changes create, lowercase.
 func creates(changes []plan.Change) []string {
 	var out []string
 	for i := range changes {
@@ -242,35 +245,33 @@ func creates(changes []plan.Change) []string {
 	return out
 }
 
-// waitForServer drops from a plan made without a whole read what only such a read may send:
-// a delete or release could remove an entry that is no longer the operator's, a create of a
-// hostname not searched could double a hand-made line, and a hostname whose duplicate waits
-// waits whole (re-pointing an entry onto the duplicate's address before it is gone would
-// leave two lines for one address). Any of them sets NeedFresh.
-func (p *Planner) waitForServer(s *Sync) []plan.Change {
-	waiting := map[string]bool{}
-	for _, ch := range s.Changes {
-		if ch.Duplicate {
-			waiting[strings.ToLower(ch.Hostname())] = true
-		}
-	}
-	kept := s.Changes[:0:0]
-	for _, ch := range s.Changes {
-		h := strings.ToLower(ch.Hostname())
-		if ch.Action == plan.Delete || ch.Action == plan.Release || waiting[h] || (ch.Action == plan.Create && h != s.searched) {
-			s.NeedFresh = true
+// unread are the hostnames, lowercase, of the creates the whole-read stage held in a sync planned
+// from the known state, but for those an event sync skips as refused before.
+func (p *Planner) unread(s *Sync) []string {
+	var out []string
+	for i := range s.Held {
+		h := &s.Held[i]
+		if h.Reason != registry.ReasonWholeReadNeeded || h.Change.Action != plan.Create || p.skipped(s, h.Change) {
 			continue
 		}
-		kept = append(kept, ch)
+		if host := strings.ToLower(h.Change.Hostname()); !slices.Contains(out, host) {
+			out = append(out, host)
+		}
 	}
-	return kept
+	return out
+}
+
+// skipped reports whether an event sync leaves c out as refused before (refused), whatever a
+// stage made of it.
+func (p *Planner) skipped(s *Sync, c plan.Change) bool {
+	return s.Mode == Event && p.refused.has(c)
 }
 
 // Learn takes what became of s's writes, results[i] being the provider's result for
 // s.Changes[i], and reports whether a sync should follow at once: the known state turned out
 // to be out of date.
 func (p *Planner) Learn(s *Sync, results []plan.Result) (again bool) {
-	p.rates.charged(p.reg, p.reg.Charge(s.rates, s.Changes, results), s.Read == ReadServer, s.Now)
+	p.rates.charged(p.reg, p.reg.Charge(s.Rates, s.Changes, results), s.Read == ReadServer, s.Now)
 	p.witness.wrote(s.Changes, results)
 	failures := plan.Failures(results)
 	switch {

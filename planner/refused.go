@@ -35,6 +35,12 @@ func (r *refused) skip(changes []plan.Change) (send []plan.Change, skipped map[s
 	return send, skipped
 }
 
+// has reports whether c was refused before.
+func (r *refused) has(c plan.Change) bool {
+	_, ok := r.byChange[c.String()]
+	return ok
+}
+
 // learn takes one sync's failed writes.
 func (r *refused) learn(full, readServer bool, failures []*plan.ChangeError) {
 	if full || r.byChange == nil {

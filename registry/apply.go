@@ -27,13 +27,18 @@ type Verdict struct {
 	TakeUpLeft int
 	// Held are the changes of the plan a change stage did not send, each with its reason.
 	Held []Held
+	// Rates are the write-rate allowances, at this sync's time and before its writes, of the
+	// objects and namespaces it would write: the caller charges them with what went through
+	// (Charge) and hands them to the next sync beside those it did not touch.
+	Rates Rates
 }
 
-// apply turns the plan's changes into what is safe to write at time now, by the change stages
-// in their order (changeStages). Whatever a stage holds back is in Held, with its reason.
-func (r *Registry) apply(now time.Time, st *State, changes []plan.Change) Verdict {
-	in := &changesIn{now: now, st: st}
+// apply turns the plan's changes into what is safe to write at in.now, by the change stages
+// in their order (changeStages). Whatever a stage holds back is in Held, with its reason; the
+// problems are those of the objects a stage held back.
+func (r *Registry) apply(in *changesIn, changes []plan.Change) (Verdict, []Problem) {
 	res := Verdict{}
+	var problems []Problem
 	for _, s := range changeStages {
 		v := s.run(r, in, changes)
 		changes = v.changes
@@ -51,11 +56,18 @@ func (r *Registry) apply(now time.Time, st *State, changes []plan.Change) Verdic
 		if v.braked != nil {
 			res.Braked = v.braked
 		}
+		if v.rates != nil {
+			res.Rates = v.rates
+		}
+		for _, p := range v.problems {
+			p.Stage, p.Reason = s.name, p.Kind.reason()
+			problems = append(problems, p)
+		}
 	}
 	plan.Sort(changes)
 	res.Changes = changes
-	res.Pending = r.pendingAfter(st, changes)
-	return res
+	res.Pending = r.pendingAfter(in.st, changes)
+	return res, problems
 }
 
 // takeUp holds back the updates that only give an entry this installation's tags beyond the

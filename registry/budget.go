@@ -55,7 +55,7 @@ func (r *Registry) namespaceBudget(in *claimsIn, merged []*endpoint.Endpoint) ve
 		left.add(m.Sources, what)
 	}
 	for _, o := range left.objects {
-		res.problems = append(res.problems, Problem{Source: o.src, Reason: ProblemOverBudget,
+		res.problems = append(res.problems, Problem{Source: o.src, Kind: ProblemOverBudget,
 			Message: fmt.Sprintf("namespace %s is at its budget of %d entries (entries marked for deletion count until they are gone): %s not written; the entries it has stay",
 				o.src.Namespace, limit, o.names())})
 	}

@@ -53,20 +53,23 @@ type Conflict struct {
 	// Winner names who holds the name: "namespace <ns>", "namespace/name" of the older claim,
 	// "cluster <name>" or a hand-made entry.
 	Winner string
-	// Stage is the claim stage that turned the claim down (claimStages).
-	Stage string
+	// Stage is the claim stage that turned the claim down (claimStages); Reason the word of
+	// its Event, ReasonHostnameConflict.
+	Stage, Reason string
 }
 
 // Problem is a part of an object's claim the registry refused to write.
 type Problem struct {
 	Source endpoint.SourceRef
-	Reason ProblemReason
+	// Kind is what was refused, the label of its metric.
+	Kind ProblemKind
 	// Tag is the user-supplied tag that was dropped because it is reserved.
 	Tag     string
 	Message string
-	// Stage is the claim stage that refused it (claimStages), or "rate" for a write the
-	// write-rate budgets held.
-	Stage string
+	// Stage is the stage that refused it (claimStages, or changeStages for a write the
+	// write-rate budgets held); Reason the word of its Event (ReasonInvalidAnnotation,
+	// ReasonNameNotPermitted, ReasonOverBudget).
+	Stage, Reason string
 }
 
 // current turns the owned entries, and the unowned ones that desired hostnames could adopt,
@@ -127,11 +130,11 @@ func (r *Registry) runClaimStages(table []claimStage, now time.Time, eps []*endp
 		v := s.run(r, in, eps)
 		eps = v.endpoints
 		for _, c := range v.conflicts {
-			c.Stage = s.name
+			c.Stage, c.Reason = s.name, ReasonHostnameConflict
 			w.Conflicts = append(w.Conflicts, c)
 		}
 		for _, p := range v.problems {
-			p.Stage = s.name
+			p.Stage, p.Reason = s.name, p.Kind.reason()
 			w.Problems = append(w.Problems, p)
 		}
 		in.change(v.changed)

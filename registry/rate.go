@@ -3,6 +3,8 @@ package registry
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
@@ -44,6 +46,8 @@ type Paced struct {
 	Problems []Problem
 	// Next is when the allowances cover the first change held, zero when none is.
 	Next time.Time
+	// due[i] is when the allowances cover Held[i].
+	due []time.Time
 }
 
 // paceGroup is one hostname's changes, changes[start:end]: they go or wait together, since
@@ -148,7 +152,11 @@ func (r *Registry) Pace(now time.Time, changes []plan.Change, desired []*endpoin
 		if !fits {
 			out.Held = append(out.Held, changes[g.start:g.end]...)
 			held[g.obj] = true
-			if next := now.Add(wait); out.Next.IsZero() || next.Before(out.Next) {
+			next := now.Add(wait)
+			for range g.end - g.start {
+				out.due = append(out.due, next)
+			}
+			if out.Next.IsZero() || next.Before(out.Next) {
 				out.Next = next
 			}
 			continue
@@ -162,6 +170,25 @@ func (r *Registry) Pace(now time.Time, changes []plan.Change, desired []*endpoin
 	}
 	out.Problems = r.pacedProblems(held, desired)
 	return out
+}
+
+// rate is the write-rate budgets' stage (Pace): the changes of an object or namespace beyond
+// its allowance wait, each until the allowances cover its hostname's changes.
+func (r *Registry) rate(in *changesIn, changes []plan.Change) changed {
+	if len(changes) == 0 {
+		return changed{changes: changes}
+	}
+	// Pace takes a hostname's changes together, so they must be next to each other.
+	if !slices.IsSortedFunc(changes, func(a, b plan.Change) int { return strings.Compare(a.Hostname(), b.Hostname()) }) {
+		changes = slices.Clone(changes)
+		plan.Sort(changes)
+	}
+	p := r.Pace(in.now, changes, in.desired, in.rates)
+	v := changed{changes: p.Send, rates: p.Rates, problems: p.Problems, next: p.Next}
+	for i, c := range p.Held {
+		v.held = append(v.held, Held{Change: c, Reason: ReasonOverBudget, Due: p.due[i]})
+	}
+	return v
 }
 
 // Charge is rates (a Paced's) less the writes of sent that went through (results[i] is what
@@ -223,7 +250,7 @@ func (r *Registry) pacedProblems(held map[string]bool, desired []*endpoint.Endpo
 				continue
 			}
 			seen[src.UID] = true
-			out = append(out, Problem{Source: src, Reason: ProblemOverBudget, Stage: "rate", Message: fmt.Sprintf(
+			out = append(out, Problem{Source: src, Kind: ProblemOverBudget, Message: fmt.Sprintf(
 				"changes faster than the write-rate budget (%d writes a minute for an object, %d for namespace %s): "+
 					"its latest state is written at that rate, and the states between are never written",
 				r.cfg.Budgets.ObjectWritesPerMinute, r.cfg.Budgets.NamespaceWritesPerMinute, src.Namespace)})

@@ -73,7 +73,7 @@ func TestAFlappingObjectIsCoalesced(t *testing.T) {
 		if written < 30+2*30-1 || written > 30+2*30+1 {
 			t.Fatalf("two minutes of flapping wrote %d updates, want 30 and 30 a minute", written)
 		}
-		if len(last.Problems) != 1 || last.Problems[0].Reason != ProblemOverBudget || last.Problems[0].Source.UID != "u-flap" {
+		if len(last.Problems) != 1 || last.Problems[0].Kind != ProblemOverBudget || last.Problems[0].Source.UID != "u-flap" {
 			t.Fatalf("problems %+v, want the object's OverBudget", last.Problems)
 		}
 		if last.Next.IsZero() || !last.Next.After(t0) {

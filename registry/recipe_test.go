@@ -24,7 +24,7 @@ func (r *Registry) refuseTestNames(_ *claimsIn, eps []*endpoint.Endpoint) verdic
 			v.endpoints = append(v.endpoints, ep)
 			continue
 		}
-		v.problems = append(v.problems, Problem{Source: ep.Sources[0], Reason: ProblemNotPermitted,
+		v.problems = append(v.problems, Problem{Source: ep.Sources[0], Kind: ProblemNotPermitted,
 			Message: "hostname " + ep.Hostname + " is under .test, which is kept for tests"})
 		v.changed = append(v.changed, ep.Hostname)
 	}
@@ -52,7 +52,7 @@ func TestTheRecipeMakesARule(t *testing.T) {
 	if len(w.Endpoints) != 1 || w.Endpoints[0].Hostname != "web.lan" {
 		t.Fatalf("merged %v, want web.lan alone", w.Endpoints)
 	}
-	if len(w.Problems) != 1 || w.Problems[0].Stage != "test-names" || w.Problems[0].Source.Name != "trial" || w.Problems[0].Reason != ProblemNotPermitted {
+	if len(w.Problems) != 1 || w.Problems[0].Stage != "test-names" || w.Problems[0].Source.Name != "trial" || w.Problems[0].Kind != ProblemNotPermitted {
 		t.Fatalf("problems %+v, want the trial's, by test-names", w.Problems)
 	}
 	// Without the line, the rule does not run.

@@ -6,6 +6,7 @@ package registry
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -159,9 +160,23 @@ type Caches struct {
 	Witness Witness
 	// Merges hands back merges made before and keeps the new ones.
 	Merges MergeCache
-	// Settle: leave out of the plan the hostnames Merges says are settled. Only a sync that
-	// plans from a state it did not read whole may (a whole read plans every hostname).
-	Settle bool
+	// Read is what the records are; Rates the write-rate allowances earlier syncs left.
+	Read  Read
+	Rates Rates
+}
+
+// Read says what the records handed to Decide are.
+type Read struct {
+	// Partial: they are the state known from earlier syncs, not a whole read of the server.
+	// The hostnames Merges says are settled are left out of the plan, and what only a whole
+	// read may send is held (the whole-read stage).
+	Partial bool
+	// Searched is the one hostname, lowercase, the caller read afresh beside the known state:
+	// a create of it may go. SearchesLone: the caller searches the hostname of the plan's
+	// creates when they are all of one, and decides again if the server has more of it than
+	// was known, so such creates may go too.
+	Searched     string
+	SearchesLone bool
 }
 
 // MergeCache keeps the merges desired makes, and says which hostnames are settled: the plan,
@@ -189,7 +204,7 @@ func (r *Registry) Decide(now time.Time, records []endpoint.Record, claims []*en
 	var settled map[string]bool
 	if c.Merges != nil {
 		c.Merges.Keep(w.Merges)
-		if c.Settle {
+		if c.Read.Partial {
 			settled = c.Merges.Settled(w.Endpoints, st)
 		}
 	}
@@ -203,6 +218,10 @@ func (r *Registry) Decide(now time.Time, records []endpoint.Record, claims []*en
 		}
 	}
 	changes := (&plan.Plan{Current: r.current(st, toPlan, settled), Desired: toPlan, Policy: r.cfg.Policy}).Calculate()
+	v, problems := r.apply(&changesIn{now: now, st: st, desired: w.Endpoints, read: c.Read, rates: c.Rates}, changes)
+	if len(problems) > 0 {
+		w.Problems = append(slices.Clip(w.Problems), problems...)
+	}
 	return Decision{State: st, Desired: w.Endpoints, Conflicts: w.Conflicts, Problems: w.Problems,
-		Plan: changes, Planned: len(toPlan), Verdict: r.apply(now, st, changes), Now: now}
+		Plan: changes, Planned: len(toPlan), Verdict: v, Now: now}
 }

@@ -442,7 +442,7 @@ func TestDesiredWritesNoInput(t *testing.T) {
 		conflicts = append(conflicts, c.Hostname+" "+c.Loser.UID)
 	}
 	for _, p := range w.Problems {
-		problems = append(problems, string(p.Reason)+" "+p.Source.UID)
+		problems = append(problems, string(p.Kind)+" "+p.Source.UID)
 	}
 	slices.Sort(conflicts)
 	slices.Sort(problems)

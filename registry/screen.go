@@ -8,28 +8,38 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
 
-// ProblemReason says what kind of refusal a Problem is, for the observers that translate it
-// into an event reason, a metric label or a status.
-type ProblemReason string
+// ProblemKind says what kind of refusal a Problem is: the label of its metric.
+type ProblemKind string
 
-// The reasons of the registry's Problems.
+// The kinds of the registry's Problems.
 const (
 	// ProblemReservedTag: a user tag in the operator's namespace, dropped.
-	ProblemReservedTag ProblemReason = "ReservedTag"
+	ProblemReservedTag ProblemKind = "ReservedTag"
 	// ProblemOutsideDomains: an alias the domain filter does not manage, dropped.
-	ProblemOutsideDomains ProblemReason = "OutsideDomains"
+	ProblemOutsideDomains ProblemKind = "OutsideDomains"
 	// ProblemNotPermitted: a name the object's namespace may not claim, not written.
-	ProblemNotPermitted ProblemReason = "NotPermitted"
+	ProblemNotPermitted ProblemKind = "NotPermitted"
 	// ProblemGracePeriodCapped: a grace period above the maximum, which applies instead.
-	ProblemGracePeriodCapped ProblemReason = "GracePeriodCapped"
+	ProblemGracePeriodCapped ProblemKind = "GracePeriodCapped"
 	// ProblemOverBudget: an object or namespace over its budget, whose new names are not
 	// written while what it has stays.
-	ProblemOverBudget ProblemReason = "OverBudget"
+	ProblemOverBudget ProblemKind = "OverBudget"
 )
 
-// ProblemReasons are every reason, in a stable order, for observers that count them all.
-func ProblemReasons() []ProblemReason {
-	return []ProblemReason{ProblemReservedTag, ProblemOutsideDomains, ProblemNotPermitted, ProblemGracePeriodCapped, ProblemOverBudget}
+// reason is the word of the Event that tells a problem of kind k.
+func (k ProblemKind) reason() string {
+	switch k {
+	case ProblemNotPermitted:
+		return ReasonNameNotPermitted
+	case ProblemOverBudget:
+		return ReasonOverBudget
+	}
+	return ReasonInvalidAnnotation
+}
+
+// ProblemKinds are every kind, in a stable order, for observers that count them all.
+func ProblemKinds() []ProblemKind {
+	return []ProblemKind{ProblemReservedTag, ProblemOutsideDomains, ProblemNotPermitted, ProblemGracePeriodCapped, ProblemOverBudget}
 }
 
 // overBudget freezes every claim of an object that asks for more than the budget per object.
@@ -51,7 +61,7 @@ func (r *Registry) overBudget(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 			continue
 		}
 		if why != "" {
-			out.problems = append(out.problems, Problem{Source: src, Reason: ProblemOverBudget,
+			out.problems = append(out.problems, Problem{Source: src, Kind: ProblemOverBudget,
 				Message: fmt.Sprintf("asks for %s, over the budget per object: its new names are not written and the entries it has stay as they are", why)})
 			over[src.UID] = "" // reported once per object
 		}
@@ -244,7 +254,7 @@ func (r *Registry) permitted(_ *claimsIn, eps []*endpoint.Endpoint) verdicts {
 func (r *Registry) permit(ep *endpoint.Endpoint) (*endpoint.Endpoint, []Problem) {
 	src := ep.Sources[0]
 	if !r.ten.mayClaim(src.Namespace, ep.Hostname) {
-		return nil, []Problem{{Source: src, Reason: ProblemNotPermitted,
+		return nil, []Problem{{Source: src, Kind: ProblemNotPermitted,
 			Message: fmt.Sprintf("hostname %s is not written: namespace %s may claim %s", ep.Hostname, src.Namespace, r.ten.claimable(src.Namespace))}}
 	}
 	var (
@@ -255,10 +265,10 @@ func (r *Registry) permit(ep *endpoint.Endpoint) (*endpoint.Endpoint, []Problem)
 	for _, a := range ep.Aliases {
 		switch {
 		case !r.domains.Match(a):
-			problems = append(problems, Problem{Source: src, Reason: ProblemOutsideDomains,
+			problems = append(problems, Problem{Source: src, Kind: ProblemOutsideDomains,
 				Message: fmt.Sprintf("alias %s is outside the domains the operator manages; dropped", a)})
 		case !r.ten.mayClaim(src.Namespace, a):
-			problems = append(problems, Problem{Source: src, Reason: ProblemNotPermitted,
+			problems = append(problems, Problem{Source: src, Kind: ProblemNotPermitted,
 				Message: fmt.Sprintf("alias %s is not written: namespace %s may claim %s", a, src.Namespace, r.ten.claimable(src.Namespace))})
 		default:
 			continue
@@ -270,7 +280,7 @@ func (r *Registry) permit(ep *endpoint.Endpoint) (*endpoint.Endpoint, []Problem)
 	}
 	grace := ep.GracePeriod
 	if grace != nil && r.ten.capGrace(*grace) != *grace {
-		problems = append(problems, Problem{Source: src, Reason: ProblemGracePeriodCapped,
+		problems = append(problems, Problem{Source: src, Kind: ProblemGracePeriodCapped,
 			Message: fmt.Sprintf("grace period %s is above the maximum of %s, which applies instead", *grace, r.ten.maxGrace)})
 		capped := r.ten.maxGrace
 		grace = &capped

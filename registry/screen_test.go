@@ -106,7 +106,7 @@ func conflictsOf(st seen) []string {
 func problemsOf(st seen) []string {
 	var out []string
 	for _, p := range st.Problems {
-		out = append(out, string(p.Reason)+" "+p.Source.Namespace+"/"+p.Source.Name)
+		out = append(out, string(p.Kind)+" "+p.Source.Namespace+"/"+p.Source.Name)
 	}
 	return out
 }

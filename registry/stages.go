@@ -113,7 +113,7 @@ func (r *Registry) reservedTags(_ *claimsIn, eps []*endpoint.Endpoint) verdicts 
 	for _, ep := range eps {
 		for _, t := range ep.Tags {
 			if err := CheckUserTag(t); err != nil {
-				v.problems = append(v.problems, Problem{Source: ep.Sources[0], Reason: ProblemReservedTag, Tag: t, Message: err.Error() + "; dropped"})
+				v.problems = append(v.problems, Problem{Source: ep.Sources[0], Kind: ProblemReservedTag, Tag: t, Message: err.Error() + "; dropped"})
 			}
 		}
 	}
@@ -221,12 +221,23 @@ var changeStages = [...]changeStage{
 	{"brake", (*Registry).brake},
 	// Whatever is held, a release probe on an entry of this cluster is answered.
 	{"answer", (*Registry).answer},
+	// A sync that planned from the known state, not a whole read, sends nothing that only a
+	// whole read may send: the caller reads the server and decides again.
+	{"whole-read", (*Registry).wholeRead},
+	// An object or namespace that writes faster than its write-rate budget waits, and the sync
+	// that finds enough allowance writes its latest state.
+	{"rate", (*Registry).rate},
 }
 
-// changesIn is what every change stage of one apply call reads.
+// changesIn is what every change stage of one apply call reads: the sync's facts, the
+// endpoints the claim stages left, what the caller read and the write-rate allowances earlier
+// syncs left.
 type changesIn struct {
-	now time.Time
-	st  *State
+	now     time.Time
+	st      *State
+	desired []*endpoint.Endpoint
+	read    Read
+	rates   Rates
 }
 
 // changed is what one change stage made of the changes.
@@ -234,15 +245,28 @@ type changed struct {
 	changes []plan.Change
 	held    []Held
 	// next is the earliest time one of its holds ends; takeUpLeft the entries of an earlier
-	// version still to take up; twin and braked what the twins and the brake stages found.
+	// version still to take up; twin and braked what the twins and the brake stages found;
+	// rates and problems the write-rate allowances before the sync's writes and the objects
+	// the rate stage held back.
 	next       time.Time
 	takeUpLeft int
 	twin       *Twin
 	braked     *Braked
+	rates      Rates
+	problems   []Problem
 }
 
-// The reasons a change stage holds a change back: the word its Event or log line uses.
+// The reasons of the registry's decisions, each the word of the Event (or, where none is
+// posted, the log line) that tells it: a claim turned down, a part of a claim refused, a change
+// held back.
 const (
+	// ReasonHostnameConflict: the claim's name is held by another namespace, cluster or a
+	// hand-made entry.
+	ReasonHostnameConflict = "HostnameConflict"
+	// ReasonInvalidAnnotation: a part of the object's input is dropped or corrected.
+	ReasonInvalidAnnotation = "InvalidAnnotation"
+	// ReasonNameNotPermitted: the tenancy rules do not let the namespace claim the name.
+	ReasonNameNotPermitted = "NameNotPermitted"
 	// ReasonTakeUpPaced: an earlier version's entry waits its turn to be taken up.
 	ReasonTakeUpPaced = "TakeUpPaced"
 	// ReasonPolicy: --policy forbids the change.
@@ -253,6 +277,11 @@ const (
 	ReasonTwinInstallation = "TwinInstallation"
 	// ReasonMassDeletionHeld: the brake holds the change until Token confirms it.
 	ReasonMassDeletionHeld = "MassDeletionHeld"
+	// ReasonWholeReadNeeded: the change waits for a sync that reads the whole server.
+	ReasonWholeReadNeeded = "WholeReadNeeded"
+	// ReasonOverBudget: the object or namespace is over its write-rate budget; the change's
+	// hostname is written at Due at the latest state.
+	ReasonOverBudget = "OverBudget"
 )
 
 // Held is a change a change stage did not send, and why.

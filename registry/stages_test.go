@@ -11,7 +11,8 @@ import (
 )
 
 // TestEveryRefusalNamesItsStage: each claim stage that turns a claim down, or a part of one,
-// says so in the verdict's Stage, whatever it is; what no stage refuses is merged.
+// says so in the verdict's Stage, with the word of its Event as the Reason, whatever it is;
+// what no stage refuses is merged.
 func TestEveryRefusalNamesItsStage(t *testing.T) {
 	r := newRegWith(t, func(c *Config) {
 		c.Tenancy = Tenancy{Domains: []NamespaceDomains{{Namespace: "*", Domains: []string{"lan"}}}}
@@ -40,20 +41,20 @@ func TestEveryRefusalNamesItsStage(t *testing.T) {
 	w := r.desired(t0, eps, st, nil)
 	stages := map[string]string{}
 	for _, c := range w.Conflicts {
-		stages[c.Loser.Name+" "+c.Hostname] = c.Stage
+		stages[c.Loser.Name+" "+c.Hostname] = c.Stage + " " + c.Reason
 	}
 	for _, p := range w.Problems {
-		stages[p.Source.Name+" "+string(p.Reason)] = p.Stage
+		stages[p.Source.Name+" "+string(p.Kind)] = p.Stage + " " + p.Reason
 	}
 	for what, stage := range map[string]string{
-		"tagged ReservedTag": "reserved-tags",
-		"wide OverBudget":    "object-budget",
-		"tv NotPermitted":    "tenancy",
-		"nas nas.lan":        "hostnames",
-		"theirs theirs.lan":  "foreign",
-		"steal held.lan":     "merge",
-		"aliased held.lan":   "aliases",
-		"two OverBudget":     "namespace-budget",
+		"tagged ReservedTag": "reserved-tags InvalidAnnotation",
+		"wide OverBudget":    "object-budget OverBudget",
+		"tv NotPermitted":    "tenancy NameNotPermitted",
+		"nas nas.lan":        "hostnames HostnameConflict",
+		"theirs theirs.lan":  "foreign HostnameConflict",
+		"steal held.lan":     "merge HostnameConflict",
+		"aliased held.lan":   "aliases HostnameConflict",
+		"two OverBudget":     "namespace-budget OverBudget",
 	} {
 		if got, ok := stages[what]; !ok || got != stage {
 			t.Errorf("%s: stage %q (reported: %v), want %q", what, got, ok, stage)
@@ -85,6 +86,7 @@ func TestEveryHeldChangeNamesItsStageAndFacts(t *testing.T) {
 		records []endpoint.Record
 		claims  []*endpoint.Endpoint
 		now     time.Time
+		caches  Caches
 		want    Held
 	}{
 		{name: "create-only adopts nothing", set: func(c *Config) { c.Policy = plan.CreateOnly },
@@ -103,10 +105,22 @@ func TestEveryHeldChangeNamesItsStageAndFacts(t *testing.T) {
 				return out
 			}(), now: t0,
 			want: Held{Stage: "brake", Reason: ReasonMassDeletionHeld}},
+		{name: "a plan from the known state creates no hostname not searched", set: func(c *Config) {},
+			claims: []*endpoint.Endpoint{claim("new.lan", "a", "new", "u1", time.Hour, "10.0.0.7")}, now: t0,
+			caches: Caches{Read: Read{Partial: true, Searched: "other.lan"}},
+			want:   Held{Stage: "whole-read", Reason: ReasonWholeReadNeeded}},
+		{name: "a plan from the known state deletes nothing", set: func(c *Config) {},
+			records: []endpoint.Record{entry("e1", PrefixPending+t0.Add(-time.Hour).Format(time.RFC3339))}, now: t0,
+			caches: Caches{Read: Read{Partial: true, SearchesLone: true}},
+			want:   Held{Stage: "whole-read", Reason: ReasonWholeReadNeeded}},
+		{name: "an object over its write-rate budget waits", set: func(c *Config) { c.Budgets.ObjectWritesPerMinute = 2 },
+			claims: []*endpoint.Endpoint{claim("fast.lan", "a", "fast", "u1", time.Hour, "10.0.0.7")}, now: t0,
+			caches: Caches{Rates: Rates{"object/u1": {Tokens: 0, Cap: 2, At: t0}}},
+			want:   Held{Stage: "rate", Reason: ReasonOverBudget, Due: t0.Add(30 * time.Second)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRegWith(t, tc.set)
-			v := run(r, tc.now, tc.records, tc.claims...)
+			v := r.Decide(tc.now, tc.records, tc.claims, tc.caches).Verdict
 			if len(v.Held) == 0 || len(v.Changes) != 0 {
 				t.Fatalf("sent %v, held %d", actions(v), len(v.Held))
 			}

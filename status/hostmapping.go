@@ -56,9 +56,9 @@ func refusalsOf(r *controller.Report) map[string][]refusal {
 	for _, p := range r.Problems {
 		reason := ReasonValidationFailed
 		switch p.Reason {
-		case registry.ProblemNotPermitted:
+		case registry.ReasonNameNotPermitted:
 			reason = ReasonNotPermitted
-		case registry.ProblemOverBudget:
+		case registry.ReasonOverBudget:
 			reason = ReasonOverBudget
 		}
 		out[p.Source.UID] = append(out[p.Source.UID], refusal{reason, p.Message})
