@@ -174,7 +174,7 @@ func anchors(t *testing.T, file string) map[string]bool {
 func TestTheDocsLinksResolve(t *testing.T) {
 	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
 	for _, doc := range []string{"docs/configuration.md", "docs/external-dns.md", "docs/migration.md", "docs/ownership.md",
-		"docs/reliability.md", "docs/performance.md"} {
+		"docs/reliability.md", "docs/performance.md", "docs/performance-history.md"} {
 		raw, err := os.ReadFile(doc)
 		if err != nil {
 			t.Fatal(err)
