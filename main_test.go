@@ -108,9 +108,9 @@ func TestWebhookDefaults(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cfg.MetricsAddress != c.metrics || cfg.ClusterName != c.cluster || cfg.MaxEntriesPerNamespace != c.perNamespace {
+			if cfg.MetricsAddress != c.metrics || cfg.ClusterName != c.cluster || cfg.Budgets.EntriesPerNamespace != c.perNamespace {
 				t.Errorf("metrics address %q, cluster %q, entries per namespace %d; want %q, %q, %d", cfg.MetricsAddress, cfg.ClusterName,
-					cfg.MaxEntriesPerNamespace, c.metrics, c.cluster, c.perNamespace)
+					cfg.Budgets.EntriesPerNamespace, c.metrics, c.cluster, c.perNamespace)
 			}
 		})
 	}

@@ -18,25 +18,19 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/source"
 )
 
-// Settings are the parts of the configuration a RouterHostsConfig may set; the flags give
-// the fallback of each.
+// Settings are the operator's settings a RouterHostsConfig may set, each in one typed home:
+// the flags fill them (with the defaults of the packages that own each rule), a
+// RouterHostsConfig's fields are laid over them (Merge), and the registry's part is handed to
+// the registry as it is.
 type Settings struct {
-	ClusterName    string
-	DefaultTags    []string
-	GracePeriod    time.Duration
-	Policy         plan.Policy
-	IPResolution   []source.Strategy
-	DomainFilter   []string
-	ExcludeDomains []string
-	Interval       time.Duration
-	OptIn          source.OptIn
-	Tenancy        registry.Tenancy
-	Budgets        registry.Budgets
-	Brake          registry.Brake
-	// ClusterID is the installation's identity; no RouterHostsConfig field sets it.
-	ClusterID  string
-	Endpoint   string
-	ServerName string
+	// Config is the registry's part: the cluster's name and identity, the default tags, the
+	// grace period, the policy, the domain filter, the tenancy, the budgets and the brake.
+	registry.Config
+	IPResolution []source.Strategy
+	Interval     time.Duration
+	OptIn        source.OptIn
+	Endpoint     string
+	ServerName   string
 	// TLSFiles says the flags name the mTLS files, the fallback when no Secret is named.
 	TLSFiles bool
 	// NoServer: entries go to the in-process store (--provider=inmemory), so the server's
@@ -54,10 +48,7 @@ func (s *Settings) Domains() (endpoint.DomainFilter, error) {
 }
 
 // Registry is the registry's part of the settings.
-func (s *Settings) Registry() registry.Config {
-	return registry.Config{ClusterName: s.ClusterName, ClusterID: s.ClusterID, Brake: s.Brake, DefaultTags: s.DefaultTags, GracePeriod: s.GracePeriod, Policy: s.Policy,
-		DomainFilter: s.DomainFilter, ExcludeDomains: s.ExcludeDomains, Tenancy: s.Tenancy, Budgets: s.Budgets}
-}
+func (s *Settings) Registry() registry.Config { return s.Config }
 
 // Target is the provider's part of the settings.
 func (s *Settings) Target() routerhosts.Target {
@@ -124,142 +115,225 @@ func Merge(base Settings, spec *v1alpha1.RouterHostsConfigSpec, read ReadSecret)
 	if spec == nil {
 		return s, s.Check()
 	}
-	if spec.ClusterName != "" {
-		s.ClusterName = spec.ClusterName
-	}
-	if spec.DefaultTags != nil {
-		cluster, user, err := registry.SplitDefaultTags(spec.DefaultTags)
-		if err != nil {
-			return base, fmt.Errorf("spec.defaultTags: %w", err)
-		}
-		switch {
-		case cluster == "":
-		case spec.ClusterName != "" && cluster != spec.ClusterName:
-			return base, fmt.Errorf("spec.defaultTags names cluster %q but spec.clusterName is %q", cluster, spec.ClusterName)
-		default:
-			s.ClusterName = cluster
-		}
-		s.DefaultTags = user
-	}
-	if spec.IPResolution != nil {
-		steps := make([]string, 0, len(spec.IPResolution))
-		for i, st := range spec.IPResolution {
-			step, err := strategyOf(st)
-			if err != nil {
-				return base, fmt.Errorf("spec.ipResolution[%d]: %w", i, err)
-			}
-			steps = append(steps, step)
-		}
-		chain, err := source.ParseIPResolution(steps)
-		if err != nil {
-			return base, fmt.Errorf("spec.ipResolution: %w", err)
-		}
-		s.IPResolution = chain
-	}
-	if spec.Deletion != nil && spec.Deletion.GracePeriodSeconds != nil {
-		if *spec.Deletion.GracePeriodSeconds < 0 {
-			return base, fmt.Errorf("spec.deletion.gracePeriodSeconds must not be negative")
-		}
-		s.GracePeriod = time.Duration(*spec.Deletion.GracePeriodSeconds) * time.Second
-	}
-	if spec.Deletion != nil && spec.Deletion.Brake != nil {
-		b := spec.Deletion.Brake
-		if b.Percent != nil {
-			if *b.Percent < 0 || *b.Percent > 100 {
-				return base, fmt.Errorf("spec.deletion.brake.percent %d: want 0 (no brake) to 100", *b.Percent)
-			}
-			s.Brake.Share = float64(*b.Percent) / 100
-		}
-		if b.Minimum != nil {
-			s.Brake.Minimum = int(*b.Minimum)
-		}
-		if b.NamespacePercent != nil {
-			if *b.NamespacePercent < 0 || *b.NamespacePercent > 100 {
-				return base, fmt.Errorf("spec.deletion.brake.namespacePercent %d: want 0 (no namespace's brake) to 100", *b.NamespacePercent)
-			}
-			s.Brake.NamespaceShare = float64(*b.NamespacePercent) / 100
-		}
-		if b.NamespaceMinimum != nil {
-			s.Brake.NamespaceMinimum = int(*b.NamespaceMinimum)
-		}
-		if b.Confirm != "" {
-			s.Brake.Confirm = b.Confirm
-		}
-	}
-	if spec.Policy != "" {
-		p, err := plan.ParsePolicy(spec.Policy)
-		if err != nil {
-			return base, fmt.Errorf("spec.policy: %w", err)
-		}
-		s.Policy = p
-	}
-	if spec.DomainFilter != nil {
-		s.DomainFilter = spec.DomainFilter
-	}
-	if spec.ExcludeDomains != nil {
-		s.ExcludeDomains = spec.ExcludeDomains
-	}
-	if spec.Interval != nil {
-		s.Interval = time.Duration(*spec.Interval) * time.Second
-	}
-	if o := spec.OptIn; o != nil {
-		if o.IngressClasses != nil {
-			s.OptIn.IngressClasses = o.IngressClasses
-		}
-		if o.GatewayNames != nil {
-			s.OptIn.GatewayNames = o.GatewayNames
-		}
-		if o.ExternalDNSAnnotations != nil {
-			s.OptIn.ExternalDNSAnnotations = *o.ExternalDNSAnnotations
-		}
-		if err := s.OptIn.Check(); err != nil {
-			return base, fmt.Errorf("spec.optIn: %w", err)
-		}
-	}
-	if t := spec.Tenancy; t != nil {
-		if t.NamespaceDomains != nil {
-			s.Tenancy.Domains = nil
-			for _, d := range t.NamespaceDomains {
-				s.Tenancy.Domains = append(s.Tenancy.Domains, registry.NamespaceDomains{Namespace: d.Namespace, Domains: d.Domains})
-			}
-		}
-		if t.AdoptionNamespaces != nil {
-			s.Tenancy.Adopters = slices.Clone(t.AdoptionNamespaces)
-		}
-		if t.MaxGracePeriodSeconds != nil {
-			s.Tenancy.MaxGracePeriod = time.Duration(*t.MaxGracePeriodSeconds) * time.Second
-		}
-		if err := s.Tenancy.Check(); err != nil {
-			return base, fmt.Errorf("spec.tenancy: %w", err)
-		}
-	}
-	if b := spec.Budgets; b != nil {
-		for _, f := range []struct {
-			v   *int32
-			out *int
-		}{{b.EntriesPerObject, &s.Budgets.EntriesPerObject}, {b.AliasesPerObject, &s.Budgets.AliasesPerObject},
-			{b.TagsPerObject, &s.Budgets.TagsPerObject}, {b.EntriesPerNamespace, &s.Budgets.EntriesPerNamespace},
-			{b.WritesPerSync, &s.Budgets.WritesPerSync}, {b.ObjectWritesPerMinute, &s.Budgets.ObjectWritesPerMinute},
-			{b.NamespaceWritesPerMinute, &s.Budgets.NamespaceWritesPerMinute}} {
-			if f.v != nil {
-				*f.out = int(*f.v)
-			}
-		}
-	}
-	if srv := spec.Server; srv != nil {
-		s.Endpoint, s.ServerName = srv.Endpoint, srv.ServerName
-		if ref := srv.TLSSecretRef; ref != nil {
-			keys, err := readKeys(read, ref.Namespace, ref.Name)
-			if err != nil {
-				return base, fmt.Errorf("spec.server.tlsSecretRef: %w", err)
-			}
-			s.Secret, s.Keys = ref.Namespace+"/"+ref.Name, keys
+	for _, f := range specFields {
+		if err := f(&s, spec, read); err != nil {
+			return base, err
 		}
 	}
 	if err := s.Check(); err != nil {
 		return base, err
 	}
 	return s, nil
+}
+
+// specField lays one field of a RouterHostsConfig's spec over s, when the spec sets it, or
+// says why it cannot.
+type specField func(s *Settings, spec *v1alpha1.RouterHostsConfigSpec, read ReadSecret) error
+
+// specFields are the spec's fields, one function each. The order matters once: clusterName
+// before defaultTags, which may name the cluster too.
+var specFields = [...]specField{
+	clusterName, defaultTags, ipResolution, gracePeriod, brake, policy, domains, interval, optIn,
+	tenancy, budgets, server,
+}
+
+func clusterName(s *Settings, spec *v1alpha1.RouterHostsConfigSpec, _ ReadSecret) error {
+	if spec.ClusterName != "" {
+		s.ClusterName = spec.ClusterName
+	}
+	return nil
+}
+
+// defaultTags may carry the cluster's name in a cluster: tag, as the design's defaultTags do,
+// which must then agree with spec.clusterName.
+func defaultTags(s *Settings, spec *v1alpha1.RouterHostsConfigSpec, _ ReadSecret) error {
+	if spec.DefaultTags == nil {
+		return nil
+	}
+	cluster, user, err := registry.SplitDefaultTags(spec.DefaultTags)
+	if err != nil {
+		return fmt.Errorf("spec.defaultTags: %w", err)
+	}
+	switch {
+	case cluster == "":
+	case spec.ClusterName != "" && cluster != spec.ClusterName:
+		return fmt.Errorf("spec.defaultTags names cluster %q but spec.clusterName is %q", cluster, spec.ClusterName)
+	default:
+		s.ClusterName = cluster
+	}
+	s.DefaultTags = user
+	return nil
+}
+
+func ipResolution(s *Settings, spec *v1alpha1.RouterHostsConfigSpec, _ ReadSecret) error {
+	if spec.IPResolution == nil {
+		return nil
+	}
+	steps := make([]string, 0, len(spec.IPResolution))
+	for i, st := range spec.IPResolution {
+		step, err := strategyOf(st)
+		if err != nil {
+			return fmt.Errorf("spec.ipResolution[%d]: %w", i, err)
+		}
+		steps = append(steps, step)
+	}
+	chain, err := source.ParseIPResolution(steps)
+	if err != nil {
+		return fmt.Errorf("spec.ipResolution: %w", err)
+	}
+	s.IPResolution = chain
+	return nil
+}
+
+func gracePeriod(s *Settings, spec *v1alpha1.RouterHostsConfigSpec, _ ReadSecret) error {
+	if spec.Deletion == nil || spec.Deletion.GracePeriodSeconds == nil {
+		return nil
+	}
+	if *spec.Deletion.GracePeriodSeconds < 0 {
+		return fmt.Errorf("spec.deletion.gracePeriodSeconds must not be negative")
+	}
+	s.GracePeriod = time.Duration(*spec.Deletion.GracePeriodSeconds) * time.Second
+	return nil
+}
+
+func brake(s *Settings, spec *v1alpha1.RouterHostsConfigSpec, _ ReadSecret) error {
+	if spec.Deletion == nil || spec.Deletion.Brake == nil {
+		return nil
+	}
+	b := spec.Deletion.Brake
+	for _, p := range []struct {
+		v    *int32
+		out  *float64
+		name string
+	}{{b.Percent, &s.Brake.Share, "percent %d: want 0 (no brake) to 100"},
+		{b.NamespacePercent, &s.Brake.NamespaceShare, "namespacePercent %d: want 0 (no namespace's brake) to 100"}} {
+		if p.v == nil {
+			continue
+		}
+		if *p.v < 0 || *p.v > 100 {
+			return fmt.Errorf("spec.deletion.brake."+p.name, *p.v)
+		}
+		*p.out = float64(*p.v) / 100
+	}
+	setInts(intField{b.Minimum, &s.Brake.Minimum}, intField{b.NamespaceMinimum, &s.Brake.NamespaceMinimum})
+	if b.Confirm != "" {
+		s.Brake.Confirm = b.Confirm
+	}
+	return nil
+}
+
+func policy(s *Settings, spec *v1alpha1.RouterHostsConfigSpec, _ ReadSecret) error {
+	if spec.Policy == "" {
+		return nil
+	}
+	p, err := plan.ParsePolicy(spec.Policy)
+	if err != nil {
+		return fmt.Errorf("spec.policy: %w", err)
+	}
+	s.Policy = p
+	return nil
+}
+
+func domains(s *Settings, spec *v1alpha1.RouterHostsConfigSpec, _ ReadSecret) error {
+	if spec.DomainFilter != nil {
+		s.DomainFilter = spec.DomainFilter
+	}
+	if spec.ExcludeDomains != nil {
+		s.ExcludeDomains = spec.ExcludeDomains
+	}
+	return nil
+}
+
+func interval(s *Settings, spec *v1alpha1.RouterHostsConfigSpec, _ ReadSecret) error {
+	if spec.Interval != nil {
+		s.Interval = time.Duration(*spec.Interval) * time.Second
+	}
+	return nil
+}
+
+func optIn(s *Settings, spec *v1alpha1.RouterHostsConfigSpec, _ ReadSecret) error {
+	o := spec.OptIn
+	if o == nil {
+		return nil
+	}
+	if o.IngressClasses != nil {
+		s.OptIn.IngressClasses = o.IngressClasses
+	}
+	if o.GatewayNames != nil {
+		s.OptIn.GatewayNames = o.GatewayNames
+	}
+	if o.ExternalDNSAnnotations != nil {
+		s.OptIn.ExternalDNSAnnotations = *o.ExternalDNSAnnotations
+	}
+	if err := s.OptIn.Check(); err != nil {
+		return fmt.Errorf("spec.optIn: %w", err)
+	}
+	return nil
+}
+
+func tenancy(s *Settings, spec *v1alpha1.RouterHostsConfigSpec, _ ReadSecret) error {
+	t := spec.Tenancy
+	if t == nil {
+		return nil
+	}
+	if t.NamespaceDomains != nil {
+		s.Tenancy.Domains = nil
+		for _, d := range t.NamespaceDomains {
+			s.Tenancy.Domains = append(s.Tenancy.Domains, registry.NamespaceDomains{Namespace: d.Namespace, Domains: d.Domains})
+		}
+	}
+	if t.AdoptionNamespaces != nil {
+		s.Tenancy.Adopters = slices.Clone(t.AdoptionNamespaces)
+	}
+	if t.MaxGracePeriodSeconds != nil {
+		s.Tenancy.MaxGracePeriod = time.Duration(*t.MaxGracePeriodSeconds) * time.Second
+	}
+	if err := s.Tenancy.Check(); err != nil {
+		return fmt.Errorf("spec.tenancy: %w", err)
+	}
+	return nil
+}
+
+func budgets(s *Settings, spec *v1alpha1.RouterHostsConfigSpec, _ ReadSecret) error {
+	if b := spec.Budgets; b != nil {
+		setInts(intField{b.EntriesPerObject, &s.Budgets.EntriesPerObject}, intField{b.AliasesPerObject, &s.Budgets.AliasesPerObject},
+			intField{b.TagsPerObject, &s.Budgets.TagsPerObject}, intField{b.EntriesPerNamespace, &s.Budgets.EntriesPerNamespace},
+			intField{b.WritesPerSync, &s.Budgets.WritesPerSync}, intField{b.ObjectWritesPerMinute, &s.Budgets.ObjectWritesPerMinute},
+			intField{b.NamespaceWritesPerMinute, &s.Budgets.NamespaceWritesPerMinute})
+	}
+	return nil
+}
+
+// server names the router and, in a Secret, the mTLS material to reach it with.
+func server(s *Settings, spec *v1alpha1.RouterHostsConfigSpec, read ReadSecret) error {
+	srv := spec.Server
+	if srv == nil {
+		return nil
+	}
+	s.Endpoint, s.ServerName = srv.Endpoint, srv.ServerName
+	if ref := srv.TLSSecretRef; ref != nil {
+		keys, err := readKeys(read, ref.Namespace, ref.Name)
+		if err != nil {
+			return fmt.Errorf("spec.server.tlsSecretRef: %w", err)
+		}
+		s.Secret, s.Keys = ref.Namespace+"/"+ref.Name, keys
+	}
+	return nil
+}
+
+// intField is a spec's integer field, nil when unset, and the setting it fills.
+type intField struct {
+	v   *int32
+	out *int
+}
+
+// setInts fills each setting whose field the spec sets.
+func setInts(fields ...intField) {
+	for _, f := range fields {
+		if f.v != nil {
+			*f.out = int(*f.v)
+		}
+	}
 }
 
 // strategyOf writes one ipResolution step as its --ip-resolution value.

@@ -18,11 +18,11 @@ import (
 )
 
 func base() Settings {
-	return Settings{ClusterName: "flags", DefaultTags: []string{"flag-tag"}, GracePeriod: 5 * time.Minute, Policy: plan.PolicySync,
+	return Settings{Config: registry.Config{ClusterName: "flags", DefaultTags: []string{"flag-tag"}, GracePeriod: 5 * time.Minute, Policy: plan.PolicySync,
+		Budgets: registry.DefaultBudgets()},
 		IPResolution: []source.Strategy{{Kind: source.StrategyIngressStatus}}, Interval: time.Minute,
 		Endpoint: "flags.lan:50051", TLSFiles: true,
-		OptIn:   source.OptIn{GatewayNames: []string{"infra/lan"}, ExternalDNSAnnotations: true},
-		Budgets: registry.DefaultBudgets()}
+		OptIn: source.OptIn{GatewayNames: []string{"infra/lan"}, ExternalDNSAnnotations: true}}
 }
 
 func i64(v int64) *int64 { return &v }

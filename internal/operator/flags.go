@@ -23,63 +23,37 @@ import (
 // Config is everything the command line says. Every flag also reads
 // ROUTER_HOSTS_OPERATOR_<FLAG_IN_CAPS>, so a Deployment can be configured either way.
 type Config struct {
-	Sources             []string
-	Provider            string
-	Endpoint            string
-	TLSCA               string
-	TLSCert             string
-	TLSKey              string
-	TLSServerName       string
-	ClusterName         string
-	ClusterID           string
-	MassDeletionPercent int
-	MassDeletionMinimum int
-	// MassDeletionNamespacePercent and MassDeletionNamespaceMinimum are the brake of each
-	// namespace on its own.
-	MassDeletionNamespacePercent int
-	MassDeletionNamespaceMinimum int
-	ConfirmMassDeletion          string
-	IPResolution                 []string
-	GracePeriod                  time.Duration
-	DefaultTags                  []string
-	Policy                       string
-	Interval                     time.Duration
-	MinEventSyncInterval         time.Duration
-	WriteConcurrency             int
-	RequestTimeout               time.Duration
-	Once                         bool
-	DryRun                       bool
-	Namespace                    string
-	DomainFilter                 []string
-	ExcludeDomains               []string
-	LabelFilter                  string
-	IngressClasses               []string
-	GatewayNames                 []string
-	ExternalDNSAnnotations       bool
-	DNSServers                   []string
-	Kubeconfig                   string
-	KubeAPIQPS                   float32
-	KubeAPIBurst                 int
-	LogLevel                     string
-	LogFormat                    string
-	MetricsAddress               string
-	LeaderElect                  bool
-	LeaderElectionNS             string
-	LeaderElectionID             string
-	ConfigName                   string
-	WebhookAddress               string
-	NamespaceDomains             []string
-	AdoptNamespaces              []string
-	MaxGracePeriod               time.Duration
-	MaxEntriesPerObject          int
-	MaxAliasesPerObject          int
-	MaxTagsPerObject             int
-	MaxEntriesPerNamespace       int
-	MaxWritesPerSync             int
-	// MaxObjectWritesPerMinute and MaxNamespaceWritesPerMinute are the write-rate budgets.
-	MaxObjectWritesPerMinute    int
-	MaxNamespaceWritesPerMinute int
-	ProbeWait                   time.Duration
+	// Settings are what the flags say of the settings a RouterHostsConfig may also set, in
+	// their one typed home: the flags fill them, validate completes them (the IP resolution
+	// chain, the tenancy), and a RouterHostsConfig's fields are laid over them
+	// (clusterconfig.Merge).
+	clusterconfig.Settings
+
+	Sources              []string
+	Provider             string
+	TLSCA                string
+	TLSCert              string
+	TLSKey               string
+	MinEventSyncInterval time.Duration
+	WriteConcurrency     int
+	RequestTimeout       time.Duration
+	Once                 bool
+	DryRun               bool
+	Namespace            string
+	LabelFilter          string
+	DNSServers           []string
+	Kubeconfig           string
+	KubeAPIQPS           float32
+	KubeAPIBurst         int
+	LogLevel             string
+	LogFormat            string
+	MetricsAddress       string
+	LeaderElect          bool
+	LeaderElectionNS     string
+	LeaderElectionID     string
+	ConfigName           string
+	WebhookAddress       string
+	ProbeWait            time.Duration
 	// Force lets release go ahead where it cannot know whether the cluster's operator runs.
 	Force bool
 	// ServiceAccountTokenFile is the pod's service-account token, whose service account gives
@@ -93,10 +67,14 @@ type Config struct {
 	Version string
 	Build   Build
 
-	strategies []source.Strategy
-	policy     plan.Policy
-	domains    endpoint.DomainFilter
-	tenancy    registry.Tenancy
+	// What the flags say as written, which validate turns into Settings: --ip-resolution,
+	// --policy, --namespace-domains, --adopt-namespace and --max-grace-period.
+	ipResolution     []string
+	policy           string
+	namespaceDomains []string
+	adoptNamespaces  []string
+	maxGracePeriod   time.Duration
+	domains          endpoint.DomainFilter
 }
 
 // The subcommands.
@@ -156,10 +134,10 @@ func ParseFlags(args []string, build Build) (*Config, error) {
 		// tenant: its budgets would cap external-dns at a thousand names, and all of them at
 		// the pace of one namespace.
 		if !given("max-entries-per-namespace") {
-			cfg.MaxEntriesPerNamespace = 0
+			cfg.Budgets.EntriesPerNamespace = 0
 		}
 		if !given("max-namespace-writes-per-minute") {
-			cfg.MaxNamespaceWritesPerMinute = 0
+			cfg.Budgets.NamespaceWritesPerMinute = 0
 		}
 	}
 	return cfg, cfg.validate()
@@ -196,27 +174,27 @@ func newApp(cfg *Config, build Build, getenv func(string) string) *kingpin.Appli
 	app.Flag("tls-ca", "CA certificate file that signed the server's certificate; with --tls-cert and --tls-key, re-read when the files change (the RouterHostsConfig's spec.server.tlsSecretRef wins).").StringVar(&cfg.TLSCA)
 	app.Flag("tls-cert", "Client certificate file for mTLS (TLS 1.3).").StringVar(&cfg.TLSCert)
 	app.Flag("tls-key", "Client private key file for mTLS.").StringVar(&cfg.TLSKey)
-	app.Flag("tls-server-name", "Server name to verify in the server's certificate, when it differs from the endpoint's host; unset, the endpoint's host is checked, a DNS name against the certificate's DNS names and an IP address against its IP addresses.").StringVar(&cfg.TLSServerName)
+	app.Flag("tls-server-name", "Server name to verify in the server's certificate, when it differs from the endpoint's host; unset, the endpoint's host is checked, a DNS name against the certificate's DNS names and an IP address against its IP addresses.").StringVar(&cfg.ServerName)
 	app.Flag("cluster-name", "Name written in the cluster:<name> tag; lets several clusters share one server. The webhook command's default is "+WebhookCluster+"; release needs it given.").Default("default").StringVar(&cfg.ClusterName)
 	app.Flag("cluster-id", "The installation's identity, "+strconv.Itoa(registry.IdentityLength)+" hex digits written in a tag of its own beside the cluster's name (cluster-id:<id>), so that a namesake's entries are never taken for this cluster's and a rename keeps them (default: derived from the kube-system namespace's UID and the leader Lease's namespace and name; the webhook derives it from its service account's UID, read from --service-account-token-file, and release reads it from the name's entries on the router).").
 		StringVar(&cfg.ClusterID)
 	brake := registry.DefaultBrake()
 	app.Flag("mass-deletion-percent", "Brake: when more than this percent of the cluster's entries would be on their way out at once (and at least --mass-deletion-minimum), nothing is marked or deleted until the deletion is confirmed or its cause goes away (0: no brake).").
-		Default(strconv.Itoa(int(brake.Share * 100))).SetValue(&integer{flag: "mass-deletion-percent", target: &cfg.MassDeletionPercent})
+		Default(strconv.Itoa(int(brake.Share * 100))).SetValue(&percent{flag: "mass-deletion-percent", zero: "no brake", target: &cfg.Brake.Share})
 	app.Flag("mass-deletion-minimum", "Brake: the fewest entries on their way out that can trip it.").
-		Default(strconv.Itoa(brake.Minimum)).SetValue(&integer{flag: "mass-deletion-minimum", target: &cfg.MassDeletionMinimum})
+		Default(strconv.Itoa(brake.Minimum)).SetValue(&integer{flag: "mass-deletion-minimum", target: &cfg.Brake.Minimum})
 	app.Flag("mass-deletion-namespace-percent", "Brake: the same for each namespace on its own: when more than this percent of one namespace's entries would be on their way out at once (and at least --mass-deletion-namespace-minimum), nothing of that namespace is marked or deleted, and no new name of it is written, until the deletion is confirmed or its cause goes away (0: no namespace's brake).").
-		Default(strconv.Itoa(int(brake.NamespaceShare * 100))).SetValue(&integer{flag: "mass-deletion-namespace-percent", target: &cfg.MassDeletionNamespacePercent})
+		Default(strconv.Itoa(int(brake.NamespaceShare * 100))).SetValue(&percent{flag: "mass-deletion-namespace-percent", zero: "no namespace's brake", target: &cfg.Brake.NamespaceShare})
 	app.Flag("mass-deletion-namespace-minimum", "Brake: the fewest entries of one namespace on their way out that can trip its brake.").
-		Default(strconv.Itoa(brake.NamespaceMinimum)).SetValue(&integer{flag: "mass-deletion-namespace-minimum", target: &cfg.MassDeletionNamespaceMinimum})
+		Default(strconv.Itoa(brake.NamespaceMinimum)).SetValue(&integer{flag: "mass-deletion-namespace-minimum", target: &cfg.Brake.NamespaceMinimum})
 	app.Flag("confirm-mass-deletion", "Let the held mass deletion with this token through (the MassDeletionHeld warning names it).").
-		StringVar(&cfg.ConfirmMassDeletion)
+		StringVar(&cfg.Brake.Confirm)
 	app.Flag("ip-resolution", "Ordered IP resolution chain (repeatable): ingress-status, gateway-status, service:<namespace>/<name>, static:<ip>; Gateway API routes try gateway-status first unless it is placed.").
-		Default("ingress-status").StringsVar(&cfg.IPResolution)
+		Default("ingress-status").StringsVar(&cfg.ipResolution)
 	app.Flag("grace-period", "How long an entry whose address is no longer wanted stays, marked, before it is deleted or, if adopted, given back; an object's grace-period annotation replaces it for that object.").
 		Default("5m").SetValue(&duration{flag: "grace-period", target: &cfg.GracePeriod})
 	app.Flag("default-tag", "Tag added to every entry the operator creates (repeatable); the operator's reserved tags are refused.").StringsVar(&cfg.DefaultTags)
-	app.Flag("policy", "sync (create, update, delete), upsert-only (never mark, delete or give back) or create-only (never write an existing entry: no update, unmark or adoption).").Default("sync").SetValue(&enum{flag: "policy", allowed: []string{"sync", "upsert-only", "create-only"}, target: &cfg.Policy})
+	app.Flag("policy", "sync (create, update, delete), upsert-only (never mark, delete or give back) or create-only (never write an existing entry: no update, unmark or adoption).").Default("sync").SetValue(&enum{flag: "policy", allowed: []string{"sync", "upsert-only", "create-only"}, target: &cfg.policy})
 	app.Flag("interval", "Period of full resyncs.").Default("1m").SetValue(&duration{flag: "interval", target: &cfg.Interval})
 	app.Flag("min-event-sync-interval", "Least time between the starts of event-triggered syncs.").Default("1s").SetValue(&duration{flag: "min-event-sync-interval", target: &cfg.MinEventSyncInterval})
 	app.Flag("write-concurrency", "Writes sent to the server in parallel.").Default("4").SetValue(&integer{flag: "write-concurrency", target: &cfg.WriteConcurrency})
@@ -226,34 +204,34 @@ func newApp(cfg *Config, build Build, getenv func(string) string) *kingpin.Appli
 	app.Flag("domain-filter", "Only manage hostnames equal to or under this domain (repeatable) (default: all).").StringsVar(&cfg.DomainFilter)
 	app.Flag("exclude-domains", "Never manage hostnames equal to or under this domain (repeatable).").StringsVar(&cfg.ExcludeDomains)
 	app.Flag("ingress-class", "Manage every Ingress of this ingress class (repeatable; spec.ingressClassName or the legacy kubernetes.io/ingress.class annotation) without its annotation; router-hosts.fzymgc.house/enabled: \"false\" opts one out.").
-		StringsVar(&cfg.IngressClasses)
+		StringsVar(&cfg.OptIn.IngressClasses)
 	app.Flag("gateway-name", "Manage every route attached to this Gateway, namespace/name (repeatable), without annotations; router-hosts.fzymgc.house/enabled: \"false\" on a route opts it out.").
-		StringsVar(&cfg.GatewayNames)
+		StringsVar(&cfg.OptIn.GatewayNames)
 	app.Flag("external-dns-annotations", "Also read external-dns's annotations: external-dns.alpha.kubernetes.io/hostname opts an object in with those hostnames, external-dns.alpha.kubernetes.io/target gives its addresses (IPs, or hostnames resolved by DNS); the operator's own ip-address annotation wins.").
-		BoolVar(&cfg.ExternalDNSAnnotations)
+		BoolVar(&cfg.OptIn.ExternalDNSAnnotations)
 	app.Flag("dns-server", "DNS server, host:port, that resolves hostnames given where an address is wanted (a load balancer that reports only a hostname, a target annotation) (repeatable: asked in turn, each for up to 5 s, two rounds; default: the nameservers of /etc/resolv.conf, with its timeout and attempts options).").
 		StringsVar(&cfg.DNSServers)
 	budgets := registry.DefaultBudgets()
 	app.Flag("namespace-domains", "NAMESPACE=DOMAIN[,DOMAIN...] (repeatable): when given, namespaces may claim only names (hostnames and aliases) under the domains listed for them; NAMESPACE may be a pattern such as team-* or *.").
-		StringsVar(&cfg.NamespaceDomains)
+		StringsVar(&cfg.namespaceDomains)
 	app.Flag("adopt-namespace", "Namespace, or pattern, whose objects may adopt hand-made entries (repeatable); given once empty, none may. A hand-made entry tagged no-adopt is never adopted.").
-		Default("*").StringsVar(&cfg.AdoptNamespaces)
+		Default("*").StringsVar(&cfg.adoptNamespaces)
 	app.Flag("max-grace-period", "The longest grace period an object may ask for (its annotation is capped) or an entry may carry; 0 lifts the cap.").
-		Default("8760h").SetValue(&duration{flag: "max-grace-period", target: &cfg.MaxGracePeriod})
+		Default("8760h").SetValue(&duration{flag: "max-grace-period", target: &cfg.maxGracePeriod})
 	app.Flag("max-entries-per-object", "Budget: an object's hostnames times their addresses; an object over any budget keeps the entries it has and gets no new ones (0: no limit).").
-		Default(strconv.Itoa(budgets.EntriesPerObject)).SetValue(&integer{flag: "max-entries-per-object", target: &cfg.MaxEntriesPerObject})
+		Default(strconv.Itoa(budgets.EntriesPerObject)).SetValue(&integer{flag: "max-entries-per-object", target: &cfg.Budgets.EntriesPerObject})
 	app.Flag("max-aliases-per-object", "Budget: the aliases an object asks for, over all its hostnames (0: no limit).").
-		Default(strconv.Itoa(budgets.AliasesPerObject)).SetValue(&integer{flag: "max-aliases-per-object", target: &cfg.MaxAliasesPerObject})
+		Default(strconv.Itoa(budgets.AliasesPerObject)).SetValue(&integer{flag: "max-aliases-per-object", target: &cfg.Budgets.AliasesPerObject})
 	app.Flag("max-tags-per-object", "Budget: the tags an object asks for (0: no limit).").
-		Default(strconv.Itoa(budgets.TagsPerObject)).SetValue(&integer{flag: "max-tags-per-object", target: &cfg.MaxTagsPerObject})
+		Default(strconv.Itoa(budgets.TagsPerObject)).SetValue(&integer{flag: "max-tags-per-object", target: &cfg.Budgets.TagsPerObject})
 	app.Flag("max-entries-per-namespace", "Budget: the entries of one namespace; beyond it, its new hostnames are not written (0: no limit; the webhook command's default is 0, its one namespace being no tenant).").
-		Default(strconv.Itoa(budgets.EntriesPerNamespace)).SetValue(&integer{flag: "max-entries-per-namespace", target: &cfg.MaxEntriesPerNamespace})
+		Default(strconv.Itoa(budgets.EntriesPerNamespace)).SetValue(&integer{flag: "max-entries-per-namespace", target: &cfg.Budgets.EntriesPerNamespace})
 	app.Flag("max-writes-per-sync", "Budget: the writes of one sync; the rest follow in the next sync, at once, every namespace and object taking turns (0: no limit).").
-		Default(strconv.Itoa(budgets.WritesPerSync)).SetValue(&integer{flag: "max-writes-per-sync", target: &cfg.MaxWritesPerSync})
+		Default(strconv.Itoa(budgets.WritesPerSync)).SetValue(&integer{flag: "max-writes-per-sync", target: &cfg.Budgets.WritesPerSync})
 	app.Flag("max-object-writes-per-minute", "Budget: how fast one object writes, beyond writing all it asks for at once; an object that changes faster (a flapping address) has its latest state written at this rate, and the states between never (0: no limit).").
-		Default(strconv.Itoa(budgets.ObjectWritesPerMinute)).SetValue(&integer{flag: "max-object-writes-per-minute", target: &cfg.MaxObjectWritesPerMinute})
+		Default(strconv.Itoa(budgets.ObjectWritesPerMinute)).SetValue(&integer{flag: "max-object-writes-per-minute", target: &cfg.Budgets.ObjectWritesPerMinute})
 	app.Flag("max-namespace-writes-per-minute", "Budget: how fast one namespace writes, beyond writing all it asks for at once (0: no limit; the webhook command's default is 0, its one namespace being no tenant).").
-		Default(strconv.Itoa(budgets.NamespaceWritesPerMinute)).SetValue(&integer{flag: "max-namespace-writes-per-minute", target: &cfg.MaxNamespaceWritesPerMinute})
+		Default(strconv.Itoa(budgets.NamespaceWritesPerMinute)).SetValue(&integer{flag: "max-namespace-writes-per-minute", target: &cfg.Budgets.NamespaceWritesPerMinute})
 	app.Flag("label-filter", "Only read the objects that carry hostnames whose labels match this selector (applied by the apiserver), e.g. dns=internal; what they point to (Gateways, namespaces, the Services of --ip-resolution) is read whatever its labels.").StringVar(&cfg.LabelFilter)
 	app.Flag("namespace", "Only read the objects that carry hostnames in this namespace (default: all); what they point to (Gateways, namespaces, the Services of --ip-resolution) is read wherever it is.").StringVar(&cfg.Namespace)
 	app.Flag("kubeconfig", "Kubeconfig file (default: $KUBECONFIG, else the in-cluster config).").Default(getenv("KUBECONFIG")).StringVar(&cfg.Kubeconfig)
@@ -291,32 +269,25 @@ func newApp(cfg *Config, build Build, getenv func(string) string) *kingpin.Appli
 func (cfg *Config) validate() error {
 	var err error
 	cfg.Sources = source.Expand(cfg.Sources)
-	if cfg.strategies, err = source.ParseIPResolution(cfg.IPResolution); err != nil {
+	if cfg.IPResolution, err = source.ParseIPResolution(cfg.ipResolution); err != nil {
 		return fmt.Errorf("--ip-resolution: %w", err)
 	}
-	if cfg.policy, err = plan.ParsePolicy(cfg.Policy); err != nil {
+	if cfg.Policy, err = plan.ParsePolicy(cfg.policy); err != nil {
 		return fmt.Errorf("--policy: %w", err)
 	}
 	if cfg.domains, err = endpoint.NewDomainFilter(cfg.DomainFilter, cfg.ExcludeDomains); err != nil {
 		return fmt.Errorf("--domain-filter/--exclude-domains: %w", err)
 	}
-	if cfg.tenancy, err = parseTenancy(cfg.NamespaceDomains, cfg.AdoptNamespaces, cfg.MaxGracePeriod); err != nil {
+	if cfg.Tenancy, err = parseTenancy(cfg.namespaceDomains, cfg.adoptNamespaces, cfg.maxGracePeriod); err != nil {
 		return err
 	}
-	if cfg.MassDeletionPercent < 0 || cfg.MassDeletionPercent > 100 {
-		return fmt.Errorf("--mass-deletion-percent %d: want 0 (no brake) to 100", cfg.MassDeletionPercent)
-	}
-	if cfg.MassDeletionNamespacePercent < 0 || cfg.MassDeletionNamespacePercent > 100 {
-		return fmt.Errorf("--mass-deletion-namespace-percent %d: want 0 (no namespace's brake) to 100", cfg.MassDeletionNamespacePercent)
-	}
-	if _, err := registry.New(registry.Config{ClusterName: cfg.ClusterName, ClusterID: cfg.ClusterID, DefaultTags: cfg.DefaultTags, GracePeriod: cfg.GracePeriod,
-		Tenancy: cfg.tenancy, Budgets: cfg.budgets(), Brake: cfg.brake()}); err != nil {
+	if _, err := registry.New(cfg.Config); err != nil {
 		return fmt.Errorf("--cluster-name, --cluster-id, --default-tag, --grace-period, the tenancy, the budgets or the brake: %w", err)
 	}
 	if _, err := labels.Parse(cfg.LabelFilter); err != nil {
 		return fmt.Errorf("--label-filter: %w", err)
 	}
-	if err := cfg.optIn().Check(); err != nil {
+	if err := cfg.OptIn.Check(); err != nil {
 		return fmt.Errorf("--ingress-class or --gateway-name: %w", err)
 	}
 	for _, s := range cfg.DNSServers {
@@ -431,6 +402,26 @@ func (n *integer) Set(v string) error {
 
 func (n *integer) String() string { return strconv.Itoa(*n.target) }
 
+// percent is a whole percent, 0 to 100, kept as a share (0 to 1); zero says what 0 means.
+type percent struct {
+	flag, zero string
+	target     *float64
+}
+
+func (p *percent) Set(v string) error {
+	x, err := strconv.Atoi(v)
+	if err != nil {
+		return fmt.Errorf("--%s: %q is not a whole number", p.flag, v)
+	}
+	if x < 0 || x > 100 {
+		return fmt.Errorf("--%s %d: want 0 (%s) to 100", p.flag, x, p.zero)
+	}
+	*p.target = float64(x) / 100
+	return nil
+}
+
+func (p *percent) String() string { return strconv.Itoa(int(math.Round(*p.target * 100))) }
+
 // float is a decimal flag; its range is checked in validate.
 type float struct {
 	flag   string
@@ -458,25 +449,9 @@ func defaultLeaseNamespace(getenv func(string) string) string {
 
 // settings are what the flags say of the settings a RouterHostsConfig may override.
 func (cfg *Config) settings() clusterconfig.Settings {
-	return clusterconfig.Settings{
-		ClusterName: cfg.ClusterName, DefaultTags: cfg.DefaultTags, GracePeriod: cfg.GracePeriod, Policy: cfg.policy,
-		IPResolution: cfg.strategies, DomainFilter: cfg.DomainFilter, ExcludeDomains: cfg.ExcludeDomains, Interval: cfg.Interval,
-		Endpoint: cfg.Endpoint, ServerName: cfg.TLSServerName, TLSFiles: cfg.TLSCA != "", NoServer: cfg.Provider == "inmemory",
-		OptIn: cfg.optIn(), Tenancy: cfg.tenancy, Budgets: cfg.budgets(), ClusterID: cfg.ClusterID, Brake: cfg.brake(),
-	}
-}
-
-// brake is what the flags say of the mass-deletion brake.
-func (cfg *Config) brake() registry.Brake {
-	return registry.Brake{Share: float64(cfg.MassDeletionPercent) / 100, Minimum: cfg.MassDeletionMinimum,
-		NamespaceShare: float64(cfg.MassDeletionNamespacePercent) / 100, NamespaceMinimum: cfg.MassDeletionNamespaceMinimum, Confirm: cfg.ConfirmMassDeletion}
-}
-
-// budgets are what the flags say of the budgets.
-func (cfg *Config) budgets() registry.Budgets {
-	return registry.Budgets{EntriesPerObject: cfg.MaxEntriesPerObject, AliasesPerObject: cfg.MaxAliasesPerObject,
-		TagsPerObject: cfg.MaxTagsPerObject, EntriesPerNamespace: cfg.MaxEntriesPerNamespace, WritesPerSync: cfg.MaxWritesPerSync,
-		ObjectWritesPerMinute: cfg.MaxObjectWritesPerMinute, NamespaceWritesPerMinute: cfg.MaxNamespaceWritesPerMinute}
+	s := cfg.Settings
+	s.TLSFiles, s.NoServer = cfg.TLSCA != "", cfg.Provider == "inmemory"
+	return s
 }
 
 // parseTenancy reads --namespace-domains (NAMESPACE=DOMAIN[,DOMAIN...]), --adopt-namespace (an
@@ -508,9 +483,4 @@ func parseTenancy(domains, adopters []string, maxGrace time.Duration) (registry.
 		return registry.Tenancy{}, fmt.Errorf("--namespace-domains or --adopt-namespace: %w", err)
 	}
 	return t, nil
-}
-
-// optIn is what the flags say of how objects opt in besides their annotation.
-func (cfg *Config) optIn() source.OptIn {
-	return source.OptIn{IngressClasses: cfg.IngressClasses, GatewayNames: cfg.GatewayNames, ExternalDNSAnnotations: cfg.ExternalDNSAnnotations}
 }

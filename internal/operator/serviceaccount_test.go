@@ -10,6 +10,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/router-hosts-operator/router-hosts-operator/internal/clusterconfig"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )
 
@@ -105,7 +106,7 @@ func TestWebhookIdentity(t *testing.T) {
 		{"garbled", "", garbled, "", garbled + ": not a JWT"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			id, from, err := webhookIdentityOf(&Config{ClusterID: c.clusterID, ServiceAccountTokenFile: c.file})
+			id, from, err := webhookIdentityOf(&Config{Settings: clusterconfig.Settings{Config: registry.Config{ClusterID: c.clusterID}}, ServiceAccountTokenFile: c.file})
 			if c.err != "" {
 				if err == nil || !strings.Contains(err.Error(), c.err) || !strings.Contains(err.Error(), "run it in a pod") || !strings.Contains(err.Error(), "--cluster-id") {
 					t.Fatalf("got %q from %q, %v; want a refusal with %q that says how to fix it", id, from, err, c.err)
