@@ -19,8 +19,7 @@ func planOnce(p *Planner, incremental bool, eps []*endpoint.Endpoint, records ..
 		s.Read = ReadKnown
 	}
 	p.plan(s, eps)
-	p.merges.end()
-	p.views.sweep()
+	p.mem.End()
 	return s
 }
 
@@ -137,54 +136,6 @@ func TestAHostnameWithNoAddressNorEntriesSettlesSafely(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		if s := planOnce(p, true, []*endpoint.Endpoint{noAddr}); len(s.Changes) != 0 {
 			t.Fatalf("sync %d: %v", i, s.Changes)
-		}
-	}
-}
-
-// TestViewsAreKeptWhileTagsHold: an entry's tags are parsed once while they hold, again when
-// they change, and forgotten when a read no longer returns the entry.
-func TestViewsAreKeptWhileTagsHold(t *testing.T) {
-	p := New(newReg(t), nil, nil)
-	e := owned("e1", "web.lan", "10.0.0.1")
-	first := p.views.Parse(&e)
-	if p.views.Parse(&e) != first {
-		t.Error("the same tags were parsed again")
-	}
-	retagged := e
-	retagged.Tags = append(slices.Clone(e.Tags), "mine")
-	if p.views.Parse(&retagged) == first {
-		t.Error("changed tags were not parsed again")
-	}
-	planOnce(p, false, nil, owned("e2", "other.lan", "10.0.0.2"))
-	if _, ok := p.views.byID["e1"]; ok {
-		t.Error("an entry no read returns is still cached")
-	}
-}
-
-// TestAMergeReusedThenChangedIsForgotten: a hostname whose merge is handed back, but whose
-// endpoint a later step changes (an alias a hand-made entry now carries), is no longer kept,
-// so that it is planned, not settled, and its refusal reported by every sync.
-func TestAMergeReusedThenChangedIsForgotten(t *testing.T) {
-	p := New(newReg(t), nil, nil)
-	web := claim("web.lan", "default", "web", "uid-1", time.Hour, "10.0.0.1")
-	web.Aliases = []string{"files.lan"}
-	recs := []endpoint.Record{owned("e1", "web.lan", "10.0.0.1", "source:uid-1")}
-	recs[0].Aliases = []string{"files.lan"}
-	planOnce(p, false, []*endpoint.Endpoint{web}, recs...)
-	if p.merges.byHost["web.lan"] == nil {
-		t.Fatal("web.lan's merge was not kept")
-	}
-	hand := endpoint.Record{ID: "h1", Hostname: "nas.lan", IP: "10.0.0.5", Version: "1", Aliases: []string{"files.lan"}}
-	for i := 0; i < 2; i++ {
-		s := planOnce(p, false, []*endpoint.Endpoint{web}, recs[0], hand)
-		if got := byHost(s.Desired)["web.lan"]; got == nil || len(got.Aliases) != 0 {
-			t.Fatalf("sync %d: web.lan %+v, want it without files.lan", i, got)
-		}
-		if len(s.Conflicts) != 1 || s.Conflicts[0].Hostname != "files.lan" || !s.Conflicts[0].Alias {
-			t.Fatalf("sync %d: conflicts %+v, want files.lan's", i, s.Conflicts)
-		}
-		if p.merges.byHost["web.lan"] != nil {
-			t.Fatalf("sync %d: web.lan's merge is kept though its endpoint lost an alias", i)
 		}
 	}
 }

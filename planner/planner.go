@@ -1,9 +1,9 @@
 // Package planner owns everything between "these endpoints are wanted" and "these writes go
-// out": what it reads of the server, the registry's ownership policy applied to it, the plan,
-// and every cache that makes a sync among thousands of unchanged hostnames cheap (the known
-// server state, refused writes, parsed tags, merges and settled hostnames), each with its
-// invalidation rule in a file of its own. Its two calls are Plan and Learn; the controller
-// keeps scheduling, the writes and the report.
+// out": what it reads of the server (the state known from earlier syncs, one hostname searched,
+// or the whole server), the registry's decision over it, and what it keeps between syncs (the
+// known server state, refused writes, the write-rate allowances and the registry's Memory),
+// each with its invalidation rule in a file of its own. Its two calls are Plan and Learn; the
+// controller keeps scheduling, the writes and the report.
 package planner
 
 import (
@@ -79,9 +79,7 @@ type Planner struct {
 
 	known   known
 	refused refused
-	views   views
-	merges  merges
-	witness witness
+	mem     *registry.Memory
 	rates   rates
 }
 
@@ -91,17 +89,15 @@ func New(reg *registry.Registry, read Reader, clk clock.PassiveClock) *Planner {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &Planner{reg: reg, read: read, clk: clk, views: views{reg: reg}}
+	return &Planner{reg: reg, read: read, clk: clk, mem: reg.NewMemory()}
 }
 
 // Reset forgets everything learnt: the registry's settings changed.
 func (p *Planner) Reset() {
 	p.known.forget()
-	p.views.reset()
-	p.merges.reset()
+	p.mem.Reset()
 	p.refused = refused{}
 	p.rates = rates{}
-	p.witness.reset()
 }
 
 // Sync is one sync's plan.
@@ -198,8 +194,7 @@ func (p *Planner) Plan(ctx context.Context, eps []*endpoint.Endpoint, mode Mode)
 	s.Changes, deferred = p.reg.Ration(s.Changes)
 	s.Deferred = len(deferred)
 	s.deferredCreates = slices.ContainsFunc(deferred, func(c plan.Change) bool { return c.Action == plan.Create })
-	p.merges.end()
-	p.views.sweep()
+	p.mem.End()
 	return s, nil
 }
 
@@ -212,7 +207,7 @@ func (p *Planner) readServer(ctx context.Context, s *Sync) error {
 		return fmt.Errorf("listing router-hosts entries: %w", err)
 	}
 	s.Read, s.records = ReadServer, records
-	p.witness.observe(records, &p.views, p.clk.Now())
+	p.mem.Observe(records, p.clk.Now())
 	return nil
 }
 
@@ -223,11 +218,8 @@ func (p *Planner) plan(s *Sync, eps []*endpoint.Endpoint) {
 	if s.Read != ReadServer {
 		records = p.known.records()
 	}
-	p.views.begin()
-	p.merges.begin()
-	s.Decision = p.reg.Decide(p.clk.Now(), records, eps, registry.Caches{Parser: &p.views, Witness: &p.witness, Merges: &p.merges,
+	s.Decision = p.reg.Decide(p.clk.Now(), records, eps, registry.Caches{Memory: p.mem,
 		Read: registry.Read{Partial: s.Read != ReadServer, Searched: s.searched, SearchesLone: true}, Rates: p.rates.byKey})
-	p.merges.changed(s.Plan)
 	s.Entries = len(records)
 	if s.Mode == Event {
 		s.Changes, s.Refused = p.refused.skip(s.Changes)
@@ -272,7 +264,7 @@ func (p *Planner) skipped(s *Sync, c plan.Change) bool {
 // to be out of date.
 func (p *Planner) Learn(s *Sync, results []plan.Result) (again bool) {
 	p.rates.charged(p.reg, p.reg.Charge(s.Rates, s.Changes, results), s.Read == ReadServer, s.Now)
-	p.witness.wrote(s.Changes, results)
+	p.mem.Wrote(s.Changes, results)
 	failures := plan.Failures(results)
 	switch {
 	case len(failures) > 0 || s.NeedFresh || s.deferredCreates:

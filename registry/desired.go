@@ -12,7 +12,7 @@ import (
 // entries; a merge handed back counts as used by the sync, which is the cache's own account.
 // What desired merges afresh, and the merges it finds no longer hold, come back in
 // Wanted.Merges.
-type Merges interface {
+type mergeSource interface {
 	Merged(host string, claims []*endpoint.Endpoint, owned []*endpoint.Record) (out *endpoint.Endpoint, ok bool)
 }
 
@@ -118,12 +118,12 @@ func (r *Registry) adoptable(ep *endpoint.Endpoint, rec *endpoint.Record) bool {
 // now is the sync's clock reading, which says whose grace period has ended. merges (may be
 // nil) hands back the merge of a hostname whose claims and entries are those it was made from.
 // desired reads st and eps and writes to neither: a claim a stage changes is a copy.
-func (r *Registry) desired(now time.Time, eps []*endpoint.Endpoint, st *State, merges Merges) Wanted {
+func (r *Registry) desired(now time.Time, eps []*endpoint.Endpoint, st *State, merges mergeSource) Wanted {
 	return r.runClaimStages(claimStages[:], now, eps, st, merges)
 }
 
 // runClaimStages runs the claim stages of table in order.
-func (r *Registry) runClaimStages(table []claimStage, now time.Time, eps []*endpoint.Endpoint, st *State, merges Merges) Wanted {
+func (r *Registry) runClaimStages(table []claimStage, now time.Time, eps []*endpoint.Endpoint, st *State, merges mergeSource) Wanted {
 	in := &claimsIn{now: now, st: st, owned: ownedByHost(st), car: carriersOf(st), merges: merges}
 	var w Wanted
 	for _, s := range table {

@@ -151,15 +151,12 @@ type Decision struct {
 	Now time.Time
 }
 
-// Caches are what a caller keeps from one decision to the next so that a sync among
-// thousands of unchanged hostnames is cheap. Any may be nil: the registry decides the same
-// without them.
+// Caches are what a caller keeps from one decision to the next. Any may be nil: the registry
+// decides the same without them.
 type Caches struct {
-	// Parser hands back an entry's parsed tags; Witness what other writers were seen doing.
-	Parser  Parser
-	Witness Witness
-	// Merges hands back merges made before and keeps the new ones.
-	Merges MergeCache
+	// Memory is what earlier decisions left that makes a sync among thousands of unchanged
+	// hostnames cheap, and what this process saw other writers do (memory.go).
+	Memory *Memory
 	// Read is what the records are; Rates the write-rate allowances earlier syncs left.
 	Read  Read
 	Rates Rates
@@ -179,33 +176,20 @@ type Read struct {
 	SearchesLone bool
 }
 
-// MergeCache keeps the merges desired makes, and says which hostnames are settled: the plan,
-// being pure, would find nothing to change for them.
-type MergeCache interface {
-	Merges
-	// Keep takes the merges one decision made afresh, and forgets those it found no longer
-	// hold (Merge.Conflicted).
-	Keep(made []Merge)
-	// Settled are the hostnames of desired the plan need not look at.
-	Settled(desired []*endpoint.Endpoint, st *State) map[string]bool
-}
-
 // Decide is one sync's decision at time now, from one read of the router's entries and the
 // sources' endpoints (claims): it sorts the entries by owner (classify), runs the claim stages
 // (desired), plans, and runs the change stages (apply). One clock reading decides both whose
 // grace period has ended (a holder that let go) and which marks fall due.
 func (r *Registry) Decide(now time.Time, records []endpoint.Record, claims []*endpoint.Endpoint, c Caches) Decision {
-	st := r.classify(records, claims, c.Parser, c.Witness)
-	var merges Merges
-	if c.Merges != nil {
-		merges = c.Merges
-	}
-	w := r.desired(now, claims, st, merges)
+	m := c.Memory
+	m.begin()
+	st := r.classify(records, claims, m.parser(r), m.writers())
+	w := r.desired(now, claims, st, m.mergeSource())
 	var settled map[string]bool
-	if c.Merges != nil {
-		c.Merges.Keep(w.Merges)
+	if m != nil {
+		m.merges.Keep(w.Merges)
 		if c.Read.Partial {
-			settled = c.Merges.Settled(w.Endpoints, st)
+			settled = m.merges.Settled(w.Endpoints, st)
 		}
 	}
 	toPlan := w.Endpoints
@@ -218,6 +202,7 @@ func (r *Registry) Decide(now time.Time, records []endpoint.Record, claims []*en
 		}
 	}
 	changes := (&plan.Plan{Current: r.current(st, toPlan, settled), Desired: toPlan, Policy: r.cfg.Policy}).Calculate()
+	m.planned(changes)
 	v, problems := r.apply(&changesIn{now: now, st: st, desired: w.Endpoints, read: c.Read, rates: c.Rates}, changes)
 	if len(problems) > 0 {
 		w.Problems = append(slices.Clip(w.Problems), problems...)

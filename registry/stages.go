@@ -52,7 +52,7 @@ type claimsIn struct {
 	st     *State
 	owned  map[string][]*endpoint.Record // by lowercase hostname
 	car    carriers
-	merges Merges
+	merges mergeSource
 	// byHost are the claims each hostname was merged from, once "merge" has run.
 	byHost map[string][]*endpoint.Endpoint
 	// changed are the hostnames whose claims or endpoint a stage changed or turned down, in

@@ -40,9 +40,9 @@ func (p *Parsed) Marked() bool {
 	return marked
 }
 
-// Parser parses entries' tags, from a cache of its own when an entry's tags are those it
+// tagParser parses entries' tags, from a cache of its own when an entry's tags are those it
 // parsed before (the registry's Parse when there is none).
-type Parser interface {
+type tagParser interface {
 	Parse(rec *endpoint.Record) *Parsed
 }
 
@@ -70,8 +70,8 @@ type State struct {
 	// hostname, because DNS names compare without case.
 	Unowned map[string][]endpoint.Record
 
-	parser  Parser
-	witness Witness
+	parser  tagParser
+	witness writers
 }
 
 // view is the view of an entry some operator wrote (every owned entry is one); the zero view
@@ -98,7 +98,7 @@ func (s *State) ForeignCount() int {
 // another cluster's, nor marks it for deletion. The entries the tags leave open (an earlier
 // version's, this identity's under another name, this name's under another identity) are
 // decided by claims, the sources' endpoints (resolveOpen).
-func (r *Registry) classify(records []endpoint.Record, claims []*endpoint.Endpoint, parser Parser, witness Witness) *State {
+func (r *Registry) classify(records []endpoint.Record, claims []*endpoint.Endpoint, parser tagParser, witness writers) *State {
 	if parser == nil {
 		parser = r
 	}

@@ -12,7 +12,7 @@ import (
 // does not want, and the other undoes it, every interval, until one of them is away long
 // enough for a mark to fall due. Nothing on the router tells them apart; what gives a twin
 // away is what it does: it undoes this process's writes. So every process keeps, for each
-// entry of its identity, what it last saw and wrote (the caller's Witness), and counts a strike
+// entry of its identity, what it last saw and wrote (the caller's writers), and counts a strike
 // against an entry each time another writer rewrites it after this process did, lifts a mark
 // this process wrote, or marks it while it is wanted:
 //   - an entry with two strikes is contested: no update, mark, deletion or release goes to it
@@ -25,9 +25,9 @@ import (
 //     a restart start a new process, which has seen nothing yet.
 // The fix is an identity of each one's own: --cluster-id pinned on one of them.
 
-// Witness is what this process saw other writers do on the router: the strikes against each
+// writers is what this process saw other writers do on the router: the strikes against each
 // entry (by ID), and the identities seen writing entries of this cluster's name.
-type Witness interface {
+type writers interface {
 	Strikes(id string) int
 	Alive(identity string) bool
 }

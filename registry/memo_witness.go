@@ -1,18 +1,17 @@
-package planner
+package registry
 
 import (
 	"time"
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
-	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )
 
 // witness is what this process saw and wrote of the entries its identity or its cluster's name
 // carries, by entry ID: the version it last saw and whether that was its own write. The rules:
 // a whole read compares each such entry with what was seen; a version that moved without this
 // process writing it is another writer's, whose identity is alive (a namesake's entry), or
-// whose rewrite earns strikes (registry.Strike) against an entry of this identity. A strike
+// whose rewrite earns strikes (Strike) against an entry of this identity. A strike
 // older than strikeMemory is forgotten, unless the entry is contested by then; the write
 // results are seen as this process's own; entries a whole read no longer returns are swept;
 // a reconfiguration forgets everything, as does a new process: before its first whole read
@@ -38,7 +37,7 @@ type seenEntry struct {
 const strikeMemory = 30 * time.Minute
 
 // observe takes a whole read, at now, its entries' tags parsed by parse.
-func (w *witness) observe(records []endpoint.Record, parse registry.Parser, now time.Time) {
+func (w *witness) observe(records []endpoint.Record, parse tagParser, now time.Time) {
 	if w.seen == nil {
 		w.seen, w.alive = map[string]*seenEntry{}, map[string]bool{}
 	}
@@ -59,10 +58,10 @@ func (w *witness) observe(records []endpoint.Record, parse registry.Parser, now 
 			case ns != "":
 				w.alive[ns] = true
 			case p.Own():
-				if !registry.Contested(e.strikes) && now.Sub(e.struck) > strikeMemory {
+				if !Contested(e.strikes) && now.Sub(e.struck) > strikeMemory {
 					e.strikes = 0
 				}
-				if n := registry.Strike(e.marked, e.ours, p); n > 0 {
+				if n := Strike(e.marked, e.ours, p); n > 0 {
 					e.strikes, e.struck = e.strikes+n, now
 				}
 			}
@@ -92,12 +91,12 @@ func (w *witness) wrote(sent []plan.Change, results []plan.Result) {
 				e = &seenEntry{pass: w.pass}
 				w.seen[r.Stored.ID] = e
 			}
-			e.version, e.ours, e.marked = r.Stored.Version, true, registry.Marked(r.Stored)
+			e.version, e.ours, e.marked = r.Stored.Version, true, Marked(r.Stored)
 		}
 	}
 }
 
-// Strikes is registry.Witness.
+// Strikes is writers: the strikes against the entry id.
 func (w *witness) Strikes(id string) int {
 	if e := w.seen[id]; e != nil {
 		return e.strikes
@@ -105,7 +104,7 @@ func (w *witness) Strikes(id string) int {
 	return 0
 }
 
-// Alive is registry.Witness.
+// Alive is writers: whether another installation was seen writing entries with identity.
 func (w *witness) Alive(identity string) bool { return w.alive[identity] }
 
 func (w *witness) reset() { *w = witness{} }

@@ -1,4 +1,4 @@
-package planner
+package registry
 
 import (
 	"slices"
@@ -6,7 +6,6 @@ import (
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
-	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )
 
 // merges keeps the registry's merge of each hostname with what it was made from, and says
@@ -43,7 +42,7 @@ type entryKey struct {
 	tags            []string
 }
 
-// Merged is registry.Merges. A merge handed back is this sync's: it is not swept, and its
+// Merged is the mergeSource desired reads. A merge handed back is this sync's: it is not swept, and its
 // entries' own tag slices are kept from now on, as views keeps them, so that comparing the
 // same strings again is a pointer check, not their bytes.
 func (m *merges) Merged(host string, claims []*endpoint.Endpoint, owned []*endpoint.Record) (*endpoint.Endpoint, bool) {
@@ -59,9 +58,9 @@ func (m *merges) Merged(host string, claims []*endpoint.Endpoint, owned []*endpo
 	return k.out, true
 }
 
-// Keep is registry.MergeCache: it takes the merges one decision made afresh, and forgets
+// Keep takes the merges one decision made afresh, and forgets
 // those it found no longer hold.
-func (m *merges) Keep(made []registry.Merge) {
+func (m *merges) Keep(made []Merge) {
 	if m.byHost == nil {
 		m.byHost = make(map[string]*kept, len(made))
 	}
@@ -97,9 +96,9 @@ func (k *kept) from(claims []*endpoint.Endpoint, owned []*endpoint.Record) bool 
 // begin starts one plan of a sync.
 func (m *merges) begin() { m.pass++ }
 
-// Settled is registry.MergeCache: the hostnames of desired the plan need not look at, by the
+// Settled are the hostnames of desired the plan need not look at, by the
 // rule above.
-func (m *merges) Settled(desired []*endpoint.Endpoint, st *registry.State) map[string]bool {
+func (m *merges) Settled(desired []*endpoint.Endpoint, st *State) map[string]bool {
 	var out map[string]bool
 	for _, ep := range desired {
 		h := ep.Hostname

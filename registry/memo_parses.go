@@ -1,18 +1,17 @@
-package planner
+package registry
 
 import (
 	"slices"
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
-	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )
 
-// views caches the registry's reading of each entry's tags, by entry ID: the syncs between
+// parses caches the registry's reading of each entry's tags, by entry ID: the syncs between
 // two writes to an entry parse its tags once. The rule: a reading stands while the entry's
 // tags are the ones it was made from; entries a read no longer returns are swept at the end
 // of each sync; a reconfiguration (another cluster name) drops them all.
-type views struct {
-	reg  *registry.Registry
+type parses struct {
+	reg  *Registry
 	byID map[string]*parsedTags
 	// pass counts the syncs; a reading not used in the current one is swept by sweep.
 	pass uint64
@@ -20,12 +19,12 @@ type views struct {
 
 type parsedTags struct {
 	tags   []string
-	parsed *registry.Parsed
+	parsed *Parsed
 	pass   uint64
 }
 
-// Parse is the registry.Parser.
-func (v *views) Parse(rec *endpoint.Record) *registry.Parsed {
+// Parse is the parser: the entry's parsed tags, from the memory while they hold.
+func (v *parses) Parse(rec *endpoint.Record) *Parsed {
 	if v.byID == nil {
 		v.byID = map[string]*parsedTags{}
 	}
@@ -41,10 +40,10 @@ func (v *views) Parse(rec *endpoint.Record) *registry.Parsed {
 }
 
 // begin starts a sync.
-func (v *views) begin() { v.pass++ }
+func (v *parses) begin() { v.pass++ }
 
 // sweep drops the readings of entries the sync did not meet.
-func (v *views) sweep() {
+func (v *parses) sweep() {
 	for id, p := range v.byID {
 		if p.pass != v.pass {
 			delete(v.byID, id)
@@ -52,4 +51,4 @@ func (v *views) sweep() {
 	}
 }
 
-func (v *views) reset() { v.byID = nil }
+func (v *parses) reset() { v.byID = nil }

@@ -1,0 +1,85 @@
+package registry
+
+import (
+	"time"
+
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/plan"
+)
+
+// Memory is what the registry keeps of its work from one decision to the next: the entries'
+// parsed tags (memo_parses.go), the merges and the hostnames settled (memo_merges.go), and what
+// this process saw and wrote of its entries, from which twins are found (memo_witness.go),
+// each with its rule beside it. Decide reads and updates it; the caller, who keeps it between
+// syncs, tells it what only the caller sees: each whole read (Observe), the writes (Wrote), the
+// end of a sync (End) and a reconfiguration (Reset). It is not safe for concurrent use.
+type Memory struct {
+	parses  parses
+	merges  merges
+	witness witness
+}
+
+// NewMemory returns an empty memory for r's decisions.
+func (r *Registry) NewMemory() *Memory {
+	return &Memory{parses: parses{reg: r}}
+}
+
+// Observe takes a whole read of the server at now.
+func (m *Memory) Observe(records []endpoint.Record, now time.Time) {
+	m.witness.observe(records, &m.parses, now)
+}
+
+// Wrote takes what became of a sync's writes: results[i] is what became of sent[i].
+func (m *Memory) Wrote(sent []plan.Change, results []plan.Result) {
+	m.witness.wrote(sent, results)
+}
+
+// End closes a sync: what it did not meet is forgotten.
+func (m *Memory) End() {
+	m.merges.end()
+	m.parses.sweep()
+}
+
+// Reset forgets everything: the registry's settings changed.
+func (m *Memory) Reset() {
+	m.parses.reset()
+	m.merges.reset()
+	m.witness.reset()
+}
+
+// begin starts one decision (a sync may decide twice).
+func (m *Memory) begin() {
+	if m != nil {
+		m.parses.begin()
+		m.merges.begin()
+	}
+}
+
+// parser is the memory's reading of entries' tags, or r's own without a memory.
+func (m *Memory) parser(r *Registry) tagParser {
+	if m == nil {
+		return r
+	}
+	return &m.parses
+}
+
+func (m *Memory) writers() writers {
+	if m == nil {
+		return noWitness{}
+	}
+	return &m.witness
+}
+
+func (m *Memory) mergeSource() mergeSource {
+	if m == nil {
+		return nil
+	}
+	return &m.merges
+}
+
+// planned is told the changes one decision's plan made.
+func (m *Memory) planned(changes []plan.Change) {
+	if m != nil {
+		m.merges.changed(changes)
+	}
+}
