@@ -30,8 +30,8 @@ import (
 
 	"github.com/router-hosts-operator/router-hosts-operator/api/v1alpha1"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	testharness "github.com/router-hosts-operator/router-hosts-operator/internal/harness"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/kubetest"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/loopback"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
 )
@@ -86,7 +86,7 @@ func TestKustomizeAppliesWithServerSideDryRun(t *testing.T) {
 // freeAddr is a loopback address nothing listened on a moment ago.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	addr, err := loopback.Addr()
+	addr, err := testharness.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -425,7 +425,7 @@ func loggedIdentity(p *proc) string {
 	if p == nil {
 		return ""
 	}
-	for _, line := range strings.Split(p.logText(), "\n") {
+	for _, line := range strings.Split(p.Log(), "\n") {
 		if !strings.Contains(line, "router-hosts-operator starting") {
 			continue
 		}
