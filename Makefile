@@ -126,9 +126,9 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzNormalizeHostname$$' -fuzztime $(FUZZ_TIME) ./endpoint/
 	$(GO) test -run '^$$' -fuzz '^FuzzNormalizeIP$$' -fuzztime $(FUZZ_TIME) ./endpoint/
 
-# The packages that need no control plane (hack/demo runs the whole demo).
+# The packages that need no control plane (cmd/demo runs the whole demo).
 unit: controller-gen helm
-	HELM=$(HELM) CONTROLLER_GEN=$(CONTROLLER_GEN) $(GO) test -count=1 $$($(GO) list ./... | grep -v '/test/\|/hack/demo')
+	HELM=$(HELM) CONTROLLER_GEN=$(CONTROLLER_GEN) $(GO) test -count=1 $$($(GO) list ./... | grep -v '/test/\|/cmd/demo')
 
 integration: envtest-assets helm promtool
 	HELM=$(HELM) PROMTOOL=$(PROMTOOL) KUBEBUILDER_ASSETS=$(ASSETS) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/integration/
@@ -155,7 +155,7 @@ soak: envtest-assets
 # variables make it refuse.
 DEMO_REAL_ROUTER ?=
 demo: envtest-assets build
-	KUBEBUILDER_ASSETS=$(ASSETS) $(GO) run ./hack/demo -operator $(BIN) -examples examples -real-router=$(if $(filter yes,$(DEMO_REAL_ROUTER)),true,false)
+	KUBEBUILDER_ASSETS=$(ASSETS) $(GO) run ./cmd/demo -operator $(BIN) -examples examples -real-router=$(if $(filter yes,$(DEMO_REAL_ROUTER)),true,false)
 
 # The scale run: the plan benchmark, then the operator binary against a real kube-apiserver
 # and the test server at 1,000, 5,000 and 10,000 Ingresses, 1,000 HostMappings and the mixed
@@ -163,7 +163,7 @@ demo: envtest-assets build
 # router-hosts server from the ROUTER_HOSTS_OPERATOR_* variables instead.
 BENCH_FLAGS   ?=
 bench: envtest-assets build
-	KUBEBUILDER_ASSETS=$(ASSETS) $(GO) run ./hack/bench -operator $(BIN) $(BENCH_FLAGS)
+	KUBEBUILDER_ASSETS=$(ASSETS) $(GO) run ./cmd/bench -operator $(BIN) $(BENCH_FLAGS)
 
 # Go hygiene, the chart (helm lint --strict), the GitHub workflows (actionlint) and the check
 # that the release's version agrees everywhere (hack/check-versions.sh).

@@ -172,7 +172,7 @@ func checkCommands(t *testing.T, md string, minPaths int, kinds []string, namesC
 	}
 
 	// Paths the README names, in text or code.
-	path := regexp.MustCompile("(?:^|[\\s`(\\[])((?:examples|charts|kustomize|docs|hack|test|internal)/[A-Za-z0-9_./-]*[A-Za-z0-9_/-])")
+	path := regexp.MustCompile("(?:^|[\\s`(\\[])((?:examples|charts|kustomize|docs|cmd|hack|test|internal)/[A-Za-z0-9_./-]*[A-Za-z0-9_/-])")
 	n := 0
 	for _, m := range path.FindAllStringSubmatch(md, -1) {
 		n++

@@ -36,7 +36,7 @@ source "${REAL_ROUTER_LIB:-../shared/real-router/lib.sh}"
 source hack/quiet.sh
 set +e
 OPERATOR_BIN=${OPERATOR_BIN:-$PWD/bin/router-hosts-operator}
-if [ -z "${BENCH_BIN:-}" ]; then BENCH_BIN=$PWD/.cache/bench; go build -o "$BENCH_BIN" ./hack/bench || exit 1; fi
+if [ -z "${BENCH_BIN:-}" ]; then BENCH_BIN=$PWD/.cache/bench; go build -o "$BENCH_BIN" ./cmd/bench || exit 1; fi
 N=${N:-1000}; OUT=${1:?usage: $0 OUT_DIR}; rm -rf $OUT; mkdir -p $OUT; P=$OUT/pki
 make_pki $P
 [ -n "${FLOOR_ONLY:-}" ] && IDENTITY=${IDENTITY:-1a2b3c4d}

@@ -17,7 +17,7 @@ export RH_BIN=$R/router-hosts RAWLOAD_BIN=/bin/true
 source "${REAL_ROUTER_LIB:-../shared/real-router/lib.sh}"
 source hack/quiet.sh
 set +e
-if [ -z "${BENCH_BIN:-}" ]; then BENCH_BIN=$PWD/.cache/bench; go build -o "$BENCH_BIN" ./hack/bench || exit 1; fi
+if [ -z "${BENCH_BIN:-}" ]; then BENCH_BIN=$PWD/.cache/bench; go build -o "$BENCH_BIN" ./cmd/bench || exit 1; fi
 OUT=${1:?usage: $0 OUT_DIR}; rm -rf $OUT; mkdir -p $OUT; P=$OUT/pki
 read -r a b <<< "${PAYLOADS:-operator identity}"
 make_pki $P

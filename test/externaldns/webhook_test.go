@@ -33,7 +33,7 @@ import (
 	"sigs.k8s.io/external-dns/registry/noop"
 
 	rhendpoint "github.com/router-hosts-operator/router-hosts-operator/endpoint"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/loopback"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/harness"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/operator"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
 	rhplan "github.com/router-hosts-operator/router-hosts-operator/plan"
@@ -240,7 +240,7 @@ func get(t *testing.T, url string) (int, string) {
 }
 
 func TestProtocol(t *testing.T) {
-	metrics, err := loopback.Addr()
+	metrics, err := harness.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}

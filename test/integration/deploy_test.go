@@ -30,8 +30,8 @@ import (
 
 	"github.com/router-hosts-operator/router-hosts-operator/api/v1alpha1"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	testharness "github.com/router-hosts-operator/router-hosts-operator/internal/harness"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/kubetest"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/loopback"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
 )
@@ -86,7 +86,7 @@ func TestKustomizeAppliesWithServerSideDryRun(t *testing.T) {
 // freeAddr is a loopback address nothing listened on a moment ago.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	addr, err := loopback.Addr()
+	addr, err := testharness.Addr()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,11 +226,13 @@ func TestMetricsAndReadiness(t *testing.T) {
 	if v := p.metric(t, "router_hosts_operator_source_endpoints", `source="ingress"`); v != 1 {
 		t.Errorf("source_endpoints = %v", v)
 	}
-	// No-op syncs: more syncs, no more changes, a fresh last-sync time.
+	// No-op syncs: more syncs, no more changes, a fresh last-sync time. Two more syncs at
+	// least, as two intervals give; the timestamp counts whole seconds.
 	syncs := p.metric(t, "router_hosts_operator_sync_duration_seconds_count")
 	last := p.metric(t, "router_hosts_operator_last_sync_timestamp_seconds")
-	time.Sleep(2500 * time.Millisecond)
-	if p.metric(t, "router_hosts_operator_sync_duration_seconds_count") <= syncs || p.metric(t, "router_hosts_operator_last_sync_timestamp_seconds") <= last {
+	if !eventually(10*time.Second, func() bool {
+		return p.metric(t, "router_hosts_operator_sync_duration_seconds_count") >= syncs+2 && p.metric(t, "router_hosts_operator_last_sync_timestamp_seconds") > last
+	}) {
 		t.Error("no-op syncs did not show in sync_duration_seconds or last_sync_timestamp_seconds")
 	}
 	if v := p.metric(t, "router_hosts_operator_changes_total"); v != 1 {
@@ -594,6 +596,7 @@ func TestUninstallingLeavesTheEntries(t *testing.T) {
 	if err := p.cmd.Wait(); err != nil {
 		t.Fatalf("the operator exited with %v after SIGTERM", err)
 	}
+	writes := h.srv.Service().WriteCalls()
 	ctx := context.Background()
 	cur, err := h.cp.Client.NetworkingV1().Ingresses(h.ns).Get(ctx, ing.Name, metav1.GetOptions{})
 	if err != nil || len(cur.Finalizers) != 0 || len(hm.GetFinalizers()) != 0 || len(h.getHM("nas").GetFinalizers()) != 0 {
@@ -610,10 +613,13 @@ func TestUninstallingLeavesTheEntries(t *testing.T) {
 		_, err2 := h.hmClient().Get(ctx, "nas", metav1.GetOptions{})
 		return apierrors.IsNotFound(err1) && apierrors.IsNotFound(err2)
 	})
-	time.Sleep(3 * time.Second) // three grace periods and intervals of the operator that is gone
+	time.Sleep(3 * time.Second) // an absence has no signal: three grace periods and intervals of the operator that is gone
 	for host, was := range before {
 		if now := h.one(host); now.ID != was.ID || now.Version != was.Version || now.IP != was.IP || !slices.Equal(now.Tags, was.Tags) {
 			t.Errorf("%s changed with the operator gone: %+v, was %+v", host, now, was)
 		}
+	}
+	if n := h.srv.Service().WriteCalls() - writes; n != 0 {
+		t.Errorf("the router took %d writes with the operator gone", n)
 	}
 }

@@ -8,8 +8,10 @@ import (
 	"github.com/sirupsen/logrus"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
 
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/events"
 )
 
@@ -35,6 +37,16 @@ func total(m map[string]int) int {
 	return n
 }
 
+// flushed waits until the broadcaster has written every event emitted so far. It writes
+// asynchronously but in order, one event after the other: once a marker emitted now is
+// stored, so is everything before it.
+func flushed(t *testing.T, rec *events.Recorder, ns string) {
+	t.Helper()
+	marker := endpoint.SourceRef{Version: "v1", Kind: "ConfigMap", Namespace: ns, Name: "events-flushed", UID: string(uuid.NewUUID())}
+	rec.Warn(marker, "Flushed", "every event before this one is written")
+	waitFor(t, 10*time.Second, func() bool { return eventsFor(t, ns, marker.UID)["Flushed"] == 1 })
+}
+
 func TestEventsOnTransitionsOnly(t *testing.T) {
 	rec, stop := events.New(cp.Client.CoreV1(), logrus.New())
 	defer stop()
@@ -55,7 +67,7 @@ func TestEventsOnTransitionsOnly(t *testing.T) {
 			t.Fatalf("sync %d was not a no-op: %v", i, out.Changes)
 		}
 	}
-	time.Sleep(time.Second) // the broadcaster writes asynchronously
+	flushed(t, rec, h.ns)
 	if after := eventsFor(t, h.ns, uid); total(after) != total(before) {
 		t.Fatalf("three no-op syncs emitted events: %v → %v", before, after)
 	}

@@ -3,7 +3,6 @@ package soak
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,10 +10,10 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/harness"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )
 
@@ -182,26 +181,13 @@ func (d *driver) replaceBurst(ctx context.Context, renames int, hold time.Durati
 
 // applyHosts writes each object's new hostnames, all at once, as a chart's upgrade does.
 func (d *driver) applyHosts(ctx context.Context, hosts map[*Object][]string) error {
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-	)
+	objects := make([]Object, 0, len(hosts))
 	for o, hs := range hosts {
 		n := *o
 		n.Hosts = hs
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := d.w.kube.apply(ctx, &n); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		}()
+		objects = append(objects, n)
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return harness.Pool(0, len(objects), func(i int) error { return d.w.kube.apply(ctx, &objects[i]) })
 }
 
 // endBurst ends the hold: the renames reverted (the cause goes away), or the deletion

@@ -17,20 +17,16 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/router-hosts-operator/router-hosts-operator/internal/loopback"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/harness"
 )
 
 // proc is one operator process, logging to a file of its own.
 type proc struct {
+	*harness.Process
 	name    string
-	cmd     *exec.Cmd
-	logPath string
 	metrics string
-	started time.Time
 	// killed says the soak ended it; an exit the soak did not cause is a failure.
 	killed atomic.Bool
-	done   chan struct{}
-	exit   error
 }
 
 // replica is one replica of a cluster's operator: a slot that runs one process at a time and
@@ -57,28 +53,18 @@ func (r *replica) start() (*proc, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.gen++
-	port, err := loopback.FreePort()
+	port, err := harness.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	p := &proc{name: fmt.Sprintf("%s#%d", r.name(), r.gen), logPath: filepath.Join(r.dir, fmt.Sprintf("operator-%s-%d.log", r.name(), r.gen)),
-		metrics: fmt.Sprintf("127.0.0.1:%d", port), done: make(chan struct{})}
-	log, err := os.Create(p.logPath)
-	if err != nil {
-		return nil, fmt.Errorf("operator log: %w", err)
+	p := &proc{name: fmt.Sprintf("%s#%d", r.name(), r.gen), metrics: fmt.Sprintf("127.0.0.1:%d", port)}
+	cmd := exec.Command(r.bin, append(append([]string(nil), r.args...), "--metrics-address="+p.metrics)...)
+	cmd.Env = append(os.Environ(), r.env...)
+	if p.Process, err = harness.Start(cmd, filepath.Join(r.dir, fmt.Sprintf("operator-%s-%d.log", r.name(), r.gen))); err != nil {
+		return nil, fmt.Errorf("operator %s: %w", p.name, err)
 	}
-	p.cmd = exec.Command(r.bin, append(append([]string(nil), r.args...), "--metrics-address="+p.metrics)...)
-	p.cmd.Env = append(os.Environ(), r.env...)
-	p.cmd.Stdout, p.cmd.Stderr = log, log
-	if err := p.cmd.Start(); err != nil {
-		log.Close()
-		return nil, fmt.Errorf("starting operator %s: %w", p.name, err)
-	}
-	p.started = time.Now()
 	go func() {
-		p.exit = p.cmd.Wait()
-		log.Close()
-		close(p.done)
+		<-p.Done()
 		if !p.killed.Load() && r.exited != nil {
 			r.exited(p)
 		}
@@ -98,15 +84,10 @@ func (r *replica) setArgs(args []string) {
 func (r *replica) current() *proc {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.cur == nil {
+	if r.cur == nil || r.cur.Exited() {
 		return nil
 	}
-	select {
-	case <-r.cur.done:
-		return nil
-	default:
-		return r.cur
-	}
+	return r.cur
 }
 
 // kill sends SIGKILL to the running process, as a node failure or an OOM kill does.
@@ -116,8 +97,8 @@ func (r *replica) kill() *proc {
 		return nil
 	}
 	p.killed.Store(true)
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
-	<-p.done
+	_ = p.Cmd.Process.Kill()
+	<-p.Done()
 	return p
 }
 
@@ -129,13 +110,7 @@ func (r *replica) dump() *proc {
 		return nil
 	}
 	p.killed.Store(true)
-	_ = p.cmd.Process.Signal(syscall.SIGQUIT)
-	select {
-	case <-p.done:
-	case <-time.After(20 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
+	p.Stop(syscall.SIGQUIT, 20*time.Second)
 	return p
 }
 
@@ -146,13 +121,7 @@ func (r *replica) stop() {
 		return
 	}
 	p.killed.Store(true)
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(20 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
+	p.Stop(syscall.SIGTERM, 20*time.Second)
 }
 
 // metric reads one unlabelled sample from the process's /metrics; ok is false when the
@@ -216,8 +185,8 @@ type sample struct {
 // sample reads the process's resident memory and open descriptors from /proc and its
 // goroutines from /metrics.
 func (p *proc) sample(runStart time.Time) (sample, bool) {
-	s := sample{proc: p.name, age: time.Since(p.started), at: time.Since(runStart)}
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	s := sample{proc: p.name, age: time.Since(p.Started), at: time.Since(runStart)}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Cmd.Process.Pid))
 	if err != nil {
 		return s, false
 	}
@@ -226,7 +195,7 @@ func (p *proc) sample(runStart time.Time) (sample, bool) {
 			fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &s.rssKiB)
 		}
 	}
-	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", p.cmd.Process.Pid))
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", p.Cmd.Process.Pid))
 	if err != nil {
 		return s, false
 	}
@@ -234,21 +203,6 @@ func (p *proc) sample(runStart time.Time) (sample, bool) {
 	g, ok := p.metric("go_goroutines")
 	s.goroutines = g
 	return s, ok
-}
-
-// logText is what the process has logged.
-func (p *proc) logText() string {
-	b, _ := os.ReadFile(p.logPath)
-	return string(b)
-}
-
-// tail is the last n lines of the process's log.
-func (p *proc) tail(n int) string {
-	lines := strings.Split(strings.TrimRight(p.logText(), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // goroutineCensus counts the goroutines of a Go stack dump by the function they are in (the

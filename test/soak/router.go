@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/harness"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/rhclient"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
 )
@@ -62,8 +62,7 @@ type realRouter struct {
 	bin, dir string
 	pki      rhtestserver.PKI
 	addr     string
-	cmd      *exec.Cmd
-	done     chan struct{}
+	proc     *harness.Process
 }
 
 func startRealRouter(bin, dir string) (*realRouter, error) {
@@ -71,12 +70,10 @@ func startRealRouter(bin, dir string) (*realRouter, error) {
 	if err != nil {
 		return nil, err
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := harness.Addr()
 	if err != nil {
-		return nil, fmt.Errorf("finding a port: %w", err)
+		return nil, err
 	}
-	addr := lis.Addr().String()
-	_ = lis.Close()
 	r := &realRouter{bin: bin, dir: dir, pki: pki, addr: addr}
 	config := fmt.Sprintf("[server]\nbind_address = %q\nhosts_file_path = %q\n\n[database]\npath = %q\n\n[tls]\ncert_path = %q\nkey_path = %q\nca_cert_path = %q\n",
 		addr, r.HostsFile(), filepath.Join(dir, "hosts.db"), pki.ServerCertFile(), pki.ServerKeyFile(), pki.CAFile())
@@ -95,24 +92,15 @@ func (r *realRouter) Addr() string          { return r.addr }
 func (r *realRouter) PKI() rhtestserver.PKI { return r.pki }
 func (r *realRouter) HostsFile() string     { return filepath.Join(r.dir, "hosts") }
 func (r *realRouter) Describe() string      { return "router-hosts server (" + r.bin + ")" }
-func (r *realRouter) logFile() (*os.File, error) {
-	return os.OpenFile(filepath.Join(r.dir, "server.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
-}
+func (r *realRouter) logPath() string       { return filepath.Join(r.dir, "server.log") }
 
 // Start runs the server and waits until it answers Readiness.
 func (r *realRouter) Start() error {
-	log, err := r.logFile()
+	proc, err := harness.Start(exec.Command(r.bin, "serve", "--config", r.config()), r.logPath())
 	if err != nil {
-		return fmt.Errorf("server log: %w", err)
+		return err
 	}
-	cmd := exec.Command(r.bin, "serve", "--config", r.config())
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		log.Close()
-		return fmt.Errorf("starting %s: %w", r.bin, err)
-	}
-	r.cmd, r.done = cmd, make(chan struct{})
-	go func() { _ = cmd.Wait(); log.Close(); close(r.done) }()
+	r.proc = proc
 	cli, closeCli, err := rhclient.Dial(r.addr, rhclient.Files{CA: r.pki.CAFile(), Cert: r.pki.CertFile(), Key: r.pki.KeyFile()})
 	if err != nil {
 		return err
@@ -126,10 +114,8 @@ func (r *realRouter) Start() error {
 		if err == nil && resp.GetReady() {
 			return nil
 		}
-		select {
-		case <-r.done:
-			return fmt.Errorf("the router-hosts server exited at start; see %s", filepath.Join(r.dir, "server.log"))
-		default:
+		if proc.Exited() {
+			return fmt.Errorf("the router-hosts server exited at start; see %s", r.logPath())
 		}
 		if time.Now().After(deadline) {
 			return errors.Join(errors.New("the router-hosts server did not become ready in 30 s"), err)
@@ -140,17 +126,11 @@ func (r *realRouter) Start() error {
 
 // Stop sends SIGTERM, as a reboot does, and SIGKILL if the server has not drained in 10 s.
 func (r *realRouter) Stop() error {
-	if r.cmd == nil {
+	if r.proc == nil {
 		return nil
 	}
-	_ = r.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-r.done:
-	case <-time.After(10 * time.Second):
-		_ = r.cmd.Process.Kill()
-		<-r.done
-	}
-	r.cmd = nil
+	r.proc.Stop(syscall.SIGTERM, 10*time.Second)
+	r.proc = nil
 	return nil
 }
 

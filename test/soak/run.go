@@ -156,7 +156,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	ck := newChecker(m, set, time.Now())
 	exited := func(p *proc) {
-		ck.fail(time.Now(), InvProcess, nil, "operator %s exited on its own (%v); its log ends:\n%s", p.name, p.exit, p.tail(25))
+		ck.fail(time.Now(), InvProcess, nil, "operator %s exited on its own (%v); its log ends:\n%s", p.name, p.Err(), p.Tail(25))
 	}
 	fmt.Fprintf(cfg.Out, "soak: seed %d, %v of churn, %s, mutation %q; logs in %s\n", cfg.Seed, cfg.Duration, res.Router, cfg.Mutation, cfg.Dir)
 	w, err := newWorld(ctx, cfg, cfg.Dir, exited)
@@ -385,11 +385,11 @@ func dumpFollowed(w *world, g *growth) string {
 		for _, r := range rs {
 			if p := r.current(); p != nil && p.name == g.proc {
 				r.dump()
-				census := goroutineCensus(p.logText())
+				census := goroutineCensus(p.Log())
 				if len(census) > 15 {
 					census = census[:15]
 				}
-				return fmt.Sprintf("; its goroutines when it ended (SIGQUIT, the stacks in %s):\n%s", p.logPath, strings.Join(census, "\n"))
+				return fmt.Sprintf("; its goroutines when it ended (SIGQUIT, the stacks in %s):\n%s", p.LogPath, strings.Join(census, "\n"))
 			}
 		}
 	}

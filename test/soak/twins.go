@@ -156,7 +156,7 @@ func checkTwinsHold(w *world, now time.Time) []Failure {
 			continue
 		}
 		v, ok := p.metric("router_hosts_operator_twin_entries")
-		if problem := twinReport(v, ok, p.logText()); problem != "" {
+		if problem := twinReport(v, ok, p.Log()); problem != "" {
 			out = append(out, Failure{Invariant: InvTwinsReported, Detail: fmt.Sprintf("twin %s (%s) does not say it has a twin: %s", c.name, p.name, problem)})
 		}
 	}

@@ -2,14 +2,12 @@ package soak
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -19,6 +17,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/harness"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/kubetest"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/rhclient"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
@@ -267,36 +266,28 @@ func (w *world) startControlPlanes() error {
 		n = max(n, c.apiserver+1)
 	}
 	w.cps, w.kubeconfigs = make([]*kubetest.ControlPlane, n), make([]string, n)
-	errs := make([]error, n)
 	root := repoRoot()
-	var wg sync.WaitGroup
-	for i := range w.cps {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cp, err := kubetest.Start(filepath.Join(root, "kustomize", "crds"), filepath.Join(root, "test", "integration", "testdata", "traefik"))
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			w.cps[i] = cp
-			if errs[i] = cp.InstallGatewayAPI(); errs[i] != nil {
-				return
-			}
-			w.kubeconfigs[i] = filepath.Join(w.dir, "kubeconfig")
-			if i > 0 {
-				w.kubeconfigs[i] = filepath.Join(w.dir, fmt.Sprintf("kubeconfig-%d", i))
-			}
-			errs[i] = cp.WriteKubeconfig(w.kubeconfigs[i])
-		}()
-	}
-	wg.Wait()
+	err := harness.Pool(0, n, func(i int) error {
+		cp, err := kubetest.Start(filepath.Join(root, "kustomize", "crds"), filepath.Join(root, "test", "integration", "testdata", "traefik"))
+		if err != nil {
+			return err
+		}
+		w.cps[i] = cp
+		if err := cp.InstallGatewayAPI(); err != nil {
+			return err
+		}
+		w.kubeconfigs[i] = filepath.Join(w.dir, "kubeconfig")
+		if i > 0 {
+			w.kubeconfigs[i] = filepath.Join(w.dir, fmt.Sprintf("kubeconfig-%d", i))
+		}
+		return cp.WriteKubeconfig(w.kubeconfigs[i])
+	})
 	for _, cp := range w.cps {
 		if cp != nil {
 			w.closers = append(w.closers, func() { _ = cp.Stop() })
 		}
 	}
-	return errors.Join(errs...)
+	return err
 }
 
 // seedForeign writes the entries a third cluster's operator left, as an earlier version wrote
@@ -425,7 +416,7 @@ func loggedIdentity(p *proc) string {
 	if p == nil {
 		return ""
 	}
-	for _, line := range strings.Split(p.logText(), "\n") {
+	for _, line := range strings.Split(p.Log(), "\n") {
 		if !strings.Contains(line, "router-hosts-operator starting") {
 			continue
 		}

@@ -1,14 +1,14 @@
-// Package loopback finds free loopback ports for the processes the tests, the bench and the
-// soak start: the operator's metrics address, a webhook's.
-package loopback
+package harness
 
 import (
 	"fmt"
 	"net"
 )
 
-// FreePort returns a loopback port that was free a moment ago. Another process may take it
-// before the caller listens on it; the processes started with it fail then, loudly.
+// FreePort returns a loopback port that was free a moment ago, for the processes the tests, the
+// bench and the soak start: the operator's metrics address, a webhook's, a router's. Another
+// process may take it before the caller listens on it; the processes started with it fail
+// then, loudly.
 func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/router-hosts-operator/router-hosts-operator/internal/harness"
 	"github.com/router-hosts-operator/router-hosts-operator/source"
 )
 
@@ -90,37 +90,11 @@ func (c *cluster) grow(ctx context.Context, n int) error {
 		return nil
 	}
 	added := make([]app, n-start)
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		firstErr error
-		next     = make(chan int)
-	)
-	for w := 0; w < 16; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				a, err := c.create(ctx, i)
-				if err != nil {
-					mu.Lock()
-					if firstErr == nil {
-						firstErr = err
-					}
-					mu.Unlock()
-					continue
-				}
-				added[i-start] = a
-			}
-		}()
-	}
-	for i := start; i < n; i++ {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	if firstErr != nil {
-		return firstErr
+	if err := harness.Pool(16, n-start, func(i int) (err error) {
+		added[i], err = c.create(ctx, start+i)
+		return err
+	}); err != nil {
+		return err
 	}
 	c.apps = append(c.apps, added...)
 	return nil

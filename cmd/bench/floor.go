@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -18,6 +17,7 @@ import (
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/harness"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/routerhosts"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
@@ -101,31 +101,16 @@ func floorClient(args []string) error {
 	if _, err := cli.Readiness(ctx, &pb.ReadinessRequest{}); err != nil {
 		return fmt.Errorf("Readiness: %w", err)
 	}
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		firstErr error
-		sem      = make(chan struct{}, *concurrency)
-	)
 	start := time.Now()
-	for _, req := range reqs {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if _, err := cli.AddHost(ctx, req); err != nil {
-				mu.Lock()
-				if firstErr == nil {
-					firstErr = fmt.Errorf("AddHost %s: %w", req.GetHostname(), err)
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
+	err = harness.Pool(*concurrency, len(reqs), func(i int) error {
+		if _, err := cli.AddHost(ctx, reqs[i]); err != nil {
+			return fmt.Errorf("AddHost %s: %w", reqs[i].GetHostname(), err)
+		}
+		return nil
+	})
 	took := time.Since(start)
-	if firstErr != nil {
-		return firstErr
+	if err != nil {
+		return err
 	}
 	fmt.Println(took)
 	return nil

@@ -19,17 +19,14 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/router-hosts-operator/router-hosts-operator/internal/loopback"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/harness"
 )
 
 // operator is the operator binary running as its own process, as in a pod, so that its memory
 // is its own and its requests are counted by its own metrics.
 type operator struct {
-	cmd     *exec.Cmd
-	logPath string
+	*harness.Process
 	metrics string
-	started time.Time
-	exited  chan struct{}
 	// heapPeak is the largest go_memstats_heap_inuse_bytes seen by sampleHeap.
 	heapPeak atomic.Uint64
 }
@@ -37,56 +34,37 @@ type operator struct {
 // startOperator runs bin against srv with default flags but for the connection, the cluster
 // name, the metrics address and the source; extra flags come last.
 func startOperator(bin, kubeconfig, dir string, srv conn, extra ...string) (*operator, error) {
-	port, err := loopback.FreePort()
+	port, err := harness.FreePort()
 	if err != nil {
 		return nil, err
-	}
-	o := &operator{logPath: filepath.Join(dir, fmt.Sprintf("operator-%d.log", time.Now().UnixNano())),
-		metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", port), exited: make(chan struct{})}
-	logFile, err := os.Create(o.logPath)
-	if err != nil {
-		return nil, fmt.Errorf("operator log: %w", err)
 	}
 	// Every object of a run is in one namespace, whose budget would hold all but the first
 	// thousand entries; the other budgets stay as shipped.
 	args := append([]string{"--cluster-name=" + benchCluster, "--max-entries-per-namespace=0",
 		fmt.Sprintf("--metrics-address=127.0.0.1:%d", port), "--log-format=json"}, extra...)
-	o.cmd = exec.Command(bin, args...)
-	o.cmd.Env = append(append(os.Environ(), "KUBECONFIG="+kubeconfig), srv.env()...)
-	o.cmd.Stdout, o.cmd.Stderr = logFile, logFile
-	o.started = time.Now()
-	if err := o.cmd.Start(); err != nil {
-		logFile.Close()
-		return nil, fmt.Errorf("starting %s: %w", bin, err)
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+kubeconfig), srv.env()...)
+	p, err := harness.Start(cmd, filepath.Join(dir, fmt.Sprintf("operator-%d.log", time.Now().UnixNano())))
+	if err != nil {
+		return nil, err
 	}
-	go func() { _ = o.cmd.Wait(); logFile.Close(); close(o.exited) }()
-	return o, nil
+	return &operator{Process: p, metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", port)}, nil
 }
 
 // alive fails with the tail of the operator's log once the process has exited.
 func (o *operator) alive() error {
-	select {
-	case <-o.exited:
-		return fmt.Errorf("the operator exited (%v); its log ends:\n%s", o.cmd.ProcessState, tail(o.logPath, 15))
-	default:
+	if !o.Exited() {
 		return nil
 	}
+	return fmt.Errorf("the operator exited (%v); its log ends:\n%s", o.Cmd.ProcessState, o.Tail(15))
 }
 
 // stop sends SIGTERM, as Kubernetes does, and waits for the exit.
-func (o *operator) stop() {
-	_ = o.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-o.exited:
-	case <-time.After(10 * time.Second):
-		_ = o.cmd.Process.Kill()
-		<-o.exited
-	}
-}
+func (o *operator) stop() { o.Stop(syscall.SIGTERM, 10*time.Second) }
 
 // memory reads the process's peak and current resident set size from /proc, in bytes.
 func (o *operator) memory() (peak, current uint64, err error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", o.cmd.Process.Pid))
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", o.Cmd.Process.Pid))
 	if err != nil {
 		return 0, 0, fmt.Errorf("reading the operator's memory: %w", err)
 	}
@@ -110,7 +88,7 @@ func (o *operator) memory() (peak, current uint64, err error) {
 
 // cpu is the CPU time the process has used so far, user and system, from /proc.
 func (o *operator) cpu() (time.Duration, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", o.cmd.Process.Pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", o.Cmd.Process.Pid))
 	if err != nil {
 		return 0, fmt.Errorf("reading the operator's CPU time: %w", err)
 	}
@@ -245,17 +223,4 @@ func (o *operator) waitSync(ctx context.Context, since float64) (metrics, error)
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
-}
-
-// tail is the last n lines of a file, for error messages.
-func tail(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

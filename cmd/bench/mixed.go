@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/router-hosts-operator/router-hosts-operator/internal/harness"
 	"github.com/router-hosts-operator/router-hosts-operator/source"
 )
 
@@ -49,33 +50,15 @@ func (b *bench) growMixed(ctx context.Context, ing *cluster, n int) ([]app, erro
 		return nil, err
 	}
 	apps := append([]app(nil), ing.apps...)
-	var (
-		mu       sync.Mutex
-		firstErr error
-		wg       sync.WaitGroup
-		next     = make(chan int)
-	)
-	for w := 0; w < 16; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				more, err := createMixed(ctx, ing, i)
-				mu.Lock()
-				if err != nil && firstErr == nil {
-					firstErr = err
-				}
-				apps = append(apps, more...)
-				mu.Unlock()
-			}
-		}()
-	}
-	for i := 0; i < n; i++ {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	return apps, firstErr
+	var mu sync.Mutex
+	err = harness.Pool(16, n, func(i int) error {
+		more, err := createMixed(ctx, ing, i)
+		mu.Lock()
+		apps = append(apps, more...)
+		mu.Unlock()
+		return err
+	})
+	return apps, err
 }
 
 // createMixed makes the i-th HTTPRoute (accepted by the Gateway, as its controller would say)

@@ -20,6 +20,7 @@ import (
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/harness"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/rhclient"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )
@@ -250,37 +251,24 @@ func identityTagPayload(i int) (string, []string) {
 // fill adds entries from from up to to, concurrency at a time, and returns their IDs.
 func fill(ctx context.Context, cli pb.HostsServiceClient, from, to, concurrency int, carry payload) ([]string, error) {
 	var (
-		mu   sync.Mutex
-		ids  []string
-		errs []error
-		wg   sync.WaitGroup
+		mu  sync.Mutex
+		ids []string
 	)
-	work := make(chan int)
-	for range concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				comment, tags := carry(i)
-				resp, err := cli.AddHost(ctx, &pb.AddHostRequest{IpAddress: fmt.Sprintf("10.%d.%d.%d", 90+i/65536, i/256%256, i%256), Hostname: benchHostname(i),
-					Comment: proto.String(comment), Tags: tags})
-				mu.Lock()
-				if err != nil {
-					errs = append(errs, err)
-				} else {
-					ids = append(ids, resp.GetId())
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	for i := from; i < to; i++ {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
+	err := harness.Pool(concurrency, to-from, func(j int) error {
+		i := from + j
+		comment, tags := carry(i)
+		resp, err := cli.AddHost(ctx, &pb.AddHostRequest{IpAddress: fmt.Sprintf("10.%d.%d.%d", 90+i/65536, i/256%256, i%256), Hostname: benchHostname(i),
+			Comment: proto.String(comment), Tags: tags})
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		ids = append(ids, resp.GetId())
+		mu.Unlock()
+		return nil
+	})
 	sort.Strings(ids)
-	return ids, errors.Join(errs...)
+	return ids, err
 }
 
 // procCPU is the user and system CPU time process pid has used so far (pid 0: none).

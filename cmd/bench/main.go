@@ -393,7 +393,7 @@ func (b *bench) run(ctx context.Context, cl *cluster, n int, cost time.Duration)
 		statusDone := make(chan error, 1)
 		go func() {
 			at, err := statuses.waitAll(ctx, n, 30*time.Minute, op.alive)
-			r.statusSynced = at.Sub(op.started)
+			r.statusSynced = at.Sub(op.Started)
 			statusDone <- err
 		}()
 		if err := b.latency(ctx, cl, op, r, step); err != nil {
@@ -446,7 +446,7 @@ func (b *bench) startConverged(ctx context.Context, cost time.Duration, r *resul
 	readyCh := make(chan time.Duration, 1)
 	go func() {
 		if _, err := op.waitMetrics(heapCtx); err == nil {
-			readyCh <- time.Since(op.started)
+			readyCh <- time.Since(op.Started)
 		}
 		op.sampleHeap(heapCtx)
 	}()
@@ -487,7 +487,7 @@ func (b *bench) converge(ctx context.Context, op *operator, r *result) error {
 			}
 		}
 		if got >= r.n {
-			r.converge = time.Since(op.started)
+			r.converge = time.Since(op.Started)
 			if r.convergeCPU, err = op.cpu(); err != nil {
 				return err
 			}
@@ -503,7 +503,7 @@ func (b *bench) converge(ctx context.Context, op *operator, r *result) error {
 			return err
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("only %d of %d entries after %v", got, r.n, time.Since(op.started))
+			return fmt.Errorf("only %d of %d entries after %v", got, r.n, time.Since(op.Started))
 		}
 		time.Sleep(b.srv.pollEvery())
 	}
