@@ -218,7 +218,7 @@ func (p *Planner) plan(s *Sync, eps []*endpoint.Endpoint) {
 	if s.Read != ReadServer {
 		records = p.known.records()
 	}
-	s.Decision = p.reg.Decide(p.clk.Now(), records, eps, registry.Caches{Memory: p.mem,
+	s.Decision = p.reg.Decide(p.clk.Now(), records, eps, registry.Given{Memory: p.mem,
 		Read: registry.Read{Partial: s.Read != ReadServer, Searched: s.searched, SearchesLone: true}, Rates: p.rates.byKey})
 	s.Entries = len(records)
 	if s.Mode == Event {

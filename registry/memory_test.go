@@ -10,7 +10,7 @@ import (
 
 // decideOnce is one decision over a whole read, with the memory kept, as a sync makes it.
 func decideOnce(r *Registry, m *Memory, eps []*endpoint.Endpoint, records ...endpoint.Record) Decision {
-	d := r.Decide(t0, records, eps, Caches{Memory: m})
+	d := r.Decide(t0, records, eps, Given{Memory: m})
 	m.End()
 	return d
 }

@@ -168,7 +168,7 @@ func TestPropertyOwnership(t *testing.T) {
 				before[id] = e
 			}
 			cl := claims(rnd, age)
-			res := r.Decide(now, w.records(), cl, Caches{})
+			res := r.Decide(now, w.records(), cl, Given{})
 			for _, c := range res.Changes {
 				where := fmt.Sprintf("seed %d step %d: %s", seed, step, c.String())
 				switch c.Action {

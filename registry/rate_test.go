@@ -18,7 +18,7 @@ type pacedWorld struct {
 }
 
 func (w *pacedWorld) sync(now time.Time, eps ...*endpoint.Endpoint) Paced {
-	d := w.r.Decide(now, w.srv.entries, eps, Caches{})
+	d := w.r.Decide(now, w.srv.entries, eps, Given{})
 	p := w.r.Pace(now, d.Changes, d.Desired, w.rates)
 	w.srv.apply(p.Send)
 	// Kept as the planner keeps them: the keys touched replaced, those whole forgotten.
@@ -130,7 +130,7 @@ func TestAWriteThatFailedSpendsNothing(t *testing.T) {
 	for i := 0; i < 600; i++ {
 		eps = append(eps, claim(fmt.Sprintf("h%04d.lan", i), "apps", fmt.Sprintf("o%d", i), fmt.Sprintf("u%d", i), time.Hour, "10.0.1.1"))
 	}
-	d := r.Decide(t0, nil, eps, Caches{})
+	d := r.Decide(t0, nil, eps, Given{})
 	p := r.Pace(t0, d.Changes, d.Desired, nil)
 	if len(p.Send) != 600 {
 		t.Fatalf("the cold start: %d of 600 sent", len(p.Send))

@@ -151,9 +151,10 @@ type Decision struct {
 	Now time.Time
 }
 
-// Caches are what a caller keeps from one decision to the next. Any may be nil: the registry
-// decides the same without them.
-type Caches struct {
+// Given is what a caller hands Decide beside the entries and the claims: what it kept from
+// earlier decisions, and what the entries are. The zero value is a sync that read the whole
+// server and kept nothing, which the registry decides the same as any other.
+type Given struct {
 	// Memory is what earlier decisions left that makes a sync among thousands of unchanged
 	// hostnames cheap, and what this process saw other writers do (memory.go).
 	Memory *Memory
@@ -180,15 +181,15 @@ type Read struct {
 // sources' endpoints (claims): it sorts the entries by owner (classify), runs the claim stages
 // (desired), plans, and runs the change stages (apply). One clock reading decides both whose
 // grace period has ended (a holder that let go) and which marks fall due.
-func (r *Registry) Decide(now time.Time, records []endpoint.Record, claims []*endpoint.Endpoint, c Caches) Decision {
-	m := c.Memory
+func (r *Registry) Decide(now time.Time, records []endpoint.Record, claims []*endpoint.Endpoint, g Given) Decision {
+	m := g.Memory
 	m.begin()
 	st := r.classify(records, claims, m.parser(r), m.writers())
 	w := r.desired(now, claims, st, m.mergeSource())
 	var settled map[string]bool
 	if m != nil {
 		m.merges.Keep(w.Merges)
-		if c.Read.Partial {
+		if g.Read.Partial {
 			settled = m.merges.Settled(w.Endpoints, st)
 		}
 	}
@@ -203,7 +204,7 @@ func (r *Registry) Decide(now time.Time, records []endpoint.Record, claims []*en
 	}
 	changes := (&plan.Plan{Current: r.current(st, toPlan, settled), Desired: toPlan, Policy: r.cfg.Policy}).Calculate()
 	m.planned(changes)
-	v, problems := r.apply(&changesIn{now: now, st: st, desired: w.Endpoints, read: c.Read, rates: c.Rates}, changes)
+	v, problems := r.apply(&changesIn{now: now, st: st, desired: w.Endpoints, read: g.Read, rates: g.Rates}, changes)
 	if len(problems) > 0 {
 		w.Problems = append(slices.Clip(w.Problems), problems...)
 	}

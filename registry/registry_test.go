@@ -35,7 +35,7 @@ func owned(id, host, ip string, extra ...string) endpoint.Record {
 
 // run is one full registry+plan pass, as the controller does it.
 func run(r *Registry, now time.Time, records []endpoint.Record, eps ...*endpoint.Endpoint) Verdict {
-	return r.Decide(now, records, eps, Caches{}).Verdict
+	return r.Decide(now, records, eps, Given{}).Verdict
 }
 
 func actions(res Verdict) []string {

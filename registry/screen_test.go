@@ -58,7 +58,7 @@ func (s *server) apply(changes []plan.Change) {
 // sync runs one registry+plan pass over the server's entries, applies what it planned, and
 // returns it with what desired reported.
 func (s *server) sync(r *Registry, now time.Time, eps ...*endpoint.Endpoint) (Verdict, seen) {
-	d := r.Decide(now, s.entries, eps, Caches{})
+	d := r.Decide(now, s.entries, eps, Given{})
 	s.apply(d.Changes)
 	return d.Verdict, seen{d.State, Wanted{Endpoints: d.Desired, Conflicts: d.Conflicts, Problems: d.Problems}}
 }

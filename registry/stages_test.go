@@ -86,7 +86,7 @@ func TestEveryHeldChangeNamesItsStageAndFacts(t *testing.T) {
 		records []endpoint.Record
 		claims  []*endpoint.Endpoint
 		now     time.Time
-		caches  Caches
+		given   Given
 		want    Held
 	}{
 		{name: "create-only adopts nothing", set: func(c *Config) { c.Policy = plan.CreateOnly },
@@ -107,20 +107,20 @@ func TestEveryHeldChangeNamesItsStageAndFacts(t *testing.T) {
 			want: Held{Stage: "brake", Reason: ReasonMassDeletionHeld}},
 		{name: "a plan from the known state creates no hostname not searched", set: func(c *Config) {},
 			claims: []*endpoint.Endpoint{claim("new.lan", "a", "new", "u1", time.Hour, "10.0.0.7")}, now: t0,
-			caches: Caches{Read: Read{Partial: true, Searched: "other.lan"}},
-			want:   Held{Stage: "whole-read", Reason: ReasonWholeReadNeeded}},
+			given: Given{Read: Read{Partial: true, Searched: "other.lan"}},
+			want:  Held{Stage: "whole-read", Reason: ReasonWholeReadNeeded}},
 		{name: "a plan from the known state deletes nothing", set: func(c *Config) {},
 			records: []endpoint.Record{entry("e1", PrefixPending+t0.Add(-time.Hour).Format(time.RFC3339))}, now: t0,
-			caches: Caches{Read: Read{Partial: true, SearchesLone: true}},
-			want:   Held{Stage: "whole-read", Reason: ReasonWholeReadNeeded}},
+			given: Given{Read: Read{Partial: true, SearchesLone: true}},
+			want:  Held{Stage: "whole-read", Reason: ReasonWholeReadNeeded}},
 		{name: "an object over its write-rate budget waits", set: func(c *Config) { c.Budgets.ObjectWritesPerMinute = 2 },
 			claims: []*endpoint.Endpoint{claim("fast.lan", "a", "fast", "u1", time.Hour, "10.0.0.7")}, now: t0,
-			caches: Caches{Rates: Rates{"object/u1": {Tokens: 0, Cap: 2, At: t0}}},
-			want:   Held{Stage: "rate", Reason: ReasonOverBudget, Due: t0.Add(30 * time.Second)}},
+			given: Given{Rates: Rates{"object/u1": {Tokens: 0, Cap: 2, At: t0}}},
+			want:  Held{Stage: "rate", Reason: ReasonOverBudget, Due: t0.Add(30 * time.Second)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRegWith(t, tc.set)
-			v := r.Decide(tc.now, tc.records, tc.claims, tc.caches).Verdict
+			v := r.Decide(tc.now, tc.records, tc.claims, tc.given).Verdict
 			if len(v.Held) == 0 || len(v.Changes) != 0 {
 				t.Fatalf("sent %v, held %d", actions(v), len(v.Held))
 			}

@@ -566,7 +566,7 @@ func TestAdoptionOfAnEntryEditedSinceItWasReadIsDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	eps := []*endpoint.Endpoint{want}
-	changes := reg.Decide(time.Now(), recs, eps, registry.Caches{}).Changes
+	changes := reg.Decide(time.Now(), recs, eps, registry.Given{}).Changes
 	if len(changes) != 1 || changes[0].Action != plan.Adopt {
 		t.Fatalf("changes = %v", changes)
 	}
