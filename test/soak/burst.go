@@ -30,9 +30,9 @@ const (
 	burstInstallation = "a"
 	burstNamespace    = "a4"
 	// burstObjects is how many objects the namespace holds, each with one hostname and one
-	// address; a burst renames from two thirds of them to all. So many that a revert, which
-	// reaches the loop as a burst does, in one sync or two, is seldom seen by its first sync
-	// with fewer than brakeMinimum names still replaced: that sync would let them go.
+	// address; a burst renames from two thirds of them to all. A revert reaches the loop as a
+	// burst does, in one sync or several, and a sync that sees too few names still replaced to
+	// trip the brake lets them go (letGo).
 	burstObjects = 24
 	// brakeMinimum is the operators' --mass-deletion-namespace-minimum (the default), and a
 	// namespace is held when more than half of its entries would leave.
@@ -383,8 +383,8 @@ func idOf(b *burst, h string) string {
 // burstLag after its last rename, none is for an entry the brake keeps, and none adds one of
 // the new names. A burst and its revert each reach the loop in one sync or several, and a sync
 // that saw only part of one is held only if that part trips the brake: so while each comes in
-// (until burstLag after its last change), fewer than brakeMinimum new names may be written,
-// and none once a revert is in.
+// (until burstLag after its last change), as many new names may be written as do not trip it
+// (letGo), and none once a revert is in.
 func (c *checker) checkBursts(l *ledger, now time.Time) []Failure {
 	out := c.checkBurstHolds(l, now)
 	c.m.mu.Lock()
@@ -399,9 +399,9 @@ func (c *checker) checkBursts(l *ledger, now time.Time) []Failure {
 			from, to time.Time
 			most     int
 		}
-		stretches := []stretch{{"as the burst came in", b.at, b.applied.Add(burstLag), brakeMinimum - 1}}
+		stretches := []stretch{{"as the burst came in", b.at, b.applied.Add(burstLag), b.letGo()}}
 		if !b.reverted.IsZero() {
-			stretches = append(stretches, stretch{"as the revert came in", b.end, b.reverted.Add(burstLag), brakeMinimum - 1},
+			stretches = append(stretches, stretch{"as the revert came in", b.end, b.reverted.Add(burstLag), b.letGo()},
 				stretch{"once reverted", b.reverted.Add(burstLag), now, 0})
 		}
 		for _, s := range stretches {
@@ -419,6 +419,11 @@ func (c *checker) checkBursts(l *ledger, now time.Time) []Failure {
 	}
 	return out
 }
+
+// letGo is the most new names a sync that saw only part of the burst or of its revert may
+// write: the part it saw trips the brake only with at least brakeMinimum names replaced and
+// more than half of the namespace's entries.
+func (b *burst) letGo() int { return max(brakeMinimum-1, b.base/2) }
 
 // checkBurstHolds is checkBursts' part during the holds.
 func (c *checker) checkBurstHolds(l *ledger, now time.Time) []Failure {

@@ -196,12 +196,12 @@ func TestHeldToken(t *testing.T) {
 }
 
 // TestBurstTransitions: while a burst or its revert comes in, a sync that saw part of it may
-// write fewer than brakeMinimum of the new names (the part it saw did not trip the brake),
-// never more; once the revert is in, none.
+// write as many of the new names as do not trip the brake (fewer than brakeMinimum, or at most
+// half of the namespace's entries), never more; once the revert is in, none.
 func TestBurstTransitions(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var news []string
-	for k := 0; k < 12; k++ {
+	for k := 0; k < 13; k++ {
 		news = append(news, fmt.Sprintf("a4-%d-v1.lan", k))
 	}
 	adds := func(n int, at time.Duration) []*write {
@@ -216,17 +216,21 @@ func TestBurstTransitions(t *testing.T) {
 		name string
 		ws   []*write
 		fail bool
+		base int // the namespace's entries
 	}{
-		{"nine as the burst came in", adds(9, time.Second), false},
-		{"ten as the burst came in", adds(10, time.Second), true},
-		{"nine as the revert came in", adds(9, 21*time.Second), false},
-		{"ten as the revert came in", adds(10, 21*time.Second), true},
-		{"one once the revert was in", adds(1, 30*time.Second), true},
+		{"nine as the burst came in", adds(9, time.Second), false, 12},
+		{"ten as the burst came in", adds(10, time.Second), true, 12},
+		{"nine as the revert came in", adds(9, 21*time.Second), false, 12},
+		{"ten as the revert came in", adds(10, 21*time.Second), true, 12},
+		{"one once the revert was in", adds(1, 30*time.Second), true, 12},
+		// Of 24 entries, a sync that saw 12 names still replaced is not held (half, not more).
+		{"twelve of 24 as the revert came in", adds(12, 21*time.Second), false, 24},
+		{"thirteen of 24 as the revert came in", adds(13, 21*time.Second), true, 24},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newModel()
 			m.bursts = []*burst{{n: 1, inst: "a", ns: burstNamespace, at: t0, applied: t0, end: t0.Add(20 * time.Second), reverted: t0.Add(20 * time.Second),
-				entries: burstEntries(12, 0), news: news, held: true, leaving: 12, base: 12}}
+				entries: burstEntries(12, 0), news: news, held: true, leaving: 12, base: tc.base}}
 			ck := testChecker(m, t0)
 			l := newLedger()
 			for _, w := range tc.ws {
