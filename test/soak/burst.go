@@ -41,8 +41,10 @@ const (
 	// may still send what it planned: a burst that reaches the loop in two syncs is held from
 	// the second, and the first may mark some of the old names and write some new ones.
 	burstLag = 3 * time.Second
-	// tokenWait is how long the soak waits for the installation to log the brake's token.
-	tokenWait = 30 * time.Second
+	// tokenWait is how long the soak waits for the installation to log the brake's token;
+	// revertTokenWait how long, after a late burst's revert, for a token of the revert held.
+	tokenWait       = 30 * time.Second
+	revertTokenWait = 8 * time.Second
 )
 
 // burst is one hostname-replacement burst, as the soak made it and the checker holds it.
@@ -203,7 +205,7 @@ func (d *driver) endBurst(ctx context.Context, b *burst, olds, news map[*Object]
 		// to wait out.
 		wait = tokenWait
 	}
-	token, err := waitToken(d.w.dir, b, wait)
+	token, err := waitToken(d.w.dir, b, b.at, wait)
 	if err != nil {
 		return err
 	}
@@ -215,15 +217,7 @@ func (d *driver) endBurst(ctx context.Context, b *burst, olds, news map[*Object]
 	if confirm && token != "" {
 		end := time.Now()
 		d.m.update(func() { b.end, b.outcome = end, "confirmed with "+token })
-		d.w.confirm[b.inst] = token
-		name := ""
-		d.m.update(func() { name = d.m.names[b.inst] })
-		started, err := d.w.restartAll(b.inst, name)
-		if err != nil {
-			return err
-		}
-		d.note(fmt.Sprintf("%s: confirmed, %s's replicas restarted with --confirm-mass-deletion=%s (%v)", b, b.inst, token, started), b.oldHosts...)
-		return nil
+		return d.confirmBurst(b, token, "confirmed")
 	}
 	end := time.Now()
 	d.m.update(func() { b.end, b.outcome = end, "reverted" })
@@ -239,6 +233,29 @@ func (d *driver) endBurst(ctx context.Context, b *burst, olds, news map[*Object]
 	}
 	d.m.update(func() { b.reverted = reverted })
 	d.note(fmt.Sprintf("%s: reverted (token logged: %q)", b, token), append(slices.Clone(b.oldHosts), b.news...)...)
+	if !late {
+		return nil
+	}
+	// A burst seen in parts may have gone through, part by part; its revert is then a mass
+	// replacement of its own, which the brake holds until it is confirmed, as a person would.
+	again, err := waitToken(d.w.dir, b, reverted, revertTokenWait)
+	if err != nil || again == "" {
+		return err
+	}
+	return d.confirmBurst(b, again, "its revert held, and confirmed")
+}
+
+// confirmBurst restarts the replicas of b's installation one after the other with
+// --confirm-mass-deletion=token.
+func (d *driver) confirmBurst(b *burst, token, what string) error {
+	d.w.confirm[b.inst] = token
+	name := ""
+	d.m.update(func() { name = d.m.names[b.inst] })
+	started, err := d.w.restartAll(b.inst, name)
+	if err != nil {
+		return err
+	}
+	d.note(fmt.Sprintf("%s: %s, %s's replicas restarted with --confirm-mass-deletion=%s (%v)", b, what, b.inst, token, started), b.oldHosts...)
 	return nil
 }
 
@@ -314,9 +331,9 @@ func heldToken(log, ns string, since time.Time) string {
 	return token
 }
 
-// waitToken reads the brake's token for b from its installation's logs, every process's since
-// the run began, waiting up to wait for it to show.
-func waitToken(dir string, b *burst, wait time.Duration) (string, error) {
+// waitToken reads the brake's token for b's namespace from its installation's logs, every
+// process's, logged since, waiting up to wait for it to show.
+func waitToken(dir string, b *burst, since time.Time, wait time.Duration) (string, error) {
 	deadline := time.Now().Add(wait)
 	for {
 		logs, err := filepath.Glob(filepath.Join(dir, "operator-"+b.inst+"-*.log"))
@@ -333,7 +350,7 @@ func waitToken(dir string, b *burst, wait time.Duration) (string, error) {
 			if err != nil {
 				continue
 			}
-			if t := heldToken(string(text), b.ns, b.at); t != "" && st.ModTime().After(last) {
+			if t := heldToken(string(text), b.ns, since); t != "" && st.ModTime().After(last) {
 				token, last = t, st.ModTime()
 			}
 		}
