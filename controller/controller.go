@@ -508,7 +508,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		switch r.Outcome {
 		case OutcomeAuthentication:
 			c.log.WithError(err).WithField("retry_in", s.Next.Sub(c.cfg.Clock.Now()).Round(time.Second)).
-				Error("AuthenticationFailed: router-hosts refused the TLS authentication; retrying when the certificate files change or at the interval")
+				Error("AuthenticationFailed: " + provider.AuthFailure(err) + "; retrying when the certificate files change or at the interval")
 		case OutcomeFailed:
 			c.log.WithError(err).WithFields(logrus.Fields{"retry_in": s.Next.Sub(c.cfg.Clock.Now()), "failures": s.failures}).Error("sync failed")
 		}

@@ -12,3 +12,29 @@ import "errors"
 // the resync interval comes round, so the controller waits for either instead of retrying in a
 // tight loop, and readiness reports it as AuthenticationFailed rather than as an outage.
 var ErrAuthentication = errors.New("router-hosts refused the TLS authentication")
+
+// ErrServerCertificate is the half of ErrAuthentication where the operator is the one that
+// refused: router-hosts' certificate did not verify against the operator's CA (--tls-ca, or
+// the Secret's ca.crt), or not for the name dialled. It is an ErrAuthentication
+// (errors.Is), so that it is waited out the same way, but its text says which side refused,
+// since the fix is on the operator's side.
+var ErrServerCertificate error = serverCertificate{}
+
+type serverCertificate struct{}
+
+func (serverCertificate) Error() string {
+	return "the operator refused router-hosts' certificate (check the CA, --tls-ca or the Secret's ca.crt, and the name, --tls-server-name)"
+}
+
+// Is makes a refused server certificate an ErrAuthentication.
+func (serverCertificate) Is(target error) bool { return target == ErrAuthentication }
+
+// AuthFailure is the sentence that says which side refused the TLS authentication err failed
+// on: the operator, router-hosts' certificate (ErrServerCertificate), or router-hosts, the
+// operator's.
+func AuthFailure(err error) string {
+	if errors.Is(err, ErrServerCertificate) {
+		return ErrServerCertificate.Error()
+	}
+	return ErrAuthentication.Error()
+}

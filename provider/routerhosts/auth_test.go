@@ -86,16 +86,19 @@ func TestAuthenticationFailures(t *testing.T) {
 		name string
 		opts Options
 		want string // in the error's text, from the original error
+		// ours: the operator refused the server's certificate (ErrServerCertificate), rather
+		// than the server the operator's.
+		ours bool
 	}{
 		{"client certificate from another CA",
 			Options{Endpoint: srv.Addr(), CAFile: srv.CAFile(), CertFile: foreignCert, KeyFile: foreignKey},
-			"remote error: tls: unknown certificate authority"},
+			"remote error: tls: unknown certificate authority", false},
 		{"server certificate from another CA",
 			Options{Endpoint: srv.Addr(), CAFile: other.CAFile(), CertFile: srv.CertFile(), KeyFile: srv.KeyFile()},
-			"x509: certificate signed by unknown authority"},
+			"x509: certificate signed by unknown authority", true},
 		{"server certificate for another name",
 			Options{Endpoint: srv.Addr(), CAFile: srv.CAFile(), CertFile: srv.CertFile(), KeyFile: srv.KeyFile(), ServerName: "router.example"},
-			"x509: certificate is valid for localhost, not router.example"},
+			"x509: certificate is valid for localhost, not router.example", true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -111,6 +114,11 @@ func TestAuthenticationFailures(t *testing.T) {
 					}
 					if !strings.Contains(err.Error(), tc.want) {
 						t.Fatalf("%s: %q does not keep the cause %q", call, err, tc.want)
+					}
+					// The text says which side refused: the fix is on that side.
+					if ours := errors.Is(err, provider.ErrServerCertificate); ours != tc.ours ||
+						!strings.Contains(err.Error(), provider.AuthFailure(err)) {
+						t.Fatalf("%s: %q; the operator refused the server's certificate: %v, want %v", call, err, ours, tc.ours)
 					}
 				}
 			}

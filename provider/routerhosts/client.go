@@ -568,9 +568,6 @@ func (p *Provider) callError(err error) error {
 // transport reports every connection failure as Unavailable with the cause as text only, so
 // the text is all there is to tell a certificate problem from an outage.
 var authMarkers = []string{
-	// crypto/x509, from our check of the server's certificate (verifyServer): signed by a CA
-	// other than ours, not valid for the name dialled, expired.
-	"x509: ",
 	// Alerts the server sends when it refuses our certificate, as crypto/tls names them
 	// (acceptedCreds makes sure the alert is what gRPC reports, not the broken pipe after it).
 	"remote error: tls: bad certificate",
@@ -584,8 +581,12 @@ var authMarkers = []string{
 	"remote error: tls: error decrypting message",
 }
 
+// ourMarkers are the texts of our own check of the server's certificate failing (crypto/x509,
+// from verifyServer): signed by a CA other than ours, not valid for the name dialled, expired.
+var ourMarkers = []string{"x509: "}
+
 // authError marks err as a provider.ErrAuthentication when it is a TLS authentication
-// failure, keeping its text and gRPC status; any other error comes back unchanged. A refused
+// failure (a provider.ErrServerCertificate when ours was the check that failed), keeping its text and gRPC status; any other error comes back unchanged. A refused
 // certificate fails every call the same way until the files change, so the controller must
 // not treat it as a passing outage. Only transport failures (Unavailable, or DeadlineExceeded
 // after waiting for a connection) are considered, which keeps the server's own messages
@@ -598,6 +599,11 @@ func authError(err error) error {
 		return err
 	}
 	msg := err.Error()
+	for _, m := range ourMarkers {
+		if strings.Contains(msg, m) {
+			return fmt.Errorf("%w: %w", provider.ErrServerCertificate, err)
+		}
+	}
 	for _, m := range authMarkers {
 		if strings.Contains(msg, m) {
 			return fmt.Errorf("%w: %w", provider.ErrAuthentication, err)
