@@ -7,7 +7,7 @@ import (
 )
 
 // rates are the write-rate budgets' allowances of the objects and namespaces that wrote lately
-// (registry.Pace), by key. The rules: a sync's charged allowances replace those of the keys it
+// (the registry's rate stage), by key. The rules: a sync's charged allowances replace those of the keys it
 // touched; an allowance whole again is forgotten, when touched and, for every key, at each sync
 // that reads the whole server (so that an object gone leaves nothing behind); a
 // reconfiguration forgets them all.

@@ -8,8 +8,9 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 )
 
-// Merges hands desired the merge of a hostname it made before from the same claims and
-// entries; a merge handed back counts as used by the sync, which is the cache's own account.
+// mergeSource hands desired the merge of a hostname it made before from the same claims and
+// entries (the Memory's merges); a merge handed back counts as used by the sync, which is the
+// memory's own account.
 // What desired merges afresh, and the merges it finds no longer hold, come back in
 // Wanted.Merges.
 type mergeSource interface {
@@ -33,7 +34,7 @@ type Merge struct {
 
 // Wanted is what desired made of the sources' claims: one endpoint per hostname the cluster is
 // to have, the claims and the parts of claims it turned down, and the merges it made afresh
-// or found no longer hold, for a caller that keeps them to hand back through Merges.
+// or found no longer hold, for the Memory that keeps them to hand back.
 type Wanted struct {
 	Endpoints []*endpoint.Endpoint
 	// Conflicts are the claims turned down; Problems the parts of claims dropped, such as

@@ -33,8 +33,8 @@ type Allowance struct {
 // "namespace/<name>"); a key missing has its whole allowance.
 type Rates map[string]Allowance
 
-// Paced is what the write-rate budgets made of a sync's changes.
-type Paced struct {
+// pacing is what the write-rate budgets made of a sync's changes (pace).
+type pacing struct {
 	// Send are the changes within the budgets, in the plan's order; Held those that wait,
 	// whose hostnames' latest state a later sync writes.
 	Send, Held []plan.Change
@@ -117,16 +117,16 @@ func charged(c *plan.Change) bool {
 	return false
 }
 
-// Pace holds back the changes of objects and namespaces that write faster than their budgets,
+// pace holds back the changes of objects and namespaces that write faster than their budgets,
 // at time now, from the allowances rates left; desired (the sync's endpoints) names the objects
 // held back in their problems.
-func (r *Registry) Pace(now time.Time, changes []plan.Change, desired []*endpoint.Endpoint, rates Rates) Paced {
+func (r *Registry) pace(now time.Time, changes []plan.Change, desired []*endpoint.Endpoint, rates Rates) pacing {
 	budgets := map[string]float64{"object": float64(r.cfg.Budgets.ObjectWritesPerMinute), "namespace": float64(r.cfg.Budgets.NamespaceWritesPerMinute)}
 	if budgets["object"] == 0 && budgets["namespace"] == 0 {
-		return Paced{Send: changes}
+		return pacing{Send: changes}
 	}
 	groups, cost := paceGroups(changes)
-	out := Paced{Rates: allowances(now, cost, rates, budgets)}
+	out := pacing{Rates: allowances(now, cost, rates, budgets)}
 	// left is what the allowances have left as the sync's changes are taken in turn; the
 	// allowances returned are charged only with what went through (Charge).
 	left := make(map[string]float64, len(out.Rates))
@@ -172,18 +172,18 @@ func (r *Registry) Pace(now time.Time, changes []plan.Change, desired []*endpoin
 	return out
 }
 
-// rate is the write-rate budgets' stage (Pace): the changes of an object or namespace beyond
+// rate is the write-rate budgets' stage: the changes of an object or namespace beyond
 // its allowance wait, each until the allowances cover its hostname's changes.
 func (r *Registry) rate(in *changesIn, changes []plan.Change) changed {
 	if len(changes) == 0 {
 		return changed{changes: changes}
 	}
-	// Pace takes a hostname's changes together, so they must be next to each other.
+	// pace takes a hostname's changes together, so they must be next to each other.
 	if !slices.IsSortedFunc(changes, func(a, b plan.Change) int { return strings.Compare(a.Hostname(), b.Hostname()) }) {
 		changes = slices.Clone(changes)
 		plan.Sort(changes)
 	}
-	p := r.Pace(in.now, changes, in.desired, in.rates)
+	p := r.pace(in.now, changes, in.desired, in.rates)
 	v := changed{changes: p.Send, rates: p.Rates, problems: p.Problems, next: p.Next}
 	for i, c := range p.Held {
 		v.held = append(v.held, Held{Change: c, Reason: ReasonOverBudget, Due: p.due[i]})
@@ -191,7 +191,7 @@ func (r *Registry) rate(in *changesIn, changes []plan.Change) changed {
 	return v
 }
 
-// Charge is rates (a Paced's) less the writes of sent that went through (results[i] is what
+// Charge is rates (a pacing's) less the writes of sent that went through (results[i] is what
 // became of sent[i]; nil when nothing was written): a write refused, failed or not started
 // spends nothing. An allowance whole (Tokens at Cap) may be forgotten.
 func (r *Registry) Charge(rates Rates, sent []plan.Change, results []plan.Result) Rates {

@@ -17,9 +17,9 @@ type pacedWorld struct {
 	rates Rates
 }
 
-func (w *pacedWorld) sync(now time.Time, eps ...*endpoint.Endpoint) Paced {
+func (w *pacedWorld) sync(now time.Time, eps ...*endpoint.Endpoint) pacing {
 	d := w.r.Decide(now, w.srv.entries, eps, Given{})
-	p := w.r.Pace(now, d.Changes, d.Desired, w.rates)
+	p := w.r.pace(now, d.Changes, d.Desired, w.rates)
 	w.srv.apply(p.Send)
 	// Kept as the planner keeps them: the keys touched replaced, those whole forgotten.
 	if w.rates == nil {
@@ -35,7 +35,7 @@ func (w *pacedWorld) sync(now time.Time, eps ...*endpoint.Endpoint) Paced {
 	return p
 }
 
-func updates(p Paced) int {
+func updates(p pacing) int {
 	n := 0
 	for _, c := range p.Send {
 		if c.Action == plan.Update {
@@ -60,7 +60,7 @@ func TestAFlappingObjectIsCoalesced(t *testing.T) {
 			t.Fatalf("the cold start: %d sent, %d held", len(p.Send), len(p.Held))
 		}
 		written, now := 0, t0
-		var last Paced              // the last sync that held changes back
+		var last pacing             // the last sync that held changes back
 		for i := 1; i <= 120; i++ { // two minutes of a flip a second
 			now = now.Add(time.Second)
 			p := w.sync(now, flap(fmt.Sprintf("10.0.0.%d", 1+i%2))...)
@@ -131,7 +131,7 @@ func TestAWriteThatFailedSpendsNothing(t *testing.T) {
 		eps = append(eps, claim(fmt.Sprintf("h%04d.lan", i), "apps", fmt.Sprintf("o%d", i), fmt.Sprintf("u%d", i), time.Hour, "10.0.1.1"))
 	}
 	d := r.Decide(t0, nil, eps, Given{})
-	p := r.Pace(t0, d.Changes, d.Desired, nil)
+	p := r.pace(t0, d.Changes, d.Desired, nil)
 	if len(p.Send) != 600 {
 		t.Fatalf("the cold start: %d of 600 sent", len(p.Send))
 	}
@@ -143,7 +143,7 @@ func TestAWriteThatFailedSpendsNothing(t *testing.T) {
 	if a := rates["namespace/apps"]; a.Cap != 900 || a.Tokens != 700 {
 		t.Fatalf("the namespace's allowance after 200 of 600 went through: %+v, want 700 of 900 left (600 and the budget)", a)
 	}
-	again := r.Pace(t0.Add(time.Second), d.Changes[200:], d.Desired, rates)
+	again := r.pace(t0.Add(time.Second), d.Changes[200:], d.Desired, rates)
 	if len(again.Held) != 0 {
 		t.Fatalf("the 400 that failed wait for the budget: %d held", len(again.Held))
 	}
