@@ -45,8 +45,11 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := operator.Run(ctx, cfg, log, os.Stdout); err != nil {
-		log.WithError(err).Error("router-hosts-operator failed")
-		os.Exit(1)
+		code := operator.ExitCode(cfg, err)
+		if code != 1 || (cfg.Command != operator.CommandExplain && cfg.Command != operator.CommandList) {
+			log.WithError(err).Error("router-hosts-operator failed")
+		}
+		os.Exit(code)
 	}
 }
 

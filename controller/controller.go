@@ -233,6 +233,24 @@ func (c *Controller) SyncOnce(ctx context.Context) (*Report, error) {
 	return c.sync(ctx, planner.Full)
 }
 
+// Decide reads the sources and the whole server once and returns what the registry decided,
+// each decision with its reason (Report.Held, Report.State), writing nothing and telling no
+// reporter: what explain and list print. Unlike a dry run it answers no release probe, so it
+// is read-only on the router.
+func (c *Controller) Decide(ctx context.Context) (*Report, error) {
+	c.syncing.Lock()
+	defer c.syncing.Unlock()
+	in := c.begin(planner.Full)
+	if err := c.readSources(ctx, in); err != nil {
+		return nil, fmt.Errorf("reading the sources: %w", err)
+	}
+	sy, err := c.planner.Plan(ctx, in.endpoints, planner.Full)
+	if err != nil {
+		return nil, err
+	}
+	return reportOf(c.cfg.Registry.ClusterName(), c.cfg.Registry.ClusterID(), in, sy, nil, false, c.cfg.Clock.Now()), nil
+}
+
 // sync runs one sync of the given mode the way external-dns's RunOnce does: read the sources,
 // plan (the planner reads the server), write, report. A failed read is reported and ends the
 // sync with no report returned, since nothing was planned to schedule by.

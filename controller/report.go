@@ -118,6 +118,10 @@ type Report struct {
 	Unclaimed int
 	// Former are the identities this installation had before whose entries it takes up.
 	Former []registry.Namesake
+	// Held are the changes the registry's change stages held back, each with its stage and
+	// reason; State the server's entries sorted by owner, as the sync read them.
+	Held  []registry.Held
+	State *registry.State
 	// Braked is the mass deletion the brake holds, nil when none; TakeUpLeft the entries of an
 	// earlier version, or an earlier identity, still to be given the identity.
 	Braked     *registry.Braked
@@ -172,7 +176,7 @@ func reportOf(cluster, clusterID string, in *reading, sy *planner.Sync, results 
 		Entries: entriesAfter(st.Owned, sy.Changes, results), Failed: failed, Results: results,
 		Changes: sy.Changes, Deferred: sy.Deferred, Paced: sy.Paced, Pending: sy.Pending, Foreign: st.ForeignCount(), SourceEndpoints: in.counts, Conflicts: sy.Conflicts,
 		Namesakes: st.Namesakes, Unclaimed: st.Unclaimed, Former: st.Former, Braked: sy.Braked, TakeUpLeft: sy.TakeUpLeft, Twin: sy.Twin,
-		Problems: sy.Problems, Started: in.started, Duration: end.Sub(in.started), ListDuration: sy.ReadDuration, Read: sy.Read,
+		Problems: sy.Problems, Held: sy.Held, State: st, Started: in.started, Duration: end.Sub(in.started), ListDuration: sy.ReadDuration, Read: sy.Read,
 		Mode: in.mode, ChangedAt: in.changed, Again: again, NextExpiry: sy.NextExpiry}
 	if whole, _ := plan.SplitRefused(results); whole != nil {
 		rep.Err, rep.Stage, rep.AuthFailed = plan.ErrorOf(results), StageApply, errors.Is(whole, provider.ErrAuthentication)

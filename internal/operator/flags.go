@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/explain"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/clusterconfig"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
@@ -59,8 +60,14 @@ type Config struct {
 	// ServiceAccountTokenFile is the pod's service-account token, whose service account gives
 	// the webhook its identity when --cluster-id does not.
 	ServiceAccountTokenFile string
-	// Command is the subcommand: "run" (the operator, the default), "webhook" or "release".
+	// Command is the subcommand: "run" (the operator, the default), "webhook", "release",
+	// "explain" or "list".
 	Command string
+	// Targets are what explain is asked about: names, or objects as KIND/NAMESPACE/NAME;
+	// Output is explain's and list's format, text or json; Filter picks list's entries.
+	Targets []string
+	Output  string
+	Filter  explain.Filter
 
 	// Version is the binary's version, for the user agent and the start-up log; Build all
 	// the binary knows of its build.
@@ -116,6 +123,11 @@ func ParseFlags(args []string, build Build) (*Config, error) {
 	cfg.Command = cmd
 	if cmd == CommandRelease {
 		if err := cfg.releaseFlags(given("cluster-name")); err != nil {
+			return nil, err
+		}
+	}
+	if cmd == CommandExplain || cmd == CommandList {
+		if err := cfg.readOnlyFlags(); err != nil {
 			return nil, err
 		}
 	}
@@ -252,6 +264,14 @@ func newApp(cfg *Config, build Build, getenv func(string) string) *kingpin.Appli
 		"Give it a --cluster-name of its own (default there: "+WebhookCluster+"); run external-dns with --provider=webhook --registry=noop.")
 	app.Command(CommandRelease, "Let a cluster go for good (gone, or after helm uninstall): give back the entries it adopted as they were and delete the ones it created, "+
 		"nothing else; refused while an operator of the cluster still runs. Needs --cluster-name; run it with --dry-run first.")
+	explainCmd := app.Command(CommandExplain, "Say why a name is on the router as it is, or is not: each object that claims it and what the operator decided for it and why, each entry with its owner, "+
+		"the objects that name it but are never read, and whether the router's DNS answers it. Read-only; exit 0 when every name is on the router as its claims want, 1 when one is not, 2 on an error.")
+	explainCmd.Arg("target", "A hostname, or an object as KIND/NAMESPACE/NAME (ingress/default/web).").Required().StringsVar(&cfg.Targets)
+	app.Command(CommandList, "Print every entry on the router with its owner (the object, not a UID), its state and whether the router's DNS answers it. Read-only; --namespace, --owner and --state pick entries.")
+	app.Flag("output", "explain and list: text (for people) or json (a stable shape for scripts, docs/explain.md).").Short('o').
+		Default("text").SetValue(&enum{flag: "output", allowed: []string{"text", "json"}, target: &cfg.Output})
+	app.Flag("owner", "list: only the entries of this owner: "+strings.Join(explain.Owners(), ", ")+".").StringVar(&cfg.Filter.Owner)
+	app.Flag("state", "list: only the entries in this state: "+strings.Join(explain.States(), ", ")+".").StringVar(&cfg.Filter.State)
 	app.Flag("force", "release: go ahead where it cannot know whether an operator of the cluster runs (entries written by a version that answers the probe only on entries it rewrites); a running operator that answers the probe still stops it.").
 		BoolVar(&cfg.Force)
 	app.Flag("probe-wait", "How long release waits for a running operator of the cluster to take its probe off an entry; must exceed that operator's --interval (two intervals and some are safe).").

@@ -81,6 +81,10 @@ type Operator struct {
 	Config *clusterconfig.Watcher
 
 	resolver *source.Resolver
+	// clients and settings are what the sources read through and the settings in use at the
+	// start, for the read-only commands (explain, list) that look beyond the sources.
+	clients  source.Clients
+	settings clusterconfig.Settings
 	metrics  *metrics.Metrics
 	checker  *health.Checker
 	recorder *events.Recorder
@@ -108,6 +112,9 @@ func Run(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer) er
 	}
 	if cfg.Command == CommandRelease {
 		return Release(ctx, cfg, log, out, nil)
+	}
+	if cfg.Command == CommandExplain || cfg.Command == CommandList {
+		return Explain(ctx, cfg, log, out)
 	}
 	op, err := New(ctx, cfg, log, out, Hooks{})
 	if err != nil {
@@ -138,7 +145,7 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 	if err != nil {
 		return nil, err
 	}
-	op.leases = kc.leases
+	op.leases, op.clients = kc.leases, kc.sources
 
 	// The RouterHostsConfig, when there is one, is read before anything is built from the
 	// settings it may override.
@@ -186,6 +193,7 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 		op.routerIsNamed()
 	}
 	op.metrics.SetRouterConfigured(op.noRouter == nil)
+	op.settings = settings
 	rc := settings.Registry()
 	rc.Log = log.WithField("component", "registry")
 	op.Registry, err = registry.New(rc)

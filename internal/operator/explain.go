@@ -1,0 +1,227 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/explain"
+	"github.com/router-hosts-operator/router-hosts-operator/source"
+)
+
+// The read-only commands.
+const (
+	CommandExplain = "explain"
+	CommandList    = "list"
+)
+
+// surveyTimeout bounds the wait for one kind's list in explain's look for objects that are
+// never read: a kind the caller may not list must not hold the answer.
+const surveyTimeout = 10 * time.Second
+
+// NotAsWantedError is explain's answer when a name is not on the router as its claims want:
+// the command exits 1, not 2, since nothing failed.
+type NotAsWantedError struct{ Names []string }
+
+func (e *NotAsWantedError) Error() string {
+	return "not on the router as wanted: " + strings.Join(e.Names, ", ")
+}
+
+// ExitCode is the process's exit status for the command cfg ran and the error it returned:
+// explain and list exit 1 for a name not as wanted and 2 on any error; the others exit 1 on
+// any error.
+func ExitCode(cfg *Config, err error) int {
+	var na *NotAsWantedError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &na):
+		return 1
+	case cfg != nil && (cfg.Command == CommandExplain || cfg.Command == CommandList):
+		return 2
+	}
+	return 1
+}
+
+// readOnlyFlags completes the read-only commands' flags: they decide as a sync would, write
+// nothing, lead nothing and serve nothing. list's --namespace picks the entries it prints; it
+// does not narrow what is read, since a name's fate depends on every namespace's claims.
+func (cfg *Config) readOnlyFlags() error {
+	cfg.DryRun, cfg.Once, cfg.LeaderElect, cfg.MetricsAddress = true, true, false, ""
+	if cfg.Command == CommandList {
+		cfg.Filter.Namespace, cfg.Namespace = cfg.Namespace, ""
+		return cfg.Filter.Check()
+	}
+	for _, t := range cfg.Targets {
+		if _, err := parseTarget(t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// target is one thing explain is asked about: a name, or an object.
+type target struct {
+	name                 string
+	kind, namespace, obj string
+	isObject             bool
+}
+
+func parseTarget(t string) (target, error) {
+	if !strings.Contains(t, "/") {
+		return target{name: strings.TrimSuffix(strings.ToLower(t), ".")}, nil
+	}
+	parts := strings.Split(t, "/")
+	if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+		return target{}, fmt.Errorf("explain %q: want a hostname or KIND/NAMESPACE/NAME (ingress/default/web)", t)
+	}
+	return target{kind: strings.ToLower(parts[0]), namespace: parts[1], obj: parts[2], isObject: true}, nil
+}
+
+// matches reports whether ref is the object t names: the kind as written, in any case, in the
+// plural, or with its API group (ingressroutes.traefik.io).
+func (t target) matches(ref endpoint.SourceRef) bool {
+	if !t.isObject || ref.Namespace != t.namespace || ref.Name != t.obj {
+		return false
+	}
+	kind, group, _ := strings.Cut(t.kind, ".")
+	if group != "" && !strings.EqualFold(group, ref.Group) {
+		return false
+	}
+	k := strings.ToLower(ref.Kind)
+	return kind == k || kind == k+"s" || kind == k+"es"
+}
+
+// Explain runs explain or list: one read of the cluster and the router, the registry's
+// decision from it (controller.Decide), the objects that name the names asked about but are
+// never read (source.Unreads), and what the router's DNS answers; then prints them to out.
+// It writes nothing anywhere.
+func Explain(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer) error {
+	op, err := New(ctx, cfg, log, io.Discard, Hooks{})
+	if err != nil {
+		return err
+	}
+	defer op.Close()
+	if op.noRouter != nil {
+		return op.noRouter
+	}
+	rep, err := op.Controller.Decide(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the cluster and the router: %w", err)
+	}
+	in := &explain.Input{Report: rep, Owners: op.Registry.Ownerships(rep.State), Manages: op.Registry.Manages, Now: rep.Started}
+	if cfg.Command == CommandList {
+		entries := explain.List(in, cfg.Filter)
+		if cfg.Output == "json" {
+			return explain.WriteJSON(out, explain.ListJSON{Version: explain.Version, Entries: entries})
+		}
+		return explain.WriteList(out, entries)
+	}
+
+	targets := make([]target, 0, len(cfg.Targets))
+	for _, t := range cfg.Targets {
+		tg, _ := parseTarget(t) // checked by readOnlyFlags
+		targets = append(targets, tg)
+	}
+	doc := explain.NamesJSON{Version: explain.Version}
+	var names []string
+	// An object asked about is found among the objects read, else by the survey below.
+	asked := map[int]endpoint.SourceRef{}
+	for i, t := range targets {
+		if !t.isObject {
+			names = append(names, t.name)
+			continue
+		}
+		for uid, o := range rep.Objects {
+			for _, ep := range o.Endpoints {
+				if ref := endpointRef(ep, uid); t.matches(ref) {
+					asked[i] = ref
+				}
+			}
+		}
+		if ref, ok := asked[i]; ok {
+			ns, _ := explain.Names(in, ref.UID)
+			names = append(names, ns...)
+		}
+	}
+	wanted := map[string]bool{}
+	for _, n := range names {
+		wanted[n] = true
+	}
+	survey := source.Survey{Enabled: cfg.Sources, Namespace: cfg.Namespace, LabelSelector: cfg.LabelFilter, OptIn: op.settings.OptIn,
+		Timeout: surveyTimeout, Log: log.WithField("component", "survey"),
+		Read: func(uid string) bool { _, ok := rep.Objects[uid]; return ok },
+		Wants: func(ref endpoint.SourceRef, ns []string) bool {
+			for i, t := range targets {
+				if t.matches(ref) {
+					if _, ok := asked[i]; !ok {
+						asked[i] = ref
+					}
+					return true
+				}
+			}
+			return slices.ContainsFunc(ns, func(n string) bool { return wanted[n] })
+		}}
+	unread, serr := source.Unreads(ctx, op.clients, survey)
+	if serr != nil {
+		doc.Notes = append(doc.Notes, serr.Error())
+	}
+	in.Unread = unread
+	for i, t := range targets {
+		if !t.isObject {
+			continue
+		}
+		ref, ok := asked[i]
+		if !ok {
+			return fmt.Errorf("no %s %s/%s in the cluster", t.kind, t.namespace, t.obj)
+		}
+		o := explain.Object{Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name, UID: ref.UID}
+		doc.Object = &o
+		doc.Problems = explain.Problems(in, ref.UID)
+		for _, u := range unread {
+			if u.Ref.UID == ref.UID {
+				doc.Unread = append(doc.Unread, explain.Unread{Object: o, Source: u.Source, Names: u.Names, Code: u.Reason, Fix: u.Fix})
+			}
+		}
+	}
+	slices.Sort(names)
+	doc.Names = explain.ExplainNames(in, slices.Compact(names))
+	if cfg.Output == "json" {
+		err = explain.WriteJSON(out, doc)
+	} else {
+		explain.WriteText(out, &doc)
+	}
+	if err != nil {
+		return err
+	}
+	var missing []string
+	for _, n := range doc.Names {
+		if !n.AsWanted {
+			missing = append(missing, n.Name)
+		}
+	}
+	if len(missing) > 0 || len(doc.Unread) > 0 || len(doc.Problems) > 0 || (doc.Object != nil && len(doc.Names) == 0) {
+		if len(missing) == 0 {
+			missing = []string{doc.Object.String()}
+		}
+		return &NotAsWantedError{Names: missing}
+	}
+	return nil
+}
+
+// endpointRef is the object uid among ep's sources.
+func endpointRef(ep *endpoint.Endpoint, uid string) endpoint.SourceRef {
+	for _, s := range ep.Sources {
+		if s.UID == uid {
+			return s
+		}
+	}
+	return endpoint.SourceRef{UID: uid}
+}

@@ -1,0 +1,88 @@
+package registry
+
+import (
+	"time"
+)
+
+// OwnerClass is whose an entry is, in the words explain and list print.
+type OwnerClass string
+
+// The owner classes.
+const (
+	// OwnerThis: this installation wrote the entry for objects of this cluster.
+	OwnerThis OwnerClass = "this"
+	// OwnerAdopted: a hand-made entry this installation adopted; released, never deleted.
+	OwnerAdopted OwnerClass = "adopted"
+	// OwnerNamesake: another installation writing this cluster's name (another identity).
+	OwnerNamesake OwnerClass = "namesake"
+	// OwnerOtherCluster: another cluster's operator wrote it.
+	OwnerOtherCluster OwnerClass = "other-cluster"
+	// OwnerHandMade: no operator tag; a person or another tool wrote it.
+	OwnerHandMade OwnerClass = "hand-made"
+)
+
+// Ownership is whose one entry is and what the operator's tags on it say, as a sync decided
+// it: for people (explain, list), never for a rule.
+type Ownership struct {
+	Class OwnerClass
+	// Cluster and ClusterID are the owning installation's, as its tags name them (empty for a
+	// hand-made entry).
+	Cluster, ClusterID string
+	// Sources are the UIDs of the objects that want the entry's address; Namespace and Kinds
+	// the namespace holding the name and the kinds claiming it.
+	Sources   []string
+	Namespace string
+	Kinds     []string
+	// Marked: the entry carries a deletion mark; it goes at Due (zero when the mark cannot be
+	// read).
+	Marked bool
+	Due    time.Time
+	// UserTags are the tags that are not the operator's, verbatim.
+	UserTags []string
+}
+
+// Ownerships says whose each of st's entries is, by entry ID: st decides the open cases (an
+// earlier version's entry, a rename, a namesake) as the sync that made it did.
+func (r *Registry) Ownerships(st *State) map[string]Ownership {
+	out := make(map[string]Ownership, len(st.Owned)+len(st.Foreign)+len(st.Unowned))
+	for i := range st.Owned {
+		rec := &st.Owned[i]
+		v := st.view(rec)
+		o := r.ownership(&v)
+		o.Class = OwnerThis
+		if v.has(TagPreExisting) {
+			o.Class = OwnerAdopted
+		}
+		_, o.Marked = v.value(PrefixPending)
+		o.Due, _ = r.due(&v)
+		out[rec.ID] = o
+	}
+	for _, recs := range st.Foreign {
+		for i := range recs {
+			v := viewOf(&recs[i])
+			o := r.ownership(&v)
+			o.Class = OwnerOtherCluster
+			if r.classOf(&v) == namesake {
+				o.Class = OwnerNamesake
+			}
+			out[recs[i].ID] = o
+		}
+	}
+	for _, recs := range st.Unowned {
+		for i := range recs {
+			out[recs[i].ID] = Ownership{Class: OwnerHandMade, UserTags: recs[i].Tags}
+		}
+	}
+	return out
+}
+
+// ownership is what the operator's tags in v name.
+func (r *Registry) ownership(v *view) Ownership {
+	o := Ownership{Sources: v.values(PrefixSource), Kinds: v.values(PrefixKind), UserTags: v.user}
+	o.Namespace, _ = v.value(PrefixNamespace)
+	if names := v.clusterNames(); len(names) > 0 {
+		o.Cluster = names[0]
+	}
+	o.ClusterID, _ = v.clusterID()
+	return o
+}
