@@ -332,7 +332,6 @@ func TestExplainGivesEveryReasonCode(t *testing.T) {
 	}
 }
 
-
 // TestExplainAndListAsProcesses runs the binary as a person does: explain's exit status for a
 // name on the router (0), one that is not (1) and a bad target (2), the kubectl plugin's name,
 // and list's table.
