@@ -412,10 +412,11 @@ func (d *decision) entry(rec *endpoint.Record) Entry {
 		if h.Reason == registry.ReasonGracePeriod {
 			e.State = StatePendingDeletion
 		}
-		oc := Outcome{Code: h.Reason, Stage: h.Stage, Message: h.String(), Token: h.Token, Change: h.Change.String(), Fix: heldFix(h)}
+		oc := Outcome{Code: h.Reason, Stage: h.Stage, Message: "held: " + h.Change.String(), Token: h.Token, Change: h.Change.String(), Fix: heldFix(h)}
 		if !h.Due.IsZero() {
 			due := h.Due.UTC()
 			oc.Due = &due
+			oc.Message += fmt.Sprintf(" (goes at %s, in %s)", due.Format(time.RFC3339), h.Due.Sub(d.in.Now).Round(time.Second))
 		}
 		e.Outcome = &oc
 	} else if c := d.changeOf[rec.ID]; c != nil {
@@ -459,15 +460,19 @@ func (d *decision) owner(o registry.Ownership) Owner {
 	for _, ob := range out.Objects {
 		objs = append(objs, ob.String())
 	}
-	if len(out.UIDs) > 0 && (o.Class == registry.OwnerThis || o.Class == registry.OwnerAdopted) {
-		objs = append(objs, fmt.Sprintf("%d object(s) no longer here", len(out.UIDs)))
+	if n := len(out.UIDs); n > 0 && (o.Class == registry.OwnerThis || o.Class == registry.OwnerAdopted) {
+		gone := "an object no longer in the cluster"
+		if n > 1 {
+			gone = fmt.Sprintf("%d objects no longer in the cluster", n)
+		}
+		objs = append(objs, gone+" (uid "+strings.Join(out.UIDs, ", ")+")")
 	}
 	cluster := fmt.Sprintf("cluster %s", o.Cluster)
 	switch o.Class {
 	case registry.OwnerThis:
-		out.Words = "this cluster (" + cluster + "): " + strings.Join(objs, ", ")
+		out.Words = "this cluster (" + cluster + ") for " + strings.Join(objs, ", ")
 	case registry.OwnerAdopted:
-		out.Words = "adopted by this cluster (" + cluster + ") from a hand-made entry, given back when no object wants it: " + strings.Join(objs, ", ")
+		out.Words = "adopted by this cluster (" + cluster + ") from a hand-made entry, given back when no object wants it, for " + strings.Join(objs, ", ")
 	case registry.OwnerNamesake:
 		out.Words = fmt.Sprintf("a namesake: another installation writing %s, cluster-id %s", cluster, o.ClusterID)
 	case registry.OwnerOtherCluster:

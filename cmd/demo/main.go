@@ -209,6 +209,15 @@ func (d *demo) run(ctx context.Context) error {
 	if err := d.printTable(ctx, client); err != nil {
 		return err
 	}
+	explainArgs := append(slices.Clone(args), "explain", "whoami."+demoDomain)
+	d.step("Why is whoami." + demoDomain + " leaving? " + d.operator + " " + strings.Join(explainArgs, " ") + " (exit 1: not on the router as wanted)")
+	if err := d.runOperator(ctx, env, explainArgs...); !isExit(err, 1) {
+		return fmt.Errorf("explain: want exit status 1 for a name on its way out, got %v", err)
+	}
+	d.step("Every entry on the router, its owner and its state: " + d.operator + " ... list")
+	if err := d.runOperator(ctx, env, append(slices.Clone(args), "list")...); err != nil {
+		return err
+	}
 	if err := d.byResource(ctx, cp, env, r, kubeconfig); err != nil {
 		return err
 	}
@@ -366,6 +375,12 @@ func (d *demo) runOperator(ctx context.Context, env map[string]string, args ...s
 		return fmt.Errorf("%s %s: %w", d.operator, strings.Join(args, " "), err)
 	}
 	return nil
+}
+
+// isExit reports whether err is the operator's exit with status code.
+func isExit(err error, code int) bool {
+	var exit *exec.ExitError
+	return errors.As(err, &exit) && exit.ExitCode() == code
 }
 
 // printTable lists every entry on the server, sorted, with its tags.

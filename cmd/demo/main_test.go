@@ -101,6 +101,12 @@ func TestTheDemoLeavesARouterAsItFoundIt(t *testing.T) {
 	if !strings.Contains(out.String(), "adopted") && !strings.Contains(out.String(), "pre-existing:true") {
 		t.Errorf("the demo never adopted nas.home.arpa, so giving it back was not tried:\n%s", out.String())
 	}
+	// explain says why the deleted Ingress's name is leaving, and list shows it among the rest.
+	for _, want := range []string{"whoami." + demoDomain + ": NOT on the router as wanted", "GracePeriod", "pending-deletion", "HOSTNAME", "adopted"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("the demo's explain and list do not show %q:\n%s", want, out.String())
+		}
+	}
 	if srv.Service().WriteCalls() == 0 {
 		t.Fatal("the demo wrote nothing to the router it was told to use")
 	}
