@@ -159,6 +159,8 @@ type bench struct {
 	mixed      *cluster // the mixed run's Ingresses; its routes and Services beside them
 	classWide  *cluster // the class-wide run's Ingresses
 	srv        server
+	// conn reaches the server of the operator startConverged last started.
+	conn conn
 	// changes counts the addresses nextIP has handed out.
 	changes int
 }
@@ -166,6 +168,10 @@ type bench struct {
 // result is one run's measurements.
 type result struct {
 	label string
+	// explainTook and listTook time those commands as whole processes once the run converged;
+	// explainReads are explain's ListHosts / SearchHosts calls.
+	explainTook, listTook time.Duration
+	explainReads          string
 	// n is the entries the run converges to; objects, when set, the objects the operator
 	// caches (the class-wide run's Ingresses of every class), by which the memory budget goes.
 	n, objects int
@@ -426,6 +432,12 @@ func (b *bench) run(ctx context.Context, cl *cluster, n int, cost time.Duration)
 	if err := b.finish(op, r, stopHeap); err != nil {
 		return nil, err
 	}
+	if len(apps) > 0 {
+		if err := b.explainRun(ctx, b.conn, r, apps[0].hostname, sourceArgs...); err != nil {
+			return nil, err
+		}
+		step("explain %s: %v (ListHosts / SearchHosts %s); list: %v", apps[0].hostname, r.explainTook.Round(time.Millisecond), r.explainReads, r.listTook.Round(time.Millisecond))
+	}
 	if err := cl.shrink(ctx, n); err != nil {
 		return nil, err
 	}
@@ -439,6 +451,7 @@ func (b *bench) startConverged(ctx context.Context, cost time.Duration, r *resul
 	if err != nil {
 		return nil, nil, err
 	}
+	b.conn = c
 	if op, err = startOperator(b.opts.operator, b.kubeconfig, b.dir, c, args...); err != nil {
 		return nil, nil, err
 	}

@@ -23,6 +23,7 @@ const (
 	budgetLatencyP99  = 150 * time.Millisecond // up to 1,000 objects
 	budgetLatencyP50L = 100 * time.Millisecond // up to 10,000 objects
 	budgetCreateP50   = 60 * time.Millisecond  // a new hostname, up to 1,000 objects
+	budgetExplain     = 2 * time.Second        // explain as a process, up to 1,000 objects and entries
 	budgetLatencySize = 1000
 	budgetLargeSize   = 10000
 )
@@ -115,6 +116,19 @@ func printTable(w io.Writer, server string, plan *planResult, results []*result,
 		}},
 		{"no-op syncs: write RPCs / Kubernetes requests", "0 / 0", func(r *result) (string, verdict) {
 			return fmt.Sprintf("%.0f / %.0f", r.noopWrites, r.noopKube), check(len(r.noopOp) > 0, r.noopWrites == 0 && r.noopKube == 0)
+		}},
+		{"explain NAME, whole process: s (ListHosts / SearchHosts)", "< 2 s at 1,000, one read", func(r *result) (string, verdict) {
+			if r.explainTook == 0 {
+				return "-", noBudget
+			}
+			return fmt.Sprintf("%.2f s (%s)", r.explainTook.Seconds(), r.explainReads),
+				check(r.n <= budgetLatencySize, r.explainTook < budgetExplain && (r.explainReads == "-" || r.explainReads == "1 / 0"))
+		}},
+		{"list, whole process: s", "reported", func(r *result) (string, verdict) {
+			if r.listTook == 0 {
+				return "-", noBudget
+			}
+			return fmt.Sprintf("%.2f s", r.listTook.Seconds()), noBudget
 		}},
 		{"peak RSS", "< 50 MiB at 1,000; < 128 MiB at 10,000", func(r *result) (string, verdict) {
 			size := r.n
