@@ -26,6 +26,10 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )
 
+// Component is the source every event of the operator's names, by which a reader (explain)
+// tells them from others' on the same object.
+const Component = "router-hosts-operator"
+
 // The event reasons.
 const (
 	SyncSucceeded             = "SyncSucceeded"
@@ -108,7 +112,7 @@ type warning struct {
 func New(client typedcorev1.EventsGetter, log logrus.FieldLogger) (r *Recorder, stop func()) {
 	b := record.NewBroadcaster()
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.Events("")})
-	return NewWithRecorder(b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "router-hosts-operator"}), log), b.Shutdown
+	return NewWithRecorder(b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: Component}), log), b.Shutdown
 }
 
 // NewWithRecorder uses an existing recorder (tests pass record.FakeRecorder).

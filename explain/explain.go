@@ -145,6 +145,19 @@ type Name struct {
 	Unread   []Unread  `json:"unread,omitempty"`
 	Answer   *Answer   `json:"answer,omitempty"`
 	Notes    []Outcome `json:"notes,omitempty"`
+	// Said are the Warning events the running operator posted on the objects that claim the
+	// name within the last hour: what only its loop sees (a twin, a write-rate budget spent)
+	// shows here.
+	Said []Said `json:"said,omitempty"`
+}
+
+// Said is one Warning event the running operator posted.
+type Said struct {
+	Object  Object    `json:"object"`
+	Code    string    `json:"code"`
+	Message string    `json:"message"`
+	Count   int32     `json:"count"`
+	Last    time.Time `json:"last"`
 }
 
 // decision indexes one Input for lookups by name and by entry.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 )
 
 // Version is the version of the JSON shapes below, which scripts may rely on: fields are only
@@ -24,6 +25,9 @@ type NamesJSON struct {
 	Problems []Outcome `json:"problems,omitempty"`
 	// Notes are what explain could not look at (a kind it could not list), each a sentence.
 	Notes []string `json:"notes,omitempty"`
+	// Said are the Warning events the running operator posted on the RouterHostsConfig within
+	// the last hour: the cluster-wide ones (a twin, the brake, a namesake).
+	Said []Said `json:"said,omitempty"`
 }
 
 // ListJSON is list -o json's document.
@@ -59,6 +63,7 @@ func WriteText(w io.Writer, doc *NamesJSON) {
 		}
 		writeName(w, &n)
 	}
+	writeSaid(w, doc.Said)
 	for _, note := range doc.Notes {
 		fmt.Fprintf(w, "note: %s\n", note)
 	}
@@ -113,6 +118,7 @@ func writeName(w io.Writer, n *Name) {
 	for _, u := range n.Unread {
 		fmt.Fprintf(w, "  %s  %s\n    fix: %s\n", u.Object, u.Code, u.Fix)
 	}
+	writeSaid(w, n.Said)
 	if n.Answer != nil {
 		state := "answers as written"
 		if !n.Answer.Answering {
@@ -186,4 +192,14 @@ func ownerColumn(o *Owner) string {
 		return "cluster " + o.Cluster
 	}
 	return "hand-made"
+}
+
+// writeSaid writes what the running operator said, newest last.
+func writeSaid(w io.Writer, said []Said) {
+	if len(said) > 0 {
+		fmt.Fprintln(w, "the running operator said (Warning events, last hour):")
+	}
+	for _, e := range said {
+		fmt.Fprintf(w, "  %s  %s (%d×, last %s): %s\n", e.Object, e.Code, e.Count, e.Last.UTC().Format(time.RFC3339), e.Message)
+	}
 }

@@ -10,8 +10,12 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/events"
 	"github.com/router-hosts-operator/router-hosts-operator/explain"
 	"github.com/router-hosts-operator/router-hosts-operator/source"
 )
@@ -193,6 +197,9 @@ func Explain(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 	}
 	slices.Sort(names)
 	doc.Names = explain.ExplainNames(in, slices.Compact(names))
+	if err := op.said(ctx, &doc, rep.Started); err != nil {
+		doc.Notes = append(doc.Notes, err.Error())
+	}
 	if cfg.Output == "json" {
 		err = explain.WriteJSON(out, doc)
 	} else {
@@ -224,4 +231,80 @@ func endpointRef(ep *endpoint.Endpoint, uid string) endpoint.SourceRef {
 		}
 	}
 	return endpoint.SourceRef{UID: uid}
+}
+
+// saidWithin is how far back explain reads the running operator's Warning events; older ones
+// say what no longer holds, and the apiserver keeps them an hour by default anyway.
+const saidWithin = time.Hour
+
+// maxSaidObjects bounds the objects whose events explain reads: one list each.
+const maxSaidObjects = 20
+
+// said adds the Warning events the running operator posted within saidWithin of now: on the
+// objects that claim each name, and the cluster-wide ones on the RouterHostsConfig. Those are
+// what only its loop sees (a twin, a write-rate budget spent).
+func (op *Operator) said(ctx context.Context, doc *explain.NamesJSON, now time.Time) error {
+	seen := map[string][]explain.Said{}
+	var failed []string
+	read := func(obj explain.Object, uid string) []explain.Said {
+		if got, ok := seen[uid]; ok {
+			return got
+		}
+		if len(seen) >= maxSaidObjects {
+			return nil
+		}
+		got, err := warningsOn(ctx, op.events, obj, uid, now.Add(-saidWithin))
+		if err != nil {
+			failed = append(failed, fmt.Sprintf("%s: %v", obj, err))
+		}
+		seen[uid] = got
+		return got
+	}
+	for i := range doc.Names {
+		n := &doc.Names[i]
+		for _, c := range n.Claims {
+			n.Said = append(n.Said, read(c.Object, c.Object.UID)...)
+		}
+	}
+	if op.Config != nil {
+		if ref := op.Config.ObjectRef(); ref != nil && ref.UID != "" {
+			doc.Said = read(explain.Object{Kind: ref.Kind, Name: ref.Name, Namespace: ref.Namespace}, string(ref.UID))
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("could not read the running operator's events: %s", strings.Join(failed, "; "))
+	}
+	return nil
+}
+
+// warningsOn lists the operator's Warning events on the object uid since then, oldest first.
+func warningsOn(ctx context.Context, c corev1client.EventsGetter, obj explain.Object, uid string, since time.Time) ([]explain.Said, error) {
+	ns := obj.Namespace
+	if ns == "" {
+		ns = metav1.NamespaceDefault // a cluster-scoped object's events live there
+	}
+	list, err := c.Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.uid=" + uid + ",type=" + corev1.EventTypeWarning})
+	if err != nil {
+		return nil, err
+	}
+	var out []explain.Said
+	for _, e := range list.Items {
+		last := e.LastTimestamp.Time
+		if last.IsZero() {
+			last = e.EventTime.Time
+		}
+		if last.IsZero() {
+			last = e.CreationTimestamp.Time
+		}
+		if e.Source.Component != events.Component || last.Before(since) {
+			continue
+		}
+		count := e.Count
+		if count == 0 {
+			count = 1
+		}
+		out = append(out, explain.Said{Object: obj, Code: e.Reason, Message: e.Message, Count: count, Last: last})
+	}
+	slices.SortFunc(out, func(a, b explain.Said) int { return a.Last.Compare(b.Last) })
+	return out, nil
 }

@@ -85,6 +85,7 @@ type Operator struct {
 	// start, for the read-only commands (explain, list) that look beyond the sources.
 	clients  source.Clients
 	settings clusterconfig.Settings
+	events   corev1client.EventsGetter
 	metrics  *metrics.Metrics
 	checker  *health.Checker
 	recorder *events.Recorder
@@ -145,7 +146,7 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 	if err != nil {
 		return nil, err
 	}
-	op.leases, op.clients = kc.leases, kc.sources
+	op.leases, op.clients, op.events = kc.leases, kc.sources, kc.events
 
 	// The RouterHostsConfig, when there is one, is read before anything is built from the
 	// settings it may override.

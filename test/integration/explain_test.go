@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
+	"github.com/router-hosts-operator/router-hosts-operator/controller"
+	"github.com/router-hosts-operator/router-hosts-operator/events"
 	"github.com/router-hosts-operator/router-hosts-operator/explain"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/operator"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
@@ -385,5 +387,59 @@ func TestExplainAndListAsProcesses(t *testing.T) {
 	}
 	if len(doc.Entries) != 1 || doc.Entries[0].Hostname != "printer.proc.lan" {
 		t.Errorf("list --owner=hand-made: %+v", doc.Entries)
+	}
+}
+
+// TestExplainShowsWhatTheRunningOperatorSaid: what only the running operator's loop sees
+// reaches explain through its Warning events: on the objects that claim the name (here a
+// conflict), and the cluster-wide ones on the RouterHostsConfig (here the brake; a twin's
+// TwinInstallation goes the same way).
+func TestExplainShowsWhatTheRunningOperatorSaid(t *testing.T) {
+	name := "it-explain-said"
+	if _, err := createConfig(t, "apiVersion: router-hosts.fzymgc.house/v1alpha1\nkind: RouterHostsConfig\nmetadata: {name: "+name+"}\nspec: {}\n", false); err != nil {
+		t.Fatal(err)
+	}
+	rec, stop := events.New(cp.Client.CoreV1(), logrus.New())
+	defer stop()
+	rec.SetLeading(true)
+	opts := options{ipResolution: []string{"static:10.82.0.1"}, configName: name, reporters: []controller.Reporter{rec}, warner: rec,
+		extraArgs: []string{"--mass-deletion-minimum=2", "--mass-deletion-namespace-minimum=2"}}
+	h := newHarness(t, opts)
+	rec.SetClusterObject(h.op.Config.ObjectRef)
+	h.handMade("held.said.lan", "10.9.9.9", nil, []string{"k8s-operator", "cluster:other"}, "")
+	web := h.create(ingress(h.ns, "web", enabled(), "held.said.lan"))
+	for _, n := range []string{"a", "b", "c"} {
+		h.create(ingress(h.ns, n, enabled(), n+".said.lan"))
+	}
+	h.waitHost("c.said.lan", "10.82.0.1")
+	h.sync()
+	for _, n := range []string{"a", "b", "c"} {
+		if err := h.cp.Client.NetworkingV1().Ingresses(h.ns).Delete(context.Background(), n, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.waitGone("c.said.lan")
+	h.sync() // the brake holds the three
+	waitFor(t, 10*time.Second, func() bool { return eventsFor(t, h.ns, string(web.UID))[events.HostnameConflict] == 1 })
+	waitFor(t, 10*time.Second, func() bool {
+		return eventsFor(t, metav1.NamespaceDefault, string(h.op.Config.ObjectRef().UID))[events.MassDeletionHeld] == 1
+	})
+
+	doc, code := h.explainRun(opts, "explain", "held.said.lan")
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	said := func(ss []explain.Said, code string) bool {
+		return slices.ContainsFunc(ss, func(s explain.Said) bool { return s.Code == code && s.Count >= 1 && time.Since(s.Last) < time.Minute })
+	}
+	if !said(doc.Names[0].Said, events.HostnameConflict) || doc.Names[0].Said[0].Object.Name != "web" {
+		t.Errorf("said on the name %+v: want Ingress web's HostnameConflict", doc.Names[0].Said)
+	}
+	if !said(doc.Said, events.MassDeletionHeld) {
+		t.Errorf("said on the cluster %+v: want MassDeletionHeld", doc.Said)
+	}
+	out, _ := h.readOnly(opts, "explain", "held.said.lan")
+	if !strings.Contains(string(out), "the running operator said") || !strings.Contains(string(out), "MassDeletionHeld") {
+		t.Errorf("explain's text does not say what the operator said:\n%s", out)
 	}
 }
