@@ -105,6 +105,9 @@ func ParseFlags(args []string, build Build) (*Config, error) {
 	for name, b := range set {
 		app.GetFlag(name).IsSetByUser(b)
 	}
+	if err := asProgram(app, os.Args[0]); err != nil {
+		return nil, err
+	}
 	given := func(flag string) bool {
 		_, env := os.LookupEnv(envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_")))
 		return *set[flag] || env
@@ -163,7 +166,7 @@ func FlagModel() (*kingpin.ApplicationModel, error) {
 func newApp(cfg *Config, build Build, getenv func(string) string) *kingpin.Application {
 	app := kingpin.New("router-hosts-operator",
 		"Keeps a router-hosts server's host entries in step with annotated Kubernetes resources.")
-	app.Version(build.String())
+	app.Version(ProgramName(os.Args[0]) + " " + build.String())
 	app.DefaultEnvars()
 	app.HelpFlag.NoEnvar()
 	app.VersionFlag.NoEnvar()
