@@ -28,6 +28,8 @@ type Config struct {
 	// chain, the tenancy), and a RouterHostsConfig's fields are laid over them
 	// (clusterconfig.Merge).
 	clusterconfig.Settings
+	// Remote is --context and --from-cluster, for the commands an admin runs from a laptop.
+	Remote
 
 	Sources              []string
 	Provider             string
@@ -237,7 +239,8 @@ func newApp(cfg *Config, build Build, getenv func(string) string) *kingpin.Appli
 		Default(strconv.Itoa(budgets.NamespaceWritesPerMinute)).SetValue(&integer{flag: "max-namespace-writes-per-minute", target: &cfg.Budgets.NamespaceWritesPerMinute})
 	app.Flag("label-filter", "Only read the objects that carry hostnames whose labels match this selector (applied by the apiserver), e.g. dns=internal; what they point to (Gateways, namespaces, the Services of --ip-resolution) is read whatever its labels.").StringVar(&cfg.LabelFilter)
 	app.Flag("namespace", "Only read the objects that carry hostnames in this namespace (default: all); what they point to (Gateways, namespaces, the Services of --ip-resolution) is read wherever it is.").StringVar(&cfg.Namespace)
-	app.Flag("kubeconfig", "Kubeconfig file (default: $KUBECONFIG, else the in-cluster config).").Default(getenv("KUBECONFIG")).StringVar(&cfg.Kubeconfig)
+	app.Flag("kubeconfig", "Kubeconfig file, or a list of them as $KUBECONFIG takes (default: $KUBECONFIG, else the in-cluster config, else ~/.kube/config).").Default(getenv("KUBECONFIG")).StringVar(&cfg.Kubeconfig)
+	remoteFlags(app, cfg)
 	app.Flag("kube-api-qps", "Requests per second to the Kubernetes API, per client: the informers, the status writer, events and the leader Lease each have one.").
 		Default("20").SetValue(&float{flag: "kube-api-qps", target: &cfg.KubeAPIQPS})
 	app.Flag("kube-api-burst", "Requests the Kubernetes API may receive at once above --kube-api-qps, per client.").
