@@ -100,6 +100,7 @@ const envPrefix = "ROUTER_HOSTS_OPERATOR_"
 // ParseFlags reads args and the environment; an invalid value fails with the flag's name.
 func ParseFlags(args []string, build Build) (*Config, error) {
 	cfg := &Config{Version: build.Version, Build: build}
+	cfg.args = args // RunningConfig lays what they set over the running operator's flags
 	app := newApp(cfg, build, os.Getenv)
 	// given reports whether the user set a flag, on the command line or by its environment
 	// twin, so that the webhook command can choose defaults of its own for the others.

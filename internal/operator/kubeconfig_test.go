@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,6 +80,52 @@ func TestRESTConfig(t *testing.T) {
 				t.Fatal(err)
 			case rc.Host != "https://"+c.server+":6443" || inCluster:
 				t.Errorf("reached %s (in the cluster: %t), want %s", rc.Host, inCluster, c.server)
+			}
+		})
+	}
+}
+
+// TestReadOnlyConfigDecides: the running operator's configuration is looked for from a
+// kubeconfig when the person named no router, or asked with --from-cluster; never with
+// --no-from-cluster or a router named.
+func TestReadOnlyConfigDecides(t *testing.T) {
+	// A server nothing listens on: looking for the operator fails at once, which tells that it
+	// was looked for.
+	kc := kubeconfigFile(t, t.TempDir(), "kc", "127.0.0.1")
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	t.Setenv("KUBECONFIG", kc)
+	conn := []string{"--router-hosts-endpoint=r:1", "--tls-ca=a", "--tls-cert=b", "--tls-key=c"}
+	for _, c := range []struct {
+		name   string
+		args   []string
+		env    map[string]string
+		looked bool
+	}{
+		{name: "nothing named", looked: true},
+		{name: "a router named", args: conn},
+		{name: "the in-process store", args: []string{"--provider=inmemory"}},
+		{name: "a router named by the environment", env: map[string]string{"ROUTER_HOSTS_OPERATOR_ROUTER_HOSTS_ENDPOINT": "r:1",
+			"ROUTER_HOSTS_OPERATOR_TLS_CA": "a", "ROUTER_HOSTS_OPERATOR_TLS_CERT": "b", "ROUTER_HOSTS_OPERATOR_TLS_KEY": "c"}},
+		{name: "--from-cluster, a router named", args: append([]string{"--from-cluster"}, conn...), looked: true},
+		{name: "--no-from-cluster", args: []string{"--no-from-cluster"}},
+		{name: "--from-cluster by the environment", env: map[string]string{"ROUTER_HOSTS_OPERATOR_FROM_CLUSTER": "true"}, args: conn, looked: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for k, v := range c.env {
+				t.Setenv(k, v)
+			}
+			given, err := ParseFlags(c.args, Build{Version: "test"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, rc, err := ReadOnlyConfig(context.Background(), given)
+			switch {
+			case c.looked && (err == nil || !strings.Contains(err.Error(), "listing the Leases named router-hosts-operator in any namespace")):
+				t.Errorf("want the running operator looked for, got %v", err)
+			case !c.looked && err != nil:
+				t.Errorf("want the flags alone, got %v", err)
+			case !c.looked && (cfg != given || rc == nil || rc.Host != "https://127.0.0.1:6443"):
+				t.Errorf("want the flags as given and the kubeconfig's server, got %p (given %p), %+v", cfg, given, rc)
 			}
 		})
 	}
