@@ -39,7 +39,7 @@ EXTERNAL_DNS_TESTS := test/externaldns
 # that neither library enters the operator's go.mod.
 GITOPS_TESTS  := test/gitops
 
-.PHONY: all build cross dist test unit integration soak demo bench lint generate generate-crds generate-sources envtest-assets envtest-floor helm actionlint external-dns promtool controller-gen clean fuzz image
+.PHONY: all build cross dist krew-manifest test unit integration soak demo bench lint generate generate-crds generate-sources envtest-assets envtest-floor helm actionlint external-dns promtool controller-gen clean fuzz image
 
 all: lint build test
 
@@ -68,6 +68,14 @@ dist:
 	  cp LICENSE README.md $$d/ && tar -C dist -czf $$d.tar.gz $$(basename $$d) && rm -r $$d || exit 1; \
 	done
 	cd dist && sha256sum *.tar.gz > checksums.txt
+
+# The krew manifest of the release (dist/router-hosts.yaml), from the archives' sums in
+# dist/checksums.txt, after make dist: `kubectl krew install --manifest=dist/router-hosts.yaml`
+# installs the binary as the plugin `kubectl router-hosts`. KREW_REPO is the GitHub repository
+# the release's archives are downloaded from.
+KREW_REPO     ?= router-hosts-operator/router-hosts-operator
+krew-manifest:
+	$(GO) run ./hack/krew -version $(VERSION) -repo $(KREW_REPO) -platforms "$(DIST_PLATFORMS)" -checksums dist/checksums.txt -o dist/router-hosts.yaml
 
 # Builds kube-apiserver and etcd once (the current release, and the oldest supported one);
 # cached under .cache/ afterwards.

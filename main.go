@@ -26,14 +26,17 @@ var (
 )
 
 func main() {
+	// Linked or copied as kubectl-router_hosts, the binary is the kubectl plugin `kubectl
+	// router-hosts`, and says so in its help and errors.
+	name := operator.ProgramName(os.Args[0])
 	cfg, err := operator.ParseFlags(os.Args[1:], operator.Build{Version: version, Commit: commit, Date: date}.WithVCS())
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "router-hosts-operator: %v\n", err)
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		os.Exit(2)
 	}
 	log, err := newLogger(cfg.LogLevel, cfg.LogFormat)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "router-hosts-operator: %v\n", err)
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		os.Exit(2)
 	}
 	klogbridge.Install(log)

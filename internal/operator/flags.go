@@ -29,6 +29,8 @@ type Config struct {
 	// chain, the tenancy), and a RouterHostsConfig's fields are laid over them
 	// (clusterconfig.Merge).
 	clusterconfig.Settings
+	// Remote is --context and --from-cluster, for the commands an admin runs from a laptop.
+	Remote
 
 	Sources              []string
 	Provider             string
@@ -105,12 +107,16 @@ const envPrefix = "ROUTER_HOSTS_OPERATOR_"
 // ParseFlags reads args and the environment; an invalid value fails with the flag's name.
 func ParseFlags(args []string, build Build) (*Config, error) {
 	cfg := &Config{Version: build.Version, Build: build}
+	cfg.args = args // RunningConfig lays what they set over the running operator's flags
 	app := newApp(cfg, build, os.Getenv)
 	// given reports whether the user set a flag, on the command line or by its environment
 	// twin, so that the webhook command can choose defaults of its own for the others.
 	set := map[string]*bool{"cluster-name": new(bool), "metrics-address": new(bool), "max-entries-per-namespace": new(bool), "max-namespace-writes-per-minute": new(bool)}
 	for name, b := range set {
 		app.GetFlag(name).IsSetByUser(b)
+	}
+	if err := asProgram(app, os.Args[0]); err != nil {
+		return nil, err
 	}
 	given := func(flag string) bool {
 		_, env := os.LookupEnv(envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_")))
@@ -175,7 +181,7 @@ func FlagModel() (*kingpin.ApplicationModel, error) {
 func newApp(cfg *Config, build Build, getenv func(string) string) *kingpin.Application {
 	app := kingpin.New("router-hosts-operator",
 		"Keeps a router-hosts server's host entries in step with annotated Kubernetes resources.")
-	app.Version(build.String())
+	app.Version(ProgramName(os.Args[0]) + " " + build.String())
 	app.DefaultEnvars()
 	app.HelpFlag.NoEnvar()
 	app.VersionFlag.NoEnvar()
@@ -246,7 +252,8 @@ func newApp(cfg *Config, build Build, getenv func(string) string) *kingpin.Appli
 		Default(strconv.Itoa(budgets.NamespaceWritesPerMinute)).SetValue(&integer{flag: "max-namespace-writes-per-minute", target: &cfg.Budgets.NamespaceWritesPerMinute})
 	app.Flag("label-filter", "Only read the objects that carry hostnames whose labels match this selector (applied by the apiserver), e.g. dns=internal; what they point to (Gateways, namespaces, the Services of --ip-resolution) is read whatever its labels.").StringVar(&cfg.LabelFilter)
 	app.Flag("namespace", "Only read the objects that carry hostnames in this namespace (default: all); what they point to (Gateways, namespaces, the Services of --ip-resolution) is read wherever it is.").StringVar(&cfg.Namespace)
-	app.Flag("kubeconfig", "Kubeconfig file (default: $KUBECONFIG, else the in-cluster config).").Default(getenv("KUBECONFIG")).StringVar(&cfg.Kubeconfig)
+	app.Flag("kubeconfig", "Kubeconfig file, or a list of them as $KUBECONFIG takes (default: $KUBECONFIG, else the in-cluster config, else ~/.kube/config).").Default(getenv("KUBECONFIG")).StringVar(&cfg.Kubeconfig)
+	remoteFlags(app, cfg)
 	app.Flag("kube-api-qps", "Requests per second to the Kubernetes API, per client: the informers, the status writer, events and the leader Lease each have one.").
 		Default("20").SetValue(&float{flag: "kube-api-qps", target: &cfg.KubeAPIQPS})
 	app.Flag("kube-api-burst", "Requests the Kubernetes API may receive at once above --kube-api-qps, per client.").

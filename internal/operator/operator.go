@@ -29,7 +29,6 @@ import (
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	networkingv1client "k8s.io/client-go/kubernetes/typed/networking/v1"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 
@@ -134,9 +133,9 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 			op.Close()
 		}
 	}()
-	restCfg, err := clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
+	restCfg, err := RESTConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+		return nil, err
 	}
 	restCfg.UserAgent = "router-hosts-operator/" + cfg.Version
 	op.metrics = metrics.New(cfg.Sources)
