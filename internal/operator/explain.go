@@ -103,11 +103,16 @@ func (t target) matches(ref endpoint.SourceRef) bool {
 	return kind == k || kind == k+"s" || kind == k+"es"
 }
 
-// Explain runs explain or list: one read of the cluster and the router, the registry's
+// Explain runs explain or list, configured as ReadOnlyConfig says (from a laptop, as the
+// running operator is): one read of the cluster and the router, the registry's
 // decision from it (controller.Decide), the objects that name the names asked about but are
 // never read (source.Unreads), and what the router's DNS answers; then prints them to out.
 // It writes nothing anywhere.
 func Explain(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer) error {
+	cfg, _, err := ReadOnlyConfig(ctx, cfg)
+	if err != nil {
+		return err
+	}
 	op, err := New(ctx, cfg, log, io.Discard, Hooks{})
 	if err != nil {
 		return err

@@ -99,17 +99,28 @@ func runningConfig(ctx context.Context, kr kubeReader, given *Config) (*Config, 
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
+	// list's --namespace picks the entries it prints, which is not the operator's --namespace
+	// (the objects it reads): the Pod's stays, and the person's is laid over the parse as the
+	// filter.
+	args := given.args
+	if given.Command == CommandList && set["namespace"] {
+		delete(set, "namespace")
+		args = withoutFlag(args, "namespace")
+	}
 	var tokens []string
 	for _, f := range flags {
 		if !localFlags[f.name] && !set[f.name] {
 			tokens = append(tokens, f.token())
 		}
 	}
-	cfg, err := ParseFlags(append(tokens, given.args...), given.Build)
+	cfg, err := ParseFlags(append(tokens, args...), given.Build)
 	if err != nil {
 		return nil, fmt.Errorf("%s's flags with yours: %w", where, err)
 	}
 	cfg.args = given.args
+	if cfg.Command == CommandList {
+		cfg.Namespace, cfg.Filter.Namespace = cfg.Filter.Namespace, given.Filter.Namespace
+	}
 	if cfg.LeaderElectionNS, cfg.LeaderElectionID, err = leaseOf(flags, env); err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
@@ -482,4 +493,19 @@ func leaseOf(flags []flagValue, env *podEnv) (ns, id string, err error) {
 		ns = defaultLeaseNamespace(func(string) string { return podNS })
 	}
 	return ns, id, nil
+}
+
+// withoutFlag is args less every --name=value and --name value.
+func withoutFlag(args []string, name string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		switch a := args[i]; {
+		case strings.HasPrefix(a, "--"+name+"="):
+		case a == "--"+name:
+			i++ // its value
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
 }

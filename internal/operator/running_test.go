@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -220,6 +221,15 @@ func TestRunningConfig(t *testing.T) {
 					return "what the person left out is not the Pod's"
 				}
 				return ""
+			},
+		},
+		{
+			name: "list's --namespace picks entries; the Pod's --namespace stays what is read",
+			objs: []runtime.Object{lease(opNS, defaultLease, "rho-a_1"), operatorPod(opNS, "rho-a", append(chartArgs("homelab", defaultLease), "--namespace=apps")...), mtls},
+			args: []string{"list", "--namespace", "tools", "--owner=this"},
+			want: func(c *Config) string {
+				return unless(c.Command == CommandList && c.Namespace == "apps" && c.Filter.Namespace == "tools" && c.Filter.Owner == "this",
+					fmt.Sprintf("read %q, filter %+v", c.Namespace, c.Filter))
 			},
 		},
 		{

@@ -2,8 +2,11 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/operator"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
@@ -118,5 +122,38 @@ func TestARunningOperatorsConfigurationFromAKubeconfig(t *testing.T) {
 	}
 	if got, want := op.Registry.ClusterID(), registry.Identity(string(ks.UID), ns, lease); got != want {
 		t.Errorf("identity %s, want the running operator's %s", got, want)
+	}
+
+	// The admin's own view: the binary as the kubectl plugin, with nothing but the kubeconfig
+	// (and the namespace to look in), lists the router and explains a name from the running
+	// operator's configuration.
+	if _, err := srv.Store().Add(&pb.AddHostRequest{Hostname: "printer.laptop.lan", IpAddress: "192.168.1.9"}); err != nil {
+		t.Fatal(err)
+	}
+	plugin := filepath.Join(t.TempDir(), operator.PluginBinary)
+	if err := os.Symlink(operatorBin, plugin); err != nil {
+		t.Fatal(err)
+	}
+	kubectl := func(args ...string) (string, int) {
+		cmd := exec.Command(plugin, append([]string{"--leader-election-namespace=" + ns}, args...)...)
+		cmd.Env = []string{"KUBECONFIG=" + kubeconfig, "HOME=" + t.TempDir()}
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		got, err := cmd.Output()
+		t.Logf("kubectl router-hosts %s: %s", strings.Join(args, " "), stderr.String())
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			return string(got), exit.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(got), 0
+	}
+	if got, code := kubectl("list"); code != 0 || !strings.Contains(got, "printer.laptop.lan") || !strings.Contains(got, "hand-made") {
+		t.Errorf("kubectl router-hosts list: exit %d\n%s", code, got)
+	}
+	if got, code := kubectl("explain", "printer.laptop.lan"); code != 1 || !strings.Contains(got, "Unclaimed") {
+		t.Errorf("kubectl router-hosts explain printer.laptop.lan: exit %d\n%s", code, got)
 	}
 }
