@@ -553,6 +553,11 @@ func TestRoundsAreSpreadAndBounded(t *testing.T) {
 			if tc.churn == 0 && least < names-2 {
 				t.Errorf("a minute of steady state asked %d questions, want every name once (%d)", least, names)
 			}
+			// Each name's round: an interval, and up to two when writes and names not answering
+			// take their turns from the budget.
+			if longest := map[bool]time.Duration{false: interval + interval/names, true: 2 * interval}[tc.churn > 0]; wait > longest {
+				t.Errorf("a name waited %s for its round, want at most %s", wait, longest)
+			}
 			if h.gauge("missing") != tc.missing {
 				t.Errorf("%d names reported missing, want %d", h.gauge("missing"), tc.missing)
 			}

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"maps"
 	"net/netip"
 	"path/filepath"
 	"testing"
@@ -184,9 +185,12 @@ func TestAReloadThatNeverHappens(t *testing.T) {
 	r.wait("Answering False", func() bool { s, reason := r.answering("nas"); return s == "False" && reason == "NotAnswering" })
 	uid := string(nas.GetUID())
 	r.wait("one NotAnswering event", func() bool { return eventsFor(t, h.ns, uid)[dnscheck.ReasonNotAnswering] == 1 })
-	// Asked again and again: still the one event.
-	asked := r.questions()
+	// Asked again and again: still the one event, and not one call to router-hosts.
+	asked, calls := r.questions(), h.srv.Service().CallCounts()
 	r.wait("asked three times more", func() bool { return r.questions() >= asked+3 })
+	if now := h.srv.Service().CallCounts(); !maps.Equal(now, calls) {
+		t.Errorf("router-hosts was called while the DNS was checked: %v, then %v", calls, now)
+	}
 	flushed(t, r.rec, h.ns)
 	if n := eventsFor(t, h.ns, uid)[dnscheck.ReasonNotAnswering]; n != 1 {
 		t.Fatalf("%d NotAnswering events, want one an episode", n)
