@@ -13,10 +13,11 @@
 //   - a grace (DefaultGrace) after a write that changed the name's addresses, or after it was
 //     deleted;
 //   - and every name once per interval (the operator's --interval), one question at a time,
-//     spread across the interval: two questions are at least interval ÷ (the questions of one
-//     round over every name) apart, and never more than a second apart, so that a round of
-//     1,000 names of one type over a minute is 1,000 questions a minute, and a burst of writes
-//     or of names not answering never makes more.
+//     spread across the interval. The pacing keeps two questions apart by the interval divided
+//     by the questions of one round over every name (a second when that is more), so that a
+//     round of 1,000 names of one type over a minute is 1,000 questions a minute, one every
+//     60 ms, and the checks after a burst of writes, or of names not answering, take their
+//     turns from that budget instead of adding to it.
 //
 // A name that does not answer as written for longer than the grace is not answering: Missing
 // (NXDOMAIN or no data) or Wrong (other addresses). A name this cluster deleted that still
