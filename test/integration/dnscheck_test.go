@@ -247,3 +247,38 @@ func TestADeletedNameThatKeepsAnswering(t *testing.T) {
 		t.Errorf("the router's DNS: %s", res)
 	}
 }
+
+// TestTheRouterHostsConfigNamesTheRouterDNS: spec.server.verifyDNS turns the check on without a
+// restart, and taking it out of the spec turns it off again (no flag names one): the gauge
+// goes back to 0 and the HostMappings lose their Answering condition.
+func TestTheRouterHostsConfigNamesTheRouterDNS(t *testing.T) {
+	dir := t.TempDir()
+	hosts := filepath.Join(dir, "hosts")
+	dns, err := dnsmasq.Start(dir, hosts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(dns.Stop)
+	name := "it-config-verify-dns"
+	h := newHarness(t, options{configName: name, sources: []string{"hostmapping"}, realClock: true, interval: dnsInterval, dnsGrace: dnsGrace})
+	h.srv.WriteHostsFile(hosts)
+	h.srv.OnSuccess(dns.Reload)
+	r := &routerDNS{h: h, dns: dns}
+	if _, err := createConfig(t, "apiVersion: router-hosts.fzymgc.house/v1alpha1\nkind: RouterHostsConfig\nmetadata: {name: "+name+"}\n"+
+		"spec: {server: {endpoint: \""+h.srv.Addr()+"\", verifyDNS: \""+dns.Addr+"\"}}\n", false); err != nil {
+		t.Fatal(err)
+	}
+	r.wait("the check asks the config's server", func() bool { return h.op.DNSCheck.Server() == dns.Addr })
+	h.hostMapping("nas", map[string]any{"hostname": "nas.home.arpa", "ipAddress": "10.47.0.10"})
+	h.waitHost("nas.home.arpa", "10.47.0.10")
+	h.sync()
+	r.wait("Answering True", func() bool { s, _ := r.answering("nas"); return s == "True" })
+
+	patchConfig(t, name, map[string]any{"server": map[string]any{"endpoint": h.srv.Addr(), "verifyDNS": nil}})
+	r.wait("the check is off", func() bool { return h.op.DNSCheck.Server() == "" })
+	h.sync()
+	r.wait("no Answering condition", func() bool { s, _ := r.answering("nas"); return s == "" })
+	if a := h.op.DNSCheck.State("nas.home.arpa"); a.Verdict != dnscheck.Unchecked {
+		t.Errorf("checked while off: %+v", a)
+	}
+}
