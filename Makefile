@@ -39,7 +39,7 @@ EXTERNAL_DNS_TESTS := test/externaldns
 # that neither library enters the operator's go.mod.
 GITOPS_TESTS  := test/gitops
 
-.PHONY: all build cross dist test unit integration soak demo bench lint generate generate-crds generate-sources envtest-assets envtest-floor helm actionlint external-dns promtool controller-gen dnsmasq clean fuzz image
+.PHONY: all build cross dist test unit integration soak demo bench lint generate generate-crds generate-sources envtest-assets envtest-floor helm actionlint external-dns promtool controller-gen clean fuzz image
 
 all: lint build test
 
@@ -98,6 +98,7 @@ $(CONTROLLER_GEN):
 # A real dnsmasq (Debian's dnsmasq-base) for the DNS check's tests: it serves the test server's
 # hosts file as a router's dnsmasq does. No Go module builds it, so apt installs it when it is
 # missing, as .ci/run installs make.
+.PHONY: dnsmasq
 dnsmasq:
 	@command -v dnsmasq >/dev/null || test -x /usr/sbin/dnsmasq || { apt-get update -qq && apt-get install -y -qq dnsmasq-base; }
 
