@@ -189,16 +189,12 @@ func New(cfg Config) *Checker {
 // and the names its writes touched for the checker's goroutine. A sync that read no entries
 // (it failed before) says nothing of them.
 func (c *Checker) Report(_ context.Context, r *controller.Report) {
-	if r.Entries == nil {
+	// Off, nothing is kept: a server named later is asked from the sync its setting starts.
+	if r.Entries == nil || c.Server() == "" {
 		return
 	}
 	w := writesOf(r)
 	c.mu.Lock()
-	if c.server == "" {
-		// Off: a server named later is asked from the sync its setting starts.
-		c.mu.Unlock()
-		return
-	}
 	c.latest = r
 	c.pending.merge(w)
 	c.mu.Unlock()
