@@ -558,9 +558,10 @@ func (c *Checker) dropVerdicts() {
 	}
 }
 
-// clearAll forgets every name.
+// clearAll forgets every name, and the reports not digested yet.
 func (c *Checker) clearAll() {
 	c.names, c.queue, c.next = map[string]*name{}, nil, time.Time{}
+	c.latest, c.pending = nil, writes{touched: map[string]bool{}}
 }
 
 // stop forgets everything when Run ends.
@@ -568,7 +569,6 @@ func (c *Checker) stop() {
 	c.mu.Lock()
 	c.dropVerdicts()
 	c.clearAll()
-	c.latest, c.pending = nil, writes{touched: map[string]bool{}}
 	c.mu.Unlock()
 	if c.changed != nil {
 		c.changed()
