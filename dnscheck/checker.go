@@ -239,8 +239,9 @@ func (c *Checker) ServerDown() error {
 
 // Answer is the checker's word on one name.
 type Answer struct {
-	// Result is the last answer: its verdict is Unchecked before the first, or since the
-	// last write; a question that got no answer leaves the answer before it.
+	// Result is the last answer: its verdict is Unchecked before the first, and since the
+	// last write unless the name is reported (then its last bad answer stands until it answers
+	// as written); a question that got no answer leaves the answer before it.
 	Result
 	// Reported says the name has not answered as written for longer than the grace, since
 	// Since: it is counted in the metric and its objects were warned.
