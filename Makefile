@@ -103,6 +103,12 @@ $(PROMTOOL):
 controller-gen: $(CONTROLLER_GEN)
 $(CONTROLLER_GEN):
 	bash hack/go-tool.sh sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION) $(dir $(CONTROLLER_GEN))
+# A real dnsmasq (Debian's dnsmasq-base) for the DNS check's tests: it serves the test server's
+# hosts file as a router's dnsmasq does. No Go module builds it, so apt installs it when it is
+# missing, as .ci/run installs make.
+.PHONY: dnsmasq
+dnsmasq:
+	@command -v dnsmasq >/dev/null || test -x /usr/sbin/dnsmasq || { apt-get update -qq && apt-get install -y -qq dnsmasq-base; }
 
 # Unit and integration tests; integration tests run a real kube-apiserver and etcd, the chart
 # tests the helm built above, and api/v1alpha1's test the controller-gen built above (the
@@ -114,7 +120,7 @@ $(CONTROLLER_GEN):
 # operator built with the race detector; it runs alone, since it is timed against the
 # machine's two cores.
 FLOOR_TESTS   := TestCRDRulesOnThisAPIServer|TestCRDRefusesReservedTags|TestTheDesignsRouterHostsConfigIsAcceptedAsWritten|TestOnlyAnnotatedIngressesGetEntriesWithExactTags|TestHostMappingLifecycleAndStatus
-test: envtest-assets envtest-floor helm external-dns promtool controller-gen lint cross
+test: envtest-assets envtest-floor helm external-dns promtool controller-gen dnsmasq lint cross
 	HELM=$(HELM) PROMTOOL=$(PROMTOOL) CONTROLLER_GEN=$(CONTROLLER_GEN) KUBEBUILDER_ASSETS=$(ASSETS) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) $$($(GO) list ./... | grep -v /test/soak)
 	KUBEBUILDER_ASSETS=$(ASSETS_FLOOR) EXPECT_KUBE_MINOR=$(word 1,$(subst ., ,$(K8S_FLOOR:v%=%))).$(word 2,$(subst ., ,$(K8S_FLOOR:v%=%))) \
 	  $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '^($(FLOOR_TESTS))$$' ./test/integration/
@@ -135,10 +141,10 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzNormalizeIP$$' -fuzztime $(FUZZ_TIME) ./endpoint/
 
 # The packages that need no control plane (cmd/demo runs the whole demo).
-unit: controller-gen helm
+unit: controller-gen helm dnsmasq
 	HELM=$(HELM) CONTROLLER_GEN=$(CONTROLLER_GEN) $(GO) test -count=1 $$($(GO) list ./... | grep -v '/test/\|/cmd/demo')
 
-integration: envtest-assets helm promtool
+integration: envtest-assets helm promtool dnsmasq
 	HELM=$(HELM) PROMTOOL=$(PROMTOOL) KUBEBUILDER_ASSETS=$(ASSETS) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/integration/
 
 # The whole-system soak (test/soak): two clusters sharing a router, every source kind churned,

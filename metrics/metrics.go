@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
+	"github.com/router-hosts-operator/router-hosts-operator/dnscheck"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
@@ -60,6 +61,12 @@ type Metrics struct {
 	// certificate is loaded: a zero would read as a certificate that expired in 1970.
 	clientCertExpiry *prometheus.GaugeVec
 	tlsReloadErrors  *prometheus.CounterVec
+	// The check of the router's DNS (dnscheck): names not answering as written, whether the
+	// server answers (no series while the check is off or this replica does not lead, when
+	// nothing is known) and the questions asked.
+	namesNotAnswering *prometheus.GaugeVec
+	verifyDNSUp       *prometheus.GaugeVec
+	verifyDNSQueries  *prometheus.CounterVec
 }
 
 // Where mTLS material comes from, the source label of tls_reload_errors_total.
@@ -141,10 +148,17 @@ func New(sourceNames []string) *Metrics {
 			Help: "Unix time at which the client certificate presented to router-hosts expires (its NotAfter); the certificate in use, from the files or the RouterHostsConfig's Secret."}, nil),
 		tlsReloadErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "tls_reload_errors_total",
 			Help: "Changed mTLS material that could not be loaded, by source (files, secret); counted once per change, and the last good material stays in use."}, []string{"source"}),
+		namesNotAnswering: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "names_not_answering",
+			Help: "Names this cluster wrote that the router's DNS (--verify-dns) has not answered as written for longer than the grace, by reason: missing (NXDOMAIN or no data), wrong (other addresses), still_answering (deleted, still answering); 0 while the check is off."},
+			[]string{"reason"}),
+		verifyDNSUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "verify_dns_up",
+			Help: "1 while the router's DNS (--verify-dns) answers the leader's questions, 0 after three in a row got no answer (timeout, SERVFAIL, REFUSED); no series while the check is off or on a standby."}, nil),
+		verifyDNSQueries: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "verify_dns_queries_total",
+			Help: "Questions put to the router's DNS (--verify-dns), by result: answered, no_data, nxdomain, error (no answer in time, SERVFAIL, REFUSED)."}, []string{"result"}),
 	}
 	m.Registry.MustRegister(m.buildInfo, m.changeLatency, m.inputs, m.failedHostnames, m.conflicts, m.deferred, m.namesakes, m.unclaimed, m.deletionsHeld, m.twinEntries, m.formerEntries, m.pacedChanges, m.syncedEntries, m.syncErrors, m.syncDuration, m.pending, m.serverConnected, m.routerConfigured, m.lastSync,
 		m.changes, m.sourceEndpoints, m.foreign, m.isLeader, m.lastDuration, m.lastList, m.kubeRequests, m.serverRequests,
-		m.clientCertExpiry, m.tlsReloadErrors, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		m.clientCertExpiry, m.tlsReloadErrors, m.namesNotAnswering, m.verifyDNSUp, m.verifyDNSQueries, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Counters with known labels start at zero, so rates work from the first scrape.
 	for _, r := range []string{"source", "list", "authentication", "apply"} {
 		m.syncErrors.WithLabelValues(r)
@@ -154,6 +168,13 @@ func New(sourceNames []string) *Metrics {
 	}
 	for _, a := range []plan.Action{plan.Create, plan.Update, plan.Adopt, plan.Mark, plan.Unmark, plan.Delete, plan.Release} {
 		m.changes.WithLabelValues(string(a))
+	}
+	// 0 names not answering is true of a check that is off, so an alert works the same.
+	for _, r := range dnscheck.Labels {
+		m.namesNotAnswering.WithLabelValues(r)
+	}
+	for _, r := range dnscheck.QueryResults {
+		m.verifyDNSQueries.WithLabelValues(r)
 	}
 	return m
 }
@@ -377,6 +398,22 @@ func (m *Metrics) ClientCertificate(notAfter time.Time) {
 // TLSReloadFailed counts changed mTLS material from source (TLSFiles, TLSSecret) that could
 // not be loaded.
 func (m *Metrics) TLSReloadFailed(source string) { m.tlsReloadErrors.WithLabelValues(source).Inc() }
+
+// SetNamesNotAnswering sets the names not answering as written under reason (dnscheck.Metrics).
+func (m *Metrics) SetNamesNotAnswering(reason string, n int) {
+	m.namesNotAnswering.WithLabelValues(reason).Set(float64(n))
+}
+
+// SetVerifyDNSUp records whether the router's DNS answers (dnscheck.Metrics).
+func (m *Metrics) SetVerifyDNSUp(up bool) { m.verifyDNSUp.WithLabelValues().Set(b2f(up)) }
+
+// ClearVerifyDNSUp removes verify_dns_up: nothing is known of the router's DNS (dnscheck.Metrics).
+func (m *Metrics) ClearVerifyDNSUp() { m.verifyDNSUp.Reset() }
+
+// CountVerifyDNSQuery counts one question to the router's DNS by its result (dnscheck.Metrics).
+func (m *Metrics) CountVerifyDNSQuery(result string) {
+	m.verifyDNSQueries.WithLabelValues(result).Inc()
+}
 
 // ObserveRPC counts one call to the router-hosts server (routerhosts.Options.Observe).
 func (m *Metrics) ObserveRPC(method string, code codes.Code) {

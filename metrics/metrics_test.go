@@ -271,3 +271,38 @@ func TestTLSMetrics(t *testing.T) {
 		t.Fatalf("tls_reload_errors_total: files %v, secret %v; want 1 and 2", got["tls_reload_errors_total{source=files}"], got["tls_reload_errors_total{source=secret}"])
 	}
 }
+
+// TestVerifyDNSMetrics: names_not_answering has every reason at 0 from the start (a check that
+// is off has no name not answering) and the questions every result; verify_dns_up has no series
+// until the router's DNS was asked, and none again once nothing is known.
+func TestVerifyDNSMetrics(t *testing.T) {
+	m := New([]string{"ingress"})
+	got := scrape(t, m)
+	for _, r := range []string{"missing", "wrong", "still_answering"} {
+		if v, ok := got["names_not_answering{reason="+r+"}"]; !ok || v != 0 {
+			t.Fatalf("names_not_answering{reason=%s} = %v (present %v), want 0 from the start", r, v, ok)
+		}
+	}
+	for _, r := range []string{"answered", "no_data", "nxdomain", "error"} {
+		if v, ok := got["verify_dns_queries_total{result="+r+"}"]; !ok || v != 0 {
+			t.Fatalf("verify_dns_queries_total{result=%s} = %v (present %v), want 0 from the start", r, v, ok)
+		}
+	}
+	if _, ok := got["verify_dns_up{}"]; ok {
+		t.Fatal("verify_dns_up before the router's DNS was asked")
+	}
+	m.SetNamesNotAnswering("missing", 3)
+	m.SetVerifyDNSUp(false)
+	m.CountVerifyDNSQuery("error")
+	got = scrape(t, m)
+	if got["names_not_answering{reason=missing}"] != 3 || got["verify_dns_up{}"] != 0 || got["verify_dns_queries_total{result=error}"] != 1 {
+		t.Fatalf("after a report: %v", got)
+	}
+	if _, ok := got["verify_dns_up{}"]; !ok {
+		t.Fatal("no verify_dns_up once the DNS server failed")
+	}
+	m.ClearVerifyDNSUp()
+	if _, ok := scrape(t, m)["verify_dns_up{}"]; ok {
+		t.Fatal("verify_dns_up once nothing is known")
+	}
+}

@@ -2,11 +2,8 @@ package source
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -20,6 +17,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/dnsquery"
 )
 
 // The DNS cache's timing rules.
@@ -310,104 +308,23 @@ func (d *DNS) ask(server, name string) ([]string, time.Duration, error) {
 	return ips, ttl, nil
 }
 
-// query sends one question over UDP, and again over TCP when the answer was truncated. It
-// returns the addresses and the least TTL of the answer's records (dnsMaxTTL without any).
+// query asks server one question through the operator's DNS client. It returns the addresses
+// (canonical text) and the least TTL of the answer's records (dnsMaxTTL without any), and
+// errNoSuchHost for NXDOMAIN.
 func query(ctx context.Context, server, name string, t dnsmessage.Type) ([]string, time.Duration, error) {
-	fqdn, err := dnsmessage.NewName(name + ".")
+	a, err := dnsquery.Query(ctx, server, name, t)
 	if err != nil {
-		return nil, 0, fmt.Errorf("DNS name %q: %w", name, err)
+		return nil, 0, err
 	}
-	var idb [2]byte
-	_, _ = rand.Read(idb[:])
-	q := dnsmessage.Message{
-		Header:    dnsmessage.Header{ID: binary.BigEndian.Uint16(idb[:]), RecursionDesired: true},
-		Questions: []dnsmessage.Question{{Name: fqdn, Type: t, Class: dnsmessage.ClassINET}},
-	}
-	packed, err := q.Pack()
-	if err != nil {
-		return nil, 0, fmt.Errorf("DNS query for %s: %w", name, err)
-	}
-	m, err := exchange(ctx, "udp", server, packed, q.Header.ID)
-	if err == nil && m.Truncated {
-		m, err = exchange(ctx, "tcp", server, packed, q.Header.ID)
-	}
-	if err != nil {
-		if cause := context.Cause(ctx); cause != nil {
-			err = cause // the timeout, rather than the closed socket it left
-		}
-		return nil, 0, fmt.Errorf("asking %s for %s %s: %w", server, name, t, err)
-	}
-	switch m.RCode {
-	case dnsmessage.RCodeSuccess:
-	case dnsmessage.RCodeNameError:
+	if a.Status == dnsquery.NXDomain {
 		return nil, 0, fmt.Errorf("%s: %w", name, errNoSuchHost)
-	default:
-		return nil, 0, fmt.Errorf("asking %s for %s %s: %s", server, name, t, m.RCode)
 	}
-	var ips []string
-	ttl := dnsMaxTTL
-	for _, rr := range m.Answers {
-		ttl = min(ttl, time.Duration(rr.Header.TTL)*time.Second)
-		var raw net.IP
-		switch b := rr.Body.(type) {
-		case *dnsmessage.AResource:
-			raw = b.A[:]
-		case *dnsmessage.AAAAResource:
-			raw = b.AAAA[:]
-		default:
-			continue
-		}
-		if ip, err := endpoint.NormalizeIP(raw.String()); err == nil {
+	ips := make([]string, 0, len(a.Addrs))
+	for _, addr := range a.Addrs {
+		// As the text of net.IP: an IPv4-mapped AAAA record reads as the IPv4 address.
+		if ip, err := endpoint.NormalizeIP(net.IP(addr.AsSlice()).String()); err == nil {
 			ips = append(ips, ip)
 		}
 	}
-	return ips, ttl, nil
-}
-
-// exchange sends one packed query and reads the answer with the same ID, until ctx ends.
-func exchange(ctx context.Context, network, server string, packed []byte, id uint16) (*dnsmessage.Message, error) {
-	var dialer net.Dialer
-	conn, err := dialer.DialContext(ctx, network, server)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = conn.Close() }()
-	// The timeout is on the cache's clock, not a deadline: its end unblocks the reads.
-	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
-	stream := network == "tcp"
-	if stream {
-		packed = append(binary.BigEndian.AppendUint16(nil, uint16(len(packed))), packed...)
-	}
-	if _, err := conn.Write(packed); err != nil {
-		return nil, err
-	}
-	for {
-		var buf []byte
-		if stream {
-			var n [2]byte
-			if _, err := io.ReadFull(conn, n[:]); err != nil {
-				return nil, err
-			}
-			buf = make([]byte, binary.BigEndian.Uint16(n[:]))
-			if _, err := io.ReadFull(conn, buf); err != nil {
-				return nil, err
-			}
-		} else {
-			buf = make([]byte, 1232)
-			n, err := conn.Read(buf)
-			if err != nil {
-				return nil, err
-			}
-			buf = buf[:n]
-		}
-		var m dnsmessage.Message
-		if err := m.Unpack(buf); err != nil || m.ID != id || !m.Response {
-			if stream {
-				return nil, fmt.Errorf("malformed DNS answer: %v", err)
-			}
-			continue // not our answer: wait for it until the deadline
-		}
-		return &m, nil
-	}
+	return ips, min(a.TTL, dnsMaxTTL), nil
 }

@@ -109,6 +109,10 @@ type HostMappings struct {
 	// it: a newer wanted status is compared with it, not with a cache that has not caught up
 	// (or a write still in flight), so a newer status is never skipped.
 	sent map[types.NamespacedName]state
+	// answers is the check of the router's DNS, nil without one (UseAnswers); last is the
+	// last report digested while it checks, for Refresh.
+	answers Answers
+	last    *controller.Report
 }
 
 // NewHostMappings returns a status writer for the HostMappings objects reads, written through
@@ -130,6 +134,11 @@ type state struct {
 	// Ready condition is written.
 	addresses string
 	ready     bool
+	// answering is the Answering condition's status, "" for none (the router's DNS is not
+	// checked), with its reason and message.
+	answering     metav1.ConditionStatus
+	answerReason  string
+	answerMessage string
 }
 
 // Report hands the sync's report over and returns at once: the writer works out the statuses
@@ -149,6 +158,12 @@ func (h *HostMappings) digestLatest() {
 	h.mu.Lock()
 	r := h.report
 	h.report = nil
+	if r != nil {
+		h.last = nil
+		if h.answers != nil && h.answers.Server() != "" {
+			h.last = r
+		}
+	}
 	h.mu.Unlock()
 	if r == nil {
 		return
@@ -212,6 +227,7 @@ func (h *HostMappings) Run(ctx context.Context) {
 	defer func() {
 		h.mu.Lock()
 		h.report, h.pending, h.queue, h.writing, h.sent = nil, map[types.NamespacedName]state{}, nil, nil, map[types.NamespacedName]state{}
+		h.last = nil
 		h.mu.Unlock()
 	}()
 	for {
@@ -279,29 +295,42 @@ func (h *HostMappings) Flush(ctx context.Context) error {
 	}
 }
 
+// compute is the status hm should have after r: Synced and Ready, and Answering while the
+// router's DNS is checked.
 func (h *HostMappings) compute(hm *v1alpha1.HostMapping, r *controller.Report, desired map[string]*endpoint.Endpoint, dropped []refusal) state {
+	st, known := h.computeSynced(hm, r, desired, dropped)
+	if !known {
+		return st // nothing new is known of the object: its whole status stays
+	}
+	st.answering, st.answerReason, st.answerMessage = h.answering(hm, r, st)
+	return st
+}
+
+// computeSynced is the Synced part of the status; known is false when the report says nothing
+// new of hm, whose status then stays as it is.
+func (h *HostMappings) computeSynced(hm *v1alpha1.HostMapping, r *controller.Report, desired map[string]*endpoint.Endpoint, dropped []refusal) (_ state, known bool) {
 	prev := current(hm)
 	st := state{gen: hm.Generation, id: prev.id, ready: true}
 	if r.Stage == controller.StageSource {
-		return prev // a source failed: nothing new is known about this object
+		return prev, false // a source failed: nothing new is known about this object
 	}
 	obj, known := r.Objects[string(hm.UID)]
 	eps, problems := obj.Endpoints, obj.Problems
 	if !known || (len(eps) > 0 && eps[0].Sources[0].Generation != hm.Generation) {
 		// Created or edited after the sync read its sources: the sync that change starts
 		// says what its status is.
-		return prev
+		return prev, false
 	}
 	switch {
 	case len(eps) == 0:
 		st.reason, st.message, st.id = ReasonValidationFailed, joinProblems(problems), ""
-		return st
+		return st, true
 	case r.Stage == controller.StageList && r.AuthFailed:
 		st.reason, st.message = ReasonAuthenticationFailed, r.Err.Error()
-		return st
+		return st, true
 	case r.Stage == controller.StageList:
 		st.reason, st.message = ReasonServerUnreachable, r.Err.Error()
-		return st
+		return st, true
 	}
 	ep := eps[0]
 	d := desired[ep.Hostname]
@@ -311,12 +340,12 @@ func (h *HostMappings) compute(hm *v1alpha1.HostMapping, r *controller.Report, d
 		for _, f := range dropped {
 			if f.reason == ReasonNotPermitted || f.reason == ReasonOverBudget {
 				st.reason, st.id, st.message = f.reason, "", joinRefusals(dropped)
-				return st
+				return st, true
 			}
 		}
 		st.reason, st.id = ReasonConflict, ""
 		st.message = fmt.Sprintf("hostname %s is claimed by another object or cluster", ep.Hostname)
-		return st
+		return st, true
 	}
 	if f, failed := r.Failed[ep.Hostname]; failed {
 		st.message = f.Err.Error()
@@ -328,12 +357,12 @@ func (h *HostMappings) compute(hm *v1alpha1.HostMapping, r *controller.Report, d
 		default:
 			st.reason = ReasonWriteFailed
 		}
-		return st
+		return st, true
 	}
 	entries := r.Entries[ep.Hostname]
 	if ep.NoAddress() || len(entries) == 0 {
 		st.reason, st.message = ReasonNoAddress, "no address: set spec.ipAddress or configure --ip-resolution"
-		return st
+		return st, true
 	}
 	st.addresses = strings.Join(endpoint.SortedUnique(ep.Targets), ",")
 	if len(dropped) > 0 {
@@ -342,13 +371,13 @@ func (h *HostMappings) compute(hm *v1alpha1.HostMapping, r *controller.Report, d
 		if st.reason != ReasonOverBudget { // over its budget, nothing of the object changes
 			st.message += "; the rest is synced"
 		}
-		return st
+		return st, true
 	}
 	st.synced, st.id, st.reason, st.message = true, entries[0].ID, ReasonSuccess, "Host synced to router-hosts"
 	if len(problems) > 0 {
 		st.message += "; " + joinProblems(problems)
 	}
-	return st
+	return st, true
 }
 
 func claims(ep *endpoint.Endpoint, uid string) bool {
@@ -379,6 +408,9 @@ func current(hm *v1alpha1.HostMapping) state {
 	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionSynced); c != nil {
 		out.reason, out.message = c.Reason, c.Message
 	}
+	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionAnswering); c != nil {
+		out.answering, out.answerReason, out.answerMessage = c.Status, c.Reason, c.Message
+	}
 	return out
 }
 
@@ -401,9 +433,14 @@ func (h *HostMappings) write(ctx context.Context, hm *v1alpha1.HostMapping, st s
 	}
 	// Ready is Synced under kstatus's name: Current when True at the observed generation,
 	// InProgress otherwise.
-	status.Conditions = v1alpha1.SetConditions(hm.Status.Conditions, now,
-		metav1.Condition{Type: v1alpha1.ConditionSynced, Status: condStatus, Reason: st.reason, Message: st.message, ObservedGeneration: st.gen},
-		metav1.Condition{Type: v1alpha1.ConditionReady, Status: condStatus, Reason: st.reason, Message: st.message, ObservedGeneration: st.gen})
+	conds := []metav1.Condition{
+		{Type: v1alpha1.ConditionSynced, Status: condStatus, Reason: st.reason, Message: st.message, ObservedGeneration: st.gen},
+		{Type: v1alpha1.ConditionReady, Status: condStatus, Reason: st.reason, Message: st.message, ObservedGeneration: st.gen}}
+	if st.answering != "" {
+		conds = append(conds, metav1.Condition{Type: v1alpha1.ConditionAnswering, Status: st.answering, Reason: st.answerReason,
+			Message: st.answerMessage, ObservedGeneration: st.gen})
+	}
+	status.Conditions = v1alpha1.SetConditions(hm.Status.Conditions, now, conds...)
 	body, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&status)
 	if err != nil {
 		return fmt.Errorf("converting the status of HostMapping %s/%s: %w", hm.Namespace, hm.Name, err)

@@ -23,6 +23,11 @@ const HostMappingKind = "HostMapping"
 // goes ConditionReady, the same verdict under the name kstatus (Flux, Argo CD) reads.
 const ConditionSynced = "Synced"
 
+// ConditionAnswering says whether the router's DNS answers the HostMapping's names as written;
+// the operator writes it only while it checks the router's DNS (--verify-dns). It leaves Ready
+// alone: the router holds the entry either way, and what its DNS serves is the router's.
+const ConditionAnswering = "Answering"
+
 // HostMapping is an explicit router-hosts entry, for a host that lives outside any Ingress.
 //
 // +kubebuilder:object:root=true
@@ -33,6 +38,7 @@ const ConditionSynced = "Synced"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Synced",type=boolean,JSONPath=`.status.synced`,priority=1
 // +kubebuilder:printcolumn:name="Entry",type=string,JSONPath=`.status.routerHostsId`,priority=1
+// +kubebuilder:printcolumn:name="Answering",type=string,JSONPath=`.status.conditions[?(@.type=="Answering")].status`,priority=1,description="Whether the router's DNS answers the object's names as written (--verify-dns)."
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type HostMapping struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -107,7 +113,8 @@ type HostMappingStatus struct {
 	// The generation of the spec this status is about.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration"`
-	// Synced, and Ready, the same verdict under the name kstatus reads.
+	// Synced, and Ready, the same verdict under the name kstatus reads; Answering while the
+	// router's DNS is checked.
 	// +listType=map
 	// +listMapKey=type
 	// +optional

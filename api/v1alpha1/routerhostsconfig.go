@@ -229,6 +229,11 @@ type ServerSpec struct {
 	// rotation needs no restart.
 	// +optional
 	TLSSecretRef *SecretReference `json:"tlsSecretRef,omitempty"`
+	// The router's DNS server, host:port, which the operator asks for every name it writes to
+	// check that it answers as written (--verify-dns); left out, the flag's.
+	// +kubebuilder:validation:Pattern=`^[^\s:]+:[0-9]{1,5}$|^\[[0-9A-Fa-f:.]+\]:[0-9]{1,5}$`
+	// +optional
+	VerifyDNS string `json:"verifyDNS,omitempty"`
 }
 
 // SecretReference names a Secret.

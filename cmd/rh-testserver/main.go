@@ -1,11 +1,13 @@
 // Command rh-testserver runs the router-hosts TEST SERVER for `make demo` and manual trials, and
 // lists the entries of any router-hosts server, the real one included:
 //
-//	rh-testserver serve -dir D [-addr A] [-replay-cost 32us]
+//	rh-testserver serve -dir D [-addr A] [-replay-cost 32us] [-hosts-file F [-on-success CMD]]
 //	rh-testserver list [-addr A] [-ca F] [-cert F] [-key F] [-server-name N]
 //
 // serve writes its CA and client certificate into D (ca.crt, tls.crt, tls.key) and its address
-// to D/addr, and serves until SIGINT or SIGTERM. list's flags default to the operator's own
+// to D/addr, and serves until SIGINT or SIGTERM. With -hosts-file it keeps a hosts file as the
+// real server does, and with -on-success runs a command after each write, as the real server's
+// [[hooks.on_success]] (e.g. one that reloads a dnsmasq reading that file). list's flags default to the operator's own
 // ROUTER_HOSTS_OPERATOR_* environment variables.
 package main
 
@@ -52,7 +54,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: rh-testserver serve -dir D [-addr A] [-replay-cost D]\n       rh-testserver list [-addr A] [-ca F] [-cert F] [-key F] [-server-name N]")
+	fmt.Fprintln(os.Stderr, "usage: rh-testserver serve -dir D [-addr A] [-replay-cost D] [-hosts-file F [-on-success CMD]]\n       rh-testserver list [-addr A] [-ca F] [-cert F] [-key F] [-server-name N]")
 	os.Exit(2)
 }
 
@@ -62,6 +64,8 @@ func serve(args []string) error {
 	addr := fs.String("addr", "", "listen address (default 127.0.0.1 on a free port)")
 	cost := fs.Duration("replay-cost", 0, "latency per event replayed by reads and AddHost; "+
 		inmemory.RouterReplayCost.String()+" plays a router running the real server 0.13")
+	hosts := fs.String("hosts-file", "", "keep a hosts file here, rewritten after every write, as the real server's hosts_file_path")
+	hook := fs.String("on-success", "", "shell command run after each write, after the reply, runs coalesced, as the real server's [[hooks.on_success]]")
 	_ = fs.Parse(args) // ExitOnError: Parse exits on a bad flag
 	if *dir == "" {
 		return errors.New("-dir is required")
@@ -72,6 +76,12 @@ func serve(args []string) error {
 	}
 	defer srv.Stop()
 	srv.Store().SetReplayCost(*cost)
+	if *hosts != "" {
+		srv.WriteHostsFile(*hosts)
+	}
+	if *hook != "" {
+		srv.OnSuccess(rhtestserver.CommandHook(*hook))
+	}
 	if err := os.WriteFile(filepath.Join(*dir, "addr"), []byte(srv.Addr()+"\n"), 0o600); err != nil {
 		return fmt.Errorf("writing the address: %w", err)
 	}

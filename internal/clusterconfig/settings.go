@@ -6,6 +6,7 @@ package clusterconfig
 import (
 	"errors"
 	"fmt"
+	"net"
 	"reflect"
 	"slices"
 	"time"
@@ -31,6 +32,9 @@ type Settings struct {
 	OptIn        source.OptIn
 	Endpoint     string
 	ServerName   string
+	// VerifyDNS is the router's DNS server, host:port, asked for the names written
+	// (dnscheck); "" leaves the check off.
+	VerifyDNS string
 	// TLSFiles says the flags name the mTLS files, the fallback when no Secret is named.
 	TLSFiles bool
 	// NoServer: entries go to the in-process store (--provider=inmemory), so the server's
@@ -311,12 +315,26 @@ func server(s *Settings, spec *v1alpha1.RouterHostsConfigSpec, read ReadSecret) 
 		return nil
 	}
 	s.Endpoint, s.ServerName = srv.Endpoint, srv.ServerName
+	if srv.VerifyDNS != "" {
+		if err := CheckHostPort(srv.VerifyDNS); err != nil {
+			return fmt.Errorf("spec.server.verifyDNS: %w", err)
+		}
+		s.VerifyDNS = srv.VerifyDNS
+	}
 	if ref := srv.TLSSecretRef; ref != nil {
 		keys, err := readKeys(read, ref.Namespace, ref.Name)
 		if err != nil {
 			return fmt.Errorf("spec.server.tlsSecretRef: %w", err)
 		}
 		s.Secret, s.Keys = ref.Namespace+"/"+ref.Name, keys
+	}
+	return nil
+}
+
+// CheckHostPort refuses an address that is not host:port, as a DNS server is named.
+func CheckHostPort(addr string) error {
+	if host, port, err := net.SplitHostPort(addr); err != nil || host == "" || port == "" {
+		return fmt.Errorf("%q: want host:port", addr)
 	}
 	return nil
 }

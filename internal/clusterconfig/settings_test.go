@@ -21,7 +21,7 @@ func base() Settings {
 	return Settings{Config: registry.Config{ClusterName: "flags", DefaultTags: []string{"flag-tag"}, GracePeriod: 5 * time.Minute, Policy: plan.PolicySync,
 		Budgets: registry.DefaultBudgets()},
 		IPResolution: []source.Strategy{{Kind: source.StrategyIngressStatus}}, Interval: time.Minute,
-		Endpoint: "flags.lan:50051", TLSFiles: true,
+		Endpoint: "flags.lan:50051", TLSFiles: true, VerifyDNS: "flags.lan:53",
 		OptIn: source.OptIn{GatewayNames: []string{"infra/lan"}, ExternalDNSAnnotations: true}}
 }
 
@@ -150,6 +150,20 @@ func TestMerge(t *testing.T) {
 					t.Errorf("budgets %+v, want %+v", s.Budgets, b)
 				}
 			}},
+		{name: "verifyDNS: set, it wins", spec: &v1alpha1.RouterHostsConfigSpec{Server: &v1alpha1.ServerSpec{Endpoint: "r:1", VerifyDNS: "192.168.1.1:53"}},
+			check: func(t *testing.T, s Settings) {
+				if s.VerifyDNS != "192.168.1.1:53" || s.Endpoint != "r:1" {
+					t.Errorf("%+v", s)
+				}
+			}},
+		{name: "verifyDNS: left out, the flag's", spec: &v1alpha1.RouterHostsConfigSpec{Server: &v1alpha1.ServerSpec{Endpoint: "r:1"}},
+			check: func(t *testing.T, s Settings) {
+				if s.VerifyDNS != "flags.lan:53" {
+					t.Errorf("%+v", s)
+				}
+			}},
+		{name: "verifyDNS: not host:port", spec: &v1alpha1.RouterHostsConfigSpec{Server: &v1alpha1.ServerSpec{Endpoint: "r:1", VerifyDNS: "router.lan"}},
+			err: "spec.server.verifyDNS"},
 		{name: "tenancy: a bad pattern", spec: &v1alpha1.RouterHostsConfigSpec{Tenancy: &v1alpha1.TenancySpec{AdoptionNamespaces: []string{"["}}}, err: "spec.tenancy"},
 		{name: "tenancy: a maximum below the grace period", spec: &v1alpha1.RouterHostsConfigSpec{Tenancy: &v1alpha1.TenancySpec{MaxGracePeriodSeconds: i64(60)}},
 			err: "above the maximum grace period"},

@@ -229,6 +229,8 @@ func newApp(cfg *Config, build Build, getenv func(string) string) *kingpin.Appli
 		BoolVar(&cfg.OptIn.ExternalDNSAnnotations)
 	app.Flag("dns-server", "DNS server, host:port, that resolves hostnames given where an address is wanted (a load balancer that reports only a hostname, a target annotation) (repeatable: asked in turn, each for up to 5 s, two rounds; default: the nameservers of /etc/resolv.conf, with its timeout and attempts options).").
 		StringsVar(&cfg.DNSServers)
+	app.Flag("verify-dns", "The router's DNS server, host:port, asked for every name the operator writes to check that it answers as written: a grace after each write and once per --interval, spread; a name that does not is reported (metric, NotAnswering event, the HostMapping's Answering condition) (the RouterHostsConfig's spec.server.verifyDNS wins; default: off).").
+		StringVar(&cfg.VerifyDNS)
 	budgets := registry.DefaultBudgets()
 	app.Flag("namespace-domains", "NAMESPACE=DOMAIN[,DOMAIN...] (repeatable): when given, namespaces may claim only names (hostnames and aliases) under the domains listed for them; NAMESPACE may be a pattern such as team-* or *.").
 		StringsVar(&cfg.namespaceDomains)
@@ -320,6 +322,11 @@ func (cfg *Config) validate() error {
 	for _, s := range cfg.DNSServers {
 		if host, port, err := net.SplitHostPort(s); err != nil || host == "" || port == "" {
 			return fmt.Errorf("--dns-server %q: want host:port", s)
+		}
+	}
+	if cfg.VerifyDNS != "" {
+		if err := clusterconfig.CheckHostPort(cfg.VerifyDNS); err != nil {
+			return fmt.Errorf("--verify-dns %w", err)
 		}
 	}
 	tlsFiles := 0

@@ -33,6 +33,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
+	"github.com/router-hosts-operator/router-hosts-operator/dnscheck"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/events"
 	"github.com/router-hosts-operator/router-hosts-operator/health"
@@ -62,6 +63,8 @@ type Hooks struct {
 	Warner source.Warner
 	// StatusQPS limits the status writer's client on its own.
 	StatusQPS float32
+	// DNSCheckGrace replaces the grace a name has to answer after a write (dnscheck).
+	DNSCheckGrace time.Duration
 }
 
 // Operator is the operator wired from a Config: sources, registry, provider, controller and the
@@ -78,6 +81,8 @@ type Operator struct {
 	Status *status.HostMappings
 	// Config follows the RouterHostsConfig; nil with --config-name="".
 	Config *clusterconfig.Watcher
+	// DNSCheck checks the router's DNS (--verify-dns); it checks nothing while that is off.
+	DNSCheck *dnscheck.Checker
 
 	resolver *source.Resolver
 	// clients and settings are what the sources read through and the settings in use at the
@@ -251,6 +256,8 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 		op.checker.SetNoRouter(op.noRouter.Error())
 	}
 	reporters = append(reporters, op.metrics, op.checker, op.recorder)
+	op.DNSCheck = op.newDNSCheck(settings, hooks, log)
+	reporters = append(reporters, op.DNSCheck)
 	if op.Config != nil {
 		reporters = append(reporters, op.Config)
 	}
@@ -328,6 +335,8 @@ func (op *Operator) reconfigure(s clusterconfig.Settings) error {
 			src.SetOptIn(s.OptIn)
 		}
 		op.checker.SetInterval(s.Interval)
+		op.DNSCheck.SetServer(s.VerifyDNS)
+		op.DNSCheck.SetInterval(s.Interval)
 		return nil
 	}, controller.Settings{Interval: s.Interval})
 	if err == nil && (s.Endpoint != "" || s.NoServer) {
@@ -422,6 +431,9 @@ func (op *Operator) Run(ctx context.Context) error {
 		op.recorder.SetLeading(!cfg.DryRun) // a dry run writes nothing, events included
 		defer op.recorder.SetLeading(false)
 		runStatus(ctx)
+		if !cfg.DryRun {
+			go op.DNSCheck.Run(ctx) // beside the loop, as the status writer
+		}
 		return op.Controller.Run(ctx)
 	}
 	if !cfg.LeaderElect {

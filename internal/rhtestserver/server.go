@@ -35,6 +35,8 @@ type Server struct {
 	lis  *DropListener
 	// hostsErr is the first error writing the hosts file met.
 	hostsErr error
+	// hooks runs the on-success hook (OnSuccess) after the writes.
+	hooks hookRunner
 }
 
 // Start writes a fresh PKI into dir (WritePKI) and serves on addr ("" means 127.0.0.1 on a
@@ -141,6 +143,7 @@ func (s *Server) serve(lis net.Listener) {
 		// As the real server: clients pinging more often than every 15 s are sent away.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 15 * time.Second, PermitWithoutStream: true}),
 		grpc.MaxRecvMsgSize(4<<20),
+		grpc.UnaryInterceptor(s.afterWrites),
 	)
 	pb.RegisterHostsServiceServer(g, s.svc)
 	dl := NewDropListener(lis)

@@ -138,6 +138,9 @@ type options struct {
 	dnsServer   string
 	// extraArgs are further flags ("{ns}" stands for the test's namespace).
 	extraArgs []string
+	// interval is --interval (default 1m); dnsGrace the grace of the check of the router's DNS
+	// (default dnscheck's).
+	interval, dnsGrace time.Duration
 }
 
 // args are the command-line flags o stands for.
@@ -163,10 +166,13 @@ func (h *harness) args(o options) []string {
 	if o.endpoint == "" {
 		o.endpoint = h.srv.Addr()
 	}
+	if o.interval == 0 {
+		o.interval = time.Minute
+	}
 	args := []string{"--kubeconfig=" + h.kubeconfig, "--cluster-name=" + o.cluster, "--grace-period=" + o.grace.String(), "--config-name=" + o.configName,
 		"--policy=" + string(o.policy), "--router-hosts-endpoint=" + o.endpoint, "--tls-ca=" + h.srv.CAFile(),
 		"--tls-cert=" + h.srv.CertFile(), "--tls-key=" + h.srv.KeyFile(), "--request-timeout=5s", "--write-concurrency=4",
-		"--interval=1m", "--min-event-sync-interval=1s", "--kube-api-qps=1000", "--kube-api-burst=1000", "--metrics-address="}
+		"--interval=" + o.interval.String(), "--min-event-sync-interval=1s", "--kube-api-qps=1000", "--kube-api-burst=1000", "--metrics-address="}
 	for _, s := range o.ipResolution {
 		args = append(args, "--ip-resolution="+strings.ReplaceAll(s, "{ns}", h.ns))
 	}
@@ -250,7 +256,7 @@ func (h *harness) build(o options) {
 		clk = clock.RealClock{}
 	}
 	op, err := operator.New(ctx, cfg, log, io.Discard, operator.Hooks{Clock: clk, DiscoveryInterval: 200 * time.Millisecond,
-		Sources: o.extraSources, Reporters: o.reporters, Warner: o.warner, StatusQPS: o.statusQPS})
+		Sources: o.extraSources, Reporters: o.reporters, Warner: o.warner, StatusQPS: o.statusQPS, DNSCheckGrace: o.dnsGrace})
 	if err != nil {
 		t.Fatalf("operator: %v", err)
 	}
@@ -259,6 +265,7 @@ func (h *harness) build(o options) {
 	if h.status != nil {
 		go h.status.Run(ctx)
 	}
+	go op.DNSCheck.Run(ctx) // checks nothing without --verify-dns
 	if op.Config != nil {
 		go op.Config.Run(ctx)
 		go op.Config.RunStatus(ctx)
