@@ -256,6 +256,23 @@ func Names(in *Input, uid string) ([]string, bool) {
 	return slices.Compact(names), true
 }
 
+// Written are the addresses the router holds for each name, lowercase, as a hostname or an
+// alias of any entry, whoever wrote it: what its DNS should answer. Names nothing on the router
+// carries have none, and their DNS should answer nothing.
+func Written(in *Input) map[string][]string {
+	d := index(in)
+	out := make(map[string][]string, len(d.entriesByKey))
+	for name, idx := range d.entriesByKey {
+		var ips []string
+		for _, i := range idx {
+			ips = append(ips, d.entries[i].IP)
+		}
+		slices.Sort(ips)
+		out[name] = slices.Compact(ips)
+	}
+	return out
+}
+
 // Problems are what an object's input has wrong, as the sources found it, with what would
 // fix each.
 func Problems(in *Input, uid string) []Outcome {

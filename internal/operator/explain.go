@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -14,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
+	"github.com/router-hosts-operator/router-hosts-operator/dnscheck"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/events"
 	"github.com/router-hosts-operator/router-hosts-operator/explain"
@@ -126,7 +129,18 @@ func Explain(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 		return fmt.Errorf("reading the cluster and the router: %w", err)
 	}
 	in := &explain.Input{Report: rep, Owners: op.Registry.Ownerships(rep.State), Manages: op.Registry.Manages, Now: rep.Started}
+	server := op.settings.VerifyDNS
 	if cfg.Command == CommandList {
+		if server != "" {
+			var names []string
+			for _, e := range explain.List(in, cfg.Filter) {
+				names = append(names, strings.ToLower(e.Hostname))
+			}
+			var silences []string
+			if in.Answers, silences = answers(ctx, server, names, explain.Written(in)); len(silences) > 0 {
+				log.WithField("dns", server).Warnf("the router's DNS gave no answer for %d of %d names (first: %s)", len(silences), len(names), silences[0])
+			}
+		}
 		entries := explain.List(in, cfg.Filter)
 		if cfg.Output == "json" {
 			return explain.WriteJSON(out, explain.ListJSON{Version: explain.Version, Entries: entries})
@@ -201,7 +215,15 @@ func Explain(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 		}
 	}
 	slices.Sort(names)
-	doc.Names = explain.ExplainNames(in, slices.Compact(names))
+	names = slices.Compact(names)
+	if server != "" {
+		var silences []string
+		in.Answers, silences = answers(ctx, server, names, explain.Written(in))
+		for _, s := range silences {
+			doc.Notes = append(doc.Notes, "the router's DNS at "+server+" gave no answer: "+s)
+		}
+	}
+	doc.Names = explain.ExplainNames(in, names)
 	if err := op.said(ctx, &doc, rep.Started); err != nil {
 		doc.Notes = append(doc.Notes, err.Error())
 	}
@@ -312,4 +334,75 @@ func warningsOn(ctx context.Context, c corev1client.EventsGetter, obj explain.Ob
 	}
 	slices.SortFunc(out, func(a, b explain.Said) int { return a.Last.Compare(b.Last) })
 	return out, nil
+}
+
+// The read-only commands' DNS questions: a few at a time, each with the check's own timeout,
+// and all of them within dnsWithin, so that a DNS server that does not answer costs a list
+// seconds, not a timeout per name.
+const (
+	dnsAtOnce = 4
+	dnsWithin = 10 * time.Second
+)
+
+// answers asks the router's DNS (server) for each of names what it answers, against what the
+// router holds for it (written, explain.Written). A name the server gave no answer for has
+// none: it says nothing of the name.
+func answers(ctx context.Context, server string, names []string, written map[string][]string) (map[string]explain.Answer, []string) {
+	slices.Sort(names)
+	names = slices.Compact(names)
+	ctx, cancel := context.WithTimeout(ctx, dnsWithin)
+	defer cancel()
+	out := make(map[string]explain.Answer, len(names))
+	var (
+		mu       sync.Mutex
+		silences []string
+	)
+	todo := make(chan string)
+	var wg sync.WaitGroup
+	for range min(dnsAtOnce, len(names)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range todo {
+				var want []netip.Addr
+				for _, ip := range written[n] {
+					if a, err := netip.ParseAddr(ip); err == nil {
+						want = append(want, a)
+					}
+				}
+				qctx, qcancel := context.WithTimeout(ctx, dnscheck.DefaultTimeout)
+				r := dnscheck.Check(qctx, server, n, want)
+				qcancel()
+				if r.Verdict == dnscheck.NoAnswer {
+					mu.Lock()
+					silences = append(silences, r.String())
+					mu.Unlock()
+					continue
+				}
+				a := explain.Answer{Server: server, Got: addrTexts(r.Got), Want: addrTexts(r.Want), Detail: r.String(),
+					Answering: r.Verdict == dnscheck.Answering || (len(want) == 0 && r.Verdict == dnscheck.Gone)}
+				mu.Lock()
+				out[n] = a
+				mu.Unlock()
+			}
+		}()
+	}
+	for _, n := range names {
+		select {
+		case todo <- n:
+		case <-ctx.Done():
+		}
+	}
+	close(todo)
+	wg.Wait()
+	slices.Sort(silences)
+	return out, silences
+}
+
+func addrTexts(addrs []netip.Addr) []string {
+	out := make([]string, len(addrs))
+	for i, a := range addrs {
+		out[i] = a.String()
+	}
+	return out
 }

@@ -98,6 +98,9 @@ func TestExplainGivesEveryReasonCode(t *testing.T) {
 		// check looks at the facts beside the code.
 		check func(t *testing.T, h *harness, doc *explain.NamesJSON)
 		exit  int
+		// dns runs the row with the router's DNS: dnsmasq on the test server's hosts file,
+		// checked with --verify-dns.
+		dns bool
 	}
 	static := []string{"static:10.80.0.1"}
 	rows := []row{
@@ -270,6 +273,42 @@ func TestExplainGivesEveryReasonCode(t *testing.T) {
 					t.Errorf("entries %+v: want the held entry with the brake's token", e)
 				}
 			}},
+		{code: explain.NotAnswering, opts: options{ipResolution: static}, exit: 1, dns: true,
+			setup: func(h *harness) string {
+				h.srv.OnSuccess(nil) // the router writes its hosts file but never reloads its DNS
+				h.create(ingress(h.ns, "web", enabled(), "quiet.explain.lan"))
+				h.waitHost("quiet.explain.lan", "10.80.0.1")
+				h.sync()
+				return "quiet.explain.lan"
+			},
+			check: func(t *testing.T, h *harness, doc *explain.NamesJSON) {
+				a := doc.Names[0].Answer
+				if a == nil || a.Answering || len(a.Got) != 0 || !slices.Equal(a.Want, []string{"10.80.0.1"}) || doc.Names[0].Claims[0].Outcomes[0].Code != explain.Synced {
+					t.Errorf("answer %+v: want the written entry (Synced) and no answer for it", a)
+				}
+				if out, _ := h.readOnly(h.explainOpts, "list"); !strings.Contains(string(out), "NOT answering") {
+					t.Errorf("list does not say the name is not answering:\n%s", out)
+				}
+			}},
+		{code: explain.Synced + " and answering", opts: options{ipResolution: static}, exit: 0, dns: true,
+			setup: func(h *harness) string {
+				h.create(ingress(h.ns, "web", enabled(), "loud.explain.lan"))
+				h.waitHost("loud.explain.lan", "10.80.0.1")
+				h.sync()
+				waitFor(h.t, 10*time.Second, func() bool { // the reload runs after the write's reply
+					_, code := h.explainRun(h.explainOpts, "explain", "loud.explain.lan")
+					return code == 0
+				})
+				return "loud.explain.lan"
+			},
+			check: func(t *testing.T, h *harness, doc *explain.NamesJSON) {
+				if a := doc.Names[0].Answer; a == nil || !a.Answering || !slices.Equal(a.Got, []string{"10.80.0.1"}) {
+					t.Errorf("answer %+v: want 10.80.0.1 as written", a)
+				}
+				if out, _ := h.readOnly(h.explainOpts, "list"); !strings.Contains(string(out), "answers") || strings.Contains(string(out), "NOT answering") {
+					t.Errorf("list does not say the name answers:\n%s", out)
+				}
+			}},
 		{code: source.ReasonNotOptedIn, opts: options{ipResolution: static}, exit: 1,
 			setup: func(h *harness) string {
 				h.create(ingress(h.ns, "web", nil, "plain.explain.lan"))
@@ -305,13 +344,22 @@ func TestExplainGivesEveryReasonCode(t *testing.T) {
 	}
 	tested := map[string]bool{}
 	for _, r := range rows {
-		tested[r.code] = true
+		tested[strings.TrimSuffix(r.code, " and answering")] = true
 		t.Run(r.code, func(t *testing.T) {
-			h := newHarness(t, r.opts)
+			opts := r.opts
+			var h *harness
+			if r.dns {
+				rd := newRouterDNS(t, opts)
+				h = rd.h
+				opts.extraArgs = append(slices.Clone(opts.extraArgs), "--verify-dns="+rd.dns.Addr)
+			} else {
+				h = newHarness(t, opts)
+			}
+			h.explainOpts = opts
 			target := r.setup(h)
 			before := h.writes()
-			doc, code := h.explainRun(r.opts, "explain", target)
-			if got := reasonCodes(doc); !slices.Contains(got, r.code) {
+			doc, code := h.explainRun(opts, "explain", target)
+			if got := reasonCodes(doc); !slices.Contains(got, strings.TrimSuffix(r.code, " and answering")) {
 				t.Errorf("codes %v, want %s", got, r.code)
 			}
 			if code != r.exit {

@@ -102,6 +102,8 @@ type harness struct {
 	clock *testingclock.FakeClock
 	// status is the HostMapping status writer, when that source runs.
 	status *status.HostMappings
+	// explainOpts are the options explain runs with, beside the harness's own.
+	explainOpts options
 }
 
 type options struct {
