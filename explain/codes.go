@@ -19,6 +19,8 @@ const (
 	Unclaimed = "Unclaimed"
 	// NotAnswering: the router's DNS does not answer the name as written (--verify-dns).
 	NotAnswering = "NotAnswering"
+	// StillAnswering: the router holds nothing for the name, and its DNS still answers it.
+	StillAnswering = "StillAnswering"
 )
 
 // Code is one reason code and what it means, as docs/explain.md lists it.
@@ -51,6 +53,7 @@ func Codes() []Code {
 		{source.ReasonNotOptedIn, "the object lacks the opt-in annotation, and no class or Gateway setting takes it in"},
 		{source.ReasonExcludedByLabelFilter, "the object's labels do not match --label-filter"},
 		{NotAnswering, "the router's DNS does not answer the name as written"},
+		{StillAnswering, "the router holds nothing for the name, and its DNS still answers it"},
 	}
 }
 

@@ -326,7 +326,12 @@ func (d *decision) name(n string) Name {
 	}
 	if a, ok := d.in.Answers[n]; ok {
 		out.Answer = &a
-		if !a.Answering {
+		switch {
+		case a.Answering:
+		case len(a.Want) == 0:
+			out.Notes = append(out.Notes, Outcome{Code: StillAnswering, Message: a.describe(n),
+				Fix: "the router no longer holds the name but its DNS still serves it: check its reload hook (router-hosts [hooks]) and the DNS server's log"})
+		default:
 			out.Notes = append(out.Notes, Outcome{Code: NotAnswering, Message: a.describe(n),
 				Fix: "the router wrote the entry but its DNS serves another answer: check its reload hook (router-hosts [hooks]) and the DNS server's log"})
 		}

@@ -29,6 +29,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -54,8 +55,10 @@ type options struct {
 	server      string
 	replayCost  time.Duration
 	routerSizes []int
-	// hmSizes are the sizes run with HostMappings instead of Ingresses.
+	// hmSizes are the sizes run with HostMappings instead of Ingresses; dnsSizes the Ingress
+	// sizes run again with the check of the router's DNS on.
 	hmSizes   []int
+	dnsSizes  []int
 	planBench bool
 	strict    bool
 	// mixed is N of the mixed run (N Ingresses, HTTPRoutes and Services, 10 × N plain
@@ -95,6 +98,7 @@ func main() {
 	sizes := flag.String("sizes", "1000,5000,10000", "numbers of Ingresses, comma-separated")
 	routerSizes := flag.String("router-sizes", "1000", "sizes also run with the test server slowed to the real server's replay cost (test server only; empty for none)")
 	hmSizes := flag.String("hostmapping-sizes", "1000", "numbers of HostMappings, comma-separated, run also (empty for none)")
+	dnsSizes := flag.String("dns-sizes", "1000", "sizes also run twice with a router DNS, dnsmasq serving the test server's hosts file: without the check, then with --verify-dns (test server only; needs dnsmasq; empty for none)")
 	flag.IntVar(&o.changes, "changes", 50, "single-object changes timed per size, one a second")
 	flag.IntVar(&o.creates, "creates", 10, "new objects (a new hostname each) timed per Ingress size, one a second")
 	flag.IntVar(&o.noops, "noops", 5, "no-op syncs timed per size")
@@ -116,8 +120,11 @@ func main() {
 	if err == nil {
 		o.hmSizes, err = parseSizes(*hmSizes)
 	}
+	if err == nil {
+		o.dnsSizes, err = parseSizes(*dnsSizes)
+	}
 	if err == nil && o.server == "real" {
-		o.routerSizes = nil
+		o.routerSizes, o.dnsSizes = nil, nil
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -159,8 +166,10 @@ type bench struct {
 	mixed      *cluster // the mixed run's Ingresses; its routes and Services beside them
 	classWide  *cluster // the class-wide run's Ingresses
 	srv        server
-	// conn reaches the server of the operator startConverged last started.
+	// conn reaches the server of the operator startConverged last started; dns is the run's
+	// router DNS.
 	conn conn
+	dns  dnsMode
 	// changes counts the addresses nextIP has handed out.
 	changes int
 }
@@ -168,6 +177,10 @@ type bench struct {
 // result is one run's measurements.
 type result struct {
 	label string
+	// dns: the run checked the router's DNS; dnsPerMinute is the questions it asked a minute
+	// over the run after convergence.
+	dns          bool
+	dnsPerMinute float64
 	// explainTook and listTook time those commands as whole processes once the run converged;
 	// explainReads are explain's ListHosts / SearchHosts calls.
 	explainTook, listTook time.Duration
@@ -304,22 +317,27 @@ func run(o options) (missed int, err error) {
 		n    int
 		cost time.Duration
 		c    *cluster
+		dns  dnsMode
 	}
 	var specs []runSpec
 	for _, n := range o.sizes {
-		specs = append(specs, runSpec{n, o.replayCost, b.cluster})
+		specs = append(specs, runSpec{n, o.replayCost, b.cluster, noDNS})
 	}
 	for _, n := range o.routerSizes {
-		specs = append(specs, runSpec{n, inmemory.RouterReplayCost, b.cluster})
+		specs = append(specs, runSpec{n, inmemory.RouterReplayCost, b.cluster, noDNS})
 	}
 	for _, n := range o.hmSizes {
-		specs = append(specs, runSpec{n, o.replayCost, b.hm})
+		specs = append(specs, runSpec{n, o.replayCost, b.hm, noDNS})
+	}
+	for _, n := range o.dnsSizes {
+		specs = append(specs, runSpec{n, o.replayCost, b.cluster, hostsFile}, runSpec{n, o.replayCost, b.cluster, checked})
 	}
 	// A cluster only grows, so the runs go by size; at one size the memory-speed run first,
 	// HostMappings last.
 	sort.SliceStable(specs, func(i, j int) bool { return specs[i].n < specs[j].n })
 	sort.SliceStable(specs, func(i, j int) bool { return specs[i].c == b.cluster && specs[j].c == b.hm })
 	for _, s := range specs {
+		b.dns = s.dns
 		r, err := b.run(ctx, s.c, s.n, s.cost)
 		if err != nil {
 			return 0, fmt.Errorf("N=%d: %w", s.n, err)
@@ -345,7 +363,8 @@ func run(o options) (missed int, err error) {
 
 // run measures one size of one kind against a fresh server.
 func (b *bench) run(ctx context.Context, cl *cluster, n int, cost time.Duration) (*result, error) {
-	r := &result{n: n, replayCost: cost, kind: cl.kind, label: fmt.Sprintf("N=%d", n), realServer: b.opts.server == "real"}
+	r := &result{n: n, replayCost: cost, kind: cl.kind, label: fmt.Sprintf("N=%d", n), realServer: b.opts.server == "real", dns: b.dns == checked}
+	r.label += b.dns.label()
 	sourceArgs := []string{"--source=ingress"}
 	if cl.kind == source.HostMappingKind {
 		r.label = fmt.Sprintf("%d HostMappings", n)
@@ -410,6 +429,13 @@ func (b *bench) run(ctx context.Context, cl *cluster, n int, cost time.Duration)
 		}
 		step("every status Synced %v after start (%d pending when the changes began)", r.statusSynced.Round(time.Millisecond), r.statusPending)
 	}
+	var asked float64
+	var askedAt time.Time
+	if b.dns == checked {
+		if asked, askedAt, err = dnsQuestions(ctx, op); err != nil {
+			return nil, err
+		}
+	}
 	if err := b.settle(ctx, op, r); err != nil {
 		return nil, err
 	}
@@ -428,6 +454,14 @@ func (b *bench) run(ctx context.Context, cl *cluster, n int, cost time.Duration)
 		if err := b.outage(ctx, cl, op, r, statuses, b.opts.outage, step); err != nil {
 			return nil, err
 		}
+	}
+	if b.dns == checked {
+		now, at, err := dnsQuestions(ctx, op)
+		if err != nil {
+			return nil, err
+		}
+		r.dnsPerMinute = (now - asked) / at.Sub(askedAt).Minutes()
+		step("DNS questions: %.0f a minute over %v", r.dnsPerMinute, at.Sub(askedAt).Round(time.Second))
 	}
 	if err := b.finish(op, r, stopHeap); err != nil {
 		return nil, err
@@ -452,6 +486,15 @@ func (b *bench) startConverged(ctx context.Context, cost time.Duration, r *resul
 		return nil, nil, err
 	}
 	b.conn = c
+	if b.dns != noDNS {
+		addr, err := b.routerDNS()
+		if err != nil {
+			return nil, nil, err
+		}
+		if b.dns == checked {
+			args = append(slices.Clone(args), "--verify-dns="+addr)
+		}
+	}
 	if op, err = startOperator(b.opts.operator, b.kubeconfig, b.dir, c, args...); err != nil {
 		return nil, nil, err
 	}

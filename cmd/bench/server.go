@@ -70,6 +70,19 @@ type testServer struct {
 	dir string
 	srv *rhtestserver.Server
 	n   atomic.Int64
+	// stopDNS stops the dnsmasq serving srv's hosts file, when a run started one.
+	stopDNS func()
+}
+
+// stopAll stops the server and the dnsmasq beside it.
+func (t *testServer) stopAll() {
+	if t.stopDNS != nil {
+		t.stopDNS()
+		t.stopDNS = nil
+	}
+	if t.srv != nil {
+		t.srv.Stop()
+	}
 }
 
 func (t *testServer) describe() string {
@@ -77,9 +90,7 @@ func (t *testServer) describe() string {
 }
 
 func (t *testServer) fresh(_ context.Context, replayCost time.Duration) (conn, error) {
-	if t.srv != nil {
-		t.srv.Stop()
-	}
+	t.stopAll()
 	dir, err := os.MkdirTemp(t.dir, "server-")
 	if err != nil {
 		return conn{}, fmt.Errorf("server dir: %w", err)
@@ -106,9 +117,7 @@ func (t *testServer) pollEvery() time.Duration { return time.Millisecond }
 func (t *testServer) calls() map[string]int64 { return t.srv.Service().CallCounts() }
 
 func (t *testServer) cleanup(context.Context) error {
-	if t.srv != nil {
-		t.srv.Stop()
-	}
+	t.stopAll()
 	return nil
 }
 

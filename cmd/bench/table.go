@@ -124,6 +124,12 @@ func printTable(w io.Writer, server string, plan *planResult, results []*result,
 			return fmt.Sprintf("%.2f s (%s)", r.explainTook.Seconds(), r.explainReads),
 				check(r.n <= budgetLatencySize, r.explainTook < budgetExplain && (r.explainReads == "-" || r.explainReads == "1 / 0"))
 		}},
+		{"the DNS check (--verify-dns): questions a minute after convergence", "≤ N a minute", func(r *result) (string, verdict) {
+			if !r.dns {
+				return "-", noBudget
+			}
+			return fmt.Sprintf("%.0f", r.dnsPerMinute), check(true, r.dnsPerMinute <= float64(r.n))
+		}},
 		{"list, whole process: s", "reported", func(r *result) (string, verdict) {
 			if r.listTook == 0 {
 				return "-", noBudget

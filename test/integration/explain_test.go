@@ -290,6 +290,27 @@ func TestExplainGivesEveryReasonCode(t *testing.T) {
 					t.Errorf("list does not say the name is not answering:\n%s", out)
 				}
 			}},
+		{code: explain.StillAnswering, opts: options{ipResolution: static, grace: time.Second}, exit: 1, dns: true,
+			setup: func(h *harness) string {
+				web := h.create(ingress(h.ns, "web", enabled(), "stale.explain.lan"))
+				h.waitHost("stale.explain.lan", "10.80.0.1")
+				h.sync()
+				waitFor(h.t, 10*time.Second, func() bool { // the reload runs after the write's reply
+					_, code := h.explainRun(h.explainOpts, "explain", "stale.explain.lan")
+					return code == 0
+				})
+				h.srv.OnSuccess(nil) // from now on the router never reloads its DNS
+				h.delete(web)
+				h.waitGone("stale.explain.lan")
+				// The mark, then the deletion once the one-second grace period is over.
+				waitFor(h.t, 10*time.Second, func() bool { h.sync(); return len(h.entries("stale.explain.lan")) == 0 })
+				return "stale.explain.lan"
+			},
+			check: func(t *testing.T, h *harness, doc *explain.NamesJSON) {
+				if a := doc.Names[0].Answer; a == nil || a.Answering || !slices.Equal(a.Got, []string{"10.80.0.1"}) || len(a.Want) != 0 {
+					t.Errorf("answer %+v: want the deleted address still served", a)
+				}
+			}},
 		{code: explain.Synced + " and answering", opts: options{ipResolution: static}, exit: 0, dns: true,
 			setup: func(h *harness) string {
 				h.create(ingress(h.ns, "web", enabled(), "loud.explain.lan"))
