@@ -414,19 +414,7 @@ func TestExplainAndListAsProcesses(t *testing.T) {
 	h.sync()
 	h.handMade("printer.proc.lan", "192.168.1.9", nil, nil, "")
 	run := func(args ...string) (string, int) {
-		cmd := exec.Command(operatorBin, append(h.args(options{ipResolution: []string{"static:10.81.0.1"}, allNS: true}), args...)...)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		t.Logf("%s: %s", strings.Join(args, " "), stderr.String())
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			return string(out), exit.ExitCode()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(out), 0
+		return exitOf(t, exec.Command(operatorBin, append(h.args(options{ipResolution: []string{"static:10.81.0.1"}, allNS: true}), args...)...))
 	}
 	out, code := run("explain", "web.proc.lan")
 	if code != 0 || !strings.Contains(out, "web.proc.lan: on the router as wanted") || !strings.Contains(out, "Ingress "+h.ns+"/web") {
@@ -511,4 +499,22 @@ func TestExplainShowsWhatTheRunningOperatorSaid(t *testing.T) {
 	if !strings.Contains(string(out), "the running operator said") || !strings.Contains(string(out), "MassDeletionHeld") {
 		t.Errorf("explain's text does not say what the operator said:\n%s", out)
 	}
+}
+
+// exitOf runs cmd and returns what it printed on stdout and its exit status; its stderr goes to
+// the test's log.
+func exitOf(t *testing.T, cmd *exec.Cmd) (string, int) {
+	t.Helper()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	t.Logf("%s: %s", strings.Join(cmd.Args, " "), stderr.String())
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return string(out), exit.ExitCode()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out), 0
 }

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -137,18 +136,7 @@ func TestARunningOperatorsConfigurationFromAKubeconfig(t *testing.T) {
 	kubectl := func(args ...string) (string, int) {
 		cmd := exec.Command(plugin, append([]string{"--leader-election-namespace=" + ns}, args...)...)
 		cmd.Env = []string{"KUBECONFIG=" + kubeconfig, "HOME=" + t.TempDir()}
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		got, err := cmd.Output()
-		t.Logf("kubectl router-hosts %s: %s", strings.Join(args, " "), stderr.String())
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			return string(got), exit.ExitCode()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(got), 0
+		return exitOf(t, cmd)
 	}
 	if got, code := kubectl("list"); code != 0 || !strings.Contains(got, "printer.laptop.lan") || !strings.Contains(got, "hand-made") {
 		t.Errorf("kubectl router-hosts list: exit %d\n%s", code, got)
