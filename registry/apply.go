@@ -112,8 +112,9 @@ func (r *Registry) policy(_ *changesIn, changes []plan.Change) changed {
 
 // grace turns a planned delete into a durable pending-deletion mark; only a mark older than its
 // grace period deletes the entry or, for an adopted one, releases it to the user as it was
-// found. A duplicate (another entry serves its address) is deleted at once. An update of a
-// marked entry lifts the mark: an unmark.
+// found. A duplicate (another entry serves its address), or an entry on a name another cluster
+// holds (foreignHolder), is deleted at once. An update of a marked entry lifts the mark: an
+// unmark.
 func (r *Registry) grace(in *changesIn, changes []plan.Change) changed {
 	if !slices.ContainsFunc(changes, func(c plan.Change) bool { return c.Action == plan.Update || c.Action == plan.Delete }) {
 		return changed{changes: changes} // creates and adoptions only: a cold start
@@ -127,8 +128,9 @@ func (r *Registry) grace(in *changesIn, changes []plan.Change) changed {
 			v.changes = append(v.changes, c)
 			continue
 		}
-		if cv := in.st.view(c.Old); c.Duplicate && !cv.has(TagPreExisting) {
-			// Its address stays served by another entry: no grace period to wait out.
+		if cv := in.st.view(c.Old); (c.Duplicate || yielded(in.st, c.Old)) && !cv.has(TagPreExisting) {
+			// Its address stays served by another entry, or its name by the cluster that holds
+			// it: no grace period to wait out.
 			v.changes = append(v.changes, c)
 			continue
 		}

@@ -120,8 +120,7 @@ func (r *Registry) reservedTags(_ *claimsIn, eps []*endpoint.Endpoint) verdicts 
 	return v
 }
 
-// foreign turns down the claims on a hostname another cluster holds and this one has no entry
-// of.
+// foreign turns down the claims on a hostname another cluster holds (foreignHolder).
 func (r *Registry) foreign(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 	if len(in.st.Foreign) == 0 {
 		return verdicts{endpoints: eps}
@@ -132,7 +131,8 @@ func (r *Registry) foreign(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 	)
 	for i, ep := range eps {
 		h := ep.Hostname
-		if len(in.st.Foreign[h]) == 0 || len(in.owned[h]) > 0 {
+		holder := foreignHolder(in.st.Foreign[h], in.owned[h])
+		if holder == nil {
 			if out != nil {
 				out = append(out, ep)
 			}
@@ -141,7 +141,7 @@ func (r *Registry) foreign(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 		if out == nil {
 			out = append(make([]*endpoint.Endpoint, 0, len(eps)), eps[:i]...)
 		}
-		v.conflicts = append(v.conflicts, Conflict{Hostname: h, Loser: ep.Sources[0], Winner: r.ownerText(&in.st.Foreign[h][0])})
+		v.conflicts = append(v.conflicts, Conflict{Hostname: h, Loser: ep.Sources[0], Winner: r.ownerText(holder)})
 		v.changed = append(v.changed, h)
 	}
 	v.endpoints = eps

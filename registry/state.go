@@ -147,3 +147,52 @@ func (s *State) marked(rec *endpoint.Record) bool {
 	_, marked := v.value(PrefixPending)
 	return marked
 }
+
+// foreignHolder is the entry by which another cluster holds a hostname, nil when none does:
+// theirs are the other clusters' entries of the hostname, ours this cluster's. A cluster with
+// entries of a hostname holds it; when both have some, as when two clusters wrote it in one
+// moment, each before it could see the other's, the cluster of the oldest entry holds it.
+// Entry IDs are ULIDs, which sort by the time the server made them, so both clusters, reading
+// the same entries, decide alike: one keeps the name, and the other gives it up at once
+// (yielded).
+func foreignHolder(theirs []endpoint.Record, ours []*endpoint.Record) *endpoint.Record {
+	holder := oldest(theirs)
+	if holder == nil {
+		return nil
+	}
+	for _, rec := range ours {
+		if rec.ID < holder.ID {
+			return nil
+		}
+	}
+	return holder
+}
+
+// yielded reports whether this cluster's entry rec is on a hostname another cluster holds
+// (foreignHolder): the name keeps answering through that cluster's entries, so it goes without
+// a grace period.
+func yielded(st *State, rec *endpoint.Record) bool {
+	h := strings.ToLower(rec.Hostname)
+	theirs := st.Foreign[h]
+	if len(theirs) == 0 {
+		return false
+	}
+	var ours []*endpoint.Record
+	for i := range st.Owned {
+		if strings.EqualFold(st.Owned[i].Hostname, h) {
+			ours = append(ours, &st.Owned[i])
+		}
+	}
+	return foreignHolder(theirs, ours) != nil
+}
+
+// oldest is the entry of recs with the smallest ID, nil when there is none.
+func oldest(recs []endpoint.Record) *endpoint.Record {
+	var out *endpoint.Record
+	for i := range recs {
+		if out == nil || recs[i].ID < out.ID {
+			out = &recs[i]
+		}
+	}
+	return out
+}

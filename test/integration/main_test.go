@@ -143,6 +143,8 @@ type options struct {
 	// interval is --interval (default 1m); dnsGrace the grace of the check of the router's DNS
 	// (default dnscheck's).
 	interval, dnsGrace time.Duration
+	// server is another harness's test server, for a second cluster on one router.
+	server *rhtestserver.Server
 }
 
 // args are the command-line flags o stands for.
@@ -229,12 +231,15 @@ func newHarness(t *testing.T, o options) *harness {
 		h.cp, h.kubeconfig = ownControlPlane(t)
 	}
 	h.ns = createNamespace(t, h.cp)
-	srv, err := rhtestserver.Start(t.TempDir(), "")
-	if err != nil {
-		t.Fatalf("test server: %v", err)
+	h.srv = o.server
+	if h.srv == nil {
+		srv, err := rhtestserver.Start(t.TempDir(), "")
+		if err != nil {
+			t.Fatalf("test server: %v", err)
+		}
+		t.Cleanup(srv.Stop)
+		h.srv = srv
 	}
-	t.Cleanup(srv.Stop)
-	h.srv = srv
 	h.build(o)
 	return h
 }
