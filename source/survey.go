@@ -93,7 +93,9 @@ func Unreads(ctx context.Context, c Clients, s Survey) ([]Unread, error) {
 		wg.Add(1)
 		go func(info kindInfo) {
 			defer wg.Done()
+			start := time.Now()
 			got, err := surveyKind(ctx, c, info, enabled[info.name], s)
+			s.Log.WithFields(logrus.Fields{"source": info.name, "objects": len(got), "duration": time.Since(start).Round(time.Millisecond)}).Debug("surveyed a kind")
 			mu.Lock()
 			defer mu.Unlock()
 			out = append(out, got...)

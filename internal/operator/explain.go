@@ -116,6 +116,7 @@ func Explain(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 	if err != nil {
 		return err
 	}
+	start := time.Now()
 	op, err := New(ctx, cfg, log, io.Discard, Hooks{})
 	if err != nil {
 		return err
@@ -124,10 +125,15 @@ func Explain(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 	if op.noRouter != nil {
 		return op.noRouter
 	}
+	started := time.Now()
 	rep, err := op.Controller.Decide(ctx)
 	if err != nil {
 		return fmt.Errorf("reading the cluster and the router: %w", err)
 	}
+	// What each step took, for a person who finds explain slow: the informers' lists, the
+	// decision (one read of the router), then the survey, the events and the DNS below.
+	timing := log.WithFields(logrus.Fields{"start": started.Sub(start).Round(time.Millisecond), "decide": time.Since(started).Round(time.Millisecond)})
+	defer func() { timing.Debug("explain's steps") }()
 	in := &explain.Input{Report: rep, Owners: op.Registry.Ownerships(rep.State), Manages: op.Registry.Manages, Now: rep.Started}
 	server := op.settings.VerifyDNS
 	if cfg.Command == CommandList {
@@ -192,7 +198,9 @@ func Explain(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 			}
 			return slices.ContainsFunc(ns, func(n string) bool { return wanted[n] })
 		}}
+	surveyed := time.Now()
 	unread, serr := source.Unreads(ctx, op.clients, survey)
+	timing = timing.WithField("survey", time.Since(surveyed).Round(time.Millisecond))
 	if serr != nil {
 		doc.Notes = append(doc.Notes, serr.Error())
 	}
@@ -224,9 +232,11 @@ func Explain(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 		}
 	}
 	doc.Names = explain.ExplainNames(in, names)
+	heard := time.Now()
 	if err := op.said(ctx, &doc, rep.Started); err != nil {
 		doc.Notes = append(doc.Notes, err.Error())
 	}
+	timing = timing.WithField("events", time.Since(heard).Round(time.Millisecond))
 	if cfg.Output == "json" {
 		err = explain.WriteJSON(out, doc)
 	} else {
