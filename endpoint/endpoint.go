@@ -75,6 +75,16 @@ type Endpoint struct {
 // exactly as they are.
 func (e *Endpoint) NoAddress() bool { return len(e.Targets) == 0 }
 
+// Source is the claim of the object uid among e's sources.
+func (e *Endpoint) Source(uid string) (SourceRef, bool) {
+	for _, s := range e.Sources {
+		if s.UID == uid {
+			return s, true
+		}
+	}
+	return SourceRef{}, false
+}
+
 // Record is one router-hosts entry as the server returned it.
 type Record struct {
 	ID       string

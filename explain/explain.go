@@ -8,8 +8,8 @@ package explain
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -208,10 +208,10 @@ func index(in *Input) *decision {
 	}
 	if st := rep.State; st != nil {
 		d.entries = append(d.entries, st.Owned...)
-		for _, k := range sortedKeys(st.Foreign) {
+		for _, k := range slices.Sorted(maps.Keys(st.Foreign)) {
 			d.entries = append(d.entries, st.Foreign[k]...)
 		}
-		for _, k := range sortedKeys(st.Unowned) {
+		for _, k := range slices.Sorted(maps.Keys(st.Unowned)) {
 			d.entries = append(d.entries, st.Unowned[k]...)
 		}
 	}
@@ -224,15 +224,6 @@ func index(in *Input) *decision {
 		}
 	}
 	return d
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // ExplainName is the answer for one name, lowercase.
@@ -296,7 +287,7 @@ func ExplainNames(in *Input, names []string) []Name {
 func (d *decision) name(n string) Name {
 	out := Name{Name: n, Claims: []Claim{}, Entries: []Entry{}}
 	rep := d.in.Report
-	for _, uid := range sortedKeys(rep.Objects) {
+	for _, uid := range slices.Sorted(maps.Keys(rep.Objects)) {
 		obj := rep.Objects[uid]
 		for _, ep := range obj.Endpoints {
 			alias := slices.Contains(ep.Aliases, n)
@@ -351,15 +342,10 @@ func (d *decision) asWanted(n *Name) bool {
 	return len(n.Claims) > 0 && (n.Answer == nil || n.Answer.Answering)
 }
 
-// refOfObject is the object's own reference among the endpoint's sources.
+// refOfObject is the object uid's own reference among the endpoint's sources.
 func refOfObject(ep *endpoint.Endpoint, uid string) endpoint.SourceRef {
-	for _, s := range ep.Sources {
-		if s.UID == uid {
-			return s
-		}
-	}
-	if len(ep.Sources) > 0 {
-		return ep.Sources[0]
+	if ref, ok := ep.Source(uid); ok {
+		return ref
 	}
 	return endpoint.SourceRef{UID: uid}
 }

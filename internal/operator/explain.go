@@ -137,17 +137,22 @@ func Explain(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 	in := &explain.Input{Report: rep, Owners: op.Registry.Ownerships(rep.State), Manages: op.Registry.Manages, Now: rep.Started}
 	server := op.settings.VerifyDNS
 	if cfg.Command == CommandList {
+		entries := explain.List(in, cfg.Filter)
 		if server != "" {
-			var names []string
-			for _, e := range explain.List(in, cfg.Filter) {
-				names = append(names, strings.ToLower(e.Hostname))
+			names := make([]string, len(entries))
+			for i := range entries {
+				names[i] = strings.ToLower(entries[i].Hostname)
 			}
-			var silences []string
-			if in.Answers, silences = answers(ctx, server, names, explain.Written(in)); len(silences) > 0 {
+			said, silences := answers(ctx, server, names, explain.Written(in))
+			if len(silences) > 0 {
 				log.WithField("dns", server).Warnf("the router's DNS gave no answer for %d of %d names (first: %s)", len(silences), len(names), silences[0])
 			}
+			for i := range entries {
+				if a, ok := said[names[i]]; ok {
+					entries[i].Answer = &a
+				}
+			}
 		}
-		entries := explain.List(in, cfg.Filter)
 		if cfg.Output == "json" {
 			return explain.WriteJSON(out, explain.ListJSON{Version: explain.Version, Entries: entries})
 		}
@@ -170,7 +175,7 @@ func Explain(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 		}
 		for uid, o := range rep.Objects {
 			for _, ep := range o.Endpoints {
-				if ref := endpointRef(ep, uid); t.matches(ref) {
+				if ref, ok := ep.Source(uid); ok && t.matches(ref) {
 					asked[i] = ref
 				}
 			}
@@ -258,16 +263,6 @@ func Explain(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 		return &NotAsWantedError{Names: missing}
 	}
 	return nil
-}
-
-// endpointRef is the object uid among ep's sources.
-func endpointRef(ep *endpoint.Endpoint, uid string) endpoint.SourceRef {
-	for _, s := range ep.Sources {
-		if s.UID == uid {
-			return s
-		}
-	}
-	return endpoint.SourceRef{UID: uid}
 }
 
 // saidWithin is how far back explain reads the running operator's Warning events; older ones

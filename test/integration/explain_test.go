@@ -428,6 +428,17 @@ func TestExplainAndListAsProcesses(t *testing.T) {
 	if code != 2 {
 		t.Errorf("explain a/b: exit %d, want 2\n%s", code, out)
 	}
+	// A router that does not answer is an error, never an answer: no name is said to be
+	// missing, and nothing is printed as if the router were empty.
+	before := h.writes()
+	out, code = exitOf(t, exec.Command(operatorBin, append(h.args(options{ipResolution: []string{"static:10.81.0.1"}, allNS: true, endpoint: "127.0.0.1:1"}),
+		"explain", "web.proc.lan")...))
+	if code != 2 || out != "" {
+		t.Errorf("explain with the router away: exit %d, want 2 and nothing on stdout\n%s", code, out)
+	}
+	if h.writes() != before {
+		t.Errorf("%d writes", h.writes()-before)
+	}
 	out, code = run("list")
 	if code != 0 {
 		t.Fatalf("list: exit %d\n%s", code, out)
