@@ -172,8 +172,10 @@ demo: envtest-assets build
 	KUBEBUILDER_ASSETS=$(ASSETS) $(GO) run ./cmd/demo -operator $(BIN) -examples examples -real-router=$(if $(filter yes,$(DEMO_REAL_ROUTER)),true,false)
 
 # The scale run: the plan benchmark, then the operator binary against a real kube-apiserver
-# and the test server at 1,000, 5,000 and 10,000 Ingresses, 1,000 HostMappings and the mixed
-# run, printed as one table against the budgets in docs/performance.md (about 20 minutes). BENCH_FLAGS=-server=real measures a real
+# and the test server at 1,000, 5,000 and 10,000 Ingresses, 1,000 HostMappings, the mixed run,
+# and 1,000 Ingresses and 1,000 HostMappings with a router DNS (dnsmasq) without and with
+# --verify-dns; explain and list are timed after each run; printed as one table against the
+# budgets in docs/performance.md (about 30 minutes). BENCH_FLAGS=-server=real measures a real
 # router-hosts server from the ROUTER_HOSTS_OPERATOR_* variables instead.
 BENCH_FLAGS   ?=
 bench: envtest-assets build

@@ -116,6 +116,15 @@ func TestTheAnsweringCondition(t *testing.T) {
 			}
 		})
 	}
+	// A name not asked yet (a restart) leaves the last verdict as it is: no status write for
+	// it.
+	h0 := NewHostMappings(nil, nil, logrus.New())
+	h0.UseAnswers(&fakeAnswers{server: "r:53"})
+	answered := hm.DeepCopy()
+	answered.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionAnswering, Status: metav1.ConditionTrue, Reason: ReasonAnswering, Message: "m"}}
+	if st := h0.compute(answered, synced, desired, nil); st.answering != metav1.ConditionTrue || st.answerReason != ReasonAnswering || st.answerMessage != "m" {
+		t.Fatalf("not asked yet after a verdict: %q %q %q, want the verdict kept", st.answering, st.answerReason, st.answerMessage)
+	}
 	// A source that failed says nothing new of the object: its condition stays.
 	h := NewHostMappings(nil, nil, logrus.New())
 	h.UseAnswers(&fakeAnswers{server: "r:53"})

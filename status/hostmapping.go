@@ -303,6 +303,12 @@ func (h *HostMappings) compute(hm *v1alpha1.HostMapping, r *controller.Report, d
 		return st // nothing new is known of the object: its whole status stays
 	}
 	st.answering, st.answerReason, st.answerMessage = h.answering(hm, r, st)
+	if prev := current(hm); st.answerReason == ReasonChecking && prev.answering != "" && prev.answerReason != ReasonChecking {
+		// A name not asked yet says nothing new: the last verdict stands until the check gives
+		// one, so that a restart does not write every status twice (Checking, then the same
+		// verdict again).
+		st.answering, st.answerReason, st.answerMessage = prev.answering, prev.answerReason, prev.answerMessage
+	}
 	return st
 }
 

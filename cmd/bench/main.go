@@ -55,12 +55,14 @@ type options struct {
 	server      string
 	replayCost  time.Duration
 	routerSizes []int
-	// hmSizes are the sizes run with HostMappings instead of Ingresses; dnsSizes the Ingress
-	// sizes run again with the check of the router's DNS on.
-	hmSizes   []int
-	dnsSizes  []int
-	planBench bool
-	strict    bool
+	// hmSizes are the sizes run with HostMappings instead of Ingresses; dnsSizes and dnsHMSizes
+	// the Ingress and HostMapping sizes run twice more with a router DNS, without the check of
+	// it and with it.
+	hmSizes    []int
+	dnsSizes   []int
+	dnsHMSizes []int
+	planBench  bool
+	strict     bool
 	// mixed is N of the mixed run (N Ingresses, HTTPRoutes and Services, 10 × N plain
 	// Services); 0 for none.
 	mixed int
@@ -98,6 +100,7 @@ func main() {
 	sizes := flag.String("sizes", "1000,5000,10000", "numbers of Ingresses, comma-separated")
 	routerSizes := flag.String("router-sizes", "1000", "sizes also run with the test server slowed to the real server's replay cost (test server only; empty for none)")
 	hmSizes := flag.String("hostmapping-sizes", "1000", "numbers of HostMappings, comma-separated, run also (empty for none)")
+	dnsHMSizes := flag.String("dns-hostmapping-sizes", "1000", "numbers of HostMappings run the same way, the Answering condition written beside Synced (test server only; empty for none)")
 	dnsSizes := flag.String("dns-sizes", "1000", "sizes also run twice with a router DNS, dnsmasq serving the test server's hosts file: without the check, then with --verify-dns (test server only; needs dnsmasq; empty for none)")
 	flag.IntVar(&o.changes, "changes", 50, "single-object changes timed per size, one a second")
 	flag.IntVar(&o.creates, "creates", 10, "new objects (a new hostname each) timed per Ingress size, one a second")
@@ -123,8 +126,11 @@ func main() {
 	if err == nil {
 		o.dnsSizes, err = parseSizes(*dnsSizes)
 	}
+	if err == nil {
+		o.dnsHMSizes, err = parseSizes(*dnsHMSizes)
+	}
 	if err == nil && o.server == "real" {
-		o.routerSizes, o.dnsSizes = nil, nil
+		o.routerSizes, o.dnsSizes, o.dnsHMSizes = nil, nil, nil
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -332,6 +338,9 @@ func run(o options) (missed int, err error) {
 	for _, n := range o.dnsSizes {
 		specs = append(specs, runSpec{n, o.replayCost, b.cluster, hostsFile}, runSpec{n, o.replayCost, b.cluster, checked})
 	}
+	for _, n := range o.dnsHMSizes {
+		specs = append(specs, runSpec{n, o.replayCost, b.hm, hostsFile}, runSpec{n, o.replayCost, b.hm, checked})
+	}
 	// A cluster only grows, so the runs go by size; at one size the memory-speed run first,
 	// HostMappings last.
 	sort.SliceStable(specs, func(i, j int) bool { return specs[i].n < specs[j].n })
@@ -364,12 +373,12 @@ func run(o options) (missed int, err error) {
 // run measures one size of one kind against a fresh server.
 func (b *bench) run(ctx context.Context, cl *cluster, n int, cost time.Duration) (*result, error) {
 	r := &result{n: n, replayCost: cost, kind: cl.kind, label: fmt.Sprintf("N=%d", n), realServer: b.opts.server == "real", dns: b.dns == checked}
-	r.label += b.dns.label()
 	sourceArgs := []string{"--source=ingress"}
 	if cl.kind == source.HostMappingKind {
 		r.label = fmt.Sprintf("%d HostMappings", n)
 		sourceArgs = []string{"--source=hostmapping", "--namespace=" + cl.ns}
 	}
+	r.label += b.dns.label()
 	if cost > 0 {
 		r.label += fmt.Sprintf(" @%v/event", cost)
 	}
