@@ -438,7 +438,7 @@ func (c *Controller) learn(in *reading, sy *planner.Sync, results []plan.Result)
 // changes[i].
 func removedAny(changes []plan.Change, results []plan.Result) bool {
 	for i := range results {
-		if a := changes[i].Action; (a == plan.Delete || a == plan.Release) && results[i].Err == nil {
+		if a := changes[i].Action; (a == plan.Delete || a == plan.Release || a == registry.ActionHandOver) && results[i].Err == nil {
 			return true
 		}
 	}

@@ -3,6 +3,7 @@ package controller
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -128,6 +129,8 @@ type Report struct {
 	TakeUpLeft int
 	// Twin is another writer of this identity, nil when none shows.
 	Twin *registry.Twin
+	// Silent are the other installations whose marks of life are older than the threshold.
+	Silent []registry.SilentCluster
 	// SourceEndpoints counts the endpoints each source returned, by source index.
 	SourceEndpoints []int
 	// Conflicts are the claims the registry turned down; Problems the parts of claims it
@@ -173,9 +176,9 @@ func reportOf(cluster, clusterID string, in *reading, sy *planner.Sync, results 
 	}
 	st := sy.State
 	rep := &Report{Cluster: cluster, ClusterID: clusterID, Desired: sy.Desired, Endpoints: in.endpoints, Objects: objectsOf(in.sources),
-		Entries: entriesAfter(st.Owned, sy.Changes, results), Failed: failed, Results: results,
+		Entries: entriesAfter(withCoOwned(st), sy.Changes, results), Failed: failed, Results: results,
 		Changes: sy.Changes, Deferred: sy.Deferred, Paced: sy.Paced, Pending: sy.Pending, Foreign: st.ForeignCount(), SourceEndpoints: in.counts, Conflicts: sy.Conflicts,
-		Namesakes: st.Namesakes, Unclaimed: st.Unclaimed, Former: st.Former, Braked: sy.Braked, TakeUpLeft: sy.TakeUpLeft, Twin: sy.Twin,
+		Namesakes: st.Namesakes, Unclaimed: st.Unclaimed, Former: st.Former, Braked: sy.Braked, TakeUpLeft: sy.TakeUpLeft, Twin: sy.Twin, Silent: sy.Silent,
 		Problems: sy.Problems, Held: sy.Held, State: st, Started: in.started, Duration: end.Sub(in.started), ListDuration: sy.ReadDuration, Read: sy.Read,
 		Mode: in.mode, ChangedAt: in.changed, Again: again, NextExpiry: sy.NextExpiry}
 	if whole, _ := plan.SplitRefused(results); whole != nil {
@@ -255,6 +258,15 @@ func objectsOf(read []sourceRead) map[string]Object {
 	return objects
 }
 
+// withCoOwned is st's entries this cluster wants: its own, and the other clusters' lines it
+// co-owns, which serve its objects as its own entries do.
+func withCoOwned(st *registry.State) []endpoint.Record {
+	if len(st.CoOwned) == 0 {
+		return st.Owned
+	}
+	return append(slices.Clip(st.Owned), st.CoOwned...)
+}
+
 // entriesAfter is the owned entries per hostname once the changes that went through are
 // applied, each as the server stored it: results[i] is what became of changes[i], and with no
 // results nothing was written.
@@ -266,7 +278,7 @@ func entriesAfter(owned []endpoint.Record, changes []plan.Change, results []plan
 		ch, res := &changes[i], &results[i]
 		switch {
 		case res.Err != nil:
-		case ch.New == nil, ch.Action == plan.Release:
+		case ch.New == nil, ch.Action == plan.Release, ch.Action == registry.ActionHandOver, ch.Action == registry.ActionWithdraw:
 			gone[ch.Old.ID] = true
 		case res.Stored != nil && res.Stored.ID != "":
 			now[res.Stored.ID] = res.Stored

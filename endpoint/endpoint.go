@@ -68,6 +68,9 @@ type Endpoint struct {
 	Sources []SourceRef
 	// GracePeriod overrides the deletion grace period when not nil.
 	GracePeriod *time.Duration
+	// Shared: the object consents to other clusters writing addresses of its own for the
+	// hostname (the shared annotation, a HostMapping's spec.shared).
+	Shared bool
 }
 
 // NoAddress reports whether an endpoint has no address to write right now (its object resolves

@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 	"sync"
 	"sync/atomic"
 
@@ -64,6 +65,10 @@ const (
 	// place; ended by IdentityTakenUp.
 	IdentityChanged = "IdentityChanged"
 	IdentityTakenUp = "IdentityTakenUp"
+	// SilentCluster: another installation's newest mark of life on the router is older than
+	// the threshold; ended by SilentClusterGone (it wrote again, or was released).
+	SilentCluster     = "SilentCluster"
+	SilentClusterGone = "SilentClusterGone"
 )
 
 // MaxNormalPerSync caps the Normal events of one sync, or of the run of syncs that carry one
@@ -311,13 +316,25 @@ func (r *Recorder) clusterWide(rep *controller.Report) {
 	if len(rep.Former) > 0 {
 		now[IdentityChanged] = identityMessage(rep)
 	}
+	if len(rep.Silent) > 0 {
+		now[SilentCluster] = silentMessage(rep.Silent)
+	}
 	var ref *corev1.ObjectReference
 	if r.clusterObject != nil {
 		ref = r.clusterObject()
 	}
-	for _, reason := range []string{NamesakeCluster, MassDeletionHeld, TwinInstallation, IdentityChanged} {
+	for _, reason := range []string{NamesakeCluster, MassDeletionHeld, TwinInstallation, IdentityChanged, SilentCluster} {
 		msg, was := now[reason], r.cluster[reason]
 		switch {
+		case msg != "" && msg != was && reason == SilentCluster:
+			for _, sc := range rep.Silent {
+				r.log.WithFields(logrus.Fields{"reason": reason, "cluster": sc.Cluster, "cluster_id": sc.ClusterID, "entries": sc.Entries,
+					"last_seen": sc.LastSeen.UTC().Format(time.RFC3339), "release": sc.ReleaseCommand()}).
+					Warn("another cluster on the router has gone silent: if it is gone for good, run the release command; nothing is deleted until then")
+			}
+			if ref != nil {
+				r.rec.Event(ref, corev1.EventTypeWarning, reason, msg)
+			}
 		case msg != "" && msg != was:
 			r.log.WithField("reason", reason).Warn(msg)
 			if ref != nil {
@@ -329,6 +346,7 @@ func (r *Recorder) clusterWide(rep *controller.Report) {
 				MassDeletionHeld: {MassDeletionReleased, "the mass-deletion brake no longer holds: the deletion was confirmed, or its cause went away"},
 				TwinInstallation: {TwinInstallationGone, "no other writer undoes this installation's writes any more"},
 				IdentityChanged:  {IdentityTakenUp, "the entries of the identities this installation had before carry its identity now"},
+				SilentCluster:    {SilentClusterGone, "no other installation on the router is silent any more: it wrote its mark of life again, or it was released"},
 			}[reason]
 			r.log.WithField("reason", end[0]).Warn(end[1])
 			if ref != nil {
@@ -367,6 +385,19 @@ func namesakeMessage(rep *controller.Report) string {
 		msg += "; entries an earlier version wrote under this name that no object here wants are left alone, as they may be the namesake's (unclaimed_entries counts them; `release` removes them)"
 	}
 	return msg
+}
+
+// silentMessage names the silent installations, each with when it was last seen and the
+// command that lets it go. Entry counts are left out, so that it is said again only when the
+// set changes (the log line gives them).
+func silentMessage(silent []registry.SilentCluster) string {
+	parts := make([]string, 0, len(silent))
+	for _, sc := range silent {
+		parts = append(parts, fmt.Sprintf("cluster %s (cluster-id %s), last seen %s: `%s`", sc.Cluster, sc.ClusterID,
+			sc.LastSeen.UTC().Format(time.RFC3339), sc.ReleaseCommand()))
+	}
+	return fmt.Sprintf("%d other cluster(s) on the router wrote no mark of life for longer than the silent-cluster threshold; "+
+		"if one is gone for good, let its entries go with its release command (nothing is deleted until then): %s", len(silent), strings.Join(parts, "; "))
 }
 
 // identityMessage says which identity this installation had and has, and how to keep the old.

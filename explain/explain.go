@@ -86,7 +86,8 @@ type Claim struct {
 
 // Owner is whose an entry is, in words and as data.
 type Owner struct {
-	// Class is this, adopted, namesake, other-cluster or hand-made (registry.OwnerClass).
+	// Class is this, adopted, namesake, other-cluster, co-owned, silent-cluster or hand-made
+	// (registry.OwnerClass).
 	Class     string `json:"class"`
 	Cluster   string `json:"cluster,omitempty"`
 	ClusterID string `json:"clusterID,omitempty"`
@@ -96,6 +97,11 @@ type Owner struct {
 	UIDs      []string `json:"uids,omitempty"`
 	Namespace string   `json:"namespace,omitempty"`
 	Kinds     []string `json:"kinds,omitempty"`
+	// Shared: the hostname is shared with other clusters; CoOwners the other clusters that
+	// want the line too (name@cluster-id); LastSeen a silent cluster's newest mark of life.
+	Shared   bool       `json:"shared,omitempty"`
+	CoOwners []string   `json:"coOwners,omitempty"`
+	LastSeen *time.Time `json:"lastSeen,omitempty"`
 	// Words is the owner as a person reads it.
 	Words string `json:"words"`
 }
@@ -464,12 +470,18 @@ const (
 // States lists every state an entry can have, for --state and the docs.
 func States() []string {
 	return []string{StateSynced, StatePendingDeletion, StateHeld, StateWillChange, string(registry.OwnerAdopted),
-		string(registry.OwnerNamesake), string(registry.OwnerOtherCluster), string(registry.OwnerHandMade)}
+		string(registry.OwnerNamesake), string(registry.OwnerOtherCluster), string(registry.OwnerCoOwned),
+		string(registry.OwnerSilentCluster), string(registry.OwnerHandMade)}
 }
 
 // owner puts an entry's ownership in words, its objects resolved from their UIDs.
 func (d *decision) owner(o registry.Ownership) Owner {
-	out := Owner{Class: string(o.Class), Cluster: o.Cluster, ClusterID: o.ClusterID, Namespace: o.Namespace, Kinds: o.Kinds}
+	out := Owner{Class: string(o.Class), Cluster: o.Cluster, ClusterID: o.ClusterID, Namespace: o.Namespace, Kinds: o.Kinds,
+		Shared: o.Shared, CoOwners: o.CoOwners}
+	if !o.LastSeen.IsZero() {
+		last := o.LastSeen.UTC()
+		out.LastSeen = &last
+	}
 	for _, uid := range o.Sources {
 		if ref, ok := d.refs[uid]; ok && (o.Class == registry.OwnerThis || o.Class == registry.OwnerAdopted) {
 			out.Objects = append(out.Objects, objectOf(ref))
@@ -501,8 +513,20 @@ func (d *decision) owner(o registry.Ownership) Owner {
 		if o.Namespace != "" {
 			out.Words += fmt.Sprintf(" (namespace %s, %s)", o.Namespace, strings.Join(o.Kinds, ","))
 		}
+	case registry.OwnerCoOwned:
+		out.Words = "another cluster's line (" + cluster + "), shared, which this cluster co-owns: it stays while either wants it"
+	case registry.OwnerSilentCluster:
+		out.Words = fmt.Sprintf("a silent cluster: %s, cluster-id %s, whose newest mark of life is from %s; "+
+			"if it is gone for good, let it go with `%s`", cluster, o.ClusterID, o.LastSeen.UTC().Format(time.RFC3339),
+			(&registry.SilentCluster{Cluster: o.Cluster, ClusterID: o.ClusterID}).ReleaseCommand())
 	default:
 		out.Words = "hand-made (no operator tag)"
+	}
+	if o.Shared && o.Class != registry.OwnerCoOwned {
+		out.Words += "; shared with other clusters"
+	}
+	if len(o.CoOwners) > 0 {
+		out.Words += "; co-owned by " + strings.Join(o.CoOwners, ", ")
 	}
 	if o.Marked && !o.Due.IsZero() {
 		out.Words += fmt.Sprintf("; marked for deletion, goes at %s", o.Due.UTC().Format(time.RFC3339))

@@ -34,7 +34,7 @@ func decided(t *testing.T, records []endpoint.Record, claims ...*endpoint.Endpoi
 	}
 	rep := &controller.Report{Desired: d.Desired, Changes: d.Changes, Held: d.Held, Conflicts: d.Conflicts, Problems: d.Problems,
 		State: d.State, Objects: objects, Started: now}
-	return &Input{Report: rep, Owners: reg.Ownerships(d.State), Manages: reg.Manages, Now: now}
+	return &Input{Report: rep, Owners: reg.Ownerships(now, d.State), Manages: reg.Manages, Now: now}
 }
 
 func claim(ns, name, uid, host string, ips ...string) *endpoint.Endpoint {

@@ -56,11 +56,11 @@ func List(in *Input, f Filter) []Entry {
 func (f Filter) picks(e *Entry) bool {
 	switch f.Owner {
 	case "this":
-		if e.Owner.Class != string(registry.OwnerThis) && e.Owner.Class != string(registry.OwnerAdopted) {
+		if e.Owner.Class != string(registry.OwnerThis) && e.Owner.Class != string(registry.OwnerAdopted) && e.Owner.Class != string(registry.OwnerCoOwned) {
 			return false
 		}
 	case "other":
-		if e.Owner.Class != string(registry.OwnerOtherCluster) && e.Owner.Class != string(registry.OwnerNamesake) {
+		if e.Owner.Class != string(registry.OwnerOtherCluster) && e.Owner.Class != string(registry.OwnerNamesake) && e.Owner.Class != string(registry.OwnerSilentCluster) {
 			return false
 		}
 	case "hand-made":

@@ -190,6 +190,10 @@ func ownerColumn(o *Owner) string {
 		return "namesake " + o.ClusterID
 	case "other-cluster":
 		return "cluster " + o.Cluster
+	case "co-owned":
+		return "cluster " + o.Cluster + " (co-owned)"
+	case "silent-cluster":
+		return "cluster " + o.Cluster + " (silent)"
 	}
 	return "hand-made"
 }

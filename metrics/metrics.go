@@ -55,6 +55,7 @@ type Metrics struct {
 	unclaimed        prometheus.Gauge
 	deletionsHeld    prometheus.Gauge
 	twinEntries      prometheus.Gauge
+	silentClusters   prometheus.Gauge
 	formerEntries    prometheus.Gauge
 	pacedChanges     prometheus.Gauge
 	// clientCertExpiry has no labels; it is a vector so that it has no series until a
@@ -140,6 +141,8 @@ func New(sourceNames []string) *Metrics {
 			Help: "Entries the mass-deletion brake keeps from being marked or deleted until the deletion is confirmed; 0 when the brake is not holding."}),
 		twinEntries: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "twin_entries",
 			Help: "Entries of this installation's identity that another writer with the same identity (a copy of the cluster, a second installation on the same Lease) undoes, and which this one holds without writing; while it is above 0, nothing is marked or deleted. Pin --cluster-id on one of them."}),
+		silentClusters: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "silent_clusters",
+			Help: "Other installations on the router whose newest mark of life is older than --silent-cluster-after: gone for good, or stopped. Nothing is deleted for it; the SilentCluster warning names each with its release command."}),
 		formerEntries: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "former_identity_entries",
 			Help: "Entries of an identity this installation had before (the same cluster name, every object they name lives here) that it takes up in place."}),
 		pacedChanges: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "paced_changes",
@@ -156,7 +159,7 @@ func New(sourceNames []string) *Metrics {
 		verifyDNSQueries: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "verify_dns_queries_total",
 			Help: "Questions put to the router's DNS (--verify-dns), by result: answered, no_data, nxdomain, error (no answer in time, SERVFAIL, REFUSED)."}, []string{"result"}),
 	}
-	m.Registry.MustRegister(m.buildInfo, m.changeLatency, m.inputs, m.failedHostnames, m.conflicts, m.deferred, m.namesakes, m.unclaimed, m.deletionsHeld, m.twinEntries, m.formerEntries, m.pacedChanges, m.syncedEntries, m.syncErrors, m.syncDuration, m.pending, m.serverConnected, m.routerConfigured, m.lastSync,
+	m.Registry.MustRegister(m.buildInfo, m.changeLatency, m.inputs, m.failedHostnames, m.conflicts, m.deferred, m.namesakes, m.unclaimed, m.deletionsHeld, m.twinEntries, m.silentClusters, m.formerEntries, m.pacedChanges, m.syncedEntries, m.syncErrors, m.syncDuration, m.pending, m.serverConnected, m.routerConfigured, m.lastSync,
 		m.changes, m.sourceEndpoints, m.foreign, m.isLeader, m.lastDuration, m.lastList, m.kubeRequests, m.serverRequests,
 		m.clientCertExpiry, m.tlsReloadErrors, m.namesNotAnswering, m.verifyDNSUp, m.verifyDNSQueries, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Counters with known labels start at zero, so rates work from the first scrape.
@@ -237,6 +240,7 @@ func (m *Metrics) Report(_ context.Context, r *controller.Report) {
 		twin = r.Twin.Disputed
 	}
 	m.twinEntries.Set(float64(twin))
+	m.silentClusters.Set(float64(len(r.Silent)))
 	former := 0
 	for _, n := range r.Former {
 		former += n.Entries

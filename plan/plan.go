@@ -40,11 +40,15 @@ type Class uint8
 
 // The classes. Created entries are the operator's own and are the ones deleted when there are
 // too many; Adopted entries were the user's and are kept to the last while their hostname is
-// wanted; Unowned entries are the user's and may only be adopted, never deleted.
+// wanted; Unowned entries are the user's and may only be adopted, never deleted. CoOwned
+// entries are another cluster's lines of a shared hostname that this cluster wants too (or
+// wanted): they serve their address, are never re-pointed or deleted, and only gain or lose
+// this cluster's co-owner tag.
 const (
 	Created Class = iota
 	Adopted
 	Unowned
+	CoOwned
 )
 
 // Current is an entry the plan may use for a hostname, as the registry hands it over.
@@ -53,11 +57,16 @@ type Current struct {
 	// Class is how the entry came to be.
 	Class Class
 	// Keep lists the tags that stay on an adopted (or to-be-adopted) entry, in order, ahead of
-	// the ownership tags: the user's own tags verbatim, then the registry's opening marker.
+	// the ownership tags: the user's own tags verbatim, then the registry's opening marker. On a
+	// created entry, the tags it carries beside the ownership tags (other clusters' co-owner
+	// tags, the mark of life); on a co-owned one, every tag but this cluster's co-owner tag.
 	Keep []string
 	// Trail lists the tags that follow the ownership tags on such an entry: the registry's loan
-	// record, which closes its block.
+	// record, which closes its block. On a co-owned entry, this cluster's co-owner tag.
 	Trail []string
+	// Pinned: another cluster wants the entry's line too, so it is never re-pointed to another
+	// address (the registry hands it over instead of deleting it).
+	Pinned bool
 }
 
 // Plan is the input of one calculation.
@@ -105,7 +114,11 @@ func (p *Plan) Calculate() []Change {
 				continue
 			}
 			for _, c := range recs {
-				if c.Class != Unowned {
+				switch c.Class {
+				case Unowned:
+				case CoOwned:
+					out = append(out, withdraw(c, policy)...)
+				default:
 					out = append(out, Change{Action: Delete, Old: recordPtr(c.Record)})
 				}
 			}
@@ -130,13 +143,13 @@ func (p *Plan) Calculate() []Change {
 //     at once.
 func planHostname(ep *endpoint.Endpoint, recs []*Current, policy Policy) []Change {
 	// The common case, one address served by one entry already right, costs no allocation.
-	if len(recs) == 1 && len(ep.Targets) == 1 && recs[0].Class != Unowned && recs[0].IP == ep.Targets[0] && upToDate(ep, recs[0]) {
+	if len(recs) == 1 && len(ep.Targets) == 1 && (recs[0].Class == Created || recs[0].Class == Adopted) && recs[0].IP == ep.Targets[0] && upToDate(ep, recs[0]) {
 		return nil
 	}
 	sort.Slice(recs, func(i, j int) bool { return recs[i].ID < recs[j].ID })
 	assigned := make(map[string]*Current, len(ep.Targets))
 	used := make(map[*Current]bool, len(recs))
-	for _, class := range []Class{Adopted, Created, Unowned} {
+	for _, class := range []Class{Adopted, Created, CoOwned, Unowned} {
 		for _, c := range recs {
 			if c.Class == class && !used[c] && assigned[c.IP] == nil && slices.Contains(ep.Targets, c.IP) {
 				assigned[c.IP], used[c] = c, true
@@ -157,7 +170,7 @@ func planHostname(ep *endpoint.Endpoint, recs []*Current, policy Policy) []Chang
 			if len(missing) == 0 {
 				break
 			}
-			if c.Class == class && !used[c] {
+			if c.Class == class && !used[c] && !c.Pinned {
 				assigned[missing[0]], used[c] = c, true
 				missing = missing[1:]
 			}
@@ -169,7 +182,7 @@ func planHostname(ep *endpoint.Endpoint, recs []*Current, policy Policy) []Chang
 				continue
 			}
 			for _, ip := range ep.Targets {
-				if a := assigned[ip]; a != nil && a.Class == Created {
+				if a := assigned[ip]; a != nil && a.Class == Created && !a.Pinned {
 					used[a] = false
 					assigned[ip], used[c] = c, true
 					break
@@ -185,6 +198,10 @@ func planHostname(ep *endpoint.Endpoint, recs []*Current, policy Policy) []Chang
 		}
 		want := desiredRecord(ep, c, ip)
 		switch {
+		case c.Class == CoOwned:
+			if policy.allowsUpdates() && !slices.Equal(c.Tags, want.Tags) {
+				out = append(out, Change{Action: Update, Old: recordPtr(c.Record), New: want})
+			}
 		case c.Class == Unowned:
 			out = append(out, Change{Action: Adopt, Old: recordPtr(c.Record), New: want})
 		case policy.allowsUpdates() && endpoint.Diff(&c.Record, want) != 0:
@@ -194,9 +211,14 @@ func planHostname(ep *endpoint.Endpoint, recs []*Current, policy Policy) []Chang
 	for _, ip := range missing {
 		out = append(out, Change{Action: Create, New: newRecord(ep, ip)})
 	}
+	for _, c := range recs {
+		if !used[c] && c.Class == CoOwned {
+			out = append(out, withdraw(c, policy)...)
+		}
+	}
 	if policy.allowsDeletes() {
 		for _, c := range recs {
-			if !used[c] && c.Class != Unowned {
+			if !used[c] && c.Class != Unowned && c.Class != CoOwned {
 				out = append(out, Change{Action: Delete, Old: recordPtr(c.Record), Duplicate: c.Class == Created && assigned[c.IP] != nil})
 			}
 		}
@@ -214,7 +236,18 @@ func upToDate(ep *endpoint.Endpoint, c *Current) bool {
 		return len(c.Tags) == len(c.Keep)+len(ep.OwnerTags)+len(ep.TargetTags[c.IP])+len(c.Trail) &&
 			endpoint.SameUnion(c.Tags, c.Keep, ep.OwnerTags, ep.TargetTags[c.IP], c.Trail)
 	}
-	return c.Comment == ep.Comment && endpoint.SameUnion(c.Tags, ep.OwnerTags, ep.TargetTags[c.IP], ep.Tags)
+	return c.Comment == ep.Comment && endpoint.SameUnion(c.Tags, ep.OwnerTags, ep.TargetTags[c.IP], ep.Tags, c.Keep)
+}
+
+// withdraw is what becomes of a co-owned line this cluster no longer wants: its co-owner tag
+// comes off (the line stays, its writer's), nothing when the line does not carry it.
+func withdraw(c *Current, policy Policy) []Change {
+	if !policy.allowsUpdates() || slices.Equal(c.Tags, c.Keep) {
+		return nil
+	}
+	n := c.Record
+	n.Tags = append([]string{}, c.Keep...)
+	return []Change{{Action: Update, Old: recordPtr(c.Record), New: &n}}
 }
 
 // desiredRecord is what entry c should look like to serve ep at ip. An adopted entry keeps
@@ -222,9 +255,14 @@ func upToDate(ep *endpoint.Endpoint, c *Current) bool {
 // cluster's user tags, so that releasing it gives back what the user had.
 func desiredRecord(ep *endpoint.Endpoint, c *Current, ip string) *endpoint.Record {
 	r := c.Record
+	if c.Class == CoOwned {
+		// Another cluster's line: only this cluster's co-owner tag is this cluster's to write.
+		r.Tags = append(append([]string{}, c.Keep...), c.Trail...)
+		return &r
+	}
 	r.IP, r.Hostname, r.Aliases = ip, ep.Hostname, ep.Aliases
 	if c.Class == Created {
-		r.Tags = endpoint.SortedUnique(append(append(append([]string{}, ep.OwnerTags...), ep.TargetTags[ip]...), ep.Tags...))
+		r.Tags = endpoint.SortedUnique(append(append(append(append([]string{}, ep.OwnerTags...), ep.TargetTags[ip]...), ep.Tags...), c.Keep...))
 		r.Comment = ep.Comment
 		return &r
 	}

@@ -194,3 +194,49 @@ func TestAdoptionKeepsUserTagsInOrderAheadOfOwnership(t *testing.T) {
 		t.Fatalf("adopted = %+v", n)
 	}
 }
+
+// TestCoOwnedLines: another cluster's line of a shared hostname serves the address this cluster
+// wants, gains this cluster's co-owner tag and nothing else, is never re-pointed or deleted, and
+// loses the tag when the address is no longer wanted; a created line another cluster co-owns
+// keeps that cluster's tag and is never re-pointed.
+func TestCoOwnedLines(t *testing.T) {
+	coOwned := func(ip string, tags ...string) Current {
+		c := cur("9", "a.lan", ip, tags...)
+		c.Class, c.Keep, c.Trail = CoOwned, []string{"k8s-operator", "cluster:a"}, []string{"co-owner:b@12345678"}
+		return c
+	}
+	pinned := cur("1", "a.lan", "10.0.0.1", "k8s-operator", "co-owner:b@12345678")
+	pinned.Keep, pinned.Pinned = []string{"co-owner:b@12345678"}, true
+	tests := []struct {
+		name    string
+		current []Current
+		desired []*endpoint.Endpoint
+		want    []string
+	}{
+		{"a co-owned line serves the address: only the tag is added",
+			[]Current{coOwned("10.0.0.1", "k8s-operator", "cluster:a")}, []*endpoint.Endpoint{ep("a.lan", "10.0.0.1")},
+			[]string{"update a.lan 10.0.0.1→10.0.0.1 9 tags"}},
+		{"a co-owned line already tagged: nothing",
+			[]Current{coOwned("10.0.0.1", "k8s-operator", "cluster:a", "co-owner:b@12345678")}, []*endpoint.Endpoint{ep("a.lan", "10.0.0.1")},
+			nil},
+		{"a co-owned line of another address is never re-pointed: the address is created, the tag withdrawn",
+			[]Current{coOwned("10.0.0.2", "k8s-operator", "cluster:a", "co-owner:b@12345678")}, []*endpoint.Endpoint{ep("a.lan", "10.0.0.1")},
+			[]string{"update a.lan 10.0.0.2→10.0.0.2 9 tags", "create a.lan 10.0.0.1"}},
+		{"a hostname no longer wanted: the tag is withdrawn, the line never deleted",
+			[]Current{coOwned("10.0.0.1", "k8s-operator", "cluster:a", "co-owner:b@12345678")}, nil,
+			[]string{"update a.lan 10.0.0.1→10.0.0.1 9 tags"}},
+		{"a created line another cluster co-owns keeps its tag",
+			[]Current{pinned}, []*endpoint.Endpoint{ep("a.lan", "10.0.0.1")}, nil},
+		{"a pinned line is not re-pointed: the new address is created, the line deleted (the registry hands it over)",
+			[]Current{pinned}, []*endpoint.Endpoint{ep("a.lan", "10.0.0.2")},
+			[]string{"delete a.lan 10.0.0.1 1", "create a.lan 10.0.0.2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := summary((&Plan{Current: tt.current, Desired: tt.desired}).Calculate())
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}

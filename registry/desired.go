@@ -78,7 +78,11 @@ type Problem struct {
 // look at. An adopted entry keeps the user's tags, verbatim and in order, ahead of the
 // operator's block, which opens with TagPreExisting and closes with the loan record; for an
 // adoption candidate, its tags and the record adopting it would write.
-func (r *Registry) current(st *State, desired []*endpoint.Endpoint, settled map[string]bool) []plan.Current {
+//
+// A created entry keeps the co-owner tags of the clusters that want its line too (it is then
+// pinned to its address) and its mark of life; the entry renew names takes the mark renewTag
+// instead. The other clusters' lines this cluster co-owns come after (coOwned).
+func (r *Registry) current(st *State, desired []*endpoint.Endpoint, settled map[string]bool, renew, renewTag string) []plan.Current {
 	out := make([]plan.Current, 0, max(len(st.Owned)-len(settled), 0))
 	for i := range st.Owned {
 		rec := st.Owned[i]
@@ -92,9 +96,18 @@ func (r *Registry) current(st *State, desired []*endpoint.Endpoint, settled map[
 			if v.loan != nil {
 				c.Trail = v.loan.trail()
 			}
+		} else {
+			c.Keep = coOwners(&v)
+			c.Pinned = len(c.Keep) > 0
+			if rec.ID == renew {
+				c.Keep = append(c.Keep, renewTag)
+			} else if alive, ok := v.value(PrefixAlive); ok {
+				c.Keep = append(c.Keep, PrefixAlive+alive)
+			}
 		}
 		out = append(out, c)
 	}
+	out = append(out, r.coOwned(st, desired, settled)...)
 	for _, ep := range desired {
 		for _, rec := range st.Unowned[ep.Hostname] {
 			if !r.adoptable(ep, &rec) {

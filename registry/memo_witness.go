@@ -1,6 +1,8 @@
 package registry
 
 import (
+	"hash/fnv"
+	"strings"
 	"time"
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
@@ -27,9 +29,12 @@ type witness struct {
 type seenEntry struct {
 	version      string
 	ours, marked bool
-	strikes      int
-	struck       time.Time
-	pass         uint64
+	// sig is the entry as last seen but for co-owner tags (coOwnerBlind), which another
+	// cluster writes on a line it wants too: such a rewrite is no twin's.
+	sig     uint64
+	strikes int
+	struck  time.Time
+	pass    uint64
 }
 
 // strikeMemory is how long a strike counts towards a contest: a twin's strikes come at every
@@ -51,9 +56,12 @@ func (w *witness) observe(records []endpoint.Record, parse tagParser, now time.T
 		}
 		e := w.seen[rec.ID]
 		if e == nil {
-			e = &seenEntry{}
+			e = &seenEntry{sig: coOwnerBlind(rec)}
 			w.seen[rec.ID] = e
 		} else if e.version != rec.Version && w.read {
+			sig := coOwnerBlind(rec)
+			coOwnersOnly := sig == e.sig
+			e.sig = sig
 			switch {
 			case ns != "":
 				w.alive[ns] = true
@@ -61,7 +69,7 @@ func (w *witness) observe(records []endpoint.Record, parse tagParser, now time.T
 				if !Contested(e.strikes) && now.Sub(e.struck) > strikeMemory {
 					e.strikes = 0
 				}
-				if n := Strike(e.marked, e.ours, p); n > 0 {
+				if n := Strike(e.marked, e.ours, p); n > 0 && !coOwnersOnly {
 					e.strikes, e.struck = e.strikes+n, now
 				}
 			}
@@ -91,7 +99,7 @@ func (w *witness) wrote(sent []plan.Change, results []plan.Result) {
 				e = &seenEntry{pass: w.pass}
 				w.seen[r.Stored.ID] = e
 			}
-			e.version, e.ours, e.marked = r.Stored.Version, true, Marked(r.Stored)
+			e.version, e.ours, e.marked, e.sig = r.Stored.Version, true, Marked(r.Stored), coOwnerBlind(r.Stored)
 		}
 	}
 }
@@ -108,3 +116,23 @@ func (w *witness) Strikes(id string) int {
 func (w *witness) Alive(identity string) bool { return w.alive[identity] }
 
 func (w *witness) reset() { *w = witness{} }
+
+// coOwnerBlind hashes what an entry is but for its co-owner tags.
+func coOwnerBlind(rec *endpoint.Record) uint64 {
+	h := fnv.New64a()
+	for _, part := range [...]string{rec.IP, rec.Hostname, rec.Comment} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	for _, a := range rec.Aliases {
+		h.Write([]byte(a))
+		h.Write([]byte{1})
+	}
+	for _, t := range rec.Tags {
+		if !strings.HasPrefix(t, PrefixCoOwner) {
+			h.Write([]byte(t))
+			h.Write([]byte{2})
+		}
+	}
+	return h.Sum64()
+}

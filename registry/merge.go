@@ -73,12 +73,15 @@ func (r *Registry) merge(now time.Time, host string, claims []*endpoint.Endpoint
 		targets, aliases, tags, kinds []string
 		wishes                        []wish
 	)
+	m.Shared = true
 	for _, c := range claims {
 		src := c.Sources[0]
 		if src.Namespace != winner {
 			lost = append(lost, Conflict{Hostname: host, Loser: src, Winner: winnerText})
 			continue
 		}
+		// The hostname is shared only when every claim that makes it shares it.
+		m.Shared = m.Shared && c.Shared
 		want := c.Targets
 		if c.NoAddress() {
 			want = r.keptTargets(c, owned, st)
@@ -108,7 +111,11 @@ func (r *Registry) merge(now time.Time, host string, claims []*endpoint.Endpoint
 		m.Aliases = m.Aliases[:endpoint.MaxAliases]
 	}
 	m.Tags = endpoint.SortedUnique(append(tags, r.cfg.DefaultTags...))
-	m.OwnerTags = endpoint.SortedUnique(append(append(kinds, r.ownerTags...), PrefixNamespace+winner))
+	kinds = append(append(kinds, r.ownerTags...), PrefixNamespace+winner)
+	if m.Shared {
+		kinds = append(kinds, TagShared)
+	}
+	m.OwnerTags = endpoint.SortedUnique(kinds)
 	m.Comment = commentPrefix + m.Sources[0].String()
 	if len(m.Sources) > 1 {
 		m.Comment += fmt.Sprintf(" (+%d more)", len(m.Sources)-1)

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"strings"
 	"time"
 )
 
@@ -19,6 +20,12 @@ const (
 	OwnerOtherCluster OwnerClass = "other-cluster"
 	// OwnerHandMade: no operator tag; a person or another tool wrote it.
 	OwnerHandMade OwnerClass = "hand-made"
+	// OwnerCoOwned: another cluster's line of a shared hostname that this cluster wants too
+	// (its co-owner tag is on it).
+	OwnerCoOwned OwnerClass = "co-owned"
+	// OwnerSilentCluster: another installation's entry whose newest mark of life is older than
+	// the silent-cluster threshold.
+	OwnerSilentCluster OwnerClass = "silent-cluster"
 )
 
 // Ownership is whose one entry is and what the operator's tags on it say, as a sync decided
@@ -39,11 +46,22 @@ type Ownership struct {
 	Due    time.Time
 	// UserTags are the tags that are not the operator's, verbatim.
 	UserTags []string
+	// Shared: the entry's hostname is shared with other clusters (TagShared); CoOwners are the
+	// other clusters that want its line too, as their co-owner tags name them.
+	Shared   bool
+	CoOwners []string
+	// LastSeen is the owning installation's newest mark of life, zero when none is read.
+	LastSeen time.Time
 }
 
 // Ownerships says whose each of st's entries is, by entry ID: st decides the open cases (an
-// earlier version's entry, a rename, a namesake) as the sync that made it did.
-func (r *Registry) Ownerships(st *State) map[string]Ownership {
+// earlier version's entry, a rename, a namesake) as the sync that made it did, and now which
+// installations are silent.
+func (r *Registry) Ownerships(now time.Time, st *State) map[string]Ownership {
+	silent := map[string]time.Time{}
+	for _, s := range r.Silent(now, st) {
+		silent[s.Cluster+IdentitySeparator+s.ClusterID] = s.LastSeen
+	}
 	out := make(map[string]Ownership, len(st.Owned)+len(st.Foreign)+len(st.Unowned))
 	for i := range st.Owned {
 		rec := &st.Owned[i]
@@ -65,6 +83,12 @@ func (r *Registry) Ownerships(st *State) map[string]Ownership {
 			if r.classOf(&v) == namesake {
 				o.Class = OwnerNamesake
 			}
+			if recs[i].HasTag(r.coOwner) {
+				o.Class = OwnerCoOwned
+			}
+			if last, ok := silent[o.Cluster+IdentitySeparator+o.ClusterID]; ok {
+				o.Class, o.LastSeen = OwnerSilentCluster, last
+			}
 			out[recs[i].ID] = o
 		}
 	}
@@ -78,7 +102,10 @@ func (r *Registry) Ownerships(st *State) map[string]Ownership {
 
 // ownership is what the operator's tags in v name.
 func (r *Registry) ownership(v *view) Ownership {
-	o := Ownership{Sources: v.values(PrefixSource), Kinds: v.values(PrefixKind), UserTags: v.user}
+	o := Ownership{Sources: v.values(PrefixSource), Kinds: v.values(PrefixKind), UserTags: v.user, Shared: v.has(TagShared)}
+	for _, t := range coOwners(v) {
+		o.CoOwners = append(o.CoOwners, strings.TrimPrefix(t, PrefixCoOwner))
+	}
 	o.Namespace, _ = v.value(PrefixNamespace)
 	if names := v.clusterNames(); len(names) > 0 {
 		o.Cluster = names[0]

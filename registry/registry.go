@@ -45,7 +45,11 @@ type Config struct {
 	Budgets Budgets
 	// Brake holds back a sync that would delete most of the cluster's entries at once.
 	Brake Brake
-	Log   logrus.FieldLogger
+	// SilentClusterAfter is how old the newest mark of life of another installation may grow
+	// before it is reported silent; this installation renews its own every quarter of it. Zero:
+	// no mark is written and none is reported.
+	SilentClusterAfter time.Duration
+	Log                logrus.FieldLogger
 }
 
 // Registry applies ownership policy around the pure plan. It keeps no state between calls:
@@ -57,9 +61,11 @@ type Registry struct {
 	// ownerTags are the tags every entry of this cluster carries: k8s-operator, the cluster's
 	// name and, in a tag of its own, its identity.
 	ownerTags []string
-	domains   endpoint.DomainFilter
-	ten       tenancy
-	log       logrus.FieldLogger
+	// coOwner is this installation's co-owner tag (CoOwnerTag).
+	coOwner string
+	domains endpoint.DomainFilter
+	ten     tenancy
+	log     logrus.FieldLogger
 }
 
 // New validates cfg and returns a Registry.
@@ -125,7 +131,11 @@ func (r *Registry) Reconfigure(cfg Config) error {
 	if err := checkBrake(cfg.Brake); err != nil {
 		return err
 	}
+	if cfg.SilentClusterAfter < 0 {
+		return fmt.Errorf("silent-cluster threshold %s is negative", cfg.SilentClusterAfter)
+	}
 	r.cfg, r.clusterTag, r.ownerTags, r.domains, r.ten, r.log = cfg, clusterTag, ownerTags, domains, ten, cfg.Log
+	r.coOwner = CoOwnerTag(cfg.ClusterName, cfg.ClusterID)
 	return nil
 }
 
@@ -147,6 +157,8 @@ type Decision struct {
 	// Verdict is what the change stages made of the plan: the writes to send, and the changes
 	// held back with their reasons.
 	Verdict
+	// Silent are the other installations whose marks of life are older than the threshold.
+	Silent []SilentCluster
 	// Now is the clock reading the sync decided by.
 	Now time.Time
 }
@@ -193,6 +205,11 @@ func (r *Registry) Decide(now time.Time, records []endpoint.Record, claims []*en
 			settled = m.merges.Settled(w.Endpoints, st)
 		}
 	}
+	renew, renewTag := r.renewal(now, st)
+	if renew != "" && settled[st.Life.carrierHost] {
+		// The mark of life is due: its carrier's hostname is planned, settled or not.
+		delete(settled, st.Life.carrierHost)
+	}
 	toPlan := w.Endpoints
 	if len(settled) > 0 {
 		toPlan = make([]*endpoint.Endpoint, 0, len(w.Endpoints)-len(settled))
@@ -202,12 +219,15 @@ func (r *Registry) Decide(now time.Time, records []endpoint.Record, claims []*en
 			}
 		}
 	}
-	changes := (&plan.Plan{Current: r.current(st, toPlan, settled), Desired: toPlan, Policy: r.cfg.Policy}).Calculate()
+	changes := (&plan.Plan{Current: r.current(st, toPlan, settled, renew, renewTag), Desired: toPlan, Policy: r.cfg.Policy}).Calculate()
+	if renew == "" && renewTag != "" {
+		changes = withMark(changes, renewTag)
+	}
 	m.planned(changes)
 	v, problems := r.apply(&changesIn{now: now, st: st, desired: w.Endpoints, read: g.Read, rates: g.Rates}, changes)
 	if len(problems) > 0 {
 		w.Problems = append(slices.Clip(w.Problems), problems...)
 	}
 	return Decision{State: st, Desired: w.Endpoints, Conflicts: w.Conflicts, Problems: w.Problems,
-		Plan: changes, Planned: len(toPlan), Verdict: v, Now: now}
+		Plan: changes, Planned: len(toPlan), Verdict: v, Silent: r.Silent(now, st), Now: now}
 }

@@ -32,8 +32,9 @@ type Letting struct {
 	// ClusterID is the identity released: the configured one, else the single identity the
 	// router holds for the cluster's name; "" when its entries carry none.
 	ClusterID string
-	// Changes are a plan.Release (one UpdateHost) per adopted entry and a plan.Delete per entry
-	// the operator created, sorted like a plan's.
+	// Changes are a plan.Release (one UpdateHost) per adopted entry, a plan.Delete per entry
+	// the operator created, or an ActionHandOver when another cluster co-owns its line, and an
+	// ActionWithdraw per other cluster's line the cluster co-owns, sorted like a plan's.
 	Changes []plan.Change
 	// Left are the entries an earlier version wrote under the cluster's name (no identity)
 	// that stay on the router: another installation writes that name, and they may be its.
@@ -61,7 +62,7 @@ func (l *Letting) Unknowable() string {
 	}
 	for _, c := range l.Changes {
 		v := viewOf(c.Old)
-		if _, ok := v.value(PrefixClusterID); ok {
+		if _, ok := v.value(PrefixClusterID); ok && c.Action != ActionWithdraw {
 			return ""
 		}
 	}
@@ -73,13 +74,28 @@ func (l *Letting) Unknowable() string {
 // Counts returns how many entries are given back and how many deleted.
 func (l *Letting) Counts() (released, deleted int) {
 	for _, c := range l.Changes {
-		if c.Action == plan.Release {
+		switch c.Action {
+		case plan.Release:
 			released++
-		} else {
+		case plan.Delete:
 			deleted++
 		}
 	}
 	return released, deleted
+}
+
+// SharedCounts returns how many lines go to a cluster that co-owns them and how many of
+// other clusters' lines lose the cluster's co-owner tag.
+func (l *Letting) SharedCounts() (handed, withdrawn int) {
+	for _, c := range l.Changes {
+		switch c.Action {
+		case ActionHandOver:
+			handed++
+		case ActionWithdraw:
+			withdrawn++
+		}
+	}
+	return handed, withdrawn
 }
 
 // AmbiguousError refuses to release a cluster by name alone when several installations write
@@ -145,11 +161,20 @@ func (r *Registry) Release(records []endpoint.Record) (*Letting, error) {
 			l.Renamed = append(l.Renamed, *rec)
 			continue
 		default:
+			if rec.HasTag(sel.coOwner) {
+				// Another cluster's line the cluster co-owns: its tag comes off, the line stays.
+				n := *rec
+				n.Tags = slices.DeleteFunc(slices.Clone(rec.Tags), func(t string) bool { return t == sel.coOwner })
+				l.Changes = append(l.Changes, plan.Change{Action: ActionWithdraw, Old: rec, New: &n})
+			}
 			continue
 		}
 		c := plan.Change{Action: plan.Delete, Old: rec}
 		if v.has(TagPreExisting) {
 			c = plan.Change{Action: plan.Release, Old: rec, New: released(rec, &v)}
+		} else if co := coOwners(&v); len(co) > 0 {
+			// A line another cluster wants too goes to it, not away.
+			c = plan.Change{Action: ActionHandOver, Old: rec, New: sel.handedOver(rec, co)}
 		}
 		l.Changes = append(l.Changes, c)
 		if rank := probeRank(&v, class); best < 0 || rank < best || (rank == best && rec.ID < l.probe.ID) {

@@ -31,7 +31,7 @@ var claimStages = [...]claimStage{
 	{"tenancy", (*Registry).permitted},
 	// A hostname claim an alias or a hand-made entry decides is turned down (names.go).
 	{"hostnames", (*Registry).hostnames},
-	// A hostname another cluster holds is left to it.
+	// A hostname another cluster holds is left to it, unless both share it.
 	{"foreign", (*Registry).foreign},
 	// One namespace holds a hostname (holder, taker); its claims merge, each address carrying
 	// the source: tags of the objects that want it and the longest of their grace periods.
@@ -120,7 +120,8 @@ func (r *Registry) reservedTags(_ *claimsIn, eps []*endpoint.Endpoint) verdicts 
 	return v
 }
 
-// foreign turns down the claims on a hostname another cluster holds (foreignHolder).
+// foreign turns down the claims on a hostname another cluster holds (foreignHolder), but for a
+// shared claim where every entry of the other clusters is shared too (shares).
 func (r *Registry) foreign(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 	if len(in.st.Foreign) == 0 {
 		return verdicts{endpoints: eps}
@@ -132,7 +133,7 @@ func (r *Registry) foreign(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 	for i, ep := range eps {
 		h := ep.Hostname
 		holder := foreignHolder(in.st.Foreign[h], in.owned[h])
-		if holder == nil {
+		if holder == nil || shares(ep.Shared, in.st.Foreign[h]) {
 			if out != nil {
 				out = append(out, ep)
 			}
@@ -212,6 +213,9 @@ var changeStages = [...]changeStage{
 	{"take-up", (*Registry).takeUp},
 	// --policy: create-only, upsert-only; an update that lifts a mark is an unmark.
 	{"policy", (*Registry).policy},
+	// A write on another cluster's line puts this cluster's co-owner tag on or takes it off;
+	// a delete of a line another cluster co-owns is its hand-over (share.go).
+	{"share", (*Registry).share},
 	// A delete is a mark first, and the deletion (or, for an adopted entry, the release) only
 	// once the grace period is over.
 	{"grace", (*Registry).grace},

@@ -69,6 +69,10 @@ type State struct {
 	// Unowned entries lack k8s-operator; they may only be adopted. Keyed by lowercase
 	// hostname, because DNS names compare without case.
 	Unowned map[string][]endpoint.Record
+	// CoOwned are the other clusters' lines that carry this cluster's co-owner tag (share.go).
+	CoOwned []endpoint.Record
+	// Life is what the entries say of the installations' marks of life (life.go).
+	Life Life
 
 	parser  tagParser
 	witness writers
@@ -117,10 +121,15 @@ func (r *Registry) classify(records []endpoint.Record, claims []*endpoint.Endpoi
 			st.Unowned[key] = append(st.Unowned[key], *rec)
 		case own:
 			st.Owned = append(st.Owned, *rec)
+			st.Life.own(rec, &p.v)
 		case legacy, renamed, namesake:
 			open = append(open, *rec)
 		default:
 			st.Foreign[key] = append(st.Foreign[key], *rec)
+			st.Life.other(&p.v)
+			if p.v.has(r.coOwner) {
+				st.CoOwned = append(st.CoOwned, *rec)
+			}
 		}
 	}
 	if len(open) > 0 {
@@ -169,12 +178,12 @@ func foreignHolder(theirs []endpoint.Record, ours []*endpoint.Record) *endpoint.
 }
 
 // yielded reports whether this cluster's entry rec is on a hostname another cluster holds
-// (foreignHolder): the name keeps answering through that cluster's entries, so it goes without
-// a grace period.
+// (foreignHolder) and does not share with it: the name keeps answering through that cluster's
+// entries, so it goes without a grace period.
 func yielded(st *State, rec *endpoint.Record) bool {
 	h := strings.ToLower(rec.Hostname)
 	theirs := st.Foreign[h]
-	if len(theirs) == 0 {
+	if len(theirs) == 0 || shares(rec.HasTag(TagShared), theirs) {
 		return false
 	}
 	var ours []*endpoint.Record

@@ -43,8 +43,21 @@ const (
 	PrefixOriginalIP       = "original-ip:"
 	PrefixOriginalHostname = "original-hostname:"
 	PrefixOriginalAlias    = "original-alias:"
+	// TagShared is on every entry written for claims that share their hostname with other
+	// clusters: another cluster may write addresses of its own for that hostname only while all
+	// of the holder's entries of it carry this tag (its consent).
+	TagShared = "shared:true"
+	// PrefixCoOwner names another cluster that wants the entry's line (address and hostname) as
+	// well, co-owner:<cluster-name>@<cluster-id> (the name alone for a cluster without an
+	// identity). That cluster writes it on the line it found, and takes it off when it no
+	// longer wants it; the line's writer keeps it, and hands the line to it rather than delete it.
+	PrefixCoOwner = "co-owner:"
+	// PrefixAlive is an installation's mark of life: the RFC 3339 time it last wrote it, on one
+	// of its entries, every quarter of the silent-cluster threshold.
+	PrefixAlive = "alive:"
 
 	preExistingPrefix = "pre-existing:"
+	sharedPrefix      = "shared:"
 )
 
 // reservedPrefixes are the prefixes of the reserved tag namespace; TagOwner is reserved
@@ -52,6 +65,7 @@ const (
 var reservedPrefixes = []string{
 	PrefixCluster, PrefixClusterID, PrefixReleaseProbe, PrefixSource, PrefixNamespace, PrefixKind, PrefixPending, PrefixGracePeriod,
 	preExistingPrefix, PrefixOriginalIP, PrefixOriginalHostname, PrefixOriginalAlias,
+	sharedPrefix, PrefixCoOwner, PrefixAlive,
 }
 
 // ReservedPrefixes returns the reserved tag prefixes (TagOwner is reserved as a whole tag), for

@@ -37,7 +37,7 @@ func (r *Registry) wholeRead(in *changesIn, changes []plan.Change) changed {
 	v := changed{changes: changes[:0:0]}
 	for _, c := range changes {
 		h := strings.ToLower(c.Hostname())
-		if c.Action == plan.Delete || c.Action == plan.Release || waiting[h] || (c.Action == plan.Create && h != searched) {
+		if c.Action == plan.Delete || c.Action == plan.Release || c.Action == ActionHandOver || waiting[h] || (c.Action == plan.Create && h != searched) {
 			v.held = append(v.held, Held{Change: c, Reason: ReasonWholeReadNeeded})
 			continue
 		}

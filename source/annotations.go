@@ -23,7 +23,9 @@ type overrides struct {
 	tags        []string
 	aliases     []string
 	gracePeriod *time.Duration
-	problems    []Problem
+	// shared: the object shares its hostnames with other clusters (AnnotationShared).
+	shared   bool
+	problems []Problem
 	// aliasesFrom names where the aliases came from, for problems found when they are
 	// normalised against each hostname.
 	aliasesFrom string
@@ -38,6 +40,7 @@ func parseOverrides(ann map[string]string) overrides {
 	o.setTags("annotation "+AnnotationTags, splitList(ann[AnnotationTags]))
 	o.aliases = splitList(ann[AnnotationAliases])
 	o.setGracePeriod(ann)
+	o.setShared(ann)
 	return o
 }
 
@@ -85,6 +88,21 @@ func (o *overrides) setGracePeriod(ann map[string]string) {
 	}
 	d := time.Duration(secs) * time.Second
 	o.gracePeriod = &d
+}
+
+// setShared reads the shared annotation, which every kind has: "true" or "false"; any other
+// value is reported and read as "false", since sharing is a consent never given by mistake.
+func (o *overrides) setShared(ann map[string]string) {
+	raw, ok := ann[AnnotationShared]
+	if !ok {
+		return
+	}
+	v, err := strconv.ParseBool(strings.TrimSpace(raw))
+	if err != nil {
+		o.problems = append(o.problems, invalidAnnotation("annotation %s: %q is neither \"true\" nor \"false\"; the names are not shared", AnnotationShared, raw))
+		return
+	}
+	o.shared = v
 }
 
 // splitList splits a comma-separated annotation, dropping blanks.

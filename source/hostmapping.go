@@ -67,6 +67,8 @@ func (k *hostMappingKind) claim(o metav1.Object) claim {
 	c.overrides.aliases = hm.Spec.Aliases
 	c.overrides.setTags("spec.tags", hm.Spec.Tags)
 	c.overrides.setGracePeriod(hm.Annotations)
+	c.overrides.setShared(hm.Annotations)
+	c.overrides.shared = c.overrides.shared || hm.Spec.Shared
 	return c
 }
 

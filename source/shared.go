@@ -339,7 +339,7 @@ func buildEndpoints(c *claim, r *Resolver) ([]*endpoint.Endpoint, []Problem) {
 		}
 		out = append(out, &endpoint.Endpoint{
 			Hostname: h, Targets: targets, Aliases: aliases, Tags: o.tags,
-			Sources: []endpoint.SourceRef{c.ref}, GracePeriod: o.gracePeriod,
+			Sources: []endpoint.SourceRef{c.ref}, GracePeriod: o.gracePeriod, Shared: o.shared,
 		})
 	}
 	return out, problems

@@ -27,6 +27,9 @@ const (
 	AnnotationTags        = annotationPrefix + "tags"
 	AnnotationAliases     = annotationPrefix + "aliases"
 	AnnotationGracePeriod = annotationPrefix + "grace-period"
+	// AnnotationShared ("true") lets other clusters whose claims are shared too write
+	// addresses of their own for the object's hostnames.
+	AnnotationShared = annotationPrefix + "shared"
 	// AnnotationHostname names a Service's hostnames, comma-separated: a Service has none of
 	// its own.
 	AnnotationHostname = annotationPrefix + "hostname"

@@ -82,9 +82,13 @@ type HostMappingSpec struct {
 	// +kubebuilder:validation:items:MinLength=1
 	// +kubebuilder:validation:items:MaxLength=255
 	// +kubebuilder:validation:items:Pattern=`^[!-+\--~]+$`
-	// +kubebuilder:validation:items:XValidation:rule="!(self == 'k8s-operator' || self.startsWith('cluster:') || self.startsWith('cluster-id:') || self.startsWith('release-probe:') || self.startsWith('source:') || self.startsWith('namespace:') || self.startsWith('kind:') || self.startsWith('pending-deletion:') || self.startsWith('grace-period:') || self.startsWith('pre-existing:') || self.startsWith('original-ip:') || self.startsWith('original-hostname:') || self.startsWith('original-alias:'))",message="tag is reserved for the operator's ownership bookkeeping (k8s-operator and the prefixes cluster: cluster-id: release-probe: source: namespace: kind: pending-deletion: grace-period: pre-existing: original-ip: original-hostname: original-alias:)"
+	// +kubebuilder:validation:items:XValidation:rule="!(self == 'k8s-operator' || self.startsWith('cluster:') || self.startsWith('cluster-id:') || self.startsWith('release-probe:') || self.startsWith('source:') || self.startsWith('namespace:') || self.startsWith('kind:') || self.startsWith('pending-deletion:') || self.startsWith('grace-period:') || self.startsWith('pre-existing:') || self.startsWith('original-ip:') || self.startsWith('original-hostname:') || self.startsWith('original-alias:') || self.startsWith('shared:') || self.startsWith('co-owner:') || self.startsWith('alive:'))",message="tag is reserved for the operator's ownership bookkeeping (k8s-operator and the prefixes cluster: cluster-id: release-probe: source: namespace: kind: pending-deletion: grace-period: pre-existing: original-ip: original-hostname: original-alias: shared: co-owner: alive:)"
 	// +optional
 	Tags []string `json:"tags,omitempty"`
+	// Shared lets other clusters whose claims on the hostname are shared too write addresses of
+	// their own for it; the annotation router-hosts.fzymgc.house/shared is its twin on other kinds.
+	// +optional
+	Shared bool `json:"shared,omitempty"`
 
 	// Malformed names the fields whose value is not of the schema's type (a CRD installed
 	// without its schema lets anything through); they read as absent. The operator's own
@@ -142,6 +146,7 @@ func FromUnstructured(u *unstructured.Unstructured, meta metav1.ObjectMeta) *Hos
 		s.IP = s.str(spec, "ip")
 		s.Aliases = s.strs(spec, "aliases")
 		s.Tags = s.strs(spec, "tags")
+		s.Shared = s.boolean(spec, "shared")
 	}
 	status, _ := u.Object["status"].(map[string]any)
 	st := &h.Status
@@ -183,6 +188,15 @@ func (s *HostMappingSpec) str(spec map[string]any, field string) string {
 		s.Malformed = append(s.Malformed, "spec."+field+" is not a string")
 	}
 	return str
+}
+
+func (s *HostMappingSpec) boolean(spec map[string]any, field string) bool {
+	v, present := spec[field]
+	b, ok := v.(bool)
+	if present && v != nil && !ok {
+		s.Malformed = append(s.Malformed, "spec."+field+" is not a boolean")
+	}
+	return b
 }
 
 func (s *HostMappingSpec) strs(spec map[string]any, field string) []string {

@@ -124,6 +124,19 @@ type RouterHostsConfigSpec struct {
 	// keeps its flag's value, and 0 means no limit.
 	// +optional
 	Budgets *BudgetsSpec `json:"budgets,omitempty"`
+	// How this installation watches the other clusters on the router; a field left out keeps
+	// its flag's value.
+	// +optional
+	Ownership *OwnershipSpec `json:"ownership,omitempty"`
+}
+
+// OwnershipSpec is how this installation watches the other clusters on the router.
+type OwnershipSpec struct {
+	// How old another installation's newest mark of life may grow before it is reported silent
+	// (--silent-cluster-after), a Go duration such as 168h; "0s" writes no mark and reports none.
+	// This installation renews its own mark every quarter of it.
+	// +optional
+	SilentClusterAfter *metav1.Duration `json:"silentClusterAfter,omitempty"`
 }
 
 // TenancySpec says which names each namespace may claim and which namespaces may adopt

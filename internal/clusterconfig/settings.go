@@ -138,7 +138,19 @@ type specField func(s *Settings, spec *v1alpha1.RouterHostsConfigSpec, read Read
 // before defaultTags, which may name the cluster too.
 var specFields = [...]specField{
 	clusterName, defaultTags, ipResolution, gracePeriod, brake, policy, domains, interval, optIn,
-	tenancy, budgets, server,
+	tenancy, budgets, ownership, server,
+}
+
+func ownership(s *Settings, spec *v1alpha1.RouterHostsConfigSpec, _ ReadSecret) error {
+	if spec.Ownership == nil || spec.Ownership.SilentClusterAfter == nil {
+		return nil
+	}
+	d := spec.Ownership.SilentClusterAfter.Duration
+	if d < 0 {
+		return fmt.Errorf("spec.ownership.silentClusterAfter %s is negative", d)
+	}
+	s.SilentClusterAfter = d
+	return nil
 }
 
 func clusterName(s *Settings, spec *v1alpha1.RouterHostsConfigSpec, _ ReadSecret) error {

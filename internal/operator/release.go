@@ -124,7 +124,7 @@ func Release(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 			log.WithFields(fields).WithFields(logrus.Fields{"id": p.Old.ID, "hostname": p.Old.Hostname}).
 				Info("dry run: the release probe would go on this entry; nothing is written")
 		}
-		fmt.Fprintf(out, "dry run: %s: %d released, %d deleted; nothing written\n", cluster, released, deleted)
+		fmt.Fprintf(out, "dry run: %s: %d released, %d deleted%s; nothing written\n", cluster, released, deleted, sharedSummary(letting.SharedCounts()))
 		return nil
 	}
 	if len(letting.Changes) == 0 {
@@ -175,6 +175,7 @@ func Release(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 	// failures, and the summary says what was written.
 	results := prov.ApplyChanges(ctx, again.Changes)
 	released, deleted = 0, 0
+	handed, withdrawn := 0, 0
 	for i := range again.Changes {
 		c := &again.Changes[i]
 		if ce := results[i].Err; ce != nil {
@@ -184,16 +185,21 @@ func Release(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 			continue
 		}
 		fmt.Fprintln(out, c.String())
-		if c.Action == plan.Release {
+		switch c.Action {
+		case plan.Release:
 			released++
-		} else {
+		case registry.ActionHandOver:
+			handed++
+		case registry.ActionWithdraw:
+			withdrawn++
+		default:
 			deleted++
 		}
 	}
-	fmt.Fprintf(out, "%s: %d released, %d deleted\n", cluster, released, deleted)
+	fmt.Fprintf(out, "%s: %d released, %d deleted%s\n", cluster, released, deleted, sharedSummary(handed, withdrawn))
 	if applyErr := plan.ErrorOf(results); applyErr != nil {
 		return fmt.Errorf("releasing %s: %d of %d changes not written (run release again for the rest): %w",
-			cluster, len(again.Changes)-released-deleted, len(again.Changes), applyErr)
+			cluster, len(again.Changes)-released-deleted-handed-withdrawn, len(again.Changes), applyErr)
 	}
 	return nil
 }
@@ -244,4 +250,16 @@ func printStaying(out io.Writer, name string, l *registry.Letting) {
 		}
 		fmt.Fprintf(out, "other installations write cluster %s and keep their entries: %s\n", name, strings.Join(ids, ", "))
 	}
+}
+
+// sharedSummary is what release did to shared lines, for its summary line: "" when nothing.
+func sharedSummary(handed, withdrawn int) string {
+	out := ""
+	if handed > 0 {
+		out += fmt.Sprintf(", %d handed over to a cluster that shares them", handed)
+	}
+	if withdrawn > 0 {
+		out += fmt.Sprintf(", %d other clusters' lines no longer co-owned", withdrawn)
+	}
+	return out
 }

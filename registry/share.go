@@ -1,0 +1,146 @@
+package registry
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/plan"
+)
+
+// Sharing a hostname between clusters. A cluster holds a hostname while it has entries of it
+// (foreignHolder); another cluster may write addresses of its own for that hostname only when
+// both consent: its claims are shared (the shared annotation, spec.shared) and every entry of
+// the hostname the other clusters wrote carries TagShared. Each cluster then writes, marks and
+// deletes its own entries only, by its own grace periods, brake and release.
+//
+// The router keeps one line per (address, hostname), so two clusters that want one address
+// share one line. The cluster that wrote it (its writer) keeps it; the other writes its
+// co-owner tag on it (PrefixCoOwner) and writes nothing else there. The line goes only when
+// neither wants it:
+//   - a co-owner that no longer wants it takes its tag off at once (the writer still wants it);
+//   - a writer that no longer wants it, or is released, hands it over to its first co-owner
+//     instead of deleting it: one UpdateHost that gives the line that cluster's name and
+//     identity, which it then writes as any entry of its own. The name never stops answering
+//     from that address.
+
+// The actions of sharing, as dry-run lines and logs name them; the provider sends each as one
+// UpdateHost.
+const (
+	// ActionCoOwn writes this cluster's co-owner tag on another cluster's line it wants too.
+	ActionCoOwn plan.Action = "co-own"
+	// ActionWithdraw takes this cluster's co-owner tag off a line it no longer wants.
+	ActionWithdraw plan.Action = "withdraw"
+	// ActionHandOver gives a line this cluster no longer wants to a cluster that co-owns it.
+	ActionHandOver plan.Action = "hand-over"
+)
+
+// CoOwnerTag is the co-owner tag of the cluster name and identity (id may be "").
+func CoOwnerTag(name, id string) string {
+	if id == "" {
+		return PrefixCoOwner + name
+	}
+	return PrefixCoOwner + name + IdentitySeparator + id
+}
+
+// allShared reports whether every one of recs, other clusters' entries, carries TagShared: the
+// consent of the clusters that wrote them.
+func allShared(recs []endpoint.Record) bool {
+	return !slices.ContainsFunc(recs, func(rec endpoint.Record) bool { return !rec.HasTag(TagShared) })
+}
+
+// shares reports whether a claim that shares the hostname may go beside the other clusters'
+// entries of it, theirs.
+func shares(claimShared bool, theirs []endpoint.Record) bool {
+	return claimShared && len(theirs) > 0 && allShared(theirs)
+}
+
+// coOwners are the co-owner tags on an entry of this cluster, in the entry's order.
+func coOwners(v *view) []string {
+	var out []string
+	for _, t := range v.op {
+		if strings.HasPrefix(t, PrefixCoOwner) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// coOwned are the other clusters' lines of the hostnames of desired that this cluster wants
+// too, and those that carry its co-owner tag, as plan input: each keeps every tag but this
+// cluster's co-owner tag, which is its Trail. A line another cluster adopted is a loan of the
+// user's and is never co-owned (its address is served all the same).
+func (r *Registry) coOwned(st *State, desired []*endpoint.Endpoint, settled map[string]bool) []plan.Current {
+	var out []plan.Current
+	seen := map[string]bool{}
+	add := func(rec *endpoint.Record) {
+		if seen[rec.ID] {
+			return
+		}
+		seen[rec.ID] = true
+		keep := slices.DeleteFunc(slices.Clone(rec.Tags), func(t string) bool { return t == r.coOwner })
+		out = append(out, plan.Current{Record: *rec, Class: plan.CoOwned, Keep: keep, Trail: []string{r.coOwner}})
+	}
+	for _, ep := range desired {
+		if !ep.Shared {
+			continue
+		}
+		for i := range st.Foreign[ep.Hostname] {
+			rec := &st.Foreign[ep.Hostname][i]
+			if rec.HasTag(TagShared) && !rec.HasTag(TagPreExisting) && slices.Contains(ep.Targets, rec.IP) {
+				add(rec)
+			}
+		}
+	}
+	for i := range st.CoOwned {
+		if rec := &st.CoOwned[i]; !settled[strings.ToLower(rec.Hostname)] {
+			add(rec)
+		}
+	}
+	return out
+}
+
+// share names the plan's writes that sharing makes: an update of another cluster's line is
+// the co-owner tag put on (co-own) or taken off (withdraw); a delete of a line of this cluster
+// another cluster co-owns is its hand-over to that cluster, at once, since the line still
+// serves a cluster that wants it.
+func (r *Registry) share(in *changesIn, changes []plan.Change) changed {
+	out := make([]plan.Change, 0, len(changes))
+	for _, c := range changes {
+		switch c.Action {
+		case plan.Update:
+			// This cluster's co-owner tag is never on an entry of its own: an update that puts it on
+			// or takes it off is of another cluster's line.
+			switch had, has := c.Old.HasTag(r.coOwner), c.New.HasTag(r.coOwner); {
+			case !had && has:
+				c.Action = ActionCoOwn
+			case had && !has:
+				c.Action = ActionWithdraw
+			}
+		case plan.Delete:
+			if v := in.st.view(c.Old); !v.has(TagPreExisting) {
+				if co := coOwners(&v); len(co) > 0 {
+					c = plan.Change{Action: ActionHandOver, Old: c.Old, New: r.handedOver(c.Old, co)}
+				}
+			}
+		}
+		out = append(out, c)
+	}
+	return changed{changes: out}
+}
+
+// handedOver is the line rec given to the first of its co-owners: that cluster's owner tags
+// (its name and identity, TagShared) and the other co-owners' tags. Its aliases and the
+// objects' tags were this cluster's, and go; the new owner writes its own at its next sync.
+func (r *Registry) handedOver(rec *endpoint.Record, co []string) *endpoint.Record {
+	n := *rec
+	name, id := splitCluster(strings.TrimPrefix(co[0], PrefixCoOwner))
+	n.Tags = []string{TagOwner, ClusterTag(name)}
+	if id != "" {
+		n.Tags = append(n.Tags, IdentityTag(id))
+	}
+	n.Tags = append(append(n.Tags, TagShared), co[1:]...)
+	n.Aliases = nil
+	n.Comment = commentPrefix + "handed over by cluster " + r.cfg.ClusterName
+	return &n
+}

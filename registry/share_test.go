@@ -1,0 +1,328 @@
+package registry
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/plan"
+)
+
+// sharing is two installations on one server, each with its claims, as a homelab lives through
+// them: each sync applies what it sends, the server refusing a second line of one address and
+// hostname as AddHost does.
+type sharing struct {
+	t    *testing.T
+	srv  *server
+	a, b *installation
+	now  time.Time
+}
+
+func newSharing(t *testing.T) *sharing {
+	t.Helper()
+	a := &installation{name: "a", r: newRegWith(t, func(c *Config) { c.ClusterName, c.ClusterID = "a", "aaaaaaaa" })}
+	b := &installation{name: "b", r: newRegWith(t, func(c *Config) { c.ClusterName, c.ClusterID = "b", "bbbbbbbb" })}
+	return &sharing{t: t, srv: &server{}, a: a, b: b, now: t0}
+}
+
+// shared is a shared claim of web.lan by the object uid at ip.
+func sharedClaim(uid, ip string, shared bool) *endpoint.Endpoint {
+	ep := claim("web.lan", "apps", "web", uid, time.Hour, ip)
+	ep.Shared = shared
+	return ep
+}
+
+// sync runs one sync of in, checks the server kept one line per address and hostname, and
+// returns what the sync sent and decided.
+func (s *sharing) sync(in *installation) (Decision, []plan.Change) {
+	s.t.Helper()
+	d := in.r.Decide(s.now, s.srv.entries, in.eps, Given{})
+	for _, c := range d.Changes {
+		if c.Old == nil && slices.ContainsFunc(s.srv.entries, func(r endpoint.Record) bool { return r.IP == c.New.IP && strings.EqualFold(r.Hostname, c.New.Hostname) }) {
+			s.t.Fatalf("cluster %s creates a second line %s %s: AddHost refuses it", in.name, c.New.Hostname, c.New.IP)
+		}
+	}
+	s.srv.apply(d.Changes)
+	return d, d.Changes
+}
+
+// answers are the addresses web.lan has on the server.
+func (s *sharing) answers() []string {
+	var out []string
+	for _, e := range s.srv.entries {
+		if e.Hostname == "web.lan" {
+			out = append(out, e.IP)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// settle syncs both clusters in turn until neither writes, and fails if that takes long.
+func (s *sharing) settle() {
+	s.t.Helper()
+	for range 6 {
+		_, ca := s.sync(s.a)
+		_, cb := s.sync(s.b)
+		if len(ca)+len(cb) == 0 {
+			return
+		}
+	}
+	s.t.Fatalf("the clusters do not settle: %v", s.srv.entries)
+}
+
+func TestTwoClustersShareANameEachWithItsOwnAddress(t *testing.T) {
+	s := newSharing(t)
+	s.a.eps = []*endpoint.Endpoint{sharedClaim("ua", "10.0.1.1", true)}
+	s.b.eps = []*endpoint.Endpoint{sharedClaim("ub", "10.0.2.1", true)}
+	s.settle()
+	if got := s.answers(); !slices.Equal(got, []string{"10.0.1.1", "10.0.2.1"}) {
+		t.Fatalf("web.lan answers %v, want both clusters' addresses", got)
+	}
+	for _, e := range s.srv.entries {
+		if !e.HasTag(TagShared) {
+			t.Errorf("entry %v lacks %s", e, TagShared)
+		}
+	}
+	// At rest: zero writes from either, whatever time passes.
+	s.now = s.now.Add(time.Hour)
+	if _, c := s.sync(s.a); len(c) > 0 {
+		t.Errorf("cluster a writes at rest: %v", c)
+	}
+	if _, c := s.sync(s.b); len(c) > 0 {
+		t.Errorf("cluster b writes at rest: %v", c)
+	}
+}
+
+// TestAClaimWithoutConsentIsRefused: a claim without the opt-in on a name another cluster holds,
+// or a shared claim on a name held without it, is a HostnameConflict, on both sides.
+func TestAClaimWithoutConsentIsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		desc             string
+		aShares, bShares bool
+	}{
+		{"neither shares", false, false},
+		{"the holder shares, the newcomer does not", true, false},
+		{"the newcomer shares, the holder does not", false, true},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			s := newSharing(t)
+			s.a.eps = []*endpoint.Endpoint{sharedClaim("ua", "10.0.1.1", tc.aShares)}
+			s.sync(s.a)
+			s.b.eps = []*endpoint.Endpoint{sharedClaim("ub", "10.0.2.1", tc.bShares)}
+			d, _ := s.sync(s.b)
+			if len(d.Conflicts) != 1 || d.Conflicts[0].Winner != "cluster a" || d.Conflicts[0].Reason != ReasonHostnameConflict {
+				t.Errorf("cluster b's conflicts %+v: want a HostnameConflict naming cluster a", d.Conflicts)
+			}
+			s.settle()
+			if got := s.answers(); !slices.Equal(got, []string{"10.0.1.1"}) {
+				t.Errorf("web.lan answers %v: only the holder's address", got)
+			}
+		})
+	}
+}
+
+// TestTheSameAddressFromTwoClusters: both clusters want one address; the router keeps one
+// line, which the second co-owns. It stays while either wants it, goes only when neither does,
+// and never disappears in between, whichever leaves first.
+func TestTheSameAddressFromTwoClusters(t *testing.T) {
+	for _, first := range []string{"writer", "co-owner"} {
+		t.Run("the "+first+" leaves first", func(t *testing.T) {
+			s := newSharing(t)
+			s.a.eps = []*endpoint.Endpoint{sharedClaim("ua", "10.0.0.5", true)}
+			s.sync(s.a)
+			s.b.eps = []*endpoint.Endpoint{sharedClaim("ub", "10.0.0.5", true)}
+			d, changes := s.sync(s.b)
+			if len(changes) != 1 || changes[0].Action != ActionCoOwn || len(d.Conflicts) != 0 {
+				t.Fatalf("cluster b sends %v (conflicts %+v): want one co-own", changes, d.Conflicts)
+			}
+			s.settle()
+			if len(s.srv.entries) != 1 || !s.srv.entries[0].HasTag(CoOwnerTag("b", "bbbbbbbb")) || !carriesOwner(s.srv.entries[0].Tags, "a", "aaaaaaaa") {
+				t.Fatalf("entries %v: want a's line with b's co-owner tag", s.srv.entries)
+			}
+			leaver, stayer := s.a, s.b
+			if first == "co-owner" {
+				leaver, stayer = s.b, s.a
+			}
+			leaver.eps = nil
+			for range 4 {
+				s.now = s.now.Add(time.Minute)
+				for _, in := range []*installation{leaver, stayer} {
+					s.sync(in)
+					if got := s.answers(); !slices.Equal(got, []string{"10.0.0.5"}) {
+						t.Fatalf("after a sync of %s web.lan answers %v: the line must stay while %s wants it", in.name, got, stayer.name)
+					}
+				}
+			}
+			e := s.srv.entries[0]
+			if !carriesOwner(e.Tags, stayer.name, stayer.r.cfg.ClusterID) || slices.ContainsFunc(e.Tags, func(t string) bool { return strings.HasPrefix(t, PrefixCoOwner) }) {
+				t.Errorf("the line %v: want it %s's alone", e, stayer.name)
+			}
+			// Then the other leaves too: its own grace period, then the line goes.
+			stayer.eps = nil
+			for range 8 {
+				s.now = s.now.Add(time.Minute)
+				s.sync(stayer)
+			}
+			if len(s.srv.entries) != 0 {
+				t.Errorf("entries %v: the line goes when neither wants it", s.srv.entries)
+			}
+		})
+	}
+}
+
+// TestAMoveWithNoGap: the documented path from cluster a to cluster b. The name answers with at
+// least one address at every step, and a's address leaves after a's grace period.
+func TestAMoveWithNoGap(t *testing.T) {
+	s := newSharing(t)
+	s.a.eps = []*endpoint.Endpoint{sharedClaim("ua", "10.0.1.1", false)}
+	s.settle()
+	check := func(step string) {
+		if len(s.answers()) == 0 {
+			t.Fatalf("%s: web.lan answers nothing", step)
+		}
+	}
+	steps := []struct {
+		desc string
+		do   func()
+	}{
+		{"annotate a's object shared", func() { s.a.eps = []*endpoint.Endpoint{sharedClaim("ua", "10.0.1.1", true)} }},
+		{"create b's object, shared", func() { s.b.eps = []*endpoint.Endpoint{sharedClaim("ub", "10.0.2.1", true)} }},
+		{"delete a's object", func() { s.a.eps = nil }},
+	}
+	for _, st := range steps {
+		st.do()
+		for range 3 {
+			s.now = s.now.Add(time.Minute)
+			s.sync(s.a)
+			check(st.desc)
+			s.sync(s.b)
+			check(st.desc)
+		}
+	}
+	if got := s.answers(); !slices.Equal(got, []string{"10.0.1.1", "10.0.2.1"}) {
+		t.Fatalf("within a's grace period web.lan answers %v, want both", got)
+	}
+	s.now = s.now.Add(5 * time.Minute)
+	s.settle()
+	if got := s.answers(); !slices.Equal(got, []string{"10.0.2.1"}) {
+		t.Errorf("after a's grace period web.lan answers %v, want b's address alone", got)
+	}
+}
+
+// TestReleaseOfOneSharingCluster: release gives a line another cluster co-owns to it, takes the
+// released cluster's co-owner tags off the other's lines, and touches nothing else.
+func TestReleaseOfOneSharingCluster(t *testing.T) {
+	s := newSharing(t)
+	s.a.eps = []*endpoint.Endpoint{sharedClaim("ua", "10.0.0.5", true), claim("a-only.lan", "apps", "x", "ua2", time.Hour, "10.0.1.9")}
+	s.sync(s.a)
+	s.b.eps = []*endpoint.Endpoint{sharedClaim("ub", "10.0.0.5", true), claim("b-only.lan", "apps", "y", "ub2", time.Hour, "10.0.2.9")}
+	s.settle()
+	// b's line of its own that a co-owns: a now wants b's address too.
+	ep := claim("both.lan", "apps", "z", "ub3", time.Hour, "10.0.3.3")
+	ep.Shared = true
+	s.b.eps = append(s.b.eps, ep)
+	s.settle()
+	ep2 := *ep
+	ep2.Sources = []endpoint.SourceRef{{Kind: "Ingress", Namespace: "apps", Name: "z", UID: "ua3", CreationTimestamp: t0}}
+	s.a.eps = append(s.a.eps, &ep2)
+	s.settle()
+
+	l, err := s.a.r.Release(cloneRecords(s.srv.entries))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range l.Changes {
+		got = append(got, string(c.Action)+" "+c.Hostname())
+	}
+	slices.Sort(got)
+	want := []string{"delete a-only.lan", "hand-over web.lan", "withdraw both.lan"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("release of a: %v, want %v", got, want)
+	}
+	if h, w := l.SharedCounts(); h != 1 || w != 1 {
+		t.Errorf("SharedCounts = %d, %d", h, w)
+	}
+	s.srv.apply(l.Changes)
+	s.a.eps = nil
+	if got := s.answers(); !slices.Equal(got, []string{"10.0.0.5"}) {
+		t.Errorf("web.lan answers %v after the release: %v", got, s.srv.entries)
+	}
+	s.settle()
+	for _, e := range s.srv.entries {
+		if !carriesOwner(e.Tags, "b", "bbbbbbbb") || slices.ContainsFunc(e.Tags, func(t string) bool { return strings.HasPrefix(t, PrefixCoOwner) }) {
+			t.Errorf("entry %v: every line left is b's alone", e)
+		}
+	}
+	if len(s.srv.entries) != 3 {
+		t.Errorf("entries %v: b keeps its three names", s.srv.entries)
+	}
+}
+
+// TestMarksOfLife: an installation renews its mark once a quarter of the threshold has gone by,
+// writes nothing in between, and the other reports it once its newest mark is older than the
+// threshold, with its name, identity, entry count and when it was last seen.
+func TestMarksOfLife(t *testing.T) {
+	const after = time.Hour
+	a := &installation{name: "a", r: newRegWith(t, func(c *Config) { c.ClusterName, c.ClusterID, c.SilentClusterAfter = "a", "aaaaaaaa", after })}
+	b := &installation{name: "b", r: newRegWith(t, func(c *Config) { c.ClusterName, c.ClusterID, c.SilentClusterAfter = "b", "bbbbbbbb", after })}
+	a.eps = []*endpoint.Endpoint{claim("one.lan", "apps", "one", "u1", time.Hour, "10.0.0.1"), claim("two.lan", "apps", "two", "u2", time.Hour, "10.0.0.2")}
+	b.eps = []*endpoint.Endpoint{claim("three.lan", "apps", "three", "u3", time.Hour, "10.0.0.3")}
+	srv := &server{}
+	now := t0
+	writes := func(in *installation) int {
+		v, _ := srv.syncAs(in, now)
+		return len(v.Changes)
+	}
+	if n := writes(a); n != 2 || countMarks(srv, "a") != 1 {
+		t.Fatalf("%d writes, %d marks: the first sync's two creates, one of them with the mark", n, countMarks(srv, "a"))
+	}
+	if n := writes(a); n != 0 {
+		t.Fatalf("%d writes at the next sync: the mark went on with the creates", n)
+	}
+	// Nothing more within a quarter of the threshold, one write at it.
+	total := 0
+	for now = now.Add(time.Minute); now.Before(t0.Add(after / 4)); now = now.Add(time.Minute) {
+		total += writes(a)
+	}
+	if total != 0 {
+		t.Errorf("%d writes within a quarter of the threshold", total)
+	}
+	now = t0.Add(after/4 + time.Minute)
+	if n := writes(a); n != 1 {
+		t.Errorf("%d writes once a quarter of the threshold is over, want the one renewal", n)
+	}
+	// a goes silent; b reports it after the threshold, and not before.
+	last := now.Truncate(time.Second)
+	now = last.Add(after)
+	if d := b.r.Decide(now, srv.entries, b.eps, Given{}); len(d.Silent) != 0 {
+		t.Errorf("silent %+v at exactly the threshold", d.Silent)
+	}
+	now = last.Add(after + time.Minute)
+	d := b.r.Decide(now, srv.entries, b.eps, Given{})
+	want := []SilentCluster{{Cluster: "a", ClusterID: "aaaaaaaa", Entries: 2, LastSeen: last}}
+	if !slices.Equal(d.Silent, want) {
+		t.Errorf("silent %+v, want %+v", d.Silent, want)
+	}
+	if cmd := d.Silent[0].ReleaseCommand(); cmd != "router-hosts-operator release --cluster-name=a --cluster-id=aaaaaaaa" {
+		t.Errorf("release command %q", cmd)
+	}
+	// Nothing is deleted for it.
+	if slices.ContainsFunc(d.Changes, func(c plan.Change) bool { return c.Old != nil && strings.Contains(strings.Join(c.Old.Tags, " "), "cluster:a") }) {
+		t.Errorf("b writes a's entries: %v", d.Changes)
+	}
+}
+
+func countMarks(s *server, cluster string) int {
+	n := 0
+	for _, e := range s.entries {
+		if e.HasTag(PrefixCluster+cluster) && slices.ContainsFunc(e.Tags, func(t string) bool { return strings.HasPrefix(t, PrefixAlive) }) {
+			n++
+		}
+	}
+	return n
+}
+

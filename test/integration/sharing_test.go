@@ -1,0 +1,223 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	networkingv1 "k8s.io/api/networking/v1"
+
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/plan"
+	"github.com/router-hosts-operator/router-hosts-operator/registry"
+)
+
+// TestOneNameSeveralClusters lives through sharing as a homelab with two clusters does, each
+// with an apiserver of its own, on one router: two clusters share a name with an address each;
+// a claim without consent is refused on both sides; both want one address and the router keeps
+// one line, which stays while either wants it; a name moves from a to b with the router polled
+// throughout; one cluster's release touches only its entries; a cluster goes silent, is
+// reported, and is released.
+func TestOneNameSeveralClusters(t *testing.T) {
+	a := newHarness(t, options{cluster: "a", ipResolution: []string{"static:10.85.0.1"},
+		extraArgs: []string{"--cluster-id=aaaaaaa2", "--silent-cluster-after=1h"}})
+	b := newHarness(t, options{cluster: "b", ipResolution: []string{"static:10.85.0.2"},
+		extraArgs: []string{"--cluster-id=bbbbbbb2", "--silent-cluster-after=1h"}, server: a.srv, ownControlPlane: true})
+	addresses := func(host string) []string {
+		var out []string
+		for _, e := range a.entries(host) {
+			out = append(out, e.IP)
+		}
+		slices.Sort(out)
+		return out
+	}
+	both := func() (ca, cb []plan.Change) {
+		return a.sync().Changes, b.sync().Changes
+	}
+	settle := func(what string) {
+		t.Helper()
+		for range 5 {
+			if ca, cb := both(); len(ca)+len(cb) == 0 {
+				return
+			}
+		}
+		t.Fatalf("%s: the clusters do not settle", what)
+	}
+
+	// 1. Two clusters share a name: both addresses are on the router, and at rest neither writes.
+	a.create(ingress(a.ns, "web", enabled("shared", "true"), "web.share.lan"))
+	a.waitHost("web.share.lan", "10.85.0.1")
+	b.create(ingress(b.ns, "web", enabled("shared", "true"), "web.share.lan"))
+	b.waitHost("web.share.lan", "10.85.0.2")
+	settle("a shared name")
+	if got := addresses("web.share.lan"); !slices.Equal(got, []string{"10.85.0.1", "10.85.0.2"}) {
+		t.Fatalf("web.share.lan has %v, want both clusters' addresses", got)
+	}
+	before := a.writes()
+	both()
+	if n := a.writes() - before; n != 0 {
+		t.Errorf("a shared name at rest: %d writes", n)
+	}
+
+	// 2. A claim without consent is refused, on both sides in turn.
+	for _, tc := range []struct {
+		host          string
+		holder, other *harness
+		holderName    string
+		holderShares  bool
+		holderIP      string
+		otherIP       string
+	}{
+		{"lone.share.lan", a, b, "a", false, "10.85.0.1", "10.85.0.2"}, // the holder did not share; the newcomer does
+		{"mine.share.lan", b, a, "b", true, "10.85.0.2", "10.85.0.1"},  // the holder shares; the newcomer does not
+	} {
+		ann := enabled()
+		if tc.holderShares {
+			ann = enabled("shared", "true")
+		}
+		tc.holder.create(ingress(tc.holder.ns, strings.Split(tc.host, ".")[0], ann, tc.host))
+		tc.holder.waitHost(tc.host, tc.holderIP)
+		tc.holder.sync()
+		other := enabled("shared", "true")
+		if tc.holderShares {
+			other = enabled()
+		}
+		tc.other.create(ingress(tc.other.ns, strings.Split(tc.host, ".")[0], other, tc.host))
+		tc.other.waitHost(tc.host, tc.otherIP)
+		rep := tc.other.sync()
+		if !slices.ContainsFunc(rep.Conflicts, func(c registry.Conflict) bool {
+			return c.Hostname == tc.host && c.Winner == "cluster "+tc.holderName && c.Reason == registry.ReasonHostnameConflict
+		}) {
+			t.Errorf("%s: conflicts %+v, want the name held by cluster %s", tc.host, rep.Conflicts, tc.holderName)
+		}
+		if got := a.entries(tc.host); len(got) != 1 {
+			t.Errorf("%s: %v, want the holder's entry alone", tc.host, got)
+		}
+	}
+
+	// 3. The same address from both clusters: one line, which stays while either wants it.
+	sameA := a.create(ingress(a.ns, "same", enabled("shared", "true", "ip-address", "10.85.9.9"), "same.share.lan"))
+	a.waitHost("same.share.lan", "10.85.9.9")
+	b.create(ingress(b.ns, "same", enabled("shared", "true", "ip-address", "10.85.9.9"), "same.share.lan"))
+	b.waitHost("same.share.lan", "10.85.9.9")
+	settle("the same address")
+	line := a.one("same.share.lan")
+	if !line.HasTag(registry.CoOwnerTag("b", "bbbbbbb2")) || !line.HasTag("cluster:a") {
+		t.Fatalf("the line %v: want a's, co-owned by b", line)
+	}
+	a.delete(sameA)
+	a.waitGone("same.share.lan")
+	for range 3 {
+		a.clock.Step(6 * time.Minute)
+		for _, h := range []*harness{a, b} {
+			h.sync()
+			if got := a.entries("same.share.lan"); len(got) != 1 || got[0].ID != line.ID {
+				t.Fatalf("after a sync the line is %v: it must stay, in place, while b wants it", got)
+			}
+		}
+	}
+	if e := a.one("same.share.lan"); !e.HasTag("cluster:b") || e.HasTag("cluster:a") || e.HasTag(registry.CoOwnerTag("b", "bbbbbbb2")) {
+		t.Errorf("the line %v: want it b's alone", e)
+	}
+
+	// 4. A move from a to b with no gap, the router polled throughout.
+	moveA := a.create(ingress(a.ns, "move", enabled(), "move.share.lan"))
+	a.waitHost("move.share.lan", "10.85.0.1")
+	a.sync()
+	ctx, stop := context.WithCancel(context.Background())
+	var (
+		mu    sync.Mutex
+		gaps  int
+		polls int
+		poll  sync.WaitGroup
+	)
+	poll.Add(1)
+	go func() {
+		defer poll.Done()
+		for ctx.Err() == nil {
+			recs, err := a.prov.Records(ctx)
+			if err == nil {
+				n := 0
+				for _, r := range recs {
+					if r.Hostname == "move.share.lan" {
+						n++
+					}
+				}
+				mu.Lock()
+				polls++
+				if n == 0 {
+					gaps++
+				}
+				mu.Unlock()
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	moveA = a.update(moveA, func(i *networkingv1.Ingress) { i.Annotations["router-hosts.fzymgc.house/shared"] = "true" })
+	a.waitSource(func(eps []*endpoint.Endpoint) bool { return sharedIn(eps, "move.share.lan") })
+	settle("a's object annotated shared")
+	b.create(ingress(b.ns, "move", enabled("shared", "true"), "move.share.lan"))
+	b.waitHost("move.share.lan", "10.85.0.2")
+	settle("b's object created")
+	if got := addresses("move.share.lan"); !slices.Equal(got, []string{"10.85.0.1", "10.85.0.2"}) {
+		t.Errorf("move.share.lan has %v while both want it", got)
+	}
+	a.delete(moveA)
+	a.waitGone("move.share.lan")
+	both()
+	if got := addresses("move.share.lan"); !slices.Equal(got, []string{"10.85.0.1", "10.85.0.2"}) {
+		t.Errorf("move.share.lan has %v within a's grace period, want a's address still there", got)
+	}
+	a.clock.Step(6 * time.Minute)
+	settle("a's grace period over")
+	stop()
+	poll.Wait()
+	if got := addresses("move.share.lan"); !slices.Equal(got, []string{"10.85.0.2"}) {
+		t.Errorf("move.share.lan has %v after a's grace period, want b's address alone", got)
+	}
+	if gaps > 0 || polls < 10 {
+		t.Errorf("the router was read %d times during the move and had no address for the name %d times", polls, gaps)
+	}
+
+	// 5. A cluster goes silent (a's operator stops), b reports it after the threshold, then a is
+	// released: only a's entries go, b's and the line b owns stay.
+	b.clock.Step(2 * time.Hour)
+	rep := b.sync()
+	if len(rep.Silent) != 1 || rep.Silent[0].Cluster != "a" || rep.Silent[0].ClusterID != "aaaaaaa2" || rep.Silent[0].Entries == 0 {
+		t.Fatalf("b reports silent %+v, want cluster a", rep.Silent)
+	}
+	bBefore := map[string][]string{}
+	for _, host := range []string{"web.share.lan", "mine.share.lan", "same.share.lan", "move.share.lan"} {
+		bBefore[host] = addresses(host)
+	}
+	var out bytes.Buffer
+	cmd := exec.Command(operatorBin, "release", "--cluster-name=a", "--cluster-id=aaaaaaa2", "--probe-wait=2s")
+	cmd.Env, cmd.Stdout, cmd.Stderr = operatorEnv(a), &out, &out
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("release a: %v\n%s", err, out.String())
+	}
+	if got := addresses("web.share.lan"); !slices.Equal(got, []string{"10.85.0.2"}) {
+		t.Errorf("after a's release web.share.lan has %v, want b's address alone", got)
+	}
+	if got := a.entries("lone.share.lan"); len(got) != 0 {
+		t.Errorf("after a's release lone.share.lan is %v", got)
+	}
+	for _, host := range []string{"mine.share.lan", "same.share.lan", "move.share.lan"} {
+		if got := addresses(host); !slices.Equal(got, bBefore[host]) {
+			t.Errorf("a's release changed b's %s: %v, was %v", host, got, bBefore[host])
+		}
+	}
+	if rep := b.sync(); len(rep.Silent) != 0 {
+		t.Errorf("after the release b still reports silent %+v", rep.Silent)
+	}
+}
+
+// sharedIn reports whether eps has host, shared.
+func sharedIn(eps []*endpoint.Endpoint, host string) bool {
+	return slices.ContainsFunc(eps, func(e *endpoint.Endpoint) bool { return e.Hostname == host && e.Shared })
+}
