@@ -10,9 +10,9 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
