@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sirupsen/logrus"
 	logtest "github.com/sirupsen/logrus/hooks/test"
@@ -302,5 +303,32 @@ func TestTwinsAndIdentitiesAreToldWithTheirFix(t *testing.T) {
 		if len(es) != 1 || !strings.Contains(es[0].Message, tc.want) || strings.Contains(es[0].Message, tc.unwant) {
 			t.Fatalf("a namesake with %d entries naming objects here: %v", tc.kin, es)
 		}
+	}
+}
+
+// TestASilentClusterIsToldWithItsReleaseCommand: a silent cluster is one Warning while it lasts
+// (its entry count moving is no new condition) naming it, when it was last seen and its release
+// command, and one log line per silent cluster with its entry count; once more when it ends.
+func TestASilentClusterIsToldWithItsReleaseCommand(t *testing.T) {
+	fake, hook, r := clusterReporter()
+	last := time.Date(2026, 11, 20, 8, 0, 0, 0, time.UTC)
+	rep := &controller.Report{Cluster: "home", Silent: []registry.SilentCluster{{Cluster: "lab", ClusterID: "bbbbbbbb", Entries: 12, LastSeen: last}}}
+	for i := 0; i < 3; i++ {
+		r.Report(context.Background(), rep)
+		rep.Silent[0].Entries++
+	}
+	got := drain(fake)
+	if len(got) != 1 || !strings.Contains(got[0], "Warning SilentCluster") || !strings.Contains(got[0], "2026-11-20T08:00:00Z") ||
+		!strings.Contains(got[0], "router-hosts-operator release --cluster-name=lab --cluster-id=bbbbbbbb") {
+		t.Fatalf("events over three syncs: %q", got)
+	}
+	es := hook.AllEntries()
+	if len(es) != 1 || es[0].Data["cluster"] != "lab" || es[0].Data["cluster_id"] != "bbbbbbbb" || es[0].Data["entries"] != 12 ||
+		es[0].Data["last_seen"] != "2026-11-20T08:00:00Z" || es[0].Data["release"] != "router-hosts-operator release --cluster-name=lab --cluster-id=bbbbbbbb" {
+		t.Fatalf("log over three syncs: %v", es)
+	}
+	r.Report(context.Background(), &controller.Report{Cluster: "home"})
+	if got := drain(fake); len(got) != 1 || !strings.HasPrefix(got[0], "Normal SilentClusterGone") {
+		t.Fatalf("events when it ended: %q", got)
 	}
 }

@@ -184,3 +184,45 @@ func TestTheDocsListEveryCodeAndState(t *testing.T) {
 		}
 	}
 }
+
+// TestListSharedAndSilent: another cluster's line this cluster co-owns lists as co-owned (under
+// --owner=this), an entry of a shared name says so with its co-owners, and the entries of an
+// installation whose newest mark of life is older than the threshold list as silent-cluster
+// (under --owner=other), with when it was last seen and the release command.
+func TestListSharedAndSilent(t *testing.T) {
+	reg, err := registry.New(registry.Config{ClusterName: "home", ClusterID: id, GracePeriod: 5 * time.Minute, SilentClusterAfter: 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := claim("apps", "web", "u1", "web.home.arpa", "10.0.0.5")
+	shared.Shared = true
+	records := []endpoint.Record{
+		{ID: "01A", Hostname: "web.home.arpa", IP: "10.0.0.5", Version: "1",
+			Tags: []string{"k8s-operator", "cluster:lab", "cluster-id:1111aaaa", "shared:true", "alive:" + now.Add(-time.Hour).Format(time.RFC3339), registry.CoOwnerTag("home", id)}},
+		{ID: "01B", Hostname: "old.home.arpa", IP: "10.0.0.6", Version: "1",
+			Tags: []string{"k8s-operator", "cluster:gone", "cluster-id:2222bbbb", "alive:" + now.Add(-72*time.Hour).Format(time.RFC3339)}},
+	}
+	d := reg.Decide(now, records, []*endpoint.Endpoint{shared}, registry.Given{})
+	if len(d.Changes) != 0 {
+		t.Fatalf("changes %v: the co-owned line is as wanted", d.Changes)
+	}
+	rep := &controller.Report{Desired: d.Desired, Changes: d.Changes, Held: d.Held, State: d.State, Started: now}
+	in := &Input{Report: rep, Owners: reg.Ownerships(now, d.State), Manages: reg.Manages, Now: now}
+	got := map[string]Entry{}
+	for _, e := range List(in, Filter{}) {
+		got[e.Hostname] = e
+	}
+	if e := got["web.home.arpa"]; e.State != "co-owned" || !e.Owner.Shared || !strings.Contains(e.Owner.Words, "co-owns") {
+		t.Errorf("web.home.arpa: %+v, want co-owned and shared", e)
+	}
+	if e := got["old.home.arpa"]; e.State != "silent-cluster" || e.Owner.LastSeen == nil ||
+		!strings.Contains(e.Owner.Words, "router-hosts-operator release --cluster-name=gone --cluster-id=2222bbbb") {
+		t.Errorf("old.home.arpa: %+v, want silent-cluster with the release command", e)
+	}
+	for f, want := range map[string]string{"this": "web.home.arpa", "other": "old.home.arpa"} {
+		l := List(in, Filter{Owner: f})
+		if len(l) != 1 || l[0].Hostname != want {
+			t.Errorf("--owner=%s lists %v, want %s", f, l, want)
+		}
+	}
+}

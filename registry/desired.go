@@ -80,9 +80,8 @@ type Problem struct {
 // adoption candidate, its tags and the record adopting it would write.
 //
 // A created entry keeps the co-owner tags of the clusters that want its line too (it is then
-// pinned to its address) and its mark of life; the entry renew names takes the mark renewTag
-// instead. The other clusters' lines this cluster co-owns come after (coOwned).
-func (r *Registry) current(st *State, desired []*endpoint.Endpoint, settled map[string]bool, renew, renewTag string) []plan.Current {
+// pinned to its address) and its mark of life. The other clusters' lines this cluster co-owns come after (coOwned).
+func (r *Registry) current(st *State, desired []*endpoint.Endpoint, settled map[string]bool) []plan.Current {
 	out := make([]plan.Current, 0, max(len(st.Owned)-len(settled), 0))
 	for i := range st.Owned {
 		rec := st.Owned[i]
@@ -99,9 +98,7 @@ func (r *Registry) current(st *State, desired []*endpoint.Endpoint, settled map[
 		} else {
 			c.Keep = coOwners(&v)
 			c.Pinned = len(c.Keep) > 0
-			if rec.ID == renew {
-				c.Keep = append(c.Keep, renewTag)
-			} else if alive, ok := v.value(PrefixAlive); ok {
+			if alive, ok := v.value(PrefixAlive); ok {
 				c.Keep = append(c.Keep, PrefixAlive+alive)
 			}
 		}

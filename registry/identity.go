@@ -148,6 +148,9 @@ func (r *Registry) resolveOpen(st *State, open []endpoint.Record, claimed func(u
 		if kin && !st.witness.Alive(id) {
 			st.Former = tally(st.Former, id, true)
 			st.Owned = append(st.Owned, rec)
+			if r.cfg.SilentClusterAfter > 0 {
+				st.Life.own(&rec, &p.v)
+			}
 			continue
 		}
 		st.Namesakes = tally(st.Namesakes, id, kin || slices.ContainsFunc(uids, claimed))
@@ -165,6 +168,9 @@ func (r *Registry) resolveOpen(st *State, open []endpoint.Record, claimed func(u
 		switch {
 		case mine, p.class == renamed && marked, p.class == legacy && sameName && len(st.Namesakes) == 0:
 			st.Owned = append(st.Owned, rec)
+			if r.cfg.SilentClusterAfter > 0 {
+				st.Life.own(&rec, &p.v)
+			}
 		default:
 			if sameName || p.class == renamed {
 				st.Unclaimed++

@@ -10,12 +10,14 @@ import (
 )
 
 // Marks of life. A cluster that is gone for good leaves its entries on the router, and nobody
-// is told. So each installation keeps a mark of life (PrefixAlive and the time) on one entry of
-// its own, the created one with the lowest ID that is not on its way out (its carrier), and
-// renews it once the newest of its marks is a quarter of the silent-cluster threshold old: at
-// the default of seven days, one UpdateHost every 42 hours. Every installation reads the
-// others' marks in the read it makes anyway, and reports those whose newest mark is older than
-// the threshold (Silent). Nothing is deleted for it: `release` is a person's decision.
+// is told. So each installation keeps a mark of life (PrefixAlive and the time) on its entries,
+// and renews it once the newest of its marks is a quarter of the silent-cluster threshold old:
+// at the default of seven days, at most one UpdateHost every 42 hours. A renewal rides on a
+// write the sync makes anyway (a create, an update of its own entry); with none, it is a write
+// of its own on its carrier, the created entry with the lowest ID not on its way out. Every
+// installation reads the others' marks in the read it makes anyway, and reports those whose
+// newest mark is older than the threshold (Silent). Nothing is deleted for it: `release` is a
+// person's decision.
 //
 // An installation that never wrote a mark (a version before marks, or one that writes under
 // --policy=create-only, or holds only adopted entries) is never reported silent.
@@ -28,8 +30,8 @@ const lifeQuarter = 4
 type Life struct {
 	// newest is the newest mark on this installation's entries, "" when none carries one.
 	newest string
-	// carrier is the ID of the entry that carries the mark, carrierHost its lowercase hostname.
-	carrier, carrierHost string
+	// carrier is the ID of the entry a renewal of its own goes on.
+	carrier string
 	// others are the other installations' entries and newest marks, by identity (by cluster
 	// name for entries without one).
 	others map[string]*lifeSeen
@@ -48,7 +50,7 @@ func (l *Life) own(rec *endpoint.Record, v *view) {
 		l.newest = m
 	}
 	if _, marked := v.value(PrefixPending); !marked && !v.has(TagPreExisting) && (l.carrier == "" || rec.ID < l.carrier) {
-		l.carrier, l.carrierHost = rec.ID, strings.ToLower(rec.Hostname)
+		l.carrier = rec.ID
 	}
 }
 
@@ -77,36 +79,67 @@ func (l *Life) other(v *view) {
 	}
 }
 
-// renewal is the mark of life a sync at now writes: the ID of the entry that carries it and
-// the tag; no tag when none is due (the newest mark is younger than a quarter of the
-// threshold, or marks are off), and no ID when the installation has no entry to carry it yet:
-// then the mark goes on the sync's first create (withMark), so that a new installation's first
-// sync writes it with no write of its own.
-func (r *Registry) renewal(now time.Time, st *State) (id, tag string) {
-	l := &st.Life
-	if r.cfg.SilentClusterAfter <= 0 {
-		return "", ""
+// withMark is changes with the mark of life renewed when it is due at now: when no mark of
+// this installation is known (on the router, or written or read by this process: known), or
+// the newest is a quarter of the threshold old. The mark rides on the sync's first create or
+// update of an entry of this installation when it has one; else it is a write of its own on
+// the carrier. A process that knows no mark at all (a mark lost with its entry, then a
+// restart) waits a quarter of the threshold from began, its first decision, before it writes
+// one of its own, so that a restart adds no write a sync would not make anyway. The changes it
+// rides on are copies.
+func (r *Registry) withMark(now time.Time, st *State, known, began string, changes []plan.Change) []plan.Change {
+	quarter := r.cfg.SilentClusterAfter / lifeQuarter
+	if quarter <= 0 {
+		return changes
 	}
-	if t, err := time.Parse(time.RFC3339, l.newest); err == nil && now.Sub(t) < r.cfg.SilentClusterAfter/lifeQuarter {
-		return "", ""
+	newest := max(st.Life.newest, known)
+	if t, err := time.Parse(time.RFC3339, newest); err == nil && now.Sub(t) < quarter {
+		return changes
 	}
-	return l.carrier, PrefixAlive + now.UTC().Format(time.RFC3339)
-}
-
-// withMark is changes with the mark tag on the first create, when there is one; the create is
-// a copy.
-func withMark(changes []plan.Change, tag string) []plan.Change {
+	tag := PrefixAlive + now.UTC().Format(time.RFC3339)
 	for i := range changes {
-		if c := &changes[i]; c.Action == plan.Create {
+		if c := &changes[i]; r.carries(c) {
 			out := slices.Clone(changes)
 			n := *c.New
-			n.Tags = append(slices.Clone(c.New.Tags), tag)
+			n.Tags = endpoint.SortedUnique(append(slices.DeleteFunc(slices.Clone(c.New.Tags), isAlive), tag))
 			out[i].New = &n
 			return out
 		}
 	}
+	if st.Life.carrier == "" {
+		return changes
+	}
+	if t, err := time.Parse(time.RFC3339, began); newest == "" && err == nil && now.Sub(t) < quarter {
+		return changes
+	}
+	for i := range changes {
+		if changes[i].Old != nil && changes[i].Old.ID == st.Life.carrier {
+			return changes // the carrier is written or leaves: the next sync renews
+		}
+	}
+	for i := range st.Owned {
+		if rec := &st.Owned[i]; rec.ID == st.Life.carrier {
+			n := *rec
+			n.Tags = append(slices.DeleteFunc(slices.Clone(rec.Tags), isAlive), tag)
+			return append(changes[:len(changes):len(changes)], plan.Change{Action: plan.Update, Old: rec, New: &n})
+		}
+	}
 	return changes
 }
+
+// carries reports whether c writes an entry of this installation the operator created, which
+// may take the mark along: a create, or an update that is no mark, release or co-owner's write.
+func (r *Registry) carries(c *plan.Change) bool {
+	if (c.Action != plan.Create && c.Action != plan.Update) || c.New == nil || c.New.HasTag(TagPreExisting) {
+		return false
+	}
+	if r.cfg.ClusterID != "" {
+		return c.New.HasTag(IdentityTag(r.cfg.ClusterID))
+	}
+	return c.New.HasTag(r.clusterTag)
+}
+
+func isAlive(t string) bool { return strings.HasPrefix(t, PrefixAlive) }
 
 // SilentCluster is another installation whose newest mark of life is older than the threshold.
 type SilentCluster struct {
@@ -147,4 +180,43 @@ func (s *SilentCluster) ReleaseCommand() string {
 		cmd += " --cluster-id=" + s.ClusterID
 	}
 	return cmd
+}
+
+// lifeMemo is the newest mark of life of this installation that this process read or wrote,
+// and when it made its first decision, both as a mark's text.
+type lifeMemo struct{ newest, began string }
+
+// saw takes a mark read or written.
+func (l *lifeMemo) saw(mark string) {
+	if mark > l.newest {
+		l.newest = mark
+	}
+}
+
+// wrote takes the marks among the writes that went through: results[i] is what became of
+// sent[i].
+func (l *lifeMemo) wrote(sent []plan.Change, results []plan.Result) {
+	for i := range results {
+		if results[i].Err != nil || sent[i].New == nil {
+			continue
+		}
+		for _, t := range sent[i].New.Tags {
+			if m, ok := strings.CutPrefix(t, PrefixAlive); ok {
+				l.saw(m)
+			}
+		}
+	}
+}
+
+// renewalOnly reports whether c only renews a mark of life: an update of the tags whose only
+// difference is the alive: tag. The brake and a twin's dispute hold it, as they hold marks:
+// while a person has to decide, the operator writes nothing it can leave for later.
+func renewalOnly(c *plan.Change) bool {
+	if c.Action != plan.Update || c.Fields() != endpoint.Fields(endpoint.FieldTags) {
+		return false
+	}
+	notAlive := func(t string) bool { return !strings.HasPrefix(t, PrefixAlive) }
+	oldRest := slices.DeleteFunc(slices.Clone(c.Old.Tags), func(t string) bool { return !notAlive(t) })
+	newRest := slices.DeleteFunc(slices.Clone(c.New.Tags), func(t string) bool { return !notAlive(t) })
+	return len(oldRest) == len(newRest) && endpoint.SameUnion(oldRest, newRest)
 }

@@ -17,6 +17,7 @@ type Memory struct {
 	parses  parses
 	merges  merges
 	witness witness
+	life    lifeMemo
 }
 
 // NewMemory returns an empty memory for r's decisions.
@@ -32,6 +33,7 @@ func (m *Memory) Observe(records []endpoint.Record, now time.Time) {
 // Wrote takes what became of a sync's writes: results[i] is what became of sent[i].
 func (m *Memory) Wrote(sent []plan.Change, results []plan.Result) {
 	m.witness.wrote(sent, results)
+	m.life.wrote(sent, results)
 }
 
 // End closes a sync: what it did not meet is forgotten.
@@ -45,6 +47,21 @@ func (m *Memory) Reset() {
 	m.parses.reset()
 	m.merges.reset()
 	m.witness.reset()
+	m.life = lifeMemo{}
+}
+
+// knownMark is the newest mark of life of this installation the memory holds, after taking
+// the one the read st found, and when this process made its first decision (at now, if this
+// is it).
+func (m *Memory) knownMark(st *State, now time.Time) (known, began string) {
+	if m == nil {
+		return "", ""
+	}
+	if m.life.began == "" {
+		m.life.began = now.UTC().Format(time.RFC3339)
+	}
+	m.life.saw(st.Life.newest)
+	return m.life.newest, m.life.began
 }
 
 // begin starts one decision (a sync may decide twice).

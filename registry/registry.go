@@ -205,11 +205,6 @@ func (r *Registry) Decide(now time.Time, records []endpoint.Record, claims []*en
 			settled = m.merges.Settled(w.Endpoints, st)
 		}
 	}
-	renew, renewTag := r.renewal(now, st)
-	if renew != "" && settled[st.Life.carrierHost] {
-		// The mark of life is due: its carrier's hostname is planned, settled or not.
-		delete(settled, st.Life.carrierHost)
-	}
 	toPlan := w.Endpoints
 	if len(settled) > 0 {
 		toPlan = make([]*endpoint.Endpoint, 0, len(w.Endpoints)-len(settled))
@@ -219,10 +214,9 @@ func (r *Registry) Decide(now time.Time, records []endpoint.Record, claims []*en
 			}
 		}
 	}
-	changes := (&plan.Plan{Current: r.current(st, toPlan, settled, renew, renewTag), Desired: toPlan, Policy: r.cfg.Policy}).Calculate()
-	if renew == "" && renewTag != "" {
-		changes = withMark(changes, renewTag)
-	}
+	changes := (&plan.Plan{Current: r.current(st, toPlan, settled), Desired: toPlan, Policy: r.cfg.Policy}).Calculate()
+	known, began := m.knownMark(st, now)
+	changes = r.withMark(now, st, known, began, changes)
 	m.planned(changes)
 	v, problems := r.apply(&changesIn{now: now, st: st, desired: w.Endpoints, read: g.Read, rates: g.Rates}, changes)
 	if len(problems) > 0 {

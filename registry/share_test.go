@@ -311,7 +311,9 @@ func TestMarksOfLife(t *testing.T) {
 		t.Errorf("release command %q", cmd)
 	}
 	// Nothing is deleted for it.
-	if slices.ContainsFunc(d.Changes, func(c plan.Change) bool { return c.Old != nil && strings.Contains(strings.Join(c.Old.Tags, " "), "cluster:a") }) {
+	if slices.ContainsFunc(d.Changes, func(c plan.Change) bool {
+		return c.Old != nil && strings.Contains(strings.Join(c.Old.Tags, " "), "cluster:a")
+	}) {
 		t.Errorf("b writes a's entries: %v", d.Changes)
 	}
 }
@@ -326,3 +328,57 @@ func countMarks(s *server, cluster string) int {
 	return n
 }
 
+// TestAMarkLostWithItsEntryWaitsItsTurn: the entry that carries the mark of life is deleted; the
+// running process remembers the mark it wrote and writes none until the next is due, and a
+// restarted one, which knows no mark, writes one of its own only a quarter of the threshold
+// after it began.
+func TestAMarkLostWithItsEntryWaitsItsTurn(t *testing.T) {
+	r := newRegWith(t, func(c *Config) {
+		c.ClusterName, c.ClusterID, c.SilentClusterAfter, c.GracePeriod = "a", "aaaaaaaa", time.Hour, 0
+	})
+	one, two := claim("one.lan", "apps", "one", "u1", time.Hour, "10.0.0.1"), claim("two.lan", "apps", "two", "u2", time.Hour, "10.0.0.2")
+	srv, mem := &server{}, r.NewMemory()
+	sync := func(now time.Time, m *Memory, eps ...*endpoint.Endpoint) []plan.Change {
+		d := r.Decide(now, srv.entries, eps, Given{Memory: m})
+		srv.apply(d.Changes)
+		if m != nil {
+			results := make([]plan.Result, len(d.Changes))
+			m.Wrote(d.Changes, results)
+			m.End()
+		}
+		return d.Changes
+	}
+	sync(t0, mem, one, two)
+	if countMarks(srv, "a") != 1 {
+		t.Fatalf("entries %v: one mark", srv.entries)
+	}
+	// The carrier goes (one.lan is the first create), then the other stays.
+	carrier := ""
+	for _, e := range srv.entries {
+		if slices.ContainsFunc(e.Tags, func(t string) bool { return strings.HasPrefix(t, PrefixAlive) }) {
+			carrier = e.Hostname
+		}
+	}
+	left := two
+	if carrier == "two.lan" {
+		left = one
+	}
+	for i := range 3 {
+		sync(t0.Add(time.Duration(i+1)*time.Minute), mem, left)
+	}
+	if n := countMarks(srv, "a"); n != 0 || len(srv.entries) != 1 {
+		t.Fatalf("entries %v: the carrier and its mark are gone", srv.entries)
+	}
+	if c := sync(t0.Add(5*time.Minute), mem, left); len(c) != 0 {
+		t.Errorf("the running process writes %v: its mark is not due", c)
+	}
+	// A restart: the new process knows no mark and writes none of its own for a quarter of the
+	// threshold, then one.
+	restarted := r.NewMemory()
+	if c := sync(t0.Add(6*time.Minute), restarted, left); len(c) != 0 {
+		t.Errorf("the restarted process writes %v at once", c)
+	}
+	if c := sync(t0.Add(6*time.Minute+time.Hour/4), restarted, left); len(c) != 1 || countMarks(srv, "a") != 1 {
+		t.Errorf("the restarted process writes %v a quarter of the threshold later: want one mark", c)
+	}
+}

@@ -112,6 +112,7 @@ func (r *Registry) classify(records []endpoint.Record, claims []*endpoint.Endpoi
 	st := &State{Foreign: map[string][]endpoint.Record{}, Unowned: map[string][]endpoint.Record{},
 		Owned: make([]endpoint.Record, 0, len(records)), parser: parser, witness: witness}
 	var open []endpoint.Record
+	marks := r.cfg.SilentClusterAfter > 0
 	for i := range records {
 		rec := &records[i]
 		key := strings.ToLower(rec.Hostname)
@@ -121,12 +122,16 @@ func (r *Registry) classify(records []endpoint.Record, claims []*endpoint.Endpoi
 			st.Unowned[key] = append(st.Unowned[key], *rec)
 		case own:
 			st.Owned = append(st.Owned, *rec)
-			st.Life.own(rec, &p.v)
+			if marks {
+				st.Life.own(rec, &p.v)
+			}
 		case legacy, renamed, namesake:
 			open = append(open, *rec)
 		default:
 			st.Foreign[key] = append(st.Foreign[key], *rec)
-			st.Life.other(&p.v)
+			if marks {
+				st.Life.other(&p.v)
+			}
 			if p.v.has(r.coOwner) {
 				st.CoOwned = append(st.CoOwned, *rec)
 			}

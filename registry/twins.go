@@ -78,7 +78,8 @@ func (t *Twin) Message() string {
 }
 
 // contest drops the writes to contested entries (but a mark lifted), and, while any is in
-// dispute, every mark and every deletion or release at the end of a grace period.
+// dispute, every mark, every deletion or release at the end of a grace period, and every
+// renewal of the mark of life.
 func (r *Registry) contest(in *changesIn, changes []plan.Change) changed {
 	st, disputed := in.st, 0
 	for i := range changes {
@@ -95,7 +96,7 @@ func (r *Registry) contest(in *changesIn, changes []plan.Change) changed {
 		switch {
 		case c.Old != nil && c.Action != plan.Unmark && Contested(st.witness.Strikes(c.Old.ID)):
 			out.held = append(out.held, Held{Change: c, Reason: ReasonTwinInstallation, Contested: true})
-		case c.Action == plan.Mark || retiring(&c):
+		case c.Action == plan.Mark || retiring(&c) || renewalOnly(&c):
 			t.Held++
 			out.held = append(out.held, Held{Change: c, Reason: ReasonTwinInstallation})
 		default:
