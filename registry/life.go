@@ -56,10 +56,12 @@ func (l *Life) own(rec *endpoint.Record, v *view) {
 
 // other takes one entry of another installation, v its tags.
 func (l *Life) other(v *view) {
-	id, _ := v.clusterID()
-	name := ""
-	if names := v.clusterNames(); len(names) > 0 {
-		name = names[0]
+	// As clusterID and clusterNames read them, without building their lists: this runs for
+	// every other cluster's entry at every sync.
+	raw, _ := v.value(PrefixCluster)
+	name, id := splitCluster(raw)
+	if cid, ok := v.value(PrefixClusterID); ok {
+		id = cid
 	}
 	key := id
 	if key == "" {
