@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -380,5 +381,35 @@ func TestAMarkLostWithItsEntryWaitsItsTurn(t *testing.T) {
 	}
 	if c := sync(t0.Add(6*time.Minute+time.Hour/4), restarted, left); len(c) != 1 || countMarks(srv, "a") != 1 {
 		t.Errorf("the restarted process writes %v a quarter of the threshold later: want one mark", c)
+	}
+}
+
+// TestOneClustersBrakeHoldsOnlyItsOwnEntries: cluster a loses every object at once, its shared
+// name among them, and its brake holds; b, which shares the name, goes on writing its own
+// entries of it, and nothing of b's is held or touched by a.
+func TestOneClustersBrakeHoldsOnlyItsOwnEntries(t *testing.T) {
+	s := newSharing(t)
+	s.a.r = newRegWith(t, func(c *Config) {
+		c.ClusterName, c.ClusterID, c.Brake = "a", "aaaaaaaa", Brake{Share: 0.5, Minimum: 3}
+	})
+	s.a.eps = []*endpoint.Endpoint{sharedClaim("ua", "10.0.1.1", true)}
+	for i := range 4 {
+		s.a.eps = append(s.a.eps, claim(fmt.Sprintf("a%d.lan", i), "apps", fmt.Sprintf("a%d", i), fmt.Sprintf("ua%d", i), time.Hour, fmt.Sprintf("10.0.1.%d", 10+i)))
+	}
+	s.b.eps = []*endpoint.Endpoint{sharedClaim("ub", "10.0.2.1", true)}
+	s.settle()
+	s.a.eps = nil
+	d, changes := s.sync(s.a)
+	if d.Braked == nil || len(changes) != 0 {
+		t.Fatalf("a's brake: %+v, changes %v: want it holding everything", d.Braked, changes)
+	}
+	// b moves its address: its own entry is re-pointed, a's stays as the brake holds it.
+	s.b.eps = []*endpoint.Endpoint{sharedClaim("ub", "10.0.2.2", true)}
+	db, cb := s.sync(s.b)
+	if len(db.Held) != 0 || len(cb) != 1 || cb[0].Old == nil || !carriesOwner(cb[0].Old.Tags, "b", "bbbbbbbb") {
+		t.Errorf("b sends %v, holds %v: want its own entry re-pointed, nothing held", cb, db.Held)
+	}
+	if got := s.answers(); !slices.Equal(got, []string{"10.0.1.1", "10.0.2.2"}) {
+		t.Errorf("web.lan answers %v", got)
 	}
 }
