@@ -388,7 +388,7 @@ func (c *Checker) record(n *name, a answer, now time.Time, server string) (chang
 		return changed
 	}
 	changed = c.serverAnswered(server)
-	res := judge(n.host, n.want, n.gone, a)
+	res := judge(n.host, n.want, n.gone, n.beside, a)
 	changed = changed || res.Verdict != n.last.Verdict || !slices.Equal(res.Got, n.last.Got)
 	n.last, n.checked = res, now
 	if !res.Verdict.Bad() {

@@ -22,6 +22,7 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/dnsquery"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
+	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )
 
 // fakeDNS is the router's DNS as the checker's unit tests see it: it serves what a test says,
@@ -700,5 +701,32 @@ func TestNamesThatLeaveWithoutADeleteAreForgotten(t *testing.T) {
 	h.runFor(5 * time.Minute)
 	if h.gauge("missing") != 0 || len(h.dns.questions()) != asked || h.c.State("web.home.arpa").Verdict != Unchecked {
 		t.Fatalf("a released name: gauge %d, %d more questions", h.gauge("missing"), len(h.dns.questions())-asked)
+	}
+}
+
+// TestASharedNameAnswersWithTheOthersAddressesToo: another cluster's line of a shared name
+// carries an address beside this cluster's; the name answers as written while every address of
+// this cluster's answers, whatever the other's lines come to, and is reported when one of this
+// cluster's is missing.
+func TestASharedNameAnswersWithTheOthersAddressesToo(t *testing.T) {
+	web := rec("web", "web.home.arpa", "10.0.0.1")
+	r := after([]endpoint.Record{web}, create(web))
+	r.State = &registry.State{Foreign: map[string][]endpoint.Record{"web.home.arpa": {rec("theirs", "web.home.arpa", "10.0.9.9")}}}
+	h := newTester(t, time.Minute)
+	h.dns.serve("web.home.arpa", "10.0.0.1", "10.0.9.9")
+	h.report(r)
+	h.runFor(DefaultGrace + time.Minute)
+	if a := h.c.State("web.home.arpa"); a.Verdict != Answering || a.Reported {
+		t.Fatalf("with the other cluster's address beside: %+v", a)
+	}
+	h.dns.serve("web.home.arpa", "10.0.0.1") // the other cluster's address leaves before this cluster reads again
+	h.runFor(time.Minute)
+	if a := h.c.State("web.home.arpa"); a.Verdict != Answering {
+		t.Fatalf("the other's address gone: %+v", a)
+	}
+	h.dns.serve("web.home.arpa", "10.0.9.9") // this cluster's address lost
+	h.runFor(DefaultGrace + 2*time.Minute)
+	if a := h.c.State("web.home.arpa"); a.Verdict != Wrong || !a.Reported {
+		t.Fatalf("this cluster's address missing: %+v, want reported wrong", a)
 	}
 }

@@ -22,6 +22,10 @@ type name struct {
 	// alias); gone the addresses its writes took from it that must stop answering. A name
 	// with neither is forgotten.
 	want, gone []netip.Addr
+	// beside: lines other than this cluster's carry the name too (another cluster that shares
+	// it, a hand-made line), whose addresses come and go between this cluster's reads; the name
+	// answers as written when it answers with every address of want.
+	beside bool
 	// refs are the objects that claim the name, for events; a deleted name keeps the last.
 	refs []endpoint.SourceRef
 	// types are the record types asked for: those of want and gone.
@@ -182,7 +186,9 @@ func (w *writes) merge(o writes) {
 // wantOf are the addresses each name should answer with after a sync: every entry this
 // cluster owns (those marked for deletion too, which stay on the router until they go) gives
 // its hostname and each of its aliases its address.
-func wantOf(r *controller.Report) map[string][]netip.Addr {
+//
+// beside are the names among them that lines of others carry too (State.Foreign, Unowned).
+func wantOf(r *controller.Report) (want map[string][]netip.Addr, beside map[string]bool) {
 	out := make(map[string][]netip.Addr, len(r.Entries))
 	for _, recs := range r.Entries {
 		for i := range recs {
@@ -194,7 +200,23 @@ func wantOf(r *controller.Report) map[string][]netip.Addr {
 	for n, addrs := range out {
 		out[n] = sortedUnique(addrs)
 	}
-	return out
+	if st := r.State; st != nil {
+		for _, byHost := range []map[string][]endpoint.Record{st.Foreign, st.Unowned} {
+			for _, recs := range byHost {
+				for i := range recs {
+					for _, p := range pairsOf(&recs[i]) {
+						if _, ours := out[p.name]; ours && !slices.Contains(out[p.name], p.addr) {
+							if beside == nil {
+								beside = map[string]bool{}
+							}
+							beside[p.name] = true
+						}
+					}
+				}
+			}
+		}
+	}
+	return out, beside
 }
 
 // refsOf are the objects that claim each name, as a hostname or an alias.
@@ -215,7 +237,8 @@ func refsOf(r *controller.Report) map[string][]endpoint.SourceRef {
 // are no longer this cluster's and lost nothing by its writes are forgotten.
 func (c *Checker) digest(r *controller.Report, w writes, now time.Time) {
 	if r != nil {
-		want, refs := wantOf(r), refsOf(r)
+		want, beside := wantOf(r)
+		refs := refsOf(r)
 		var fresh []*name
 		for host, addrs := range want {
 			n := c.names[host]
@@ -236,6 +259,7 @@ func (c *Checker) digest(r *controller.Report, w writes, now time.Time) {
 			if rs := refs[host]; len(rs) > 0 {
 				n.refs = rs
 			}
+			n.beside = beside[host]
 		}
 		for host, n := range c.names {
 			if _, ok := want[host]; !ok && len(n.want) > 0 {
