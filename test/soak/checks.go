@@ -51,6 +51,8 @@ const (
 	// sends (its tap saw it) is to an entry of its own identity, or adopts a hand-made one;
 	// it leaves the entry of its own identity, or gives it back; and it names a cluster the
 	// installation runs under. A namesake's entries, which carry its name, are never written.
+	// Sharing is the exception: on another installation's shared line it writes its co-owner
+	// tag and nothing else, and a line of its own it co-owns it hands over to its co-owner.
 	InvOwnWrites = "own-entries-only"
 	// InvRename: a rename keeps the entries: once it settles, every entry the renamed
 	// installation's objects wanted before has the same ID and carries the new name alone.
@@ -130,6 +132,9 @@ type checker struct {
 
 	// lastNS is the namespace a cluster's entries named for a hostname at the last listing.
 	lastNS map[nsKey]nsSeen
+
+	// share is the shared name's availability (InvSharedAvailable).
+	share shareState
 }
 
 type nsKey struct{ cluster, host string }
@@ -239,6 +244,7 @@ func (c *checker) pollHosts(lines map[string][]hostsLine, now time.Time) {
 		}
 	}
 	c.pollBursts(lines, now, restarting)
+	c.pollShared(lines[shareHost], now, restarting)
 }
 
 // endVanish closes a vanishing and reports it with its duration.
@@ -587,6 +593,7 @@ func (c *checker) final(v *view) []Failure {
 		}
 		c.finalHand(h, claims, v, fail)
 	}
+	c.finalCoOwners(v, fail)
 	for _, e := range v.entries {
 		holder := c.holderOf(e)
 		if holder == "" {
@@ -605,6 +612,11 @@ func (c *checker) final(v *view) []Failure {
 // finalHost checks one cluster's entries for one hostname against its claims.
 func (c *checker) finalHost(cluster, h string, mine []*Object, owned []*pb.HostEntry, v *view, fail func(string, string, string, ...any)) {
 	all := v.byHost[h]
+	// The lines another cluster wrote and this one co-owns serve this one's addresses too.
+	coOwned := map[string]bool{}
+	for _, e := range c.coOwnedBy(cluster, all) {
+		coOwned[e.GetIpAddress()] = true
+	}
 	// A name cluster c holds, or one a namesake wrote first, is never this installation's.
 	foreignHeld := c.m.heldBy[h] != "" && c.m.heldBy[h] != cluster
 	for _, e := range all {
@@ -622,7 +634,7 @@ func (c *checker) finalHost(cluster, h string, mine []*Object, owned []*pb.HostE
 		// A hostname without entries goes to the oldest claim with an address; only held
 		// claims ask for nothing.
 		for _, o := range mine {
-			if ips := c.m.ips(o); len(ips) > 0 {
+			if ips := c.m.ips(o); len(ips) > 0 && slices.ContainsFunc(ips, func(ip string) bool { return !coOwned[ip] }) {
 				fail(InvWanted, h, "no entry of cluster %s for %s, which %s wants at %v", cluster, h, o, ips)
 				break
 			}
@@ -676,7 +688,11 @@ func (c *checker) finalHost(cluster, h string, mine []*Object, owned []*pb.HostE
 		got[e.GetIpAddress()] = append(got[e.GetIpAddress()], e)
 	}
 	for _, ip := range sortedKeys(want) {
-		if n := len(got[ip]); n != 1 {
+		n := len(got[ip])
+		if coOwned[ip] {
+			n++
+		}
+		if n != 1 {
 			fail(InvWanted, h, "%d entries of cluster %s for %s at %s, want one for %v: %s", n, cluster, h, ip, want[ip], describe(owned))
 		}
 	}
@@ -686,7 +702,9 @@ func (c *checker) finalHost(cluster, h string, mine []*Object, owned []*pb.HostE
 		}
 	}
 	aliases, kindTags, userTags := []string{}, []string{}, []string{}
+	shared := false
 	for _, o := range holders {
+		shared = shared || o.Shared
 		aliases = append(aliases, o.Aliases...)
 		kindTags = append(kindTags, registry.PrefixKind+string(o.Kind))
 		for _, t := range o.Tags {
@@ -728,6 +746,9 @@ func (c *checker) finalHost(cluster, h string, mine []*Object, owned []*pb.HostE
 		}
 		if cs := clusterNames(tags); len(cs) != 1 {
 			problems = append(problems, fmt.Sprintf("names clusters %v", cs))
+		}
+		if shared && !slices.Contains(tags, registry.TagShared) {
+			problems = append(problems, "lacks "+registry.TagShared+" although its objects share the name")
 		}
 		gotAliases := append([]string(nil), e.GetAliases()...)
 		slices.Sort(gotAliases)

@@ -53,6 +53,10 @@ type driver struct {
 	twinReserved map[string]bool
 	// burstGen numbers the generations of the burst namespace's hostnames.
 	burstGen int
+	// share are a's and b's objects for the shared name, while they exist; shareNotes what
+	// the churn did to them, for the report.
+	share      map[string]*Object
+	shareNotes []string
 }
 
 type pendingAction struct {
@@ -150,13 +154,14 @@ func (d *driver) run(ctx context.Context) error {
 // heal ends every fault at once: what the faults left pending (restarts, a twin away, a
 // healed network, a burst's revert or confirmation) runs now; recreations are dropped, their
 // objects stay deleted, and so are the rename, a twin's going away and a burst if still to
-// come; a rename still to be checked is checked once the world settles.
+// come, and the shared name's moves still to come; a rename still to be checked is checked
+// once the world settles.
 func (d *driver) heal(ctx context.Context) error {
 	pending := d.pending
 	d.pending = nil
 	for _, p := range pending {
 		switch p.name {
-		case "recreated", "freeze", "cluster-rename", "rename-checked", "twin-away", "twin-away-deferred", "burst":
+		case "recreated", "freeze", "cluster-rename", "rename-checked", "twin-away", "twin-away-deferred", "burst", "share-same", "share-move", "share-back":
 			continue
 		}
 		if err := p.do(ctx); err != nil {
@@ -272,7 +277,8 @@ func (d *driver) hostnameOnce(c clusterSpec, ns string) string {
 
 func (d *driver) claimedNames(cluster string, keep func(*Object) bool) []string {
 	var out []string
-	for _, o := range d.objectsOf(cluster, keep) {
+	// The shared name is its two objects' alone.
+	for _, o := range d.objectsOf(cluster, func(o *Object) bool { return !o.Shared && (keep == nil || keep(o)) }) {
 		out = append(out, o.Hosts...)
 	}
 	slices.Sort(out)

@@ -48,7 +48,9 @@ func (c *checker) namesAt(inst string, t time.Time) []string {
 // or not) to InvOwnWrites: an AddHost adds an entry of the sender's identity; an UpdateHost is
 // sent for an entry of the sender's identity or a hand-made one, and leaves it of the sender's
 // identity (or, from its own, given back: hand-made again); a DeleteHost is sent for an entry
-// of the sender's identity; and what it leaves of its own names a cluster it runs under. The
+// of the sender's identity; and what it leaves of its own names a cluster it runs under. On a
+// shared line an UpdateHost may also put the sender's co-owner tag on another installation's
+// line, or take it off, or hand a line of its own over to its first co-owner (sharingWrite). The
 // entry a write was sent for is the version it expected, from the ledger; unseen counts the
 // writes sent for a version the run never saw (the answer that made it was lost), which are
 // held to what they leave alone.
@@ -87,16 +89,19 @@ func (c *checker) checkWrites(l *ledger) (writes map[string]int, unseen []string
 			case before == nil:
 				unseen = append(unseen, fmt.Sprintf("%s by %s for entry %s", w, me, w.id))
 				if c.ownerOfTags(wrote) != mine && !unowned(wrote) {
-					problem = "left an entry " + c.whose(wrote)
+					problem = c.sharingWrite(me, w, nil, wrote)
 				}
 			case c.ownerOfTags(before.GetTags()) == mine:
 				if c.ownerOfTags(wrote) != mine && !unowned(wrote) {
-					problem = "made its own entry " + c.whose(wrote)
+					problem = c.sharingWrite(me, w, before, wrote)
 				}
 			case unowned(before.GetTags()):
 				if c.ownerOfTags(wrote) != mine {
 					problem = "wrote the person's entry without adopting it: it is " + c.whose(wrote)
 				}
+			case c.ownerOfTags(before.GetTags()) != "" && c.ownerOfTags(wrote) == c.ownerOfTags(before.GetTags()):
+				// Another installation's line this one shares: its co-owner tag, and nothing else.
+				problem = c.sharingWrite(me, w, before, wrote)
 			default:
 				problem = "wrote an entry that is " + c.whose(before.GetTags())
 			}

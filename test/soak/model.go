@@ -72,6 +72,9 @@ type Object struct {
 	addressed time.Time
 	// pinned: the churn never touches it (a claim on a name two namesakes share).
 	pinned bool
+	// Shared: it shares its hostnames with other clusters (the shared annotation,
+	// spec.shared on a HostMapping).
+	Shared bool
 }
 
 // key names an object within the world.
@@ -150,6 +153,9 @@ type Model struct {
 	heldBy map[string]string
 	// rename is the run's rename, nil until it happens.
 	rename *renaming
+	// shareWants are the stretches each cluster wanted each address of the shared name, by
+	// "installation|address".
+	shareWants map[string][]interval
 }
 
 // renaming is an installation's rename: its replicas restarted under a new --cluster-name.
@@ -226,7 +232,8 @@ type claimKey struct{ cluster, host, namespace string }
 func newModel() *Model {
 	m := &Model{objects: map[string]*Object{}, gateways: map[string]*Gateway{}, hand: map[string]*HandEntry{},
 		foreign: map[string]*pb.HostEntry{}, epoch: map[string]int{}, claimed: map[string]bool{}, wanting: map[claimKey][]interval{},
-		names: map[string]string{}, ran: map[string][]string{}, heldBy: map[string]string{}, everHad: map[string]map[string]bool{}}
+		names: map[string]string{}, ran: map[string][]string{}, heldBy: map[string]string{}, everHad: map[string]map[string]bool{},
+		shareWants: map[string][]interval{}}
 	for _, c := range clusterSpecs {
 		m.names[c.name], m.ran[c.name] = c.clusterName, []string{c.clusterName}
 		if c.twin != "" {
@@ -410,6 +417,9 @@ func (m *Model) refresh(hosts []string, now time.Time) {
 			if w && (len(iv) == 0 || !iv[len(iv)-1].end.IsZero()) {
 				m.wanting[k] = append(iv, interval{start: now})
 			}
+		}
+		if h == shareHost {
+			m.noteShareWants(now)
 		}
 		if claimed {
 			for _, e := range m.hand {

@@ -61,6 +61,9 @@ func (k *kube) manifest(o *Object) *unstructured.Unstructured {
 	if len(o.Tags) > 0 && o.Kind != KindHostMapping {
 		ann[source.AnnotationTags] = strings.Join(o.Tags, ",")
 	}
+	if o.Shared && o.Kind != KindHostMapping {
+		ann[source.AnnotationShared] = "true"
+	}
 	if o.Grace > 0 {
 		ann[source.AnnotationGracePeriod] = strconv.Itoa(o.Grace)
 	}
@@ -85,6 +88,9 @@ func (k *kube) manifest(o *Object) *unstructured.Unstructured {
 		}
 		if len(o.Tags) > 0 {
 			spec["tags"] = strs(o.Tags)
+		}
+		if o.Shared {
+			spec["shared"] = true
 		}
 	case KindHTTPRoute:
 		spec = map[string]any{"hostnames": strs(o.Hosts), "parentRefs": []any{k.parentRef(o)}}

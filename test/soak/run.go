@@ -117,6 +117,8 @@ type Result struct {
 	LastToSettle string
 	// Bursts say what each hostname-replacement burst was and how it ended.
 	Bursts []string
+	// Shared says what the shared name went through, and its lines at the end.
+	Shared string
 	// history renders the actions behind a failure.
 	history *history
 	Dir     string
@@ -195,6 +197,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := d.burstSeed(ctx); err != nil {
 		return nil, err
 	}
+	if err := d.shareSeed(ctx); err != nil {
+		return nil, err
+	}
 	if err := startInstallations(ctx, w, m, ck, res.history); err != nil {
 		return nil, err
 	}
@@ -210,6 +215,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	d.scheduleRename()
 	d.scheduleBursts()
 	d.scheduleTwinAway()
+	d.scheduleSharing(cfg.Seed)
 	if cfg.Duration >= longRun {
 		d.quietLeaderFrom = start.Add(cfg.Duration * 6 / 10)
 	}
@@ -333,6 +339,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	stopLoops()
 	wg.Wait()
 	ck.closeVanishes(time.Now())
+	ck.closeShareGap(time.Now())
 	end := time.Since(start)
 	for i := range last {
 		last[i].At = end
@@ -346,6 +353,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			f.Detail += dumpFollowed(w, res.Growth)
 			res.Failures = append(res.Failures, *f)
 		}
+	}
+	if entries, err := w.list(ctx); err == nil {
+		res.Shared = d.shareReport(entries)
 	}
 	w.stopOperators()
 	if tr, ok := w.router.(*testRouter); ok {
@@ -554,6 +564,9 @@ func (r *Result) Report(w io.Writer) {
 	}
 	for _, b := range r.Bursts {
 		fmt.Fprintf(w, "  %s\n", b)
+	}
+	if r.Shared != "" {
+		fmt.Fprintf(w, "  shared name %s\n", r.Shared)
 	}
 	if r.Quiet >= 0 {
 		fmt.Fprintf(w, "  quiet window: %d writes in %v; namesakes reported: %s\n", r.Quiet, r.QuietWindow, r.Namesakes)
