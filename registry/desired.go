@@ -96,7 +96,7 @@ func (r *Registry) current(st *State, desired []*endpoint.Endpoint, settled map[
 				c.Trail = v.loan.trail()
 			}
 		} else {
-			c.Keep = coOwners(&v)
+			c.Keep = r.coOwners(&v)
 			c.Pinned = len(c.Keep) > 0
 			if alive, ok := v.value(PrefixAlive); ok {
 				c.Keep = append(c.Keep, PrefixAlive+alive)

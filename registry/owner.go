@@ -83,7 +83,7 @@ func (r *Registry) Ownerships(now time.Time, st *State) map[string]Ownership {
 			if r.classOf(&v) == namesake {
 				o.Class = OwnerNamesake
 			}
-			if recs[i].HasTag(r.coOwner) {
+			if r.hasOwnCoOwner(recs[i].Tags) {
 				o.Class = OwnerCoOwned
 			}
 			if last, ok := silent[o.Cluster+IdentitySeparator+o.ClusterID]; ok {
@@ -103,7 +103,7 @@ func (r *Registry) Ownerships(now time.Time, st *State) map[string]Ownership {
 // ownership is what the operator's tags in v name.
 func (r *Registry) ownership(v *view) Ownership {
 	o := Ownership{Sources: v.values(PrefixSource), Kinds: v.values(PrefixKind), UserTags: v.user, Shared: v.has(TagShared)}
-	for _, t := range coOwners(v) {
+	for _, t := range r.coOwners(v) {
 		o.CoOwners = append(o.CoOwners, strings.TrimPrefix(t, PrefixCoOwner))
 	}
 	o.Namespace, _ = v.value(PrefixNamespace)

@@ -161,10 +161,10 @@ func (r *Registry) Release(records []endpoint.Record) (*Letting, error) {
 			l.Renamed = append(l.Renamed, *rec)
 			continue
 		default:
-			if rec.HasTag(sel.coOwner) {
+			if sel.hasOwnCoOwner(rec.Tags) {
 				// Another cluster's line the cluster co-owns: its tag comes off, the line stays.
 				n := *rec
-				n.Tags = slices.DeleteFunc(slices.Clone(rec.Tags), func(t string) bool { return t == sel.coOwner })
+				n.Tags = slices.DeleteFunc(slices.Clone(rec.Tags), sel.ownCoOwner)
 				l.Changes = append(l.Changes, plan.Change{Action: ActionWithdraw, Old: rec, New: &n})
 			}
 			continue
@@ -172,7 +172,7 @@ func (r *Registry) Release(records []endpoint.Record) (*Letting, error) {
 		c := plan.Change{Action: plan.Delete, Old: rec}
 		if v.has(TagPreExisting) {
 			c = plan.Change{Action: plan.Release, Old: rec, New: released(rec, &v)}
-		} else if co := coOwners(&v); len(co) > 0 {
+		} else if co := sel.coOwners(&v); len(co) > 0 {
 			// A line another cluster wants too goes to it, not away.
 			c = plan.Change{Action: ActionHandOver, Old: rec, New: sel.handedOver(rec, co)}
 		}

@@ -43,6 +43,24 @@ func CoOwnerTag(name, id string) string {
 	return PrefixCoOwner + name + IdentitySeparator + id
 }
 
+// ownCoOwner reports whether t is a co-owner tag of this installation: its identity, under
+// whatever cluster name it wrote it (a rename rewrites it at the next write of the line); its
+// name when it has no identity.
+func (r *Registry) ownCoOwner(t string) bool {
+	v, ok := strings.CutPrefix(t, PrefixCoOwner)
+	if !ok {
+		return false
+	}
+	if r.cfg.ClusterID == "" {
+		return t == r.coOwner
+	}
+	_, id := splitCluster(v)
+	return id == r.cfg.ClusterID
+}
+
+// hasOwnCoOwner reports whether tags carry a co-owner tag of this installation.
+func (r *Registry) hasOwnCoOwner(tags []string) bool { return slices.ContainsFunc(tags, r.ownCoOwner) }
+
 // allShared reports whether every one of recs, other clusters' entries, carries TagShared: the
 // consent of the clusters that wrote them.
 func allShared(recs []endpoint.Record) bool {
@@ -55,11 +73,12 @@ func shares(claimShared bool, theirs []endpoint.Record) bool {
 	return claimShared && len(theirs) > 0 && allShared(theirs)
 }
 
-// coOwners are the co-owner tags on an entry of this cluster, in the entry's order.
-func coOwners(v *view) []string {
+// coOwners are the co-owner tags of other installations on an entry of this cluster, in the
+// entry's order (one of its own, which no write of this version leaves there, is not kept).
+func (r *Registry) coOwners(v *view) []string {
 	var out []string
 	for _, t := range v.op {
-		if strings.HasPrefix(t, PrefixCoOwner) {
+		if strings.HasPrefix(t, PrefixCoOwner) && !r.ownCoOwner(t) {
 			out = append(out, t)
 		}
 	}
@@ -78,7 +97,7 @@ func (r *Registry) coOwned(st *State, desired []*endpoint.Endpoint, settled map[
 			return
 		}
 		seen[rec.ID] = true
-		keep := slices.DeleteFunc(slices.Clone(rec.Tags), func(t string) bool { return t == r.coOwner })
+		keep := slices.DeleteFunc(slices.Clone(rec.Tags), r.ownCoOwner)
 		out = append(out, plan.Current{Record: *rec, Class: plan.CoOwned, Keep: keep, Trail: []string{r.coOwner}})
 	}
 	for _, ep := range desired {
@@ -111,7 +130,7 @@ func (r *Registry) share(in *changesIn, changes []plan.Change) changed {
 		case plan.Update:
 			// This cluster's co-owner tag is never on an entry of its own: an update that puts it on
 			// or takes it off is of another cluster's line.
-			switch had, has := c.Old.HasTag(r.coOwner), c.New.HasTag(r.coOwner); {
+			switch had, has := r.hasOwnCoOwner(c.Old.Tags), r.hasOwnCoOwner(c.New.Tags); {
 			case !had && has:
 				c.Action = ActionCoOwn
 			case had && !has:
@@ -119,7 +138,7 @@ func (r *Registry) share(in *changesIn, changes []plan.Change) changed {
 			}
 		case plan.Delete:
 			if v := in.st.view(c.Old); !v.has(TagPreExisting) {
-				if co := coOwners(&v); len(co) > 0 {
+				if co := r.coOwners(&v); len(co) > 0 {
 					c = plan.Change{Action: ActionHandOver, Old: c.Old, New: r.handedOver(c.Old, co)}
 				}
 			}
@@ -139,7 +158,12 @@ func (r *Registry) handedOver(rec *endpoint.Record, co []string) *endpoint.Recor
 	if id != "" {
 		n.Tags = append(n.Tags, IdentityTag(id))
 	}
-	n.Tags = append(append(n.Tags, TagShared), co[1:]...)
+	n.Tags = append(n.Tags, TagShared)
+	for _, t := range co[1:] {
+		if _, other := splitCluster(strings.TrimPrefix(t, PrefixCoOwner)); t != co[0] && (id == "" || other != id) {
+			n.Tags = append(n.Tags, t)
+		}
+	}
 	n.Aliases = nil
 	n.Comment = commentPrefix + "handed over by cluster " + r.cfg.ClusterName
 	return &n

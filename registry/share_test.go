@@ -413,3 +413,24 @@ func TestOneClustersBrakeHoldsOnlyItsOwnEntries(t *testing.T) {
 		t.Errorf("web.lan answers %v", got)
 	}
 }
+
+// TestARenamedCoOwnerRewritesItsTag: a co-owner's tag is its identity's under whatever name it
+// had: renamed, it rewrites its tag on the line in one update, and a hand-over then goes to it
+// under its new name.
+func TestARenamedCoOwnerRewritesItsTag(t *testing.T) {
+	s := newSharing(t)
+	s.a.eps = []*endpoint.Endpoint{sharedClaim("ua", "10.0.0.5", true)}
+	s.b.eps = []*endpoint.Endpoint{sharedClaim("ub", "10.0.0.5", true)}
+	s.settle()
+	s.b.r = newRegWith(t, func(c *Config) { c.ClusterName, c.ClusterID = "b2", "bbbbbbbb" })
+	_, changes := s.sync(s.b)
+	if len(changes) != 1 || changes[0].Old.HasTag(CoOwnerTag("b2", "bbbbbbbb")) || !changes[0].New.HasTag(CoOwnerTag("b2", "bbbbbbbb")) ||
+		changes[0].New.HasTag(CoOwnerTag("b", "bbbbbbbb")) {
+		t.Fatalf("the renamed co-owner sends %v: want its tag rewritten in one update", changes)
+	}
+	s.a.eps = nil
+	s.settle()
+	if len(s.srv.entries) != 1 || !carriesOwner(s.srv.entries[0].Tags, "b2", "bbbbbbbb") {
+		t.Errorf("entries %v: the line handed to b2", s.srv.entries)
+	}
+}

@@ -132,7 +132,7 @@ func (r *Registry) classify(records []endpoint.Record, claims []*endpoint.Endpoi
 			if marks {
 				st.Life.other(&p.v)
 			}
-			if p.v.has(r.coOwner) {
+			if r.hasOwnCoOwner(p.v.op) {
 				st.CoOwned = append(st.CoOwned, *rec)
 			}
 		}
