@@ -303,7 +303,9 @@ func TestMarksOfLife(t *testing.T) {
 		t.Errorf("silent %+v at exactly the threshold", d.Silent)
 	}
 	now = last.Add(after + time.Minute)
-	d := b.r.Decide(now, srv.entries, b.eps, Given{})
+	// An installation that never wrote a mark (an earlier version's) is never reported.
+	unmarked := endpoint.Record{ID: "00OLD", Hostname: "old.lan", IP: "10.9.9.9", Version: "1", Tags: []string{"k8s-operator", "cluster:old", "cluster-id:0000aaaa"}}
+	d := b.r.Decide(now, append(slices.Clone(srv.entries), unmarked), b.eps, Given{})
 	want := []SilentCluster{{Cluster: "a", ClusterID: "aaaaaaaa", Entries: 2, LastSeen: last}}
 	if !slices.Equal(d.Silent, want) {
 		t.Errorf("silent %+v, want %+v", d.Silent, want)
