@@ -436,3 +436,24 @@ func TestARenamedCoOwnerRewritesItsTag(t *testing.T) {
 		t.Errorf("entries %v: the line handed to b2", s.srv.entries)
 	}
 }
+
+// TestSharingCannotBeForgedWithTags: an object's own tags cannot give consent or co-ownership:
+// shared:, co-owner: and alive: are reserved, dropped with a problem, and a claim that carries
+// them without the opt-in stays a conflict on another cluster's shared name.
+func TestSharingCannotBeForgedWithTags(t *testing.T) {
+	for _, tag := range []string{TagShared, CoOwnerTag("b", "bbbbbbbb"), PrefixAlive + "2026-11-28T00:00:00Z"} {
+		if CheckUserTag(tag) == nil {
+			t.Errorf("%s is not reserved", tag)
+		}
+	}
+	s := newSharing(t)
+	s.a.eps = []*endpoint.Endpoint{sharedClaim("ua", "10.0.0.5", true)}
+	s.settle()
+	forged := sharedClaim("ub", "10.0.0.5", false)
+	forged.Tags = []string{TagShared, CoOwnerTag("b", "bbbbbbbb")}
+	s.b.eps = []*endpoint.Endpoint{forged}
+	d, changes := s.sync(s.b)
+	if len(changes) != 0 || len(d.Conflicts) != 1 || len(d.Problems) != 2 {
+		t.Errorf("a forged claim: changes %v, conflicts %+v, problems %+v; want nothing written, one conflict, both tags dropped", changes, d.Conflicts, d.Problems)
+	}
+}
