@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/router-hosts-operator/router-hosts-operator/api/v1alpha1"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
@@ -18,7 +20,7 @@ import (
 )
 
 func base() Settings {
-	return Settings{Config: registry.Config{ClusterName: "flags", DefaultTags: []string{"flag-tag"}, GracePeriod: 5 * time.Minute, Policy: plan.PolicySync,
+	return Settings{Config: registry.Config{ClusterName: "flags", DefaultTags: []string{"flag-tag"}, GracePeriod: 5 * time.Minute, Policy: plan.PolicySync, SilentClusterAfter: 168 * time.Hour,
 		Budgets: registry.DefaultBudgets()},
 		IPResolution: []source.Strategy{{Kind: source.StrategyIngressStatus}}, Interval: time.Minute,
 		Endpoint: "flags.lan:50051", TLSFiles: true, VerifyDNS: "flags.lan:53",
@@ -164,6 +166,20 @@ func TestMerge(t *testing.T) {
 			}},
 		{name: "verifyDNS: not host:port", spec: &v1alpha1.RouterHostsConfigSpec{Server: &v1alpha1.ServerSpec{Endpoint: "r:1", VerifyDNS: "router.lan"}},
 			err: "spec.server.verifyDNS"},
+		{name: "ownership: silentClusterAfter wins over the flag", spec: &v1alpha1.RouterHostsConfigSpec{Ownership: &v1alpha1.OwnershipSpec{SilentClusterAfter: &metav1.Duration{Duration: 72 * time.Hour}}},
+			check: func(t *testing.T, s Settings) {
+				if s.SilentClusterAfter != 72*time.Hour {
+					t.Errorf("silentClusterAfter %s, want 72h", s.SilentClusterAfter)
+				}
+			}},
+		{name: "ownership: left out, the flag's", spec: &v1alpha1.RouterHostsConfigSpec{Ownership: &v1alpha1.OwnershipSpec{}},
+			check: func(t *testing.T, s Settings) {
+				if s.SilentClusterAfter != base().SilentClusterAfter {
+					t.Errorf("silentClusterAfter %s, want the flag's %s", s.SilentClusterAfter, base().SilentClusterAfter)
+				}
+			}},
+		{name: "ownership: a negative silentClusterAfter", spec: &v1alpha1.RouterHostsConfigSpec{Ownership: &v1alpha1.OwnershipSpec{SilentClusterAfter: &metav1.Duration{Duration: -time.Hour}}},
+			err: "spec.ownership.silentClusterAfter"},
 		{name: "tenancy: a bad pattern", spec: &v1alpha1.RouterHostsConfigSpec{Tenancy: &v1alpha1.TenancySpec{AdoptionNamespaces: []string{"["}}}, err: "spec.tenancy"},
 		{name: "tenancy: a maximum below the grace period", spec: &v1alpha1.RouterHostsConfigSpec{Tenancy: &v1alpha1.TenancySpec{MaxGracePeriodSeconds: i64(60)}},
 			err: "above the maximum grace period"},
