@@ -67,6 +67,9 @@ type Current struct {
 	// Pinned: another cluster wants the entry's line too, so it is never re-pointed to another
 	// address (the registry hands it over instead of deleting it).
 	Pinned bool
+	// Yields: a co-owned line of the same address is older; this created entry doubles it, and
+	// never serves its address (a duplicate, deleted at once).
+	Yields bool
 }
 
 // Plan is the input of one calculation.
@@ -151,7 +154,7 @@ func planHostname(ep *endpoint.Endpoint, recs []*Current, policy Policy) []Chang
 	used := make(map[*Current]bool, len(recs))
 	for _, class := range []Class{Adopted, Created, CoOwned, Unowned} {
 		for _, c := range recs {
-			if c.Class == class && !used[c] && assigned[c.IP] == nil && slices.Contains(ep.Targets, c.IP) {
+			if c.Class == class && !used[c] && !c.Yields && assigned[c.IP] == nil && slices.Contains(ep.Targets, c.IP) {
 				assigned[c.IP], used[c] = c, true
 			}
 		}
@@ -170,7 +173,7 @@ func planHostname(ep *endpoint.Endpoint, recs []*Current, policy Policy) []Chang
 			if len(missing) == 0 {
 				break
 			}
-			if c.Class == class && !used[c] && !c.Pinned {
+			if c.Class == class && !used[c] && !c.Pinned && !c.Yields {
 				assigned[missing[0]], used[c] = c, true
 				missing = missing[1:]
 			}

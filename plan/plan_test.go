@@ -207,6 +207,8 @@ func TestCoOwnedLines(t *testing.T) {
 	}
 	pinned := cur("1", "a.lan", "10.0.0.1", "k8s-operator", "co-owner:b@12345678")
 	pinned.Keep, pinned.Pinned = []string{"co-owner:b@12345678"}, true
+	yielding := cur("2", "a.lan", "10.0.0.1")
+	yielding.Yields = true
 	tests := []struct {
 		name    string
 		current []Current
@@ -227,6 +229,9 @@ func TestCoOwnedLines(t *testing.T) {
 			[]string{"update a.lan 10.0.0.1→10.0.0.1 9 tags"}},
 		{"a created line another cluster co-owns keeps its tag",
 			[]Current{pinned}, []*endpoint.Endpoint{ep("a.lan", "10.0.0.1")}, nil},
+		{"a created line that yields to an older co-owned line of its address is a duplicate: the co-owned line serves, gains the tag",
+			[]Current{yielding, coOwned("10.0.0.1", "k8s-operator", "cluster:a")}, []*endpoint.Endpoint{ep("a.lan", "10.0.0.1")},
+			[]string{"delete a.lan 10.0.0.1 2 duplicate", "update a.lan 10.0.0.1→10.0.0.1 9 tags"}},
 		{"a pinned line is not re-pointed: the new address is created, the line deleted (the registry hands it over)",
 			[]Current{pinned}, []*endpoint.Endpoint{ep("a.lan", "10.0.0.2")},
 			[]string{"delete a.lan 10.0.0.1 1", "create a.lan 10.0.0.2"}},

@@ -80,9 +80,12 @@ type Problem struct {
 // adoption candidate, its tags and the record adopting it would write.
 //
 // A created entry keeps the co-owner tags of the clusters that want its line too (it is then
-// pinned to its address) and its mark of life. The other clusters' lines this cluster co-owns come after (coOwned).
+// pinned to its address) and its mark of life. The other clusters' lines this cluster co-owns
+// come after (coOwned); a created entry that doubles an older one of them yields to it
+// (sharedTwin).
 func (r *Registry) current(st *State, desired []*endpoint.Endpoint, settled map[string]bool) []plan.Current {
 	out := make([]plan.Current, 0, max(len(st.Owned)-len(settled), 0))
+	shared := r.sharedHosts(st, desired)
 	for i := range st.Owned {
 		rec := st.Owned[i]
 		if len(settled) > 0 && settled[strings.ToLower(rec.Hostname)] {
@@ -98,6 +101,7 @@ func (r *Registry) current(st *State, desired []*endpoint.Endpoint, settled map[
 		} else {
 			c.Keep = r.coOwners(&v)
 			c.Pinned = len(c.Keep) > 0
+			c.Yields = shared[strings.ToLower(rec.Hostname)] && sharedTwin(st, &st.Owned[i])
 			if alive, ok := v.value(PrefixAlive); ok {
 				c.Keep = append(c.Keep, PrefixAlive+alive)
 			}

@@ -156,6 +156,9 @@ func (r *Registry) resolveOpen(st *State, open []endpoint.Record, claimed func(u
 		st.Namesakes = tally(st.Namesakes, id, kin || slices.ContainsFunc(uids, claimed))
 		key := strings.ToLower(rec.Hostname)
 		st.Foreign[key] = append(st.Foreign[key], rec)
+		if r.hasOwnCoOwner(p.v.op) {
+			st.CoOwned = append(st.CoOwned, rec)
+		}
 	}
 	byID := func(a, b Namesake) int { return strings.Compare(a.ID, b.ID) }
 	slices.SortFunc(st.Namesakes, byID)
@@ -177,6 +180,9 @@ func (r *Registry) resolveOpen(st *State, open []endpoint.Record, claimed func(u
 			}
 			key := strings.ToLower(rec.Hostname)
 			st.Foreign[key] = append(st.Foreign[key], rec)
+			if r.hasOwnCoOwner(p.v.op) {
+				st.CoOwned = append(st.CoOwned, rec)
+			}
 		}
 	}
 }

@@ -119,6 +119,39 @@ func (r *Registry) coOwned(st *State, desired []*endpoint.Endpoint, settled map[
 	return out
 }
 
+// sharedHosts are the lowercase hostnames of desired that are shared and that other clusters
+// have entries of: where this cluster may co-own their lines. Nil when there are none.
+func (r *Registry) sharedHosts(st *State, desired []*endpoint.Endpoint) map[string]bool {
+	if len(st.Foreign) == 0 {
+		return nil
+	}
+	var out map[string]bool
+	for _, ep := range desired {
+		if ep.Shared && len(st.Foreign[ep.Hostname]) > 0 {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[ep.Hostname] = true
+		}
+	}
+	return out
+}
+
+// sharedTwin reports whether another cluster's shared line of rec's hostname and address is
+// older than rec. The server refuses a second line of one address and hostname only on
+// AddHost: two clusters that put one address on a shared name in one moment (one re-pointing
+// an entry, which UpdateHost lets through) both hold a line of it. Both decide alike from the
+// IDs (ULIDs, which sort by the time the server made them): the older line stays and the
+// other's cluster co-owns it, deleting its own at once, since the address stays served.
+func sharedTwin(st *State, rec *endpoint.Record) bool {
+	for _, f := range st.Foreign[strings.ToLower(rec.Hostname)] {
+		if f.IP == rec.IP && f.ID < rec.ID && f.HasTag(TagShared) && !f.HasTag(TagPreExisting) {
+			return true
+		}
+	}
+	return false
+}
+
 // share names the plan's writes that sharing makes: an update of another cluster's line is
 // the co-owner tag put on (co-own) or taken off (withdraw); a delete of a line of this cluster
 // another cluster co-owns is its hand-over to that cluster, at once, since the line still
@@ -137,7 +170,8 @@ func (r *Registry) share(in *changesIn, changes []plan.Change) changed {
 				c.Action = ActionWithdraw
 			}
 		case plan.Delete:
-			if v := in.st.view(c.Old); !v.has(TagPreExisting) {
+			// A duplicate's address stays served by the line it doubles: it simply goes.
+			if v := in.st.view(c.Old); !c.Duplicate && !v.has(TagPreExisting) {
 				if co := r.coOwners(&v); len(co) > 0 {
 					c = plan.Change{Action: ActionHandOver, Old: c.Old, New: r.handedOver(c.Old, co)}
 				}

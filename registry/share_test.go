@@ -457,3 +457,58 @@ func TestSharingCannotBeForgedWithTags(t *testing.T) {
 		t.Errorf("a forged claim: changes %v, conflicts %+v, problems %+v; want nothing written, one conflict, both tags dropped", changes, d.Conflicts, d.Problems)
 	}
 }
+
+// TestTwoLinesOfOneSharedAddressEndAsOne: two clusters put one address on a shared name in one
+// moment (one re-pointed an entry, which UpdateHost lets through), so the router holds two
+// lines of it. Both decide alike: the older line stays and is co-owned, the newer goes at once,
+// and the address answers throughout.
+func TestTwoLinesOfOneSharedAddressEndAsOne(t *testing.T) {
+	for _, older := range []string{"a", "b"} {
+		t.Run(older+"'s line is older", func(t *testing.T) {
+			s := newSharing(t)
+			s.a.eps = []*endpoint.Endpoint{sharedClaim("ua", "10.0.0.5", true)}
+			s.b.eps = []*endpoint.Endpoint{sharedClaim("ub", "10.0.0.5", true)}
+			line := func(id, cluster, cid, uid string) endpoint.Record {
+				return endpoint.Record{ID: id, Hostname: "web.lan", IP: "10.0.0.5", Version: "1",
+					Tags: []string{"cluster-id:" + cid, "cluster:" + cluster, "k8s-operator", "kind:Ingress", "namespace:apps", TagShared, "source:" + uid}}
+			}
+			aID, bID := "01A", "01B"
+			if older == "b" {
+				aID, bID = "01B", "01A"
+			}
+			s.srv.entries = []endpoint.Record{line(aID, "a", "aaaaaaaa", "ua"), line(bID, "b", "bbbbbbbb", "ub")}
+			for range 4 {
+				for _, in := range []*installation{s.a, s.b} {
+					s.sync(in)
+					if got := s.answers(); len(got) == 0 {
+						t.Fatalf("after a sync of %s web.lan answers nothing", in.name)
+					}
+				}
+			}
+			if len(s.srv.entries) != 1 || s.srv.entries[0].ID != "01A" || len(s.srv.entries[0].Tags) != 8 {
+				t.Errorf("entries %v: want the older line alone, co-owned by the other", s.srv.entries)
+			}
+		})
+	}
+}
+
+// TestANamesakesLineIsWithdrawnFrom: the cluster whose line this cluster co-owns takes this
+// cluster's name (a namesake); the co-owner tag is still found, and taken off when the address
+// is no longer wanted.
+func TestANamesakesLineIsWithdrawnFrom(t *testing.T) {
+	s := newSharing(t)
+	s.a.eps = []*endpoint.Endpoint{sharedClaim("ua", "10.0.0.5", true)}
+	s.b.eps = []*endpoint.Endpoint{sharedClaim("ub", "10.0.0.5", true)}
+	s.sync(s.b)
+	s.settle()
+	s.b.r = newRegWith(t, func(c *Config) { c.ClusterName, c.ClusterID = "a", "bbbbbbbb" })
+	s.settle()
+	if len(s.srv.entries) != 1 || !s.srv.entries[0].HasTag(CoOwnerTag("a", "aaaaaaaa")) {
+		t.Fatalf("entries %v: want b's line, renamed a, co-owned by a", s.srv.entries)
+	}
+	s.a.eps = nil
+	s.settle()
+	if len(s.srv.entries) != 1 || slices.ContainsFunc(s.srv.entries[0].Tags, func(t string) bool { return strings.HasPrefix(t, PrefixCoOwner) }) {
+		t.Errorf("entries %v: a's co-owner tag must come off", s.srv.entries)
+	}
+}
