@@ -166,7 +166,9 @@ func planHostname(ep *endpoint.Endpoint, recs []*Current, policy Policy) []Chang
 		}
 	}
 	for _, class := range []Class{Adopted, Unowned, Created} {
-		if class != Unowned && !policy.allowsUpdates() {
+		if class != Unowned && (!policy.allowsUpdates() || ep.Shared) {
+			// A shared hostname's entries are never re-pointed: another cluster may put the
+			// address on the name in the same moment, and only AddHost refuses a second line.
 			continue
 		}
 		for _, c := range recs {
@@ -179,7 +181,7 @@ func planHostname(ep *endpoint.Endpoint, recs []*Current, policy Policy) []Chang
 			}
 		}
 	}
-	if policy.allowsUpdates() && policy.allowsDeletes() {
+	if policy.allowsUpdates() && policy.allowsDeletes() && !ep.Shared {
 		for _, c := range recs {
 			if c.Class != Adopted || used[c] {
 				continue

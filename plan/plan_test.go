@@ -195,6 +195,12 @@ func TestAdoptionKeepsUserTagsInOrderAheadOfOwnership(t *testing.T) {
 	}
 }
 
+func sharedEp(host string, ips ...string) *endpoint.Endpoint {
+	e := ep(host, ips...)
+	e.Shared = true
+	return e
+}
+
 // TestCoOwnedLines: another cluster's line of a shared hostname serves the address this cluster
 // wants, gains this cluster's co-owner tag and nothing else, is never re-pointed or deleted, and
 // loses the tag when the address is no longer wanted; a created line another cluster co-owns
@@ -232,6 +238,9 @@ func TestCoOwnedLines(t *testing.T) {
 		{"a created line that yields to an older co-owned line of its address is a duplicate: the co-owned line serves, gains the tag",
 			[]Current{yielding, coOwned("10.0.0.1", "k8s-operator", "cluster:a")}, []*endpoint.Endpoint{ep("a.lan", "10.0.0.1")},
 			[]string{"delete a.lan 10.0.0.1 2 duplicate", "update a.lan 10.0.0.1→10.0.0.1 9 tags"}},
+		{"a shared hostname's entry is not re-pointed: the new address is created (AddHost refuses a double), the old deleted",
+			[]Current{cur("3", "a.lan", "10.0.0.1")}, []*endpoint.Endpoint{sharedEp("a.lan", "10.0.0.2")},
+			[]string{"delete a.lan 10.0.0.1 3", "create a.lan 10.0.0.2"}},
 		{"a pinned line is not re-pointed: the new address is created, the line deleted (the registry hands it over)",
 			[]Current{pinned}, []*endpoint.Endpoint{ep("a.lan", "10.0.0.2")},
 			[]string{"delete a.lan 10.0.0.1 1", "create a.lan 10.0.0.2"}},

@@ -405,13 +405,14 @@ func TestOneClustersBrakeHoldsOnlyItsOwnEntries(t *testing.T) {
 	if d.Braked == nil || len(changes) != 0 {
 		t.Fatalf("a's brake: %+v, changes %v: want it holding everything", d.Braked, changes)
 	}
-	// b moves its address: its own entry is re-pointed, a's stays as the brake holds it.
+	// b moves its address: it creates the new one and marks its old entry (a shared hostname's
+	// entries are never re-pointed); a's stays as the brake holds it.
 	s.b.eps = []*endpoint.Endpoint{sharedClaim("ub", "10.0.2.2", true)}
 	db, cb := s.sync(s.b)
-	if len(db.Held) != 0 || len(cb) != 1 || cb[0].Old == nil || !carriesOwner(cb[0].Old.Tags, "b", "bbbbbbbb") {
-		t.Errorf("b sends %v, holds %v: want its own entry re-pointed, nothing held", cb, db.Held)
+	if len(db.Held) != 0 || len(cb) != 2 || cb[0].Action != plan.Mark || !carriesOwner(cb[0].Old.Tags, "b", "bbbbbbbb") || cb[1].Action != plan.Create {
+		t.Errorf("b sends %v, holds %v: want its old entry marked and the new address created, nothing held", cb, db.Held)
 	}
-	if got := s.answers(); !slices.Equal(got, []string{"10.0.1.1", "10.0.2.2"}) {
+	if got := s.answers(); !slices.Equal(got, []string{"10.0.1.1", "10.0.2.1", "10.0.2.2"}) {
 		t.Errorf("web.lan answers %v", got)
 	}
 }
