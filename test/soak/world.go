@@ -44,7 +44,7 @@ type clusterSpec struct {
 	// gateways are the names of its Gateways, in its first namespace.
 	gateways []string
 	// quiet are namespaces of its cluster the churn never creates objects in: a's burst
-	// namespace, the twins' shared one.
+	// namespace, the twins' shared one, a's and b's namespaces of the shared name.
 	quiet []string
 	// twin names the pair an installation belongs to when it shares its identity with another
 	// ("" for none); static is its --ip-resolution=static address, which an object both twins
@@ -68,8 +68,9 @@ type clusterSpec struct {
 // address of its own.
 var clusterSpecs = []clusterSpec{
 	{name: "a", clusterName: "a", namespaces: []string{"a1", "a2", "a3"}, replicas: 2, lease: "soak-a", leaderElect: true, gateways: []string{"gw-1", "gw-2"},
-		quiet: []string{burstNamespace}},
-	{name: "b", clusterName: "b", namespaces: []string{"b1", "b2"}, replicas: 1, lease: "soak-b", faultyNet: true, gateways: []string{"gw-1"}},
+		quiet: []string{burstNamespace, shareNamespace("a")}},
+	{name: "b", clusterName: "b", namespaces: []string{"b1", "b2"}, replicas: 1, lease: "soak-b", faultyNet: true, gateways: []string{"gw-1"},
+		quiet: []string{shareNamespace("b")}},
 	{name: "n", clusterName: "a", apiserver: 1, namespaces: []string{"a1", "a2"}, replicas: 1, lease: "soak-a", gateways: []string{"gw-1"}},
 	{name: "t1", clusterName: twinPair, namespaces: []string{"t1"}, replicas: 1, lease: "soak-t", quiet: []string{twinSharedNamespace}, twin: twinPair, static: "10.77.20.201"},
 	{name: "t2", clusterName: twinPair, namespaces: []string{"t2"}, replicas: 1, lease: "soak-t", quiet: []string{twinSharedNamespace}, twin: twinPair, static: "10.77.20.202"},
