@@ -19,9 +19,9 @@ func shareTags(id, cluster, ns, uid string, more ...string) []string {
 // own co-owner tag and nothing else; a line of its own it hands over to its first co-owner.
 func TestSharingWrites(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	aLine := &pb.HostEntry{Id: "sa", Hostname: shareHost, IpAddress: "10.0.0.9", Version: "1", Tags: shareTags(idA, "a", "a1", "u-a")}
+	aLine := &pb.HostEntry{Id: "sa", Hostname: shareHost, IpAddress: "10.0.0.9", Version: "1", Tags: shareTags(idA, "a", shareNamespace("a"), "u-a")}
 	coOwned := &pb.HostEntry{Id: "sa", Hostname: shareHost, IpAddress: "10.0.0.9", Version: "2",
-		Tags: shareTags(idA, "a", "a1", "u-a", "co-owner:b@"+idB)}
+		Tags: shareTags(idA, "a", shareNamespace("a"), "u-a", "co-owner:b@"+idB)}
 	unshared := &pb.HostEntry{Id: "ua", Hostname: "web.lan", IpAddress: "10.0.0.1", Version: "1", Tags: ownTags(idA, "a")}
 	v := func(s string) *string { return &s }
 	update := func(inst string, before *pb.HostEntry, tags []string) *write {
@@ -75,10 +75,10 @@ func TestSharingWrites(t *testing.T) {
 func TestSharedAvailable(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	line := func(ip string, tags ...string) hostsLine { return hostsLine{IP: ip, Hostname: shareHost, Tags: tags} }
-	aOwn := line("10.0.0.9", shareTags(idA, "a", "a1", "u-a")...)
-	aCoOwnedByB := line("10.0.0.9", shareTags(idA, "a", "a1", "u-a", "co-owner:b@"+idB)...)
+	aOwn := line("10.0.0.9", shareTags(idA, "a", shareNamespace("a"), "u-a")...)
+	aCoOwnedByB := line("10.0.0.9", shareTags(idA, "a", shareNamespace("a"), "u-a", "co-owner:b@"+idB)...)
 	bHandedOver := line("10.0.0.9", "k8s-operator", "cluster:b", "cluster-id:"+idB, "shared:true")
-	bOwn := line("10.0.1.9", shareTags(idB, "b", "b1", "u-b")...)
+	bOwn := line("10.0.1.9", shareTags(idB, "b", shareNamespace("b"), "u-b")...)
 	for _, tc := range []struct {
 		name string
 		// bIP is b's address; aGoes whether a's object goes between the polls.
@@ -126,7 +126,7 @@ func TestSharedAvailable(t *testing.T) {
 func TestSharedAtRest(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	line := func(tags ...string) *pb.HostEntry {
-		return &pb.HostEntry{Id: "sa", Hostname: shareHost, IpAddress: "10.0.0.9", Version: "3", Comment: proto.String("router-hosts-operator: HostMapping a1/share-a"),
+		return &pb.HostEntry{Id: "sa", Hostname: shareHost, IpAddress: "10.0.0.9", Version: "3", Comment: proto.String("router-hosts-operator: HostMapping a-share/share-a"),
 			Tags: tags}
 	}
 	for _, tc := range []struct {
@@ -137,13 +137,13 @@ func TestSharedAtRest(t *testing.T) {
 		e      *pb.HostEntry
 		want   string
 	}{
-		{"b co-owns a's line", "10.0.0.9", true, line(shareTags(idA, "a", "a1", "u-a", "co-owner:b@"+idB)...), ""},
-		{"b wants a's address and does not co-own it", "10.0.0.9", true, line(shareTags(idA, "a", "a1", "u-a")...), InvWanted},
-		{"b co-owns a's line it no longer wants", "", true, line(shareTags(idA, "a", "a1", "u-a", "co-owner:b@"+idB)...), InvUnwanted},
-		{"b's co-owner tag under its old name", "10.0.0.9", true, line(shareTags(idA, "a", "a1", "u-a", "co-owner:b-old@"+idB)...), InvWanted},
-		{"b's co-owner tag twice", "10.0.0.9", true, line(shareTags(idA, "a", "a1", "u-a", "co-owner:b@"+idB, "co-owner:b@"+idB)...), InvWanted},
-		{"a's line not handed over", "10.0.0.9", false, line(shareTags(idA, "a", "a1", "u-a", "co-owner:b@"+idB)...), InvUnwanted},
-		{"a's entry without shared:true", "", true, line("cluster:a", "cluster-id:"+idA, "k8s-operator", "kind:HostMapping", "namespace:a1", "source:u-a"), InvWanted},
+		{"b co-owns a's line", "10.0.0.9", true, line(shareTags(idA, "a", shareNamespace("a"), "u-a", "co-owner:b@"+idB)...), ""},
+		{"b wants a's address and does not co-own it", "10.0.0.9", true, line(shareTags(idA, "a", shareNamespace("a"), "u-a")...), InvWanted},
+		{"b co-owns a's line it no longer wants", "", true, line(shareTags(idA, "a", shareNamespace("a"), "u-a", "co-owner:b@"+idB)...), InvUnwanted},
+		{"b's co-owner tag under its old name", "10.0.0.9", true, line(shareTags(idA, "a", shareNamespace("a"), "u-a", "co-owner:b-old@"+idB)...), InvWanted},
+		{"b's co-owner tag twice", "10.0.0.9", true, line(shareTags(idA, "a", shareNamespace("a"), "u-a", "co-owner:b@"+idB, "co-owner:b@"+idB)...), InvWanted},
+		{"a's line not handed over", "10.0.0.9", false, line(shareTags(idA, "a", shareNamespace("a"), "u-a", "co-owner:b@"+idB)...), InvUnwanted},
+		{"a's entry without shared:true", "", true, line("cluster:a", "cluster-id:"+idA, "k8s-operator", "kind:HostMapping", "namespace:"+shareNamespace("a"), "source:u-a"), InvWanted},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := newModel()
