@@ -37,7 +37,9 @@ func TestChangesReachTheRouterWhileStatusesArePending(t *testing.T) {
 	done := make(chan struct{})
 	go func() { _ = h.ctrl.Run(ctx); close(done) }()
 	defer func() { cancel(); <-done }()
-	waitFor(t, 30*time.Second, func() bool { return h.srv.Store().Len() == n })
+	// The router holds every entry a moment before the sync's report hands the statuses to the
+	// writer, so wait for both.
+	waitFor(t, 30*time.Second, func() bool { return h.srv.Store().Len() == n && h.status.Pending() > 0 })
 
 	// Watch hm-7's status from here on: every version of it the writer produces.
 	hm7 := h.getHM("hm-7")
