@@ -129,12 +129,16 @@ func tally(ns []Namesake, id string, kin bool) []Namesake {
 //     takeUpPerSync at a time, after every other change);
 //   - one with this identity under another name that is marked for deletion is this
 //     cluster's: renamed on its way out, it goes as marked;
+//   - one with this identity under another name that names no object (a line another cluster
+//     handed over to this one before its rename) and whose address a claim here wants is this
+//     cluster's: taken up in place, as on any hand-over. Left to another it would be co-owned
+//     by its own cluster, and never written again;
 //   - an earlier version's entry of this cluster's name that no object here wants is this
 //     cluster's too (its object is gone: marked, deleted after its grace period), unless a
 //     namesake shows on the router: then it may be the namesake's, and it is left alone;
 //   - any other is another's, never written. Those that may be (an earlier version's under
 //     this name, this identity's under another) are counted as Unclaimed.
-func (r *Registry) resolveOpen(st *State, open []endpoint.Record, claimed func(uid string) bool) {
+func (r *Registry) resolveOpen(st *State, open []endpoint.Record, claimed func(uid string) bool, wanted func(*endpoint.Record) bool) {
 	var rest []endpoint.Record
 	for _, rec := range open {
 		p := st.parser.Parse(&rec)
@@ -165,11 +169,13 @@ func (r *Registry) resolveOpen(st *State, open []endpoint.Record, claimed func(u
 	slices.SortFunc(st.Former, byID)
 	for _, rec := range rest {
 		p := st.parser.Parse(&rec)
-		mine := slices.ContainsFunc(p.v.values(PrefixSource), claimed)
+		uids := p.v.values(PrefixSource)
+		mine := slices.ContainsFunc(uids, claimed)
 		_, marked := p.v.value(PrefixPending)
+		handed := p.class == renamed && len(uids) == 0 && p.v.has(TagShared) && wanted(&rec)
 		sameName := !slices.ContainsFunc(p.v.clusterNames(), func(n string) bool { return n != r.cfg.ClusterName })
 		switch {
-		case mine, p.class == renamed && marked, p.class == legacy && sameName && len(st.Namesakes) == 0:
+		case mine, handed, p.class == renamed && marked, p.class == legacy && sameName && len(st.Namesakes) == 0:
 			st.Owned = append(st.Owned, rec)
 			if r.cfg.SilentClusterAfter > 0 {
 				st.Life.own(&rec, &p.v)

@@ -161,13 +161,17 @@ func (r *Registry) share(in *changesIn, changes []plan.Change) changed {
 	for _, c := range changes {
 		switch c.Action {
 		case plan.Update:
-			// This cluster's co-owner tag is never on an entry of its own: an update that puts it on
-			// or takes it off is of another cluster's line.
-			switch had, has := r.hasOwnCoOwner(c.Old.Tags), r.hasOwnCoOwner(c.New.Tags); {
-			case !had && has:
-				c.Action = ActionCoOwn
-			case had && !has:
-				c.Action = ActionWithdraw
+			// An update that puts this cluster's co-owner tag on or takes it off is of another
+			// cluster's line, unless it writes the line as this cluster's own: a line of its
+			// identity that carried the tag (co-owned under a rename) is taken up, not withdrawn.
+			had, has := r.hasOwnCoOwner(c.Old.Tags), r.hasOwnCoOwner(c.New.Tags)
+			if had != has {
+				if v := viewOf(c.New); r.classOf(&v) != own {
+					c.Action = ActionWithdraw
+					if has {
+						c.Action = ActionCoOwn
+					}
+				}
 			}
 		case plan.Delete:
 			// A duplicate's address stays served by the line it doubles: it simply goes.

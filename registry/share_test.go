@@ -438,6 +438,40 @@ func TestARenamedCoOwnerRewritesItsTag(t *testing.T) {
 	}
 }
 
+// TestAHandedOverLineIsTakenUpAfterARename: a line handed over to b carries b's name and
+// identity and names no object. b renamed before its next sync takes it up in place as its own
+// (its identity, an address it wants) and never co-owns it; a line it co-owned that way anyway
+// is taken up too, its co-owner tag dropped. Soak seed 466 found this.
+func TestAHandedOverLineIsTakenUpAfterARename(t *testing.T) {
+	for _, left := range []string{"as handed over", "co-owned by its own cluster"} {
+		t.Run(left, func(t *testing.T) {
+			s := newSharing(t)
+			s.a.eps = []*endpoint.Endpoint{sharedClaim("ua", "10.0.0.5", true)}
+			s.b.eps = []*endpoint.Endpoint{sharedClaim("ub", "10.0.0.5", true)}
+			s.settle()
+			s.a.eps = nil
+			if _, changes := s.sync(s.a); len(changes) != 1 || changes[0].Action != ActionHandOver {
+				t.Fatalf("cluster a sends %v: want one hand-over", changes)
+			}
+			id := s.srv.entries[0].ID
+			if left == "co-owned by its own cluster" {
+				s.srv.entries[0].Tags = append(s.srv.entries[0].Tags, CoOwnerTag("b2", "bbbbbbbb"))
+			}
+			s.b.r = newRegWith(t, func(c *Config) { c.ClusterName, c.ClusterID = "b2", "bbbbbbbb" })
+			_, changes := s.sync(s.b)
+			if len(changes) != 1 || changes[0].Action != plan.Update || changes[0].Old.ID != id {
+				t.Fatalf("the renamed b sends %v: want one update of the line handed to it", changes)
+			}
+			s.settle()
+			e := s.srv.entries
+			if len(e) != 1 || e[0].ID != id || !carriesOwner(e[0].Tags, "b2", "bbbbbbbb") || !e[0].HasTag(PrefixSource+"ub") ||
+				slices.ContainsFunc(e[0].Tags, func(t string) bool { return strings.HasPrefix(t, PrefixCoOwner) }) {
+				t.Errorf("entries %v: want the line b2's own, in place, with no co-owner tag", e)
+			}
+		})
+	}
+}
+
 // TestSharingCannotBeForgedWithTags: an object's own tags cannot give consent or co-ownership:
 // shared:, co-owner: and alive: are reserved, dropped with a problem, and a claim that carries
 // them without the opt-in stays a conflict on another cluster's shared name.

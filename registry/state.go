@@ -144,7 +144,19 @@ func (r *Registry) classify(records []endpoint.Record, claims []*endpoint.Endpoi
 				uids[s.UID] = true
 			}
 		}
-		r.resolveOpen(st, open, func(uid string) bool { return uids[uid] })
+		var wanted map[string]bool // "hostname address" of every claim, built at first need
+		wants := func(rec *endpoint.Record) bool {
+			if wanted == nil {
+				wanted = map[string]bool{}
+				for _, ep := range claims {
+					for _, ip := range ep.Targets {
+						wanted[strings.ToLower(ep.Hostname)+" "+ip] = true
+					}
+				}
+			}
+			return wanted[strings.ToLower(rec.Hostname)+" "+rec.IP]
+		}
+		r.resolveOpen(st, open, func(uid string) bool { return uids[uid] }, wants)
 	}
 	return st
 }
