@@ -47,6 +47,8 @@ type driver struct {
 	// frozen are the installations whose objects the churn leaves alone for now (around the
 	// rename).
 	frozen map[string]bool
+	// renameWaited is set once the rename has waited for the installation to catch up.
+	renameWaited bool
 	// twinUp is when each twin's process started, zero while it is down; twinReserved the
 	// twins' hostnames a recreation to come will claim.
 	twinUp       map[string]time.Time
@@ -898,6 +900,13 @@ func (d *driver) renameCluster(ctx context.Context, to string) error {
 	}
 	entries, err := d.w.list(ctx)
 	if err != nil {
+		return retry()
+	}
+	if left := d.ck.renameUnsettled(newView(entries), renamed); len(left) > 0 {
+		if !d.renameWaited {
+			d.renameWaited = true
+			d.note(fmt.Sprintf("the rename of %s waits: %d of its entries name objects it has not yet seen go: %s", renamed, len(left), describe(left)))
+		}
 		return retry()
 	}
 	snap := d.ck.renameSnapshot(newView(entries), renamed)

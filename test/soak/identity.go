@@ -155,6 +155,41 @@ func (c *checker) renameSnapshot(v *view, inst string) []*pb.HostEntry {
 	return out
 }
 
+// renameUnsettled are the installation's unmarked entries that name no object of it any more
+// (their objects went while its kube-apiserver was away, and it has not caught up yet). A rename
+// leaves such an entry to nobody, by the documented rule (an entry of this identity under
+// another name that no object here claims may be a twin's), so the rename waits until the
+// installation has marked them. A line handed over to it names no object, and is wanted by
+// its address.
+func (c *checker) renameUnsettled(v *view, inst string) []*pb.HostEntry {
+	c.m.mu.Lock()
+	defer c.m.mu.Unlock()
+	var out []*pb.HostEntry
+	for _, e := range v.entries {
+		if c.owner(e) != inst {
+			continue
+		}
+		tags, _ := c.opTags(e)
+		if len(values(tags, registry.PrefixPending)) > 0 {
+			continue
+		}
+		uids := values(tags, registry.PrefixSource)
+		wanted := slices.ContainsFunc(c.m.claimers(strings.ToLower(e.GetHostname())), func(o *Object) bool {
+			if o.Cluster != inst {
+				return false
+			}
+			if len(uids) == 0 {
+				return slices.Contains(c.m.ips(o), e.GetIpAddress())
+			}
+			return slices.Contains(uids, o.UID)
+		})
+		if !wanted {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // checkRename holds a rename to InvRename on the router as v shows it: every entry of the
 // snapshot is there under the same ID, with the installation's identity and the new name
 // alone.

@@ -122,6 +122,37 @@ func TestRenameKeepsIDs(t *testing.T) {
 	}
 }
 
+// TestRenameWaitsForDeletionsSeen: the rename waits while the installation has an unmarked
+// entry that names no object of it (one deleted while its kube-apiserver was away): renamed, it
+// would leave the entry to nobody. A marked one goes as marked, and a handed-over line names
+// no object but is wanted by its address. Soak seed 467 found this.
+func TestRenameWaitsForDeletionsSeen(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	m := newModel()
+	m.add(&Object{Cluster: "b", Namespace: "a1", Name: "web", Kind: KindHostMapping, addressing: bySpec, UID: "u1", Hosts: []string{"b-1.lan"}, IPs: []string{"10.0.2.1"}}, t0)
+	handed := []string{"k8s-operator", "cluster:b", "cluster-id:" + idB, "shared:true"}
+	for _, tc := range []struct {
+		name  string
+		entry *pb.HostEntry
+		waits bool
+	}{
+		{"wanted", &pb.HostEntry{Id: "e1", Hostname: "b-1.lan", IpAddress: "10.0.2.1", Tags: ownTags(idB, "b")}, false},
+		{"its object gone", &pb.HostEntry{Id: "e2", Hostname: "b-2.lan", IpAddress: "10.0.2.2", Tags: append(ownTags(idB, "b")[:5], "source:u2")}, true},
+		{"its object gone, marked", &pb.HostEntry{Id: "e3", Hostname: "b-2.lan", IpAddress: "10.0.2.2", Tags: append(ownTags(idB, "b")[:5], "source:u2", "pending-deletion:2026-01-01T00:00:00Z")}, false},
+		{"handed over, wanted", &pb.HostEntry{Id: "e4", Hostname: "b-1.lan", IpAddress: "10.0.2.1", Tags: handed}, false},
+		{"handed over, not wanted", &pb.HostEntry{Id: "e5", Hostname: "b-1.lan", IpAddress: "10.0.2.9", Tags: handed}, true},
+		{"another installation's", &pb.HostEntry{Id: "e6", Hostname: "a-1.lan", IpAddress: "10.0.1.1", Tags: ownTags(idA, "a")}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ck := testChecker(m, t0)
+			got := ck.renameUnsettled(newView([]*pb.HostEntry{tc.entry}), "b")
+			if (len(got) > 0) != tc.waits {
+				t.Fatalf("unsettled %v, want the rename to wait: %v", got, tc.waits)
+			}
+		})
+	}
+}
+
 // TestQuietWindow: any write once the world has settled is a failure, one an entry.
 func TestQuietWindow(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
