@@ -108,10 +108,14 @@ func (d *driver) scheduleSharing(seed int64) {
 }
 
 // shareTake re-points taker's object to giver's address; while the churn leaves taker alone
-// (its rename), it waits.
+// (its rename), it waits, and once either object has gone meanwhile (the move), it is dropped.
 func (d *driver) shareTake(ctx context.Context, taker, giver string) error {
 	if d.frozen[taker] {
 		d.later(time.Second, "share-same", func(ctx context.Context) error { return d.shareTake(ctx, taker, giver) })
+		return nil
+	}
+	if d.share[taker] == nil || d.share[giver] == nil {
+		d.shareNote("%s did not take %s's address: an object went first", taker, giver)
 		return nil
 	}
 	d.m.mu.Lock()
