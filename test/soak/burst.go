@@ -196,9 +196,18 @@ func (d *driver) applyHosts(ctx context.Context, hosts map[*Object][]string) err
 // confirmed with the token the installation logged, its replicas restarted with it one after
 // the other. A burst the operators may have seen late (a kube-apiserver restart) is reverted,
 // and one with no token logged too, after a failure when the brake had to hold it.
+//
+// While the router is down the end waits for it: the soak's wait for the token holds the
+// driver, and with it the router's return, so a burst the operator has not read yet could not
+// be seen at all. When the faults are healed it waits no more, and a router still down makes
+// the burst late.
 func (d *driver) endBurst(ctx context.Context, b *burst, olds, news map[*Object][]string, confirm bool) error {
-	late := false
-	d.m.update(func() { late = b.late || d.m.apiserverNear(time.Now()) })
+	if d.routerDown && !d.healing {
+		d.later(time.Second, "burst-end", func(ctx context.Context) error { return d.endBurst(ctx, b, olds, news, confirm) })
+		return nil
+	}
+	late := d.routerDown
+	d.m.update(func() { late = late || b.late || d.m.apiserverNear(time.Now()) })
 	wait := time.Duration(0)
 	if b.held && !late {
 		// The hold goes on while the soak waits: a leader killed just before has its Lease

@@ -47,6 +47,8 @@ type driver struct {
 	// frozen are the installations whose objects the churn leaves alone for now (around the
 	// rename).
 	frozen map[string]bool
+	// healing is set once the churn is over and heal runs what the faults left pending.
+	healing bool
 	// renameWaited is set once the rename has waited for the installation to catch up.
 	renameWaited bool
 	// twinUp is when each twin's process started, zero while it is down; twinReserved the
@@ -159,6 +161,7 @@ func (d *driver) run(ctx context.Context) error {
 // come, and the shared name's moves still to come; a rename still to be checked is checked
 // once the world settles.
 func (d *driver) heal(ctx context.Context) error {
+	d.healing = true
 	pending := d.pending
 	d.pending = nil
 	for _, p := range pending {
