@@ -132,14 +132,10 @@ func (c *checker) renameSnapshot(v *view, inst string) []*pb.HostEntry {
 	c.m.mu.Lock()
 	defer c.m.mu.Unlock()
 	var out []*pb.HostEntry
-	for _, e := range v.entries {
-		if c.owner(e) != inst {
-			continue
-		}
-		tags, _ := c.opTags(e)
+	c.unmarked(v, inst, func(e *pb.HostEntry, tags []string) {
 		ns := values(tags, registry.PrefixNamespace)
-		if len(values(tags, registry.PrefixPending)) > 0 || len(ns) != 1 {
-			continue
+		if len(ns) != 1 {
+			return
 		}
 		for _, o := range c.m.claimers(strings.ToLower(e.GetHostname())) {
 			if o.Cluster != inst || o.Namespace != ns[0] {
@@ -151,8 +147,21 @@ func (c *checker) renameSnapshot(v *view, inst string) []*pb.HostEntry {
 				break
 			}
 		}
-	}
+	})
 	return out
+}
+
+// unmarked calls each with every entry of installation inst on v that carries no
+// pending-deletion mark, and the operator's tags of it.
+func (c *checker) unmarked(v *view, inst string, each func(e *pb.HostEntry, tags []string)) {
+	for _, e := range v.entries {
+		if c.owner(e) != inst {
+			continue
+		}
+		if tags, _ := c.opTags(e); len(values(tags, registry.PrefixPending)) == 0 {
+			each(e, tags)
+		}
+	}
 }
 
 // renameUnsettled are the installation's unmarked entries that name no object of it any more
@@ -165,14 +174,7 @@ func (c *checker) renameUnsettled(v *view, inst string) []*pb.HostEntry {
 	c.m.mu.Lock()
 	defer c.m.mu.Unlock()
 	var out []*pb.HostEntry
-	for _, e := range v.entries {
-		if c.owner(e) != inst {
-			continue
-		}
-		tags, _ := c.opTags(e)
-		if len(values(tags, registry.PrefixPending)) > 0 {
-			continue
-		}
+	c.unmarked(v, inst, func(e *pb.HostEntry, tags []string) {
 		uids := values(tags, registry.PrefixSource)
 		wanted := slices.ContainsFunc(c.m.claimers(strings.ToLower(e.GetHostname())), func(o *Object) bool {
 			if o.Cluster != inst {
@@ -186,7 +188,7 @@ func (c *checker) renameUnsettled(v *view, inst string) []*pb.HostEntry {
 		if !wanted {
 			out = append(out, e)
 		}
-	}
+	})
 	return out
 }
 
