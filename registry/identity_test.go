@@ -139,6 +139,45 @@ func TestARenameTakesTheEntriesAlong(t *testing.T) {
 	}
 }
 
+// TestARenameLeavesAnEntryItsObjectLeftUnseen: an object deleted while the operator was away,
+// then a rename before any sync: its entry, unmarked and claimed by no object, may be a twin's
+// under the old name, so the renamed cluster leaves it alone and counts it unclaimed, round
+// after round. Synced once before the rename, it is marked and goes as marked.
+func TestARenameLeavesAnEntryItsObjectLeftUnseen(t *testing.T) {
+	for _, syncedFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("synced before the rename: %v", syncedFirst), func(t *testing.T) {
+			srv := &server{}
+			a := newInstallation(t, "default", "aaaaaaaa", "a1.lan", "a2.lan")
+			srv.syncAs(a, t0)
+			a.eps = a.eps[:1] // a2.lan's object goes while the operator is away
+			if syncedFirst {
+				srv.syncAs(a, t0.Add(time.Minute))
+			}
+			cfg := a.r.cfg
+			cfg.ClusterName = "alpha"
+			if err := a.r.Reconfigure(cfg); err != nil {
+				t.Fatal(err)
+			}
+			for i := 2; i < 200; i++ {
+				srv.syncAs(a, t0.Add(time.Duration(i)*time.Minute))
+			}
+			res, st := srv.syncAs(a, t0.Add(200*time.Minute))
+			var a2 *endpoint.Record
+			for i := range srv.entries {
+				if srv.entries[i].Hostname == "a2.lan" {
+					a2 = &srv.entries[i]
+				}
+			}
+			switch {
+			case syncedFirst && a2 != nil:
+				t.Errorf("a2.lan %v: marked before the rename, it goes after its grace period", a2)
+			case !syncedFirst && (a2 == nil || !carriesOwner(a2.Tags, "default", "aaaaaaaa") || st.Unclaimed != 1 || len(res.Changes) != 0):
+				t.Errorf("a2.lan %v, unclaimed %d, changes %v: want it left as it was and counted", a2, st.Unclaimed, actions(res))
+			}
+		})
+	}
+}
+
 // TestTwoNamesOnOneIdentity: two installations that share an identity (one cluster, one Lease
 // name and namespace) under two names, with objects of their own, leave each other's entries
 // alone (no rename fight), while a rename still takes along the entries of the objects that
