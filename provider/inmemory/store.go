@@ -9,6 +9,8 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
+	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
+	"k8s.io/utils/clock"
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
@@ -46,6 +49,13 @@ type Store struct {
 	scratch map[string]*pb.HostEntry
 	// onWrite is told the live entries after every write (SetOnWrite).
 	onWrite func(live []*pb.HostEntry)
+	// clk stamps new entries and entropy fills their IDs' random part; a simulation sets both
+	// (NewStoreAt) so that a seed replays the same IDs in the same order.
+	clk     clock.PassiveClock
+	entropy io.Reader
+	// ordered: List and Search answer in ID order rather than the map's random order, so that
+	// a seeded simulation replays.
+	ordered bool
 }
 
 // logRecord is one event: the entry as it stood after the event, or nil for a delete. An
@@ -57,7 +67,44 @@ type logRecord struct {
 
 // NewStore returns an empty store, as a freshly initialised server database.
 func NewStore() *Store {
-	return &Store{entries: map[string]*pb.HostEntry{}}
+	return &Store{entries: map[string]*pb.HostEntry{}, clk: clock.RealClock{}, entropy: rand.Reader}
+}
+
+// NewStoreAt returns an empty store for a seeded simulation: its entries are stamped by clk,
+// their IDs take their random bits from entropy, and reads answer in ID order, so that the
+// same seed writes the same entries in the same order.
+func NewStoreAt(clk clock.PassiveClock, entropy io.Reader) *Store {
+	return &Store{entries: map[string]*pb.HostEntry{}, clk: clk, entropy: entropy, ordered: true}
+}
+
+// Live returns every live entry, in ID order, without a replay: how a test or a simulation
+// watches the server, not an RPC.
+func (s *Store) Live() []*pb.HostEntry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*pb.HostEntry, 0, len(s.entries))
+	for _, e := range s.entries {
+		out = append(out, proto.Clone(e).(*pb.HostEntry))
+	}
+	sortByID(out)
+	return out
+}
+
+// Compact collapses the log to one event per live entry at its version, as CompactAggregates
+// does over every aggregate, and drops the deleted ones (the real server keeps one event for
+// each): a long simulation's reads then cost what its live entries do.
+func (s *Store) Compact() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	log := make([]logRecord, 0, len(s.entries))
+	for id, e := range s.entries {
+		log = append(log, logRecord{id: id, entry: e})
+	}
+	s.log = log
+}
+
+func sortByID(es []*pb.HostEntry) {
+	slices.SortFunc(es, func(a, b *pb.HostEntry) int { return strings.Compare(a.GetId(), b.GetId()) })
 }
 
 // SetReplayCost adds d of latency per event to every replay. Zero (the default) replays at
@@ -171,10 +218,10 @@ func (s *Store) Add(req *pb.AddHostRequest) (*pb.HostEntry, error) {
 			return nil, status.Errorf(codes.AlreadyExists, "host entry %s %s already exists", req.GetIpAddress(), req.GetHostname())
 		}
 	}
-	now := time.Now()
+	now := s.clk.Now()
 	ts := timestamppb.New(now)
 	e := &pb.HostEntry{
-		Id: newULID(now), IpAddress: req.GetIpAddress(), Hostname: req.GetHostname(),
+		Id: newULID(now, s.entropy), IpAddress: req.GetIpAddress(), Hostname: req.GetHostname(),
 		Tags: append([]string(nil), req.GetTags()...), Aliases: append([]string(nil), req.GetAliases()...),
 		CreatedAt: ts, UpdatedAt: proto.Clone(ts).(*timestamppb.Timestamp), Version: "1",
 	}
@@ -252,7 +299,7 @@ func (s *Store) Update(req *pb.UpdateHostRequest) (*pb.HostEntry, error) {
 		return n, nil
 	}
 	n.Version = strconv.FormatUint(cur+uint64(events), 10)
-	n.UpdatedAt = timestamppb.Now()
+	n.UpdatedAt = timestamppb.New(s.clk.Now())
 	s.record(key, n, events)
 	return proto.Clone(n).(*pb.HostEntry), nil
 }
@@ -293,6 +340,9 @@ func (s *Store) List() []*pb.HostEntry {
 	for _, e := range live {
 		out = append(out, proto.Clone(e).(*pb.HostEntry))
 	}
+	if s.ordered {
+		sortByID(out)
+	}
 	return out
 }
 
@@ -310,6 +360,9 @@ func (s *Store) Search(query string) []*pb.HostEntry {
 		if match {
 			out = append(out, proto.Clone(e).(*pb.HostEntry))
 		}
+	}
+	if s.ordered {
+		sortByID(out)
 	}
 	return out
 }
@@ -367,10 +420,10 @@ const crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
 // newULID returns a ULID: 48 bits of milliseconds then 80 random bits, as 26 characters of
 // Crockford base32 (128 bits in 130, so the first character is at most '7').
-func newULID(t time.Time) string {
+func newULID(t time.Time, entropy io.Reader) string {
 	var b [16]byte
 	binary.BigEndian.PutUint64(b[:8], uint64(t.UnixMilli())<<16)
-	_, _ = rand.Read(b[6:]) // crypto/rand.Read never fails on supported platforms
+	_, _ = io.ReadFull(entropy, b[6:]) // crypto/rand never fails on supported platforms, nor a seeded source
 	hi, lo := binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])
 	out := make([]byte, 26)
 	for i := 25; i >= 0; i-- {

@@ -1,6 +1,7 @@
 package inmemory
 
 import (
+	cryptorand "crypto/rand"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -25,7 +26,7 @@ func add(t *testing.T, s *Store, ip, host string) *pb.HostEntry {
 
 func TestULID(t *testing.T) {
 	at := time.UnixMilli(1_700_000_000_123)
-	id := newULID(at)
+	id := newULID(at, cryptorand.Reader)
 	if _, err := parseID(id); err != nil || len(id) != 26 {
 		t.Fatalf("newULID = %q: %v", id, err)
 	}
@@ -37,7 +38,7 @@ func TestULID(t *testing.T) {
 	if ms != 1_700_000_000_123 {
 		t.Fatalf("timestamp of %s = %d", id, ms)
 	}
-	if other := newULID(at); other == id {
+	if other := newULID(at, cryptorand.Reader); other == id {
 		t.Fatalf("two ULIDs in the same millisecond are equal: %s", id)
 	}
 	for _, tc := range []struct {
