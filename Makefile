@@ -39,7 +39,7 @@ EXTERNAL_DNS_TESTS := test/externaldns
 # that neither library enters the operator's go.mod.
 GITOPS_TESTS  := test/gitops
 
-.PHONY: all build cross dist krew-manifest test unit integration soak demo bench lint generate generate-crds generate-sources envtest-assets envtest-floor helm actionlint external-dns promtool controller-gen clean fuzz image
+.PHONY: all build cross dist krew-manifest test unit integration soak model demo bench lint generate generate-crds generate-sources envtest-assets envtest-floor helm actionlint external-dns promtool controller-gen clean fuzz image
 
 all: lint build test
 
@@ -161,6 +161,19 @@ SOAK_RACE     ?= 0
 soak: envtest-assets
 	SOAK_SEED=$(SOAK_SEED) SOAK_DURATION=$(SOAK_DURATION) SOAK_RACE=$(SOAK_RACE) KUBEBUILDER_ASSETS=$(ASSETS) \
 	  $(GO) test -count=1 -v -timeout 4h -run '^TestSoak$$' ./test/soak/
+
+# The ownership simulation (test/model): every party against the contract's invariants
+# (docs/ownership.md, "The contract") on one fake clock, through the real controller, registry,
+# planner and provider. MODEL_STEPS party actions (default 100,000); MODEL_SEED=N replays a run
+# (each run prints its seed); MODEL_MUTATION=NAME builds the operator with that rule broken on
+# purpose (no-consent, free-deletions, cluster-freeze), which must fail. make test runs it at
+# the default, with a new seed.
+MODEL_STEPS    ?= 100000
+MODEL_SEED     ?=
+MODEL_MUTATION ?=
+model:
+	MODEL_STEPS=$(MODEL_STEPS) MODEL_SEED=$(MODEL_SEED) $(GO) test -count=1 -v -timeout 30m \
+	  $(if $(MODEL_MUTATION),-tags mutation,mutation_$(subst -,_,$(MODEL_MUTATION))) -run '^TestModel$$' ./test/model/
 
 # The operator's main job on this machine: a local control plane, the example Ingresses, the
 # router-hosts test server standing in for a router; a dry run, a real sync, the result, and
