@@ -171,9 +171,10 @@ soak: envtest-assets
 MODEL_STEPS    ?= 100000
 MODEL_SEED     ?=
 MODEL_MUTATION ?=
+comma          := ,
 model:
 	MODEL_STEPS=$(MODEL_STEPS) MODEL_SEED=$(MODEL_SEED) $(GO) test -count=1 -v -timeout 30m \
-	  $(if $(MODEL_MUTATION),-tags mutation,mutation_$(subst -,_,$(MODEL_MUTATION))) -run '^TestModel$$' ./test/model/
+	  $(if $(MODEL_MUTATION),-tags mutation$(comma)mutation_$(subst -,_,$(MODEL_MUTATION))) -run '^TestModel$$' ./test/model/
 
 # The operator's main job on this machine: a local control plane, the example Ingresses, the
 # router-hosts test server standing in for a router; a dry run, a real sync, the result, and
