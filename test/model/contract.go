@@ -142,7 +142,8 @@ func consent(_ *World, s *step) []string {
 		all := true
 		for _, e := range es {
 			op := &pb.HostEntry{Tags: operatorTags(e)}
-			ids[tagValue(op, registry.PrefixCluster)+"@"+tagValue(op, registry.PrefixClusterID)] = true
+			// The identity tells installations apart; a renamed one writes two names.
+			ids[tagValue(op, registry.PrefixClusterID)] = true
 			all = all && slices.Contains(e.GetTags(), registry.TagShared)
 		}
 		if len(ids) > 1 && !all {
