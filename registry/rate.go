@@ -156,14 +156,14 @@ func (r *Registry) pace(now time.Time, changes []plan.Change, desired []*endpoin
 		left[key] = a.Tokens
 	}
 	held := map[string]bool{}
-	live := liveObjects(desired)
+	var live map[string]bool // made when a change first waits, which is seldom
 	for _, g := range groups {
 		var wait time.Duration
 		fits := true
 		for _, key := range g.keys {
 			a, ok := out.Rates[key]
 			a.Tokens = left[key]
-			if g.cost == 0 || !ok || g.gone(live) {
+			if g.cost == 0 || !ok {
 				continue
 			}
 			// A hostname that costs more than a whole allowance goes when the allowance is whole.
@@ -172,7 +172,10 @@ func (r *Registry) pace(now time.Time, changes []plan.Change, desired []*endpoin
 				wait = max(wait, time.Duration((need-a.Tokens)/budgets[kindOf(key)]*float64(time.Minute)))
 			}
 		}
-		if !fits {
+		if !fits && live == nil {
+			live = liveObjects(desired)
+		}
+		if !fits && !g.gone(live) {
 			out.Held = append(out.Held, changes[g.start:g.end]...)
 			held[g.obj] = true
 			next := now.Add(wait)
