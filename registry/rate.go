@@ -21,9 +21,9 @@ import (
 // its carrier's object) as much as a create, so a grace period of 0 makes no flap free. A
 // hostname's changes go when the allowances of its object and its namespace cover them, and
 // wait otherwise: the sync that finds enough allowance writes the latest state, so a flap is
-// coalesced rather than replayed. The writes of an object that is gone (its marks, deletions
-// and releases) never wait: they overdraw the allowances, so a namespace deleted goes at once,
-// and what it spent holds back its later writes instead.
+// coalesced rather than replayed. The marks, deletions and releases of an object that is gone
+// never wait: they overdraw the allowances, so a namespace deleted goes at once, and what it
+// spent holds back its later writes instead.
 
 // Allowance is what one object's or namespace's budget has left: Tokens writes at At, out of
 // Cap.
@@ -61,12 +61,14 @@ type paceGroup struct {
 	keys       [2]string
 	obj        string
 	cost       float64
+	// away: every change takes an entry away (a mark, a deletion, a release).
+	away bool
 }
 
-// gone reports whether g's object asks for nothing any more (live are the objects that do): its
-// writes only take away what it left, and never wait. An entry that names no object (one taken
-// up from an earlier version) is paced as any.
-func (g *paceGroup) gone(live map[string]bool) bool { return g.obj != "" && !live[g.obj] }
+// gone reports whether g only takes away what an object left that asks for nothing any more
+// (live are the objects that do): such writes never wait. An entry that names no object (one
+// taken up from an earlier version) is paced as any.
+func (g *paceGroup) gone(live map[string]bool) bool { return g.away && g.obj != "" && !live[g.obj] }
 
 // paceGroups are the hostnames' groups of changes in order, and what they cost each key.
 func paceGroups(changes []plan.Change) ([]paceGroup, map[string]float64) {
@@ -77,10 +79,15 @@ func paceGroups(changes []plan.Change) ([]paceGroup, map[string]float64) {
 		for end < len(changes) && changes[end].Hostname() == changes[start].Hostname() {
 			end++
 		}
-		g := paceGroup{start: start, end: end}
+		g := paceGroup{start: start, end: end, away: true}
 		for i := start; i < end; i++ {
 			if charged(&changes[i]) {
 				g.cost++
+			}
+			switch changes[i].Action {
+			case plan.Mark, plan.Delete, plan.Release:
+			default:
+				g.away = false
 			}
 		}
 		if g.cost > 0 {
