@@ -33,7 +33,9 @@ func TestAHostFlippingWithNoGracePeriodIsPaced(t *testing.T) {
 	}
 	// The first write left a budget's worth; then the budget a minute.
 	limit := budget + int64(math.Ceil(budget*time.Since(start).Minutes())) + 1
-	if n := h.writes(); n > limit {
+	n := h.writes()
+	t.Logf("20 s of flipping sent %d writes (%v), at most %d", n, h.srv.Service().CallCounts(), limit)
+	if n > limit {
 		t.Fatalf("20 s of flipping sent %d writes (%v), want at most %d", n, h.srv.Service().CallCounts(), limit)
 	}
 
