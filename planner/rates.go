@@ -10,7 +10,9 @@ import (
 // (the registry's rate stage), by key. The rules: a sync's charged allowances replace those of the keys it
 // touched; an allowance whole again is forgotten, when touched and, for every key, at each sync
 // that reads the whole server (so that an object gone leaves nothing behind); a
-// reconfiguration forgets them all.
+// reconfiguration forgets them all. An allowance overdrawn (by the writes of objects gone) is
+// kept like any other until it is whole, so what a namespace deleted spent holds back its next
+// writes in this process.
 type rates struct {
 	byKey registry.Rates
 }

@@ -16,11 +16,14 @@ import (
 // and goes) is a router that slows down for good. Each object and each namespace has an
 // allowance of writes that refills at its budget a minute, up to what it first wrote at once and
 // a budget's worth more, so that writing a whole object, or a namespace at a cold start, is
-// never held back, nor the everyday changes that follow it. A hostname's changes go when the allowances of its object and its
-// namespace cover them, and wait otherwise: the sync that finds enough allowance writes the
-// latest state, so a flap is coalesced rather than replayed. What an object's wishes add
-// counts (a create, an update, an adoption, a mark lifted); what takes away does not (a mark,
-// a deletion, a release), so a namespace deleted never waits on its budget to go.
+// never held back, nor the everyday changes that follow it. Every write counts, whatever its
+// kind: a mark, an unmark, a deletion and a renewal of the mark of life on its own (charged to
+// its carrier's object) as much as a create, so a grace period of 0 makes no flap free. A
+// hostname's changes go when the allowances of its object and its namespace cover them, and
+// wait otherwise: the sync that finds enough allowance writes the latest state, so a flap is
+// coalesced rather than replayed. The marks, deletions and releases of an object that is gone
+// never wait: they overdraw the allowances, so a namespace deleted goes at once, and what it
+// spent holds back its later writes instead.
 
 // Allowance is what one object's or namespace's budget has left: Tokens writes at At, out of
 // Cap.
@@ -58,7 +61,14 @@ type paceGroup struct {
 	keys       [2]string
 	obj        string
 	cost       float64
+	// away: every change takes an entry away (a mark, a deletion, a release).
+	away bool
 }
+
+// gone reports whether g only takes away what an object left that asks for nothing any more
+// (live are the objects that do): such writes never wait. An entry that names no object (one
+// taken up from an earlier version) is paced as any.
+func (g *paceGroup) gone(live map[string]bool) bool { return g.away && g.obj != "" && !live[g.obj] }
 
 // paceGroups are the hostnames' groups of changes in order, and what they cost each key.
 func paceGroups(changes []plan.Change) ([]paceGroup, map[string]float64) {
@@ -69,10 +79,15 @@ func paceGroups(changes []plan.Change) ([]paceGroup, map[string]float64) {
 		for end < len(changes) && changes[end].Hostname() == changes[start].Hostname() {
 			end++
 		}
-		g := paceGroup{start: start, end: end}
+		g := paceGroup{start: start, end: end, away: true}
 		for i := start; i < end; i++ {
 			if charged(&changes[i]) {
 				g.cost++
+			}
+			switch changes[i].Action {
+			case plan.Mark, plan.Delete, plan.Release:
+			default:
+				g.away = false
 			}
 		}
 		if g.cost > 0 {
@@ -108,13 +123,27 @@ func allowances(now time.Time, cost map[string]float64, rates Rates, budgets map
 	return out
 }
 
-// charged reports whether c counts against the write-rate budgets.
+// charged reports whether c counts against the write-rate budgets: every write does.
 func charged(c *plan.Change) bool {
-	switch c.Action {
-	case plan.Create, plan.Update, plan.Adopt, plan.Unmark:
-		return true
+	if mutation == "free-deletions" {
+		switch c.Action {
+		case plan.Create, plan.Update, plan.Adopt, plan.Unmark:
+			return true
+		}
+		return false
 	}
-	return false
+	return true
+}
+
+// liveObjects are the UIDs of the objects desired asks for.
+func liveObjects(desired []*endpoint.Endpoint) map[string]bool {
+	out := map[string]bool{}
+	for _, ep := range desired {
+		for _, src := range ep.Sources {
+			out[src.UID] = true
+		}
+	}
+	return out
 }
 
 // pace holds back the changes of objects and namespaces that write faster than their budgets,
@@ -134,6 +163,7 @@ func (r *Registry) pace(now time.Time, changes []plan.Change, desired []*endpoin
 		left[key] = a.Tokens
 	}
 	held := map[string]bool{}
+	var live map[string]bool // made when a change first waits, which is seldom
 	for _, g := range groups {
 		var wait time.Duration
 		fits := true
@@ -149,7 +179,10 @@ func (r *Registry) pace(now time.Time, changes []plan.Change, desired []*endpoin
 				wait = max(wait, time.Duration((need-a.Tokens)/budgets[kindOf(key)]*float64(time.Minute)))
 			}
 		}
-		if !fits {
+		if !fits && live == nil {
+			live = liveObjects(desired)
+		}
+		if !fits && !g.gone(live) {
 			out.Held = append(out.Held, changes[g.start:g.end]...)
 			held[g.obj] = true
 			next := now.Add(wait)
@@ -164,7 +197,7 @@ func (r *Registry) pace(now time.Time, changes []plan.Change, desired []*endpoin
 		out.Send = append(out.Send, changes[g.start:g.end]...)
 		for _, key := range g.keys {
 			if _, ok := out.Rates[key]; ok && g.cost > 0 {
-				left[key] = math.Max(0, left[key]-g.cost)
+				left[key] -= g.cost
 			}
 		}
 	}
@@ -193,7 +226,8 @@ func (r *Registry) rate(in *changesIn, changes []plan.Change) changed {
 
 // Charge is rates (a pacing's) less the writes of sent that went through (results[i] is what
 // became of sent[i]; nil when nothing was written): a write refused, failed or not started
-// spends nothing. An allowance whole (Tokens at Cap) may be forgotten.
+// spends nothing. An allowance may be overdrawn (Tokens below 0: what an object gone wrote, or a
+// hostname that costs more than a whole allowance); one whole (Tokens at Cap) may be forgotten.
 func (r *Registry) Charge(rates Rates, sent []plan.Change, results []plan.Result) Rates {
 	if len(rates) == 0 {
 		return nil
@@ -210,7 +244,7 @@ func (r *Registry) Charge(rates Rates, sent []plan.Change, results []plan.Result
 		ns, obj := turnOf(c)
 		for _, key := range [2]string{"object/" + obj, "namespace/" + ns} {
 			if a, ok := out[key]; ok {
-				a.Tokens = math.Max(0, a.Tokens-1)
+				a.Tokens--
 				out[key] = a
 			}
 		}

@@ -148,3 +148,102 @@ func TestAWriteThatFailedSpendsNothing(t *testing.T) {
 		t.Fatalf("the 400 that failed wait for the budget: %d held", len(again.Held))
 	}
 }
+
+// TestEveryWriteCounts: an object whose host flips between two names every two seconds writes,
+// once its first allowance is spent, at most its budget a minute, whatever its grace period:
+// its marks, unmarks and deletions count as its creates do, wait as they do (OverBudget, with
+// the object's problem), and its latest state reaches the router once it stops.
+func TestEveryWriteCounts(t *testing.T) {
+	const budget = 30
+	zero, five := time.Duration(0), 5*time.Minute
+	for _, tc := range []struct {
+		name  string
+		grace *time.Duration
+		held  plan.Action // among the changes held back
+	}{
+		{"a grace period of 0", &zero, plan.Delete},
+		{"a grace period of 5 minutes", &five, plan.Unmark},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &pacedWorld{r: newRegWith(t, func(c *Config) {
+				c.Budgets = Budgets{ObjectWritesPerMinute: budget, NamespaceWritesPerMinute: 300}
+			}), srv: &server{}}
+			at := func(host string) *endpoint.Endpoint {
+				ep := claim(host, "apps", "flap", "u-flap", time.Hour, "10.0.0.1")
+				ep.GracePeriod = tc.grace
+				return ep
+			}
+			now := t0
+			w.sync(now, at("a.flap.lan"))
+			var (
+				perMinute [3]int
+				heldAway  bool // a change of tc.held's kind held back
+				problem   bool // the object's OverBudget
+			)
+			for i := 1; i <= 90; i++ { // three minutes of a flip every two seconds
+				now = now.Add(2 * time.Second)
+				p := w.sync(now, at([]string{"a.flap.lan", "b.flap.lan"}[i%2]))
+				perMinute[(i-1)/30] += len(p.Send)
+				for _, c := range p.Held {
+					heldAway = heldAway || c.Action == tc.held
+				}
+				for _, pr := range p.Problems {
+					problem = problem || pr.Kind == ProblemOverBudget && pr.Source.UID == "u-flap"
+				}
+			}
+			// The first minute spends the budget's worth the cold start left, and the budget.
+			if perMinute[0] > 2*budget+1 || perMinute[1] > budget+1 || perMinute[2] > budget+1 {
+				t.Fatalf("writes a minute %v, want at most %d, then %d a minute", perMinute, 2*budget, budget)
+			}
+			if !heldAway || !problem {
+				t.Fatalf("a %s held: %v; the object's OverBudget: %v", tc.held, heldAway, problem)
+			}
+			// It stops on b.flap.lan: that is what the router serves once the grace period is over.
+			for i := 0; i < 15; i++ {
+				now = now.Add(30 * time.Second)
+				w.sync(now, at("b.flap.lan"))
+			}
+			if got := w.srv.byName("a.flap.lan"); len(got) != 0 {
+				t.Fatalf("a.flap.lan still on the router: %v", got)
+			}
+			if got := w.srv.byName("b.flap.lan"); len(got) != 1 || Marked(&w.srv.entries[0]) {
+				t.Fatalf("b.flap.lan: %v, want one unmarked entry", got)
+			}
+		})
+	}
+}
+
+// TestWhatAnObjectGoneWritesGoes: the marks and deletions of objects that are gone (a namespace
+// deleted) are never held, however many, and are charged to their namespace, whose later writes
+// wait until its allowance has refilled.
+func TestWhatAnObjectGoneWritesGoes(t *testing.T) {
+	w := &pacedWorld{r: newRegWith(t, func(c *Config) {
+		c.Budgets = Budgets{ObjectWritesPerMinute: 30, NamespaceWritesPerMinute: 300}
+		c.GracePeriod = time.Minute
+	}), srv: &server{}}
+	var many []*endpoint.Endpoint
+	for i := 0; i < 1000; i++ {
+		many = append(many, claim(fmt.Sprintf("h%04d.lan", i), "apps", fmt.Sprintf("o%d", i), fmt.Sprintf("u%d", i), time.Hour, "10.0.1.1"))
+	}
+	w.sync(t0, many...)
+	for _, tc := range []struct {
+		name   string
+		at     time.Duration
+		action plan.Action
+	}{
+		{"the namespace deleted: its marks", 10 * time.Second, plan.Mark},
+		{"its grace period over: its deletions", 80 * time.Second, plan.Delete},
+	} {
+		p := w.sync(t0.Add(tc.at))
+		if len(p.Held) != 0 || len(p.Send) != 1000 || p.Send[0].Action != tc.action {
+			t.Fatalf("%s: %d sent, %d held", tc.name, len(p.Send), len(p.Held))
+		}
+		if a := w.rates["namespace/apps"]; a.Tokens >= 0 {
+			t.Fatalf("%s: the namespace's allowance %+v, want them charged", tc.name, a)
+		}
+	}
+	// The namespace made again at once: its writes wait for what its deletion spent.
+	if p := w.sync(t0.Add(90*time.Second), claim("new.lan", "apps", "new", "u-new", 0, "10.0.1.2")); len(p.Send) != 0 || len(p.Held) != 1 {
+		t.Fatalf("a new object in the namespace: %d sent, %d held", len(p.Send), len(p.Held))
+	}
+}

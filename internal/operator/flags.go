@@ -250,7 +250,7 @@ func newApp(cfg *Config, build Build, getenv func(string) string) *kingpin.Appli
 		Default(strconv.Itoa(budgets.EntriesPerNamespace)).SetValue(&integer{flag: "max-entries-per-namespace", target: &cfg.Budgets.EntriesPerNamespace})
 	app.Flag("max-writes-per-sync", "Budget: the writes of one sync; the rest follow in the next sync, at once, every namespace and object taking turns (0: no limit).").
 		Default(strconv.Itoa(budgets.WritesPerSync)).SetValue(&integer{flag: "max-writes-per-sync", target: &cfg.Budgets.WritesPerSync})
-	app.Flag("max-object-writes-per-minute", "Budget: how fast one object writes, beyond writing all it asks for at once; an object that changes faster (a flapping address) has its latest state written at this rate, and the states between never (0: no limit).").
+	app.Flag("max-object-writes-per-minute", "Budget: how fast one object writes (every write: marks and deletions too), beyond writing all it asks for at once; an object that changes faster (a flapping address) has its latest state written at this rate, and the states between never (0: no limit).").
 		Default(strconv.Itoa(budgets.ObjectWritesPerMinute)).SetValue(&integer{flag: "max-object-writes-per-minute", target: &cfg.Budgets.ObjectWritesPerMinute})
 	app.Flag("max-namespace-writes-per-minute", "Budget: how fast one namespace writes, beyond writing all it asks for at once (0: no limit; the webhook command's default is 0, its one namespace being no tenant).").
 		Default(strconv.Itoa(budgets.NamespaceWritesPerMinute)).SetValue(&integer{flag: "max-namespace-writes-per-minute", target: &cfg.Budgets.NamespaceWritesPerMinute})
