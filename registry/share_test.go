@@ -663,7 +663,7 @@ func TestAWithdrawnConsentWinsNoName(t *testing.T) {
 					}
 				}
 				if in == keeper && len(d.Conflicts) > 0 {
-					t.Errorf("%s: cluster %s, which still shares, is turned down: %+v", step, in.name, d.Conflicts)
+					t.Errorf("%s: cluster %s, which keeps the name, is turned down: %+v", step, in.name, d.Conflicts)
 				}
 				if in == loser {
 					lost = d

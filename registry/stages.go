@@ -133,8 +133,11 @@ func (r *Registry) foreign(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 	)
 	for i, ep := range eps {
 		h := ep.Hostname
-		ours := in.owned[h]
-		holder := in.st.foreignHolder(in.st.Foreign[h], ours, ep.Shared && in.st.consentsOwn(ours))
+		var holder *endpoint.Record
+		if theirs := in.st.Foreign[h]; len(theirs) > 0 {
+			ours := in.owned[h]
+			holder = in.st.foreignHolder(theirs, ours, ep.Shared && in.st.consentsOwn(ours))
+		}
 		if holder == nil {
 			if out != nil {
 				out = append(out, ep)
