@@ -12,8 +12,9 @@ import (
 // (foreignHolder); another cluster may write addresses of its own for that hostname only when
 // both consent: its claims are shared (the shared annotation, spec.shared) and every entry of
 // the hostname the other clusters wrote carries TagShared among the operator's tags. Where both
-// have entries and only one consents, that one holds the hostname, whichever entry is older. Each cluster then writes, marks and
-// deletes its own entries only, by its own grace periods, brake and release.
+// have entries and only one consents, that one holds the hostname, whichever entry is older.
+// Each cluster then writes, marks and deletes its own entries only, by its own grace periods,
+// brake and release.
 //
 // The router keeps one line per (address, hostname), so two clusters that want one address
 // share one line. The cluster that wrote it (its writer) keeps it; the other writes its

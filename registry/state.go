@@ -211,9 +211,9 @@ func (s *State) foreignHolder(theirs []endpoint.Record, ours []*endpoint.Record,
 }
 
 // yielded reports whether this cluster's entry rec is on a hostname another cluster holds
-// against it (foreignHolder), its consent read from its entries of the hostname. An entry
-// that yields to a cluster that does not share goes without a grace period, since the name
-// keeps answering through that cluster's entries.
+// against it (foreignHolder), its consent read from its entries of the hostname. Such an entry
+// goes without a grace period, since the name keeps answering through that cluster's entries;
+// so an entry of a cluster whose entries of the name all carry TagShared never yields.
 func yielded(st *State, rec *endpoint.Record) bool {
 	h := strings.ToLower(rec.Hostname)
 	theirs := st.Foreign[h]
