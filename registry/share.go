@@ -11,8 +11,10 @@ import (
 // Sharing a hostname between clusters. A cluster holds a hostname while it has entries of it
 // (foreignHolder); another cluster may write addresses of its own for that hostname only when
 // both consent: its claims are shared (the shared annotation, spec.shared) and every entry of
-// the hostname the other clusters wrote carries TagShared. Each cluster then writes, marks and
-// deletes its own entries only, by its own grace periods, brake and release.
+// the hostname the other clusters wrote carries TagShared among the operator's tags. Where both
+// have entries and only one consents, that one holds the hostname, whichever entry is older.
+// Each cluster then writes, marks and deletes its own entries only, by its own grace periods,
+// brake and release.
 //
 // The router keeps one line per (address, hostname), so two clusters that want one address
 // share one line. The cluster that wrote it (its writer) keeps it; the other writes its
@@ -61,16 +63,32 @@ func (r *Registry) ownCoOwner(t string) bool {
 // hasOwnCoOwner reports whether tags carry a co-owner tag of this installation.
 func (r *Registry) hasOwnCoOwner(tags []string) bool { return slices.ContainsFunc(tags, r.ownCoOwner) }
 
-// allShared reports whether every one of recs, other clusters' entries, carries TagShared: the
-// consent of the clusters that wrote them.
-func allShared(recs []endpoint.Record) bool {
-	return !slices.ContainsFunc(recs, func(rec endpoint.Record) bool { return !rec.HasTag(TagShared) })
+// bothConsent reports whether two sides of a hostname both consent to share it. It is the one
+// point where consent is checked: a foreign claim, an entry yielded to another cluster and a
+// hand-over all ask it.
+func bothConsent(ours, theirs bool) bool {
+	return mutation == "no-consent" || ours && theirs
 }
 
-// shares reports whether a claim that shares the hostname may go beside the other clusters'
-// entries of it, theirs.
-func shares(claimShared bool, theirs []endpoint.Record) bool {
-	return claimShared && len(theirs) > 0 && allShared(theirs)
+// shared reports whether the operator wrote TagShared on rec: the consent of the cluster that
+// wrote it. A shared:true the user wrote on an adopted entry, outside the operator's block, is
+// the user's tag and no consent.
+func (s *State) shared(rec *endpoint.Record) bool { return s.parser.Parse(rec).Shared() }
+
+// consents reports whether every one of recs, one side's entries of a hostname, carries the
+// operator's TagShared: that side's consent to share the name (none for no entries at all).
+func (s *State) consents(recs []endpoint.Record) bool {
+	for i := range recs {
+		if !s.shared(&recs[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// consentsOwn is consents for this cluster's entries.
+func (s *State) consentsOwn(recs []*endpoint.Record) bool {
+	return !slices.ContainsFunc(recs, func(rec *endpoint.Record) bool { return !s.shared(rec) })
 }
 
 // coOwners are the co-owner tags of other installations on an entry of this cluster, in the
@@ -106,7 +124,7 @@ func (r *Registry) coOwned(st *State, desired []*endpoint.Endpoint, settled map[
 		}
 		for i := range st.Foreign[ep.Hostname] {
 			rec := &st.Foreign[ep.Hostname][i]
-			if rec.HasTag(TagShared) && !rec.HasTag(TagPreExisting) && slices.Contains(ep.Targets, rec.IP) {
+			if st.shared(rec) && !rec.HasTag(TagPreExisting) && slices.Contains(ep.Targets, rec.IP) {
 				add(rec)
 			}
 		}
@@ -145,7 +163,7 @@ func (r *Registry) sharedHosts(st *State, desired []*endpoint.Endpoint) map[stri
 // other's cluster co-owns it, deleting its own at once, since the address stays served.
 func sharedTwin(st *State, rec *endpoint.Record) bool {
 	for _, f := range st.Foreign[strings.ToLower(rec.Hostname)] {
-		if f.IP == rec.IP && f.ID < rec.ID && f.HasTag(TagShared) && !f.HasTag(TagPreExisting) {
+		if f.IP == rec.IP && f.ID < rec.ID && st.shared(&f) && !f.HasTag(TagPreExisting) {
 			return true
 		}
 	}
@@ -155,9 +173,12 @@ func sharedTwin(st *State, rec *endpoint.Record) bool {
 // share names the plan's writes that sharing makes: an update of another cluster's line is
 // the co-owner tag put on (co-own) or taken off (withdraw); a delete of a line of this cluster
 // another cluster co-owns is its hand-over to that cluster, at once, since the line still
-// serves a cluster that wants it.
+// serves a cluster that wants it. A hand-over needs both consents: the co-owner's is its tag,
+// and this cluster's is that it claims the hostname shared, or not at all; otherwise the line
+// leaves as any other.
 func (r *Registry) share(in *changesIn, changes []plan.Change) changed {
 	out := make([]plan.Change, 0, len(changes))
+	var unshared map[string]bool // the hostnames this cluster claims without sharing them
 	for _, c := range changes {
 		switch c.Action {
 		case plan.Update:
@@ -177,13 +198,29 @@ func (r *Registry) share(in *changesIn, changes []plan.Change) changed {
 			// A duplicate's address stays served by the line it doubles: it simply goes.
 			if v := in.st.view(c.Old); !c.Duplicate && !v.has(TagPreExisting) {
 				if co := r.coOwners(&v); len(co) > 0 {
-					c = plan.Change{Action: ActionHandOver, Old: c.Old, New: r.handedOver(c.Old, co)}
+					if unshared == nil {
+						unshared = unsharedClaims(in.desired)
+					}
+					if bothConsent(!unshared[strings.ToLower(c.Old.Hostname)], true) {
+						c = plan.Change{Action: ActionHandOver, Old: c.Old, New: r.handedOver(c.Old, co)}
+					}
 				}
 			}
 		}
 		out = append(out, c)
 	}
 	return changed{changes: out}
+}
+
+// unsharedClaims are the lowercase hostnames of desired whose claims do not share them.
+func unsharedClaims(desired []*endpoint.Endpoint) map[string]bool {
+	out := map[string]bool{}
+	for _, ep := range desired {
+		if !ep.Shared {
+			out[strings.ToLower(ep.Hostname)] = true
+		}
+	}
+	return out
 }
 
 // handedOver is the line rec given to the first of its co-owners: that cluster's owner tags

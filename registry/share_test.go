@@ -547,3 +547,189 @@ func TestANamesakesLineIsWithdrawnFrom(t *testing.T) {
 		t.Errorf("entries %v: a's co-owner tag must come off", s.srv.entries)
 	}
 }
+
+// TestConsentOutranksAge: when both clusters have entries of a name and only one consents to
+// share it (its claim shares it and its entries carry shared:true), the one that consents holds
+// it, whichever entry is older; the older entry decides only between two that do not. An entry
+// that was shared leaves after its grace period; one that never was, at once.
+func TestConsentOutranksAge(t *testing.T) {
+	r := newRegWith(t, func(c *Config) { c.ClusterName, c.ClusterID = "home", "11111111" })
+	for _, tc := range []struct {
+		desc                     string
+		ours, theirs             string // the entries' IDs: the smaller is older
+		claimShares, entryShared bool   // ours
+		theyShare                bool
+		conflict, atOnce, marked bool
+	}{
+		{desc: "neither shares, ours is older: ours", ours: "01A", theirs: "01B"},
+		{desc: "neither shares, theirs is older: theirs, ours goes at once", ours: "01B", theirs: "01A", conflict: true, atOnce: true},
+		{desc: "both share: both stay", ours: "01B", theirs: "01A", claimShares: true, entryShared: true, theyShare: true},
+		{desc: "we share, they do not, theirs is older: ours", ours: "01B", theirs: "01A", claimShares: true, entryShared: true},
+		{desc: "they share, we never did, ours is older: theirs, ours goes at once", ours: "01A", theirs: "01B", theyShare: true, conflict: true, atOnce: true},
+		{desc: "they share, we withdrew, ours is older: theirs, ours after its grace period", ours: "01A", theirs: "01B", entryShared: true, theyShare: true, conflict: true, marked: true},
+		{desc: "our claim shares, our entry not yet, they do not, theirs is older: theirs", ours: "01B", theirs: "01A", claimShares: true, conflict: true, atOnce: true},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			ep := claim("web.lan", "apps", "web", "u1", 0, "10.0.0.1")
+			ep.Shared = tc.claimShares
+			mine := []string{"k8s-operator", "cluster:home", "cluster-id:11111111", "kind:Ingress", "namespace:apps", "source:u1"}
+			if tc.entryShared {
+				mine = append(mine, TagShared)
+			}
+			theirs := []string{"k8s-operator", "cluster:lab", "cluster-id:22222222", "namespace:apps", "source:other"}
+			if tc.theyShare {
+				theirs = append(theirs, TagShared)
+			}
+			records := []endpoint.Record{
+				{ID: tc.ours, Hostname: "web.lan", IP: "10.0.0.1", Version: "1", Tags: mine},
+				{ID: tc.theirs, Hostname: "web.lan", IP: "10.9.9.9", Version: "1", Tags: theirs},
+			}
+			d := r.Decide(t0, records, []*endpoint.Endpoint{ep}, Given{})
+			conflict := len(d.Conflicts) == 1 && d.Conflicts[0].Winner == "cluster lab" && d.Conflicts[0].Reason == ReasonHostnameConflict
+			atOnce := slices.ContainsFunc(d.Changes, func(c plan.Change) bool { return c.Action == plan.Delete && c.Old.ID == tc.ours })
+			marked := slices.ContainsFunc(d.Changes, func(c plan.Change) bool { return c.Action == plan.Mark && c.Old.ID == tc.ours })
+			if conflict != tc.conflict || atOnce != tc.atOnce || marked != tc.marked {
+				t.Errorf("conflicts %+v, changes %v: want conflict %v, deleted at once %v, marked %v",
+					d.Conflicts, actions(d.Verdict), tc.conflict, tc.atOnce, tc.marked)
+			}
+			if slices.ContainsFunc(d.Changes, func(c plan.Change) bool { return c.Old != nil && c.Old.ID == tc.theirs }) {
+				t.Errorf("changes %v touch the other cluster's entry", actions(d.Verdict))
+			}
+		})
+	}
+}
+
+// TestAWithdrawnConsentWinsNoName: a and b (a tenant namespace) share web.lan on one address,
+// the line a's and b its co-owner; then each row's steps, as a homelab lives them. Whoever
+// withdraws its consent gives the name up, even holding the older line (handed over to it); the
+// one that still shares is never turned down, its address answers after every sync, and no
+// entry goes without its grace period. A hand-over happens only while both consent.
+func TestAWithdrawnConsentWinsNoName(t *testing.T) {
+	type step struct {
+		who    string // "a" or "b"
+		ip     string
+		shares bool
+	}
+	for _, tc := range []struct {
+		desc     string
+		steps    []step
+		keeper   string
+		handOver bool
+	}{
+		{"a moves its address, then b drops shared and re-points the name",
+			[]step{{"a", "10.0.1.1", true}, {"b", "10.0.0.5", false}, {"b", "10.0.2.2", false}}, "a", true},
+		{"a moves its address and drops shared at once",
+			[]step{{"a", "10.0.1.1", false}}, "a", false},
+		{"b drops shared while it only co-owns",
+			[]step{{"b", "10.0.0.5", false}}, "a", false},
+		{"a moves its address, then a drops shared",
+			[]step{{"a", "10.0.1.1", true}, {"a", "10.0.1.1", false}}, "b", true},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			s := newSharing(t)
+			at := func(in *installation, ns, uid, ip string, shares bool) {
+				ep := claim("web.lan", ns, "web", uid, time.Hour, ip)
+				ep.Shared = shares
+				in.eps = []*endpoint.Endpoint{ep}
+			}
+			at(s.a, "apps", "ua", "10.0.0.5", true)
+			at(s.b, "tenant", "ub", "10.0.0.5", true)
+			s.settle()
+			if len(s.srv.entries) != 1 || !s.srv.entries[0].HasTag(CoOwnerTag("b", "bbbbbbbb")) {
+				t.Fatalf("entries %v: want a's line co-owned by b", s.srv.entries)
+			}
+			keeper, loser := s.a, s.b
+			if tc.keeper == "b" {
+				keeper, loser = s.b, s.a
+			}
+			wants := map[*installation]string{s.a: "10.0.0.5", s.b: "10.0.0.5"}
+			handedOver := false
+			var lost Decision
+			sync := func(in *installation, step string) {
+				t.Helper()
+				marked := map[string]bool{}
+				for _, e := range s.srv.entries {
+					if slices.ContainsFunc(e.Tags, func(t string) bool { return strings.HasPrefix(t, PrefixPending) }) {
+						marked[e.ID] = true
+					}
+				}
+				d, changes := s.sync(in)
+				for _, c := range changes {
+					if c.Action == ActionHandOver {
+						handedOver = true
+					}
+					if c.Action == plan.Delete && !marked[c.Old.ID] {
+						t.Errorf("%s: cluster %s deletes %v without its grace period", step, in.name, c.Old)
+					}
+				}
+				if in == keeper && len(d.Conflicts) > 0 {
+					t.Errorf("%s: cluster %s, which keeps the name, is turned down: %+v", step, in.name, d.Conflicts)
+				}
+				if in == loser {
+					lost = d
+				}
+				if !slices.Contains(s.answers(), wants[keeper]) {
+					t.Errorf("%s: after a sync of %s web.lan answers %v, without %s's %s", step, in.name, s.answers(), keeper.name, wants[keeper])
+				}
+			}
+			for _, st := range tc.steps {
+				in, ns, uid := s.a, "apps", "ua"
+				if st.who == "b" {
+					in, ns, uid = s.b, "tenant", "ub"
+				}
+				at(in, ns, uid, st.ip, st.shares)
+				wants[in] = st.ip
+				desc := fmt.Sprintf("%s wants %s, shared %v", st.who, st.ip, st.shares)
+				for range 3 {
+					s.now = s.now.Add(time.Minute)
+					sync(s.a, desc)
+					sync(s.b, desc)
+				}
+			}
+			for range 4 {
+				s.now = s.now.Add(3 * time.Minute)
+				sync(s.a, "after the grace periods")
+				sync(s.b, "after the grace periods")
+			}
+			if handedOver != tc.handOver {
+				t.Errorf("a hand-over: %v, want %v", handedOver, tc.handOver)
+			}
+			if !slices.ContainsFunc(lost.Conflicts, func(c Conflict) bool { return c.Winner == "cluster "+keeper.name }) {
+				t.Errorf("cluster %s's conflicts %+v: want the name held by cluster %s", loser.name, lost.Conflicts, keeper.name)
+			}
+			if got := s.answers(); !slices.Equal(got, []string{wants[keeper]}) {
+				t.Errorf("web.lan answers %v at the end, want %s's address alone: %v", got, keeper.name, s.srv.entries)
+			}
+		})
+	}
+}
+
+// TestConsentIsReadFromTheOperatorsTags: on an adopted entry the operator's tags are one block;
+// a shared:true outside it is the user's tag, and no consent of the cluster that adopted it.
+func TestConsentIsReadFromTheOperatorsTags(t *testing.T) {
+	for _, tc := range []struct {
+		desc     string
+		tags     []string
+		conflict bool
+	}{
+		{"shared:true written by hand before the adoption", []string{"manual", TagShared, TagPreExisting,
+			"k8s-operator", "cluster:lab", "cluster-id:22222222", "namespace:apps", "source:other", "original-hostname:web.lan", "original-ip:10.9.9.9"}, true},
+		{"shared:true written by hand during the loan", []string{"manual", TagPreExisting,
+			"k8s-operator", "cluster:lab", "cluster-id:22222222", "namespace:apps", "source:other", "original-hostname:web.lan", "original-ip:10.9.9.9", TagShared}, true},
+		{"shared:true in the operator's block", []string{"manual", TagPreExisting,
+			"k8s-operator", "cluster:lab", "cluster-id:22222222", "namespace:apps", TagShared, "source:other", "original-hostname:web.lan", "original-ip:10.9.9.9"}, false},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			r := newRegWith(t, func(c *Config) { c.ClusterName, c.ClusterID = "home", "11111111" })
+			ep := claim("web.lan", "apps", "web", "u1", 0, "10.0.0.1")
+			ep.Shared = true
+			records := []endpoint.Record{{ID: "01A", Hostname: "web.lan", IP: "10.9.9.9", Version: "1", Tags: tc.tags}}
+			d := r.Decide(t0, records, []*endpoint.Endpoint{ep}, Given{})
+			conflict := len(d.Conflicts) == 1 && d.Conflicts[0].Winner == "cluster lab"
+			created := slices.ContainsFunc(d.Changes, func(c plan.Change) bool { return c.Action == plan.Create })
+			if conflict != tc.conflict || created == tc.conflict {
+				t.Errorf("conflicts %+v, changes %v: want a conflict %v", d.Conflicts, actions(d.Verdict), tc.conflict)
+			}
+		})
+	}
+}

@@ -120,8 +120,9 @@ func (r *Registry) reservedTags(_ *claimsIn, eps []*endpoint.Endpoint) verdicts 
 	return v
 }
 
-// foreign turns down the claims on a hostname another cluster holds (foreignHolder), but for a
-// shared claim where every entry of the other clusters is shared too (shares).
+// foreign turns down the claims on a hostname another cluster holds against this one
+// (foreignHolder): this cluster consents when the claim is shared and its entries of the
+// hostname carry TagShared.
 func (r *Registry) foreign(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 	if len(in.st.Foreign) == 0 {
 		return verdicts{endpoints: eps}
@@ -132,8 +133,12 @@ func (r *Registry) foreign(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 	)
 	for i, ep := range eps {
 		h := ep.Hostname
-		holder := foreignHolder(in.st.Foreign[h], in.owned[h])
-		if holder == nil || shares(ep.Shared, in.st.Foreign[h]) {
+		var holder *endpoint.Record
+		if theirs := in.st.Foreign[h]; len(theirs) > 0 {
+			ours := in.owned[h]
+			holder = in.st.foreignHolder(theirs, ours, ep.Shared && in.st.consentsOwn(ours))
+		}
+		if holder == nil {
 			if out != nil {
 				out = append(out, ep)
 			}

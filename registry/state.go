@@ -34,6 +34,10 @@ func (p *Parsed) Namesake() string {
 	return id
 }
 
+// Shared reports whether the operator wrote TagShared on the entry: its cluster's consent to
+// share the hostname. On an adopted entry only the operator's block counts.
+func (p *Parsed) Shared() bool { return p.v.has(TagShared) }
+
 // Marked reports whether the entry carries a pending-deletion mark the operator wrote.
 func (p *Parsed) Marked() bool {
 	_, marked := p.v.value(PrefixPending)
@@ -174,16 +178,28 @@ func (s *State) marked(rec *endpoint.Record) bool {
 	return marked
 }
 
-// foreignHolder is the entry by which another cluster holds a hostname, nil when none does:
-// theirs are the other clusters' entries of the hostname, ours this cluster's. A cluster with
-// entries of a hostname holds it; when both have some, as when two clusters wrote it in one
-// moment, each before it could see the other's, the cluster of the oldest entry holds it.
-// Entry IDs are ULIDs, which sort by the time the server made them, so both clusters, reading
-// the same entries, decide alike: one keeps the name, and the other gives it up at once
-// (yielded).
-func foreignHolder(theirs []endpoint.Record, ours []*endpoint.Record) *endpoint.Record {
+// foreignHolder is the entry by which another cluster holds a hostname against this one, nil
+// when none does: theirs are the other clusters' entries of the hostname, ours this cluster's,
+// and consent whether this cluster consents to share it (its claims share it and its entries
+// carry TagShared). Where both consent, neither holds it against the other. A cluster with
+// entries of a hostname holds it against one without. Where both have some, as when two
+// clusters wrote it in one moment or one withdrew its consent, the one that consents holds it
+// against the one that does not, so a withdrawal never wins a name; between two that do not,
+// the cluster of the oldest entry does. Entry IDs are ULIDs, which sort by the time the server
+// made them, so both clusters, reading the same entries, decide alike: one keeps the name, and
+// the other gives it up.
+func (s *State) foreignHolder(theirs []endpoint.Record, ours []*endpoint.Record, consent bool) *endpoint.Record {
 	holder := oldest(theirs)
 	if holder == nil {
+		return nil
+	}
+	they := s.consents(theirs)
+	switch {
+	case bothConsent(consent, they):
+		return nil
+	case len(ours) == 0 || they:
+		return holder
+	case consent:
 		return nil
 	}
 	for _, rec := range ours {
@@ -195,12 +211,13 @@ func foreignHolder(theirs []endpoint.Record, ours []*endpoint.Record) *endpoint.
 }
 
 // yielded reports whether this cluster's entry rec is on a hostname another cluster holds
-// (foreignHolder) and does not share with it: the name keeps answering through that cluster's
-// entries, so it goes without a grace period.
+// against it (foreignHolder), its consent read from its entries of the hostname. Such an entry
+// goes without a grace period, since the name keeps answering through that cluster's entries;
+// so an entry of a cluster whose entries of the name all carry TagShared never yields.
 func yielded(st *State, rec *endpoint.Record) bool {
 	h := strings.ToLower(rec.Hostname)
 	theirs := st.Foreign[h]
-	if len(theirs) == 0 || shares(rec.HasTag(TagShared), theirs) {
+	if len(theirs) == 0 {
 		return false
 	}
 	var ours []*endpoint.Record
@@ -209,7 +226,7 @@ func yielded(st *State, rec *endpoint.Record) bool {
 			ours = append(ours, &st.Owned[i])
 		}
 	}
-	return foreignHolder(theirs, ours) != nil
+	return st.foreignHolder(theirs, ours, st.consentsOwn(ours)) != nil
 }
 
 // oldest is the entry of recs with the smallest ID, nil when there is none.

@@ -12,6 +12,7 @@ import (
 
 	networkingv1 "k8s.io/api/networking/v1"
 
+	"github.com/router-hosts-operator/router-hosts-operator/controller"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
@@ -243,4 +244,98 @@ func sharedIn(eps []*endpoint.Endpoint, host string) bool {
 // (registry/life.go): the tests of what an entry says about its objects look past it.
 func withoutMark(tags []string) []string {
 	return slices.DeleteFunc(slices.Clone(tags), func(t string) bool { return strings.HasPrefix(t, registry.PrefixAlive) })
+}
+
+// TestAWithdrawnConsentNeverWinsAName lives through issue 48's second case as it happened: a
+// shares app; a tenant namespace of cluster b shares it on the same address and co-owns a's
+// line; a moves to another address and hands its old line to the tenant; the tenant drops
+// shared, then re-points the name. a's Ingress asks for the name the whole time: it is never
+// turned down, its line stays after every sync, and the tenant, which withdrew its consent,
+// gets HostnameConflict and its line leaves after its grace period.
+func TestAWithdrawnConsentNeverWinsAName(t *testing.T) {
+	a := newHarness(t, options{cluster: "a", extraArgs: []string{"--cluster-id=aaaaaaa3"}})
+	b := newHarness(t, options{cluster: "b", extraArgs: []string{"--cluster-id=bbbbbbb3"}, server: a.srv, ownControlPlane: true})
+	const host = "app.consent.lan"
+	line := func(ip string) (endpoint.Record, bool) {
+		for _, e := range a.entries(host) {
+			if e.IP == ip {
+				return e, true
+			}
+		}
+		return endpoint.Record{}, false
+	}
+	// aHolds syncs one cluster and checks that a still holds its address and is not turned down.
+	aHolds := func(h *harness, step, ip string) *controller.Report {
+		t.Helper()
+		rep := h.sync()
+		if h == a && len(rep.Conflicts) > 0 {
+			t.Errorf("%s: a, which still shares the name, is turned down: %+v", step, rep.Conflicts)
+		}
+		if _, ok := line(ip); !ok {
+			t.Fatalf("%s: after a sync of %s a's line %s %s is gone: %v", step, map[*harness]string{a: "a", b: "b"}[h], host, ip, a.entries(host))
+		}
+		return rep
+	}
+
+	// 1. a shares app; the tenant shares it on the same address and co-owns a's line.
+	appA := a.create(ingress(a.ns, "app", enabled("shared", "true", "ip-address", "10.86.0.5"), host))
+	a.waitHost(host, "10.86.0.5")
+	aHolds(a, "a shares app", "10.86.0.5")
+	appB := b.create(ingress(b.ns, "app", enabled("shared", "true", "ip-address", "10.86.0.5"), host))
+	b.waitHost(host, "10.86.0.5")
+	aHolds(b, "the tenant shares app", "10.86.0.5")
+	old := a.one(host)
+	if !onCluster(old, "a") || !old.HasTag(registry.CoOwnerTag("b", "bbbbbbb3")) {
+		t.Fatalf("the line %v: want a's, co-owned by b", old)
+	}
+
+	// 2. a moves to another address: its old line is handed to the tenant, in place.
+	a.update(appA, func(i *networkingv1.Ingress) { i.Annotations["router-hosts.fzymgc.house/ip-address"] = "10.86.1.1" })
+	a.waitHost(host, "10.86.1.1")
+	for range 2 {
+		aHolds(a, "a moves", "10.86.1.1")
+		aHolds(b, "a moves", "10.86.1.1")
+	}
+	if e, ok := line("10.86.0.5"); !ok || e.ID != old.ID || !onCluster(e, "b") || onCluster(e, "a") {
+		t.Fatalf("the old line is %v (found %v): want it handed to b in place", e, ok)
+	}
+
+	// 3. The tenant drops shared. Its line is the oldest of the name, but it withdrew its
+	// consent: it is turned down, and a keeps its line and the name.
+	appB = b.update(appB, func(i *networkingv1.Ingress) { delete(i.Annotations, "router-hosts.fzymgc.house/shared") })
+	b.waitSource(func(eps []*endpoint.Endpoint) bool {
+		return slices.ContainsFunc(eps, func(e *endpoint.Endpoint) bool { return e.Hostname == host }) && !sharedIn(eps, host)
+	})
+	rep := aHolds(b, "the tenant drops shared", "10.86.1.1")
+	if !slices.ContainsFunc(rep.Conflicts, func(c registry.Conflict) bool {
+		return c.Hostname == host && c.Winner == "cluster a" && c.Reason == registry.ReasonHostnameConflict
+	}) {
+		t.Errorf("the tenant's conflicts %+v: want the name held by cluster a", rep.Conflicts)
+	}
+	aHolds(a, "the tenant drops shared", "10.86.1.1")
+	if _, ok := line("10.86.0.5"); !ok {
+		t.Errorf("the tenant's shared line went at once: it leaves after its grace period")
+	}
+
+	// 4. The tenant re-points the name; a's grace periods and the tenant's pass. The name stays
+	// a's: no address of the tenant's is written, and its old line leaves.
+	b.update(appB, func(i *networkingv1.Ingress) { i.Annotations["router-hosts.fzymgc.house/ip-address"] = "10.86.2.2" })
+	b.waitHost(host, "10.86.2.2")
+	for range 3 {
+		a.clock.Step(3 * time.Minute)
+		b.clock.Step(3 * time.Minute)
+		for _, h := range []*harness{a, b} {
+			rep := aHolds(h, "the tenant re-points", "10.86.1.1")
+			if h == b && !slices.ContainsFunc(rep.Conflicts, func(c registry.Conflict) bool { return c.Hostname == host && c.Winner == "cluster a" }) {
+				t.Errorf("the tenant's conflicts %+v: want the name held by cluster a", rep.Conflicts)
+			}
+			if _, ok := line("10.86.2.2"); ok {
+				t.Fatalf("the tenant wrote its address on a's name: %v", a.entries(host))
+			}
+		}
+	}
+	got := a.entries(host)
+	if len(got) != 1 || got[0].IP != "10.86.1.1" || !onCluster(got[0], "a") {
+		t.Errorf("%s is %v: want a's line alone", host, got)
+	}
 }
