@@ -15,7 +15,8 @@ import (
 // object here wants it). The rules: a whole read compares each such entry with what was seen;
 // a version that moved without this process writing it is another writer's, whose identity is
 // alive (a namesake's entry), or whose rewrite earns strikes (Strike) against an entry of this
-// identity. Strikes older than strikeMemory are forgotten, a contest's too; the write results
+// identity. Strikes older than strikeMemory are forgotten, a contest's too, but any rewrite of
+// a contested entry renews them; the write results
 // are seen as this process's own; entries a whole read no longer returns are swept; a
 // reconfiguration forgets everything, as does a new process: before its first whole read
 // nothing is another's.
@@ -83,7 +84,8 @@ func (w *witness) observe(records []endpoint.Record, parse tagParser, now time.T
 			case ns != "":
 				w.alive[ns] = true
 			case p.Own():
-				if n := Strike(e.marked, e.ours, same, p); n > 0 {
+				// Any rewrite of a contested entry keeps the dispute alive.
+				if n := Strike(e.marked, e.ours, same, p); n > 0 || (Contested(e.strikes) && !same) {
 					e.strikes, e.struck = e.strikes+n, now
 				}
 			}

@@ -17,7 +17,8 @@ import (
 //   - an entry with two strikes is contested: no update, mark, deletion or release goes to it
 //     (lifting a mark from it still does: that keeps a name), so neither twin re-points or
 //     deletes it. It holds nothing else: whoever can write to the router holds at most the
-//     entries it rewrites, and only while it keeps rewriting them (strikeMemory);
+//     entries it rewrites, and only while it keeps rewriting them (strikeMemory after the
+//     last rewrite, the contest is forgotten);
 //   - a mark on an entry this process neither wrote nor saw wanted waits markReads whole reads
 //     beyond its grace period, so that a twin that wants it lifts it first (a strike) and a
 //     short grace period never lets one twin delete the other's name;
