@@ -45,7 +45,7 @@ type seenEntry struct {
 
 // markReads is the number of whole reads after its mark that a mark on an entry this process
 // does not vouch for waits: a twin that wants the entry, syncing as often, lifts it meanwhile.
-const markReads = 2
+const markReads = 3
 
 // strikeMemory is how long a strike counts towards a contest: a twin's strikes come at every
 // interval of the other, a person's hand edits seldom.
