@@ -12,7 +12,6 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
-	"github.com/router-hosts-operator/router-hosts-operator/plan"
 	"github.com/router-hosts-operator/router-hosts-operator/planner"
 	"github.com/router-hosts-operator/router-hosts-operator/provider"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
@@ -134,19 +133,21 @@ func TestRunSyncsWhenAGracePeriodEnds(t *testing.T) {
 	log := logrus.New()
 	log.SetLevel(logrus.WarnLevel)
 	prov := routerhosts.NewFromConn(conn, routerhosts.Options{Log: log})
-	// An entry this cluster owns that no source wants any more.
-	if err := plan.ErrorOf(prov.ApplyChanges(context.Background(), []plan.Change{{Action: plan.Create,
-		New: &endpoint.Record{Hostname: "old.lan", IP: "10.0.0.1", Tags: []string{"k8s-operator", "cluster:t"}}}})); err != nil {
-		t.Fatal(err)
-	}
 	reg, err := registry.New(registry.Config{ClusterName: "t", GracePeriod: 5 * time.Second, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := startLoop(t, Config{Sources: []Source{&stubSource{}}, Registry: reg, Provider: prov, MinEventSyncInterval: time.Second, Log: log})
-	// The first sync marks it; the loop wakes when the grace period ends, not at the interval.
+	// An entry this cluster writes for an object, which is then deleted.
+	src := &stubSource{eps: []*endpoint.Endpoint{claimOf("old.lan")}}
+	l := startLoop(t, Config{Sources: []Source{src}, Registry: reg, Provider: prov, MinEventSyncInterval: time.Second, Log: log})
+	first := l.waitsFor(func(Schedule) bool { return svc.Store().Len() == 1 })
+	src.mu.Lock()
+	src.eps = nil
+	src.mu.Unlock()
+	l.clock.SetTime(first.Next)
+	// The full sync marks it; the loop wakes when the grace period ends, not at the interval.
 	s := l.waits()
-	if want := at(5*time.Second + expirySlack); !s.Next.Equal(want) || svc.Store().Len() != 1 {
+	if want := first.Next.Add(5*time.Second + expirySlack); !s.Next.Equal(want) || svc.Store().Len() != 1 {
 		t.Fatalf("after the mark: next sync at t0%+v with %d entries, want at t0%+v", s.Next.Sub(loopT0), svc.Store().Len(), want.Sub(loopT0))
 	}
 	l.clock.SetTime(s.Next)

@@ -89,7 +89,7 @@ func TestTwinsStopFighting(t *testing.T) {
 		}
 		clk.Step(time.Minute)
 	}
-	if writes > 12 {
+	if writes > 16 {
 		t.Fatalf("the twins wrote %d times before they stopped", writes)
 	}
 	for _, tw := range []*twin{a, b} {

@@ -135,6 +135,12 @@ func (r *Registry) grace(in *changesIn, changes []plan.Change) changed {
 			continue
 		}
 		out, due := r.retire(in.now, in.st, c.Old)
+		if out != nil && retiring(out) && in.st.witness.Waits(c.Old.ID) {
+			// Due, but a twin may want the entry: the next whole reads give it time to lift
+			// the mark (twins.go).
+			v.held = append(v.held, Held{Change: c, Reason: ReasonGracePeriod})
+			continue
+		}
 		if out != nil {
 			v.changes = append(v.changes, *out)
 		}

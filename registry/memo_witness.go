@@ -10,32 +10,42 @@ import (
 )
 
 // witness is what this process saw and wrote of the entries its identity or its cluster's name
-// carries, by entry ID: the version it last saw and whether that was its own write. The rules:
-// a whole read compares each such entry with what was seen; a version that moved without this
-// process writing it is another writer's, whose identity is alive (a namesake's entry), or
-// whose rewrite earns strikes (Strike) against an entry of this identity. A strike
-// older than strikeMemory is forgotten, unless the entry is contested by then; the write
-// results are seen as this process's own; entries a whole read no longer returns are swept;
-// a reconfiguration forgets everything, as does a new process: before its first whole read
+// carries, by entry ID: the version it last saw, whether that was its own write, and whether it
+// vouches for the entry (wrote it, or a decision on a whole read planned no deletion of it: an
+// object here wants it). The rules: a whole read compares each such entry with what was seen;
+// a version that moved without this process writing it is another writer's, whose identity is
+// alive (a namesake's entry), or whose rewrite earns strikes (Strike) against an entry of this
+// identity. Strikes older than strikeMemory are forgotten, a contest's too, but any rewrite of
+// a contested entry renews them; the write results
+// are seen as this process's own; entries a whole read no longer returns are swept; a
+// reconfiguration forgets everything, as does a new process: before its first whole read
 // nothing is another's.
 type witness struct {
 	seen  map[string]*seenEntry
 	alive map[string]bool
+	// doubted are the entries of this identity this process does not vouch for.
+	doubted map[string]*seenEntry
 	// read: a whole read was taken since the last reset.
 	read bool
 	pass uint64
 }
 
 type seenEntry struct {
-	version      string
-	ours, marked bool
-	// sig is the entry as last seen but for co-owner tags (coOwnerBlind), which another
-	// cluster writes on a line it wants too: such a rewrite is no twin's.
+	version               string
+	ours, marked, vouched bool
+	// sig is the entry as last seen but for the tags others put on it without taking it
+	// (othersBlind): such a rewrite is no twin's.
 	sig     uint64
 	strikes int
 	struck  time.Time
-	pass    uint64
+	// pass is the whole read that last saw the entry; markPass the one that first saw its
+	// mark (or the pass of the write that put it on).
+	pass, markPass uint64
 }
+
+// markReads is the number of whole reads after its mark that a mark on an entry this process
+// does not vouch for waits: a twin that wants the entry, syncing as often, lifts it meanwhile.
+const markReads = 3
 
 // strikeMemory is how long a strike counts towards a contest: a twin's strikes come at every
 // interval of the other, a person's hand edits seldom.
@@ -44,7 +54,7 @@ const strikeMemory = 30 * time.Minute
 // observe takes a whole read, at now, its entries' tags parsed by parse.
 func (w *witness) observe(records []endpoint.Record, parse tagParser, now time.Time) {
 	if w.seen == nil {
-		w.seen, w.alive = map[string]*seenEntry{}, map[string]bool{}
+		w.seen, w.alive, w.doubted = map[string]*seenEntry{}, map[string]bool{}, map[string]*seenEntry{}
 	}
 	w.pass++
 	for i := range records {
@@ -56,36 +66,48 @@ func (w *witness) observe(records []endpoint.Record, parse tagParser, now time.T
 		}
 		e := w.seen[rec.ID]
 		if e == nil {
-			e = &seenEntry{sig: coOwnerBlind(rec)}
+			// A namesake's entry is never this process's to mark: vouching for it is moot.
+			e = &seenEntry{sig: othersBlind(rec), vouched: ns != ""}
 			w.seen[rec.ID] = e
-		} else if e.version != rec.Version && w.read {
-			sig := coOwnerBlind(rec)
-			coOwnersOnly := sig == e.sig
+			if !e.vouched {
+				w.doubted[rec.ID] = e
+			}
+		}
+		if e.strikes > 0 && now.Sub(e.struck) > strikeMemory {
+			e.strikes = 0
+		}
+		if e.version != rec.Version && e.version != "" && w.read {
+			sig := othersBlind(rec)
+			same := sig == e.sig
 			e.sig = sig
 			switch {
 			case ns != "":
 				w.alive[ns] = true
 			case p.Own():
-				if !Contested(e.strikes) && now.Sub(e.struck) > strikeMemory {
-					e.strikes = 0
-				}
-				if n := Strike(e.marked, e.ours, p); n > 0 && !coOwnersOnly {
+				// Any rewrite of a contested entry keeps the dispute alive.
+				if n := Strike(e.marked, e.ours, same, p); n > 0 || (Contested(e.strikes) && !same) {
 					e.strikes, e.struck = e.strikes+n, now
 				}
 			}
-			e.ours = false
+			e.ours = e.ours && same
+		}
+		if marked := p.Marked(); marked && (!e.marked || e.markPass == 0) {
+			e.markPass = w.pass
 		}
 		e.version, e.marked, e.pass = rec.Version, p.Marked(), w.pass
 	}
 	for id, e := range w.seen {
 		if e.pass != w.pass {
 			delete(w.seen, id)
+			delete(w.doubted, id)
 		}
 	}
 	w.read = true
 }
 
-// wrote takes the results of this process's writes: results[i] is what became of sent[i].
+// wrote takes the results of this process's writes: results[i] is what became of sent[i]. A
+// create, adoption or update (a mark lifted too) is the process vouching for the entry; a mark
+// starts its count of whole reads.
 func (w *witness) wrote(sent []plan.Change, results []plan.Result) {
 	for i := range results {
 		r := &results[i]
@@ -93,15 +115,51 @@ func (w *witness) wrote(sent []plan.Change, results []plan.Result) {
 		case r.Err != nil || w.seen == nil:
 		case sent[i].New == nil:
 			delete(w.seen, sent[i].Old.ID)
+			delete(w.doubted, sent[i].Old.ID)
 		case r.Stored != nil && r.Stored.ID != "":
 			e := w.seen[r.Stored.ID]
 			if e == nil {
-				e = &seenEntry{pass: w.pass}
+				e = &seenEntry{pass: w.pass, vouched: true}
 				w.seen[r.Stored.ID] = e
 			}
-			e.version, e.ours, e.marked, e.sig = r.Stored.Version, true, Marked(r.Stored), coOwnerBlind(r.Stored)
+			switch sent[i].Action {
+			case plan.Create, plan.Adopt, plan.Update, plan.Unmark:
+				e.vouched = true
+				delete(w.doubted, r.Stored.ID)
+			}
+			marked := Marked(r.Stored)
+			if marked && !e.marked {
+				e.markPass = w.pass
+			}
+			e.version, e.ours, e.marked, e.sig = r.Stored.Version, true, marked, othersBlind(r.Stored)
 		}
 	}
+}
+
+// kept is told the changes a decision on a whole read planned: each entry it doubted that they
+// do not delete is wanted here, and vouched for.
+func (w *witness) kept(planned []plan.Change) {
+	if len(w.doubted) == 0 {
+		return
+	}
+	deleting := map[string]bool{}
+	for i := range planned {
+		if c := &planned[i]; c.Action == plan.Delete && c.Old != nil {
+			deleting[c.Old.ID] = true
+		}
+	}
+	for id, e := range w.doubted {
+		if !deleting[id] {
+			e.vouched = true
+			delete(w.doubted, id)
+		}
+	}
+}
+
+// Waits is writers: whether a mark on the entry id still waits for a twin (markReads).
+func (w *witness) Waits(id string) bool {
+	e := w.doubted[id]
+	return e != nil && (!e.marked || w.pass-e.markPass < markReads)
 }
 
 // Strikes is writers: the strikes against the entry id.
@@ -117,8 +175,10 @@ func (w *witness) Alive(identity string) bool { return w.alive[identity] }
 
 func (w *witness) reset() { *w = witness{} }
 
-// coOwnerBlind hashes what an entry is but for its co-owner tags.
-func coOwnerBlind(rec *endpoint.Record) uint64 {
+// othersBlind hashes what an entry is but for the tags others put on it without taking it: the
+// co-owner tags another cluster writes on a line it wants too, and the probe `release` puts on
+// to ask whether the operator runs.
+func othersBlind(rec *endpoint.Record) uint64 {
 	h := fnv.New64a()
 	for _, part := range [...]string{rec.IP, rec.Hostname, rec.Comment} {
 		h.Write([]byte(part))
@@ -129,7 +189,7 @@ func coOwnerBlind(rec *endpoint.Record) uint64 {
 		h.Write([]byte{1})
 	}
 	for _, t := range rec.Tags {
-		if !strings.HasPrefix(t, PrefixCoOwner) {
+		if !strings.HasPrefix(t, PrefixCoOwner) && !strings.HasPrefix(t, PrefixReleaseProbe) {
 			h.Write([]byte(t))
 			h.Write([]byte{2})
 		}

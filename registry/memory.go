@@ -94,6 +94,14 @@ func (m *Memory) mergeSource() mergeSource {
 	return &m.merges
 }
 
+// kept is told the changes one decision's plan made, before the change stages: on a whole
+// read, the entries they do not delete are wanted here.
+func (m *Memory) kept(changes []plan.Change, read Read) {
+	if m != nil && !read.Partial {
+		m.witness.kept(changes)
+	}
+}
+
 // planned is told the changes one decision's plan made.
 func (m *Memory) planned(changes []plan.Change) {
 	if m != nil {

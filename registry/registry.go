@@ -215,6 +215,7 @@ func (r *Registry) Decide(now time.Time, records []endpoint.Record, claims []*en
 		}
 	}
 	changes := (&plan.Plan{Current: r.current(st, toPlan, settled), Desired: toPlan, Policy: r.cfg.Policy}).Calculate()
+	m.kept(changes, g.Read)
 	known, began := m.knownMark(st, now)
 	changes = r.withMark(now, st, known, began, changes)
 	m.planned(changes)

@@ -224,7 +224,7 @@ var changeStages = [...]changeStage{
 	// A delete is a mark first, and the deletion (or, for an adopted entry, the release) only
 	// once the grace period is over.
 	{"grace", (*Registry).grace},
-	// An entry a twin contests is not written, and while one is, nothing is marked or deleted.
+	// An entry a twin contests is not written; it holds nothing else.
 	{"twins", (*Registry).contest},
 	// A mass deletion waits for the brake, with its new names.
 	{"brake", (*Registry).brake},
@@ -282,7 +282,7 @@ const (
 	ReasonPolicy = "PolicyForbids"
 	// ReasonGracePeriod: the entry is marked for deletion and goes at Due.
 	ReasonGracePeriod = "GracePeriod"
-	// ReasonTwinInstallation: a twin contests the entry, or one is in dispute.
+	// ReasonTwinInstallation: a twin contests the entry.
 	ReasonTwinInstallation = "TwinInstallation"
 	// ReasonMassDeletionHeld: the brake holds the change until Token confirms it.
 	ReasonMassDeletionHeld = "MassDeletionHeld"

@@ -9,18 +9,19 @@ import (
 // Twins: two writers with one identity. A cluster restored from an etcd backup and its
 // original, a cloned VM (the same kube-system UID), two releases sharing a Lease name: each
 // takes the other's entries for its own, re-points what it wants elsewhere and marks what it
-// does not want, and the other undoes it, every interval, until one of them is away long
-// enough for a mark to fall due. Nothing on the router tells them apart; what gives a twin
-// away is what it does: it undoes this process's writes. So every process keeps, for each
-// entry of its identity, what it last saw and wrote (the caller's writers), and counts a strike
-// against an entry each time another writer rewrites it after this process did, lifts a mark
-// this process wrote, or marks it while it is wanted:
+// does not want, and the other undoes it, every interval. Nothing on the router tells them
+// apart; what gives a twin away is what it does: it undoes this process's writes. So every
+// process keeps, for each entry of its identity, what it last saw and wrote (the caller's
+// writers), and counts a strike against an entry each time another writer rewrites it after
+// this process did, lifts a mark this process wrote, or marks it while it is wanted:
 //   - an entry with two strikes is contested: no update, mark, deletion or release goes to it
 //     (lifting a mark from it still does: that keeps a name), so neither twin re-points or
-//     deletes it;
-//   - while any contested entry is in dispute (this process would write it), a twin writes
-//     this identity: no entry at all is marked, and none marked is deleted, so that a twin away
-//     for a while does not lose its names to the other;
+//     deletes it. It holds nothing else: whoever can write to the router holds at most the
+//     entries it rewrites, and only while it keeps rewriting them (strikeMemory after the
+//     last rewrite, the contest is forgotten);
+//   - a mark on an entry this process neither wrote nor saw wanted waits markReads whole reads
+//     beyond its grace period, so that a twin that wants it lifts it first (a strike) and a
+//     short grace period never lets one twin delete the other's name;
 //   - a person's one-off hand edit is one strike: corrected, as ever. A leader's handover and
 //     a restart start a new process, which has seen nothing yet.
 // The fix is an identity of each one's own: --cluster-id pinned on one of them.
@@ -30,12 +31,14 @@ import (
 type writers interface {
 	Strikes(id string) int
 	Alive(identity string) bool
+	Waits(id string) bool
 }
 
 type noWitness struct{}
 
 func (noWitness) Strikes(string) int { return 0 }
 func (noWitness) Alive(string) bool  { return false }
+func (noWitness) Waits(string) bool  { return false }
 
 // contestedAt is the number of strikes that make an entry contested.
 const contestedAt = 2
@@ -45,11 +48,12 @@ func Contested(strikes int) bool { return strikes >= contestedAt }
 
 // Strike is how many strikes another writer's rewrite of an entry of this installation's
 // earns: wasMarked and ours say whether the entry as this process last saw it carried a mark
-// and was this process's own write; now is the entry as it is. A rewrite that put a release
-// probe on (release asking whether the operator runs) earns none; one that lifts a mark or
+// and was this process's own write, same whether it is as it was but for the tags others put
+// on an entry without taking it (a release probe, another cluster's co-owner tag); now is the
+// entry as it is. Such a rewrite earns none, whatever else it carries; one that lifts a mark or
 // marks the entry, or rewrites what this process wrote, one.
-func Strike(wasMarked, ours bool, now *Parsed) int {
-	if _, probed := now.v.value(PrefixReleaseProbe); probed {
+func Strike(wasMarked, ours, same bool, now *Parsed) int {
+	if same {
 		return 0
 	}
 	if ours || now.Marked() != wasMarked {
@@ -60,9 +64,8 @@ func Strike(wasMarked, ours bool, now *Parsed) int {
 
 // Twin is another writer of this installation's identity, as the sync found it.
 type Twin struct {
-	// Disputed is the number of contested entries this sync would have written; Held the
-	// marks and deletions it did not send because of them.
-	Disputed, Held int
+	// Disputed is the number of contested entries this sync would have written.
+	Disputed int
 	// ClusterID is the identity both write.
 	ClusterID string
 }
@@ -72,32 +75,32 @@ type Twin struct {
 func (t *Twin) Message() string {
 	return fmt.Sprintf("another writer undoes this installation's writes to entries of its identity cluster-id %s, "+
 		"which it holds without writing them: a copy of this cluster (restored from an etcd backup, a cloned VM), a second "+
-		"installation on the same Lease, or a script runs with the same identity; no entry is marked or deleted meanwhile. "+
+		"installation on the same Lease, or a script runs with the same identity; the entries it contests are left as they are meanwhile. "+
 		"Pin --cluster-id (chart: clusterId) to an identity of its own on one of them; renaming the cluster does not help",
 		t.ClusterID)
 }
 
-// contest drops the writes to contested entries (but a mark lifted), and, while any is in
-// dispute, every mark, every deletion or release at the end of a grace period, and every
-// renewal of the mark of life.
+// contest drops the writes to contested entries, but a mark lifted: a contested entry holds
+// only itself.
 func (r *Registry) contest(in *changesIn, changes []plan.Change) changed {
 	st, disputed := in.st, 0
+	contested := func(c *plan.Change) bool {
+		return c.Old != nil && c.Action != plan.Unmark && Contested(st.witness.Strikes(c.Old.ID))
+	}
 	for i := range changes {
-		if c := &changes[i]; c.Old != nil && c.Action != plan.Unmark && Contested(st.witness.Strikes(c.Old.ID)) {
+		if contested(&changes[i]) {
 			disputed++
 		}
 	}
 	if disputed == 0 {
 		return changed{changes: changes}
 	}
-	t := &Twin{Disputed: disputed, ClusterID: r.cfg.ClusterID}
-	out := changed{changes: make([]plan.Change, 0, len(changes)), twin: t}
+	out := changed{changes: make([]plan.Change, 0, len(changes)), twin: &Twin{Disputed: disputed, ClusterID: r.cfg.ClusterID}}
 	for _, c := range changes {
 		switch {
-		case c.Old != nil && c.Action != plan.Unmark && Contested(st.witness.Strikes(c.Old.ID)):
+		case contested(&c):
 			out.held = append(out.held, Held{Change: c, Reason: ReasonTwinInstallation, Contested: true})
-		case c.Action == plan.Mark || retiring(&c) || renewalOnly(&c):
-			t.Held++
+		case mutation == "cluster-freeze" && (c.Action == plan.Mark || retiring(&c) || renewalOnly(&c)):
 			out.held = append(out.held, Held{Change: c, Reason: ReasonTwinInstallation})
 		default:
 			out.changes = append(out.changes, c)
