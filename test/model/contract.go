@@ -41,7 +41,7 @@ var Contract = []Invariant{
 	{"O3", "wanted-names-stay", "No installation deletes an entry whose address an object of the cluster that wrote it still wants, nor re-points one of another identity's.", wantedNamesStay},
 	{"O4", "consent", "A hostname is served by the entries of two installations of different identities only while every one of those entries carries shared:true.", consent},
 	{"O5", "every-write-charged", "Every write an object causes, whatever its kind, counts against its budget: no installation writes more for one object in any minute than its budget allows.", everyWriteCharged},
-	{"O6", "deletions-go", "An entry that no object of its cluster wants, and that no one but its installation wrote since, is gone within its grace period and three of its syncs, unless the brake holds its cluster or namespace.", deletionsGo},
+	{"O6", "deletions-go", "An entry that no object of its cluster wants, and that no other party rewrote in the last 30 minutes, is gone within its grace period and six of its installation's syncs, unless the brake holds its cluster or namespace.", deletionsGo},
 	{"O7", "no-live-cluster-silent", "No installation that renews its mark of life is reported silent.", noLiveClusterSilent},
 	{"O8", "settles", "Once the other parties stop, the installations reach rest within twenty rounds of syncs, and at rest they write nothing.", func(_ *World, s *step) []string {
 		if s.settleFailed != "" {
@@ -127,7 +127,7 @@ func wantedNamesStay(w *World, s *step) []string {
 }
 
 // consent is O4.
-func consent(_ *World, s *step) []string {
+func consent(w *World, s *step) []string {
 	type holder struct{ identity string }
 	byHost := map[string][]*pb.HostEntry{}
 	for _, e := range s.after {
@@ -142,8 +142,9 @@ func consent(_ *World, s *step) []string {
 		all := true
 		for _, e := range es {
 			op := &pb.HostEntry{Tags: operatorTags(e)}
-			// The identity tells installations apart; a renamed one writes two names.
-			ids[tagValue(op, registry.PrefixClusterID)] = true
+			// The identity tells installations apart; a renamed one writes two names, one whose
+			// identity changed two identities.
+			ids[w.lineage(tagValue(op, registry.PrefixClusterID))] = true
 			all = all && slices.Contains(e.GetTags(), registry.TagShared)
 		}
 		if len(ids) > 1 && !all {
@@ -197,8 +198,8 @@ func deletionsGo(w *World, s *step) []string {
 		if l == nil || l.creator == person {
 			continue
 		}
-		in := w.installation(l.lastWriter)
-		if in == nil || in.cluster.key != l.creator || !carriesIdentity(e, in) || in.cluster.wants(e.GetHostname(), e.GetIpAddress()) {
+		in := w.installationOf(w.clusterOf(l.creator))
+		if in == nil || !carriesIdentity(e, in) || now.Sub(l.otherWrote) < 30*time.Minute || in.cluster.wants(e.GetHostname(), e.GetIpAddress()) {
 			l.unwanted = time.Time{}
 			continue
 		}
@@ -213,8 +214,8 @@ func deletionsGo(w *World, s *step) []string {
 		if in.last.Braked != nil || !now.After(l.unwanted.Add(graceOf(e, in))) {
 			continue
 		}
-		if l.pastDue++; l.pastDue > 3 {
-			out = append(out, fmt.Sprintf("%s still holds %s, unwanted since %s, after its grace period and three syncs", in.name, describe(e), l.unwanted.Sub(w.start)))
+		if l.pastDue++; l.pastDue > 6 {
+			out = append(out, fmt.Sprintf("%s still holds %s, unwanted since %s, after its grace period and six syncs", in.name, describe(e), l.unwanted.Sub(w.start)))
 		}
 	}
 	return out
@@ -239,6 +240,16 @@ func noLiveClusterSilent(w *World, s *step) []string {
 }
 
 // graceOf is an entry's grace period: its own grace-period: tag, or its installation's.
+// lineage is the installation that has had identity id (the first, for twins), or id itself.
+func (w *World) lineage(id string) string {
+	for _, in := range w.insts {
+		if slices.Contains(in.ids, id) {
+			return in.name
+		}
+	}
+	return id
+}
+
 // coOwnerTag reports whether t is a co-owner tag of in under any name and identity it has had.
 func (in *installation) coOwnerTag(t string) bool {
 	for _, name := range in.names {

@@ -32,6 +32,8 @@ type life struct {
 	// unwanted is when the entry was first seen unwanted by its writer's cluster, while its
 	// writer was the last to write it; zero while it is wanted.
 	unwanted time.Time
+	// otherWrote is when a party other than its creator's installation last wrote it.
+	otherWrote time.Time
 	// pastDue counts its writer's syncs since its grace period ended.
 	pastDue int
 }
@@ -123,6 +125,9 @@ func (w *World) record(party string, ws []write) {
 		}
 		l := w.history.life[wr.id]
 		l.lastWriter = party
+		if in := w.installation(party); in == nil || in.cluster.key != l.creator {
+			l.otherWrote = w.clock.Now()
+		}
 		if party == person && l.creator == person {
 			// While on loan, the address and hostname the person gave are in the loan record:
 			// a change of them is the operator's to correct.
