@@ -2,8 +2,6 @@ package model
 
 import (
 	"fmt"
-
-	"github.com/router-hosts-operator/router-hosts-operator/registry"
 	"math/rand"
 	"slices"
 	"strings"
@@ -145,7 +143,7 @@ func (w *World) settle() ([]*step, error) {
 	return append(steps, &step{party: "settle", settleFailed: fmt.Sprintf("still writing after %d rounds of syncs", settleRounds)}), nil
 }
 
-// served is the step that checks O9 at rest.
+// served is the step that checks O9 at rest: the router's answer, whoever's line gives it.
 func (w *World) served() *step {
 	s := &step{party: "settle", after: w.entries(), rest: true}
 	for _, in := range w.insts {
@@ -171,10 +169,9 @@ func (w *World) served() *step {
 				for _, ip := range o.ips {
 					if !slices.ContainsFunc(sortedIDs(s.after), func(id string) bool {
 						e := s.after[id]
-						// Its own line, a line it co-owns, or a line a person made that serves the
-						// name (an entry the namespace may not adopt).
-						return strings.EqualFold(e.GetHostname(), h) && e.GetIpAddress() == ip &&
-							(carriesIdentity(e, in) || slices.Contains(e.GetTags(), coOwnerOf(in)) || !slices.Contains(e.GetTags(), registry.TagOwner))
+						// Its own line, a line it co-owns or shares, or one a person made that it
+						// may not adopt: the name answers.
+						return strings.EqualFold(e.GetHostname(), h) && e.GetIpAddress() == ip
 					}) {
 						s.unserved = append(s.unserved, fmt.Sprintf("%s: %s %s wanted by %s/%s is not on the router, and no conflict or problem says why", in.name, h, ip, o.ns, o.name))
 					}
