@@ -62,6 +62,12 @@ var moves = []move{
 		o.hosts = pickSome(rand.New(rand.NewSource(int64(a.J))), hosts, 2)
 		c.objects[i] = &o
 	})},
+	{"flip", 0, nil, playObject(func(w *World, c *cluster, i int, a Action) {
+		// An object with no grace period whose host flips between two names (a flap).
+		o := *c.objects[i]
+		o.hosts, o.grace = []string{[]string{"tv.lan", "cam.lan"}[a.J%2]}, ptr(time.Duration(0))
+		c.objects[i] = &o
+	})},
 	{"share", 3, drawObject("share"), playObject(func(w *World, c *cluster, i int, _ Action) {
 		o := *c.objects[i]
 		o.shared = !o.shared

@@ -43,6 +43,9 @@ func Draw(seed int64, n int) ([]Action, error) {
 	}
 	out := make([]Action, 0, n+n/settleEvery+1)
 	for i := 0; i < n; i++ {
+		if r.Intn(400) == 0 {
+			out = append(out, flap(w, r)...)
+		}
 		x := r.Intn(total)
 		for _, m := range moves {
 			if x < m.weight {
@@ -56,6 +59,20 @@ func Draw(seed int64, n int) ([]Action, error) {
 		}
 	}
 	return append(out, Action{Kind: "settle"}), nil
+}
+
+// flap is an object's owner flipping its host every two seconds, and its installation syncing
+// after each flip, as the event syncs of a running operator would: 48 actions. (A webhook's
+// record is its hostname: it does not flip.)
+func flap(w *World, r *rand.Rand) []Action {
+	in := w.insts[r.Intn(4)]
+	i := r.Int()
+	var out []Action
+	for k := 0; k < 16; k++ {
+		out = append(out, Action{Kind: "flip", Party: in.cluster.key, I: i, J: k},
+			Action{Kind: "sync", Party: in.name}, Action{Kind: "tick", D: 2 * time.Second})
+	}
+	return out
 }
 
 // Play plays actions on a new world of seed, checking every invariant after every step, and
