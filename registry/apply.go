@@ -166,6 +166,12 @@ func (r *Registry) retire(now time.Time, st *State, rec *endpoint.Record) (*plan
 		// Not yet marked (or the mark was mangled by hand): start the grace period now.
 		n := *rec
 		n.Tags = markedTags(rec.Tags, &v, PrefixPending+now.UTC().Format(time.RFC3339))
+		if st.parser.Parse(rec).class == namesake {
+			// An entry of an identity this cluster had before is marked under this one: left
+			// with the old, it would be the only entry of it, naming no object here, and so
+			// a namesake's, never deleted.
+			n.Tags = r.withOwnIdentity(n.Tags)
+		}
 		return &plan.Change{Action: plan.Mark, Old: rec, New: &n}, now.Add(r.gracePeriod(&v))
 	}
 	if now.Before(due) {
@@ -231,6 +237,16 @@ func (r *Registry) pendingAfter(st *State, changes []plan.Change) int {
 		}
 	}
 	return len(marked)
+}
+
+// withOwnIdentity is tags with this cluster's name and identity as the operator's cluster tags,
+// in the design's form, in place of another identity's.
+func (r *Registry) withOwnIdentity(tags []string) []string {
+	rec := endpoint.Record{Tags: tags}
+	v := viewOf(&rec)
+	rec.Tags = withOwnTag(rec.Tags, &v, PrefixCluster, r.clusterTag)
+	v = viewOf(&rec)
+	return withOwnTag(rec.Tags, &v, PrefixClusterID, IdentityTag(r.cfg.ClusterID))
 }
 
 // markedTags is tags with mark as the operator's only pending-deletion tag.

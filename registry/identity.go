@@ -18,9 +18,9 @@ import (
 // name. Three kinds are decided by the claims (resolveOpen): an entry an earlier version wrote
 // (no identity); one with this identity under another name, which is this cluster's before a
 // rename, or a second installation's that shares the identity (two in one cluster on one
-// Lease); and one with this name under another identity, a namesake's, unless every object it
-// names lives here and nothing writes that identity: then it is this cluster's under an
-// identity it had before.
+// Lease); and one with this name under another identity, a namesake's, unless nothing writes
+// that identity and one of its entries names an object that lives here: then every entry of it
+// is this cluster's, under an identity it had before.
 
 // IdentityLength is the number of hex digits of an identity: 32 bits, so that two
 // installations sharing a router collide about once in four billion pairs, on 9 bytes an
@@ -118,11 +118,12 @@ func tally(ns []Namesake, id string, kin bool) []Namesake {
 // resolveOpen decides whose the entries are that the tags alone leave open (an earlier
 // version's, this identity's under another name, this name's under another identity), once
 // the whole read is sorted:
-//   - one with this name under another identity whose source: tags all name objects of this
-//     cluster (UIDs no other cluster has), and whose identity nothing was seen writing, is this
-//     cluster's under an identity it had before (a renamed Lease, leader election turned off,
-//     another release or namespace): taken up in place. Any other is a namesake's, never
-//     written;
+//   - another identity under this name is one this cluster had before (a renamed Lease,
+//     leader election turned off, another release or namespace) when nothing was seen writing
+//     it and one of its entries names an object of this cluster (a source: UID no other
+//     cluster has; never a webhook's, hashed from the hostname): every entry of it is this
+//     cluster's, taken up in place, those whose objects went meanwhile too. Any other
+//     identity's are a namesake's, never written;
 //   - one that an object of this cluster wants (its source: tag names the object's UID,
 //     which no other cluster has) is this cluster's, whatever cluster name it carries: a
 //     rename, or an earlier version's entry taken up (it gets the identity at a write,
@@ -139,25 +140,37 @@ func tally(ns []Namesake, id string, kin bool) []Namesake {
 //   - any other is another's, never written. Those that may be (an earlier version's under
 //     this name, this identity's under another) are counted as Unclaimed.
 func (r *Registry) resolveOpen(st *State, open []endpoint.Record, claimed func(uid string) bool, wanted func(*endpoint.Record) bool) {
-	var rest []endpoint.Record
+	var rest, others []endpoint.Record
+	// kinOf: whether an entry names an object of this cluster, which only UIDs no other
+	// installation can write prove.
+	evidence := !r.cfg.HostnameUIDs || mutation == "hashed-uids-as-evidence"
+	kinOf := func(uids []string) bool { return evidence && slices.ContainsFunc(uids, claimed) }
+	former := map[string]bool{}
 	for _, rec := range open {
 		p := st.parser.Parse(&rec)
 		if p.class != namesake {
 			rest = append(rest, rec)
 			continue
 		}
+		others = append(others, rec)
 		id, _ := p.v.clusterID()
-		uids := p.v.values(PrefixSource)
-		kin := len(uids) > 0 && !slices.ContainsFunc(uids, func(u string) bool { return !claimed(u) })
-		if kin && !st.witness.Alive(id) {
-			st.Former = tally(st.Former, id, true)
+		if kinOf(p.v.values(PrefixSource)) && !st.witness.Alive(id) {
+			former[id] = true
+		}
+	}
+	for _, rec := range others {
+		p := st.parser.Parse(&rec)
+		id, _ := p.v.clusterID()
+		kin := kinOf(p.v.values(PrefixSource))
+		if former[id] {
+			st.Former = tally(st.Former, id, kin)
 			st.Owned = append(st.Owned, rec)
 			if r.cfg.SilentClusterAfter > 0 {
 				st.Life.own(&rec, &p.v)
 			}
 			continue
 		}
-		st.Namesakes = tally(st.Namesakes, id, kin || slices.ContainsFunc(uids, claimed))
+		st.Namesakes = tally(st.Namesakes, id, kin)
 		key := strings.ToLower(rec.Hostname)
 		st.Foreign[key] = append(st.Foreign[key], rec)
 		if r.hasOwnCoOwner(p.v.op) {

@@ -564,3 +564,93 @@ func TestOwnedAmong(t *testing.T) {
 		}
 	}
 }
+
+// TestAFormerIdentity: installation a wrote two names under identity aaaaaaaa; then b, of the
+// same cluster name under identity cccccccc, syncs with claims on the first keep of a's objects
+// (their UIDs, at a's addresses or at ip). b is a itself after its Lease was renamed, or a
+// webhook whose source: UIDs are hashed from the hostname, as every webhook's are. An identity
+// is this cluster's former one, every entry of it, when one of its entries names an object
+// here by a UID no other installation writes, and nothing was seen writing it.
+func TestAFormerIdentity(t *testing.T) {
+	cases := []struct {
+		name         string
+		hostnameUIDs bool // b is a webhook
+		seenWriting  bool // a was seen rewriting an entry before b's first decision
+		keep         int
+		ip           string
+		// want is each name's owner after b's syncs: the identity it carries, "" for deleted.
+		want      map[string]string
+		conflicts int
+	}{
+		{name: "the Lease renamed", keep: 2,
+			want: map[string]string{"a1.lan": "cccccccc", "a2.lan": "cccccccc"}},
+		{name: "the Lease renamed after an object went", keep: 1,
+			want: map[string]string{"a1.lan": "cccccccc", "a2.lan": ""}},
+		{name: "the Lease renamed after every object went", keep: 0,
+			want: map[string]string{"a1.lan": "aaaaaaaa", "a2.lan": "aaaaaaaa"}},
+		{name: "the old identity still writes", keep: 2, seenWriting: true, conflicts: 2,
+			want: map[string]string{"a1.lan": "aaaaaaaa", "a2.lan": "aaaaaaaa"}},
+		{name: "a webhook publishes another's name", hostnameUIDs: true, keep: 1, ip: "10.9.9.9", conflicts: 1,
+			want: map[string]string{"a1.lan": "aaaaaaaa", "a2.lan": "aaaaaaaa"}},
+		{name: "a webhook publishes every name of another", hostnameUIDs: true, keep: 2, conflicts: 2,
+			want: map[string]string{"a1.lan": "aaaaaaaa", "a2.lan": "aaaaaaaa"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := &server{}
+			a := newInstallation(t, "home", "aaaaaaaa", "a1.lan", "a2.lan")
+			srv.syncAs(a, t0)
+			b := newRegWith(t, func(c *Config) { c.ClusterID, c.HostnameUIDs = "cccccccc", tc.hostnameUIDs })
+			var eps []*endpoint.Endpoint
+			for _, ep := range a.eps[:tc.keep] {
+				c := *ep
+				if tc.ip != "" {
+					c.Targets = []string{tc.ip}
+				}
+				eps = append(eps, &c)
+			}
+			mem := b.NewMemory()
+			if tc.seenWriting {
+				mem.Observe(slices.Clone(srv.entries), t0)
+				srv.entries[0].Version += "+"
+			}
+			before := map[string]endpoint.Record{}
+			for _, e := range srv.entries {
+				before[e.Hostname] = e
+			}
+			var st seen
+			for i := 1; i <= 20; i++ {
+				now := t0.Add(time.Duration(i) * time.Minute)
+				mem.Observe(slices.Clone(srv.entries), now)
+				d := b.Decide(now, srv.entries, eps, Given{Memory: mem})
+				srv.apply(d.Changes)
+				mem.End()
+				st = seen{d.State, Wanted{Endpoints: d.Desired, Conflicts: d.Conflicts, Problems: d.Problems}}
+				if i == 1 && tc.want["a2.lan"] == "" {
+					if tags := tagsOf(srv, "a2.lan"); !carriesOwner(tags, "home", "cccccccc") || !slices.ContainsFunc(tags, func(t string) bool { return strings.HasPrefix(t, PrefixPending) }) {
+						t.Errorf("a2.lan after the first sync: %v; want it marked, under this identity", tags)
+					}
+				}
+			}
+			for host, id := range tc.want {
+				var got *endpoint.Record
+				for i := range srv.entries {
+					if srv.entries[i].Hostname == host {
+						got = &srv.entries[i]
+					}
+				}
+				switch {
+				case id == "" && got != nil:
+					t.Errorf("%s: %v; want it deleted after its grace period", host, got.Tags)
+				case id == "aaaaaaaa" && (got == nil || got.Version != before[host].Version):
+					t.Errorf("%s: %v; want it untouched, as a wrote it", host, got)
+				case id == "cccccccc" && (got == nil || got.ID != before[host].ID || !carriesOwner(got.Tags, "home", id)):
+					t.Errorf("%s: %v; want it taken up in place under %s", host, got, id)
+				}
+			}
+			if n := len(st.Conflicts); n != tc.conflicts {
+				t.Errorf("conflicts %v; want %d", conflictsOf(st), tc.conflicts)
+			}
+		})
+	}
+}

@@ -45,6 +45,11 @@ type Config struct {
 	Budgets Budgets
 	// Brake holds back a sync that would delete most of the cluster's entries at once.
 	Brake Brake
+	// HostnameUIDs: the source: UIDs of this installation's claims are hashed from their
+	// hostnames (the external-dns webhook's), the same in every installation that claims the
+	// name, so they prove no entry this installation's: no identity is taken up as one it had
+	// before on their word.
+	HostnameUIDs bool
 	// SilentClusterAfter is how old the newest mark of life of another installation may grow
 	// before it is reported silent; this installation renews its own every quarter of it. Zero:
 	// no mark is written and none is reported.

@@ -146,7 +146,9 @@ func (h published) endpoints(namespace string) []*endpoint.Endpoint {
 	return out
 }
 
-// refOf is the reference of the external-dns record behind a hostname.
+// refOf is the reference of the external-dns record behind a hostname. Its UID is the same in
+// every webhook that publishes the name, so it proves no entry this webhook's
+// (registry.Config.HostnameUIDs).
 func refOf(namespace, host string) endpoint.SourceRef {
 	sum := sha256.Sum256([]byte(host))
 	return endpoint.SourceRef{Group: "externaldns.k8s.io", Version: "v1alpha1", Kind: SourceKind, Namespace: namespace, Name: host,

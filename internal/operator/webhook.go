@@ -53,6 +53,9 @@ func NewWebhook(cfg *Config, log *logrus.Logger, clk clock.Clock) (_ *Webhook, e
 	s.ClusterID = w.identity
 	rc := s.Registry()
 	rc.Log = log.WithField("component", "registry")
+	// The webhook's source: UIDs are hashed from hostnames, the same in every webhook that
+	// publishes a name: no proof of whose an entry is.
+	rc.HostnameUIDs = true
 	reg, err := registry.New(rc)
 	if err != nil {
 		return nil, fmt.Errorf("--cluster-name/--default-tag: %w", err)

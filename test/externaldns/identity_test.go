@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/external-dns/registry/noop"
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/harness"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/kubetest"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
 	rhplan "github.com/router-hosts-operator/router-hosts-operator/plan"
@@ -182,8 +183,8 @@ func interval(t *testing.T, what string, quiet bool, labs ...*homelab) {
 // household away for several grace periods, the other writes nothing, and the away one's
 // entries stay as they were; back with a new pod and a new token of the same service account,
 // it has its own entries again without a write. Reinstalled (its service account created
-// again), it has another identity, and takes its earlier entries up in place as its
-// external-dns publishes their names again.
+// again), it has another identity, and its earlier entries are left alone, each name a
+// conflict, until it is pinned to its earlier identity.
 func TestTwoHomelabsOnTheDefaultName(t *testing.T) {
 	cp, err := kubetest.Start()
 	if err != nil {
@@ -257,34 +258,59 @@ func TestTwoHomelabsOnTheDefaultName(t *testing.T) {
 
 	// It is reinstalled: its service account deleted and created again, with another UID, so
 	// its webhook has another identity. Its external-dns is no longer shown its names and
-	// publishes them again; the webhook takes its earlier entries up in place (nothing writes
-	// their identity any more, and what it publishes wants every one of them), and homelab-a's
-	// stay as they are.
+	// publishes them again; the earlier entries carry an identity the webhook cannot tell from
+	// another webhook's (their source: tags are hashed from the names), so they stay as they
+	// are, each name a conflict, and homelab-a's stay as they are too.
 	b.rig.stop()
 	if err := cp.Client.CoreV1().ServiceAccounts(b.name).Delete(context.Background(), sidecarPod.ServiceAccountName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	ids := entryIDs(srv)
-	b.start(t, srv, podToken(t, cp, b.name, sidecarPod))
-	interval(t, fmt.Sprintf("%s's first interval after its reinstall", b.name), false, a, b)
-	if id := identityOf(t, srv, "external-dns", b.hosts); id == idB || id == idA {
-		t.Errorf("%s reinstalled writes the identity %s; want another than before (%s) and than %s's (%s)", b.name, id, idB, a.name, idA)
+	metrics, err := harness.Addr()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if now := entryIDs(srv); !maps.Equal(now, ids) {
-		t.Errorf("entries %v after %s's reinstall, were %v: want its own taken up in place", now, b.name, ids)
-	}
-	for k, v := range versions(srv) {
-		if slices.ContainsFunc(a.hosts, func(h string) bool { return strings.HasSuffix(k, " "+h) }) && settled[k] != v {
-			t.Errorf("%s's %s was written after %s's reinstall (version %s, was %s)", a.name, k, b.name, v, settled[k])
-		}
-	}
-	settled, writes = versions(srv), a.rig.writes()
+	b.start(t, srv, podToken(t, cp, b.name, sidecarPod), "--metrics-address="+metrics)
 	for i := 1; i <= 2; i++ {
-		interval(t, fmt.Sprintf("interval %d after %s's reinstall", i, b.name), true, a, b)
+		interval(t, fmt.Sprintf("interval %d after %s's reinstall", i, b.name), false, a, b)
+	}
+	if now := versions(srv); !maps.Equal(now, settled) {
+		t.Errorf("entries after %s's reinstall: %v, were %v; want every entry as it was", b.name, now, settled)
+	}
+	if got := b.listed(t); len(got) != 0 {
+		t.Errorf("%s reinstalled is shown %v; want none of the earlier identity's names", b.name, got)
+	}
+	if n := conflicts(t, b, metrics); n != "2" {
+		t.Errorf("%s reinstalled: %s conflicts, want its two names", b.name, n)
+	}
+
+	// Pinned to its earlier identity, as docs/external-dns.md advises, it has its entries
+	// back without a write.
+	b.rig.stop()
+	b.start(t, srv, podToken(t, cp, b.name, sidecarPod), "--cluster-id="+idB)
+	writes = a.rig.writes()
+	for i := 1; i <= 2; i++ {
+		interval(t, fmt.Sprintf("interval %d with %s pinned to %s", i, b.name, idB), true, a, b)
 	}
 	if n := a.rig.writes() - writes; n != 0 || !maps.Equal(versions(srv), settled) {
-		t.Errorf("%d writes in two quiet intervals after %s's reinstall; want none", n, b.name)
+		t.Errorf("%d writes in two quiet intervals with %s pinned to its earlier identity; want none", n, b.name)
 	}
+}
+
+// conflicts is the number of names h's webhook turned down at its external-dns's next loop, as
+// its metrics at metrics say: the names are asked for at each loop, and turned down each time.
+func conflicts(t *testing.T, h *homelab, metrics string) string {
+	t.Helper()
+	if _, err := loop(context.Background(), h.reg, h.desired); err != nil {
+		t.Fatalf("%s's external-dns: %v", h.name, err)
+	}
+	_, exported := get(t, "http://"+metrics+"/metrics")
+	for _, line := range strings.Split(exported, "\n") {
+		if n, ok := strings.CutPrefix(line, "router_hosts_operator_hostname_conflicts "); ok {
+			return n
+		}
+	}
+	t.Fatalf("%s's /metrics has no hostname_conflicts:\n%s", h.name, exported)
+	return ""
 }
 
 // entryIDs are the router's entries' IDs by hostname.
@@ -425,5 +451,67 @@ func TestANameBothHomelabsPublish(t *testing.T) {
 	}
 	if n := a.rig.writes() - writes; n != 0 || !maps.Equal(versions(srv), settled) {
 		t.Errorf("%d writes in three intervals once settled; want none (entries %v, were %v)", n, versions(srv), settled)
+	}
+}
+
+// TestARestartedHomelabPublishesTheOthersName: two households on the default name, each with
+// its own service account. homelab-b's webhook restarts, and its external-dns now publishes
+// homelab-a's name at an address of its own. The entry's source: tag is hashed from the name,
+// the same in both webhooks, so it proves nothing: homelab-b's webhook, having seen nobody
+// write since it started, still leaves homelab-a's entry alone. The entry is untouched,
+// homelab-a's external-dns is still shown it, and homelab-b gets a conflict.
+func TestARestartedHomelabPublishesTheOthersName(t *testing.T) {
+	cp, err := kubetest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cp.Stop() })
+	srv := startServer(t)
+	a := &homelab{name: "homelab-a", hosts: []string{"photos.home.lan", "web.home.lan"},
+		desired: slices.Concat(ingress("web", []string{"10.0.1.1"}, "web.home.lan"), ingress("photos", []string{"10.0.1.2"}, "photos.home.lan"))}
+	b := &homelab{name: "homelab-b", hosts: []string{"git.home.lan", "media.home.lan"},
+		desired: slices.Concat(ingress("media", []string{"10.0.2.1"}, "media.home.lan"), ingress("git", []string{"10.0.2.2"}, "git.home.lan"))}
+	a.start(t, srv, podToken(t, cp, a.name, sidecarPod))
+	b.start(t, srv, podToken(t, cp, b.name, sidecarPod))
+	interval(t, "the first interval", false, a, b)
+	interval(t, "the second interval", true, a, b)
+	idA := identityOf(t, srv, "external-dns", a.hosts)
+	settled, ids := versions(srv), entryIDs(srv)
+
+	// homelab-b's pod restarts (the same service account, so the same identity), and its
+	// external-dns now finds an Ingress of homelab-a's name too.
+	b.rig.stop()
+	b.desired = slices.Concat(b.desired, ingress("web", []string{"10.0.2.9"}, "web.home.lan"))
+	metrics, err := harness.Addr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.start(t, srv, podToken(t, cp, b.name, sidecarPod), "--metrics-address="+metrics)
+	for i := 1; i <= 3; i++ {
+		interval(t, fmt.Sprintf("interval %d after %s's restart", i, b.name), false, a, b)
+	}
+	if now := versions(srv); !maps.Equal(now, settled) || !maps.Equal(entryIDs(srv), ids) {
+		t.Errorf("entries after %s's restart: %v, were %v; want %s's web.home.lan untouched", b.name, now, settled, a.name)
+	}
+	var web []string
+	for _, e := range srv.Store().List() {
+		if e.GetHostname() == "web.home.lan" {
+			web = append(web, e.GetIpAddress())
+		}
+	}
+	if !slices.Equal(web, []string{"10.0.1.1"}) {
+		t.Errorf("web.home.lan on the router: %v; want %s's 10.0.1.1 alone", web, a.name)
+	}
+	if id := identityOf(t, srv, "external-dns", []string{"web.home.lan"}); id != idA {
+		t.Errorf("web.home.lan carries the identity %s; want %s's %s", id, a.name, idA)
+	}
+	if got := a.listed(t); !slices.Equal(got, a.hosts) {
+		t.Errorf("%s is shown %v; want its own names %v", a.name, got, a.hosts)
+	}
+	if got := b.listed(t); !slices.Equal(got, b.hosts) {
+		t.Errorf("%s is shown %v; want its own names %v", b.name, got, b.hosts)
+	}
+	if n := conflicts(t, b, metrics); n != "1" {
+		t.Errorf("%s: %s conflicts; want one, web.home.lan, which %s holds", b.name, n, a.name)
 	}
 }
