@@ -180,6 +180,18 @@ func (r *Registry) resolveOpen(st *State, open []endpoint.Record, claimed func(u
 	byID := func(a, b Namesake) int { return strings.Compare(a.ID, b.ID) }
 	slices.SortFunc(st.Namesakes, byID)
 	slices.SortFunc(st.Former, byID)
+	// A former name, as a former identity, is judged per name: one entry of this identity
+	// under it that an object here wants makes every entry under it this cluster's, those
+	// whose objects went meanwhile too. (A twin still writing under that name lifts the marks;
+	// a mark on an entry this process never vouched for waits for it.)
+	formerNames := map[string]bool{}
+	for _, rec := range rest {
+		if p := st.parser.Parse(&rec); p.class == renamed && slices.ContainsFunc(p.v.values(PrefixSource), claimed) {
+			for _, n := range p.v.clusterNames() {
+				formerNames[n] = true
+			}
+		}
+	}
 	for _, rec := range rest {
 		p := st.parser.Parse(&rec)
 		uids := p.v.values(PrefixSource)
@@ -187,8 +199,9 @@ func (r *Registry) resolveOpen(st *State, open []endpoint.Record, claimed func(u
 		_, marked := p.v.value(PrefixPending)
 		handed := p.class == renamed && len(uids) == 0 && p.v.has(TagShared) && wanted(&rec)
 		sameName := !slices.ContainsFunc(p.v.clusterNames(), func(n string) bool { return n != r.cfg.ClusterName })
+		former := p.class == renamed && len(uids) > 0 && !slices.ContainsFunc(p.v.clusterNames(), func(n string) bool { return !formerNames[n] })
 		switch {
-		case mine, handed, p.class == renamed && marked, p.class == legacy && sameName && len(st.Namesakes) == 0:
+		case mine, handed, former, p.class == renamed && marked, p.class == legacy && sameName && len(st.Namesakes) == 0:
 			st.Owned = append(st.Owned, rec)
 			if r.cfg.SilentClusterAfter > 0 {
 				st.Life.own(&rec, &p.v)

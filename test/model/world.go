@@ -192,7 +192,9 @@ func (w *World) startInstallation(in *installation) error {
 	budgets := registry.DefaultBudgets()
 	budgets.ObjectWritesPerMinute = objectBudget
 	cfg := registry.Config{ClusterName: in.clusterName, ClusterID: in.id, GracePeriod: in.grace, Budgets: budgets,
-		Brake: registry.DefaultBrake(), SilentClusterAfter: silentAfter, Log: w.log}
+		Brake: registry.DefaultBrake(), SilentClusterAfter: silentAfter, Log: w.log,
+		// A webhook says its UIDs are hashed from hostnames, as its wiring does.
+		HostnameUIDs: in.cluster.webhook}
 	reg, err := registry.New(cfg)
 	if err != nil {
 		return fmt.Errorf("installation %s: %w", in.name, err)
