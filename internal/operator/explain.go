@@ -112,7 +112,7 @@ func (t target) matches(ref endpoint.SourceRef) bool {
 // never read (source.Unreads), and what the router's DNS answers; then prints them to out.
 // It writes nothing anywhere.
 func Explain(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer) error {
-	cfg, _, err := ReadOnlyConfig(ctx, cfg)
+	cfg, _, err := ReadOnlyConfig(ctx, cfg, log.Out)
 	if err != nil {
 		return err
 	}
