@@ -29,9 +29,9 @@ type Remote struct {
 func remoteFlags(app *kingpin.Application, cfg *Config) {
 	app.Flag("context", "The kubeconfig's context to use (default: its current context).").StringVar(&cfg.KubeContext)
 	app.Flag("from-cluster", "Read-only commands (explain, list): configure the command as the running operator is configured, "+
-		"from its Pod's arguments and environment and the Secrets its mTLS files are mounted from, found through the kubeconfig "+
-		"by the leader Lease (--leader-election-id, in --leader-election-namespace or in any namespace) or by the Pods' labels; "+
-		"the flags given here win (default: when a kubeconfig rather than a pod's service account reaches the cluster and neither "+
+		"from its Pod's arguments and environment and the Secrets its mTLS files are mounted from, found through the kubeconfig: "+
+		"the holder of its leader Lease (--leader-election-id, in --leader-election-namespace or in any namespace, or the Lease its "+
+		"labelled Pods name), taken only when proven the operator's, or the command refuses; the flags given here win (default: when a kubeconfig rather than a pod's service account reaches the cluster and neither "+
 		"--router-hosts-endpoint nor --provider is given). --no-from-cluster: this command's flags alone.").
 		BoolVar(&cfg.FromCluster)
 }
