@@ -60,8 +60,8 @@ var tlsFlags = []string{"tls-ca", "tls-cert", "tls-key"}
 // ConfigMaps) mounted there and handed over in memory, in Settings.Keys, never written to disk.
 // --kubeconfig, --context and the flags of local concern (localFlags) stay the person's.
 //
-// The person needs to get Leases and Pods (list them, when the Lease is not found) and the
-// Secrets mounted in the operator's namespace.
+// The person needs to get Leases and Pods (list them, when the Lease is not found), the Pod's
+// service account and the Secrets mounted in the operator's namespace.
 func RunningConfig(ctx context.Context, rc *rest.Config, given *Config, note io.Writer) (*Config, error) {
 	rc = rest.CopyConfig(rc)
 	rc.UserAgent = "router-hosts-operator/" + given.Version
