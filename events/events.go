@@ -27,9 +27,25 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )
 
-// Component is the source every event of the operator's names, by which a reader (explain)
-// tells them from others' on the same object.
+// Component is the source every event of the operator's names (its reportingController).
 const Component = "router-hosts-operator"
+
+// Instance is the reportingInstance (source.host) of the events an installation's replica
+// posts: the installation's identity, then the replica's hostname. Anyone may post an event
+// naming Component, another installation of the operator among them; the identity is what
+// tells this installation's apart (FromInstallation).
+func Instance(identity, host string) string { return identity + "/" + host }
+
+// FromInstallation reports whether the event was posted by the installation whose identity
+// is identity, whichever of its replicas: Component is its controller and its instance
+// carries the identity.
+func FromInstallation(e *corev1.Event, identity string) bool {
+	controller, instance := e.ReportingController, e.ReportingInstance
+	if controller == "" {
+		controller, instance = e.Source.Component, e.Source.Host
+	}
+	return identity != "" && controller == Component && strings.HasPrefix(instance, identity+"/")
+}
 
 // The event reasons.
 const (
@@ -111,13 +127,13 @@ type warning struct {
 	host string
 }
 
-// New starts an event broadcaster writing through client; stop flushes and ends it. client
-// should have a rate limiter of its own, so that a burst of events never delays the informers
-// or the leader Lease.
-func New(client typedcorev1.EventsGetter, log logrus.FieldLogger) (r *Recorder, stop func()) {
+// New starts an event broadcaster writing through client, its events reported by instance
+// (Instance); stop flushes and ends it. client should have a rate limiter of its own, so that
+// a burst of events never delays the informers or the leader Lease.
+func New(client typedcorev1.EventsGetter, instance string, log logrus.FieldLogger) (r *Recorder, stop func()) {
 	b := record.NewBroadcaster()
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.Events("")})
-	return NewWithRecorder(b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: Component}), log), b.Shutdown
+	return NewWithRecorder(b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: Component, Host: instance}), log), b.Shutdown
 }
 
 // NewWithRecorder uses an existing recorder (tests pass record.FakeRecorder).

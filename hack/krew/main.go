@@ -136,10 +136,11 @@ func render(o options, sums []byte) ([]byte, error) {
 				"for the running operator: `kubectl router-hosts explain NAME` says why a name is or is not\n" +
 				"on the router. It reads the operator's configuration and its mTLS Secret through your\n" +
 				"kubeconfig, so no router certificate is needed on your machine.\n",
-			Caveats: "The plugin finds the running operator by its Lease or its Pods and reads its mTLS Secret:\n" +
-				"your kubeconfig's user needs get and list on leases and pods, and get on secrets, in the\n" +
-				"operator's namespace (give --leader-election-namespace; without it, leases and pods are\n" +
-				"listed in every namespace).\n",
+			Caveats: "The plugin takes the running operator's configuration from the Pod holding its leader Lease,\n" +
+				"once proven the operator's (it says which Pod; unsure, it refuses), and reads its mTLS Secret:\n" +
+				"your kubeconfig's user needs get and list on leases and pods, and get on serviceaccounts and\n" +
+				"secrets, in the operator's namespace (give --leader-election-namespace; without it, leases\n" +
+				"and pods are listed in every namespace).\n",
 		},
 	}
 	for _, p := range o.platforms {

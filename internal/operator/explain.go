@@ -112,7 +112,7 @@ func (t target) matches(ref endpoint.SourceRef) bool {
 // never read (source.Unreads), and what the router's DNS answers; then prints them to out.
 // It writes nothing anywhere.
 func Explain(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer) error {
-	cfg, _, err := ReadOnlyConfig(ctx, cfg)
+	cfg, _, err := ReadOnlyConfig(ctx, cfg, log.Out)
 	if err != nil {
 		return err
 	}
@@ -274,7 +274,9 @@ const maxSaidObjects = 20
 
 // said adds the Warning events the running operator posted within saidWithin of now: on the
 // objects that claim each name, and the cluster-wide ones on the RouterHostsConfig. Those are
-// what only its loop sees (a twin, a write-rate budget spent).
+// what only its loop sees (a twin, a write-rate budget spent). Only this installation's events
+// are shown (events.FromInstallation): another's, or one anybody posted naming the operator's
+// component, would speak for it.
 func (op *Operator) said(ctx context.Context, doc *explain.NamesJSON, now time.Time) error {
 	seen := map[string][]explain.Said{}
 	var failed []string
@@ -285,7 +287,7 @@ func (op *Operator) said(ctx context.Context, doc *explain.NamesJSON, now time.T
 		if len(seen) >= maxSaidObjects {
 			return nil
 		}
-		got, err := warningsOn(ctx, op.events, obj, uid, now.Add(-saidWithin))
+		got, err := warningsOn(ctx, op.events, op.Registry.ClusterID(), obj, uid, now.Add(-saidWithin))
 		if err != nil {
 			failed = append(failed, fmt.Sprintf("%s: %v", obj, err))
 		}
@@ -309,8 +311,9 @@ func (op *Operator) said(ctx context.Context, doc *explain.NamesJSON, now time.T
 	return nil
 }
 
-// warningsOn lists the operator's Warning events on the object uid since then, oldest first.
-func warningsOn(ctx context.Context, c corev1client.EventsGetter, obj explain.Object, uid string, since time.Time) ([]explain.Said, error) {
+// warningsOn lists the Warning events the installation identity posted on the object uid since
+// then, oldest first.
+func warningsOn(ctx context.Context, c corev1client.EventsGetter, identity string, obj explain.Object, uid string, since time.Time) ([]explain.Said, error) {
 	ns := obj.Namespace
 	if ns == "" {
 		ns = metav1.NamespaceDefault // a cluster-scoped object's events live there
@@ -328,7 +331,7 @@ func warningsOn(ctx context.Context, c corev1client.EventsGetter, obj explain.Ob
 		if last.IsZero() {
 			last = e.CreationTimestamp.Time
 		}
-		if e.Source.Component != events.Component || last.Before(since) {
+		if !events.FromInstallation(&e, identity) || last.Before(since) {
 			continue
 		}
 		count := e.Count

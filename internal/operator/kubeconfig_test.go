@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,7 +119,7 @@ func TestReadOnlyConfigDecides(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg, rc, err := ReadOnlyConfig(context.Background(), given)
+			cfg, rc, err := ReadOnlyConfig(context.Background(), given, io.Discard)
 			switch {
 			case c.looked && (err == nil || !strings.Contains(err.Error(), "listing the Leases named router-hosts-operator in any namespace")):
 				t.Errorf("want the running operator looked for, got %v", err)

@@ -222,7 +222,8 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 		resolver.UseDNS(dns)
 	}
 	var stopEvents func()
-	op.recorder, stopEvents = events.New(kc.events, log.WithField("component", "events"))
+	host, _ := os.Hostname()
+	op.recorder, stopEvents = events.New(kc.events, events.Instance(settings.ClusterID, host), log.WithField("component", "events"))
 	op.closers = append(op.closers, stopEvents)
 	if op.Config != nil {
 		op.recorder.SetClusterObject(op.Config.ObjectRef)

@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/alecthomas/kingpin/v2"
@@ -28,9 +29,9 @@ type Remote struct {
 func remoteFlags(app *kingpin.Application, cfg *Config) {
 	app.Flag("context", "The kubeconfig's context to use (default: its current context).").StringVar(&cfg.KubeContext)
 	app.Flag("from-cluster", "Read-only commands (explain, list): configure the command as the running operator is configured, "+
-		"from its Pod's arguments and environment and the Secrets its mTLS files are mounted from, found through the kubeconfig "+
-		"by the leader Lease (--leader-election-id, in --leader-election-namespace or in any namespace) or by the Pods' labels; "+
-		"the flags given here win (default: when a kubeconfig rather than a pod's service account reaches the cluster and neither "+
+		"from its Pod's arguments and environment and the Secrets its mTLS files are mounted from, found through the kubeconfig: "+
+		"the holder of its leader Lease (--leader-election-id, in --leader-election-namespace or in any namespace, or the Lease its "+
+		"labelled Pods name), taken only when proven the operator's, or the command refuses; the flags given here win (default: when a kubeconfig rather than a pod's service account reaches the cluster and neither "+
 		"--router-hosts-endpoint nor --provider is given). --no-from-cluster: this command's flags alone.").
 		BoolVar(&cfg.FromCluster)
 }
@@ -43,8 +44,9 @@ func remoteFlags(app *kingpin.Application, cfg *Config) {
 // RunningConfig is used when --from-cluster says so; without it, when the cluster is reached
 // through a kubeconfig rather than a pod's service account and the person named no router
 // (neither --router-hosts-endpoint nor --provider). The rest.Config is RESTConfig's, the
-// person's kubeconfig and --context, never the pod's.
-func ReadOnlyConfig(ctx context.Context, cfg *Config) (*Config, *rest.Config, error) {
+// person's kubeconfig and --context, never the pod's. note (stderr) is told which Pod's
+// configuration is used.
+func ReadOnlyConfig(ctx context.Context, cfg *Config, note io.Writer) (*Config, *rest.Config, error) {
 	rc, inCluster, err := restConfig(cfg)
 	if err != nil {
 		return nil, nil, err
@@ -60,7 +62,7 @@ func ReadOnlyConfig(ctx context.Context, cfg *Config) (*Config, *rest.Config, er
 	if !use {
 		return cfg, rc, nil
 	}
-	running, err := RunningConfig(ctx, rc, cfg)
+	running, err := RunningConfig(ctx, rc, cfg, note)
 	if err != nil {
 		return nil, nil, err
 	}

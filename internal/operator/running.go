@@ -3,6 +3,7 @@ package operator
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,9 +19,13 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// PodSelector is the label the chart and kustomize give the operator's Pods, by which a running
-// operator is found when no leader Lease names one (leader election off).
-const PodSelector = "app.kubernetes.io/name=router-hosts-operator"
+// PodSelector is the label the chart and kustomize give the operator's Pods, by which the Leases
+// of releases that name their own are found.
+const PodSelector = operatorLabel + "=router-hosts-operator"
+
+// operatorLabel is the key of PodSelector, which the chart and kustomize also give the
+// operator's service account.
+const operatorLabel = "app.kubernetes.io/name"
 
 // operatorContainerName is the operator's container in the chart's and kustomize's Pods.
 const operatorContainerName = "operator"
@@ -46,17 +51,18 @@ var tlsFlags = []string{"tls-ca", "tls-cert", "tls-key"}
 // and to reach the same router, with no more than a kubeconfig.
 //
 // The operator is found by its leader Lease, --leader-election-id (in --leader-election-namespace
-// when given, else in any namespace), whose holder names the leader's Pod; failing that, by its
-// Pods' label (PodSelector), a Running one. Exactly one installation must match. The Pod's
+// when given, else in any namespace), or the Lease its labelled Pods name (PodSelector); exactly
+// one must be found, and its holder proven the operator's (findOperator), else it is an error:
+// a Pod labelled as the operator's proves nothing. note is told which Pod was used. The Pod's
 // operator container's arguments and its ROUTER_HOSTS_OPERATOR_* variables are parsed by
 // ParseFlags as the operator parsed them; the leader Lease's namespace and name are the Pod's.
 // The mTLS files its --tls-ca, --tls-cert and --tls-key name are read from the Secrets (or
 // ConfigMaps) mounted there and handed over in memory, in Settings.Keys, never written to disk.
 // --kubeconfig, --context and the flags of local concern (localFlags) stay the person's.
 //
-// The person needs to get Leases and Pods (list them, when the Lease is not found) and the
-// Secrets mounted in the operator's namespace.
-func RunningConfig(ctx context.Context, rc *rest.Config, given *Config) (*Config, error) {
+// The person needs to get Leases and Pods (list them, when the Lease is not found), the Pod's
+// service account and the Secrets mounted in the operator's namespace.
+func RunningConfig(ctx context.Context, rc *rest.Config, given *Config, note io.Writer) (*Config, error) {
 	rc = rest.CopyConfig(rc)
 	rc.UserAgent = "router-hosts-operator/" + given.Version
 	core, err := corev1client.NewForConfig(rc)
@@ -67,7 +73,7 @@ func RunningConfig(ctx context.Context, rc *rest.Config, given *Config) (*Config
 	if err != nil {
 		return nil, fmt.Errorf("creating the coordination client: %w", err)
 	}
-	return runningConfig(ctx, kubeReader{leases: leases, core: core}, given)
+	return runningConfig(ctx, kubeReader{leases: leases, core: core}, given, note)
 }
 
 // kubeReader is what RunningConfig reads: Leases, Pods, Secrets and ConfigMaps.
@@ -76,7 +82,7 @@ type kubeReader struct {
 	core   corev1client.CoreV1Interface
 }
 
-func runningConfig(ctx context.Context, kr kubeReader, given *Config) (*Config, error) {
+func runningConfig(ctx context.Context, kr kubeReader, given *Config, note io.Writer) (*Config, error) {
 	set, err := explicitFlags(given.args)
 	if err != nil {
 		return nil, err
@@ -85,7 +91,7 @@ func runningConfig(ctx context.Context, kr kubeReader, given *Config) (*Config, 
 	if set["leader-election-namespace"] {
 		want.namespace = given.LeaderElectionNS
 	}
-	pod, err := findOperator(ctx, kr, want)
+	pod, in, err := findOperator(ctx, kr, want)
 	if err != nil {
 		return nil, err
 	}
@@ -124,6 +130,12 @@ func runningConfig(ctx context.Context, kr kubeReader, given *Config) (*Config, 
 	if cfg.LeaderElectionNS, cfg.LeaderElectionID, err = leaseOf(flags, env); err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
+	// The Lease's namespace is the identity's input too: a Pod that would lead elsewhere is not
+	// the one the Lease proves.
+	if cfg.LeaderElectionNS != in.namespace || cfg.LeaderElectionID != in.lease {
+		return nil, fmt.Errorf("no Pod proven to be the router-hosts-operator's: %s holds the Lease %s but runs with the Lease %s/%s; %s, or %s",
+			where, in, cfg.LeaderElectionNS, cfg.LeaderElectionID, giveConnection, pickLease)
+	}
 	// The person's own files (ParseFlags has seen that all three are given), or none at all,
 	// the RouterHostsConfig's Secret naming the material, are used as they are.
 	if !set["tls-ca"] && cfg.TLSCA != "" {
@@ -134,6 +146,7 @@ func runningConfig(ctx context.Context, kr kubeReader, given *Config) (*Config, 
 		cfg.Keys, cfg.Secret = keys, secret
 		cfg.TLSCA, cfg.TLSCert, cfg.TLSKey = "", "", ""
 	}
+	fmt.Fprintf(note, "using the configuration of pod %s/%s (leader, Lease %s)\n", pod.Namespace, pod.Name, in)
 	return cfg, nil
 }
 
@@ -144,92 +157,113 @@ type lookFor struct {
 	idGiven       bool
 }
 
-// installation is one operator found in the cluster, by its Lease or its Pods' label, keyed by
-// the Lease's namespace and name (the Lease may not exist: leader election off).
+// installation is one operator found in the cluster: a leader Lease, found by its name or
+// named by the arguments of Pods labelled as the operator's.
 type installation struct {
 	namespace, lease string
 	leaseObj         *coordinationv1.Lease
-	leaseRead        bool
-	pods             []*corev1.Pod
-	// pod is the Pod chosen, or why none was.
+	// pods are the Pods labelled as the operator's whose arguments name this Lease, among
+	// which a holder whose name is longer than its hostname is found.
+	pods []*corev1.Pod
+	// pod is the Pod proven to be the operator's, or why none is.
 	pod *corev1.Pod
 	why string
 }
 
 func (in *installation) String() string { return in.namespace + "/" + in.lease }
 
-// findOperator finds the one running operator's Pod.
-func findOperator(ctx context.Context, kr kubeReader, want lookFor) (*corev1.Pod, error) {
+// The connection flags that take the place of a running operator's configuration, and the
+// flags that pick an installation, for the errors below.
+const (
+	giveConnection = "give --router-hosts-endpoint and --tls-ca, --tls-cert and --tls-key"
+	pickLease      = "--leader-election-namespace (and --leader-election-id) of the operator's Lease"
+)
+
+// findOperator finds the Pod whose configuration a read-only command takes, and the Lease it
+// holds. That Pod must be proven the operator's (prove): anyone who can create a Pod can label
+// it as the operator's, and its arguments pick the router and the DNS server asked. So exactly
+// one Lease of that name must be found, and its holder proven; anything else is an error that
+// says what to give instead.
+func findOperator(ctx context.Context, kr kubeReader, want lookFor) (*corev1.Pod, *installation, error) {
 	where := "in any namespace"
 	if want.namespace != "" {
 		where = "in namespace " + want.namespace
 	}
 	found := map[string]*installation{}
-	get := func(ns, lease string) *installation {
-		k := ns + "/" + lease
-		if found[k] == nil {
-			found[k] = &installation{namespace: ns, lease: lease}
-		}
-		return found[k]
-	}
 	// The field selector is the apiserver's filter; the names are compared again for clients
 	// that ignore it.
 	leases, err := kr.leases.Leases(want.namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", want.id).String()})
 	if err != nil {
-		return nil, fmt.Errorf("listing the Leases named %s %s: %w%s", want.id, where, err, narrowHint(err, want))
+		return nil, nil, fmt.Errorf("listing the Leases named %s %s: %w%s", want.id, where, err, narrowHint(err, want))
 	}
 	for i := range leases.Items {
 		if l := &leases.Items[i]; l.Name == want.id {
-			in := get(l.Namespace, l.Name)
-			in.leaseObj, in.leaseRead = l, true
+			found[l.Namespace+"/"+l.Name] = &installation{namespace: l.Namespace, lease: l.Name, leaseObj: l}
 		}
 	}
 	pods, err := kr.core.Pods(want.namespace).List(ctx, metav1.ListOptions{LabelSelector: PodSelector})
 	if err != nil {
-		return nil, fmt.Errorf("listing the Pods labelled %s %s: %w%s", PodSelector, where, err, narrowHint(err, want))
+		return nil, nil, fmt.Errorf("listing the Pods labelled %s %s: %w%s", PodSelector, where, err, narrowHint(err, want))
 	}
+	// A Lease named by labelled Pods alone (a chart's release names its own) is read once.
+	absent := map[string]bool{}
+	var leaseless []string
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		id := podLeaseID(p)
 		if want.idGiven && id != want.id {
 			continue
 		}
-		in := get(p.Namespace, id)
-		in.pods = append(in.pods, p)
+		k := p.Namespace + "/" + id
+		if found[k] == nil && !absent[k] {
+			l, err := kr.leases.Leases(p.Namespace).Get(ctx, id, metav1.GetOptions{})
+			switch {
+			case err == nil:
+				found[k] = &installation{namespace: p.Namespace, lease: id, leaseObj: l}
+			case apierrors.IsNotFound(err):
+				absent[k] = true
+			default:
+				return nil, nil, fmt.Errorf("reading the Lease %s: %w", k, err)
+			}
+		}
+		if in := found[k]; in != nil {
+			in.pods = append(in.pods, p)
+		} else {
+			leaseless = append(leaseless, p.Namespace+"/"+p.Name)
+		}
 	}
 	if len(found) == 0 {
-		return nil, fmt.Errorf("no running router-hosts-operator found %s (Lease %s not found, no Pods labelled %s); "+
-			"give --router-hosts-endpoint and --tls-ca, --tls-cert and --tls-key, or --leader-election-namespace (and --leader-election-id) of the operator's Lease",
-			where, want.id, PodSelector)
-	}
-	var running, idle []*installation
-	for _, in := range sortedInstallations(found) {
-		if err := in.choose(ctx, kr); err != nil {
-			return nil, err
+		pods := fmt.Sprintf("no Pods labelled %s", PodSelector)
+		if len(leaseless) > 0 {
+			slices.Sort(leaseless)
+			pods = fmt.Sprintf("Pods labelled %s but holding no Lease, which proves nothing: %s", PodSelector, strings.Join(leaseless, ", "))
 		}
-		if in.pod != nil {
-			running = append(running, in)
-		} else {
-			idle = append(idle, in)
+		return nil, nil, fmt.Errorf("no router-hosts-operator found %s (no Lease %s; %s); its configuration is taken only from the Pod holding its leader Lease: %s, or %s",
+			where, want.id, pods, giveConnection, pickLease)
+	}
+	all := sortedInstallations(found)
+	for _, in := range all {
+		if err := in.prove(ctx, kr); err != nil {
+			return nil, nil, err
 		}
 	}
-	switch len(running) {
-	case 1:
-		return running[0].pod, nil
-	case 0:
-		var why []string
-		for _, in := range idle {
-			why = append(why, in.why)
+	if len(all) > 1 {
+		var names []string
+		for _, in := range all {
+			if in.pod != nil {
+				names = append(names, fmt.Sprintf("Lease %s (Pod %s)", in, in.pod.Name))
+			} else {
+				names = append(names, fmt.Sprintf("Lease %s (%s)", in, in.why))
+			}
 		}
-		return nil, fmt.Errorf("no running router-hosts-operator found %s (%s); give --router-hosts-endpoint and --tls-ca, --tls-cert and --tls-key, "+
-			"or --leader-election-namespace (and --leader-election-id) of a running operator's Lease", where, strings.Join(why, "; "))
+		return nil, nil, fmt.Errorf("%d router-hosts-operator installations found %s: %s; pick one with --leader-election-namespace, "+
+			"and --leader-election-id where two share a namespace, or %s", len(all), where, strings.Join(names, ", "), giveConnection)
 	}
-	var names []string
-	for _, in := range running {
-		names = append(names, fmt.Sprintf("Lease %s (Pod %s)", in, in.pod.Name))
+	in := all[0]
+	if in.pod == nil {
+		return nil, nil, fmt.Errorf("no Pod proven to be the router-hosts-operator's %s: %s; %s, or %s", where, in.why, giveConnection, pickLease)
 	}
-	return nil, fmt.Errorf("%d router-hosts-operator installations found %s: %s; pick one with --leader-election-namespace, "+
-		"and --leader-election-id where two share a namespace", len(running), where, strings.Join(names, ", "))
+	return in.pod, in, nil
 }
 
 // narrowHint is what to do when listing across namespaces is forbidden.
@@ -249,83 +283,84 @@ func sortedInstallations(found map[string]*installation) []*installation {
 	return out
 }
 
-// choose picks the installation's Pod: the Lease's holder (runElected names it
-// <hostname>_<time>, the hostname being the Pod's name), else a Running Pod of those labelled,
-// a ready one first. It sets why when there is none.
-func (in *installation) choose(ctx context.Context, kr kubeReader) error {
-	if !in.leaseRead {
-		l, err := kr.leases.Leases(in.namespace).Get(ctx, in.lease, metav1.GetOptions{})
-		switch {
-		case err == nil:
-			in.leaseObj = l
-		case !apierrors.IsNotFound(err):
-			return fmt.Errorf("reading the Lease %s: %w", in, err)
-		}
-		in.leaseRead = true
-	}
-	if l := in.leaseObj; l != nil && l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity != "" {
-		host := *l.Spec.HolderIdentity
-		if i := strings.LastIndex(host, "_"); i > 0 {
-			host = host[:i]
-		}
-		p, err := kr.core.Pods(in.namespace).Get(ctx, host, metav1.GetOptions{})
-		switch {
-		case err == nil && !finished(p):
-			in.pod = p
-			return nil
-		case err != nil && !apierrors.IsNotFound(err):
-			return fmt.Errorf("reading the Pod %s/%s, which holds the Lease %s: %w", in.namespace, host, in, err)
-		}
-		// A Pod's hostname is its name cut to 63 characters, or spec.hostname.
-		for _, p := range in.pods {
-			if (p.Spec.Hostname == host || len(p.Name) > 63 && p.Name[:63] == host) && !finished(p) {
-				in.pod = p
-				return nil
-			}
-		}
-	}
-	var candidates []*corev1.Pod
-	for _, p := range in.pods {
-		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
-			candidates = append(candidates, p)
-		}
-	}
-	slices.SortFunc(candidates, func(a, b *corev1.Pod) int {
-		if ra, rb := ready(a), ready(b); ra != rb {
-			if ra {
-				return -1
-			}
-			return 1
-		}
-		return strings.Compare(a.Name, b.Name)
-	})
-	if len(candidates) > 0 {
-		in.pod = candidates[0]
+// prove sets the installation's Pod: the Lease's holder (runElected names it
+// <hostname>_<time>, the hostname being the Pod's name), when it is the operator's by every
+// mark the chart and kustomize give it (operatorMarks). Else it sets why.
+func (in *installation) prove(ctx context.Context, kr kubeReader) error {
+	l := in.leaseObj
+	if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
+		in.why = "Lease " + in.String() + " held by no one (leader election off, or no replica leads)"
 		return nil
 	}
-	lease := "Lease " + in.String() + " not found"
-	if in.leaseObj != nil {
-		lease = "Lease " + in.String() + " held by no Pod that exists"
+	host := *l.Spec.HolderIdentity
+	if i := strings.LastIndex(host, "_"); i > 0 {
+		host = host[:i]
 	}
-	pods := fmt.Sprintf("no Pods labelled %s", PodSelector)
-	if len(in.pods) > 0 {
-		pods = fmt.Sprintf("%d Pods labelled %s, none Running", len(in.pods), PodSelector)
+	p, err := kr.core.Pods(in.namespace).Get(ctx, host, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		p = nil
+		// A Pod's hostname is its name cut to 63 characters, or spec.hostname.
+		for _, q := range in.pods {
+			if q.Spec.Hostname == host || len(q.Name) > 63 && q.Name[:63] == host {
+				p = q
+			}
+		}
+	case err != nil:
+		return fmt.Errorf("reading the Pod %s/%s, which holds the Lease %s: %w", in.namespace, host, in, err)
 	}
-	in.why = lease + ", " + pods
+	if p == nil {
+		in.why = "Lease " + in.String() + " held by " + host + ", a Pod that does not exist"
+		return nil
+	}
+	why, err := operatorMarks(ctx, kr, p, in.lease)
+	if err != nil {
+		return err
+	}
+	if why != "" {
+		in.why = fmt.Sprintf("Lease %s held by the Pod %s/%s, which %s", in, p.Namespace, p.Name, why)
+		return nil
+	}
+	in.pod = p
 	return nil
+}
+
+// operatorMarks is why the Pod p, which holds the Lease lease of its namespace, is not proven
+// the operator's, or "": it has not finished, carries the chart's label, is made by a
+// ReplicaSet (the operator's Deployment's), runs as a service account the chart labels as
+// the operator's (not the namespace's default), and its own arguments name that Lease.
+func operatorMarks(ctx context.Context, kr kubeReader, p *corev1.Pod, lease string) (string, error) {
+	if finished(p) {
+		return "has finished (" + string(p.Status.Phase) + ")", nil
+	}
+	name, _ := strings.CutPrefix(PodSelector, operatorLabel+"=")
+	if p.Labels[operatorLabel] != name {
+		return "is not labelled " + PodSelector, nil
+	}
+	if owner := metav1.GetControllerOf(p); owner == nil || owner.Kind != "ReplicaSet" || !strings.HasPrefix(owner.APIVersion, "apps/") {
+		return "is not made by a ReplicaSet, as the operator's Deployment makes its Pods", nil
+	}
+	if id := podLeaseID(p); id != lease {
+		return "runs with the Lease " + id + ", not this one", nil
+	}
+	sa := p.Spec.ServiceAccountName
+	if sa == "" || sa == "default" {
+		return "runs as the namespace's default service account, not the operator's", nil
+	}
+	a, err := kr.core.ServiceAccounts(p.Namespace).Get(ctx, sa, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return "runs as the service account " + sa + ", which does not exist", nil
+	case err != nil:
+		return "", fmt.Errorf("reading the service account %s/%s of the Pod %s, which holds the Lease %s/%s: %w", p.Namespace, sa, p.Name, p.Namespace, lease, err)
+	case a.Labels[operatorLabel] != name:
+		return "runs as the service account " + sa + ", which is not labelled " + PodSelector + " as the chart's and kustomize's is", nil
+	}
+	return "", nil
 }
 
 func finished(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
-}
-
-func ready(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // podLeaseID is the leader Lease's name a labelled Pod's operator runs with, read from its

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -47,12 +48,26 @@ func chartArgs(cluster, lease string) []string {
 		"--leader-election-id=" + lease, "--metrics-address=:7979", "--log-format=json", "--log-level=info"}
 }
 
-// operatorPod is a Running, ready Pod of the operator as the chart makes it: the Secret
-// router-hosts-mtls mounted at tlsMount, POD_NAMESPACE from the downward API.
+// chartSA is the service account the chart and kustomize make, labelled as the operator's.
+const chartSA = "router-hosts-operator"
+
+// lookAlikeArgs are a tenant's Pod's arguments, labelled as the operator's: its own router and
+// DNS server.
+func lookAlikeArgs() []string {
+	args := chartArgs("evil", "router-hosts-operator")
+	args[2] = "--router-hosts-endpoint=evil.lan:50051"
+	return append(args, "--verify-dns=10.6.6.6")
+}
+
+// operatorPod is a Running, ready Pod of the operator as the chart makes it: made by the
+// Deployment's ReplicaSet, running as chartSA, the Secret router-hosts-mtls mounted at
+// tlsMount, POD_NAMESPACE from the downward API.
 func operatorPod(ns, name string, args ...string) *corev1.Pod {
+	yes := true
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app.kubernetes.io/name": "router-hosts-operator"}},
-		Spec: corev1.PodSpec{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app.kubernetes.io/name": "router-hosts-operator"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "router-hosts-operator-7c9d8", UID: "rs", Controller: &yes}}},
+		Spec: corev1.PodSpec{ServiceAccountName: chartSA,
 			Containers: []corev1.Container{{Name: "operator", Image: "ghcr.io/router-hosts-operator/router-hosts-operator:v0.1.0", Args: args,
 				Env:          []corev1.EnvVar{{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}}},
 				VolumeMounts: []corev1.VolumeMount{{Name: "tls", MountPath: tlsMount, ReadOnly: true}}}},
@@ -60,6 +75,16 @@ func operatorPod(ns, name string, args ...string) *corev1.Pod {
 		},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
 	}
+}
+
+// chartServiceAccount is a service account, labelled as the chart labels the operator's when
+// labelled is true.
+func chartServiceAccount(ns, name string, labelled bool) *corev1.ServiceAccount {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if labelled {
+		sa.Labels = map[string]string{"app.kubernetes.io/name": "router-hosts-operator"}
+	}
+	return sa
 }
 
 func lease(ns, name, holder string) *coordinationv1.Lease {
@@ -76,9 +101,10 @@ func with(p *corev1.Pod, change func(*corev1.Pod)) *corev1.Pod {
 	return p
 }
 
-// TestRunningConfig: the running operator is found by its Lease or its Pods' label, its flags
-// are parsed as it parsed them, its mTLS material is read from the Secrets mounted where its
-// flags point, and what the person sets wins.
+// TestRunningConfig: the running operator is found by its Lease, named or named by its Pods'
+// arguments, and its holder is taken only when proven the operator's; its flags are parsed as
+// it parsed them, its mTLS material is read from the Secrets mounted where its flags point, and
+// what the person sets wins. Every namespace of the table holds the chart's service account.
 func TestRunningConfig(t *testing.T) {
 	pems := pemFiles(t)
 	mtls := secret(opNS, "router-hosts-mtls", pems)
@@ -92,6 +118,8 @@ func TestRunningConfig(t *testing.T) {
 		env  map[string]string
 		want func(*Config) string // what is wrong, or ""
 		err  string               // a part of the error wanted instead
+		// note is a part of what the person is told on success, which Pod was used.
+		note string
 	}{
 		{
 			name: "the Lease's holder, its flags and its Secret",
@@ -119,6 +147,7 @@ func TestRunningConfig(t *testing.T) {
 			objs: []runtime.Object{lease(opNS, defaultLease, "rho-b_1"), operatorPod(opNS, "rho-a", chartArgs("a", defaultLease)...),
 				with(operatorPod(opNS, "rho-b", chartArgs("b", defaultLease)...), func(p *corev1.Pod) { p.Status.Conditions = nil }), mtls},
 			want: func(c *Config) string { return unless(c.ClusterName == "b", "not the holder's flags") },
+			note: "using the configuration of pod router-hosts-system/rho-b (leader, Lease router-hosts-system/router-hosts-operator)\n",
 		},
 		{
 			name: "the holder's hostname is its name cut to 63 characters",
@@ -141,39 +170,100 @@ func TestRunningConfig(t *testing.T) {
 		},
 		{
 			name: "two releases in one namespace, one picked by its Lease",
-			objs: []runtime.Object{operatorPod(opNS, "one-0", chartArgs("one", "one-router-hosts-operator")...),
-				operatorPod(opNS, "two-0", chartArgs("two", "two-router-hosts-operator")...), mtls},
+			objs: []runtime.Object{operatorPod(opNS, "two-0", chartArgs("two", "two-router-hosts-operator")...),
+				operatorPod(opNS, "one-0", chartArgs("one", "one-router-hosts-operator")...), mtls,
+				lease(opNS, "one-router-hosts-operator", "one-0_1"), lease(opNS, "two-router-hosts-operator", "two-0_1")},
 			args: []string{"--leader-election-id=two-router-hosts-operator"},
 			want: func(c *Config) string {
 				return unless(c.ClusterName == "two" && c.LeaderElectionID == "two-router-hosts-operator", "not two's")
 			},
 		},
 		{
-			name: "no Lease (leader election off): the Running Pod of those labelled",
-			objs: []runtime.Object{
-				with(operatorPod(opNS, "rho-a", chartArgs("pending", chartLease)...), func(p *corev1.Pod) { p.Status = corev1.PodStatus{Phase: corev1.PodPending} }),
-				operatorPod(opNS, "rho-b", chartArgs("running", chartLease)...), mtls},
-			want: func(c *Config) string {
-				return unless(c.ClusterName == "running" && c.LeaderElectionID == chartLease, "not the Running Pod's")
-			},
+			name: "no Lease (leader election off): a labelled Pod proves nothing",
+			objs: []runtime.Object{operatorPod(opNS, "rho-b", chartArgs("running", chartLease)...), mtls},
+			err: "no router-hosts-operator found in any namespace (no Lease router-hosts-operator; Pods labelled app.kubernetes.io/name=router-hosts-operator but holding no Lease, " +
+				"which proves nothing: router-hosts-system/rho-b); its configuration is taken only from the Pod holding its leader Lease: give --router-hosts-endpoint and --tls-ca, --tls-cert and --tls-key, or --leader-election-namespace",
 		},
 		{
 			name: "a chart's release, found by its label, then its own Lease",
-			objs: []runtime.Object{lease(opNS, chartLease, "rho-b_1"), operatorPod(opNS, "rho-a", chartArgs("a", chartLease)...),
-				operatorPod(opNS, "rho-b", chartArgs("b", chartLease)...), mtls},
+			objs: []runtime.Object{operatorPod(opNS, "rho-b", chartArgs("b", chartLease)...), lease(opNS, chartLease, "rho-b_1"),
+				operatorPod(opNS, "rho-a", chartArgs("a", chartLease)...), mtls},
 			want: func(c *Config) string { return unless(c.ClusterName == "b", "not the holder of the release's Lease") },
 		},
 		{
 			name: "nothing runs",
 			objs: []runtime.Object{mtls},
 			args: []string{"--leader-election-namespace=" + opNS},
-			err: "no running router-hosts-operator found in namespace router-hosts-system (Lease router-hosts-operator not found, no Pods labelled app.kubernetes.io/name=router-hosts-operator); " +
-				"give --router-hosts-endpoint and --tls-ca, --tls-cert and --tls-key, or --leader-election-namespace",
+			err: "no router-hosts-operator found in namespace router-hosts-system (no Lease router-hosts-operator; no Pods labelled app.kubernetes.io/name=router-hosts-operator); " +
+				"its configuration is taken only from the Pod holding its leader Lease: give --router-hosts-endpoint and --tls-ca, --tls-cert and --tls-key, or --leader-election-namespace",
 		},
 		{
 			name: "a Lease left behind",
 			objs: []runtime.Object{lease(opNS, defaultLease, "gone_1")},
-			err:  "no running router-hosts-operator found in any namespace (Lease router-hosts-system/router-hosts-operator held by no Pod that exists, no Pods labelled",
+			err:  "no Pod proven to be the router-hosts-operator's in any namespace: Lease router-hosts-system/router-hosts-operator held by gone, a Pod that does not exist; give --router-hosts-endpoint",
+		},
+		{
+			name: "the operator's Pod gone, a tenant's look-alike Running: refused, never the look-alike",
+			objs: []runtime.Object{lease(opNS, chartLease, "rho-a_1"), with(operatorPod(opNS, "rho-b", chartArgs("homelab", chartLease)...), func(p *corev1.Pod) {
+				p.Status = corev1.PodStatus{Phase: corev1.PodPending}
+			}), mtls, operatorPod("tenant", "look-alike", lookAlikeArgs()...)},
+			err: "no Pod proven to be the router-hosts-operator's in any namespace: Lease router-hosts-system/rho-router-hosts-operator held by rho-a, a Pod that does not exist",
+		},
+		{
+			name: "the operator's Pod not Running but holding the Lease: its configuration, not the look-alike's",
+			objs: []runtime.Object{lease(opNS, chartLease, "rho-a_1"), with(operatorPod(opNS, "rho-a", chartArgs("homelab", chartLease)...), func(p *corev1.Pod) {
+				p.Status = corev1.PodStatus{Phase: corev1.PodPending}
+			}), mtls, operatorPod("tenant", "look-alike", lookAlikeArgs()...)},
+			want: func(c *Config) string {
+				return unless(c.ClusterName == "homelab" && c.Endpoint == "router.lan:50051", "not the holder's")
+			},
+			note: "using the configuration of pod router-hosts-system/rho-a (leader, Lease router-hosts-system/rho-router-hosts-operator)",
+		},
+		{
+			name: "a tenant's own Lease beside the operator's: two candidates, refused",
+			objs: []runtime.Object{lease(opNS, defaultLease, "rho-a_1"), operatorPod(opNS, "rho-a", chartArgs("homelab", defaultLease)...), mtls,
+				lease("tenant", defaultLease, "look-alike_1"), operatorPod("tenant", "look-alike", lookAlikeArgs()...)},
+			err: "2 router-hosts-operator installations found in any namespace: Lease router-hosts-system/router-hosts-operator (Pod rho-a), Lease tenant/router-hosts-operator (Pod look-alike); pick one",
+		},
+		{
+			name: "a tenant's Lease beside the operator's whose Pod is gone: refused",
+			objs: []runtime.Object{lease(opNS, defaultLease, "rho-a_1"), mtls,
+				lease("tenant", defaultLease, "look-alike_1"), operatorPod("tenant", "look-alike", chartArgs("evil", defaultLease)...)},
+			err: "2 router-hosts-operator installations found in any namespace: Lease router-hosts-system/router-hosts-operator (Lease router-hosts-system/router-hosts-operator held by rho-a, a Pod that does not exist), Lease tenant/router-hosts-operator (Pod look-alike)",
+		},
+		{
+			name: "the holder not labelled as the operator's",
+			objs: []runtime.Object{lease(opNS, defaultLease, "debug_1"), with(operatorPod(opNS, "debug", chartArgs("homelab", defaultLease)...), func(p *corev1.Pod) { p.Labels = nil }), mtls},
+			err:  "held by the Pod router-hosts-system/debug, which is not labelled app.kubernetes.io/name=router-hosts-operator",
+		},
+		{
+			name: "the holder made by no ReplicaSet",
+			objs: []runtime.Object{lease(opNS, defaultLease, "debug_1"), with(operatorPod(opNS, "debug", chartArgs("homelab", defaultLease)...), func(p *corev1.Pod) { p.OwnerReferences = nil }), mtls},
+			err:  "held by the Pod router-hosts-system/debug, which is not made by a ReplicaSet",
+		},
+		{
+			name: "the holder runs as the default service account",
+			objs: []runtime.Object{lease(opNS, defaultLease, "rho-a_1"), with(operatorPod(opNS, "rho-a", chartArgs("homelab", defaultLease)...), func(p *corev1.Pod) { p.Spec.ServiceAccountName = "" }), mtls},
+			err:  "which runs as the namespace's default service account, not the operator's",
+		},
+		{
+			name: "the holder's service account not labelled as the chart's",
+			objs: []runtime.Object{lease(opNS, defaultLease, "rho-a_1"), chartServiceAccount(opNS, "builder", false),
+				with(operatorPod(opNS, "rho-a", chartArgs("homelab", defaultLease)...), func(p *corev1.Pod) { p.Spec.ServiceAccountName = "builder" }), mtls},
+			err: "which runs as the service account builder, which is not labelled app.kubernetes.io/name=router-hosts-operator",
+		},
+		{
+			name: "the holder runs with another Lease",
+			objs: []runtime.Object{lease(opNS, defaultLease, "rho-a_1"), operatorPod(opNS, "rho-a", chartArgs("homelab", chartLease)...), mtls},
+			args: []string{"--leader-election-namespace=" + opNS},
+			err:  "which runs with the Lease rho-router-hosts-operator, not this one",
+		},
+		{
+			name: "the holder leads in another namespace",
+			objs: []runtime.Object{lease(opNS, defaultLease, "rho-a_1"), mtls, with(operatorPod(opNS, "rho-a", chartArgs("homelab", defaultLease)...), func(p *corev1.Pod) {
+				p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "POD_NAMESPACE", Value: "elsewhere"}}
+			})},
+			err: "the operator's Pod router-hosts-system/rho-a holds the Lease router-hosts-system/router-hosts-operator but runs with the Lease elsewhere/router-hosts-operator",
 		},
 		{
 			name: "environment twins, literal, from a ConfigMap and expanded; the arguments win",
@@ -286,10 +376,10 @@ func TestRunningConfig(t *testing.T) {
 			objs: []runtime.Object{lease(opNS, defaultLease, "rho-a_1"), mtls, with(operatorPod(opNS, "rho-a", chartArgs("homelab", defaultLease)...), func(p *corev1.Pod) {
 				c := &p.Spec.Containers[0]
 				c.Command, c.Args = append([]string{"/router-hosts-operator", "run"}, c.Args[:2]...), c.Args[2:]
-				c.Env = []corev1.EnvVar{{Name: "POD_NAMESPACE", Value: "elsewhere"}}
+				c.Env = []corev1.EnvVar{{Name: "POD_NAMESPACE", Value: opNS}}
 			})},
 			want: func(c *Config) string {
-				return unless(c.LeaderElectionNS == "elsewhere" && slices.Equal(c.Sources, []string{"ingress", "hostmapping"}), "not the Pod's")
+				return unless(c.LeaderElectionNS == opNS && slices.Equal(c.Sources, []string{"ingress", "hostmapping"}), "not the Pod's")
 			},
 		},
 		{
@@ -314,8 +404,20 @@ func TestRunningConfig(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cs := fake.NewClientset(c.objs...)
-			cfg, err := runningConfig(context.Background(), kubeReader{leases: cs.CoordinationV1(), core: cs.CoreV1()}, given)
+			objs := append([]runtime.Object{chartServiceAccount(opNS, chartSA, true), chartServiceAccount("a", chartSA, true),
+				chartServiceAccount("b", chartSA, true), chartServiceAccount("tenant", chartSA, true)}, c.objs...)
+			cs := fake.NewClientset(objs...)
+			var note bytes.Buffer
+			cfg, err := runningConfig(context.Background(), kubeReader{leases: cs.CoordinationV1(), core: cs.CoreV1()}, given, &note)
+			if c.err == "" && err == nil {
+				want := c.note
+				if want == "" {
+					want = "using the configuration of pod "
+				}
+				if !strings.Contains(note.String(), want) {
+					t.Errorf("told %q, want %q", note.String(), want)
+				}
+			}
 			switch {
 			case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
 				t.Fatalf("error %v, want one with %q", err, c.err)

@@ -44,7 +44,7 @@ func newRouterDNS(t *testing.T, o options) *routerDNS {
 		t.Fatal(err)
 	}
 	t.Cleanup(dns.Stop)
-	rec, stop := events.New(cp.Client.CoreV1(), logrus.New())
+	rec, stop := events.New(cp.Client.CoreV1(), harnessInstance(t), logrus.New())
 	t.Cleanup(stop)
 	rec.SetLeading(true)
 	o.realClock, o.warner, o.interval, o.dnsGrace = true, rec, dnsInterval, dnsGrace

@@ -48,7 +48,7 @@ func flushed(t *testing.T, rec *events.Recorder, ns string) {
 }
 
 func TestEventsOnTransitionsOnly(t *testing.T) {
-	rec, stop := events.New(cp.Client.CoreV1(), logrus.New())
+	rec, stop := events.New(cp.Client.CoreV1(), harnessInstance(t), logrus.New())
 	defer stop()
 	rec.SetLeading(true)
 	h := newHarness(t, options{reporters: []controller.Reporter{rec}, warner: rec})

@@ -26,6 +26,18 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/source"
 )
 
+// harnessInstance is the reporting instance of the events a harness's operator posts: the
+// identity every harness has (the default Lease, in the default namespace), as the running
+// operator's replica reports it, so that explain shows them.
+func harnessInstance(t *testing.T) string {
+	t.Helper()
+	ks, err := cp.Client.CoreV1().Namespaces().Get(context.Background(), metav1.NamespaceSystem, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return events.Instance(registry.Identity(string(ks.UID), metav1.NamespaceDefault, "router-hosts-operator"), "harness")
+}
+
 // explainRun runs the explain (or list) command as main does, with the harness's flags and
 // o's, and returns its JSON document and exit status.
 func (h *harness) explainRun(o options, args ...string) (*explain.NamesJSON, int) {
@@ -467,7 +479,7 @@ func TestExplainShowsWhatTheRunningOperatorSaid(t *testing.T) {
 	if _, err := createConfig(t, "apiVersion: router-hosts.fzymgc.house/v1alpha1\nkind: RouterHostsConfig\nmetadata: {name: "+name+"}\nspec: {}\n", false); err != nil {
 		t.Fatal(err)
 	}
-	rec, stop := events.New(cp.Client.CoreV1(), logrus.New())
+	rec, stop := events.New(cp.Client.CoreV1(), harnessInstance(t), logrus.New())
 	defer stop()
 	rec.SetLeading(true)
 	opts := options{ipResolution: []string{"static:10.82.0.1"}, configName: name, reporters: []controller.Reporter{rec}, warner: rec,

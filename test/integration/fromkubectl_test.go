@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"os"
@@ -45,7 +46,15 @@ func TestARunningOperatorsConfigurationFromAKubeconfig(t *testing.T) {
 	if err := yaml.Unmarshal(docs(t, out)["Deployment"][0], &d); err != nil {
 		t.Fatal(err)
 	}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: lease + "-7c9d8-x2x4q", Labels: d.Spec.Template.Labels}, Spec: d.Spec.Template.Spec}
+	// Made by the Deployment's ReplicaSet, as the Pod names; no controller runs here to check.
+	yes := true
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: lease + "-7c9d8-x2x4q", Labels: d.Spec.Template.Labels,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: lease + "-7c9d8", UID: "0d7a3c1e-rs", Controller: &yes}}},
+		Spec: d.Spec.Template.Spec}
+	var sa corev1.ServiceAccount
+	if err := yaml.Unmarshal(docs(t, out)["ServiceAccount"][0], &sa); err != nil {
+		t.Fatal(err)
+	}
 	data := map[string][]byte{}
 	for k, f := range map[string]string{"ca.crt": srv.CAFile(), "tls.crt": srv.CertFile(), "tls.key": srv.KeyFile()} {
 		if data[k], err = os.ReadFile(f); err != nil {
@@ -56,7 +65,7 @@ func TestARunningOperatorsConfigurationFromAKubeconfig(t *testing.T) {
 	core := cp.Client.CoreV1()
 	for _, create := range []func() error{
 		func() error {
-			_, err := core.ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: pod.Spec.ServiceAccountName}}, metav1.CreateOptions{})
+			_, err := core.ServiceAccounts(ns).Create(ctx, &sa, metav1.CreateOptions{})
 			return err
 		},
 		func() error {
@@ -81,7 +90,8 @@ func TestARunningOperatorsConfigurationFromAKubeconfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, rc, err := operator.ReadOnlyConfig(ctx, given)
+	var told bytes.Buffer
+	cfg, rc, err := operator.ReadOnlyConfig(ctx, given, &told)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,6 +106,8 @@ func TestARunningOperatorsConfigurationFromAKubeconfig(t *testing.T) {
 		t.Errorf("the mTLS material is not the Secret's, in memory: files %q %q %q", cfg.TLSCA, cfg.TLSCert, cfg.TLSKey)
 	case cfg.Kubeconfig != kubeconfig:
 		t.Errorf("kubeconfig %q: not the laptop's", cfg.Kubeconfig)
+	case !strings.Contains(told.String(), "using the configuration of pod "+ns+"/"+pod.Name+" (leader"):
+		t.Errorf("told %q: not which Pod was used", told.String())
 	}
 
 	// The operator as a read-only command would wire it: the router answers, and the identity

@@ -206,7 +206,7 @@ func TestEntryDeletedEvent(t *testing.T) {
 	var logBuf lockedLog
 	log := logrus.New()
 	log.SetOutput(&logBuf)
-	rec, stop := events.New(cp.Client.CoreV1(), log)
+	rec, stop := events.New(cp.Client.CoreV1(), harnessInstance(t), log)
 	defer stop()
 	rec.SetLeading(true)
 	h := newHarness(t, options{grace: time.Minute, reporters: []controller.Reporter{rec}, warner: rec})
