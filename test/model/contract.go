@@ -40,8 +40,8 @@ var Contract = []Invariant{
 	{"O2", "user-data-verbatim", "On an entry a person made, the tags outside the operator's block and the comment are always the person's, verbatim and in order; an entry given back has the address and hostname it was found with.", userDataVerbatim},
 	{"O3", "wanted-names-stay", "No installation deletes an entry whose address an object of the cluster that wrote it still wants, nor re-points one of another identity's.", wantedNamesStay},
 	{"O4", "consent", "A hostname is served by the entries of two installations of different identities only while every one of those entries carries shared:true.", consent},
-	{"O5", "every-write-charged", "Every write an object causes, whatever its kind, counts against its budget: no installation writes more for one object in any minute than its budget allows.", everyWriteCharged},
-	{"O6", "deletions-go", "An entry that no object of its cluster wants, and that no other party rewrote in the last 30 minutes, is gone within its grace period and six of its installation's syncs, unless the brake holds its cluster or namespace.", deletionsGo},
+	{"O5", "every-write-charged", "Every write an object causes, whatever its kind, counts against its budget: no installation writes more for one object in any minute than its budget allows. Lifting a mark another writer put on is not the object's doing, and keeps a name: it is never held.", everyWriteCharged},
+	{"O6", "deletions-go", "An entry written for an object (a source: tag) that no object of its cluster wants, and that no other party rewrote in the last 30 minutes, is gone within its grace period and six of its installation's syncs, unless the brake holds its cluster or namespace.", deletionsGo},
 	{"O7", "no-live-cluster-silent", "No installation that renews its mark of life is reported silent.", noLiveClusterSilent},
 	{"O8", "settles", "Once the other parties stop, the installations reach rest within twenty rounds of syncs, and at rest they write nothing.", func(_ *World, s *step) []string {
 		if s.settleFailed != "" {
@@ -199,7 +199,7 @@ func deletionsGo(w *World, s *step) []string {
 			continue
 		}
 		in := w.installationOf(w.clusterOf(l.creator))
-		if in == nil || !carriesIdentity(e, in) || now.Sub(l.otherWrote) < 30*time.Minute || in.cluster.wants(e.GetHostname(), e.GetIpAddress()) {
+		if in == nil || len(sources(e)) == 0 || !carriesIdentity(e, in) || now.Sub(l.otherWrote) < 30*time.Minute || in.cluster.wants(e.GetHostname(), e.GetIpAddress()) {
 			l.unwanted = time.Time{}
 			continue
 		}

@@ -124,6 +124,8 @@ func (w *World) record(party string, ws []write) {
 			w.history.life[wr.id] = l
 		}
 		l := w.history.life[wr.id]
+		// A mark another writer put on, lifted, is not the object's doing (O5).
+		lifted := wr.before != nil && tagValue(wr.before, registry.PrefixPending) != "" && tagValue(wr.after, registry.PrefixPending) == "" && l.lastWriter != party
 		l.lastWriter = party
 		if in := w.installation(party); in == nil || in.cluster.key != l.creator {
 			l.otherWrote = w.clock.Now()
@@ -144,7 +146,7 @@ func (w *World) record(party string, ws []write) {
 				l.creator = to.cluster.key
 			}
 		}
-		if in := w.installation(party); in != nil {
+		if in := w.installation(party); in != nil && !lifted {
 			now := w.clock.Now()
 			for _, uid := range slices.Compact(slices.Sorted(slices.Values(append(sources(wr.before), sources(wr.after)...)))) {
 				k := in.name + "/" + uid

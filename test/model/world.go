@@ -49,6 +49,8 @@ type cluster struct {
 	// namespaces are the namespaces its installation reads.
 	namespaces []string
 	objects    []*object
+	// hosts are the hostnames its objects draw from.
+	hosts []string
 }
 
 // object is one Kubernetes object (or external-dns record) that wants its hostnames at its
@@ -114,11 +116,14 @@ func NewWorld(seed int64) (*World, error) {
 	w.svc = inmemory.NewService(inmemory.NewStoreAt(w.clock, rand.New(rand.NewSource(seed))))
 	w.history = newHistory()
 	mk := func(key string, webhook bool, ns ...string) *cluster {
-		c := &cluster{key: key, webhook: webhook, namespaces: ns}
+		c := &cluster{key: key, webhook: webhook, namespaces: ns, hosts: hosts}
 		w.clusters = append(w.clusters, c)
 		return c
 	}
 	a, t, n := mk("A", false, "default", "infra"), mk("T", false, "twin"), mk("N", false, "default")
+	// The twin's objects want names of their own: two installations on one identity that
+	// want one hostname still fight over it (docs/ownership.md, twins).
+	t.hosts = []string{"tw1.lan", "tw2.lan", "tw3.lan"}
 	c := mk("C", false, "default", "tenant")
 	w1, w2 := mk("W1", true, "edns"), mk("W2", true, "edns")
 	// The parties: a; its twin t (the same identity, reading a namespace of its own); a
