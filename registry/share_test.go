@@ -587,7 +587,7 @@ func TestEachMarkIsReadAgainstItsOwnPeriod(t *testing.T) {
 	// a stops. An earlier version's installation, whose mark has no period, went quiet a day
 	// and a minute before.
 	unmarked := endpoint.Record{ID: "00OLD", Hostname: "old.lan", IP: "10.9.9.9", Version: "1",
-		Tags: []string{"k8s-operator", "cluster:old", "cluster-id:0000aaaa", PrefixAlive + last.Add(week - day - time.Minute).Format(time.RFC3339)}}
+		Tags: []string{"k8s-operator", "cluster:old", "cluster-id:0000aaaa", PrefixAlive + last.Add(week-day-time.Minute).Format(time.RFC3339)}}
 	entries := append(slices.Clone(srv.entries), unmarked)
 	d := b.r.Decide(last.Add(week), entries, b.eps, Given{})
 	if len(d.Silent) != 1 || d.Silent[0].Cluster != "old" {

@@ -56,6 +56,19 @@ func (e *StillRunsError) Error() string {
 		e.Cluster, e.Did, e.Within)
 }
 
+// ShortWaitError refuses a release whose probe wait is shorter than the cluster's own marks of
+// life say its operator may take to answer: a running operator would not be seen, and lose its
+// entries.
+type ShortWaitError struct {
+	Cluster        string
+	Interval, Wait time.Duration
+}
+
+func (e *ShortWaitError) Error() string {
+	return fmt.Sprintf("release of cluster %s refused: its mark of life says its operator syncs every %s, so it may take longer than --probe-wait=%s "+
+		"to answer the probe; run release again with --probe-wait=%s or longer", e.Cluster, e.Interval, e.Wait, registry.MinProbeWait(e.Interval))
+}
+
 // CannotKnowError refuses a release that the probe cannot vouch for: no running operator of the
 // cluster would be seen (Why), so a release could start a tug of war nobody notices. --force
 // lets it go ahead.
@@ -130,6 +143,9 @@ func Release(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 	if len(letting.Changes) == 0 {
 		fmt.Fprintf(out, "%s: no entries to release\n", cluster)
 		return nil
+	}
+	if cfg.ProbeWait < registry.MinProbeWait(letting.Interval) {
+		return &ShortWaitError{Cluster: cfg.ClusterName, Interval: letting.Interval, Wait: cfg.ProbeWait}
 	}
 	if why := letting.Unknowable(); why != "" {
 		if !cfg.Force {
