@@ -249,13 +249,11 @@ func (s *SilentCluster) ReleaseCommand() string {
 	return cmd
 }
 
-// MinProbeWait is the shortest wait in which an operator syncing every interval surely
-// answers a release probe: two intervals (one may fail) and 30s of slack.
+// MinProbeWait is the shortest wait in which an operator syncing every interval answers a
+// release probe: two and a half intervals, so that one sync may fail (the default wait is this
+// for the default interval).
 func MinProbeWait(interval time.Duration) time.Duration {
-	if interval <= 0 {
-		return 0
-	}
-	return 2*interval + 30*time.Second
+	return interval * 5 / 2
 }
 
 // lifeMemo is the newest mark of life of this installation that this process read or wrote,

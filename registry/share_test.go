@@ -597,7 +597,7 @@ func TestEachMarkIsReadAgainstItsOwnPeriod(t *testing.T) {
 	if len(d.Silent) != 2 || d.Silent[0].Cluster != "a" || d.Silent[0].Interval != time.Hour {
 		t.Fatalf("past a's own threshold: silent %+v", d.Silent)
 	}
-	if cmd := d.Silent[0].ReleaseCommand(); cmd != "router-hosts-operator release --cluster-name=a --cluster-id=aaaaaaaa --probe-wait=2h0m30s" {
+	if cmd := d.Silent[0].ReleaseCommand(); cmd != "router-hosts-operator release --cluster-name=a --cluster-id=aaaaaaaa --probe-wait=2h30m0s" {
 		t.Errorf("release command %q", cmd)
 	}
 	// a comes back with a day's threshold: its mark says so at once.

@@ -285,7 +285,7 @@ func newApp(cfg *Config, build Build, getenv func(string) string) *kingpin.Appli
 	app.Flag("state", "list: only the entries in this state: "+strings.Join(explain.States(), ", ")+".").StringVar(&cfg.Filter.State)
 	app.Flag("force", "release: go ahead where it cannot know whether an operator of the cluster runs (entries written by a version that answers the probe only on entries it rewrites); a running operator that answers the probe still stops it.").
 		BoolVar(&cfg.Force)
-	app.Flag("probe-wait", "How long release waits for a running operator of the cluster to take its probe off an entry: at least two of that operator's --interval and 30s, which release holds to when the cluster's mark of life says its interval.").
+	app.Flag("probe-wait", "How long release waits for a running operator of the cluster to take its probe off an entry: at least two and a half of that operator's --interval, which release holds to when the cluster's mark of life says its interval.").
 		Default(DefaultProbeWait.String()).SetValue(&duration{flag: "probe-wait", target: &cfg.ProbeWait})
 	app.Flag("webhook-address", "Address of the external-dns webhook API (webhook command); the default is external-dns's sidecar convention.").
 		Default("127.0.0.1:8888").StringVar(&cfg.WebhookAddress)

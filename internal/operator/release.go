@@ -21,8 +21,8 @@ import (
 // CommandRelease lets a cluster go (Release).
 const CommandRelease = "release"
 
-// DefaultProbeWait is --probe-wait's default: two of the operator's default --interval (1m)
-// and some slack, so that a running operator has had a full sync even if one of them failed.
+// DefaultProbeWait is --probe-wait's default: two and a half of the operator's default
+// --interval (1m), so that a running operator has had a full sync even if one of them failed.
 const DefaultProbeWait = 150 * time.Second
 
 // releaseFlags completes the release command's flags. The cluster may be gone, and its

@@ -197,8 +197,8 @@ func TestReleaseCommand(t *testing.T) {
 				"dry run: cluster home (cluster-id aaaaaaaa): 1 released, 1 deleted; nothing written"}},
 		{name: "a cluster whose mark says it syncs every hour: a shorter wait is refused before anything is written",
 			seeds: []*pb.AddHostRequest{seedNAS, seedWebMarked, seedOther, seedRouter},
-			err:   "release of cluster home refused: its mark of life says its operator syncs every 1h0m0s, so it may take longer than --probe-wait=1m0s to answer the probe; run release again with --probe-wait=2h0m30s or longer"},
-		{name: "the same with the wait it names: released", seeds: []*pb.AddHostRequest{seedNAS, seedWebMarked, seedOther, seedRouter}, args: []string{"--probe-wait=2h0m30s"},
+			err:   "release of cluster home refused: its mark of life says its operator syncs every 1h0m0s, so it may take longer than --probe-wait=1m0s to answer the probe; run release again with --probe-wait=2h30m0s or longer"},
+		{name: "the same with the wait it names: released", seeds: []*pb.AddHostRequest{seedNAS, seedWebMarked, seedOther, seedRouter}, args: []string{"--probe-wait=2h30m0s"},
 			out: []string{"cluster home (cluster-id aaaaaaaa): 1 released, 1 deleted"}, writes: 3,
 			after: func(m map[string]*pb.HostEntry) map[string]*pb.HostEntry {
 				delete(m, "nas.lan")

@@ -66,7 +66,7 @@ func TestASlowClusterIsNeitherSilentNorReleasedWhileItRuns(t *testing.T) {
 	err := cmd.Run()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || !strings.Contains(out.String(), "its mark of life says its operator syncs every 5s") ||
-		!strings.Contains(out.String(), "run release again with --probe-wait=40s or longer") {
+		!strings.Contains(out.String(), "run release again with --probe-wait=12.5s or longer") {
 		t.Fatalf("release with a short wait beside a running lab: %v\n%s", err, out.String())
 	}
 	if got := labEntries(); len(got) != 2 || got["app.lab.lan"].GetVersion() != before["app.lab.lan"].GetVersion() ||
@@ -85,7 +85,7 @@ func TestASlowClusterIsNeitherSilentNorReleasedWhileItRuns(t *testing.T) {
 	}
 	waitFor(t, 30*time.Second, func() bool { return h.metric(t, "router_hosts_operator_silent_clusters") == 1 })
 	m := regexp.MustCompile(`release="(router-hosts-operator release [^"]*)"`).FindStringSubmatch(h.logText())
-	if m == nil || !strings.Contains(m[1], "--cluster-name=lab --cluster-id=0000bb01 --probe-wait=40s") {
+	if m == nil || !strings.Contains(m[1], "--cluster-name=lab --cluster-id=0000bb01 --probe-wait=12.5s") {
 		t.Fatalf("home's log names no release command with lab's probe wait:\n%s", h.logText())
 	}
 
