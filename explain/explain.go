@@ -518,7 +518,7 @@ func (d *decision) owner(o registry.Ownership) Owner {
 	case registry.OwnerSilentCluster:
 		out.Words = fmt.Sprintf("a silent cluster: %s, cluster-id %s, whose newest mark of life is from %s; "+
 			"if it is gone for good, let it go with `%s`", cluster, o.ClusterID, o.LastSeen.UTC().Format(time.RFC3339),
-			(&registry.SilentCluster{Cluster: o.Cluster, ClusterID: o.ClusterID}).ReleaseCommand())
+			o.Release)
 	default:
 		out.Words = "hand-made (no operator tag)"
 	}

@@ -13,12 +13,12 @@ import (
 )
 
 // Brake holds back a mass deletion: a namespace deleted by mistake, a source dropped from the
-// flags, a label filter's typo, twenty names replaced by a values typo. When more than Share of
-// the cluster's entries, and at least Minimum, would be on their way out, or more than
-// NamespaceShare of one namespace's entries, and at least NamespaceMinimum, no entry of the
-// namespaces concerned is marked for deletion, none marked before is deleted, and no new name is
-// written there, until the user confirms that very set (Confirm holds its token) or the cause
-// goes away. The share is of the entries the router holds before the sync, and the new names
+// flags, a label filter's typo, twenty names replaced by a values typo. When more than
+// NamespaceShare of one namespace's entries, and at least NamespaceMinimum, would be on their
+// way out, or more than Share of the cluster's entries, and at least Minimum, in namespaces
+// each losing more than Share of their own, no entry of the namespaces concerned is marked for
+// deletion, none marked before is deleted, and no new name is written there, until the user
+// confirms that very set (Confirm holds its token) or the cause goes away. The share is of the entries the router holds before the sync, and the new names
 // wait with the old ones: a name replaced by another is a name leaving, whatever the syncs that
 // follow find. The brake trips only on a sync that would mark: a burst that reaches the loop in
 // two syncs is held whole (the first marks of it are not deleted meanwhile), and a confirmed
@@ -202,8 +202,9 @@ func countLeaving(st *State, changes []plan.Change) *leavingCount {
 
 // verdict is what the brake holds of the count, owned entries in all: nil when nothing, else
 // the mass deletion and the namespaces held. A namespace's own share trips it for that
-// namespace; the cluster's share counts the namespaces not held on their own, so that one
-// namespace's mass deletion does not hold the everyday deletions of the others.
+// namespace; the cluster's share counts, and holds, only the namespaces not held on their own
+// that lose more than that share of their own entries, so that no namespace holds another or
+// spends another's minimum.
 func (b Brake) verdict(l *leavingCount, owned int) (*Braked, map[string]bool) {
 	held := map[string]bool{}
 	tripped := map[string]bool{}
@@ -216,19 +217,23 @@ func (b Brake) verdict(l *leavingCount, owned int) (*Braked, map[string]bool) {
 	}
 	cluster := false
 	if b.Share > 0 {
+		// Only a namespace losing more than the share of its own entries counts, and only the
+		// namespaces counted are held: a namespace's everyday deletion neither spends the
+		// minimum of the others nor is held with them.
+		counted := map[string]bool{}
 		rest, marks := 0, false
 		for ns, ids := range l.leaving {
-			if !tripped[ns] {
+			most := float64(len(ids)) > b.Share*float64(l.base[ns])
+			if !tripped[ns] && len(ids) > 0 && (most || mutation == "cluster-brake-counts-all") {
+				counted[ns] = true
 				rest += len(ids)
 				marks = marks || l.marking[ns]
 			}
 		}
 		if marks && rest >= b.Minimum && float64(rest) > b.Share*float64(owned) {
 			cluster = true
-			for ns, ids := range l.leaving {
-				if len(ids) > 0 {
-					held[ns] = true
-				}
+			for ns := range counted {
+				held[ns] = true
 			}
 		}
 	}

@@ -171,6 +171,42 @@ func TestTheNamespacesBrake(t *testing.T) {
 			t.Fatalf("after the grace period: %v, braked %+v", got, res.Braked)
 		}
 	})
+	t.Run("another's everyday deletion does not spend a small namespace's minimum", func(t *testing.T) {
+		// tenant loses all 9 of its entries, under its own minimum of 10; infra replaces one
+		// name of its 10. The 10 leaving are more than half of the cluster's 19, but infra's
+		// one is everyday churn: it counts for nothing, and nothing is held.
+		w := newBrakeWorld(t, map[string]int{"infra": 10, "tenant": 9})
+		w.drop("tenant", 9)
+		w.rename("infra", 1, ".new.lan")
+		res, _ := w.srv.syncAs(w.in, t0.Add(time.Minute))
+		if res.Braked != nil || count(res, plan.Mark) != 10 || count(res, plan.Create) != 1 {
+			t.Fatalf("braked %+v, %v; want tenant's 9 marks, infra's mark and its new name", res.Braked, actions(res))
+		}
+	})
+	t.Run("the cluster holds only the namespaces losing most of theirs", func(t *testing.T) {
+		// A source dropped: a, b and c each lose all of their entries, too few to trip on
+		// their own but more than half of the cluster together; infra's everyday deletion
+		// and its new name go all the same.
+		w := newBrakeWorld(t, map[string]int{"a": 5, "b": 5, "c": 5, "infra": 10})
+		w.drop("a", 5)
+		w.drop("b", 5)
+		w.drop("c", 5)
+		w.rename("infra", 1, ".new.lan")
+		res, _ := w.srv.syncAs(w.in, t0.Add(time.Minute))
+		if res.Braked == nil || !res.Braked.Cluster || res.Braked.Leaving != 15 || res.Braked.Owned != 25 {
+			t.Fatalf("braked %+v, %v", res.Braked, actions(res))
+		}
+		var names []string
+		for _, n := range res.Braked.Namespaces {
+			names = append(names, n.Name)
+		}
+		if !slices.Equal(names, []string{"a", "b", "c"}) {
+			t.Fatalf("held %v, want a, b and c", names)
+		}
+		if got := actions(res); len(got) != 2 || count(res, plan.Mark) != 1 || count(res, plan.Create) != 1 {
+			t.Fatalf("changes %v, want infra's mark and new name alone", got)
+		}
+	})
 	t.Run("another's growth does not shield a mass deletion", func(t *testing.T) {
 		w := newBrakeWorld(t, map[string]int{"a": 20, "b": 200})
 		w.drop("a", 15) // 15 of the cluster's 220: far below half

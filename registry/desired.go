@@ -102,8 +102,10 @@ func (r *Registry) current(st *State, desired []*endpoint.Endpoint, settled map[
 			c.Keep = r.coOwners(&v)
 			c.Pinned = len(c.Keep) > 0
 			c.Yields = shared[strings.ToLower(rec.Hostname)] && sharedTwin(st, &st.Owned[i])
-			if alive, ok := v.value(PrefixAlive); ok {
-				c.Keep = append(c.Keep, PrefixAlive+alive)
+			for _, prefix := range []string{PrefixAlive, PrefixAliveEvery, PrefixAliveInterval} {
+				if value, ok := v.value(prefix); ok {
+					c.Keep = append(c.Keep, prefix+value)
+				}
 			}
 		}
 		out = append(out, c)

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,8 +29,10 @@ const lifeQuarter = 4
 // Life is what one read's entries say of the marks of life. The marks are RFC 3339 times in
 // UTC, which sort as text, so a read compares them without parsing each.
 type Life struct {
-	// newest is the newest mark on this installation's entries, "" when none carries one.
-	newest string
+	// newest is the newest mark on this installation's entries, "" when none carries one, and
+	// settings the renewal period and interval written beside it.
+	newest   string
+	settings markSettings
 	// carrier is the ID of the entry a renewal of its own goes on.
 	carrier string
 	// others are the other installations' entries and newest marks, by identity (by cluster
@@ -42,12 +45,55 @@ type lifeSeen struct {
 	cluster, id string
 	entries     int
 	newest      string
+	settings    markSettings
+}
+
+// markSettings are the values a mark of life carries beside its time, as written: its
+// renewal period and the installation's interval, in seconds ("" for a mark without them).
+type markSettings struct{ every, interval string }
+
+func markSettingsOf(v *view) markSettings {
+	every, _ := v.value(PrefixAliveEvery)
+	interval, _ := v.value(PrefixAliveInterval)
+	return markSettings{every: every, interval: interval}
+}
+
+// settingsOf are the values the marks of this installation carry with cfg.
+func settingsOf(cfg *Config) markSettings {
+	m := markSettings{every: seconds(cfg.SilentClusterAfter / lifeQuarter)}
+	if cfg.Interval > 0 {
+		m.interval = seconds(cfg.Interval)
+	}
+	return m
+}
+
+func seconds(d time.Duration) string { return strconv.FormatInt(int64(d/time.Second), 10) }
+
+// duration reads a value in seconds; zero when it is not one.
+func duration(s string) time.Duration {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 || n > int64(maxLifeSeconds) {
+		return 0
+	}
+	return time.Duration(n) * time.Second
+}
+
+// maxLifeSeconds bounds what a mark may claim, so that a forged value overflows nothing.
+const maxLifeSeconds = 100 * 365 * 24 * 3600
+
+// tags are the tags of a mark written at now.
+func (m markSettings) tags(now time.Time) []string {
+	out := []string{PrefixAlive + now.UTC().Format(time.RFC3339), PrefixAliveEvery + m.every}
+	if m.interval != "" {
+		out = append(out, PrefixAliveInterval+m.interval)
+	}
+	return out
 }
 
 // own takes one of this installation's entries, v its tags.
 func (l *Life) own(rec *endpoint.Record, v *view) {
 	if m, ok := v.value(PrefixAlive); ok && m > l.newest {
-		l.newest = m
+		l.newest, l.settings = m, markSettingsOf(v)
 	}
 	if _, marked := v.value(PrefixPending); !marked && !v.has(TagPreExisting) && (l.carrier == "" || rec.ID < l.carrier) {
 		l.carrier = rec.ID
@@ -77,13 +123,14 @@ func (l *Life) other(v *view) {
 	}
 	s.entries++
 	if m, ok := v.value(PrefixAlive); ok && m > s.newest {
-		s.newest = m
+		s.newest, s.settings = m, markSettingsOf(v)
 	}
 }
 
 // withMark is changes with the mark of life renewed when it is due at now: when no mark of
-// this installation is known (on the router, or written or read by this process: known), or
-// the newest is a quarter of the threshold old. The mark rides on the sync's first create or
+// this installation is known (on the router, or written or read by this process: known), the
+// newest is a quarter of the threshold old, or the newest read carries other settings than
+// these (others would read it against a renewal period no longer kept). The mark rides on the sync's first create or
 // update of an entry of this installation when it has one; else it is a write of its own on
 // the carrier. A process that knows no mark at all (a mark lost with its entry, then a
 // restart) waits a quarter of the threshold from began, its first decision, before it writes
@@ -95,15 +142,17 @@ func (r *Registry) withMark(now time.Time, st *State, known, began string, chang
 		return changes
 	}
 	newest := max(st.Life.newest, known)
-	if t, err := time.Parse(time.RFC3339, newest); err == nil && now.Sub(t) < quarter {
+	settings := settingsOf(&r.cfg)
+	stale := st.Life.newest != "" && st.Life.newest >= known && st.Life.settings != settings
+	if t, err := time.Parse(time.RFC3339, newest); err == nil && now.Sub(t) < quarter && !stale {
 		return changes
 	}
-	tag := PrefixAlive + now.UTC().Format(time.RFC3339)
+	tags := settings.tags(now)
 	for i := range changes {
 		if c := &changes[i]; r.carries(c) {
 			out := slices.Clone(changes)
 			n := *c.New
-			n.Tags = endpoint.SortedUnique(append(slices.DeleteFunc(slices.Clone(c.New.Tags), isAlive), tag))
+			n.Tags = endpoint.SortedUnique(append(slices.DeleteFunc(slices.Clone(c.New.Tags), isAlive), tags...))
 			out[i].New = &n
 			return out
 		}
@@ -122,7 +171,7 @@ func (r *Registry) withMark(now time.Time, st *State, known, began string, chang
 	for i := range st.Owned {
 		if rec := &st.Owned[i]; rec.ID == st.Life.carrier {
 			n := *rec
-			n.Tags = append(slices.DeleteFunc(slices.Clone(rec.Tags), isAlive), tag)
+			n.Tags = append(slices.DeleteFunc(slices.Clone(rec.Tags), isAlive), tags...)
 			return append(changes[:len(changes):len(changes)], plan.Change{Action: plan.Update, Old: rec, New: &n})
 		}
 	}
@@ -141,19 +190,27 @@ func (r *Registry) carries(c *plan.Change) bool {
 	return c.New.HasTag(r.clusterTag)
 }
 
-func isAlive(t string) bool { return strings.HasPrefix(t, PrefixAlive) }
+// isAlive reports whether t is part of a mark of life: its time or the settings beside it.
+func isAlive(t string) bool {
+	return strings.HasPrefix(t, PrefixAlive) || strings.HasPrefix(t, PrefixAliveEvery) || strings.HasPrefix(t, PrefixAliveInterval)
+}
 
-// SilentCluster is another installation whose newest mark of life is older than the threshold.
+// SilentCluster is another installation whose newest mark of life is overdue by its own
+// threshold.
 type SilentCluster struct {
 	// Cluster and ClusterID name it as its tags do; Entries counts its entries on the router.
 	Cluster, ClusterID string
 	Entries            int
-	// LastSeen is its newest mark.
+	// LastSeen is its newest mark; Interval the --interval the mark carries, zero when none.
 	LastSeen time.Time
+	Interval time.Duration
 }
 
-// Silent are the other installations of st whose newest mark of life is older than the
-// threshold at now, sorted by name and identity; none when marks are off.
+// Silent are the other installations of st whose newest mark of life is older than four of
+// the renewal periods it carries (its own threshold; this installation's for a mark that
+// carries none) at now, sorted by name and identity; none when marks are off here. Each
+// installation renews its mark on its own period, so a reader's threshold would report a live
+// installation whose period is longer.
 func (r *Registry) Silent(now time.Time, st *State) []SilentCluster {
 	if r.cfg.SilentClusterAfter <= 0 {
 		return nil
@@ -161,10 +218,15 @@ func (r *Registry) Silent(now time.Time, st *State) []SilentCluster {
 	var out []SilentCluster
 	for _, s := range st.Life.others {
 		t, err := time.Parse(time.RFC3339, s.newest)
-		if err != nil || now.Sub(t) <= r.cfg.SilentClusterAfter {
+		after := r.cfg.SilentClusterAfter
+		if every := duration(s.settings.every); every > 0 && mutation != "silent-by-reader" {
+			after = every * lifeQuarter
+		}
+		if err != nil || now.Sub(t) <= after {
 			continue
 		}
-		out = append(out, SilentCluster{Cluster: s.cluster, ClusterID: s.id, Entries: s.entries, LastSeen: t})
+		out = append(out, SilentCluster{Cluster: s.cluster, ClusterID: s.id, Entries: s.entries, LastSeen: t,
+			Interval: duration(s.settings.interval)})
 	}
 	slices.SortFunc(out, func(a, b SilentCluster) int {
 		if c := strings.Compare(a.Cluster, b.Cluster); c != 0 {
@@ -175,13 +237,23 @@ func (r *Registry) Silent(now time.Time, st *State) []SilentCluster {
 	return out
 }
 
-// ReleaseCommand is the command that lets s go.
+// ReleaseCommand is the command that lets s go, with a probe wait its interval answers in.
 func (s *SilentCluster) ReleaseCommand() string {
 	cmd := "router-hosts-operator release --cluster-name=" + s.Cluster
 	if s.ClusterID != "" {
 		cmd += " --cluster-id=" + s.ClusterID
 	}
+	if s.Interval > 0 {
+		cmd += " --probe-wait=" + MinProbeWait(s.Interval).String()
+	}
 	return cmd
+}
+
+// MinProbeWait is the shortest wait in which an operator syncing every interval answers a
+// release probe: two and a half intervals, so that one sync may fail (the default wait is this
+// for the default interval).
+func MinProbeWait(interval time.Duration) time.Duration {
+	return interval * 5 / 2
 }
 
 // lifeMemo is the newest mark of life of this installation that this process read or wrote,
@@ -217,8 +289,7 @@ func renewalOnly(c *plan.Change) bool {
 	if c.Action != plan.Update || c.Fields() != endpoint.Fields(endpoint.FieldTags) {
 		return false
 	}
-	notAlive := func(t string) bool { return !strings.HasPrefix(t, PrefixAlive) }
-	oldRest := slices.DeleteFunc(slices.Clone(c.Old.Tags), func(t string) bool { return !notAlive(t) })
-	newRest := slices.DeleteFunc(slices.Clone(c.New.Tags), func(t string) bool { return !notAlive(t) })
+	oldRest := slices.DeleteFunc(slices.Clone(c.Old.Tags), isAlive)
+	newRest := slices.DeleteFunc(slices.Clone(c.New.Tags), isAlive)
 	return len(oldRest) == len(newRest) && endpoint.SameUnion(oldRest, newRest)
 }

@@ -50,17 +50,19 @@ type Ownership struct {
 	// other clusters that want its line too, as their co-owner tags name them.
 	Shared   bool
 	CoOwners []string
-	// LastSeen is the owning installation's newest mark of life, zero when none is read.
+	// LastSeen is the owning installation's newest mark of life, zero when none is read;
+	// Release the command that lets a silent installation go.
 	LastSeen time.Time
+	Release  string
 }
 
 // Ownerships says whose each of st's entries is, by entry ID: st decides the open cases (an
 // earlier version's entry, a rename, a namesake) as the sync that made it did, and now which
 // installations are silent.
 func (r *Registry) Ownerships(now time.Time, st *State) map[string]Ownership {
-	silent := map[string]time.Time{}
+	silent := map[string]SilentCluster{}
 	for _, s := range r.Silent(now, st) {
-		silent[s.Cluster+IdentitySeparator+s.ClusterID] = s.LastSeen
+		silent[s.Cluster+IdentitySeparator+s.ClusterID] = s
 	}
 	out := make(map[string]Ownership, len(st.Owned)+len(st.Foreign)+len(st.Unowned))
 	for i := range st.Owned {
@@ -86,8 +88,8 @@ func (r *Registry) Ownerships(now time.Time, st *State) map[string]Ownership {
 			if r.hasOwnCoOwner(recs[i].Tags) {
 				o.Class = OwnerCoOwned
 			}
-			if last, ok := silent[o.Cluster+IdentitySeparator+o.ClusterID]; ok {
-				o.Class, o.LastSeen = OwnerSilentCluster, last
+			if s, ok := silent[o.Cluster+IdentitySeparator+o.ClusterID]; ok {
+				o.Class, o.LastSeen, o.Release = OwnerSilentCluster, s.LastSeen, s.ReleaseCommand()
 			}
 			out[recs[i].ID] = o
 		}

@@ -54,7 +54,10 @@ type Config struct {
 	// before it is reported silent; this installation renews its own every quarter of it. Zero:
 	// no mark is written and none is reported.
 	SilentClusterAfter time.Duration
-	Log                logrus.FieldLogger
+	// Interval is how often a full sync runs. The mark of life carries it, since a release
+	// probe is answered within it.
+	Interval time.Duration
+	Log      logrus.FieldLogger
 }
 
 // Registry applies ownership policy around the pure plan. It keeps no state between calls:

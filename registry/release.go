@@ -45,6 +45,9 @@ type Letting struct {
 	Renamed []endpoint.Record
 	// Namesakes are the other installations that write the cluster's name, sorted by identity.
 	Namesakes []Namesake
+	// Interval is the --interval the cluster's newest mark of life carries, zero when none
+	// does: a running operator of the cluster answers the probe within it (MinProbeWait).
+	Interval time.Duration
 
 	// probe is the entry the probe goes on, nil when there are no changes.
 	probe *endpoint.Record
@@ -145,12 +148,15 @@ func (r *Registry) Release(records []endpoint.Record) (*Letting, error) {
 			l.Namesakes = append(l.Namesakes, n)
 		}
 	}
-	best := -1
+	best, newest := -1, ""
 	for i := range records {
 		rec := &records[i]
 		v := viewOf(rec)
 		class := sel.classOf(&v)
 		_, marked := v.value(PrefixPending)
+		if m, ok := v.value(PrefixAlive); ok && (class == own || class == renamed) && m > newest {
+			newest, l.Interval = m, duration(markSettingsOf(&v).interval)
+		}
 		switch {
 		case class == own, class == renamed && marked:
 		case class == legacy && sel.sameName(&v) && len(l.Namesakes) == 0:

@@ -733,3 +733,70 @@ func TestConsentIsReadFromTheOperatorsTags(t *testing.T) {
 		})
 	}
 }
+
+// TestEachMarkIsReadAgainstItsOwnPeriod: a renews its mark on its own period (a week's
+// threshold, so every 42 hours) and b reports silence after a day. While a runs, b never
+// reports it; once a stops, b reports it when a's own threshold is over, and not before, with
+// a release command that waits long enough for a's interval. A mark without a period (an
+// earlier version's) is read against b's threshold, and a changed setting is written at once.
+func TestEachMarkIsReadAgainstItsOwnPeriod(t *testing.T) {
+	const week, day = 168 * time.Hour, 24 * time.Hour
+	a := &installation{name: "a", r: newRegWith(t, func(c *Config) {
+		c.ClusterName, c.ClusterID, c.SilentClusterAfter, c.Interval = "a", "aaaaaaaa", week, time.Hour
+	})}
+	b := &installation{name: "b", r: newRegWith(t, func(c *Config) { c.ClusterName, c.ClusterID, c.SilentClusterAfter = "b", "bbbbbbbb", day })}
+	a.eps = []*endpoint.Endpoint{claim("one.lan", "apps", "one", "u1", time.Hour, "10.0.0.1")}
+	b.eps = []*endpoint.Endpoint{claim("three.lan", "apps", "three", "u3", time.Hour, "10.0.0.3")}
+	srv := &server{}
+	now := t0
+	for ; now.Before(t0.Add(2 * week)); now = now.Add(time.Hour) {
+		srv.syncAs(a, now)
+		if d := b.r.Decide(now, srv.entries, b.eps, Given{}); len(d.Silent) != 0 {
+			t.Fatalf("%s after a's start, while a runs, b reports %+v", now.Sub(t0), d.Silent)
+		}
+	}
+	var mark []string
+	for _, e := range srv.entries {
+		if e.HasTag(PrefixCluster + "a") {
+			mark = slices.DeleteFunc(slices.Clone(e.Tags), func(t string) bool { return !isAlive(t) })
+		}
+	}
+	if len(mark) != 3 || !slices.Contains(mark, PrefixAliveEvery+"151200") || !slices.Contains(mark, PrefixAliveInterval+"3600") {
+		t.Fatalf("a's mark %v: want its time, its renewal period and its interval", mark)
+	}
+	var last time.Time
+	for _, tag := range mark {
+		if v, ok := strings.CutPrefix(tag, PrefixAlive); ok {
+			last, _ = time.Parse(time.RFC3339, v)
+		}
+	}
+	// a stops. An earlier version's installation, whose mark has no period, went quiet a day
+	// and a minute before.
+	unmarked := endpoint.Record{ID: "00OLD", Hostname: "old.lan", IP: "10.9.9.9", Version: "1",
+		Tags: []string{"k8s-operator", "cluster:old", "cluster-id:0000aaaa", PrefixAlive + last.Add(week-day-time.Minute).Format(time.RFC3339)}}
+	entries := append(slices.Clone(srv.entries), unmarked)
+	d := b.r.Decide(last.Add(week), entries, b.eps, Given{})
+	if len(d.Silent) != 1 || d.Silent[0].Cluster != "old" {
+		t.Fatalf("at a's own threshold: silent %+v, want the earlier version's alone", d.Silent)
+	}
+	d = b.r.Decide(last.Add(week+time.Minute), entries, b.eps, Given{})
+	if len(d.Silent) != 2 || d.Silent[0].Cluster != "a" || d.Silent[0].Interval != time.Hour {
+		t.Fatalf("past a's own threshold: silent %+v", d.Silent)
+	}
+	if cmd := d.Silent[0].ReleaseCommand(); cmd != "router-hosts-operator release --cluster-name=a --cluster-id=aaaaaaaa --probe-wait=2h30m0s" {
+		t.Errorf("release command %q", cmd)
+	}
+	// a comes back with a day's threshold: its mark says so at once.
+	cfg := a.r.cfg
+	cfg.SilentClusterAfter = day
+	if err := a.r.Reconfigure(cfg); err != nil {
+		t.Fatal(err)
+	}
+	now = last.Add(time.Hour)
+	if v, _ := srv.syncAs(a, now); len(v.Changes) != 1 || !slices.Contains(v.Changes[0].New.Tags, PrefixAliveEvery+"21600") {
+		t.Fatalf("the changed setting: %v", actions(v))
+	}
+	if v, _ := srv.syncAs(a, now.Add(time.Hour)); len(v.Changes) != 0 {
+		t.Fatalf("written again: %v", actions(v))
+	}
+}

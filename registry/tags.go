@@ -55,6 +55,12 @@ const (
 	// PrefixAlive is an installation's mark of life: the RFC 3339 time it last wrote it, on one
 	// of its entries, every quarter of the silent-cluster threshold.
 	PrefixAlive = "alive:"
+	// PrefixAliveEvery and PrefixAliveInterval go beside the mark of life: how often the
+	// installation renews it and its --interval, each in seconds. Another installation reads
+	// the first to tell when the mark is overdue, and release the second to wait long enough
+	// for its probe to be answered.
+	PrefixAliveEvery    = "alive-every:"
+	PrefixAliveInterval = "alive-interval:"
 
 	preExistingPrefix = "pre-existing:"
 	sharedPrefix      = "shared:"
@@ -65,7 +71,7 @@ const (
 var reservedPrefixes = []string{
 	PrefixCluster, PrefixClusterID, PrefixReleaseProbe, PrefixSource, PrefixNamespace, PrefixKind, PrefixPending, PrefixGracePeriod,
 	preExistingPrefix, PrefixOriginalIP, PrefixOriginalHostname, PrefixOriginalAlias,
-	sharedPrefix, PrefixCoOwner, PrefixAlive,
+	sharedPrefix, PrefixCoOwner, PrefixAlive, PrefixAliveEvery, PrefixAliveInterval,
 }
 
 // ReservedPrefixes returns the reserved tag prefixes (TagOwner is reserved as a whole tag), for

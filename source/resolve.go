@@ -169,12 +169,21 @@ type Unresolved struct {
 	Waiting bool
 }
 
+// MaxNamesPerObject bounds the hostnames DNS resolves for the addresses of one object (a target
+// annotation's, a load balancer's): an object may write its annotations, and a thousand names
+// of one would fill the cache and keep the DNS server busy for every other object.
+const MaxNamesPerObject = 8
+
 // Addresses returns ips, canonical, with the addresses DNS gives for names; while any name is
 // unanswered or its lookup fails, none, and why: a partial answer must not drop an address.
+// More names than MaxNamesPerObject are none either, and none of them is looked up.
 func (r *Resolver) Addresses(ips, names []string) ([]string, Unresolved) {
 	out := statusIPs(ips)
 	if len(names) == 0 {
 		return out, Unresolved{}
+	}
+	if len(names) > MaxNamesPerObject {
+		return nil, Unresolved{Why: fmt.Sprintf("%d hostnames to resolve, more than the %d one object may name; none is looked up", len(names), MaxNamesPerObject)}
 	}
 	r.mu.Lock()
 	d := r.dns

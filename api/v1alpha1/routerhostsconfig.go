@@ -132,9 +132,9 @@ type RouterHostsConfigSpec struct {
 
 // OwnershipSpec is how this installation watches the other clusters on the router.
 type OwnershipSpec struct {
-	// How old another installation's newest mark of life may grow before it is reported silent
-	// (--silent-cluster-after), a Go duration such as 168h; "0s" writes no mark and reports none.
-	// This installation renews its own mark every quarter of it.
+	// This installation's silence threshold (--silent-cluster-after), a Go duration such as
+	// 168h: it renews its mark of life every quarter of it, and the others report it silent once
+	// its newest mark is older than this. "0s" writes no mark and reports none.
 	// +optional
 	SilentClusterAfter *metav1.Duration `json:"silentClusterAfter,omitempty"`
 }

@@ -28,7 +28,6 @@ type Settings struct {
 	// grace period, the policy, the domain filter, the tenancy, the budgets and the brake.
 	registry.Config
 	IPResolution []source.Strategy
-	Interval     time.Duration
 	OptIn        source.OptIn
 	Endpoint     string
 	ServerName   string

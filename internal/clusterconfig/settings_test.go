@@ -21,9 +21,9 @@ import (
 
 func base() Settings {
 	return Settings{Config: registry.Config{ClusterName: "flags", DefaultTags: []string{"flag-tag"}, GracePeriod: 5 * time.Minute, Policy: plan.PolicySync, SilentClusterAfter: 168 * time.Hour,
-		Budgets: registry.DefaultBudgets()},
-		IPResolution: []source.Strategy{{Kind: source.StrategyIngressStatus}}, Interval: time.Minute,
-		Endpoint: "flags.lan:50051", TLSFiles: true, VerifyDNS: "flags.lan:53",
+		Budgets: registry.DefaultBudgets(), Interval: time.Minute},
+		IPResolution: []source.Strategy{{Kind: source.StrategyIngressStatus}},
+		Endpoint:     "flags.lan:50051", TLSFiles: true, VerifyDNS: "flags.lan:53",
 		OptIn: source.OptIn{GatewayNames: []string{"infra/lan"}, ExternalDNSAnnotations: true}}
 }
 

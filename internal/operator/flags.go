@@ -209,7 +209,7 @@ func newApp(cfg *Config, build Build, getenv func(string) string) *kingpin.Appli
 		StringVar(&cfg.Brake.Confirm)
 	app.Flag("ip-resolution", "Ordered IP resolution chain (repeatable): ingress-status, gateway-status, service:<namespace>/<name>, static:<ip>; Gateway API routes try gateway-status first unless it is placed.").
 		Default("ingress-status").StringsVar(&cfg.ipResolution)
-	app.Flag("silent-cluster-after", "How old another installation's newest mark of life on the router may grow before it is reported silent (a SilentCluster warning, the silent_clusters metric, a log line with the release command); this installation renews its own mark every quarter of it, one write. Nothing is deleted for it (0: no mark, no report).").
+	app.Flag("silent-cluster-after", "This installation's silence threshold: it renews its mark of life every quarter of it, one write, and the mark carries that period, so the others report it silent (a SilentCluster warning, the silent_clusters metric, a log line with the release command) once its newest mark is older than this; an earlier version's mark, which carries none, is read against it. Nothing is deleted for it (0: no mark, no report).").
 		Default("168h").SetValue(&duration{flag: "silent-cluster-after", target: &cfg.SilentClusterAfter})
 	app.Flag("grace-period", "How long an entry whose address is no longer wanted stays, marked, before it is deleted or, if adopted, given back; an object's grace-period annotation replaces it for that object.").
 		Default("5m").SetValue(&duration{flag: "grace-period", target: &cfg.GracePeriod})
@@ -285,7 +285,7 @@ func newApp(cfg *Config, build Build, getenv func(string) string) *kingpin.Appli
 	app.Flag("state", "list: only the entries in this state: "+strings.Join(explain.States(), ", ")+".").StringVar(&cfg.Filter.State)
 	app.Flag("force", "release: go ahead where it cannot know whether an operator of the cluster runs (entries written by a version that answers the probe only on entries it rewrites); a running operator that answers the probe still stops it.").
 		BoolVar(&cfg.Force)
-	app.Flag("probe-wait", "How long release waits for a running operator of the cluster to take its probe off an entry; must exceed that operator's --interval (two intervals and some are safe).").
+	app.Flag("probe-wait", "How long release waits for a running operator of the cluster to take its probe off an entry: at least two and a half of that operator's --interval, which release holds to when the cluster's mark of life says its interval.").
 		Default(DefaultProbeWait.String()).SetValue(&duration{flag: "probe-wait", target: &cfg.ProbeWait})
 	app.Flag("webhook-address", "Address of the external-dns webhook API (webhook command); the default is external-dns's sidecar convention.").
 		Default("127.0.0.1:8888").StringVar(&cfg.WebhookAddress)

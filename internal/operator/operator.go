@@ -201,6 +201,10 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 	op.settings = settings
 	rc := settings.Registry()
 	rc.Log = log.WithField("component", "registry")
+	if cfg.Once {
+		// A run that syncs once answers a release probe at no interval: its mark says none.
+		rc.Interval = 0
+	}
 	op.Registry, err = registry.New(rc)
 	if err != nil {
 		return nil, fmt.Errorf("--cluster-name/--default-tag: %w", err)

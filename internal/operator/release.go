@@ -21,8 +21,8 @@ import (
 // CommandRelease lets a cluster go (Release).
 const CommandRelease = "release"
 
-// DefaultProbeWait is --probe-wait's default: two of the operator's default --interval (1m)
-// and some slack, so that a running operator has had a full sync even if one of them failed.
+// DefaultProbeWait is --probe-wait's default: two and a half of the operator's default
+// --interval (1m), so that a running operator has had a full sync even if one of them failed.
 const DefaultProbeWait = 150 * time.Second
 
 // releaseFlags completes the release command's flags. The cluster may be gone, and its
@@ -54,6 +54,19 @@ type StillRunsError struct {
 func (e *StillRunsError) Error() string {
 	return fmt.Sprintf("the operator of cluster %s still runs: it %s within %s; stop it (helm uninstall / scale to 0) and run release again",
 		e.Cluster, e.Did, e.Within)
+}
+
+// ShortWaitError refuses a release whose probe wait is shorter than the cluster's own marks of
+// life say its operator may take to answer: a running operator would not be seen, and lose its
+// entries.
+type ShortWaitError struct {
+	Cluster        string
+	Interval, Wait time.Duration
+}
+
+func (e *ShortWaitError) Error() string {
+	return fmt.Sprintf("release of cluster %s refused: its mark of life says its operator syncs every %s, so it may take longer than --probe-wait=%s "+
+		"to answer the probe; run release again with --probe-wait=%s or longer", e.Cluster, e.Interval, e.Wait, registry.MinProbeWait(e.Interval))
 }
 
 // CannotKnowError refuses a release that the probe cannot vouch for: no running operator of the
@@ -130,6 +143,9 @@ func Release(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 	if len(letting.Changes) == 0 {
 		fmt.Fprintf(out, "%s: no entries to release\n", cluster)
 		return nil
+	}
+	if cfg.ProbeWait < registry.MinProbeWait(letting.Interval) {
+		return &ShortWaitError{Cluster: cfg.ClusterName, Interval: letting.Interval, Wait: cfg.ProbeWait}
 	}
 	if why := letting.Unknowable(); why != "" {
 		if !cfg.Force {

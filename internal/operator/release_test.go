@@ -40,6 +40,10 @@ var (
 	seedLegacy   = &pb.AddHostRequest{Hostname: "legacy.lan", IpAddress: "10.5.0.5", Tags: []string{"cluster:home", "k8s-operator"}}
 	// seedRenamed carries the identity under another name.
 	seedRenamed = &pb.AddHostRequest{Hostname: "renamed.lan", IpAddress: "10.5.0.7", Tags: []string{"cluster:old", "cluster-id:" + releaseID, "k8s-operator"}}
+	// seedWebMarked is seedWeb with a mark of life of an operator that syncs every hour.
+	seedWebMarked = &pb.AddHostRequest{Hostname: "web.lan", IpAddress: "10.5.0.2", Comment: proto.String("router-hosts-operator: Ingress d/web"),
+		Tags: []string{"cluster:home", "cluster-id:" + releaseID, "k8s-operator", "kind:Ingress", "namespace:d", "source:u2",
+			"alive:2026-11-25T11:00:00Z", "alive-every:151200", "alive-interval:3600"}}
 	// seedWebBefore is seedWeb as versions before the design's tags wrote it, the identity after
 	// the name.
 	seedWebBefore = &pb.AddHostRequest{Hostname: "web.lan", IpAddress: "10.5.0.2", Comment: proto.String("router-hosts-operator: Ingress d/web"),
@@ -191,6 +195,17 @@ func TestReleaseCommand(t *testing.T) {
 			out: []string{"left    legacy.lan 10.5.0.5 id=", "other installations write cluster home and keep their entries: cluster-id bbbbbbbb (1 entries)",
 				"left    renamed.lan 10.5.0.7 id=", "(cluster-id aaaaaaaa under cluster old: a rename's, or another installation's sharing the identity; release --cluster-name=old lets it go)",
 				"dry run: cluster home (cluster-id aaaaaaaa): 1 released, 1 deleted; nothing written"}},
+		{name: "a cluster whose mark says it syncs every hour: a shorter wait is refused before anything is written",
+			seeds: []*pb.AddHostRequest{seedNAS, seedWebMarked, seedOther, seedRouter},
+			err:   "release of cluster home refused: its mark of life says its operator syncs every 1h0m0s, so it may take longer than --probe-wait=1m0s to answer the probe; run release again with --probe-wait=2h30m0s or longer"},
+		{name: "the same with the wait it names: released", seeds: []*pb.AddHostRequest{seedNAS, seedWebMarked, seedOther, seedRouter}, args: []string{"--probe-wait=2h30m0s"},
+			out: []string{"cluster home (cluster-id aaaaaaaa): 1 released, 1 deleted"}, writes: 3,
+			after: func(m map[string]*pb.HostEntry) map[string]*pb.HostEntry {
+				delete(m, "nas.lan")
+				delete(m, "web.lan")
+				m["NAS.lan"] = seedNASGivenBack
+				return m
+			}},
 		{name: "nothing of the cluster: nothing to do", seeds: []*pb.AddHostRequest{seedOther, seedRouter},
 			out: []string{"cluster home: no entries to release"}},
 	}
@@ -209,7 +224,10 @@ func TestReleaseCommand(t *testing.T) {
 			}
 			seeded := byHost(store)
 			args := append([]string{"release", "--cluster-name=home", "--router-hosts-endpoint=" + srv.Addr(), "--tls-ca=" + srv.CAFile(),
-				"--tls-cert=" + srv.CertFile(), "--tls-key=" + srv.KeyFile(), "--probe-wait=1m"}, tc.args...)
+				"--tls-cert=" + srv.CertFile(), "--tls-key=" + srv.KeyFile()}, tc.args...)
+			if !slices.ContainsFunc(tc.args, func(a string) bool { return strings.HasPrefix(a, "--probe-wait=") }) {
+				args = append(args, "--probe-wait=1m")
+			}
 			cfg, err := ParseFlags(args, Build{Version: "test"})
 			if err != nil {
 				t.Fatal(err)
@@ -239,7 +257,7 @@ func TestReleaseCommand(t *testing.T) {
 					if tc.interrupt {
 						cancel()
 					} else {
-						clk.Step(time.Minute)
+						clk.Step(cfg.ProbeWait)
 					}
 					err = <-done
 					break wait

@@ -86,7 +86,7 @@ func TestReleaseRefusesWhileTheOperatorRunsThenLetsTheClusterGo(t *testing.T) {
 		!strings.Contains(out, "1 released, 1 deleted; nothing written") {
 		t.Fatalf("dry run: %v, %d writes\n%s", err, h.writes(), out)
 	}
-	out, err = runRelease(t, h, "--probe-wait=2s")
+	out, err = runRelease(t, h, "--probe-wait=3s")
 	if err != nil || !strings.Contains(out, "1 released, 1 deleted") {
 		t.Fatalf("release of a stopped cluster: %v\n%s", err, out)
 	}
