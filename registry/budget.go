@@ -248,8 +248,10 @@ func turnsOf(changes []plan.Change) []writeTurn {
 	return turns
 }
 
-// turnOf is whose turn a change is taken in: the namespace and the object named on the entry
-// it writes (the entry it removes, for a delete or release).
+// turnOf is whose turn a change is taken in, and whose budgets it spends: the namespace of the
+// entry it writes (the entry it removes, for a delete or release) and the object that causes
+// it: the first whose source: tag it puts on or takes off, or, when it changes none, the first
+// the entry names. An object that joins or leaves another's entry pays for that write.
 func turnOf(c *plan.Change) (namespace, object string) {
 	rec := c.New
 	if rec == nil || c.Action == plan.Release {
@@ -258,6 +260,16 @@ func turnOf(c *plan.Change) (namespace, object string) {
 	v := viewOf(rec)
 	namespace, _ = v.value(PrefixNamespace)
 	object, _ = v.value(PrefixSource)
+	if c.Old != nil && c.New != nil {
+		old, cur := viewOf(c.Old), viewOf(c.New)
+		before, after := old.values(PrefixSource), cur.values(PrefixSource)
+		if i := slices.IndexFunc(after, func(u string) bool { return !slices.Contains(before, u) }); i >= 0 {
+			return namespace, after[i]
+		}
+		if i := slices.IndexFunc(before, func(u string) bool { return !slices.Contains(after, u) }); i >= 0 {
+			return namespace, before[i]
+		}
+	}
 	return namespace, object
 }
 

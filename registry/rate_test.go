@@ -247,3 +247,31 @@ func TestWhatAnObjectGoneWritesGoes(t *testing.T) {
 		t.Fatalf("a new object in the namespace: %d sent, %d held", len(p.Send), len(p.Held))
 	}
 }
+
+// TestAWriteIsChargedToTheObjectThatCausesIt: an object that joins or leaves an entry another
+// object also wants pays for that write, not the object named first (which would let a flapping
+// object spend another's budget and never its own).
+func TestAWriteIsChargedToTheObjectThatCausesIt(t *testing.T) {
+	rec := func(uids ...string) *endpoint.Record {
+		r := &endpoint.Record{Hostname: "web.lan", IP: "10.0.0.1", Tags: []string{"namespace:ns"}}
+		for _, u := range uids {
+			r.Tags = append(r.Tags, PrefixSource+u)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		desc string
+		c    plan.Change
+		want string
+	}{
+		{"a create is its object's", plan.Change{Action: plan.Create, New: rec("a")}, "a"},
+		{"joining another's entry", plan.Change{Action: plan.Update, Old: rec("a"), New: rec("a", "b")}, "b"},
+		{"leaving another's entry", plan.Change{Action: plan.Update, Old: rec("a", "b"), New: rec("a")}, "b"},
+		{"a change of the entry itself", plan.Change{Action: plan.Update, Old: rec("a", "b"), New: rec("a", "b")}, "a"},
+		{"a deletion", plan.Change{Action: plan.Delete, Old: rec("a", "b")}, "a"},
+	} {
+		if ns, obj := turnOf(&tc.c); ns != "ns" || obj != tc.want {
+			t.Errorf("%s: charged to %s/%s, want ns/%s", tc.desc, ns, obj, tc.want)
+		}
+	}
+}

@@ -103,6 +103,27 @@ func userTags(e *pb.HostEntry) []string {
 	return slices.Clone(tags[:open])
 }
 
+// causes are the objects a write is for: those whose source: tag it adds or takes off, or,
+// when it changes none, every object the entry names.
+func causes(wr write) []string {
+	before, after := sources(wr.before), sources(wr.after)
+	var changed []string
+	for _, u := range before {
+		if !slices.Contains(after, u) {
+			changed = append(changed, u)
+		}
+	}
+	for _, u := range after {
+		if !slices.Contains(before, u) {
+			changed = append(changed, u)
+		}
+	}
+	if len(changed) == 0 {
+		changed = append(before, after...)
+	}
+	return slices.Compact(slices.Sorted(slices.Values(changed)))
+}
+
 // record keeps what a step's writes by party teach: a create names its creator; a line whose
 // tags pass from one cluster to another (a hand-over) is the receiver's from then on.
 func (w *World) record(party string, ws []write) {
@@ -148,7 +169,7 @@ func (w *World) record(party string, ws []write) {
 		}
 		if in := w.installation(party); in != nil && !lifted {
 			now := w.clock.Now()
-			for _, uid := range slices.Compact(slices.Sorted(slices.Values(append(sources(wr.before), sources(wr.after)...)))) {
+			for _, uid := range causes(wr) {
 				k := in.name + "/" + uid
 				w.history.writes[k] = append(w.history.writes[k], now)
 			}
