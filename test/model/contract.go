@@ -41,7 +41,7 @@ var Contract = []Invariant{
 	{"O3", "wanted-names-stay", "No installation deletes an entry whose address an object of the cluster that wrote it still wants, nor re-points one of another identity's.", wantedNamesStay},
 	{"O4", "consent", "A hostname is served by the entries of two installations of different identities only while every one of those entries carries shared:true.", consent},
 	{"O5", "every-write-charged", "Every write an object causes, whatever its kind, counts against its budget: no installation writes more for one object in any minute than its budget allows. Lifting a mark another writer put on is not the object's doing, and keeps a name: it is never held.", everyWriteCharged},
-	{"O6", "deletions-go", "An entry written for an object (a source: tag) that no object of its cluster wants, and that no other party rewrote in the last 30 minutes, is gone within its grace period and six of its installation's syncs, unless the brake holds its cluster or namespace.", deletionsGo},
+	{"O6", "deletions-go", "An entry written for an object (a source: tag) under its installation's name and identity (a former one's that another entry proves are taken up first), that no object of its cluster wants, and that no other party rewrote in the last 30 minutes, is gone within its grace period and six of its installation's syncs an interval apart, unless the brake holds its cluster or namespace.", deletionsGo},
 	{"O7", "no-live-cluster-silent", "No installation that renews its mark of life is reported silent.", noLiveClusterSilent},
 	{"O8", "settles", "Once the other parties stop, the installations reach rest within twenty rounds of syncs, and at rest they write nothing.", func(_ *World, s *step) []string {
 		if s.settleFailed != "" {
@@ -200,7 +200,7 @@ func deletionsGo(w *World, s *step) []string {
 			continue
 		}
 		in := w.installationOf(w.clusterOf(l.creator))
-		if in == nil || len(sources(e)) == 0 || !carriesIdentity(e, in) || now.Sub(l.otherWrote) < 30*time.Minute || in.cluster.wants(e.GetHostname(), e.GetIpAddress()) {
+		if in == nil || len(sources(e)) == 0 || !carriesCurrent(e, in) || now.Sub(l.otherWrote) < 30*time.Minute || in.cluster.wants(e.GetHostname(), e.GetIpAddress()) {
 			l.unwanted = time.Time{}
 			continue
 		}
@@ -209,12 +209,17 @@ func deletionsGo(w *World, s *step) []string {
 			continue
 		}
 		if l.unwanted.IsZero() {
-			l.unwanted, l.pastDue = now, 0
+			l.unwanted, l.pastDue, l.pastDueAt = now, 0, time.Time{}
 			continue
 		}
 		if in.last.Braked != nil || !now.After(l.unwanted.Add(graceOf(e, in))) {
 			continue
 		}
+		// Syncs count an interval apart: the write-rate budget paces deletions in time.
+		if now.Sub(l.pastDueAt) < Interval {
+			continue
+		}
+		l.pastDueAt = now
 		if l.pastDue++; l.pastDue > 6 {
 			out = append(out, fmt.Sprintf("%s still holds %s, unwanted since %s, after its grace period and six syncs", in.name, describe(e), l.unwanted.Sub(w.start)))
 		}
@@ -300,6 +305,15 @@ func carriesIdentity(e *pb.HostEntry, in *installation) bool {
 	op := &pb.HostEntry{Tags: operatorTags(e)}
 	return slices.Contains(e.GetTags(), registry.TagOwner) && slices.Contains(in.names, tagValue(op, registry.PrefixCluster)) &&
 		slices.Contains(in.ids, tagValue(op, registry.PrefixClusterID))
+}
+
+// carriesCurrent reports whether e carries in's name and identity as they are now: an entry
+// under a former name or identity is in's only once one of its entries proves it (the rule of
+// docs/ownership.md), and then a sync writes the current ones on it.
+func carriesCurrent(e *pb.HostEntry, in *installation) bool {
+	op := &pb.HostEntry{Tags: operatorTags(e)}
+	return slices.Contains(e.GetTags(), registry.TagOwner) && tagValue(op, registry.PrefixCluster) == in.clusterName &&
+		tagValue(op, registry.PrefixClusterID) == in.id
 }
 
 // onlyTags reports whether a and b differ in nothing but tags that keep says are allowed to

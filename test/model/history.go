@@ -34,8 +34,10 @@ type life struct {
 	unwanted time.Time
 	// otherWrote is when a party other than its creator's installation last wrote it.
 	otherWrote time.Time
-	// pastDue counts its writer's syncs since its grace period ended.
-	pastDue int
+	// pastDue counts its writer's syncs, an interval apart, since its grace period ended;
+	// pastDueAt is when the last was counted.
+	pastDue   int
+	pastDueAt time.Time
 }
 
 // write is one write a step made, as the router's state before and after shows it: a create
