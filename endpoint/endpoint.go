@@ -62,8 +62,11 @@ type Endpoint struct {
 	// objects that want that address, its grace period), set by the registry.
 	TargetTags map[string][]string
 	// Comment is the provenance text written on entries the operator creates; the registry
-	// fills it in.
-	Comment string
+	// fills it in. TargetComments, when set, is each target's own (CommentAt): an entry names
+	// the objects that want its address, so that an object coming and going at another
+	// address of the hostname rewrites none of them.
+	Comment        string
+	TargetComments map[string]string
 	// Sources are the objects that claim this hostname, oldest first.
 	Sources []SourceRef
 	// GracePeriod overrides the deletion grace period when not nil.
@@ -77,6 +80,14 @@ type Endpoint struct {
 // none, or is over its budget); the registry then keeps the entries its object already has
 // exactly as they are.
 func (e *Endpoint) NoAddress() bool { return len(e.Targets) == 0 }
+
+// CommentAt is the comment of the entry for target ip.
+func (e *Endpoint) CommentAt(ip string) string {
+	if c, ok := e.TargetComments[ip]; ok {
+		return c
+	}
+	return e.Comment
+}
 
 // Source is the claim of the object uid among e's sources.
 func (e *Endpoint) Source(uid string) (SourceRef, bool) {

@@ -241,7 +241,7 @@ func upToDate(ep *endpoint.Endpoint, c *Current) bool {
 		return len(c.Tags) == len(c.Keep)+len(ep.OwnerTags)+len(ep.TargetTags[c.IP])+len(c.Trail) &&
 			endpoint.SameUnion(c.Tags, c.Keep, ep.OwnerTags, ep.TargetTags[c.IP], c.Trail)
 	}
-	return c.Comment == ep.Comment && endpoint.SameUnion(c.Tags, ep.OwnerTags, ep.TargetTags[c.IP], ep.Tags, c.Keep)
+	return c.Comment == ep.CommentAt(c.IP) && endpoint.SameUnion(c.Tags, ep.OwnerTags, ep.TargetTags[c.IP], ep.Tags, c.Keep)
 }
 
 // withdraw is what becomes of a co-owned line this cluster no longer wants: its co-owner tag
@@ -268,7 +268,7 @@ func desiredRecord(ep *endpoint.Endpoint, c *Current, ip string) *endpoint.Recor
 	r.IP, r.Hostname, r.Aliases = ip, ep.Hostname, ep.Aliases
 	if c.Class == Created {
 		r.Tags = endpoint.SortedUnique(append(append(append(append([]string{}, ep.OwnerTags...), ep.TargetTags[ip]...), ep.Tags...), c.Keep...))
-		r.Comment = ep.Comment
+		r.Comment = ep.CommentAt(ip)
 		return &r
 	}
 	owner := endpoint.SortedUnique(append(append([]string{}, ep.OwnerTags...), ep.TargetTags[ip]...))
@@ -283,7 +283,7 @@ func newRecord(ep *endpoint.Endpoint, ip string) *endpoint.Record {
 		Hostname: ep.Hostname,
 		Aliases:  ep.Aliases,
 		Tags:     endpoint.SortedUnique(append(append(append([]string{}, ep.OwnerTags...), ep.TargetTags[ip]...), ep.Tags...)),
-		Comment:  ep.Comment,
+		Comment:  ep.CommentAt(ip),
 	}
 }
 

@@ -91,11 +91,14 @@ func (m markSettings) tags(now time.Time) []string {
 }
 
 // own takes one of this installation's entries, v its tags.
+// A mark on an entry on its way out leaves with it, so it does not count as renewed: the next
+// renewal goes on an entry that stays, before the others read the installation as silent.
 func (l *Life) own(rec *endpoint.Record, v *view) {
-	if m, ok := v.value(PrefixAlive); ok && m > l.newest {
+	_, leaving := v.value(PrefixPending)
+	if m, ok := v.value(PrefixAlive); ok && m > l.newest && !leaving {
 		l.newest, l.settings = m, markSettingsOf(v)
 	}
-	if _, marked := v.value(PrefixPending); !marked && !v.has(TagPreExisting) && (l.carrier == "" || rec.ID < l.carrier) {
+	if !leaving && !v.has(TagPreExisting) && (l.carrier == "" || rec.ID < l.carrier) {
 		l.carrier = rec.ID
 	}
 }
@@ -271,7 +274,7 @@ func (l *lifeMemo) saw(mark string) {
 // sent[i].
 func (l *lifeMemo) wrote(sent []plan.Change, results []plan.Result) {
 	for i := range results {
-		if results[i].Err != nil || sent[i].New == nil {
+		if results[i].Err != nil || sent[i].New == nil || leaving(sent[i].New) {
 			continue
 		}
 		for _, t := range sent[i].New.Tags {
@@ -292,4 +295,10 @@ func renewalOnly(c *plan.Change) bool {
 	oldRest := slices.DeleteFunc(slices.Clone(c.Old.Tags), isAlive)
 	newRest := slices.DeleteFunc(slices.Clone(c.New.Tags), isAlive)
 	return len(oldRest) == len(newRest) && endpoint.SameUnion(oldRest, newRest)
+}
+
+// leaving reports whether rec is marked for deletion.
+func leaving(rec *endpoint.Record) bool {
+	_, marked := rec.TagValue(PrefixPending)
+	return marked
 }

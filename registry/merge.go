@@ -116,11 +116,41 @@ func (r *Registry) merge(now time.Time, host string, claims []*endpoint.Endpoint
 		kinds = append(kinds, TagShared)
 	}
 	m.OwnerTags = endpoint.SortedUnique(kinds)
-	m.Comment = commentPrefix + m.Sources[0].String()
-	if len(m.Sources) > 1 {
-		m.Comment += fmt.Sprintf(" (+%d more)", len(m.Sources)-1)
-	}
+	m.Comment = comment(m.Sources)
+	m.TargetComments = targetComments(m.Targets, wishes)
 	return m, lost
+}
+
+// comment is the provenance of an entry the objects srcs (oldest first) want.
+func comment(srcs []endpoint.SourceRef) string {
+	c := commentPrefix + srcs[0].String()
+	if len(srcs) > 1 {
+		c += fmt.Sprintf(" (+%d more)", len(srcs)-1)
+	}
+	return c
+}
+
+// targetComments are the comments of each address's entry: the objects that want that address,
+// oldest first, in the order of wishes.
+func targetComments(targets []string, wishes []wish) map[string]string {
+	out := make(map[string]string, len(targets))
+	for _, ip := range targets {
+		var srcs []endpoint.SourceRef
+		for _, w := range wishes {
+			if w.ip != ip {
+				continue
+			}
+			for _, s := range w.sources {
+				if !slices.ContainsFunc(srcs, func(o endpoint.SourceRef) bool { return o.UID == s.UID }) {
+					srcs = append(srcs, s)
+				}
+			}
+		}
+		if len(srcs) > 0 {
+			out[ip] = comment(srcs)
+		}
+	}
+	return out
 }
 
 // wish is one claim's wish for one address: whose it is and how long its grace.

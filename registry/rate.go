@@ -135,10 +135,10 @@ func charged(c *plan.Change) bool {
 	return true
 }
 
-// liveObjects are the UIDs of the objects desired asks for.
-func liveObjects(desired []*endpoint.Endpoint) map[string]bool {
+// liveObjects are the UIDs of the objects that claim something.
+func liveObjects(claims []*endpoint.Endpoint) map[string]bool {
 	out := map[string]bool{}
-	for _, ep := range desired {
+	for _, ep := range claims {
 		for _, src := range ep.Sources {
 			out[src.UID] = true
 		}
@@ -147,9 +147,9 @@ func liveObjects(desired []*endpoint.Endpoint) map[string]bool {
 }
 
 // pace holds back the changes of objects and namespaces that write faster than their budgets,
-// at time now, from the allowances rates left; desired (the sync's endpoints) names the objects
-// held back in their problems.
-func (r *Registry) pace(now time.Time, changes []plan.Change, desired []*endpoint.Endpoint, rates Rates) pacing {
+// at time now, from the allowances rates left; claims (the sources' endpoints) tell the objects
+// that exist, and name those held back in their problems.
+func (r *Registry) pace(now time.Time, changes []plan.Change, claims []*endpoint.Endpoint, rates Rates) pacing {
 	budgets := map[string]float64{"object": float64(r.cfg.Budgets.ObjectWritesPerMinute), "namespace": float64(r.cfg.Budgets.NamespaceWritesPerMinute)}
 	if budgets["object"] == 0 && budgets["namespace"] == 0 {
 		return pacing{Send: changes}
@@ -180,7 +180,7 @@ func (r *Registry) pace(now time.Time, changes []plan.Change, desired []*endpoin
 			}
 		}
 		if !fits && live == nil {
-			live = liveObjects(desired)
+			live = liveObjects(claims)
 		}
 		if !fits && !g.gone(live) {
 			out.Held = append(out.Held, changes[g.start:g.end]...)
@@ -201,7 +201,7 @@ func (r *Registry) pace(now time.Time, changes []plan.Change, desired []*endpoin
 			}
 		}
 	}
-	out.Problems = r.pacedProblems(held, desired)
+	out.Problems = r.pacedProblems(held, claims)
 	return out
 }
 
@@ -216,7 +216,9 @@ func (r *Registry) rate(in *changesIn, changes []plan.Change) changed {
 		changes = slices.Clone(changes)
 		plan.Sort(changes)
 	}
-	p := r.pace(in.now, changes, in.desired, in.rates)
+	// An object is gone when no source asks for it any more: one whose claim a stage refused
+	// still exists, and its removals wait like its other writes.
+	p := r.pace(in.now, changes, in.claims, in.rates)
 	v := changed{changes: p.Send, rates: p.Rates, problems: p.Problems, next: p.Next}
 	for i, c := range p.Held {
 		v.held = append(v.held, Held{Change: c, Reason: ReasonOverBudget, Due: p.due[i]})

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -272,6 +273,33 @@ func TestAWriteIsChargedToTheObjectThatCausesIt(t *testing.T) {
 	} {
 		if ns, obj := turnOf(&tc.c); ns != "ns" || obj != tc.want {
 			t.Errorf("%s: charged to %s/%s, want ns/%s", tc.desc, ns, obj, tc.want)
+		}
+	}
+}
+
+// TestARefusedObjectIsNoObjectGone: an object whose claim a stage refuses still exists, so the
+// removals of its former addresses wait for its allowance like its other writes; only an
+// object no source asks for any more overdraws.
+func TestARefusedObjectIsNoObjectGone(t *testing.T) {
+	r := newRegWith(t, func(c *Config) { c.Budgets = DefaultBudgets() })
+	old := []endpoint.Record{
+		owned("01A", "a.lan", "10.0.0.1", "namespace:default", "source:u-x"),
+		owned("01B", "a.lan", "10.0.0.2", "namespace:default", "source:u-x"),
+		{ID: "01C", Hostname: "b.lan", IP: "10.0.0.9", Version: "1", Tags: []string{TagNoAdopt}},
+	}
+	spent := Rates{"object/u-x": {Tokens: 0, Cap: 10, At: t0}}
+	for _, tc := range []struct {
+		desc string
+		eps  []*endpoint.Endpoint
+		held bool
+	}{
+		{"its claim refused (a hand-made entry holds b.lan)", []*endpoint.Endpoint{claim("b.lan", "default", "x", "u-x", time.Hour, "10.0.0.1")}, true},
+		{"gone", nil, false},
+	} {
+		d := r.Decide(t0, old, tc.eps, Given{Rates: spent})
+		held := slices.ContainsFunc(d.Held, func(h Held) bool { return h.Reason == ReasonOverBudget && h.Change.Hostname() == "a.lan" })
+		if held != tc.held {
+			t.Errorf("%s: a.lan's removals held %v (held %v, changes %v), want %v", tc.desc, held, d.Held, actions(d.Verdict), tc.held)
 		}
 	}
 }

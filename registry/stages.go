@@ -245,6 +245,8 @@ type changesIn struct {
 	now     time.Time
 	st      *State
 	desired []*endpoint.Endpoint
+	// claims are the sources' endpoints, refused or not: the objects that exist.
+	claims []*endpoint.Endpoint
 	read    Read
 	rates   Rates
 }

@@ -42,7 +42,7 @@ var Contract = []Invariant{
 	{"O4", "consent", "A hostname is served by the entries of two installations of different identities only while every one of those entries carries shared:true.", consent},
 	{"O5", "every-write-charged", "Every write an object causes, whatever its kind, counts against its budget: no installation writes more for one object in any minute than its budget allows. Lifting a mark another writer put on is not the object's doing, and keeps a name: it is never held.", everyWriteCharged},
 	{"O6", "deletions-go", "An entry written for an object (a source: tag) under its installation's name and identity (a former one's that another entry proves are taken up first), that no object of its cluster wants, and that no other party rewrote in the last 30 minutes, is gone within its grace period and six of its installation's syncs an interval apart, unless the brake holds its cluster or namespace.", deletionsGo},
-	{"O7", "no-live-cluster-silent", "No installation that renews its mark of life is reported silent.", noLiveClusterSilent},
+	{"O7", "no-live-cluster-silent", "No installation that renews its mark of life (it runs, and holds an entry to carry it) is reported silent.", noLiveClusterSilent},
 	{"O8", "settles", "Once the other parties stop, the installations reach rest within twenty rounds of syncs, and at rest they write nothing.", func(_ *World, s *step) []string {
 		if s.settleFailed != "" {
 			return []string{s.settleFailed}
@@ -236,13 +236,25 @@ func noLiveClusterSilent(w *World, s *step) []string {
 	var out []string
 	for _, sc := range in.last.Silent {
 		for _, other := range w.insts {
-			// Live: up, and synced within half the time after which it counts as silent.
-			if other.up && other.clusterName == sc.Cluster && other.id == sc.ClusterID && w.clock.Since(other.lastSync) < silentAfter/2 {
+			// Live: up, synced within half the time after which it counts as silent, and
+			// holding an entry of its own to carry its mark.
+			if other.up && other.clusterName == sc.Cluster && other.id == sc.ClusterID && w.clock.Since(other.lastSync) < silentAfter/2 && w.holdsEntry(other, s.after) {
 				out = append(out, fmt.Sprintf("%s reports %s (cluster %s, cluster-id %s) silent, which runs", in.name, other.name, sc.Cluster, sc.ClusterID))
 			}
 		}
 	}
 	return out
+}
+
+// holdsEntry reports whether in's cluster wrote an entry of after that carries in's name and
+// identity now: one its mark of life can ride on.
+func (w *World) holdsEntry(in *installation, after map[string]*pb.HostEntry) bool {
+	for id, e := range after {
+		if l := w.history.life[id]; l != nil && l.creator == in.cluster.key && carriesCurrent(e, in) {
+			return true
+		}
+	}
+	return false
 }
 
 // graceOf is an entry's grace period: its own grace-period: tag, or its installation's.

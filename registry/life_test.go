@@ -1,0 +1,44 @@
+package registry
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/plan"
+)
+
+// TestAMarkOnAnEntryLeavingIsRenewedElsewhere: a mark of life on an entry on its way out leaves
+// with it, so it counts as no renewal, whether the read shows it or only this process
+// remembers writing it: the next sync renews the mark on an entry that stays, before the
+// others read the installation as silent.
+func TestAMarkOnAnEntryLeavingIsRenewedElsewhere(t *testing.T) {
+	r := newRegWith(t, func(c *Config) { c.ClusterName, c.ClusterID, c.SilentClusterAfter = "home", "11111111", 4*time.Hour })
+	alive := func(at time.Time) string { return PrefixAlive + at.UTC().Format(time.RFC3339) }
+	stays := owned("01A", "one.lan", "10.0.0.1", "cluster-id:11111111", "source:u1", alive(t0.Add(-3*time.Hour)), PrefixAliveEvery+"3600")
+	leaving := owned("01B", "two.lan", "10.0.0.2", "cluster-id:11111111", "source:u2", alive(t0.Add(-10*time.Minute)), PrefixAliveEvery+"3600",
+		PrefixPending+t0.Add(time.Minute).UTC().Format(time.RFC3339))
+	eps := []*endpoint.Endpoint{claim("one.lan", "apps", "one", "u1", time.Hour, "10.0.0.1")}
+	renewed := func(d Decision) bool {
+		return slices.ContainsFunc(d.Changes, func(c plan.Change) bool {
+			return c.New != nil && c.New.ID == "01A" && c.New.HasTag(alive(t0))
+		})
+	}
+	for _, tc := range []struct {
+		desc    string
+		records []endpoint.Record
+	}{
+		{"the read shows the mark on the entry leaving", []endpoint.Record{stays, leaving}},
+		{"the entry that carried it is gone", []endpoint.Record{stays}},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			mem := r.NewMemory()
+			// This process wrote the newer mark, on the entry now leaving or gone.
+			mem.life.saw(t0.Add(-10 * time.Minute).UTC().Format(time.RFC3339))
+			if d := r.Decide(t0, tc.records, eps, Given{Memory: mem}); !renewed(d) {
+				t.Fatalf("changes %v: want the mark renewed on one.lan", actions(d.Verdict))
+			}
+		})
+	}
+}
