@@ -247,8 +247,8 @@ type changesIn struct {
 	desired []*endpoint.Endpoint
 	// claims are the sources' endpoints, refused or not: the objects that exist.
 	claims []*endpoint.Endpoint
-	read    Read
-	rates   Rates
+	read   Read
+	rates  Rates
 }
 
 // changed is what one change stage made of the changes.
