@@ -49,7 +49,7 @@ var Contract = []Invariant{
 		}
 		return nil
 	}},
-	{"O9", "served-or-said", "At rest, every address an object wants answers on the router (an entry of that hostname at that address), or its installation reports the conflict or problem that keeps it off.", func(_ *World, s *step) []string { return s.unserved }},
+	{"O9", "served-or-said", "At rest, every address an object wants answers on the router (an entry of that hostname at that address), or its installation reports the conflict, problem or hold that keeps it off.", func(_ *World, s *step) []string { return s.unserved }},
 }
 
 // ownEntries is O1.

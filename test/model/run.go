@@ -128,7 +128,7 @@ func (w *World) play(a Action) (*step, error) {
 
 // settle stops every party but the installations that are up, and syncs each in turn, a
 // minute apart, until a whole round writes nothing (O8); then checks that every address an
-// object wants is served or refused in so many words (O9).
+// object wants is served, or refused or held in so many words (O9).
 func (w *World) settle() ([]*step, error) {
 	// The router's log is compacted first, so that a long run's reads cost what its live
 	// entries do; the versions stay, and with them every expected_version.
@@ -174,13 +174,18 @@ func (w *World) served() *step {
 		for _, p := range in.last.Problems {
 			refused[p.Source.UID] = true
 		}
+		// A change held back (a contested entry, the brake) is said with its reason too.
+		heldHosts := map[string]bool{}
+		for _, h := range in.last.Held {
+			heldHosts[strings.ToLower(h.Change.Hostname())] = true
+		}
 		for _, o := range in.cluster.objects {
 			for _, h := range o.hosts {
 				uid := o.uid
 				if in.cluster.webhook {
 					uid = webhookUID(o.ns, h)
 				}
-				if refused[uid] || refused[uid+" "+h] {
+				if refused[uid] || refused[uid+" "+h] || heldHosts[h] {
 					continue
 				}
 				for _, ip := range o.ips {
@@ -190,7 +195,7 @@ func (w *World) served() *step {
 						// may not adopt: the name answers.
 						return strings.EqualFold(e.GetHostname(), h) && e.GetIpAddress() == ip
 					}) {
-						s.unserved = append(s.unserved, fmt.Sprintf("%s: %s %s wanted by %s/%s is not on the router, and no conflict or problem says why", in.name, h, ip, o.ns, o.name))
+						s.unserved = append(s.unserved, fmt.Sprintf("%s: %s %s wanted by %s/%s is not on the router, and no conflict, problem or hold says why", in.name, h, ip, o.ns, o.name))
 					}
 				}
 			}
