@@ -39,7 +39,7 @@ var Contract = []Invariant{
 	{"O1", "own-entries", "An installation changes or deletes only the entries it wrote (under any name or identity it has had) or adopted by the adoption rule; on another cluster's line it only puts its own co-owner tag on or takes it off.", ownEntries},
 	{"O2", "user-data-verbatim", "On an entry a person made, the tags outside the operator's block and the comment are always the person's, verbatim and in order; an entry given back has the address and hostname it was found with.", userDataVerbatim},
 	{"O3", "wanted-names-stay", "No installation deletes an entry whose address an object of the cluster that wrote it still wants, nor re-points one of another identity's.", wantedNamesStay},
-	{"O4", "consent", "A hostname is served by the entries of two installations of different identities only while every one of those entries carries shared:true.", consent},
+	{"O4", "consent", "A hostname is served by the entries of two installations of different identities only while every one of those entries carries shared:true (an entry on its way out leaves after its grace period).", consent},
 	{"O5", "every-write-charged", "Every write an object causes, whatever its kind, counts against its budget: no installation writes more for one object in any minute than its budget allows. Lifting a mark another writer put on is not the object's doing, and keeps a name: it is never held.", everyWriteCharged},
 	{"O6", "deletions-go", "An entry written for an object (a source: tag) under its installation's name and identity (a former one's that another entry proves are taken up first), that no object of its cluster wants, and that no other party rewrote in the last 30 minutes, is gone within its grace period and six of its installation's syncs an interval apart, unless the brake holds its cluster or namespace.", deletionsGo},
 	{"O7", "no-live-cluster-silent", "No installation that renews its mark of life (it runs, and holds an entry to carry it) is reported silent.", noLiveClusterSilent},
@@ -131,7 +131,9 @@ func consent(w *World, s *step) []string {
 	type holder struct{ identity string }
 	byHost := map[string][]*pb.HostEntry{}
 	for _, e := range s.after {
-		if slices.Contains(e.GetTags(), registry.TagOwner) && tagValue(&pb.HostEntry{Tags: operatorTags(e)}, registry.PrefixClusterID) != "" {
+		// An entry on its way out leaves after its grace period, which consent does not cut.
+		if slices.Contains(e.GetTags(), registry.TagOwner) && tagValue(&pb.HostEntry{Tags: operatorTags(e)}, registry.PrefixClusterID) != "" &&
+			tagValue(e, registry.PrefixPending) == "" {
 			h := strings.ToLower(e.GetHostname())
 			byHost[h] = append(byHost[h], e)
 		}
