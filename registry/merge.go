@@ -70,8 +70,8 @@ func (r *Registry) merge(now time.Time, host string, claims []*endpoint.Endpoint
 	}
 	m := &endpoint.Endpoint{Hostname: host, Sources: make([]endpoint.SourceRef, 0, len(claims))}
 	var (
-		targets, aliases, tags, kinds []string
-		wishes                        []wish
+		targets, aliases, tags []string
+		wishes                 []wish
 	)
 	m.Shared = true
 	for _, c := range claims {
@@ -87,7 +87,7 @@ func (r *Registry) merge(now time.Time, host string, claims []*endpoint.Endpoint
 			want = r.keptTargets(c, owned, st)
 		}
 		for _, ip := range want {
-			wishes = append(wishes, wish{ip, c.GracePeriod, c.Sources})
+			wishes = append(wishes, wish{ip, c.GracePeriod, c.Sources, c.Shared})
 		}
 		targets = append(targets, want...)
 		aliases = append(aliases, c.Aliases...)
@@ -97,9 +97,6 @@ func (r *Registry) merge(now time.Time, host string, claims []*endpoint.Endpoint
 			}
 		}
 		m.Sources = append(m.Sources, c.Sources...)
-		for _, s := range c.Sources {
-			kinds = append(kinds, PrefixKind+s.Kind)
-		}
 	}
 	if len(m.Sources) == 0 {
 		return nil, lost
@@ -111,11 +108,7 @@ func (r *Registry) merge(now time.Time, host string, claims []*endpoint.Endpoint
 		m.Aliases = m.Aliases[:endpoint.MaxAliases]
 	}
 	m.Tags = endpoint.SortedUnique(append(tags, r.cfg.DefaultTags...))
-	kinds = append(append(kinds, r.ownerTags...), PrefixNamespace+winner)
-	if m.Shared {
-		kinds = append(kinds, TagShared)
-	}
-	m.OwnerTags = endpoint.SortedUnique(kinds)
+	m.OwnerTags = endpoint.SortedUnique(append(slices.Clone(r.ownerTags), PrefixNamespace+winner))
 	m.Comment = comment(m.Sources)
 	m.TargetComments = targetComments(m.Targets, wishes)
 	return m, lost
@@ -153,30 +146,39 @@ func targetComments(targets []string, wishes []wish) map[string]string {
 	return out
 }
 
-// wish is one claim's wish for one address: whose it is and how long its grace.
+// wish is one claim's wish for one address: whose it is, how long its grace, and whether it
+// shares the hostname.
 type wish struct {
 	ip      string
 	grace   *time.Duration
 	sources []endpoint.SourceRef
+	shared  bool
 }
 
-// targetTags are the tags of each address: the source: tags of the objects that want it and
-// the longest of their grace periods.
+// targetTags are the tags of each address, which only the objects that want it decide (so an
+// object coming and going at another address rewrites no other entry): their source: and kind:
+// tags, the longest of their grace periods, and shared:true when every one shares the
+// hostname. The hostname is shared only when every entry of it is.
 func (r *Registry) targetTags(targets []string, wishes []wish) map[string][]string {
 	out := make(map[string][]string, len(targets))
 	for _, ip := range targets {
 		var (
 			ts     []string
 			graces []*time.Duration // nil = the default
+			shared = true
 		)
 		for _, w := range wishes {
 			if w.ip != ip {
 				continue
 			}
 			for _, s := range w.sources {
-				ts = append(ts, PrefixSource+s.UID)
+				ts = append(ts, PrefixSource+s.UID, PrefixKind+s.Kind)
 			}
 			graces = append(graces, w.grace)
+			shared = shared && w.shared
+		}
+		if shared {
+			ts = append(ts, TagShared)
 		}
 		if g := r.graceTag(graces); g != "" {
 			ts = append(ts, g)

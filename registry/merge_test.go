@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -36,6 +37,27 @@ func TestEachEntryNamesItsOwnObjects(t *testing.T) {
 	for ip, c := range want {
 		if withFlap[ip] != c {
 			t.Errorf("with another object at another address, %s: comment %q, want %q", ip, withFlap[ip], c)
+		}
+	}
+}
+
+// TestAnEntrysTagsAreItsObjects: whether an entry shares its hostname, and its kind: tags, come
+// from the objects that want its address alone. An object that does not share, at another
+// address, leaves the others' entries as they are; the hostname is then not shared, since not
+// every entry of it says so.
+func TestAnEntrysTagsAreItsObjects(t *testing.T) {
+	r := newRegWith(t, func(c *Config) {})
+	web := claim("web.lan", "default", "web", "u-web", time.Hour, "10.0.0.1")
+	web.Shared = true
+	other := claim("web.lan", "default", "other", "u-other", time.Minute, "10.0.0.2")
+	other.Sources[0].Kind = "Service"
+	for _, eps := range [][]*endpoint.Endpoint{{web}, {web, other}} {
+		m := r.desired(t0, eps, r.classify(nil, nil, nil, nil), nil).Endpoints[0]
+		if got, want := m.TargetTags["10.0.0.1"], []string{"kind:Ingress", "shared:true", "source:u-web"}; !slices.Equal(got, want) {
+			t.Errorf("with %d objects: 10.0.0.1's tags %q, want %q", len(eps), got, want)
+		}
+		if shared := len(eps) == 1; m.Shared != shared {
+			t.Errorf("with %d objects: the hostname shared %v, want %v", len(eps), m.Shared, shared)
 		}
 	}
 }
