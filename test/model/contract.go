@@ -238,9 +238,9 @@ func noLiveClusterSilent(w *World, s *step) []string {
 	var out []string
 	for _, sc := range in.last.Silent {
 		for _, other := range w.insts {
-			// Live: up, synced within half the time after which it counts as silent, and
+			// Live: up, syncing (within five intervals: the model's syncs come at random), and
 			// holding an entry of its own to carry its mark.
-			if other.up && other.clusterName == sc.Cluster && other.id == sc.ClusterID && w.clock.Since(other.lastSync) < silentAfter/2 && w.holdsEntry(other, s.after) {
+			if other.up && other.clusterName == sc.Cluster && other.id == sc.ClusterID && w.clock.Since(other.lastSync) < 5*Interval && w.holdsEntry(other, s.after) {
 				out = append(out, fmt.Sprintf("%s reports %s (cluster %s, cluster-id %s) silent, which runs", in.name, other.name, sc.Cluster, sc.ClusterID))
 			}
 		}
