@@ -135,10 +135,10 @@ func (l *Life) other(v *view) {
 // newest is a quarter of the threshold old, or the newest read carries other settings than
 // these (others would read it against a renewal period no longer kept). The mark rides on the sync's first create or
 // update of an entry of this installation when it has one; else it is a write of its own on
-// the carrier. A process that knows no mark at all (a mark lost with its entry, then a
+// the carrier. A process that never knew a mark of its own (a mark lost with its entry, then a
 // restart) waits a quarter of the threshold from began, its first decision, before it writes
-// one of its own, so that a restart adds no write a sync would not make anyway. The changes it
-// rides on are copies.
+// one of its own, so that a restart adds no write a sync would not make anyway; began is empty
+// once it has known one. The changes it rides on are copies.
 func (r *Registry) withMark(now time.Time, st *State, known, began string, changes []plan.Change) []plan.Change {
 	quarter := r.cfg.SilentClusterAfter / lifeQuarter
 	if quarter <= 0 {
@@ -261,13 +261,20 @@ func MinProbeWait(interval time.Duration) time.Duration {
 
 // lifeMemo is the newest mark of life of this installation that this process read or wrote,
 // and when it made its first decision, both as a mark's text.
-type lifeMemo struct{ newest, began string }
+//
+// knew: this process has read or written a mark of its own. One that has, and finds none,
+// lost it with its entry, and renews it when due, without a restart's wait.
+type lifeMemo struct {
+	newest, began string
+	knew          bool
+}
 
 // saw takes a mark read or written.
 func (l *lifeMemo) saw(mark string) {
 	if mark > l.newest {
 		l.newest = mark
 	}
+	l.knew = l.knew || mark != ""
 }
 
 // wrote takes the marks among the writes that went through: results[i] is what became of

@@ -17,6 +17,7 @@ func TestAMarkOnAnEntryLeavingIsRenewedElsewhere(t *testing.T) {
 	r := newRegWith(t, func(c *Config) { c.ClusterName, c.ClusterID, c.SilentClusterAfter = "home", "11111111", 4*time.Hour })
 	alive := func(at time.Time) string { return PrefixAlive + at.UTC().Format(time.RFC3339) }
 	stays := owned("01A", "one.lan", "10.0.0.1", "cluster-id:11111111", "source:u1", alive(t0.Add(-3*time.Hour)), PrefixAliveEvery+"3600")
+	unmarked := owned("01A", "one.lan", "10.0.0.1", "cluster-id:11111111", "source:u1")
 	leaving := owned("01B", "two.lan", "10.0.0.2", "cluster-id:11111111", "source:u2", alive(t0.Add(-10*time.Minute)), PrefixAliveEvery+"3600",
 		PrefixPending+t0.Add(time.Minute).UTC().Format(time.RFC3339))
 	eps := []*endpoint.Endpoint{claim("one.lan", "apps", "one", "u1", time.Hour, "10.0.0.1")}
@@ -31,6 +32,7 @@ func TestAMarkOnAnEntryLeavingIsRenewedElsewhere(t *testing.T) {
 	}{
 		{"the read shows the mark on the entry leaving", []endpoint.Record{stays, leaving}},
 		{"the entry that carried it is gone", []endpoint.Record{stays}},
+		{"the entry that carried the only mark is gone", []endpoint.Record{unmarked}},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			mem := r.NewMemory()

@@ -67,6 +67,9 @@ func (m *Memory) knownMark(st *State, now time.Time, partial bool) (known, began
 		m.life.newest = ""
 	}
 	m.life.saw(st.Life.newest)
+	if m.life.knew {
+		return m.life.newest, ""
+	}
 	return m.life.newest, m.life.began
 }
 
