@@ -61,8 +61,9 @@ type paceGroup struct {
 	keys       [2]string
 	obj        string
 	cost       float64
-	// away: every change takes an entry away (a mark, a deletion, a release).
-	away bool
+	// away: every change takes an entry away (a mark, a deletion, a release); renewal: every
+	// change only renews the mark of life.
+	away, renewal bool
 }
 
 // gone reports whether g only takes away what an object left that asks for nothing any more
@@ -79,11 +80,12 @@ func paceGroups(changes []plan.Change) ([]paceGroup, map[string]float64) {
 		for end < len(changes) && changes[end].Hostname() == changes[start].Hostname() {
 			end++
 		}
-		g := paceGroup{start: start, end: end, away: true}
+		g := paceGroup{start: start, end: end, away: true, renewal: true}
 		for i := start; i < end; i++ {
 			if charged(&changes[i]) {
 				g.cost++
 			}
+			g.renewal = g.renewal && renewalOnly(&changes[i])
 			switch changes[i].Action {
 			case plan.Mark, plan.Delete, plan.Release:
 			default:
@@ -182,7 +184,9 @@ func (r *Registry) pace(now time.Time, changes []plan.Change, claims []*endpoint
 		if !fits && live == nil {
 			live = liveObjects(claims)
 		}
-		if !fits && !g.gone(live) {
+		// A renewal of the mark of life is charged but never waits: one a quarter of the
+		// threshold, it must reach the router, or the others read the installation as silent.
+		if !fits && !g.gone(live) && !g.renewal {
 			out.Held = append(out.Held, changes[g.start:g.end]...)
 			held[g.obj] = true
 			next := now.Add(wait)

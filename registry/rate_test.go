@@ -303,3 +303,29 @@ func TestARefusedObjectIsNoObjectGone(t *testing.T) {
 		}
 	}
 }
+
+// TestARenewalOfTheMarkOfLifeNeverWaits: an object whose allowance is spent (a flap) holds back
+// its own writes, but not the renewal of the installation's mark of life on its entry, which the
+// others would otherwise read as silence. The renewal is still charged.
+func TestARenewalOfTheMarkOfLifeNeverWaits(t *testing.T) {
+	r := newRegWith(t, func(c *Config) { c.Budgets = DefaultBudgets() })
+	old := owned("01A", "web.lan", "10.0.0.1", "namespace:default", "source:u-x", PrefixAlive+"2026-01-01T00:00:00Z")
+	renewed := old
+	renewed.Tags = append(slices.DeleteFunc(slices.Clone(old.Tags), isAlive), PrefixAlive+t0.UTC().Format(time.RFC3339))
+	moved := old
+	moved.IP = "10.0.0.2"
+	spent := Rates{"object/u-x": {Tokens: 0, Cap: 10, At: t0}}
+	for _, tc := range []struct {
+		desc string
+		c    plan.Change
+		sent bool
+	}{
+		{"a renewal alone", plan.Change{Action: plan.Update, Old: &old, New: &renewed}, true},
+		{"the object's own change", plan.Change{Action: plan.Update, Old: &old, New: &moved}, false},
+	} {
+		p := r.pace(t0, []plan.Change{tc.c}, []*endpoint.Endpoint{claim("web.lan", "default", "x", "u-x", time.Hour, "10.0.0.1")}, spent)
+		if sent := len(p.Send) == 1; sent != tc.sent {
+			t.Errorf("%s: sent %v, want %v", tc.desc, sent, tc.sent)
+		}
+	}
+}
