@@ -1,5 +1,3 @@
-//go:build model
-
 package model
 
 import (
