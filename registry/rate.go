@@ -61,9 +61,8 @@ type paceGroup struct {
 	keys       [2]string
 	obj        string
 	cost       float64
-	// away: every change takes an entry away (a mark, a deletion, a release); renewal: every
-	// change only renews the mark of life.
-	away, renewal bool
+	// away: every change takes an entry away (a mark, a deletion, a release).
+	away bool
 }
 
 // gone reports whether g only takes away what an object left that asks for nothing any more
@@ -80,12 +79,11 @@ func paceGroups(changes []plan.Change) ([]paceGroup, map[string]float64) {
 		for end < len(changes) && changes[end].Hostname() == changes[start].Hostname() {
 			end++
 		}
-		g := paceGroup{start: start, end: end, away: true, renewal: true}
+		g := paceGroup{start: start, end: end, away: true}
 		for i := start; i < end; i++ {
 			if charged(&changes[i]) {
 				g.cost++
 			}
-			g.renewal = g.renewal && renewalOnly(&changes[i])
 			switch changes[i].Action {
 			case plan.Mark, plan.Delete, plan.Release:
 			default:
@@ -184,14 +182,19 @@ func (r *Registry) pace(now time.Time, changes []plan.Change, claims []*endpoint
 		if !fits && live == nil {
 			live = liveObjects(claims)
 		}
-		// A renewal of the mark of life is charged but never waits: one a quarter of the
-		// threshold, it must reach the router, or the others read the installation as silent.
-		if !fits && !g.gone(live) && !g.renewal {
-			out.Held = append(out.Held, changes[g.start:g.end]...)
-			held[g.obj] = true
+		if !fits && !g.gone(live) {
+			// A renewal of the mark of life is charged but never waits: one a quarter of the
+			// threshold, it must reach the router, or the others read the installation as
+			// silent. It changes nothing the hostname's other changes are planned against.
 			next := now.Add(wait)
-			for range g.end - g.start {
+			for _, c := range changes[g.start:g.end] {
+				if renewalOnly(&c) {
+					out.Send = append(out.Send, c)
+					continue
+				}
+				out.Held = append(out.Held, c)
 				out.due = append(out.due, next)
+				held[g.obj] = true
 			}
 			if out.Next.IsZero() || next.Before(out.Next) {
 				out.Next = next

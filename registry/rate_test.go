@@ -315,17 +315,22 @@ func TestARenewalOfTheMarkOfLifeNeverWaits(t *testing.T) {
 	moved := old
 	moved.IP = "10.0.0.2"
 	spent := Rates{"object/u-x": {Tokens: 0, Cap: 10, At: t0}}
+	other := owned("01B", "web.lan", "10.0.0.3", "namespace:default", "source:u-x")
+	marked := other
+	marked.Tags = append(slices.Clone(other.Tags), PrefixPending+t0.UTC().Format(time.RFC3339))
+	renewal := plan.Change{Action: plan.Update, Old: &old, New: &renewed}
 	for _, tc := range []struct {
-		desc string
-		c    plan.Change
-		sent bool
+		desc       string
+		cs         []plan.Change
+		sent, held int
 	}{
-		{"a renewal alone", plan.Change{Action: plan.Update, Old: &old, New: &renewed}, true},
-		{"the object's own change", plan.Change{Action: plan.Update, Old: &old, New: &moved}, false},
+		{"a renewal alone", []plan.Change{renewal}, 1, 0},
+		{"the object's own change", []plan.Change{{Action: plan.Update, Old: &old, New: &moved}}, 0, 1},
+		{"a renewal beside a change of the hostname that waits", []plan.Change{{Action: plan.Mark, Old: &other, New: &marked}, renewal}, 1, 1},
 	} {
-		p := r.pace(t0, []plan.Change{tc.c}, []*endpoint.Endpoint{claim("web.lan", "default", "x", "u-x", time.Hour, "10.0.0.1")}, spent)
-		if sent := len(p.Send) == 1; sent != tc.sent {
-			t.Errorf("%s: sent %v, want %v", tc.desc, sent, tc.sent)
+		p := r.pace(t0, tc.cs, []*endpoint.Endpoint{claim("web.lan", "default", "x", "u-x", time.Hour, "10.0.0.1")}, spent)
+		if len(p.Send) != tc.sent || len(p.Held) != tc.held || (tc.sent == 1 && !renewalOnly(&p.Send[0])) {
+			t.Errorf("%s: sent %v, held %v; want %d renewal sent and %d held", tc.desc, p.Send, p.Held, tc.sent, tc.held)
 		}
 	}
 }
