@@ -135,6 +135,23 @@ func charged(c *plan.Change) bool {
 	return true
 }
 
+// renews reports whether c writes a mark of life the entry did not carry.
+func renews(c *plan.Change) bool {
+	if c.New == nil {
+		return false
+	}
+	mark, ok := c.New.TagValue(PrefixAlive)
+	if !ok {
+		return false
+	}
+	if c.Old != nil {
+		if was, _ := c.Old.TagValue(PrefixAlive); was == mark {
+			return false
+		}
+	}
+	return true
+}
+
 // liveObjects are the UIDs of the objects that claim something.
 func liveObjects(claims []*endpoint.Endpoint) map[string]bool {
 	out := map[string]bool{}
@@ -183,12 +200,12 @@ func (r *Registry) pace(now time.Time, changes []plan.Change, claims []*endpoint
 			live = liveObjects(claims)
 		}
 		if !fits && !g.gone(live) {
-			// A renewal of the mark of life is charged but never waits: one a quarter of the
-			// threshold, it must reach the router, or the others read the installation as
-			// silent. It changes nothing the hostname's other changes are planned against.
+			// A write that renews the mark of life is charged but never waits: one a quarter of
+			// the threshold, it must reach the router, or the others read the installation as
+			// silent.
 			next := now.Add(wait)
 			for _, c := range changes[g.start:g.end] {
-				if renewalOnly(&c) {
+				if renews(&c) {
 					out.Send = append(out.Send, c)
 					continue
 				}

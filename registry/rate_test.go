@@ -305,8 +305,9 @@ func TestARefusedObjectIsNoObjectGone(t *testing.T) {
 }
 
 // TestARenewalOfTheMarkOfLifeNeverWaits: an object whose allowance is spent (a flap) holds back
-// its own writes, but not the renewal of the installation's mark of life on its entry, which the
-// others would otherwise read as silence. The renewal is still charged.
+// its own writes, but not a write that renews the installation's mark of life on its entry, alone
+// or riding on another change, which the others would otherwise read as silence. It is still
+// charged.
 func TestARenewalOfTheMarkOfLifeNeverWaits(t *testing.T) {
 	r := newRegWith(t, func(c *Config) { c.Budgets = DefaultBudgets() })
 	old := owned("01A", "web.lan", "10.0.0.1", "namespace:default", "source:u-x", PrefixAlive+"2026-01-01T00:00:00Z")
@@ -314,6 +315,8 @@ func TestARenewalOfTheMarkOfLifeNeverWaits(t *testing.T) {
 	renewed.Tags = append(slices.DeleteFunc(slices.Clone(old.Tags), isAlive), PrefixAlive+t0.UTC().Format(time.RFC3339))
 	moved := old
 	moved.IP = "10.0.0.2"
+	movedRenewed := renewed
+	movedRenewed.IP = "10.0.0.2"
 	spent := Rates{"object/u-x": {Tokens: 0, Cap: 10, At: t0}}
 	other := owned("01B", "web.lan", "10.0.0.3", "namespace:default", "source:u-x")
 	marked := other
@@ -327,9 +330,10 @@ func TestARenewalOfTheMarkOfLifeNeverWaits(t *testing.T) {
 		{"a renewal alone", []plan.Change{renewal}, 1, 0},
 		{"the object's own change", []plan.Change{{Action: plan.Update, Old: &old, New: &moved}}, 0, 1},
 		{"a renewal beside a change of the hostname that waits", []plan.Change{{Action: plan.Mark, Old: &other, New: &marked}, renewal}, 1, 1},
+		{"a renewal riding on the object's own change", []plan.Change{{Action: plan.Update, Old: &old, New: &movedRenewed}}, 1, 0},
 	} {
 		p := r.pace(t0, tc.cs, []*endpoint.Endpoint{claim("web.lan", "default", "x", "u-x", time.Hour, "10.0.0.1")}, spent)
-		if len(p.Send) != tc.sent || len(p.Held) != tc.held || (tc.sent == 1 && !renewalOnly(&p.Send[0])) {
+		if len(p.Send) != tc.sent || len(p.Held) != tc.held || (tc.sent == 1 && !renews(&p.Send[0])) {
 			t.Errorf("%s: sent %v, held %v; want %d renewal sent and %d held", tc.desc, p.Send, p.Held, tc.sent, tc.held)
 		}
 	}
