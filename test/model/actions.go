@@ -12,6 +12,7 @@ import (
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
+	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )
 
 // Action is one party's move, as plain data: a shrunk run replays what is left of its
@@ -213,7 +214,14 @@ func playHandEdit(w *World, a Action) (string, error) {
 	if r.Intn(2) == 0 {
 		req.IpAddress = proto.String(ips[r.Intn(len(ips))])
 	} else {
-		req.Tags = &pb.TagsUpdate{Values: append(slices.Clone(e.GetTags()), personTags[r.Intn(len(personTags))])}
+		// On an operator's entry the person writes no tag of the operator's (a cluster's name,
+		// consent): whoever can write to the router can forge ownership, which no rule can
+		// tell from the operator's own writing (docs/ownership.md, "Ownership").
+		tag := personTags[r.Intn(len(personTags))]
+		if slices.Contains(e.GetTags(), registry.TagOwner) && registry.Reserved(tag) {
+			tag = "manual"
+		}
+		req.Tags = &pb.TagsUpdate{Values: append(slices.Clone(e.GetTags()), tag)}
 	}
 	_, _ = w.svc.Store().Update(req)
 	return person, nil
