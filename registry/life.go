@@ -151,8 +151,13 @@ func (r *Registry) withMark(now time.Time, st *State, known, began string, chang
 		return changes
 	}
 	tags := settings.tags(now)
+	owned := func(id string) bool {
+		return slices.ContainsFunc(st.Owned, func(rec endpoint.Record) bool { return rec.ID == id })
+	}
 	for i := range changes {
-		if c := &changes[i]; r.carries(c) {
+		// Only an entry this installation owns carries its mark: one it co-owns under a former
+		// name is another's line to the others, which would never read the mark there.
+		if c := &changes[i]; r.carries(c) && (c.Old == nil || owned(c.Old.ID)) {
 			out := slices.Clone(changes)
 			n := *c.New
 			n.Tags = endpoint.SortedUnique(append(slices.DeleteFunc(slices.Clone(c.New.Tags), isAlive), tags...))

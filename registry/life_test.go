@@ -44,3 +44,26 @@ func TestAMarkOnAnEntryLeavingIsRenewedElsewhere(t *testing.T) {
 		})
 	}
 }
+
+// TestTheMarkRidesOnlyOnItsOwnEntries: a write to a line this installation does not own (one of
+// its identity under a former name, which it co-owns) carries no mark of life: the others, and
+// this installation's next read, would not count it there, so it would be written at every sync.
+func TestTheMarkRidesOnlyOnItsOwnEntries(t *testing.T) {
+	r := newRegWith(t, func(c *Config) { c.ClusterName, c.ClusterID, c.SilentClusterAfter = "lab", "c0000003", 4*time.Hour })
+	mine := owned("01A", "one.lan", "10.0.0.1", "cluster-id:c0000003", "source:u1")
+	mine.Tags[1] = "cluster:lab"
+	former := owned("01B", "app.lan", "10.0.0.4", "cluster-id:c0000003", "source:gone", CoOwnerTag("lab", "c0000003"))
+	former.Tags[1] = "cluster:lab2"
+	reordered := former
+	reordered.Tags = append(slices.DeleteFunc(slices.Clone(former.Tags), func(t string) bool { return t == CoOwnerTag("lab", "c0000003") }), CoOwnerTag("lab", "c0000003"))
+	st := &State{Owned: []endpoint.Record{mine}, Life: Life{carrier: mine.ID}}
+	out := r.withMark(t0, st, "", "", []plan.Change{{Action: plan.Update, Old: &former, New: &reordered}})
+	for _, c := range out {
+		if c.New != nil && c.New.ID == former.ID && slices.ContainsFunc(c.New.Tags, isAlive) {
+			t.Fatalf("the mark rode on %v, a line this installation does not own", c)
+		}
+	}
+	if !slices.ContainsFunc(out, func(c plan.Change) bool { return c.New != nil && c.New.ID == mine.ID && slices.ContainsFunc(c.New.Tags, isAlive) }) {
+		t.Fatalf("changes %v: want the mark on its own carrier, one.lan", out)
+	}
+}
