@@ -29,10 +29,11 @@ const lifeQuarter = 4
 // Life is what one read's entries say of the marks of life. The marks are RFC 3339 times in
 // UTC, which sort as text, so a read compares them without parsing each.
 type Life struct {
-	// newest is the newest mark on this installation's entries, "" when none carries one, and
-	// settings the renewal period and interval written beside it.
-	newest   string
-	settings markSettings
+	// newest is the newest mark on this installation's entries that stay, "" when none carries
+	// one, and settings the renewal period and interval written beside it; leaving the newest
+	// on its entries on their way out.
+	newest, leaving string
+	settings        markSettings
 	// carrier is the ID of the entry a renewal of its own goes on.
 	carrier string
 	// others are the other installations' entries and newest marks, by identity (by cluster
@@ -91,10 +92,13 @@ func (m markSettings) tags(now time.Time) []string {
 }
 
 // own takes one of this installation's entries, v its tags.
-// A mark on an entry on its way out leaves with it, so it does not count as renewed: the next
-// renewal goes on an entry that stays, before the others read the installation as silent.
+// A mark on an entry on its way out leaves with it: it is kept apart (leaving), so that when
+// older marks stay, the newest of those is what the others will read, and is renewed when due.
 func (l *Life) own(rec *endpoint.Record, v *view) {
 	_, leaving := v.value(PrefixPending)
+	if m, ok := v.value(PrefixAlive); ok && leaving && m > l.leaving {
+		l.leaving = m
+	}
 	if m, ok := v.value(PrefixAlive); ok && m > l.newest && !leaving {
 		l.newest, l.settings = m, markSettingsOf(v)
 	}
@@ -144,7 +148,14 @@ func (r *Registry) withMark(now time.Time, st *State, known, began string, chang
 	if quarter <= 0 {
 		return changes
 	}
-	newest := max(st.Life.newest, known)
+	// While a mark stays on the router, the newest that stays is what the others will read
+	// once the entries leaving are gone: it must be renewed when due, even if this process
+	// wrote a newer one on an entry now leaving or gone. With none staying, the others will
+	// read no mark, which is never silence: the renewal waits for the newest known.
+	newest := st.Life.newest
+	if newest == "" {
+		newest = max(st.Life.leaving, known)
+	}
 	settings := settingsOf(&r.cfg)
 	stale := st.Life.newest != "" && st.Life.newest >= known && st.Life.settings != settings
 	if t, err := time.Parse(time.RFC3339, newest); err == nil && now.Sub(t) < quarter && !stale {

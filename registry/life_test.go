@@ -10,9 +10,11 @@ import (
 )
 
 // TestAMarkOnAnEntryLeavingIsRenewedElsewhere: a mark of life on an entry on its way out leaves
-// with it, so it counts as no renewal, whether the read shows it or only this process
-// remembers writing it: the next sync renews the mark on an entry that stays, before the
-// others read the installation as silent.
+// with it. When an older mark stays, that is what the others will read, whether the read shows
+// the newer one leaving or only this process remembers writing it: the sync renews the mark
+// on an entry that stays, when the one that stays is due, before the others read the
+// installation as silent. When none stays, the others will read no mark, which is never
+// silence, and the renewal waits for the newest known.
 func TestAMarkOnAnEntryLeavingIsRenewedElsewhere(t *testing.T) {
 	r := newRegWith(t, func(c *Config) { c.ClusterName, c.ClusterID, c.SilentClusterAfter = "home", "11111111", 4*time.Hour })
 	alive := func(at time.Time) string { return PrefixAlive + at.UTC().Format(time.RFC3339) }
@@ -29,17 +31,18 @@ func TestAMarkOnAnEntryLeavingIsRenewedElsewhere(t *testing.T) {
 	for _, tc := range []struct {
 		desc    string
 		records []endpoint.Record
+		renew   bool
 	}{
-		{"the read shows the mark on the entry leaving", []endpoint.Record{stays, leaving}},
-		{"the entry that carried it is gone", []endpoint.Record{stays}},
-		{"the entry that carried the only mark is gone", []endpoint.Record{unmarked}},
+		{"the read shows the mark on the entry leaving", []endpoint.Record{stays, leaving}, true},
+		{"the entry that carried it is gone", []endpoint.Record{stays}, true},
+		{"the entry that carried the only mark is gone", []endpoint.Record{unmarked}, false},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			mem := r.NewMemory()
 			// This process wrote the newer mark, on the entry now leaving or gone.
 			mem.life.saw(t0.Add(-10 * time.Minute).UTC().Format(time.RFC3339))
-			if d := r.Decide(t0, tc.records, eps, Given{Memory: mem}); !renewed(d) {
-				t.Fatalf("changes %v: want the mark renewed on one.lan", actions(d.Verdict))
+			if d := r.Decide(t0, tc.records, eps, Given{Memory: mem}); renewed(d) != tc.renew {
+				t.Fatalf("changes %v: want the mark renewed on one.lan: %v", actions(d.Verdict), tc.renew)
 			}
 		})
 	}

@@ -53,20 +53,15 @@ func (m *Memory) Reset() {
 // knownMark is the newest mark of life of this installation the memory holds, after taking
 // the one the read st found, and when this process made its first decision (at now, if this
 // is it).
-//
-// A whole read is the router's word: a mark this process wrote that the read no longer shows
-// went with its entry (deleted, or on its way out), and is forgotten.
-func (m *Memory) knownMark(st *State, now time.Time, partial bool) (known, began string) {
+func (m *Memory) knownMark(st *State, now time.Time) (known, began string) {
 	if m == nil {
 		return "", ""
 	}
 	if m.life.began == "" {
 		m.life.began = now.UTC().Format(time.RFC3339)
 	}
-	if !partial {
-		m.life.newest = ""
-	}
 	m.life.saw(st.Life.newest)
+	m.life.saw(st.Life.leaving)
 	if m.life.knew {
 		return m.life.newest, ""
 	}

@@ -224,7 +224,7 @@ func (r *Registry) Decide(now time.Time, records []endpoint.Record, claims []*en
 	}
 	changes := (&plan.Plan{Current: r.current(st, toPlan, settled), Desired: toPlan, Policy: r.cfg.Policy}).Calculate()
 	m.kept(changes, g.Read)
-	known, began := m.knownMark(st, now, g.Read.Partial)
+	known, began := m.knownMark(st, now)
 	changes = r.withMark(now, st, known, began, changes)
 	m.planned(changes)
 	v, problems := r.apply(&changesIn{now: now, st: st, desired: w.Endpoints, claims: claims, read: g.Read, rates: g.Rates}, changes)

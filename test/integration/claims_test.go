@@ -116,9 +116,13 @@ func TestDomainFilterAndFlagChange(t *testing.T) {
 		}
 	}
 	h.clock.Step(2 * time.Minute)
-	h.sync()
+	// The restarted process never saw these entries wanted: a mark on such an entry waits three
+	// more whole reads for a twin to lift it (docs/ownership.md, twins) before it falls due.
+	for range 4 {
+		h.sync()
+	}
 	if len(h.entries("c.out.lan"))+len(h.entries("b.private.in.lan")) != 0 || len(h.entries("a.in.lan")) != 1 {
-		t.Fatal("after the grace period only a.in.lan should remain")
+		t.Fatal("after the grace period and three whole reads only a.in.lan should remain")
 	}
 }
 
