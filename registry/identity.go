@@ -162,7 +162,10 @@ func (r *Registry) resolveOpen(st *State, open []endpoint.Record, claimed func(u
 		p := st.parser.Parse(&rec)
 		id, _ := p.v.clusterID()
 		kin := kinOf(p.v.values(PrefixSource))
-		if former[id] {
+		// Of a former identity, only the entries that name objects here are taken up: one that
+		// names none may name an object another installation of that identity still wants (a
+		// copy reading other namespaces, idle), which nothing here can tell from one deleted.
+		if former[id] && kin {
 			st.Former = tally(st.Former, id, kin)
 			st.Owned = append(st.Owned, rec)
 			if r.cfg.SilentClusterAfter > 0 {
