@@ -66,7 +66,9 @@ func TestTheMarkRidesOnlyOnItsOwnEntries(t *testing.T) {
 			t.Fatalf("the mark rode on %v, a line this installation does not own", c)
 		}
 	}
-	if !slices.ContainsFunc(out, func(c plan.Change) bool { return c.New != nil && c.New.ID == mine.ID && slices.ContainsFunc(c.New.Tags, isAlive) }) {
+	if !slices.ContainsFunc(out, func(c plan.Change) bool {
+		return c.New != nil && c.New.ID == mine.ID && slices.ContainsFunc(c.New.Tags, isAlive)
+	}) {
 		t.Fatalf("changes %v: want the mark on its own carrier, one.lan", out)
 	}
 }
