@@ -201,9 +201,9 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 	op.settings = settings
 	rc := settings.Registry()
 	rc.Log = log.WithField("component", "registry")
-	if cfg.Once && !cfg.DryRun {
-		// A run that syncs once answers a release probe at no interval: its mark says none. A
-		// dry run (explain, plan) writes no mark, and decides as the running operator does.
+	if cfg.Once && cfg.Command != CommandExplain && cfg.Command != CommandList {
+		// A run that syncs once answers a release probe at no interval: its mark says none.
+		// explain and list decide as the running operator does, with its interval.
 		rc.Interval = 0
 	}
 	op.Registry, err = registry.New(rc)
