@@ -70,8 +70,8 @@ func (r *Registry) merge(now time.Time, host string, claims []*endpoint.Endpoint
 	}
 	m := &endpoint.Endpoint{Hostname: host, Sources: make([]endpoint.SourceRef, 0, len(claims))}
 	var (
-		targets, aliases, tags []string
-		wishes                 []wish
+		targets, aliases, tags, kinds []string
+		wishes                        []wish
 	)
 	m.Shared = true
 	for _, c := range claims {
@@ -97,6 +97,9 @@ func (r *Registry) merge(now time.Time, host string, claims []*endpoint.Endpoint
 			}
 		}
 		m.Sources = append(m.Sources, c.Sources...)
+		for _, s := range c.Sources {
+			kinds = append(kinds, PrefixKind+s.Kind)
+		}
 	}
 	if len(m.Sources) == 0 {
 		return nil, lost
@@ -108,7 +111,7 @@ func (r *Registry) merge(now time.Time, host string, claims []*endpoint.Endpoint
 		m.Aliases = m.Aliases[:endpoint.MaxAliases]
 	}
 	m.Tags = endpoint.SortedUnique(append(tags, r.cfg.DefaultTags...))
-	m.OwnerTags = endpoint.SortedUnique(append(slices.Clone(r.ownerTags), PrefixNamespace+winner))
+	m.OwnerTags = endpoint.SortedUnique(append(append(kinds, r.ownerTags...), PrefixNamespace+winner))
 	m.Comment = comment(m.Sources)
 	m.TargetComments = targetComments(m.Targets, wishes)
 	return m, lost
@@ -156,7 +159,7 @@ type wish struct {
 }
 
 // targetTags are the tags of each address, which only the objects that want it decide (so an
-// object coming and going at another address rewrites no other entry): their source: and kind:
+// object coming and going at another address rewrites no other entry's consent): their source:
 // tags, the longest of their grace periods, and shared:true when every one shares the
 // hostname. The hostname is shared only when every entry of it is.
 func (r *Registry) targetTags(targets []string, wishes []wish) map[string][]string {
@@ -172,7 +175,7 @@ func (r *Registry) targetTags(targets []string, wishes []wish) map[string][]stri
 				continue
 			}
 			for _, s := range w.sources {
-				ts = append(ts, PrefixSource+s.UID, PrefixKind+s.Kind)
+				ts = append(ts, PrefixSource+s.UID)
 			}
 			graces = append(graces, w.grace)
 			shared = shared && w.shared

@@ -41,8 +41,8 @@ func TestEachEntryNamesItsOwnObjects(t *testing.T) {
 	}
 }
 
-// TestAnEntrysTagsAreItsObjects: whether an entry shares its hostname, and its kind: tags, come
-// from the objects that want its address alone. An object that does not share, at another
+// TestAnEntrysTagsAreItsObjects: whether an entry shares its hostname comes from the objects
+// that want its address alone. An object that does not share, at another
 // address, leaves the others' entries as they are; the hostname is then not shared, since not
 // every entry of it says so.
 func TestAnEntrysTagsAreItsObjects(t *testing.T) {
@@ -53,7 +53,7 @@ func TestAnEntrysTagsAreItsObjects(t *testing.T) {
 	other.Sources[0].Kind = "Service"
 	for _, eps := range [][]*endpoint.Endpoint{{web}, {web, other}} {
 		m := r.desired(t0, eps, r.classify(nil, nil, nil, nil), nil).Endpoints[0]
-		if got, want := m.TargetTags["10.0.0.1"], []string{"kind:Ingress", "shared:true", "source:u-web"}; !slices.Equal(got, want) {
+		if got, want := m.TargetTags["10.0.0.1"], []string{"shared:true", "source:u-web"}; !slices.Equal(got, want) {
 			t.Errorf("with %d objects: 10.0.0.1's tags %q, want %q", len(eps), got, want)
 		}
 		if shared := len(eps) == 1; m.Shared != shared {

@@ -192,11 +192,11 @@ func TestDesiredClaims(t *testing.T) {
 	if want := []string{"10.0.0.1", "10.0.0.2"}; !reflect.DeepEqual(got[0].Targets, want) {
 		t.Fatalf("targets = %q, want %q", got[0].Targets, want)
 	}
-	want := []string{"cluster:home", "k8s-operator", "namespace:team-a"}
+	want := []string{"cluster:home", "k8s-operator", "kind:Ingress", "namespace:team-a"}
 	if !reflect.DeepEqual(got[0].OwnerTags, want) {
 		t.Fatalf("owner tags = %q, want %q", got[0].OwnerTags, want)
 	}
-	wantTargets := map[string][]string{"10.0.0.1": {"kind:Ingress", "source:uid-a", "source:uid-a2"}, "10.0.0.2": {"kind:Ingress", "source:uid-a2"}}
+	wantTargets := map[string][]string{"10.0.0.1": {"source:uid-a", "source:uid-a2"}, "10.0.0.2": {"source:uid-a2"}}
 	if !reflect.DeepEqual(got[0].TargetTags, wantTargets) {
 		t.Fatalf("target tags = %q, want %q", got[0].TargetTags, wantTargets)
 	}
@@ -319,10 +319,10 @@ func TestGraceIsPerClaim(t *testing.T) {
 	c.GracePeriod = &long
 	got := r.desired(t0, []*endpoint.Endpoint{a, b, c}, r.classify(nil, nil, nil, nil), nil).Endpoints[0].TargetTags
 	want := map[string][]string{
-		"10.0.0.1": {"kind:Ingress", "source:uid-a"},                                      // the default: no tag
-		"10.0.0.2": {"grace-period:2", "kind:Ingress", "source:uid-b"},                    // b alone
-		"10.0.0.3": {"grace-period:3600", "kind:Ingress", "source:uid-b", "source:uid-c"}, // the longest
-		"10.0.0.4": {"grace-period:3600", "kind:Ingress", "source:uid-c"},
+		"10.0.0.1": {"source:uid-a"},                                      // the default: no tag
+		"10.0.0.2": {"grace-period:2", "source:uid-b"},                    // b alone
+		"10.0.0.3": {"grace-period:3600", "source:uid-b", "source:uid-c"}, // the longest
+		"10.0.0.4": {"grace-period:3600", "source:uid-c"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("target tags = %q\nwant %q", got, want)
@@ -330,7 +330,7 @@ func TestGraceIsPerClaim(t *testing.T) {
 	// An object without the annotation counts as the default, which beats a shorter one.
 	a2 := claim("shop.lan", "d", "a", "uid-a", time.Hour, "10.0.0.2")
 	got = r.desired(t0, []*endpoint.Endpoint{a2, b}, r.classify(nil, nil, nil, nil), nil).Endpoints[0].TargetTags
-	if !reflect.DeepEqual(got["10.0.0.2"], []string{"kind:Ingress", "source:uid-a", "source:uid-b"}) {
+	if !reflect.DeepEqual(got["10.0.0.2"], []string{"source:uid-a", "source:uid-b"}) {
 		t.Fatalf("10.0.0.2 tags = %q; want the default (no tag)", got["10.0.0.2"])
 	}
 }
