@@ -154,7 +154,7 @@ func (r *Registry) resolveOpen(st *State, open []endpoint.Record, claimed func(u
 		}
 		others = append(others, rec)
 		id, _ := p.v.clusterID()
-		if kinOf(p.v.values(PrefixSource)) && !st.witness.Alive(id) {
+		if (kinOf(p.v.values(PrefixSource)) || st.witness.Proven(id)) && !st.witness.Alive(id) {
 			former[id] = true
 		}
 	}
@@ -162,10 +162,12 @@ func (r *Registry) resolveOpen(st *State, open []endpoint.Record, claimed func(u
 		p := st.parser.Parse(&rec)
 		id, _ := p.v.clusterID()
 		kin := kinOf(p.v.values(PrefixSource))
-		// Of a former identity, only the entries that name objects here are taken up: one that
-		// names none may name an object another installation of that identity still wants (a
-		// copy reading other namespaces, idle), which nothing here can tell from one deleted.
-		if former[id] && kin {
+		// Of a former identity, the entries that name objects here are taken up at once. One
+		// that names none may name an object another installation of that identity still wants
+		// (a copy reading other namespaces, idle), which nothing here can tell from one deleted,
+		// until the identity has been quiet longer than its marks of life are renewed: then no
+		// copy runs, and it is taken up too, to go as an entry no object wants.
+		if former[id] && (kin || st.witness.Quiet(id, r.markPeriod())) {
 			st.Former = tally(st.Former, id, kin)
 			st.Owned = append(st.Owned, rec)
 			if r.cfg.SilentClusterAfter > 0 {

@@ -68,6 +68,15 @@ func settingsOf(cfg *Config) markSettings {
 	return m
 }
 
+// markPeriod is markPeriod of this installation's own marks: how long after one it writes
+// again; zero when it writes none.
+func (r *Registry) markPeriod() time.Duration {
+	if r.cfg.SilentClusterAfter <= 0 {
+		return 0
+	}
+	return r.cfg.SilentClusterAfter/lifeQuarter + 2*r.cfg.Interval
+}
+
 func seconds(d time.Duration) string { return strconv.FormatInt(int64(d/time.Second), 10) }
 
 // duration reads a value in seconds; zero when it is not one.
@@ -148,13 +157,17 @@ func (r *Registry) withMark(now time.Time, st *State, known, began string, chang
 	if quarter <= 0 {
 		return changes
 	}
-	// While a mark stays on the router, the newest that stays is what the others will read
-	// once the entries leaving are gone: it must be renewed when due, even if this process
-	// wrote a newer one on an entry now leaving or gone. With none staying, the others will
-	// read no mark, which is never silence: the renewal waits for the newest known.
+	// The others read the newest mark on the router. While one stays, the newest that stays
+	// is what they will read once the entries leaving are gone: it must be renewed when due,
+	// even if this process wrote a newer one on an entry now leaving or gone. With none
+	// staying, they read the newest leaving until it goes, however old. With none at all
+	// they read no mark, which is never silence: the renewal waits for the newest known.
 	newest := st.Life.newest
 	if newest == "" {
-		newest = max(st.Life.leaving, known)
+		newest = st.Life.leaving
+	}
+	if newest == "" {
+		newest = known
 	}
 	settings := settingsOf(&r.cfg)
 	stale := st.Life.newest != "" && st.Life.newest >= known && st.Life.settings != settings
@@ -283,6 +296,8 @@ func MinProbeWait(interval time.Duration) time.Duration {
 type lifeMemo struct {
 	newest, began string
 	knew          bool
+	// others are the other installations' newest marks this process read, by Life.others' key.
+	others map[string]lifeSeen
 }
 
 // saw takes a mark read or written.

@@ -13,14 +13,17 @@ import (
 // with it. When an older mark stays, that is what the others will read, whether the read shows
 // the newer one leaving or only this process remembers writing it: the sync renews the mark
 // on an entry that stays, when the one that stays is due, before the others read the
-// installation as silent. When none stays, the others will read no mark, which is never
-// silence, and the renewal waits for the newest known.
+// installation as silent. When none stays, the others read the newest leaving until it goes,
+// and with none at all they read no mark, which is never silence: the renewal waits for the
+// newest known.
 func TestAMarkOnAnEntryLeavingIsRenewedElsewhere(t *testing.T) {
 	r := newRegWith(t, func(c *Config) { c.ClusterName, c.ClusterID, c.SilentClusterAfter = "home", "11111111", 4*time.Hour })
 	alive := func(at time.Time) string { return PrefixAlive + at.UTC().Format(time.RFC3339) }
 	stays := owned("01A", "one.lan", "10.0.0.1", "cluster-id:11111111", "source:u1", alive(t0.Add(-3*time.Hour)), PrefixAliveEvery+"3600")
 	unmarked := owned("01A", "one.lan", "10.0.0.1", "cluster-id:11111111", "source:u1")
 	leaving := owned("01B", "two.lan", "10.0.0.2", "cluster-id:11111111", "source:u2", alive(t0.Add(-10*time.Minute)), PrefixAliveEvery+"3600",
+		PrefixPending+t0.Add(time.Minute).UTC().Format(time.RFC3339))
+	oldLeaving := owned("01B", "two.lan", "10.0.0.2", "cluster-id:11111111", "source:u2", alive(t0.Add(-3*time.Hour)), PrefixAliveEvery+"3600",
 		PrefixPending+t0.Add(time.Minute).UTC().Format(time.RFC3339))
 	eps := []*endpoint.Endpoint{claim("one.lan", "apps", "one", "u1", time.Hour, "10.0.0.1")}
 	renewed := func(d Decision) bool {
@@ -36,6 +39,9 @@ func TestAMarkOnAnEntryLeavingIsRenewedElsewhere(t *testing.T) {
 		{"the read shows the mark on the entry leaving", []endpoint.Record{stays, leaving}, true},
 		{"the entry that carried it is gone", []endpoint.Record{stays}, true},
 		{"the entry that carried the only mark is gone", []endpoint.Record{unmarked}, false},
+		// Until it goes, the others read the old mark leaving: it must not grow overdue.
+		{"none stays, and an old mark leaves", []endpoint.Record{unmarked, oldLeaving}, true},
+		{"none stays, and a fresh mark leaves", []endpoint.Record{unmarked, leaving}, false},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			mem := r.NewMemory()
@@ -70,5 +76,42 @@ func TestTheMarkRidesOnlyOnItsOwnEntries(t *testing.T) {
 		return c.New != nil && c.New.ID == mine.ID && slices.ContainsFunc(c.New.Tags, isAlive)
 	}) {
 		t.Fatalf("changes %v: want the mark on its own carrier, one.lan", out)
+	}
+}
+
+// TestAMarkOnceReadProvesLife: another installation's newest mark goes with its entry (a
+// person deletes it, or its twin) before that installation renews it elsewhere, leaving an
+// older mark on the router that is past the threshold. A reader that read the newer mark does
+// not report the installation silent meanwhile; a reader that never read it, as a new process,
+// does; and once the newer mark is itself overdue, every reader does.
+func TestAMarkOnceReadProvesLife(t *testing.T) {
+	r := newRegWith(t, func(c *Config) { c.ClusterName, c.ClusterID, c.SilentClusterAfter = "lab", "c0000003", 4*time.Hour })
+	alive := func(at time.Time) string { return PrefixAlive + at.UTC().Format(time.RFC3339) }
+	other := func(id, host string, mark time.Time) endpoint.Record {
+		return endpoint.Record{ID: id, Hostname: host, IP: "10.0.0.9", Version: "1",
+			Tags: []string{"k8s-operator", "cluster:home", "cluster-id:a0000001", "source:u-" + id, alive(mark), PrefixAliveEvery + "3600"}}
+	}
+	ancient := other("01A", "old.lan", t0.Add(-5*time.Hour))
+	fresh := other("01B", "new.lan", t0.Add(-10*time.Minute))
+	for _, tc := range []struct {
+		desc       string
+		readBefore bool
+		at         time.Time
+		silent     bool
+	}{
+		{"this process read the newer mark", true, t0, false},
+		{"a new process that never read it", false, t0, true},
+		{"the newer mark is overdue too", true, t0.Add(4 * time.Hour), true},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			mem := r.NewMemory()
+			if tc.readBefore {
+				r.Decide(t0.Add(-time.Minute), []endpoint.Record{ancient, fresh}, nil, Given{Memory: mem})
+			}
+			d := r.Decide(tc.at, []endpoint.Record{ancient}, nil, Given{Memory: mem})
+			if got := len(d.Silent) > 0; got != tc.silent {
+				t.Fatalf("silent %+v; want silent: %v", d.Silent, tc.silent)
+			}
+		})
 	}
 }

@@ -23,6 +23,15 @@ import (
 type witness struct {
 	seen  map[string]*seenEntry
 	alive map[string]bool
+	// since is when a whole read first saw each other identity, and period the longest
+	// renewal period plus two intervals its marks of life carried: an identity seen all that
+	// long and never writing renews no mark, so no installation of it runs (Quiet).
+	since  map[string]time.Time
+	period map[string]time.Duration
+	// now is the time of the last whole read.
+	now time.Time
+	// proven are the identities a read proved this cluster's former ones (Proven).
+	proven map[string]bool
 	// doubted are the entries of this identity this process does not vouch for.
 	doubted map[string]*seenEntry
 	// read: a whole read was taken since the last reset.
@@ -55,8 +64,10 @@ const strikeMemory = 30 * time.Minute
 func (w *witness) observe(records []endpoint.Record, parse tagParser, now time.Time) {
 	if w.seen == nil {
 		w.seen, w.alive, w.doubted = map[string]*seenEntry{}, map[string]bool{}, map[string]*seenEntry{}
+		w.since, w.period = map[string]time.Time{}, map[string]time.Duration{}
 	}
 	w.pass++
+	w.now = now
 	for i := range records {
 		rec := &records[i]
 		p := parse.Parse(rec)
@@ -64,7 +75,19 @@ func (w *witness) observe(records []endpoint.Record, parse tagParser, now time.T
 		if !p.Own() && ns == "" {
 			continue
 		}
+		if ns != "" {
+			if _, ok := w.since[ns]; !ok {
+				w.since[ns] = now
+			}
+			if d := markPeriod(&p.v); d > w.period[ns] {
+				w.period[ns] = d
+			}
+		}
 		e := w.seen[rec.ID]
+		if e == nil && ns != "" && w.read {
+			// A new entry of another identity: something writes it.
+			w.alive[ns] = true
+		}
 		if e == nil {
 			// A namesake's entry is never this process's to mark: vouching for it is moot.
 			e = &seenEntry{sig: othersBlind(rec), vouched: ns != ""}
@@ -172,6 +195,38 @@ func (w *witness) Strikes(id string) int {
 
 // Alive is writers: whether another installation was seen writing entries with identity.
 func (w *witness) Alive(identity string) bool { return w.alive[identity] }
+
+// Proven is writers: whether a read of this process proved identity one this cluster had
+// before (one of its entries named an object here, and nothing was seen writing it).
+func (w *witness) Proven(identity string) bool { return w.proven[identity] && !w.alive[identity] }
+
+// Quiet is writers: whether this process's whole reads have seen identity, and never seen it
+// write, for longer than the renewal period its marks of life carried plus two of its
+// intervals (fallback when none carried one): a running installation of it would have renewed
+// its mark meanwhile.
+func (w *witness) Quiet(identity string, fallback time.Duration) bool {
+	since, ok := w.since[identity]
+	if !ok || w.alive[identity] {
+		return false
+	}
+	period := w.period[identity]
+	if period == 0 {
+		period = fallback
+	}
+	return period > 0 && w.now.Sub(since) > period
+}
+
+// markPeriod is how long after its mark of life on v an installation running writes again:
+// the renewal period the mark carries plus two of its intervals; zero for an entry without one.
+func markPeriod(v *view) time.Duration {
+	every, _ := v.value(PrefixAliveEvery)
+	d := duration(every)
+	if d == 0 {
+		return 0
+	}
+	interval, _ := v.value(PrefixAliveInterval)
+	return d + 2*duration(interval)
+}
 
 func (w *witness) reset() { *w = witness{} }
 

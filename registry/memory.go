@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"maps"
 	"time"
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
@@ -103,6 +104,41 @@ func (m *Memory) mergeSource() mergeSource {
 func (m *Memory) kept(changes []plan.Change, read Read) {
 	if m != nil && !read.Partial {
 		m.witness.kept(changes)
+	}
+}
+
+// othersRead merges the marks of life of the other installations this process read before
+// into st's: a mark once read proves life until it is overdue, even if a person or a twin
+// deletes the entry that carried it before its installation renews it elsewhere. Installations
+// a whole read finds no entry of are forgotten.
+func (m *Memory) othersRead(st *State, read Read) {
+	if m == nil {
+		return
+	}
+	seen := make(map[string]lifeSeen, len(st.Life.others))
+	if read.Partial {
+		maps.Copy(seen, m.life.others)
+	}
+	for key, s := range st.Life.others {
+		if old, ok := m.life.others[key]; ok && old.newest > s.newest {
+			s.newest, s.settings = old.newest, old.settings
+		}
+		seen[key] = *s
+	}
+	m.life.others = seen
+}
+
+// proved is told the former identities one read proved this cluster's: the proof stands after
+// their entries that gave it are taken up.
+func (m *Memory) proved(former []Namesake) {
+	if m == nil || m.witness.seen == nil {
+		return
+	}
+	if m.witness.proven == nil {
+		m.witness.proven = map[string]bool{}
+	}
+	for _, f := range former {
+		m.witness.proven[f.ID] = true
 	}
 }
 

@@ -205,6 +205,7 @@ func (r *Registry) Decide(now time.Time, records []endpoint.Record, claims []*en
 	m := g.Memory
 	m.begin()
 	st := r.classify(records, claims, m.parser(r), m.writers())
+	m.proved(st.Former)
 	w := r.desired(now, claims, st, m.mergeSource())
 	var settled map[string]bool
 	if m != nil {
@@ -225,6 +226,7 @@ func (r *Registry) Decide(now time.Time, records []endpoint.Record, claims []*en
 	changes := (&plan.Plan{Current: r.current(st, toPlan, settled), Desired: toPlan, Policy: r.cfg.Policy}).Calculate()
 	m.kept(changes, g.Read)
 	known, began := m.knownMark(st, now)
+	m.othersRead(st, g.Read)
 	changes = r.withMark(now, st, known, began, changes)
 	m.planned(changes)
 	v, problems := r.apply(&changesIn{now: now, st: st, desired: w.Endpoints, claims: claims, read: g.Read, rates: g.Rates}, changes)

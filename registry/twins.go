@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 )
@@ -32,13 +33,17 @@ type writers interface {
 	Strikes(id string) int
 	Alive(identity string) bool
 	Waits(id string) bool
+	Quiet(identity string, fallback time.Duration) bool
+	Proven(identity string) bool
 }
 
 type noWitness struct{}
 
-func (noWitness) Strikes(string) int { return 0 }
-func (noWitness) Alive(string) bool  { return false }
-func (noWitness) Waits(string) bool  { return false }
+func (noWitness) Strikes(string) int               { return 0 }
+func (noWitness) Alive(string) bool                { return false }
+func (noWitness) Waits(string) bool                { return false }
+func (noWitness) Quiet(string, time.Duration) bool { return false }
+func (noWitness) Proven(string) bool               { return false }
 
 // contestedAt is the number of strikes that make an entry contested.
 const contestedAt = 2

@@ -238,6 +238,57 @@ func TestAChangedIdentityKeepsTheClustersNames(t *testing.T) {
 	})
 }
 
+// TestAChangedIdentityTakesUpANameWhoseObjectWent: the operator is stopped, an Ingress is
+// deleted while it is away, and it comes back with its Lease renamed, so another identity. The
+// entries of the old identity name an object that still lives here, which proves the identity
+// this cluster's former one: the live name is taken up in place at once. The entry whose
+// Ingress went may be an idle copy's until the old identity has been quiet longer than a
+// running copy takes to renew its mark of life (--silent-cluster-after=8s: every 2s, plus two
+// intervals); then it is taken up too, marked under the new identity, and goes after its
+// grace period, as any name whose object went.
+func TestAChangedIdentityTakesUpANameWhoseObjectWent(t *testing.T) {
+	h := newHarness(t, options{})
+	w := watchNames(t, h)
+	h.create(ingress(h.ns, "web", enabled("ip-address", "10.62.0.1"), "web.lan"))
+	gone := h.create(ingress(h.ns, "gone", enabled("ip-address", "10.62.0.2"), "gone.lan"))
+	flags := []string{"--interval=1s", "--grace-period=3s", "--min-event-sync-interval=200ms", "--silent-cluster-after=8s",
+		"--leader-elect", "--leader-election-namespace=" + h.ns}
+	p := startOperator(t, h, kubeconfig, append(flags, "--leader-election-id=op")...)
+	waitFor(t, 30*time.Second, func() bool {
+		m := entriesByHost(h.srv.Store())
+		return len(m) == 2 && (hasPrefixTag(m["web.lan"], registry.PrefixAlive) || hasPrefixTag(m["gone.lan"], registry.PrefixAlive))
+	})
+	before := entriesByHost(h.srv.Store())
+	stop(t, p)
+
+	// While the operator is away, gone.lan's Ingress is deleted; then the Lease is renamed.
+	h.delete(gone)
+	w.watch("web.lan")
+	p = startOperator(t, h, kubeconfig, append(flags, "--leader-election-id=op-renamed")...)
+	oldID := identityTag(before["web.lan"])
+	var marked *pb.HostEntry
+	waitFor(t, 60*time.Second, func() bool {
+		e := entriesByHost(h.srv.Store())["gone.lan"]
+		if e != nil && hasPrefixTag(e, registry.PrefixPending) {
+			marked = e
+		}
+		return marked != nil
+	})
+	newID := identityTag(marked)
+	if newID == "" || newID == oldID || marked.GetId() != before["gone.lan"].GetId() {
+		t.Fatalf("gone.lan marked as %v; want the same entry marked under the new identity (was %s)", marked, oldID)
+	}
+	waitFor(t, 30*time.Second, func() bool { return entriesByHost(h.srv.Store())["gone.lan"] == nil })
+	w.check(t)
+	web := entriesByHost(h.srv.Store())["web.lan"]
+	if web.GetId() != before["web.lan"].GetId() || identityTag(web) != newID || hasPrefixTag(web, registry.PrefixPending) {
+		t.Fatalf("web.lan %v; want it taken up in place under %s, was %v", web, newID, before["web.lan"])
+	}
+	if log := p.logText(); !strings.Contains(log, "reason=IdentityChanged") {
+		t.Errorf("no IdentityChanged warning:\n%s", log)
+	}
+}
+
 // identityTag is the identity an entry carries in its cluster-id: tag, "" for none.
 func identityTag(e *pb.HostEntry) string {
 	for _, tag := range e.GetTags() {

@@ -151,6 +151,7 @@ func playSync(w *World, a Action) (string, error) {
 	if in == nil || !in.up {
 		return "", nil
 	}
+	w.prove(in, w.entries())
 	rep, err := in.ctl.SyncOnce(w.ctx)
 	var refused *controller.RefusedError
 	if err != nil && !errors.As(err, &refused) {

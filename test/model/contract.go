@@ -41,8 +41,8 @@ var Contract = []Invariant{
 	{"O3", "wanted-names-stay", "No installation deletes an entry whose address an object of the cluster that wrote it still wants, nor re-points one of another identity's.", wantedNamesStay},
 	{"O4", "consent", "A hostname is served by the entries of two installations of different identities only while every one of those entries carries shared:true (an entry on its way out leaves after its grace period).", consent},
 	{"O5", "every-write-charged", "Every write an object causes, whatever its kind, counts against its budget: no installation writes more for one object in any minute than its budget allows. Lifting a mark another writer put on is not the object's doing, and keeps a name: it is never held.", everyWriteCharged},
-	{"O6", "deletions-go", "An entry written for an object (a source: tag) under its installation's name and identity (a former one's that another entry proves are taken up first), that no object of its cluster wants, and that no other party rewrote in the last 30 minutes, is gone within its grace period and six of its installation's syncs an interval apart, unless the brake holds its cluster or namespace.", deletionsGo},
-	{"O7", "no-live-cluster-silent", "No installation that renews its mark of life (it runs, and holds an entry to carry it) is reported silent.", noLiveClusterSilent},
+	{"O6", "deletions-go", "An entry written for an object (a source: tag) under its installation's name and identity, or under an identity it had before once one of its entries proved it and no one wrote under it for a renewal period of the marks of life, that no object of its cluster wants, and that no other party rewrote in the last 30 minutes, is gone within its grace period and six of its installation's syncs an interval apart, unless the brake holds its cluster or namespace.", deletionsGo},
+	{"O7", "no-live-cluster-silent", "No installation that renews its mark of life (it runs, and holds an entry it created, not on its way out, to carry it) is reported silent.", noLiveClusterSilent},
 	{"O8", "settles", "Once the other parties stop, the installations reach rest within twenty rounds of syncs, and at rest they write nothing.", func(_ *World, s *step) []string {
 		if s.settleFailed != "" {
 			return []string{s.settleFailed}
@@ -202,7 +202,7 @@ func deletionsGo(w *World, s *step) []string {
 			continue
 		}
 		in := w.installationOf(w.clusterOf(l.creator))
-		if in == nil || len(sources(e)) == 0 || !carriesCurrent(e, in) || now.Sub(l.otherWrote) < 30*time.Minute || in.cluster.wants(e.GetHostname(), e.GetIpAddress()) {
+		if in == nil || len(sources(e)) == 0 || !(carriesCurrent(e, in) || w.formerDue(e, in)) || now.Sub(l.otherWrote) < 30*time.Minute || in.cluster.wants(e.GetHostname(), e.GetIpAddress()) {
 			l.unwanted = time.Time{}
 			continue
 		}
@@ -249,10 +249,10 @@ func noLiveClusterSilent(w *World, s *step) []string {
 }
 
 // holdsEntry reports whether in's cluster wrote an entry of after that carries in's name and
-// identity now: one its mark of life can ride on.
+// identity now and is not on its way out: one its mark of life can ride on.
 func (w *World) holdsEntry(in *installation, after map[string]*pb.HostEntry) bool {
 	for id, e := range after {
-		if l := w.history.life[id]; l != nil && l.creator == in.cluster.key && carriesCurrent(e, in) {
+		if l := w.history.life[id]; l != nil && l.creator == in.cluster.key && carriesCurrent(e, in) && tagValue(e, registry.PrefixPending) == "" {
 			return true
 		}
 	}
@@ -319,6 +319,41 @@ func carriesIdentity(e *pb.HostEntry, in *installation) bool {
 	op := &pb.HostEntry{Tags: operatorTags(e)}
 	return slices.Contains(e.GetTags(), registry.TagOwner) && slices.Contains(in.names, tagValue(op, registry.PrefixCluster)) &&
 		slices.Contains(in.ids, tagValue(op, registry.PrefixClusterID))
+}
+
+// formerDue reports whether e carries in's name and an identity in had before, which one of
+// its entries proved in's since its process started, and which no one wrote since, for longer
+// than a renewal period of the marks of life (and two syncs to see it): no copy of it runs,
+// and all its entries are in's.
+func (w *World) formerDue(e *pb.HostEntry, in *installation) bool {
+	op := &pb.HostEntry{Tags: operatorTags(e)}
+	id := tagValue(op, registry.PrefixClusterID)
+	if !slices.Contains(e.GetTags(), registry.TagOwner) || tagValue(op, registry.PrefixCluster) != in.clusterName || id == in.id || !slices.Contains(in.ids, id) {
+		return false
+	}
+	for _, other := range w.insts {
+		if other.id == id {
+			return false
+		}
+	}
+	return in.proved[id] && !in.heard[id] && w.clock.Now().Sub(in.started) > silentAfter/4+2*Interval
+}
+
+// prove takes the entries in's sync found: one under a former identity of in that names an
+// object in's cluster wants proves that identity in's.
+func (w *World) prove(in *installation, before map[string]*pb.HostEntry) {
+	for _, e := range before {
+		op := &pb.HostEntry{Tags: operatorTags(e)}
+		id := tagValue(op, registry.PrefixClusterID)
+		if id == in.id || !slices.Contains(in.ids, id) || tagValue(op, registry.PrefixCluster) != in.clusterName {
+			continue
+		}
+		for _, uid := range sources(e) {
+			if in.cluster.claims(uid) {
+				in.proved[id] = true
+			}
+		}
+	}
 }
 
 // carriesCurrent reports whether e carries in's name and identity as they are now: an entry

@@ -130,6 +130,15 @@ func causes(wr write) []string {
 // tags pass from one cluster to another (a hand-over) is the receiver's from then on.
 func (w *World) record(party string, ws []write) {
 	for _, wr := range ws {
+		if wr.after != nil {
+			// A write under a former identity says that identity runs somewhere.
+			id := tagValue(&pb.HostEntry{Tags: operatorTags(wr.after)}, registry.PrefixClusterID)
+			for _, in := range w.insts {
+				if id != in.id && slices.Contains(in.ids, id) {
+					in.heard[id] = true
+				}
+			}
+		}
 		switch {
 		case wr.after == nil:
 			// Kept: the invariants judge the deletion after this.

@@ -80,6 +80,11 @@ type installation struct {
 	// syncs counts its syncs; lastSync is when it last ran one.
 	syncs    int
 	lastSync time.Time
+	// started is when its process started; heard the former identities someone wrote since,
+	// and proved those one of its entries proved its own since (an entry naming an object
+	// here, at one of its syncs).
+	started       time.Time
+	heard, proved map[string]bool
 }
 
 // World is the simulation's state: the router, the clock, the parties, and what the
@@ -194,6 +199,7 @@ func (w *World) startInstallation(in *installation) error {
 	if in.conn != nil {
 		_ = in.conn.Close()
 	}
+	in.started, in.heard, in.proved = w.clock.Now(), map[string]bool{}, map[string]bool{}
 	budgets := registry.DefaultBudgets()
 	budgets.ObjectWritesPerMinute = objectBudget
 	cfg := registry.Config{ClusterName: in.clusterName, ClusterID: in.id, GracePeriod: in.grace, Budgets: budgets,
@@ -264,6 +270,12 @@ func (c *cluster) wants(host, ip string) bool {
 		}
 	}
 	return false
+}
+
+// claims reports whether an object of c wants an address and names itself by uid: an
+// endpoint of its source carries it.
+func (c *cluster) claims(uid string) bool {
+	return slices.ContainsFunc(c.objects, func(o *object) bool { return o.uid == uid && len(o.ips) > 0 })
 }
 
 // owner is the installation whose tags an entry carries now: its cluster name and identity,
