@@ -113,7 +113,7 @@ func (r *Registry) merge(now time.Time, host string, claims []*endpoint.Endpoint
 	m.Tags = endpoint.SortedUnique(append(tags, r.cfg.DefaultTags...))
 	m.OwnerTags = endpoint.SortedUnique(append(append(kinds, r.ownerTags...), PrefixNamespace+winner))
 	m.Comment = comment(m.Sources)
-	m.TargetComments = targetComments(m.Targets, wishes)
+	m.TargetComments = targetComments(m.Targets, wishes, m.Comment)
 	return m, lost
 }
 
@@ -126,10 +126,12 @@ func comment(srcs []endpoint.SourceRef) string {
 	return c
 }
 
-// targetComments are the comments of each address's entry: the objects that want that address,
-// oldest first, in the order of wishes.
-func targetComments(targets []string, wishes []wish) map[string]string {
-	out := make(map[string]string, len(targets))
+// targetComments are the comments of each address's entry that differ from all's (the
+// endpoint's own, which CommentAt falls back to): the objects that want that address, oldest
+// first, in the order of wishes. Most hostnames have one address that every object wants, and
+// need no map.
+func targetComments(targets []string, wishes []wish, all string) map[string]string {
+	var out map[string]string
 	for _, ip := range targets {
 		var srcs []endpoint.SourceRef
 		for _, w := range wishes {
@@ -142,8 +144,14 @@ func targetComments(targets []string, wishes []wish) map[string]string {
 				}
 			}
 		}
-		if len(srcs) > 0 {
-			out[ip] = comment(srcs)
+		if len(srcs) == 0 {
+			continue
+		}
+		if c := comment(srcs); c != all {
+			if out == nil {
+				out = make(map[string]string, len(targets))
+			}
+			out[ip] = c
 		}
 	}
 	return out

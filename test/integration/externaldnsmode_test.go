@@ -2,6 +2,9 @@ package integration
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +13,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/router-hosts-operator/router-hosts-operator/controller"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/dnstest"
 	"github.com/router-hosts-operator/router-hosts-operator/source"
 )
@@ -120,5 +124,49 @@ func TestLoadBalancerHostnameResolved(t *testing.T) {
 		if n := len(h.entries(host)); n != 0 {
 			t.Errorf("%s: %d entries without --external-dns-annotations, want none", host, n)
 		}
+	}
+}
+
+// TestAnObjectNamingTooManyTargetsAsksDNSNothing: a hostile object names more target hostnames
+// than one object may have resolved (source.MaxNamesPerObject). None of its names reaches the
+// DNS server, nothing of it reaches the router, and it is told why (NoAddress); an object
+// beside it that names as many as the bound is resolved and written as ever.
+func TestAnObjectNamingTooManyTargetsAsksDNSNothing(t *testing.T) {
+	dns := dnstest.Start(t)
+	names := func(prefix string, n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprintf("%s-%02d.edns.example", prefix, i)
+			dns.Set(out[i], dnstest.Answer{IPs: []string{fmt.Sprintf("10.83.%d.%d", len(prefix), i+1)}, TTL: 60})
+		}
+		return out
+	}
+	many, bound := names("many", source.MaxNamesPerObject+1), names("ok", source.MaxNamesPerObject)
+	w := &warnings{by: map[string][]string{}}
+	rec := w.recorder()
+	h := newHarness(t, options{sources: []string{"ingress"}, externalDNS: true, dnsServer: dns.Addr, warner: rec, reporters: []controller.Reporter{rec}})
+	const hostname, target = source.AnnotationExternalDNSHostname, source.AnnotationExternalDNSTarget
+	h.create(ingress(h.ns, "many", map[string]string{hostname: "many.edns.lan", target: strings.Join(many, ",")}, "many-rule.edns.lan"))
+	h.create(ingress(h.ns, "bound", map[string]string{hostname: "bound.edns.lan", target: strings.Join(bound, ",")}, "bound-rule.edns.lan"))
+
+	var want []string
+	for i := range bound {
+		want = append(want, fmt.Sprintf("10.83.2.%d", i+1))
+	}
+	h.waitHost("bound.edns.lan", want...)
+	waitFor(t, 10*time.Second, func() bool { return slices.Contains(w.reasons("many"), source.ReasonNoAddress) })
+	h.sync()
+	for _, host := range []string{"many.edns.lan", "many-rule.edns.lan"} {
+		if n := len(h.entries(host)); n != 0 {
+			t.Errorf("%s: %d entries, want none", host, n)
+		}
+	}
+	for _, n := range many {
+		if q := dns.Queries(n); q != 0 {
+			t.Errorf("%s was asked %d times; an object over the bound has none of its names looked up", n, q)
+		}
+	}
+	if n := len(h.entries("bound-rule.edns.lan")); n != len(bound) {
+		t.Errorf("bound-rule.edns.lan: %d entries, want %d", n, len(bound))
 	}
 }
