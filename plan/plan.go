@@ -4,36 +4,12 @@
 package plan
 
 import (
-	"fmt"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
-
-// Policy limits which kinds of change a plan may contain, as external-dns's --policy does.
-type Policy string
-
-// The policies. PolicySync makes the server match the cluster; UpsertOnly never deletes;
-// CreateOnly only adds entries and never touches an existing one.
-const (
-	PolicySync Policy = "sync"
-	UpsertOnly Policy = "upsert-only"
-	CreateOnly Policy = "create-only"
-)
-
-// ParsePolicy checks a --policy value.
-func ParsePolicy(s string) (Policy, error) {
-	switch p := Policy(s); p {
-	case PolicySync, UpsertOnly, CreateOnly:
-		return p, nil
-	}
-	return "", fmt.Errorf("unknown policy %q (want sync, upsert-only or create-only)", s)
-}
-
-func (p Policy) allowsUpdates() bool { return p != CreateOnly }
-func (p Policy) allowsDeletes() bool { return p == PolicySync }
 
 // Class says how an entry the plan may use came to be, which decides what may happen to it.
 type Class uint8
@@ -78,20 +54,15 @@ type Plan struct {
 	Current []Current
 	// Desired holds at most one endpoint per hostname (the registry merges claims).
 	Desired []*endpoint.Endpoint
-	// Policy limits the output; the zero value means PolicySync.
-	Policy Policy
 }
 
 // Calculate returns the changes, sorted by hostname, then action, then IP, so that dry-run
 // output and tests are stable. Entries are matched per hostname, without regard to case: an
 // entry whose IP is a target is kept for it, a changed IP is updated in place on a surplus
 // entry (keeping its ID), and only what is left over becomes a create or a delete. Adoption
-// candidates become Adopt changes; the registry decides whether policy allows them.
+// candidates become Adopt changes. It knows no policy: the registry applies --policy to what
+// it returns, as external-dns does after its Calculate.
 func (p *Plan) Calculate() []Change {
-	policy := p.Policy
-	if policy == "" {
-		policy = PolicySync
-	}
 	byHost := make(map[string][]*Current, len(p.Current))
 	// One backing array for the common single-entry hostnames instead of one slice each.
 	singles := make([]*Current, len(p.Current))
@@ -109,21 +80,19 @@ func (p *Plan) Calculate() []Change {
 	seen := make(map[string]bool, len(p.Desired))
 	for _, ep := range p.Desired {
 		seen[ep.Hostname] = true
-		out = append(out, planHostname(ep, byHost[ep.Hostname], policy)...)
+		out = append(out, planHostname(ep, byHost[ep.Hostname])...)
 	}
-	if policy.allowsDeletes() {
-		for host, recs := range byHost {
-			if seen[host] {
-				continue
-			}
-			for _, c := range recs {
-				switch c.Class {
-				case Unowned:
-				case CoOwned:
-					out = append(out, withdraw(c, policy)...)
-				default:
-					out = append(out, Change{Action: Delete, Old: recordPtr(c.Record)})
-				}
+	for host, recs := range byHost {
+		if seen[host] {
+			continue
+		}
+		for _, c := range recs {
+			switch c.Class {
+			case Unowned:
+			case CoOwned:
+				out = append(out, withdraw(c)...)
+			default:
+				out = append(out, Change{Action: Delete, Old: recordPtr(c.Record)})
 			}
 		}
 	}
@@ -138,13 +107,13 @@ func (p *Plan) Calculate() []Change {
 //  2. targets left over take surplus entries, re-pointed: adopted first, then adoptable ones
 //     (a hand-made line with a stale address must not stay beside ours), then created ones;
 //  3. an adopted entry still left over takes the target of a created entry, so adopted
-//     entries are the last to go while the hostname is wanted (only where deletes are
-//     allowed: the created entry must go, or two would serve one address);
+//     entries are the last to go while the hostname is wanted (the created entry goes at
+//     once, a duplicate: two must not serve one address);
 //  4. what is still missing is created; surplus created and adopted entries are deleted
 //     (the registry turns that into a grace period), surplus adoptable entries left alone.
 //     A surplus created entry whose address another entry serves is a duplicate, deleted
 //     at once.
-func planHostname(ep *endpoint.Endpoint, recs []*Current, policy Policy) []Change {
+func planHostname(ep *endpoint.Endpoint, recs []*Current) []Change {
 	// The common case, one address served by one entry already right, costs no allocation.
 	if len(recs) == 1 && len(ep.Targets) == 1 && (recs[0].Class == Created || recs[0].Class == Adopted) && recs[0].IP == ep.Targets[0] && upToDate(ep, recs[0]) {
 		return nil
@@ -166,7 +135,7 @@ func planHostname(ep *endpoint.Endpoint, recs []*Current, policy Policy) []Chang
 		}
 	}
 	for _, class := range []Class{Adopted, Unowned, Created} {
-		if class != Unowned && (!policy.allowsUpdates() || ep.Shared) {
+		if class != Unowned && ep.Shared {
 			// A shared hostname's entries are never re-pointed: another cluster may put the
 			// address on the name in the same moment, and only AddHost refuses a second line.
 			continue
@@ -181,7 +150,7 @@ func planHostname(ep *endpoint.Endpoint, recs []*Current, policy Policy) []Chang
 			}
 		}
 	}
-	if policy.allowsUpdates() && policy.allowsDeletes() && !ep.Shared {
+	if !ep.Shared {
 		for _, c := range recs {
 			if c.Class != Adopted || used[c] {
 				continue
@@ -204,12 +173,12 @@ func planHostname(ep *endpoint.Endpoint, recs []*Current, policy Policy) []Chang
 		want := desiredRecord(ep, c, ip)
 		switch {
 		case c.Class == CoOwned:
-			if policy.allowsUpdates() && !slices.Equal(c.Tags, want.Tags) {
+			if !slices.Equal(c.Tags, want.Tags) {
 				out = append(out, Change{Action: Update, Old: recordPtr(c.Record), New: want})
 			}
 		case c.Class == Unowned:
 			out = append(out, Change{Action: Adopt, Old: recordPtr(c.Record), New: want})
-		case policy.allowsUpdates() && endpoint.Diff(&c.Record, want) != 0:
+		case endpoint.Diff(&c.Record, want) != 0:
 			out = append(out, Change{Action: Update, Old: recordPtr(c.Record), New: want})
 		}
 	}
@@ -218,14 +187,12 @@ func planHostname(ep *endpoint.Endpoint, recs []*Current, policy Policy) []Chang
 	}
 	for _, c := range recs {
 		if !used[c] && c.Class == CoOwned {
-			out = append(out, withdraw(c, policy)...)
+			out = append(out, withdraw(c)...)
 		}
 	}
-	if policy.allowsDeletes() {
-		for _, c := range recs {
-			if !used[c] && c.Class != Unowned && c.Class != CoOwned {
-				out = append(out, Change{Action: Delete, Old: recordPtr(c.Record), Duplicate: c.Class == Created && assigned[c.IP] != nil})
-			}
+	for _, c := range recs {
+		if !used[c] && c.Class != Unowned && c.Class != CoOwned {
+			out = append(out, Change{Action: Delete, Old: recordPtr(c.Record), Duplicate: c.Class == Created && assigned[c.IP] != nil})
 		}
 	}
 	return out
@@ -246,8 +213,8 @@ func upToDate(ep *endpoint.Endpoint, c *Current) bool {
 
 // withdraw is what becomes of a co-owned line this cluster no longer wants: its co-owner tag
 // comes off (the line stays, its writer's), nothing when the line does not carry it.
-func withdraw(c *Current, policy Policy) []Change {
-	if !policy.allowsUpdates() || slices.Equal(c.Tags, c.Keep) {
+func withdraw(c *Current) []Change {
+	if slices.Equal(c.Tags, c.Keep) {
 		return nil
 	}
 	n := c.Record

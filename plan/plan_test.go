@@ -60,7 +60,6 @@ func TestCalculate(t *testing.T) {
 		name    string
 		current []Current
 		desired []*endpoint.Endpoint
-		policy  Policy
 		want    []string
 	}{
 		{name: "create", desired: []*endpoint.Endpoint{ep("a.lan", "10.0.0.1")},
@@ -95,8 +94,6 @@ func TestCalculate(t *testing.T) {
 		{name: "an adopted entry does not take a candidate's address, which would leave two lines for it",
 			current: []Current{as(cur("a", "a.lan", "10.0.0.1"), Adopted), as(cur("u", "a.lan", "10.0.0.3"), Unowned)}, desired: []*endpoint.Endpoint{ep("a.lan", "10.0.0.3")},
 			want: []string{"delete a.lan 10.0.0.1 a", "adopt a.lan 10.0.0.3→10.0.0.3 u tags"}},
-		{name: "upsert-only: an adopted entry does not take a created one's address it could not delete", policy: UpsertOnly,
-			current: []Current{as(cur("a", "a.lan", "10.0.0.1"), Adopted), cur("c", "a.lan", "10.0.0.3")}, desired: []*endpoint.Endpoint{ep("a.lan", "10.0.0.3")}},
 		{name: "shrinking to the adopted ip deletes the created entry",
 			current: []Current{as(cur("a", "a.lan", "10.0.0.2"), Adopted), cur("c", "a.lan", "10.0.0.1")}, desired: []*endpoint.Endpoint{ep("a.lan", "10.0.0.2")},
 			want: []string{"delete a.lan 10.0.0.1 c"}},
@@ -108,9 +105,6 @@ func TestCalculate(t *testing.T) {
 		{name: "hostname gone deletes adopted entries too, never candidates",
 			current: []Current{as(cur("a", "a.lan", "10.0.0.1"), Adopted), as(cur("u", "a.lan", "10.0.0.2"), Unowned)},
 			want:    []string{"delete a.lan 10.0.0.1 a"}},
-		{name: "create-only leaves adoption to the registry and re-points nothing", policy: CreateOnly,
-			current: []Current{cur("c", "a.lan", "10.0.0.7"), as(cur("u", "b.lan", "10.0.0.9"), Unowned)}, desired: []*endpoint.Endpoint{ep("a.lan", "10.0.0.1"), ep("b.lan", "10.0.0.1")},
-			want: []string{"create a.lan 10.0.0.1", "adopt b.lan 10.0.0.9→10.0.0.1 u ip,tags"}},
 		{name: "aliases compare as sets", current: []Current{func() Current {
 			c := cur("1", "a.lan", "10.0.0.1")
 			c.Aliases = []string{"y.lan", "x.lan"}
@@ -122,16 +116,12 @@ func TestCalculate(t *testing.T) {
 		{name: "adopted entry keeps its tags and comment", current: []Current{adopted}, desired: []*endpoint.Endpoint{withTags}},
 		{name: "pending mark not wanted is removed", current: []Current{cur("1", "a.lan", "10.0.0.1", "k8s-operator", "pending-deletion:2026-01-01T00:00:00Z")}, desired: []*endpoint.Endpoint{ep("a.lan", "10.0.0.1")},
 			want: []string{"update a.lan 10.0.0.1→10.0.0.1 1 tags"}},
-		{name: "upsert-only never deletes", policy: UpsertOnly, current: []Current{cur("1", "a.lan", "10.0.0.1"), cur("2", "b.lan", "10.0.0.1")}, desired: []*endpoint.Endpoint{ep("a.lan", "10.0.0.2")},
-			want: []string{"update a.lan 10.0.0.1→10.0.0.2 1 ip"}},
-		{name: "create-only neither updates nor deletes", policy: CreateOnly, current: []Current{cur("1", "a.lan", "10.0.0.1"), cur("2", "b.lan", "10.0.0.1")}, desired: []*endpoint.Endpoint{ep("a.lan", "10.0.0.2"), ep("c.lan", "10.0.0.3")},
-			want: []string{"create a.lan 10.0.0.2", "create c.lan 10.0.0.3"}},
 		{name: "sorted by hostname then action", current: []Current{cur("9", "b.lan", "10.0.0.1"), cur("8", "z.lan", "10.0.0.1")}, desired: []*endpoint.Endpoint{ep("c.lan", "10.0.0.2"), ep("a.lan", "10.0.0.3"), ep("b.lan", "10.0.0.2", "10.0.0.4")},
 			want: []string{"create a.lan 10.0.0.3", "update b.lan 10.0.0.1→10.0.0.2 9 ip", "create b.lan 10.0.0.4", "create c.lan 10.0.0.2", "delete z.lan 10.0.0.1 8"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p := &Plan{Current: tc.current, Desired: tc.desired, Policy: tc.policy}
+			p := &Plan{Current: tc.current, Desired: tc.desired}
 			got := summary(p.Calculate())
 			if !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("changes:\n got %q\nwant %q", got, tc.want)

@@ -121,15 +121,6 @@ type Sync struct {
 	// release, a hostname whose duplicate waits, creates of several hostnames): Learn forgets
 	// the known state, and the caller runs a sync at once.
 	NeedFresh bool
-	// Deferred is the number of changes left to the syncs that follow, beyond the budget of
-	// writes per sync; the caller runs the next at once. deferredCreates: some of them create,
-	// so the next sync reads the whole server anyway, and need not plan from the known state
-	// first.
-	Deferred        int
-	deferredCreates bool
-	// Paced is the number of changes the write-rate budgets held back; the sync at NextExpiry
-	// writes their hostnames' state then.
-	Paced int
 
 	records  []endpoint.Record // a whole read, which Learn keeps as the known state
 	searched string            // the hostname searched (ReadHost), lowercase
@@ -183,17 +174,10 @@ func (p *Planner) Plan(ctx context.Context, eps []*endpoint.Endpoint, mode Mode)
 		}
 	}
 	for i := range s.Held {
-		switch h := &s.Held[i]; h.Reason {
-		case registry.ReasonOverBudget:
-			s.Paced++
-		case registry.ReasonWholeReadNeeded:
+		if h := &s.Held[i]; h.Reason == registry.ReasonWholeReadNeeded {
 			s.NeedFresh = s.NeedFresh || !p.skipped(s, h.Change)
 		}
 	}
-	var deferred []plan.Change
-	s.Changes, deferred = p.reg.Ration(s.Changes)
-	s.Deferred = len(deferred)
-	s.deferredCreates = slices.ContainsFunc(deferred, func(c plan.Change) bool { return c.Action == plan.Create })
 	p.mem.End()
 	return s, nil
 }
@@ -267,7 +251,7 @@ func (p *Planner) Learn(s *Sync, results []plan.Result) (again bool) {
 	p.mem.Wrote(s.Changes, results)
 	failures := plan.Failures(results)
 	switch {
-	case len(failures) > 0 || s.NeedFresh || s.deferredCreates:
+	case len(failures) > 0 || s.NeedFresh || s.DeferredCreates:
 		p.known.forget()
 	case s.Read == ReadServer:
 		p.known.read(s.records)

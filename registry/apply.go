@@ -31,6 +31,12 @@ type Verdict struct {
 	// objects and namespaces it would write: the caller charges them with what went through
 	// (Charge) and hands them to the next sync beside those it did not touch.
 	Rates Rates
+	// Paced is the number of changes the write-rate budgets held back: the sync at NextExpiry
+	// writes their hostnames' state then. Deferred is the number beyond the budget of writes
+	// per sync, left to the syncs that follow at once; DeferredCreates: some of them create,
+	// so the next sync reads the whole server anyway.
+	Paced, Deferred int
+	DeferredCreates bool
 }
 
 // apply turns the plan's changes into what is safe to write at in.now, by the change stages
@@ -50,6 +56,9 @@ func (r *Registry) apply(in *changesIn, changes []plan.Change) (Verdict, []Probl
 			res.NextExpiry = v.next
 		}
 		res.TakeUpLeft += v.takeUpLeft
+		res.Paced += v.paced
+		res.Deferred += v.deferred
+		res.DeferredCreates = res.DeferredCreates || v.deferredCreates
 		if v.twin != nil {
 			res.Twin = v.twin
 		}
@@ -86,24 +95,6 @@ func (r *Registry) takeUp(in *changesIn, changes []plan.Change) changed {
 				continue
 			}
 			n++
-		}
-		v.changes = append(v.changes, c)
-	}
-	return v
-}
-
-// policy holds the part of --policy the plan leaves to the registry: create-only adopts
-// nothing, since adoption edits an entry. (The plan makes no update under create-only and no
-// delete under upsert-only or create-only: Policy.)
-func (r *Registry) policy(_ *changesIn, changes []plan.Change) changed {
-	if r.cfg.Policy != plan.CreateOnly || !slices.ContainsFunc(changes, func(c plan.Change) bool { return c.Action == plan.Adopt }) {
-		return changed{changes: changes}
-	}
-	v := changed{changes: make([]plan.Change, 0, len(changes))}
-	for _, c := range changes {
-		if c.Action == plan.Adopt {
-			v.held = append(v.held, Held{Change: c, Reason: ReasonPolicy, Policy: r.cfg.Policy})
-			continue
 		}
 		v.changes = append(v.changes, c)
 	}

@@ -165,17 +165,33 @@ func withAddresses(m *endpoint.Endpoint, recs []*endpoint.Record, n int) *endpoi
 	return &c
 }
 
-// Ration splits a sync's changes into those it sends and those it leaves to the syncs that
-// follow (at once), within the budget of writes per sync. It takes a hostname's changes
-// together, since they are planned against each other (a duplicate deleted while another entry
-// takes its address), and takes hostnames in turns: each namespace in turn gets one, and within
-// a namespace each object in turn, so that one object, namespace or source with thousands of
-// changes cannot keep the rest of the cluster waiting. What it sends is in that order, which
-// the provider keeps within each kind of write; within the budget, the plan's order stands.
-func (r *Registry) Ration(changes []plan.Change) (send, deferred []plan.Change) {
+// writesPerSync holds what goes beyond the budget of writes per sync, for the syncs that
+// follow at once (Verdict.Deferred). It takes a hostname's changes together, since they are
+// planned against each other (a duplicate deleted while another entry takes its address), and
+// takes hostnames in turns: each namespace in turn gets one, and within a namespace each object
+// in turn, so that one object, namespace or source with thousands of changes cannot keep the
+// rest of the cluster waiting. What it sends is in that order, which the provider keeps within
+// each kind of write; within the budget, the plan's order stands.
+func (r *Registry) writesPerSync(_ *changesIn, changes []plan.Change) changed {
+	send, deferred := r.ration(changes)
+	v := changed{changes: send, deferred: len(deferred)}
+	for _, c := range deferred {
+		v.deferredCreates = v.deferredCreates || c.Action == plan.Create
+		v.held = append(v.held, Held{Change: c, Reason: ReasonOverBudget})
+	}
+	return v
+}
+
+// ration splits changes into those a sync sends and those it defers (writesPerSync).
+func (r *Registry) ration(changes []plan.Change) (send, deferred []plan.Change) {
 	limit := r.cfg.Budgets.WritesPerSync
 	if limit == 0 || len(changes) <= limit {
 		return changes, nil
+	}
+	// A hostname's changes must be next to each other.
+	if !slices.IsSortedFunc(changes, func(a, b plan.Change) int { return strings.Compare(a.Hostname(), b.Hostname()) }) {
+		changes = slices.Clone(changes)
+		plan.Sort(changes)
 	}
 	turns := turnsOf(changes)
 	send = make([]plan.Change, 0, limit)

@@ -154,7 +154,8 @@ func (l *Life) other(v *view) {
 // once it has known one. The changes it rides on are copies.
 func (r *Registry) withMark(now time.Time, st *State, known, began string, changes []plan.Change) []plan.Change {
 	quarter := r.cfg.SilentClusterAfter / lifeQuarter
-	if quarter <= 0 {
+	if quarter <= 0 || r.cfg.Policy.Forbids(plan.Update) {
+		// Under create-only no mark could be renewed: none is written.
 		return changes
 	}
 	// The others read the newest mark on the router. While one stays, the newest that stays

@@ -243,7 +243,7 @@ func (r *Registry) rate(in *changesIn, changes []plan.Change) changed {
 	// An object is gone when no source asks for it any more: one whose claim a stage refused
 	// still exists, and its removals wait like its other writes.
 	p := r.pace(in.now, changes, in.claims, in.rates)
-	v := changed{changes: p.Send, rates: p.Rates, problems: p.Problems, next: p.Next}
+	v := changed{changes: p.Send, rates: p.Rates, problems: p.Problems, next: p.Next, paced: len(p.Held)}
 	for i, c := range p.Held {
 		v.held = append(v.held, Held{Change: c, Reason: ReasonOverBudget, Due: p.due[i]})
 	}

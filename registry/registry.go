@@ -223,7 +223,7 @@ func (r *Registry) Decide(now time.Time, records []endpoint.Record, claims []*en
 			}
 		}
 	}
-	changes := (&plan.Plan{Current: r.current(st, toPlan, settled), Desired: toPlan, Policy: r.cfg.Policy}).Calculate()
+	changes := (&plan.Plan{Current: r.current(st, toPlan, settled), Desired: toPlan}).Calculate()
 	m.kept(changes, g.Read)
 	known, began := m.knownMark(st, now)
 	m.othersRead(st, g.Read)

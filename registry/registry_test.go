@@ -113,7 +113,7 @@ func TestApply(t *testing.T) {
 		{name: "create-only never unmarks", policy: plan.CreateOnly, records: []endpoint.Record{owned("1", "web.lan", "10.0.0.1", marked(t0.Add(-time.Minute), "homelab", "kind:Ingress", "namespace:d", "source:u")...)},
 			eps: []*endpoint.Endpoint{claim("web.lan", "d", "n", "u", 0, "10.0.0.1")}, pending: 1},
 		{name: "create-only never changes an entry", policy: plan.CreateOnly, records: []endpoint.Record{owned("1", "web.lan", "10.0.0.1")},
-			eps: []*endpoint.Endpoint{claim("web.lan", "d", "n", "u", 0, "10.0.0.2")}, want: []string{"create web.lan"}},
+			eps: []*endpoint.Endpoint{claim("web.lan", "d", "n", "u", 0, "10.0.0.2")}},
 		{name: "upsert-only never releases", policy: plan.UpsertOnly, records: []endpoint.Record{owned("1", "nas.lan", "10.0.0.1", marked(t0.Add(-time.Hour), "pre-existing:true")...)}, pending: 1},
 		{name: "upsert-only never marks", policy: plan.UpsertOnly, records: []endpoint.Record{owned("1", "old.lan", "10.0.0.1")}},
 		{name: "unowned entries are never deleted", records: []endpoint.Record{unowned}},

@@ -533,41 +533,6 @@ func TestANamespaceBudgetCountsEntries(t *testing.T) {
 	})
 }
 
-// TestRation: within the budget of writes per sync, every namespace and object takes turns a
-// hostname at a time, a hostname's changes go together, and what is left is counted.
-func TestRation(t *testing.T) {
-	r := newRegWith(t, func(c *Config) { c.Budgets.WritesPerSync = 5 })
-	mk := func(host, ns, uid string) plan.Change {
-		return plan.Change{Action: plan.Create, New: &endpoint.Record{Hostname: host, IP: "10.0.0.1",
-			Tags: []string{TagOwner, PrefixCluster + "home", PrefixNamespace + ns, PrefixSource + uid}}}
-	}
-	var changes []plan.Change
-	for i := range 20 {
-		changes = append(changes, mk(fmt.Sprintf("flood%02d.lan", i), "flood", "u-flood"))
-	}
-	changes = append(changes, mk("a.lan", "quiet", "u-a"), mk("b.lan", "quiet", "u-b"))
-	twin := mk("a.lan", "quiet", "u-a")
-	twin.New.IP = "10.0.0.2"
-	changes = append(changes, twin)
-	plan.Sort(changes)
-	send, deferred := r.Ration(changes)
-	var got []string
-	for _, c := range send {
-		got = append(got, c.New.Hostname+" "+c.New.IP)
-	}
-	// Turns: flood, quiet (a.lan, both changes), flood, quiet (b.lan) = 5, in that order.
-	want := []string{"flood00.lan 10.0.0.1", "a.lan 10.0.0.1", "a.lan 10.0.0.2", "flood01.lan 10.0.0.1", "b.lan 10.0.0.1"}
-	if !reflect.DeepEqual(got, want) || len(deferred) != 18 {
-		t.Fatalf("sent %q, deferred %d; want %q and 18", got, len(deferred), want)
-	}
-	if deferred[0].New.Hostname != "flood02.lan" {
-		t.Fatalf("the first deferred is %s, want the flood's next turn", deferred[0].New.Hostname)
-	}
-	if send, deferred := r.Ration(changes[:5]); len(send) != 5 || deferred != nil || !strings.HasPrefix(send[0].New.Hostname, "a.lan") {
-		t.Fatalf("within the budget: %d sent, %d deferred, the plan's order changed", len(send), len(deferred))
-	}
-}
-
 // TestBadPolicyConfig: the tenancy's and budgets' mistakes are refused at configuration.
 func TestBadPolicyConfig(t *testing.T) {
 	for name, cfg := range map[string]Config{

@@ -213,11 +213,12 @@ type changeStage struct {
 // changeStages are the rules over the plan's changes, in the order they apply. A stage's name
 // is the Stage of what it holds back.
 var changeStages = [...]changeStage{
+	// --policy, as external-dns applies it after its plan: upsert-only deletes nothing,
+	// create-only changes no entry.
+	{"policy", (*Registry).policy},
 	// An update that only gives an earlier version's entry this installation's tags goes at
 	// most takeUpPerSync a sync.
 	{"take-up", (*Registry).takeUp},
-	// --policy: create-only, upsert-only; an update that lifts a mark is an unmark.
-	{"policy", (*Registry).policy},
 	// A write on another cluster's line puts this cluster's co-owner tag on or takes it off;
 	// a delete of a line another cluster co-owns is its hand-over (share.go).
 	{"share", (*Registry).share},
@@ -236,6 +237,9 @@ var changeStages = [...]changeStage{
 	// An object or namespace that writes faster than its write-rate budget waits, and the sync
 	// that finds enough allowance writes its latest state.
 	{"rate", (*Registry).rate},
+	// Beyond the budget of writes per sync, hostnames wait for the syncs that follow at once,
+	// each namespace and object in turn.
+	{"writes-per-sync", (*Registry).writesPerSync},
 }
 
 // changesIn is what every change stage of one apply call reads: the sync's facts, the
@@ -261,10 +265,14 @@ type changed struct {
 	// the rate stage held back.
 	next       time.Time
 	takeUpLeft int
-	twin       *Twin
-	braked     *Braked
-	rates      Rates
-	problems   []Problem
+	// paced counts the rate stage's holds; deferred those beyond the writes per sync, and
+	// deferredCreates whether one of those creates.
+	paced, deferred int
+	deferredCreates bool
+	twin            *Twin
+	braked          *Braked
+	rates           Rates
+	problems        []Problem
 }
 
 // The reasons of the registry's decisions, each the word of the Event (or, where none is
