@@ -56,4 +56,3 @@ func TestTheWritesPerSyncStage(t *testing.T) {
 		t.Fatalf("within the budget: %d sent, %d deferred, the plan's order changed", len(v.changes), v.deferred)
 	}
 }
-
