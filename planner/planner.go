@@ -173,10 +173,8 @@ func (p *Planner) Plan(ctx context.Context, eps []*endpoint.Endpoint, mode Mode)
 			p.plan(s, eps)
 		}
 	}
-	for i := range s.Held {
-		if h := &s.Held[i]; h.Reason == registry.ReasonWholeReadNeeded {
-			s.NeedFresh = s.NeedFresh || !p.skipped(s, h.Change)
-		}
+	for _, c := range s.WholeRead {
+		s.NeedFresh = s.NeedFresh || !p.skipped(s, c)
 	}
 	p.mem.End()
 	return s, nil
@@ -225,12 +223,11 @@ func creates(changes []plan.Change) []string {
 // from the known state, but for those an event sync skips as refused before.
 func (p *Planner) unread(s *Sync) []string {
 	var out []string
-	for i := range s.Held {
-		h := &s.Held[i]
-		if h.Reason != registry.ReasonWholeReadNeeded || h.Change.Action != plan.Create || p.skipped(s, h.Change) {
+	for _, c := range s.WholeRead {
+		if c.Action != plan.Create || p.skipped(s, c) {
 			continue
 		}
-		if host := strings.ToLower(h.Change.Hostname()); !slices.Contains(out, host) {
+		if host := strings.ToLower(c.Hostname()); !slices.Contains(out, host) {
 			out = append(out, host)
 		}
 	}

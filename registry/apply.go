@@ -37,6 +37,9 @@ type Verdict struct {
 	// so the next sync reads the whole server anyway.
 	Paced, Deferred int
 	DeferredCreates bool
+	// WholeRead are the changes held because only a sync that reads the whole server may send
+	// them (the sync was planned from the known state): the caller reads and decides again.
+	WholeRead []plan.Change
 }
 
 // apply turns the plan's changes into what is safe to write at in.now, by the change stages
@@ -59,6 +62,7 @@ func (r *Registry) apply(in *changesIn, changes []plan.Change) (Verdict, []Probl
 		res.Paced += v.paced
 		res.Deferred += v.deferred
 		res.DeferredCreates = res.DeferredCreates || v.deferredCreates
+		res.WholeRead = append(res.WholeRead, v.wholeRead...)
 		if v.twin != nil {
 			res.Twin = v.twin
 		}

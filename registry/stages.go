@@ -269,10 +269,12 @@ type changed struct {
 	// deferredCreates whether one of those creates.
 	paced, deferred int
 	deferredCreates bool
-	twin            *Twin
-	braked          *Braked
-	rates           Rates
-	problems        []Problem
+	// wholeRead are the changes only a whole read may send.
+	wholeRead []plan.Change
+	twin      *Twin
+	braked    *Braked
+	rates     Rates
+	problems  []Problem
 }
 
 // The reasons of the registry's decisions, each the word of the Event (or, where none is

@@ -39,6 +39,7 @@ func (r *Registry) wholeRead(in *changesIn, changes []plan.Change) changed {
 		h := strings.ToLower(c.Hostname())
 		if c.Action == plan.Delete || c.Action == plan.Release || c.Action == ActionHandOver || waiting[h] || (c.Action == plan.Create && h != searched) {
 			v.held = append(v.held, Held{Change: c, Reason: ReasonWholeReadNeeded})
+			v.wholeRead = append(v.wholeRead, c)
 			continue
 		}
 		v.changes = append(v.changes, c)
