@@ -47,6 +47,8 @@ type seenEntry struct {
 	sig     uint64
 	strikes int
 	struck  time.Time
+	// foreign is when another writer was last seen creating or rewriting the entry.
+	foreign time.Time
 	// pass is the whole read that last saw the entry; markPass the one that first saw its
 	// mark (or the pass of the write that put it on).
 	pass, markPass uint64
@@ -54,6 +56,9 @@ type seenEntry struct {
 
 // markReads is the number of whole reads after its mark that a mark on an entry this process
 // does not vouch for waits: a twin that wants the entry, syncing as often, lifts it meanwhile.
+// One that another writer of this identity created or rewrote while this process ran is a
+// twin's at work: its mark waits strikeMemory after that write too, so a twin away for a while
+// (a restart, an eviction) comes back to its names, and one that stopped leaves them.
 const markReads = 3
 
 // strikeMemory is how long a strike counts towards a contest: a twin's strikes come at every
@@ -94,6 +99,10 @@ func (w *witness) observe(records []endpoint.Record, parse tagParser, now time.T
 			w.seen[rec.ID] = e
 			if !e.vouched {
 				w.doubted[rec.ID] = e
+				if w.read {
+					// Created since the last whole read, and not by this process.
+					e.foreign = now
+				}
 			}
 		}
 		if e.strikes > 0 && now.Sub(e.struck) > strikeMemory {
@@ -110,6 +119,9 @@ func (w *witness) observe(records []endpoint.Record, parse tagParser, now time.T
 				// Any rewrite of a contested entry keeps the dispute alive.
 				if n := Strike(e.marked, e.ours, same, p); n > 0 || (Contested(e.strikes) && !same) {
 					e.strikes, e.struck = e.strikes+n, now
+				}
+				if !same {
+					e.foreign = now
 				}
 			}
 			e.ours = e.ours && same
@@ -182,7 +194,11 @@ func (w *witness) kept(planned []plan.Change) {
 // Waits is writers: whether a mark on the entry id still waits for a twin (markReads).
 func (w *witness) Waits(id string) bool {
 	e := w.doubted[id]
-	return e != nil && (!e.marked || w.pass-e.markPass < markReads)
+	if e == nil {
+		return false
+	}
+	atWork := !e.foreign.IsZero() && w.now.Sub(e.foreign) < strikeMemory && mutation != "twin-away-forgotten"
+	return !e.marked || w.pass-e.markPass < markReads || atWork
 }
 
 // Strikes is writers: the strikes against the entry id.

@@ -212,6 +212,39 @@ func TestTwinsNeverDeleteEachOthersNames(t *testing.T) {
 		})
 	}
 
+	// A twin creates a name and is away at once, for several grace periods: the other, which
+	// never saw it wanted, marks it but keeps it until 30 minutes after the twin's last write,
+	// so the twin comes back to it; a twin that stopped leaves it, and it goes after that.
+	for _, grace := range []time.Duration{0, 50 * time.Second} {
+		t.Run("a twin away keeps its new name, grace "+grace.String(), func(t *testing.T) {
+			s := &router{}
+			a := newInstall(t, grace, claim("a.lan", "team-a", "a", "u-a", time.Hour, "10.0.0.1"))
+			b := newInstall(t, grace, claim("b.lan", "team-b", "b", "u-b", time.Hour, "10.0.0.2"))
+			now := t0
+			a.sync(s, now)
+			b.sync(s, now.Add(time.Second))
+			b.eps = append(b.eps, claim("new.lan", "team-b", "new", "u-new", time.Hour, "10.0.0.3"))
+			now = now.Add(interval)
+			b.sync(s, now)
+			if !s.has("new.lan") {
+				t.Fatal("b did not create new.lan")
+			}
+			// b is away from here on; a syncs every interval.
+			for now = now.Add(interval / 2); now.Before(t0.Add(30 * time.Minute)); now = now.Add(interval) {
+				d := a.sync(s, now)
+				if !s.has("new.lan") {
+					t.Fatalf("%v: a deleted new.lan of its twin away since %v (it wrote %v)", now.Sub(t0), interval, actionsOf(d))
+				}
+			}
+			for end := now.Add(grace + 4*interval); s.has("new.lan") && now.Before(end); now = now.Add(interval) {
+				a.sync(s, now)
+			}
+			if s.has("new.lan") {
+				t.Fatalf("new.lan of a twin gone for %v is still on the router", now.Sub(t0))
+			}
+		})
+	}
+
 	// The object went while the operator was down: its entry, first seen at the first read,
 	// goes three whole reads after its grace period at the latest.
 	for _, grace := range []time.Duration{0, 90 * time.Second} {

@@ -88,7 +88,8 @@ func quietFor(t *testing.T, w *nameWatch, ps ...*process) {
 // own. Each takes the other's entries for its own, so each re-points the shared name and marks
 // the other's; the other undoes it. Within a few intervals both see it, say so (the log, the
 // twin_entries metric) with the fix, and stop: nothing is written any more, no name is lost, and
-// with one of them stopped for several grace periods the other deletes nothing. Pinning
+// with one of them stopped for several grace periods, just after it wrote a new name, the other
+// deletes nothing. Pinning
 // --cluster-id on one of them parts them: it takes up its own entries in place and neither
 // writes the other's.
 func TestTwinsHoldAndSayItThenAPinnedIdentityParts(t *testing.T) {
@@ -133,15 +134,27 @@ func TestTwinsHoldAndSayItThenAPinnedIdentityParts(t *testing.T) {
 		t.Errorf("the twins wrote %d times before they stopped", n)
 	}
 
-	// b away for several grace periods: a deletes nothing of b's.
+	// b writes a new name and is away at once, for several grace periods: a, which never saw
+	// that name wanted, may mark it but deletes nothing of b's.
+	mk("b-new", "b", "ip-address", "10.60.0.3")
+	waitFor(t, 30*time.Second, func() bool { return entriesByHost(h.srv.Store())["b-new.twins.lan"] != nil })
 	stop(t, b)
+	w.watch("b-new.twins.lan")
 	before := entriesByHost(h.srv.Store())
 	start := a.metric(t, "router_hosts_operator_sync_duration_seconds_count")
 	waitFor(t, 30*time.Second, func() bool { return a.metric(t, "router_hosts_operator_sync_duration_seconds_count") >= start+12 })
-	if got := entriesByHost(h.srv.Store()); !sameContent(got, before) {
-		t.Fatalf("with b away, the router changed:\n%v\nwas\n%v", got, before)
+	got := entriesByHost(h.srv.Store())
+	for n, e := range before {
+		if g := got[n]; g == nil || g.GetId() != e.GetId() || g.GetIpAddress() != e.GetIpAddress() {
+			t.Fatalf("with b away, a changed %s: %v, was %v", n, g, e)
+		}
+		if n != "b-new.twins.lan" && !sameContent(map[string]*pb.HostEntry{n: got[n]}, map[string]*pb.HostEntry{n: e}) {
+			t.Fatalf("with b away, a rewrote %s: %v, was %v", n, got[n], e)
+		}
 	}
 	w.check(t)
+	w.unwatch()
+	w.watch(names...)
 
 	// The fix: b back with an identity of its own. It takes up what its objects want, in place;
 	// from then on neither writes the other's entries.

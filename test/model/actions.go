@@ -158,6 +158,9 @@ func playSync(w *World, a Action) (string, error) {
 		return in.name, fmt.Errorf("sync of %s: %w", in.name, err)
 	}
 	in.last, in.lastSync = rep, w.clock.Now()
+	if in.firstRead.IsZero() {
+		in.firstRead = in.lastSync
+	}
 	in.syncs++
 	return in.name, nil
 }

@@ -38,7 +38,7 @@ type step struct {
 var Contract = []Invariant{
 	{"O1", "own-entries", "An installation changes or deletes only the entries it wrote (under any name or identity it has had) or adopted by the adoption rule; on another cluster's line it only puts its own co-owner tag on or takes it off.", ownEntries},
 	{"O2", "user-data-verbatim", "On an entry a person made, the tags outside the operator's block and the comment are always the person's, verbatim and in order; an entry given back has the address and hostname it was found with.", userDataVerbatim},
-	{"O3", "wanted-names-stay", "No installation deletes an entry whose address an object of the cluster that wrote it still wants, nor re-points one of another identity's.", wantedNamesStay},
+	{"O3", "wanted-names-stay", "No installation deletes an entry whose address an object of the cluster that wrote it still wants while that cluster's installation runs, or, away, wrote the entry in the last 30 minutes after the deleting process first read the router; nor re-points one of another identity's.", wantedNamesStay},
 	{"O4", "consent", "A hostname is served by the entries of two installations of different identities only while every one of those entries carries shared:true (an entry on its way out leaves after its grace period).", consent},
 	{"O5", "every-write-charged", "Every write an object causes, whatever its kind, counts against its budget: no installation writes more for one object in any minute than its budget allows. Lifting a mark another writer put on is not the object's doing, and keeps a name: it is never held.", everyWriteCharged},
 	{"O6", "deletions-go", "An entry written for an object (a source: tag) under its installation's name and identity, or under an identity it had before once one of its entries proved it and no one wrote under it for a renewal period of the marks of life, that no object of its cluster wants, and that no other party rewrote in the last 30 minutes, is gone within its grace period and six of its installation's syncs an interval apart, unless the brake holds its cluster or namespace.", deletionsGo},
@@ -113,7 +113,7 @@ func wantedNamesStay(w *World, s *step) []string {
 			continue
 		}
 		c := w.clusterOf(l.creator)
-		if !c.wants(wr.before.GetHostname(), wr.before.GetIpAddress()) || !w.installationOf(c).up {
+		if !c.wants(wr.before.GetHostname(), wr.before.GetIpAddress()) || !(w.installationOf(c).up || w.atWork(l, in)) {
 			continue
 		}
 		switch {
@@ -124,6 +124,12 @@ func wantedNamesStay(w *World, s *step) []string {
 		}
 	}
 	return out
+}
+
+// atWork reports whether the writer of an entry is still at work for in, though away: it wrote
+// the entry after in's process first read the router, in the last 30 minutes.
+func (w *World) atWork(l *life, in *installation) bool {
+	return !in.firstRead.IsZero() && l.creatorWrote.After(in.firstRead) && w.clock.Since(l.creatorWrote) < 30*time.Minute
 }
 
 // consent is O4.

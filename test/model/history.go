@@ -32,8 +32,9 @@ type life struct {
 	// unwanted is when the entry was first seen unwanted by its writer's cluster, while its
 	// writer was the last to write it; zero while it is wanted.
 	unwanted time.Time
-	// otherWrote is when a party other than its creator's installation last wrote it.
-	otherWrote time.Time
+	// otherWrote is when a party other than its creator's installation last wrote it;
+	// creatorWrote when its creator's installation did.
+	otherWrote, creatorWrote time.Time
 	// pastDue counts its writer's syncs, an interval apart, since its grace period ended;
 	// pastDueAt is when the last was counted.
 	pastDue   int
@@ -161,6 +162,8 @@ func (w *World) record(party string, ws []write) {
 		l.lastWriter = party
 		if in := w.installation(party); in == nil || in.cluster.key != l.creator {
 			l.otherWrote = w.clock.Now()
+		} else {
+			l.creatorWrote = w.clock.Now()
 		}
 		if party == person && l.creator == person {
 			// While on loan, the address and hostname the person gave are in the loan record:

@@ -85,6 +85,8 @@ type installation struct {
 	// here, at one of its syncs).
 	started       time.Time
 	heard, proved map[string]bool
+	// firstRead is when the process's first sync read the router; zero before.
+	firstRead time.Time
 }
 
 // World is the simulation's state: the router, the clock, the parties, and what the
@@ -199,7 +201,7 @@ func (w *World) startInstallation(in *installation) error {
 	if in.conn != nil {
 		_ = in.conn.Close()
 	}
-	in.started, in.heard, in.proved = w.clock.Now(), map[string]bool{}, map[string]bool{}
+	in.started, in.heard, in.proved, in.firstRead = w.clock.Now(), map[string]bool{}, map[string]bool{}, time.Time{}
 	budgets := registry.DefaultBudgets()
 	budgets.ObjectWritesPerMinute = objectBudget
 	cfg := registry.Config{ClusterName: in.clusterName, ClusterID: in.id, GracePeriod: in.grace, Budgets: budgets,

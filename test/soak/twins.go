@@ -16,10 +16,11 @@ import (
 // original do, or two releases on one Lease name. Each takes the other's entries for its own:
 // it marks the names only the other's objects want and re-points the name they both want to
 // its own address, and the other undoes it. Each counts the other's undoing, and two strikes
-// make an entry contested, which it then never re-points, marks or deletes; while it would
-// write one, it marks and deletes nothing at all. What the soak holds them to: no name a twin's
-// object wants ever stops answering, even with one twin away for several grace periods; once
-// settled both say so and write nothing; and the other installations never notice them.
+// make an entry contested, which it then never re-points, marks or deletes; a name the other
+// twin wrote while it ran, it keeps for 30 minutes after that write whatever it wants. What the
+// soak holds them to: no name a twin's object wants ever stops answering, even with one twin
+// away for several grace periods; once settled both say so and write nothing; and the other
+// installations never notice them.
 
 const (
 	// twinPair is the twins' cluster name, and the pair's name in the model: the owner of the
@@ -34,9 +35,9 @@ const (
 	twinGrace    = 12 * time.Second
 	// twinsTogether is how long both twins' processes must have run side by side before the
 	// churn takes one of them away for several grace periods: enough for a fresh process to
-	// fight its round and hold (three or four intervals, here about 8 s) twice over, so that
-	// the one left marks and deletes nothing. A twin that has not fought yet would delete the
-	// names of one away longer than a grace period: nothing has told it the other exists.
+	// have read the router once and seen the other write, twice over, so that the one left
+	// keeps the other's names. A process that started while the other was away would delete
+	// them three whole reads after a grace period: nothing has told it the other exists.
 	// twinsFight is how long before the churn kills one for a moment: a twin back within the
 	// grace period lifts any mark the other made meanwhile, so this only keeps a kill from
 	// landing in the other's first round.
