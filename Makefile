@@ -143,7 +143,7 @@ fuzz:
 
 # The packages that need no control plane (cmd/demo runs the whole demo).
 unit: controller-gen helm dnsmasq
-	HELM=$(HELM) CONTROLLER_GEN=$(CONTROLLER_GEN) $(GO) test -count=1 $$($(GO) list ./... | grep -v '/test/\|/cmd/demo')
+	HELM=$(HELM) CONTROLLER_GEN=$(CONTROLLER_GEN) $(GO) test -count=1 $$($(GO) list ./... | grep -v '/test/\(integration\|soak\|model\|externaldns\|gitops\)\|/cmd/demo')
 
 integration: envtest-assets helm promtool dnsmasq
 	HELM=$(HELM) PROMTOOL=$(PROMTOOL) KUBEBUILDER_ASSETS=$(ASSETS) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/integration/

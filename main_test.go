@@ -14,8 +14,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes/scheme"
 
-	"github.com/router-hosts-operator/router-hosts-operator/internal/kubetest"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/operator"
+	"github.com/router-hosts-operator/router-hosts-operator/test/kubetest"
 )
 
 // deployment renders a kustomization and returns its Deployment.

@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/net/dns/dnsmessage"
 
-	"github.com/router-hosts-operator/router-hosts-operator/internal/dnsquery"
+	"github.com/router-hosts-operator/router-hosts-operator/dnsquery"
 )
 
 // Verdict is what a name's answer says of it.

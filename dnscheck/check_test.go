@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/net/dns/dnsmessage"
 
-	"github.com/router-hosts-operator/router-hosts-operator/internal/dnstest"
+	"github.com/router-hosts-operator/router-hosts-operator/test/dnstest"
 )
 
 // TestCheckOneName: the one-shot check against a DNS server on the wire, a verdict per row.

@@ -55,8 +55,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
+	"github.com/router-hosts-operator/router-hosts-operator/dnsquery"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/dnsquery"
 )
 
 // The checker's defaults and bounds.

@@ -19,8 +19,8 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
+	"github.com/router-hosts-operator/router-hosts-operator/dnsquery"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/dnsquery"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )

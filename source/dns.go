@@ -16,8 +16,8 @@ import (
 	"golang.org/x/net/dns/dnsmessage"
 	"k8s.io/utils/clock"
 
+	"github.com/router-hosts-operator/router-hosts-operator/dnsquery"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/dnsquery"
 )
 
 // The DNS cache's timing rules.

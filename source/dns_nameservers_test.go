@@ -13,7 +13,7 @@ import (
 	"golang.org/x/net/dns/dnsmessage"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/router-hosts-operator/router-hosts-operator/internal/dnstest"
+	"github.com/router-hosts-operator/router-hosts-operator/test/dnstest"
 )
 
 func TestParseResolvConf(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"golang.org/x/net/dns/dnsmessage"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"github.com/router-hosts-operator/router-hosts-operator/internal/dnstest"
+	"github.com/router-hosts-operator/router-hosts-operator/test/dnstest"
 )
 
 // dnsUnderTest is a cache asking srv, on a fake clock, whose changes are counted on a channel.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/router-hosts-operator/router-hosts-operator/internal/dnstest"
+	"github.com/router-hosts-operator/router-hosts-operator/test/dnstest"
 )
 
 // TestOneObjectResolvesABoundedNumberOfNames: an object whose addresses are hostnames (a

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/router-hosts-operator/router-hosts-operator/internal/dnsmasq"
+	"github.com/router-hosts-operator/router-hosts-operator/test/dnsmasq"
 )
 
 // dnsMode is a run's router DNS: none, or a dnsmasq serving the test server's hosts file, which

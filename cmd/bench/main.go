@@ -38,9 +38,9 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/router-hosts-operator/router-hosts-operator/internal/kubetest"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
 	"github.com/router-hosts-operator/router-hosts-operator/source"
+	"github.com/router-hosts-operator/router-hosts-operator/test/kubetest"
 )
 
 const envPrefix = "ROUTER_HOSTS_OPERATOR_"

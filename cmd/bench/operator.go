@@ -19,7 +19,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/router-hosts-operator/router-hosts-operator/internal/harness"
+	"github.com/router-hosts-operator/router-hosts-operator/test/harness"
 )
 
 // operator is the operator binary running as its own process, as in a pod, so that its memory

@@ -20,9 +20,9 @@ import (
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/harness"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/rhclient"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
+	"github.com/router-hosts-operator/router-hosts-operator/test/harness"
+	"github.com/router-hosts-operator/router-hosts-operator/test/rhclient"
 )
 
 // readsCommand is `bench reads`: what each way of reading the server costs as it fills, for

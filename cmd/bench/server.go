@@ -14,9 +14,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/rhclient"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
+	"github.com/router-hosts-operator/router-hosts-operator/test/rhclient"
+	"github.com/router-hosts-operator/router-hosts-operator/test/rhtestserver"
 )
 
 // benchCluster is the operator's --cluster-name in every run, so that on a real server the

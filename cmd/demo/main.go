@@ -45,11 +45,11 @@ import (
 
 	"github.com/router-hosts-operator/router-hosts-operator/api/v1alpha1"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/kubetest"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/routerhosts"
 	"github.com/router-hosts-operator/router-hosts-operator/source"
+	"github.com/router-hosts-operator/router-hosts-operator/test/kubetest"
+	"github.com/router-hosts-operator/router-hosts-operator/test/rhtestserver"
 )
 
 const (

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
+	"github.com/router-hosts-operator/router-hosts-operator/test/rhtestserver"
 	"google.golang.org/protobuf/proto"
 )
 

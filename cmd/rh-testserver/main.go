@@ -27,9 +27,9 @@ import (
 	"time"
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/rhclient"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
+	"github.com/router-hosts-operator/router-hosts-operator/test/rhclient"
+	"github.com/router-hosts-operator/router-hosts-operator/test/rhtestserver"
 )
 
 const envPrefix = "ROUTER_HOSTS_OPERATOR_"

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
+	"github.com/router-hosts-operator/router-hosts-operator/test/rhtestserver"
 )
 
 func TestList(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"golang.org/x/net/dns/dnsmessage"
 
-	"github.com/router-hosts-operator/router-hosts-operator/internal/dnstest"
+	"github.com/router-hosts-operator/router-hosts-operator/test/dnstest"
 )
 
 // TestDNSServerFlag: --dns-server may be given more than once, in the flag or its environment

@@ -15,8 +15,8 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/router-hosts-operator/router-hosts-operator/health"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
 	"github.com/router-hosts-operator/router-hosts-operator/metrics"
+	"github.com/router-hosts-operator/router-hosts-operator/test/rhtestserver"
 	"github.com/router-hosts-operator/router-hosts-operator/webhook"
 )
 

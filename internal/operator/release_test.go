@@ -14,9 +14,9 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
+	"github.com/router-hosts-operator/router-hosts-operator/test/rhtestserver"
 )
 
 const releaseID = "aaaaaaaa"

@@ -23,9 +23,9 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
 	"github.com/router-hosts-operator/router-hosts-operator/provider"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
+	"github.com/router-hosts-operator/router-hosts-operator/test/rhtestserver"
 )
 
 // authTimeout bounds every call in these tests: a refused handshake fails at once, so a test

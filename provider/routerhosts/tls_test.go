@@ -15,8 +15,8 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/sirupsen/logrus/hooks/test"
 
-	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
 	"github.com/router-hosts-operator/router-hosts-operator/provider"
+	"github.com/router-hosts-operator/router-hosts-operator/test/rhtestserver"
 )
 
 // nasOnly is a router impostor's identity: a server certificate the router's CA issued for

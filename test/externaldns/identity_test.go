@@ -20,11 +20,11 @@ import (
 	"sigs.k8s.io/external-dns/registry/noop"
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/harness"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/kubetest"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
 	rhplan "github.com/router-hosts-operator/router-hosts-operator/plan"
 	rhregistry "github.com/router-hosts-operator/router-hosts-operator/registry"
+	"github.com/router-hosts-operator/router-hosts-operator/test/harness"
+	"github.com/router-hosts-operator/router-hosts-operator/test/kubetest"
+	"github.com/router-hosts-operator/router-hosts-operator/test/rhtestserver"
 )
 
 // sidecarPod is external-dns's pod with the webhook beside it, run as the service account

@@ -33,11 +33,11 @@ import (
 	"sigs.k8s.io/external-dns/registry/noop"
 
 	rhendpoint "github.com/router-hosts-operator/router-hosts-operator/endpoint"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/harness"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/operator"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
 	rhplan "github.com/router-hosts-operator/router-hosts-operator/plan"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/routerhosts"
+	"github.com/router-hosts-operator/router-hosts-operator/test/harness"
+	"github.com/router-hosts-operator/router-hosts-operator/test/rhtestserver"
 )
 
 // rig is the webhook as the binary runs it (operator.NewWebhook from its flags), serving on a

@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	"github.com/router-hosts-operator/router-hosts-operator/api/v1alpha1"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/kubetest"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
+	"github.com/router-hosts-operator/router-hosts-operator/test/kubetest"
+	"github.com/router-hosts-operator/router-hosts-operator/test/rhtestserver"
 )
 
 // lockedBuffer is a process's output, read while it runs.

@@ -27,8 +27,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
-	"github.com/router-hosts-operator/router-hosts-operator/internal/kubetest"
 	"github.com/router-hosts-operator/router-hosts-operator/source"
+	"github.com/router-hosts-operator/router-hosts-operator/test/kubetest"
 )
 
 // grant is one right a rendered chart gives the operator's ServiceAccount: a verb on a

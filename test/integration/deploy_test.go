@@ -30,10 +30,10 @@ import (
 
 	"github.com/router-hosts-operator/router-hosts-operator/api/v1alpha1"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
-	testharness "github.com/router-hosts-operator/router-hosts-operator/internal/harness"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/kubetest"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
+	testharness "github.com/router-hosts-operator/router-hosts-operator/test/harness"
+	"github.com/router-hosts-operator/router-hosts-operator/test/kubetest"
+	"github.com/router-hosts-operator/router-hosts-operator/test/rhtestserver"
 )
 
 const operatorNS = "router-hosts-system"

@@ -14,7 +14,7 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/api/v1alpha1"
 	"github.com/router-hosts-operator/router-hosts-operator/dnscheck"
 	"github.com/router-hosts-operator/router-hosts-operator/events"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/dnsmasq"
+	"github.com/router-hosts-operator/router-hosts-operator/test/dnsmasq"
 )
 
 // The check of the router's DNS against a real one: dnsmasq (Debian's dnsmasq-base, which make

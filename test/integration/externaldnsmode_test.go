@@ -14,8 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/dnstest"
 	"github.com/router-hosts-operator/router-hosts-operator/source"
+	"github.com/router-hosts-operator/router-hosts-operator/test/dnstest"
 )
 
 // TestExternalDNSAnnotationsMode: with --external-dns-annotations, external-dns's hostname

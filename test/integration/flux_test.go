@@ -10,7 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/router-hosts-operator/router-hosts-operator/internal/kubetest"
+	"github.com/router-hosts-operator/router-hosts-operator/test/kubetest"
 )
 
 // TestFluxExample: examples/flux, as kustomize builds it, is accepted by a real apiserver with

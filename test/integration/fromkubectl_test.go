@@ -20,8 +20,8 @@ import (
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/operator"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
+	"github.com/router-hosts-operator/router-hosts-operator/test/rhtestserver"
 )
 
 // TestARunningOperatorsConfigurationFromAKubeconfig: an admin's laptop with nothing but a

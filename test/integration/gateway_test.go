@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/router-hosts-operator/router-hosts-operator/internal/kubetest"
+	"github.com/router-hosts-operator/router-hosts-operator/test/kubetest"
 )
 
 var (

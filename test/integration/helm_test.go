@@ -19,9 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
-	"github.com/router-hosts-operator/router-hosts-operator/internal/kubetest"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/operator"
 	"github.com/router-hosts-operator/router-hosts-operator/source"
+	"github.com/router-hosts-operator/router-hosts-operator/test/kubetest"
 )
 
 // builtTool is a tool make test builds from the module proxy (hack/go-tool.sh) and passes in

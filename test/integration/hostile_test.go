@@ -23,9 +23,9 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/events"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/clusterconfig"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
 	"github.com/router-hosts-operator/router-hosts-operator/source"
+	"github.com/router-hosts-operator/router-hosts-operator/test/rhtestserver"
 )
 
 // The hostile suite plays, against the real apiserver and the test server, the three who test

@@ -25,8 +25,8 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/events"
 	"github.com/router-hosts-operator/router-hosts-operator/explain"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/operator"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
+	"github.com/router-hosts-operator/router-hosts-operator/test/rhtestserver"
 )
 
 // TestThePluginTrustsOnlyTheOperatorsPod, as an admin lives it: the operator is installed by

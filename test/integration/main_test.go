@@ -29,15 +29,15 @@ import (
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/kubetest"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/operator"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/routerhosts"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
 	"github.com/router-hosts-operator/router-hosts-operator/source"
 	"github.com/router-hosts-operator/router-hosts-operator/status"
+	"github.com/router-hosts-operator/router-hosts-operator/test/kubetest"
+	"github.com/router-hosts-operator/router-hosts-operator/test/rhtestserver"
 )
 
 // Shared by every test: one control plane, one operator binary. Tests isolate themselves by

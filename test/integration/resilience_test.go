@@ -26,9 +26,9 @@ import (
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
 	"github.com/router-hosts-operator/router-hosts-operator/events"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
+	"github.com/router-hosts-operator/router-hosts-operator/test/rhtestserver"
 )
 
 // rsEvents lists the events recorded about one object.

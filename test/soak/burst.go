@@ -13,8 +13,8 @@ import (
 	"time"
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/harness"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
+	"github.com/router-hosts-operator/router-hosts-operator/test/harness"
 )
 
 // The hostname-replacement burst: a values typo or a domain moved gives most objects of one

@@ -9,7 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
+	"github.com/router-hosts-operator/router-hosts-operator/test/rhtestserver"
 )
 
 // The identities of the unit tests' installations.

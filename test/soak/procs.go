@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/router-hosts-operator/router-hosts-operator/internal/harness"
+	"github.com/router-hosts-operator/router-hosts-operator/test/harness"
 )
 
 // proc is one operator process, logging to a file of its own.

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/harness"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/rhclient"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
+	"github.com/router-hosts-operator/router-hosts-operator/test/harness"
+	"github.com/router-hosts-operator/router-hosts-operator/test/rhclient"
+	"github.com/router-hosts-operator/router-hosts-operator/test/rhtestserver"
 )
 
 // router is the router-hosts server the clusters share: the test server in this process or

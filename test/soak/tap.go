@@ -19,8 +19,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/rhclient"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
+	"github.com/router-hosts-operator/router-hosts-operator/test/rhclient"
+	"github.com/router-hosts-operator/router-hosts-operator/test/rhtestserver"
 )
 
 // tap is one installation's own door to the router: a gRPC relay that serves the router's

@@ -12,9 +12,9 @@ import (
 	"golang.org/x/net/dns/dnsmessage"
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/dnsquery"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/rhclient"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/rhtestserver"
+	"github.com/router-hosts-operator/router-hosts-operator/dnsquery"
+	"github.com/router-hosts-operator/router-hosts-operator/test/rhclient"
+	"github.com/router-hosts-operator/router-hosts-operator/test/rhtestserver"
 )
 
 func start(t *testing.T, hosts string) *Server {

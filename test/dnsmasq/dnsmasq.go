@@ -20,7 +20,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/router-hosts-operator/router-hosts-operator/internal/harness"
+	"github.com/router-hosts-operator/router-hosts-operator/test/harness"
 )
 
 // DebianPath is where Debian's dnsmasq-base installs the binary.
