@@ -248,7 +248,7 @@ func (c *Controller) Decide(ctx context.Context) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	return reportOf(c.cfg.Registry.ClusterName(), c.cfg.Registry.ClusterID(), in, sy, nil, false, c.cfg.Clock.Now()), nil
+	return reportOf(in, sy, nil, false, c.cfg.Clock.Now()), nil
 }
 
 // sync runs one sync of the given mode the way external-dns's RunOnce does: read the sources,
@@ -270,11 +270,11 @@ func (c *Controller) sync(ctx context.Context, mode planner.Mode) (*Report, erro
 		c.print(sy)
 		c.answerProbes(ctx, sy, log)
 		log.Info("dry run: plan printed, nothing written")
-		return reportOf(c.cfg.Registry.ClusterName(), c.cfg.Registry.ClusterID(), in, sy, nil, false, c.cfg.Clock.Now()), nil
+		return reportOf(in, sy, nil, false, c.cfg.Clock.Now()), nil
 	}
 	results := c.write(ctx, in, sy, log)
 	again := c.learn(in, sy, results)
-	rep := reportOf(c.cfg.Registry.ClusterName(), c.cfg.Registry.ClusterID(), in, sy, results, again, c.cfg.Clock.Now())
+	rep := reportOf(in, sy, results, again, c.cfg.Clock.Now())
 	c.report(ctx, rep)
 	return rep, errorOf(rep)
 }

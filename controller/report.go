@@ -160,8 +160,8 @@ type Report struct {
 
 // reportOf is the report of a sync that planned, translated from what it read (in), what it
 // planned (sy), what became of the writes (results, one per change of sy; nil when nothing was
-// written) and whether another sync follows at once (again), for cluster (and its identity, clusterID) at end.
-func reportOf(cluster, clusterID string, in *reading, sy *planner.Sync, results []plan.Result, again bool, end time.Time) *Report {
+// written) and whether another sync follows at once (again), at end.
+func reportOf(in *reading, sy *planner.Sync, results []plan.Result, again bool, end time.Time) *Report {
 	failed := map[string]Failure{}
 	for host, err := range sy.Refused {
 		failed[host] = Failure{Err: err, Kind: FailureRefused}
@@ -175,7 +175,7 @@ func reportOf(cluster, clusterID string, in *reading, sy *planner.Sync, results 
 		}
 	}
 	st := sy.State
-	rep := &Report{Cluster: cluster, ClusterID: clusterID, Desired: sy.Desired, Endpoints: in.endpoints, Objects: objectsOf(in.sources),
+	rep := &Report{Cluster: sy.Cluster, ClusterID: sy.ClusterID, Desired: sy.Desired, Endpoints: in.endpoints, Objects: objectsOf(in.sources),
 		Entries: entriesAfter(withCoOwned(st), sy.Changes, results), Failed: failed, Results: results,
 		Changes: sy.Changes, Deferred: sy.Deferred, Paced: sy.Paced, Pending: sy.Pending, Foreign: st.ForeignCount(), SourceEndpoints: in.counts, Conflicts: sy.Conflicts,
 		Namesakes: st.Namesakes, Unclaimed: st.Unclaimed, Former: st.Former, Braked: sy.Braked, TakeUpLeft: sy.TakeUpLeft, Twin: sy.Twin, Silent: sy.Silent,

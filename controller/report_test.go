@@ -86,7 +86,7 @@ func TestReportOf(t *testing.T) {
 			ep := &endpoint.Endpoint{Hostname: "a.lan", Targets: []string{"10.0.0.1"}, Sources: []endpoint.SourceRef{{Kind: "Ingress", UID: "u1"}}}
 			in := &reading{mode: planner.Event, started: t0, changed: t0.Add(-time.Second), endpoints: []*endpoint.Endpoint{ep},
 				sources: []sourceRead{{endpoints: []*endpoint.Endpoint{ep}}}, counts: []int{1}}
-			sy := &planner.Sync{Mode: planner.Event, Read: tc.read, Refused: tc.refused, Decision: registry.Decision{State: &registry.State{},
+			sy := &planner.Sync{Mode: planner.Event, Read: tc.read, Refused: tc.refused, Decision: registry.Decision{Cluster: "home", State: &registry.State{},
 				Verdict: registry.Verdict{Changes: []plan.Change{create("a.lan"), create("c.lan")}, NextExpiry: t0.Add(time.Hour), Pending: 3}}}
 			var results []plan.Result
 			if !tc.dryRun {
@@ -105,7 +105,7 @@ func TestReportOf(t *testing.T) {
 				}
 			}
 			end := t0.Add(25 * time.Millisecond)
-			rep := reportOf("home", "", in, sy, results, tc.again, end)
+			rep := reportOf(in, sy, results, tc.again, end)
 
 			if rep.Cluster != "home" || rep.Mode != planner.Event || !rep.Started.Equal(t0) || rep.Duration != 25*time.Millisecond ||
 				!rep.ChangedAt.Equal(in.changed) || rep.Again != tc.again || !rep.NextExpiry.Equal(t0.Add(time.Hour)) || rep.Pending != 3 ||

@@ -167,8 +167,10 @@ type Decision struct {
 	Verdict
 	// Silent are the other installations whose marks of life are older than the threshold.
 	Silent []SilentCluster
-	// Now is the clock reading the sync decided by.
-	Now time.Time
+	// Now is the clock reading the sync decided by; Cluster and ClusterID the name and identity
+	// it decided for, which the report and the Events carry.
+	Now                time.Time
+	Cluster, ClusterID string
 }
 
 // Given is what a caller hands Decide beside the entries and the claims: what it kept from
@@ -234,5 +236,6 @@ func (r *Registry) Decide(now time.Time, records []endpoint.Record, claims []*en
 		w.Problems = append(slices.Clip(w.Problems), problems...)
 	}
 	return Decision{State: st, Desired: w.Endpoints, Conflicts: w.Conflicts, Problems: w.Problems,
-		Plan: changes, Planned: len(toPlan), Verdict: v, Silent: r.Silent(now, st), Now: now}
+		Plan: changes, Planned: len(toPlan), Verdict: v, Silent: r.Silent(now, st), Now: now,
+		Cluster: r.cfg.ClusterName, ClusterID: r.cfg.ClusterID}
 }
