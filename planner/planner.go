@@ -80,7 +80,9 @@ type Planner struct {
 	known   known
 	refused refused
 	mem     *registry.Memory
-	rates   rates
+	// rates are the write-rate allowances of the objects and namespaces that wrote lately, as
+	// the registry's Record left them: it owns their rules, the planner keeps them.
+	rates registry.Rates
 }
 
 // New returns a planner for reg's policy, reading through read, taking each sync's time from
@@ -97,7 +99,7 @@ func (p *Planner) Reset() {
 	p.known.forget()
 	p.mem.Reset()
 	p.refused = refused{}
-	p.rates = rates{}
+	p.rates = nil
 }
 
 // Sync is one sync's plan.
@@ -201,7 +203,7 @@ func (p *Planner) plan(s *Sync, eps []*endpoint.Endpoint) {
 		records = p.known.records()
 	}
 	s.Decision = p.reg.Decide(p.clk.Now(), records, eps, registry.Given{Memory: p.mem,
-		Read: registry.Read{Partial: s.Read != ReadServer, Searched: s.searched, SearchesLone: true}, Rates: p.rates.byKey})
+		Read: registry.Read{Partial: s.Read != ReadServer, Searched: s.searched, SearchesLone: true}, Rates: p.rates})
 	s.Entries = len(records)
 	if s.Mode == Event {
 		s.Changes, s.Refused = p.refused.skip(s.Changes)
@@ -244,8 +246,7 @@ func (p *Planner) skipped(s *Sync, c plan.Change) bool {
 // s.Changes[i], and reports whether a sync should follow at once: the known state turned out
 // to be out of date.
 func (p *Planner) Learn(s *Sync, results []plan.Result) (again bool) {
-	p.rates.charged(p.reg, p.reg.Charge(s.Rates, s.Changes, results), s.Read == ReadServer, s.Now)
-	p.mem.Wrote(s.Changes, results)
+	p.rates = p.reg.Record(&s.Decision, results, p.mem, p.rates, s.Read == ReadServer)
 	failures := plan.Failures(results)
 	switch {
 	case len(failures) > 0 || s.NeedFresh || s.DeferredCreates:

@@ -28,8 +28,8 @@ type Verdict struct {
 	// Held are the changes of the plan a change stage did not send, each with its reason.
 	Held []Held
 	// Rates are the write-rate allowances, at this sync's time and before its writes, of the
-	// objects and namespaces it would write: the caller charges them with what went through
-	// (Charge) and hands them to the next sync beside those it did not touch.
+	// objects and namespaces it would write: Record charges them with what went through and
+	// hands them back beside those the sync did not touch.
 	Rates Rates
 	// Paced is the number of changes the write-rate budgets held back: the sync at NextExpiry
 	// writes their hostnames' state then. Deferred is the number beyond the budget of writes

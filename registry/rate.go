@@ -42,7 +42,7 @@ type pacing struct {
 	// whose hostnames' latest state a later sync writes.
 	Send, Held []plan.Change
 	// Rates are the allowances, at this sync's time and before its writes, of the objects and
-	// namespaces it would write: the caller charges them with what went through (Charge) and
+	// namespaces it would write: Record charges them with what went through, and the caller
 	// keeps them for the next sync beside those it did not touch.
 	Rates Rates
 	// Problems are one OverBudget per object held back.
@@ -174,7 +174,7 @@ func (r *Registry) pace(now time.Time, changes []plan.Change, claims []*endpoint
 	groups, cost := paceGroups(changes)
 	out := pacing{Rates: allowances(now, cost, rates, budgets)}
 	// left is what the allowances have left as the sync's changes are taken in turn; the
-	// allowances returned are charged only with what went through (Charge).
+	// allowances returned are charged only with what went through (Record).
 	left := make(map[string]float64, len(out.Rates))
 	for key, a := range out.Rates {
 		left[key] = a.Tokens
@@ -250,11 +250,47 @@ func (r *Registry) rate(in *changesIn, changes []plan.Change) changed {
 	return v
 }
 
-// Charge is rates (a pacing's) less the writes of sent that went through (results[i] is what
+// Record takes what became of the writes a decision sent (results[i] of d.Changes[i]; nil when
+// nothing was written): mem learns them, and the write-rate allowances the caller keeps between
+// syncs (kept, which it hands to the next Decide) come back charged for the writes that went
+// through. An allowance whole again is forgotten: a charged one at once, and on a whole read
+// (wholeRead) every one, so that an object gone leaves nothing behind. An overdrawn allowance
+// (what a namespace deleted spent) is kept like any other until it is whole. kept is not
+// written to.
+func (r *Registry) Record(d *Decision, results []plan.Result, mem *Memory, kept Rates, wholeRead bool) Rates {
+	if mem != nil {
+		mem.Wrote(d.Changes, results)
+	}
+	charged := r.charge(d.Rates, d.Changes, results)
+	out := make(Rates, len(kept)+len(charged))
+	for key, a := range kept {
+		out[key] = a
+	}
+	for key, a := range charged {
+		if a.Tokens >= a.Cap {
+			delete(out, key)
+			continue
+		}
+		out[key] = a
+	}
+	if wholeRead {
+		for key, a := range out {
+			if r.whole(key, a, d.Now) {
+				delete(out, key)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// charge is rates (a pacing's) less the writes of sent that went through (results[i] is what
 // became of sent[i]; nil when nothing was written): a write refused, failed or not started
 // spends nothing. An allowance may be overdrawn (Tokens below 0: what an object gone wrote, or a
 // hostname that costs more than a whole allowance); one whole (Tokens at Cap) may be forgotten.
-func (r *Registry) Charge(rates Rates, sent []plan.Change, results []plan.Result) Rates {
+func (r *Registry) charge(rates Rates, sent []plan.Change, results []plan.Result) Rates {
 	if len(rates) == 0 {
 		return nil
 	}
@@ -278,9 +314,9 @@ func (r *Registry) Charge(rates Rates, sent []plan.Change, results []plan.Result
 	return out
 }
 
-// Whole reports whether the allowance of key is whole again at now, and may be forgotten: a key
+// whole reports whether the allowance of key is whole again at now, and may be forgotten: a key
 // missing has its whole allowance.
-func (r *Registry) Whole(key string, a Allowance, now time.Time) bool {
+func (r *Registry) whole(key string, a Allowance, now time.Time) bool {
 	b := float64(r.cfg.Budgets.ObjectWritesPerMinute)
 	if kindOf(key) == "namespace" {
 		b = float64(r.cfg.Budgets.NamespaceWritesPerMinute)

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -26,7 +27,7 @@ func (w *pacedWorld) sync(now time.Time, eps ...*endpoint.Endpoint) pacing {
 	if w.rates == nil {
 		w.rates = Rates{}
 	}
-	for key, a := range w.r.Charge(p.Rates, p.Send, make([]plan.Result, len(p.Send))) {
+	for key, a := range w.r.charge(p.Rates, p.Send, make([]plan.Result, len(p.Send))) {
 		if a.Tokens >= a.Cap {
 			delete(w.rates, key)
 		} else {
@@ -140,7 +141,7 @@ func TestAWriteThatFailedSpendsNothing(t *testing.T) {
 	for i := 200; i < len(results); i++ {
 		results[i].Err = &plan.ChangeError{Change: p.Send[i], Err: fmt.Errorf("unavailable")}
 	}
-	rates := r.Charge(p.Rates, p.Send, results)
+	rates := r.charge(p.Rates, p.Send, results)
 	if a := rates["namespace/apps"]; a.Cap != 900 || a.Tokens != 700 {
 		t.Fatalf("the namespace's allowance after 200 of 600 went through: %+v, want 700 of 900 left (600 and the budget)", a)
 	}
@@ -335,6 +336,39 @@ func TestARenewalOfTheMarkOfLifeNeverWaits(t *testing.T) {
 		p := r.pace(t0, tc.cs, []*endpoint.Endpoint{claim("web.lan", "default", "x", "u-x", time.Hour, "10.0.0.1")}, spent)
 		if len(p.Send) != tc.sent || len(p.Held) != tc.held || (tc.sent == 1 && !renews(&p.Send[0])) {
 			t.Errorf("%s: sent %v, held %v; want %d renewal sent and %d held", tc.desc, p.Send, p.Held, tc.sent, tc.held)
+		}
+	}
+}
+
+// TestRecordForgetsWhatIsWhole: a sync's charged allowances replace the touched keys', a whole
+// one is forgotten at once, and a sync that read the whole server forgets every key whole by
+// then (an object gone leaves nothing), but not one still refilling, overdrawn or not; the
+// allowances handed in are not written to.
+func TestRecordForgetsWhatIsWhole(t *testing.T) {
+	r := newRegWith(t, func(c *Config) {
+		c.Budgets = Budgets{ObjectWritesPerMinute: 30, NamespaceWritesPerMinute: 300}
+	})
+	d := &Decision{Now: t0, Verdict: Verdict{Rates: Rates{
+		"object/gone":    {Tokens: 29, Cap: 31, At: t0},
+		"object/flap":    {Tokens: 0, Cap: 130, At: t0},
+		"namespace/all":  {Tokens: 300, Cap: 300, At: t0},
+		"namespace/gone": {Tokens: -700, Cap: 1300, At: t0},
+	}}}
+	kept := r.Record(d, nil, nil, Rates{"namespace/all": {Tokens: 1, Cap: 300, At: t0}}, false)
+	if _, ok := kept["namespace/all"]; len(kept) != 3 || ok {
+		t.Fatalf("after a sync: %v", kept)
+	}
+	before := maps.Clone(kept)
+	after := r.Record(&Decision{Now: t0.Add(10 * time.Second)}, nil, nil, kept, true)
+	if !maps.Equal(kept, before) {
+		t.Fatalf("Record wrote to the allowances it was handed: %v, was %v", kept, before)
+	}
+	if _, ok := after["object/gone"]; ok {
+		t.Fatalf("a key whole again is kept: %v", after)
+	}
+	for _, key := range []string{"object/flap", "namespace/gone"} {
+		if _, ok := after[key]; !ok {
+			t.Fatalf("a key still refilling is forgotten: %v", after)
 		}
 	}
 }
