@@ -259,11 +259,11 @@ func (c *Controller) sync(ctx context.Context, mode planner.Mode) (*Report, erro
 	defer c.syncing.Unlock()
 	in := c.begin(mode)
 	if err := c.readSources(ctx, in); err != nil {
-		return nil, c.abandon(ctx, in, StageSource, err)
+		return nil, c.abandon(ctx, in, StepSource, err)
 	}
 	sy, err := c.planner.Plan(ctx, in.endpoints, mode)
 	if err != nil {
-		return nil, c.abandon(ctx, in, StageList, err)
+		return nil, c.abandon(ctx, in, StepList, err)
 	}
 	log := c.planLog(in, sy)
 	if c.cfg.DryRun {
@@ -336,11 +336,11 @@ func (c *Controller) readSources(ctx context.Context, in *reading) error {
 	return nil
 }
 
-// abandon ends a sync whose read failed at stage: the changes it read are left to the next,
+// abandon ends a sync whose read failed at step: the changes it read are left to the next,
 // and the reporters are told. It returns err.
-func (c *Controller) abandon(ctx context.Context, in *reading, stage Stage, err error) error {
+func (c *Controller) abandon(ctx context.Context, in *reading, step Step, err error) error {
 	c.unread(in.changed)
-	c.report(ctx, reportOfFailedRead(in, stage, err, c.cfg.Clock.Now()))
+	c.report(ctx, reportOfFailedRead(in, step, err, c.cfg.Clock.Now()))
 	return err
 }
 

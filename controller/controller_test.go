@@ -107,8 +107,8 @@ func TestResultsThatDoNotPairFailTheSync(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "returned 1 results for 2 changes") {
 		t.Fatalf("err = %v, want the provider's results unpaired", err)
 	}
-	if rep.Stage != StageApply || len(rep.Results) != 2 || len(plan.Failures(rep.Results)) != 2 || len(rep.Entries) != 0 {
-		t.Fatalf("stage %v, results %+v, entries %v; want every change failed and no entry credited", rep.Stage, rep.Results, rep.Entries)
+	if rep.Step != StepApply || len(rep.Results) != 2 || len(plan.Failures(rep.Results)) != 2 || len(rep.Entries) != 0 {
+		t.Fatalf("stage %v, results %+v, entries %v; want every change failed and no entry credited", rep.Step, rep.Results, rep.Entries)
 	}
 }
 

@@ -15,26 +15,27 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )
 
-// Stage names where a sync stopped.
-type Stage uint8
+// Step names where a sync stopped: a step of the loop (read the sources, list the router,
+// write), not a registry stage.
+type Step uint8
 
-// The stages. StageDone means the sync got through, though some writes may have been refused
+// The steps. StepDone means the sync got through, though some writes may have been refused
 // (Report.Failed); the others name the step that failed as a whole.
 const (
-	StageDone Stage = iota
-	StageSource
-	StageList
-	StageApply
+	StepDone Step = iota
+	StepSource
+	StepList
+	StepApply
 )
 
-// String is the stage's name in metrics and logs.
-func (s Stage) String() string {
+// String is the step's name in metrics and logs.
+func (s Step) String() string {
 	switch s {
-	case StageSource:
+	case StepSource:
 		return "source"
-	case StageList:
+	case StepList:
 		return "list"
-	case StageApply:
+	case StepApply:
 		return "apply"
 	}
 	return "done"
@@ -94,9 +95,9 @@ type Report struct {
 	// Failed says why each hostname whose write failed or was refused did not get it,
 	// including the writes refused before that an event sync skipped until the interval.
 	Failed map[string]Failure
-	// Stage says where a failed sync stopped, StageDone when it did not; Err is its error.
-	Stage Stage
-	Err   error
+	// Step says where a failed sync stopped, StepDone when it did not; Err is its error.
+	Step Step
+	Err  error
 	// AuthFailed says the server refused the TLS authentication (a client certificate it does
 	// not accept, or a server certificate our CA does not verify).
 	AuthFailed bool
@@ -182,16 +183,16 @@ func reportOf(in *reading, sy *planner.Sync, results []plan.Result, again bool, 
 		Problems: sy.Problems, Held: sy.Held, State: st, Started: in.started, Duration: end.Sub(in.started), ListDuration: sy.ReadDuration, Read: sy.Read,
 		Mode: in.mode, ChangedAt: in.changed, Again: again, NextExpiry: sy.NextExpiry}
 	if whole, _ := plan.SplitRefused(results); whole != nil {
-		rep.Err, rep.Stage, rep.AuthFailed = plan.ErrorOf(results), StageApply, errors.Is(whole, provider.ErrAuthentication)
+		rep.Err, rep.Step, rep.AuthFailed = plan.ErrorOf(results), StepApply, errors.Is(whole, provider.ErrAuthentication)
 	}
 	return rep
 }
 
-// reportOfFailedRead is the report of a sync whose read failed at stage (StageSource or
-// StageList) with err, at end.
-func reportOfFailedRead(in *reading, stage Stage, err error, end time.Time) *Report {
-	rep := &Report{Err: err, Stage: stage, Mode: in.mode, Started: in.started, Duration: end.Sub(in.started)}
-	if stage == StageList {
+// reportOfFailedRead is the report of a sync whose read failed at stage (StepSource or
+// StepList) with err, at end.
+func reportOfFailedRead(in *reading, step Step, err error, end time.Time) *Report {
+	rep := &Report{Err: err, Step: step, Mode: in.mode, Started: in.started, Duration: end.Sub(in.started)}
+	if step == StepList {
 		// The sources answered: observers can still report on the objects concerned.
 		rep.AuthFailed = errors.Is(err, provider.ErrAuthentication)
 		rep.Endpoints, rep.Objects, rep.SourceEndpoints = in.endpoints, objectsOf(in.sources), in.counts
@@ -202,7 +203,7 @@ func reportOfFailedRead(in *reading, stage Stage, err error, end time.Time) *Rep
 // errorOf is the error of a sync that planned: its writes' failure as a whole, else the
 // hostnames whose writes were refused (a RefusedError), nil when every write went through.
 func errorOf(rep *Report) error {
-	if rep.Stage == StageApply {
+	if rep.Step == StepApply {
 		return fmt.Errorf("applying %d changes: %w", len(rep.Changes), rep.Err)
 	}
 	if len(rep.Failed) == 0 {

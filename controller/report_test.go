@@ -38,9 +38,9 @@ func TestReportOf(t *testing.T) {
 		fail   func(cs []plan.Change) []*plan.ChangeError
 		dryRun bool
 		again  bool
-		// stage, authFailed and failed are what the report says; entries the hostnames with
+		// step, authFailed and failed are what the report says; entries the hostnames with
 		// an entry once the writes are done.
-		stage      Stage
+		step       Step
 		authFailed bool
 		failed     map[string]FailureKind
 		entries    []string
@@ -71,13 +71,13 @@ func TestReportOf(t *testing.T) {
 			fail: func(cs []plan.Change) []*plan.ChangeError {
 				return []*plan.ChangeError{{Change: cs[0], Err: auth}, {Change: cs[1], Err: auth}}
 			},
-			stage: StageApply, authFailed: true, failed: map[string]FailureKind{"a.lan": FailureAuthentication, "c.lan": FailureAuthentication},
+			step: StepApply, authFailed: true, failed: map[string]FailureKind{"a.lan": FailureAuthentication, "c.lan": FailureAuthentication},
 			entries: []string{}, err: "applying 2 changes: "},
 		{name: "a change not started when the sync was stopped fails the sync, not its hostname", read: planner.ReadServer,
 			fail: func(cs []plan.Change) []*plan.ChangeError {
 				return []*plan.ChangeError{nil, {Change: cs[1], Err: plan.NotStarted(context.Canceled)}}
 			},
-			stage: StageApply, failed: map[string]FailureKind{}, entries: []string{"a.lan"},
+			step: StepApply, failed: map[string]FailureKind{}, entries: []string{"a.lan"},
 			err: "applying 2 changes: stopped after 1 of 2 changes: context canceled"},
 		{name: "a dry run writes nothing", read: planner.ReadServer, dryRun: true,
 			failed: map[string]FailureKind{}, entries: []string{}},
@@ -112,8 +112,8 @@ func TestReportOf(t *testing.T) {
 				rep.Read != tc.read || len(rep.Changes) != 2 || !reflect.DeepEqual(rep.SourceEndpoints, []int{1}) || len(rep.Objects["u1"].Endpoints) != 1 {
 				t.Fatalf("report %+v does not carry what the sync produced", rep)
 			}
-			if rep.Stage != tc.stage || rep.AuthFailed != tc.authFailed || (rep.Stage == StageApply) != (rep.Err != nil) {
-				t.Fatalf("stage %s, auth failed %v, err %v; want %s, %v", rep.Stage, rep.AuthFailed, rep.Err, tc.stage, tc.authFailed)
+			if rep.Step != tc.step || rep.AuthFailed != tc.authFailed || (rep.Step == StepApply) != (rep.Err != nil) {
+				t.Fatalf("step %s, auth failed %v, err %v; want %s, %v", rep.Step, rep.AuthFailed, rep.Err, tc.step, tc.authFailed)
 			}
 			failed := map[string]FailureKind{}
 			for host, f := range rep.Failed {
@@ -163,22 +163,22 @@ func TestReportOfFailedRead(t *testing.T) {
 	auth := fmt.Errorf("listing router-hosts entries: %w", provider.ErrAuthentication)
 	for _, tc := range []struct {
 		name       string
-		stage      Stage
+		step       Step
 		err        error
 		authFailed bool
 		objects    bool
 	}{
-		{name: "a source", stage: StageSource, err: auth},
-		{name: "the server, unreachable", stage: StageList, err: errors.New("unavailable"), objects: true},
-		{name: "the server, refusing the TLS authentication", stage: StageList, err: auth, authFailed: true, objects: true},
+		{name: "a source", step: StepSource, err: auth},
+		{name: "the server, unreachable", step: StepList, err: errors.New("unavailable"), objects: true},
+		{name: "the server, refusing the TLS authentication", step: StepList, err: auth, authFailed: true, objects: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := &reading{mode: planner.Full, started: t0, changed: t0.Add(-time.Second)}
-			if tc.stage == StageList {
+			if tc.step == StepList {
 				in.endpoints, in.sources, in.counts = []*endpoint.Endpoint{ep}, []sourceRead{{endpoints: []*endpoint.Endpoint{ep}}}, []int{1}
 			}
-			rep := reportOfFailedRead(in, tc.stage, tc.err, t0.Add(time.Second))
-			if rep.Stage != tc.stage || rep.Err != tc.err || rep.AuthFailed != tc.authFailed || rep.Mode != planner.Full ||
+			rep := reportOfFailedRead(in, tc.step, tc.err, t0.Add(time.Second))
+			if rep.Step != tc.step || rep.Err != tc.err || rep.AuthFailed != tc.authFailed || rep.Mode != planner.Full ||
 				!rep.Started.Equal(t0) || rep.Duration != time.Second || !rep.ChangedAt.IsZero() || rep.Again {
 				t.Fatalf("report %+v", rep)
 			}

@@ -154,10 +154,10 @@ func (r *Recorder) Warn(ref endpoint.SourceRef, reason, message string) {
 
 // Report emits the events one sync calls for.
 func (r *Recorder) Report(_ context.Context, rep *controller.Report) {
-	if !r.leading.Load() || rep.Stage == controller.StageSource {
+	if !r.leading.Load() || rep.Step == controller.StepSource {
 		return
 	}
-	if rep.Stage == controller.StageList {
+	if rep.Step == controller.StepList {
 		r.standing(rep, nil)
 		return
 	}

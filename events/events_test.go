@@ -55,7 +55,7 @@ func TestTransitionsOnly(t *testing.T) {
 	fail := func() *controller.Report {
 		changes := []plan.Change{upd}
 		ce := &plan.ChangeError{Change: changes[0], Err: errors.New("unavailable")}
-		return &controller.Report{Desired: desired, Changes: changes, Stage: controller.StageApply, Err: errors.New("x"),
+		return &controller.Report{Desired: desired, Changes: changes, Step: controller.StepApply, Err: errors.New("x"),
 			Failed: map[string]controller.Failure{"web.lan": {Err: ce, Kind: controller.FailureUnreachable}}, Results: []plan.Result{{Err: ce}}}
 	}
 	for i := 0; i < 3; i++ {

@@ -96,7 +96,7 @@ func (c *Checker) Report(_ context.Context, r *controller.Report) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
-	case r.Stage == controller.StageList || r.Stage == controller.StageApply:
+	case r.Step == controller.StepList || r.Step == controller.StepApply:
 		if r.Err == nil || errors.Is(r.Err, context.Canceled) {
 			return // a stopped sync (shutdown, lost leadership) says nothing of the router
 		}
@@ -104,7 +104,7 @@ func (c *Checker) Report(_ context.Context, r *controller.Report) {
 			c.router.failing = now
 		}
 		c.router.err, c.router.auth = firstLine(r.Err.Error()), r.AuthFailed
-	case r.Stage == controller.StageDone && (r.Read == planner.ReadServer || r.Read == planner.ReadHost || len(r.Changes) > 0):
+	case r.Step == controller.StepDone && (r.Read == planner.ReadServer || r.Read == planner.ReadHost || len(r.Changes) > 0):
 		c.router = routerState{answered: now}
 	}
 }

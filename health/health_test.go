@@ -35,7 +35,7 @@ func TestReadyz(t *testing.T) {
 			c := New(time.Minute, func() bool { return tc.synced }, testingclock.NewFakeClock(time.Now()))
 			c.SetLeading(tc.leading)
 			// The router is down: readiness does not care.
-			c.Report(context.Background(), &controller.Report{Stage: controller.StageList, Err: errors.New("ListHosts: connection refused")})
+			c.Report(context.Background(), &controller.Report{Step: controller.StepList, Err: errors.New("ListHosts: connection refused")})
 			code, body := get(c.Readyz)
 			if code != tc.code || body != tc.wantBody {
 				t.Fatalf("%d %q, want %d %q", code, body, tc.code, tc.wantBody)
@@ -55,12 +55,12 @@ type step struct {
 func TestRouterzAnswersFromTheSyncs(t *testing.T) {
 	refused := fmt.Errorf("ListHosts: %w: %w", provider.ErrAuthentication, errors.New("remote error: tls: unknown certificate authority"))
 	down := errors.New("ListHosts: connection refused")
-	read := controller.Report{Stage: controller.StageDone, Read: planner.ReadServer}
-	wrote := controller.Report{Stage: controller.StageDone, Read: planner.ReadKnown, Changes: []plan.Change{{Action: plan.Create}}}
-	quiet := controller.Report{Stage: controller.StageDone, Read: planner.ReadKnown}
-	listFailed := controller.Report{Stage: controller.StageList, Err: down}
-	authFailed := controller.Report{Stage: controller.StageList, Err: refused, AuthFailed: true}
-	manyWritesFailed := controller.Report{Stage: controller.StageApply, Read: planner.ReadKnown, Err: errors.Join(errors.New("AddHost a.lan: unavailable"), errors.New("AddHost b.lan: unavailable"))}
+	read := controller.Report{Step: controller.StepDone, Read: planner.ReadServer}
+	wrote := controller.Report{Step: controller.StepDone, Read: planner.ReadKnown, Changes: []plan.Change{{Action: plan.Create}}}
+	quiet := controller.Report{Step: controller.StepDone, Read: planner.ReadKnown}
+	listFailed := controller.Report{Step: controller.StepList, Err: down}
+	authFailed := controller.Report{Step: controller.StepList, Err: refused, AuthFailed: true}
+	manyWritesFailed := controller.Report{Step: controller.StepApply, Read: planner.ReadKnown, Err: errors.Join(errors.New("AddHost a.lan: unavailable"), errors.New("AddHost b.lan: unavailable"))}
 	for _, tc := range []struct {
 		name     string
 		steps    []step
@@ -69,7 +69,7 @@ func TestRouterzAnswersFromTheSyncs(t *testing.T) {
 		wantBody string
 	}{
 		{"no sync yet", nil, false, http.StatusServiceUnavailable, "unknown: no sync has reached router-hosts yet\n"},
-		{"a sync failed before reaching the router", []step{{0, controller.Report{Stage: controller.StageSource, Err: errors.New("reading source 0")}}},
+		{"a sync failed before reaching the router", []step{{0, controller.Report{Step: controller.StepSource, Err: errors.New("reading source 0")}}},
 			false, http.StatusServiceUnavailable, "unknown: no sync has reached router-hosts yet\n"},
 		{"read the server", []step{{time.Second, read}, {12 * time.Second, quiet}}, false, http.StatusOK, "ok (answered 12s ago)\n"},
 		{"wrote from the known state", []step{{0, wrote}, {3 * time.Second, quiet}}, false, http.StatusOK, "ok (answered 3s ago)\n"},
@@ -82,7 +82,7 @@ func TestRouterzAnswersFromTheSyncs(t *testing.T) {
 		{"certificate refused", []step{{0, authFailed}, {5 * time.Second, quiet}}, false, http.StatusServiceUnavailable,
 			"AuthenticationFailed: " + refused.Error() + "; since 2030-01-01T00:00:00Z (5s ago)\n"},
 		{"answering again", []step{{0, listFailed}, {time.Minute, authFailed}, {time.Minute, read}}, false, http.StatusOK, "ok (answered 0s ago)\n"},
-		{"a stopped sync says nothing", []step{{0, read}, {time.Second, controller.Report{Stage: controller.StageList, Err: fmt.Errorf("ListHosts: %w", context.Canceled)}}},
+		{"a stopped sync says nothing", []step{{0, read}, {time.Second, controller.Report{Step: controller.StepList, Err: fmt.Errorf("ListHosts: %w", context.Canceled)}}},
 			false, http.StatusOK, "ok (answered 1s ago)\n"},
 		{"standby", []step{{0, read}}, true, http.StatusServiceUnavailable, "unknown: this replica is a standby; only the leader calls router-hosts\n"},
 	} {
@@ -125,7 +125,7 @@ func TestHealthz(t *testing.T) {
 	}
 	c.SetLeading(true)
 	clk.Step(time.Hour)
-	c.Report(context.Background(), &controller.Report{Stage: controller.StageSource, Err: errors.New("x")})
+	c.Report(context.Background(), &controller.Report{Step: controller.StepSource, Err: errors.New("x")})
 	if code, _ := get(c.Healthz); code != http.StatusOK {
 		t.Fatalf("after a sync attempt: %d", code)
 	}

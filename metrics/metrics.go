@@ -90,7 +90,7 @@ func New(sourceNames []string) *Metrics {
 		buildInfo: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "build_info",
 			Help: "1, labelled with the binary's version, commit and Go version."}, []string{"version", "commit", "goversion"}),
 		syncErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "sync_errors_total",
-			Help: "Failed syncs by the stage that failed (source, list, authentication, apply)."}, []string{"reason"}),
+			Help: "Failed syncs by the step that failed (source, list, authentication, apply)."}, []string{"reason"}),
 		syncDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "sync_duration_seconds",
 			Help:    "Duration of syncs, by kind (full: reads the whole server; event: after a cluster change) and result (success, failure).",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}, []string{"mode", "result"}),
@@ -198,12 +198,12 @@ func (m *Metrics) SetRouterConfigured(named bool) { m.routerConfigured.Set(b2f(n
 func (m *Metrics) Report(_ context.Context, r *controller.Report) {
 	// The last-sync gauges are set before the histogram counts the sync, so a scrape that sees
 	// the new count sees this sync's durations too.
-	if r.Stage != controller.StageSource && r.Stage != controller.StageList {
+	if r.Step != controller.StepSource && r.Step != controller.StepList {
 		m.lastDuration.Set(r.Duration.Seconds())
 		m.lastList.Set(r.ListDuration.Seconds())
 	}
 	result := "success"
-	if r.Stage != controller.StageDone {
+	if r.Step != controller.StepDone {
 		result = "failure"
 	}
 	m.syncDuration.WithLabelValues(r.Mode.String(), result).Observe(r.Duration.Seconds())
@@ -213,15 +213,15 @@ func (m *Metrics) Report(_ context.Context, r *controller.Report) {
 		}
 	}
 	switch {
-	case r.Stage == controller.StageSource:
-		m.syncErrors.WithLabelValues(r.Stage.String()).Inc()
+	case r.Step == controller.StepSource:
+		m.syncErrors.WithLabelValues(r.Step.String()).Inc()
 		return
-	case r.Stage == controller.StageList && r.AuthFailed:
+	case r.Step == controller.StepList && r.AuthFailed:
 		m.syncErrors.WithLabelValues("authentication").Inc()
 		m.serverConnected.Set(0)
 		return
-	case r.Stage == controller.StageList:
-		m.syncErrors.WithLabelValues(r.Stage.String()).Inc()
+	case r.Step == controller.StepList:
+		m.syncErrors.WithLabelValues(r.Step.String()).Inc()
 		m.serverConnected.Set(0)
 		return
 	}
@@ -262,8 +262,8 @@ func (m *Metrics) Report(_ context.Context, r *controller.Report) {
 	m.pending.Set(float64(r.Pending))
 	m.foreign.Set(float64(r.Foreign))
 	m.syncedEntries.set(r.Cluster, r.Entries)
-	if r.Stage == controller.StageApply {
-		m.syncErrors.WithLabelValues(r.Stage.String()).Inc()
+	if r.Step == controller.StepApply {
+		m.syncErrors.WithLabelValues(r.Step.String()).Inc()
 		return
 	}
 	m.lastSync.Set(float64(r.Started.Add(r.Duration).Unix()))

@@ -86,7 +86,7 @@ func TestConflictsAreAGauge(t *testing.T) {
 	if g := gauge(); g != 2 {
 		t.Fatalf("hostname_conflicts = %v, want 2", g)
 	}
-	m.Report(context.Background(), &controller.Report{Stage: controller.StageList, Err: errors.New("down")})
+	m.Report(context.Background(), &controller.Report{Step: controller.StepList, Err: errors.New("down")})
 	if g := gauge(); g != 2 {
 		t.Fatalf("a sync that did not plan changed hostname_conflicts to %v", g)
 	}
@@ -163,7 +163,7 @@ func TestDayTwoMetrics(t *testing.T) {
 		t.Errorf("adopted_entries = %v, want 1 (nas.lan)", v)
 	}
 	// A failed read: a failure of its kind, and no change latency.
-	m.Report(context.Background(), &controller.Report{Mode: planner.Full, Stage: controller.StageList, Err: errors.New("down"), ChangedAt: start})
+	m.Report(context.Background(), &controller.Report{Mode: planner.Full, Step: controller.StepList, Err: errors.New("down"), ChangedAt: start})
 	// A write that failed: no change latency either.
 	failed := []plan.Change{{Action: plan.Create, New: &endpoint.Record{}}}
 	m.Report(context.Background(), &controller.Report{Mode: planner.Event, Started: start, ChangedAt: start, Changes: failed,

@@ -130,7 +130,7 @@ func TestTheAnsweringCondition(t *testing.T) {
 	h.UseAnswers(&fakeAnswers{server: "r:53"})
 	prev := hm.DeepCopy()
 	prev.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionAnswering, Status: metav1.ConditionTrue, Reason: ReasonAnswering, Message: "m"}}
-	if st := h.compute(prev, &controller.Report{Stage: controller.StageSource}, nil, nil); st.answering != metav1.ConditionTrue || st.answerMessage != "m" {
+	if st := h.compute(prev, &controller.Report{Step: controller.StepSource}, nil, nil); st.answering != metav1.ConditionTrue || st.answerMessage != "m" {
 		t.Fatalf("after a failed source: %+v", st)
 	}
 }

@@ -317,7 +317,7 @@ func (h *HostMappings) compute(hm *v1alpha1.HostMapping, r *controller.Report, d
 func (h *HostMappings) computeSynced(hm *v1alpha1.HostMapping, r *controller.Report, desired map[string]*endpoint.Endpoint, dropped []refusal) (_ state, known bool) {
 	prev := current(hm)
 	st := state{gen: hm.Generation, id: prev.id, ready: true}
-	if r.Stage == controller.StageSource {
+	if r.Step == controller.StepSource {
 		return prev, false // a source failed: nothing new is known about this object
 	}
 	obj, known := r.Objects[string(hm.UID)]
@@ -331,10 +331,10 @@ func (h *HostMappings) computeSynced(hm *v1alpha1.HostMapping, r *controller.Rep
 	case len(eps) == 0:
 		st.reason, st.message, st.id = ReasonValidationFailed, joinProblems(problems), ""
 		return st, true
-	case r.Stage == controller.StageList && r.AuthFailed:
+	case r.Step == controller.StepList && r.AuthFailed:
 		st.reason, st.message = ReasonAuthenticationFailed, r.Err.Error()
 		return st, true
-	case r.Stage == controller.StageList:
+	case r.Step == controller.StepList:
 		st.reason, st.message = ReasonServerUnreachable, r.Err.Error()
 		return st, true
 	}

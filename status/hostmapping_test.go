@@ -58,9 +58,9 @@ func TestComputeTranslatesTheReport(t *testing.T) {
 			want: state{synced: true, id: "01ABC", gen: 2, reason: ReasonSuccess, addresses: "10.0.0.9", ready: true}},
 		{name: "a reserved tag was dropped: written, but not as the spec says", report: controller.Report{Objects: objs, Entries: entries},
 			dropped: []refusal{{ReasonValidationFailed, `tag "cluster:x" is reserved; dropped`}}, want: state{id: "01ABC", gen: 2, reason: ReasonValidationFailed, addresses: "10.0.0.9", ready: true}, message: "cluster:x"},
-		{name: "authentication refused on the read", report: controller.Report{Objects: objs, Stage: controller.StageList, AuthFailed: true, Err: authErr},
+		{name: "authentication refused on the read", report: controller.Report{Objects: objs, Step: controller.StepList, AuthFailed: true, Err: authErr},
 			want: state{gen: 2, reason: ReasonAuthenticationFailed, ready: true}, message: "unknown certificate authority"},
-		{name: "server unreachable", report: controller.Report{Objects: objs, Stage: controller.StageList, Err: errors.New("connection refused")},
+		{name: "server unreachable", report: controller.Report{Objects: objs, Step: controller.StepList, Err: errors.New("connection refused")},
 			want: state{gen: 2, reason: ReasonServerUnreachable, ready: true}},
 		{name: "authentication refused on the write", report: controller.Report{Objects: objs, Entries: entries, Failed: map[string]controller.Failure{"printer.lan": {Err: authErr, Kind: controller.FailureAuthentication}}},
 			want: state{gen: 2, reason: ReasonAuthenticationFailed, ready: true}},
@@ -70,7 +70,7 @@ func TestComputeTranslatesTheReport(t *testing.T) {
 			want: state{gen: 2, reason: ReasonValidationFailed, ready: true}, message: "spec.hostname is empty"},
 		{name: "no address", report: controller.Report{Objects: noAddress, Desired: []*endpoint.Endpoint{{Hostname: "printer.lan", Sources: []endpoint.SourceRef{ref}}}},
 			want: state{gen: 2, reason: ReasonNoAddress, ready: true}},
-		{name: "a source failed: the status stays", report: controller.Report{Stage: controller.StageSource, Err: errors.New("cache not synced")},
+		{name: "a source failed: the status stays", report: controller.Report{Step: controller.StepSource, Err: errors.New("cache not synced")},
 			want: state{gen: 0, reason: ""}},
 		{name: "created after the sync read its sources: no word yet", report: controller.Report{Entries: entries},
 			want: state{gen: 0, reason: ""}},
@@ -146,7 +146,7 @@ func TestANewerStatusIsNeverSkippedForOneInFlight(t *testing.T) {
 	entries := map[string][]endpoint.Record{"printer.lan": {{ID: "01ABC", IP: "10.0.0.9", Hostname: "printer.lan"}}}
 	// The router goes away: ServerUnreachable is being written when it comes back.
 	objs := map[string]controller.Object{"uid-p": {Endpoints: desired}}
-	h.Report(ctx, &controller.Report{Stage: controller.StageList, Err: errors.New("connection refused"), Objects: objs})
+	h.Report(ctx, &controller.Report{Step: controller.StepList, Err: errors.New("connection refused"), Objects: objs})
 	select {
 	case <-inFlight:
 	case <-time.After(10 * time.Second):

@@ -29,7 +29,7 @@ const (
 type lastSync struct {
 	seen       bool
 	ended      time.Time
-	stage      controller.Stage
+	step       controller.Step
 	err        string
 	authFailed bool
 	failed     int
@@ -63,7 +63,7 @@ func (sw *statusWriter) poke() {
 
 // Report takes a sync's outcome (controller.Reporter); it only counts and stores.
 func (w *Watcher) Report(_ context.Context, rep *controller.Report) {
-	l := lastSync{seen: true, ended: rep.Started.Add(rep.Duration), stage: rep.Stage, authFailed: rep.AuthFailed,
+	l := lastSync{seen: true, ended: rep.Started.Add(rep.Duration), step: rep.Step, authFailed: rep.AuthFailed,
 		failed: len(rep.Failed), pending: rep.Pending}
 	if rep.Err != nil {
 		l.err = rep.Err.Error()
@@ -73,7 +73,7 @@ func (w *Watcher) Report(_ context.Context, rep *controller.Report) {
 	}
 	sw := w.status
 	sw.mu.Lock()
-	if rep.Stage == controller.StageSource || rep.Stage == controller.StageList {
+	if rep.Step == controller.StepSource || rep.Step == controller.StepList {
 		// Nothing was counted: keep the last counts.
 		l.entries, l.pending = sw.last.entries, sw.last.pending
 	}
@@ -112,7 +112,7 @@ func (sw *statusWriter) write(ctx context.Context) error {
 	sw.mu.Lock()
 	last := sw.last
 	sw.mu.Unlock()
-	if w.opts.Version != nil && last.seen && last.stage == controller.StageDone && sw.versionOf != applied.Endpoint {
+	if w.opts.Version != nil && last.seen && last.step == controller.StepDone && sw.versionOf != applied.Endpoint {
 		// Asked once per endpoint, here beside the loop, never by a sync.
 		if v, err := w.opts.Version(ctx); err == nil {
 			sw.version, sw.versionOf = v, applied.Endpoint
@@ -146,7 +146,7 @@ func desiredStatus(obj *v1alpha1.RouterHostsConfig, applied Settings, waiting bo
 	}
 	st := v1alpha1.RouterHostsConfigStatus{ObservedGeneration: obj.Generation, Endpoint: applied.Endpoint,
 		Entries: last.entries, PendingDeletions: last.pending, LastSyncTime: obj.Status.LastSyncTime, ServerVersion: obj.Status.ServerVersion}
-	if last.seen && last.stage == controller.StageDone {
+	if last.seen && last.step == controller.StepDone {
 		t := metav1.NewTime(last.ended.UTC().Truncate(time.Second))
 		st.LastSyncTime = &t
 	}
@@ -165,10 +165,10 @@ func desiredStatus(obj *v1alpha1.RouterHostsConfig, applied Settings, waiting bo
 	case last.authFailed:
 		reach = cond(v1alpha1.ConditionServerReachable, false, v1alpha1.ReasonAuthenticationFailed, last.err)
 		synced = cond(ConditionSynced, false, ReasonSyncFailed, last.err)
-	case last.stage == controller.StageList || last.stage == controller.StageApply:
+	case last.step == controller.StepList || last.step == controller.StepApply:
 		reach = cond(v1alpha1.ConditionServerReachable, false, v1alpha1.ReasonUnreachable, last.err)
 		synced = cond(ConditionSynced, false, ReasonSyncFailed, last.err)
-	case last.stage == controller.StageSource:
+	case last.step == controller.StepSource:
 		reach = cond(v1alpha1.ConditionServerReachable, true, v1alpha1.ReasonConnected, "")
 		synced = cond(ConditionSynced, false, ReasonSyncFailed, last.err)
 	default:

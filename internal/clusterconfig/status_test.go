@@ -80,10 +80,10 @@ func TestConditionsKeepTheirTransitionTime(t *testing.T) {
 		want []want // Ready, ServerReachable, Synced
 	}{
 		{"a sync that failed to write: Ready and Synced turn False now, the server still answers", settled,
-			lastSync{seen: true, stage: controller.StageDone, failed: 1},
+			lastSync{seen: true, step: controller.StepDone, failed: 1},
 			[]want{{metav1.ConditionFalse, ReasonSyncFailed, nowSec}, {metav1.ConditionTrue, v1alpha1.ReasonConnected, t0}, {metav1.ConditionFalse, ReasonSyncFailed, nowSec}}},
 		{"another good sync: nothing transitions", settled,
-			lastSync{seen: true, stage: controller.StageDone},
+			lastSync{seen: true, step: controller.StepDone},
 			[]want{{metav1.ConditionTrue, ReasonReady, t0}, {metav1.ConditionTrue, v1alpha1.ReasonConnected, t0}, {metav1.ConditionTrue, ReasonSynced, t0}}},
 		{"the first status", nil,
 			lastSync{},

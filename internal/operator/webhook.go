@@ -90,7 +90,7 @@ func (s syncer) Sync(ctx context.Context) error { return s.c.SyncNow(ctx) }
 type publishedReporter struct{ s *webhook.Server }
 
 func (h publishedReporter) Report(_ context.Context, r *controller.Report) {
-	if r.Err != nil || r.Stage != controller.StageDone {
+	if r.Err != nil || r.Step != controller.StepDone {
 		h.s.Forget()
 		return
 	}
