@@ -101,3 +101,52 @@ func TestANamespaceBudgetCountsEntries(t *testing.T) {
 		}
 	})
 }
+
+// TestTheNamespaceBudgetStage: a namespace keeps the entries it has; what it adds beyond its
+// budget of entries (marked ones, and the entries of hostnames it let go, count until they are
+// gone) waits, the oldest claim admitted first: a new hostname is left out, a grown one keeps as
+// many addresses as it has entries, those it has first. Each object left out is reported once;
+// other namespaces go on.
+func TestTheNamespaceBudgetStage(t *testing.T) {
+	have := hostsOf(3, "t.lan", "t", "have", "u-have", 2*time.Hour, "10.0.0.1")
+	var haveEntries []endpoint.Record
+	for i, ep := range have {
+		haveEntries = append(haveEntries, owned(fmt.Sprintf("o%d", i), ep.Hostname, "10.0.0.1", PrefixNamespace+"t", PrefixSource+"u-have"))
+	}
+	newer := claim("newer.t.lan", "t", "newer", "u-newer", time.Minute, "10.0.0.2")
+	older := claim("older.t.lan", "t", "older", "u-older", time.Hour, "10.0.0.3")
+	elsewhere := claim("x.o.lan", "o", "x", "u-x", 0, "10.0.0.4")
+	all := append(slices.Clone(have), newer, older, elsewhere)
+	everything := []string{"h0000.t.lan [10.0.0.1] []", "h0001.t.lan [10.0.0.1] []", "h0002.t.lan [10.0.0.1] []",
+		"newer.t.lan [10.0.0.2] []", "older.t.lan [10.0.0.3] []", "x.o.lan [10.0.0.4] []"}
+	for _, tc := range []struct {
+		name    string
+		limit   int
+		records []endpoint.Record
+		eps     []*endpoint.Endpoint
+		want    claimWords
+	}{
+		{name: "no budget", records: haveEntries, eps: all, want: claimWords{endpoints: everything}},
+		{name: "within it", limit: 5, records: haveEntries, eps: all, want: claimWords{endpoints: everything}},
+		{name: "new hostnames wait, the oldest claim first", limit: 4, records: haveEntries, eps: all,
+			want: claimWords{endpoints: []string{"h0000.t.lan [10.0.0.1] []", "h0001.t.lan [10.0.0.1] []", "h0002.t.lan [10.0.0.1] []",
+				"older.t.lan [10.0.0.3] []", "x.o.lan [10.0.0.4] []"}, changed: []string{"newer.t.lan"}, problems: []string{"OverBudget t/newer"}}},
+		{name: "a grown hostname keeps the addresses of its entries", limit: 2,
+			records: []endpoint.Record{owned("w1", "web.t.lan", "10.0.1.9", PrefixNamespace+"t", PrefixSource+"u-web")},
+			eps:     []*endpoint.Endpoint{claim("web.t.lan", "t", "web", "u-web", time.Hour, "10.0.1.1", "10.0.1.2", "10.0.1.9")},
+			want:    claimWords{endpoints: []string{"web.t.lan [10.0.1.9] []"}, changed: []string{"web.t.lan"}, problems: []string{"OverBudget t/web"}}},
+		{name: "the entries of a hostname let go count until they are gone", limit: 2,
+			records: []endpoint.Record{owned("g1", "gone.t.lan", "10.0.0.1", PrefixNamespace+"t", PrefixSource+"u-gone", PrefixPending+t0.Format(time.RFC3339)),
+				owned("g2", "gone.t.lan", "10.0.0.2", PrefixNamespace+"t", PrefixSource+"u-gone", PrefixPending+t0.Format(time.RFC3339))},
+			eps:  []*endpoint.Endpoint{newer, elsewhere},
+			want: claimWords{endpoints: []string{"x.o.lan [10.0.0.4] []"}, changed: []string{"newer.t.lan"}, problems: []string{"OverBudget t/newer"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRegWith(t, func(c *Config) { c.Budgets.EntriesPerNamespace = tc.limit })
+			in := claimsAt(r, tc.records, tc.eps)
+			if got := wordsOfVerdicts(r.namespaceBudget(in, mergedAt(r, in, tc.eps))); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}

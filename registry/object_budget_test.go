@@ -95,3 +95,51 @@ func TestAnObjectsMarkedEntriesCount(t *testing.T) {
 		t.Fatalf("after the grace period: %v, problems %q, entries %v", got, problemsOf(st), s.entries)
 	}
 }
+
+// TestTheObjectBudgetStage: an object over a budget per object is reported once, and each of
+// its hostnames is changed: a claim on one it has entries of is frozen (no address, so its
+// entries keep theirs, with their aliases and tags), one on a new name is dropped. Its entries
+// marked for deletion count until they are gone. The other objects go on.
+func TestTheObjectBudgetStage(t *testing.T) {
+	budgets := Budgets{EntriesPerObject: 2, AliasesPerObject: 2, TagsPerObject: 2}
+	big := func(host string) *endpoint.Endpoint { return claim(host, "a", "big", "u1", time.Hour, "10.0.0.1") }
+	other := claim("other.lan", "a", "other", "u2", time.Hour, "10.0.0.2")
+	entry := withAliases(owned("o1", "a.lan", "10.0.0.1", PrefixNamespace+"a", PrefixSource+"u1", "team-a"), "x.lan")
+	for _, tc := range []struct {
+		name    string
+		records []endpoint.Record
+		eps     []*endpoint.Endpoint
+		want    claimWords
+	}{
+		{name: "within every budget", records: []endpoint.Record{entry},
+			eps:  []*endpoint.Endpoint{big("a.lan"), big("b.lan"), other},
+			want: claimWords{endpoints: []string{"a.lan [10.0.0.1] []", "b.lan [10.0.0.1] []", "other.lan [10.0.0.2] []"}}},
+		{name: "over the entries: no new name",
+			eps: []*endpoint.Endpoint{big("a.lan"), big("b.lan"), big("c.lan"), other},
+			want: claimWords{endpoints: []string{"other.lan [10.0.0.2] []"}, changed: []string{"a.lan", "b.lan", "c.lan"},
+				problems: []string{"OverBudget a/big"}}},
+		{name: "over the tags: what it has is frozen as it is", records: []endpoint.Record{entry},
+			eps: func() []*endpoint.Endpoint {
+				a, b := big("a.lan"), big("b.lan")
+				a.Tags, b.Tags = []string{"t1", "t2", "t3"}, []string{"t1", "t2", "t3"}
+				return []*endpoint.Endpoint{a, b, other}
+			}(),
+			want: claimWords{endpoints: []string{"a.lan [] [x.lan] tags [team-a]", "other.lan [10.0.0.2] []"}, changed: []string{"a.lan", "b.lan"},
+				problems: []string{"OverBudget a/big"}}},
+		{name: "over the aliases",
+			eps:  []*endpoint.Endpoint{aliased(big("a.lan"), "x.lan", "y.lan", "z.lan"), other},
+			want: claimWords{endpoints: []string{"other.lan [10.0.0.2] []"}, changed: []string{"a.lan"}, problems: []string{"OverBudget a/big"}}},
+		{name: "an entry marked for deletion counts until it is gone",
+			records: []endpoint.Record{owned("m1", "old.lan", "10.0.0.9", PrefixNamespace+"a", PrefixSource+"u1", PrefixPending+t0.Format(time.RFC3339))},
+			eps:     []*endpoint.Endpoint{big("a.lan"), big("b.lan"), other},
+			want: claimWords{endpoints: []string{"other.lan [10.0.0.2] []"}, changed: []string{"a.lan", "b.lan"},
+				problems: []string{"OverBudget a/big"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRegWith(t, func(c *Config) { c.Budgets = budgets })
+			if got := wordsOfVerdicts(r.objectBudget(claimsAt(r, tc.records, tc.eps), tc.eps)); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}

@@ -18,7 +18,9 @@ type claimStage struct {
 // claimStages are the rules over the sources' claims, in the order they apply. Up to "merge"
 // the endpoints are the claims, one per object and hostname; from "merge" on, one merged
 // endpoint per hostname. A stage's name is the Stage of the conflicts and problems it
-// reports.
+// reports, and leads to its code: the stage "object-budget" is the method objectBudget in
+// object_budget.go, and TestTheObjectBudgetStage in object_budget_test.go tests it
+// (TestEveryStageIsItsFile).
 var claimStages = [...]claimStage{
 	// Reserved tags among an object's tags are reported, whether or not its claim wins; merge
 	// writes none of them.
@@ -114,7 +116,7 @@ type changeStage struct {
 }
 
 // changeStages are the rules over the plan's changes, in the order they apply. A stage's name
-// is the Stage of what it holds back.
+// is the Stage of what it holds back, and leads to its code as a claim stage's does.
 var changeStages = [...]changeStage{
 	// --policy, as external-dns applies it after its plan: upsert-only deletes nothing,
 	// create-only changes no entry.

@@ -148,3 +148,53 @@ func TestAnAliasOutsideTheDomainFilter(t *testing.T) {
 		t.Fatal("Manages does not follow the domain filter")
 	}
 }
+
+// TestTheTenancyStage: a claim on a name its namespace may not claim is dropped; an alias its
+// namespace may not claim, or the domain filter does not manage, is taken off a copy; a grace
+// period over the maximum is capped on a copy. Each is reported on the claim's object, and its
+// hostname changed; with no rule, no filter and no cap every claim goes on as it came.
+func TestTheTenancyStage(t *testing.T) {
+	year := 365 * 24 * time.Hour
+	media := Tenancy{Domains: []NamespaceDomains{{Namespace: "media", Domains: []string{"media.lan"}}}}
+	graced := func(ep *endpoint.Endpoint, d time.Duration) *endpoint.Endpoint {
+		ep.GracePeriod = &d
+		return ep
+	}
+	for _, tc := range []struct {
+		name string
+		set  func(*Config)
+		eps  []*endpoint.Endpoint
+		want claimWords
+	}{
+		{name: "no rule, no filter, no cap", set: func(*Config) {},
+			eps:  []*endpoint.Endpoint{graced(aliased(claim("bank.lan", "media", "tv", "u1", 0, "10.0.0.1"), "x.example.com"), year)},
+			want: claimWords{endpoints: []string{"bank.lan [10.0.0.1] [x.example.com] grace 8760h0m0s"}}},
+		{name: "a hostname outside the namespace's domains", set: func(c *Config) { c.Tenancy = media },
+			eps:  []*endpoint.Endpoint{claim("tv.media.lan", "media", "tv", "u1", 0, "10.0.0.1"), claim("bank.lan", "media", "bank", "u2", 0, "10.0.0.2")},
+			want: claimWords{endpoints: []string{"tv.media.lan [10.0.0.1] []"}, changed: []string{"bank.lan"}, problems: []string{"NotPermitted media/bank"}}},
+		{name: "an alias outside them", set: func(c *Config) { c.Tenancy = media },
+			eps: []*endpoint.Endpoint{aliased(claim("tv.media.lan", "media", "tv", "u1", 0, "10.0.0.1"), "films.media.lan", "bank.lan")},
+			want: claimWords{endpoints: []string{"tv.media.lan [10.0.0.1] [films.media.lan]"}, changed: []string{"tv.media.lan"},
+				problems: []string{"NotPermitted media/tv"}}},
+		{name: "an alias outside the domain filter", set: func(c *Config) { c.DomainFilter = []string{"home.lan"} },
+			eps: []*endpoint.Endpoint{aliased(claim("app.home.lan", "a", "app", "u1", 0, "10.0.0.1"), "app2.home.lan", "bank.example.com"),
+				aliased(claim("db.home.lan", "a", "db", "u2", 0, "10.0.0.2"), "db2.home.lan")},
+			want: claimWords{endpoints: []string{"app.home.lan [10.0.0.1] [app2.home.lan]", "db.home.lan [10.0.0.2] [db2.home.lan]"},
+				changed: []string{"app.home.lan"}, problems: []string{"OutsideDomains a/app"}}},
+		{name: "a grace period over the maximum", set: func(c *Config) { c.Tenancy.MaxGracePeriod = time.Hour },
+			eps: []*endpoint.Endpoint{graced(claim("keep.lan", "a", "keep", "u1", 0, "10.0.0.1"), year), graced(claim("short.lan", "a", "short", "u2", 0, "10.0.0.2"), time.Minute)},
+			want: claimWords{endpoints: []string{"keep.lan [10.0.0.1] [] grace 1h0m0s", "short.lan [10.0.0.2] [] grace 1m0s"},
+				changed: []string{"keep.lan"}, problems: []string{"GracePeriodCapped a/keep"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRegWith(t, tc.set)
+			before := wordsOfVerdicts(verdicts{endpoints: tc.eps})
+			if got := wordsOfVerdicts(r.tenancy(claimsAt(r, nil, tc.eps), tc.eps)); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+			if after := wordsOfVerdicts(verdicts{endpoints: tc.eps}); !reflect.DeepEqual(after, before) {
+				t.Errorf("the claims handed in changed: %q, were %q", after.endpoints, before.endpoints)
+			}
+		})
+	}
+}
