@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -248,4 +249,73 @@ func TestTheNamespacesBrake(t *testing.T) {
 			t.Fatalf("braked %+v, %v", res.Braked, actions(res))
 		}
 	})
+}
+
+// TestTheBrakeStage: a sync that would mark more than the brake's share of a namespace's
+// entries, and at least its minimum, holds (MassDeletionHeld, with the token) every mark and
+// deletion of that namespace, its new names, and every renewal of the mark of life; the other
+// namespaces' changes go on. Confirmed by its token, the set goes.
+func TestTheBrakeStage(t *testing.T) {
+	var records []endpoint.Record
+	for _, ns := range []string{"a", "b"} {
+		for i := range 12 {
+			records = append(records, owned(fmt.Sprintf("%s%02d", ns, i), fmt.Sprintf("%s%02d.lan", ns, i), "10.0.0.1", PrefixNamespace+ns, PrefixSource+"u-"+ns))
+		}
+	}
+	mark := func(rec endpoint.Record) plan.Change { return plan.Change{Action: plan.Mark, Old: &rec, New: &rec} }
+	create := func(host, ns string) plan.Change {
+		return plan.Change{Action: plan.Create, New: &endpoint.Record{Hostname: host, IP: "10.0.0.2", Tags: []string{TagOwner, PrefixNamespace + ns}}}
+	}
+	renewal := func(rec endpoint.Record) plan.Change {
+		n := rec
+		n.Tags = append(slices.Clone(rec.Tags), PrefixAlive+t0.Format(time.RFC3339))
+		return plan.Change{Action: plan.Update, Old: &rec, New: &n}
+	}
+	var most []plan.Change // ten of a's twelve
+	var ids []string
+	for _, rec := range records[:10] {
+		most = append(most, mark(rec))
+		ids = append(ids, rec.ID)
+	}
+	token := brakeToken(slices.Clone(ids))
+	burst := append(slices.Clone(most), create("new.lan", "a"), create("other.lan", "b"), mark(records[12]), renewal(records[23]))
+	var heldBurst []string
+	for _, rec := range records[:10] {
+		heldBurst = append(heldBurst, "mark "+rec.Hostname+" "+rec.ID+" MassDeletionHeld")
+	}
+	heldBurst = append(heldBurst, "create new.lan MassDeletionHeld", "update b11.lan b11 MassDeletionHeld")
+	for _, tc := range []struct {
+		name       string
+		confirm    string
+		changes    []plan.Change
+		sent, held []string
+	}{
+		{name: "no mark", changes: []plan.Change{create("new.lan", "a"), renewal(records[0])}, sent: []string{"create new.lan", "update a00.lan a00"}},
+		{name: "a few marks", changes: []plan.Change{mark(records[0]), mark(records[1]), create("new.lan", "a")},
+			sent: []string{"mark a00.lan a00", "mark a01.lan a01", "create new.lan"}},
+		{name: "most of a namespace", changes: burst, sent: []string{"create other.lan", "mark b00.lan b00"}, held: heldBurst},
+		{name: "confirmed", confirm: token, changes: burst, sent: wordsOfChanged(changed{changes: burst}).sent},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRegWith(t, func(c *Config) { c.Brake = DefaultBrake(); c.Brake.Confirm = tc.confirm })
+			v := r.brake(changesAt(r, records, nil, nil), tc.changes)
+			if got := wordsOfChanged(v); !reflect.DeepEqual(got, changeWords{tc.sent, tc.held}) {
+				t.Errorf("sent %q\nheld %q\nwant %q\nand  %q", got.sent, got.held, tc.sent, tc.held)
+			}
+			if len(tc.held) == 0 {
+				if v.braked != nil {
+					t.Errorf("braked %+v", v.braked)
+				}
+				return
+			}
+			if v.braked == nil || v.braked.Token != token || v.braked.Stopped != len(tc.held) || len(v.braked.Namespaces) != 1 || v.braked.Namespaces[0].Name != "a" {
+				t.Fatalf("braked %+v, want namespace a's %d held under %s", v.braked, len(tc.held), token)
+			}
+			for _, h := range v.held {
+				if h.Token != token {
+					t.Errorf("held %s without the token", changeText(&h.Change))
+				}
+			}
+		})
+	}
 }

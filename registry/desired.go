@@ -73,6 +73,40 @@ type Problem struct {
 	Stage, Reason string
 }
 
+// ProblemKind says what kind of refusal a Problem is: the label of its metric.
+type ProblemKind string
+
+// The kinds of the registry's Problems.
+const (
+	// ProblemReservedTag: a user tag in the operator's namespace, dropped.
+	ProblemReservedTag ProblemKind = "ReservedTag"
+	// ProblemOutsideDomains: an alias the domain filter does not manage, dropped.
+	ProblemOutsideDomains ProblemKind = "OutsideDomains"
+	// ProblemNotPermitted: a name the object's namespace may not claim, not written.
+	ProblemNotPermitted ProblemKind = "NotPermitted"
+	// ProblemGracePeriodCapped: a grace period above the maximum, which applies instead.
+	ProblemGracePeriodCapped ProblemKind = "GracePeriodCapped"
+	// ProblemOverBudget: an object or namespace over its budget, whose new names are not
+	// written while what it has stays.
+	ProblemOverBudget ProblemKind = "OverBudget"
+)
+
+// reason is the word of the Event that tells a problem of kind k.
+func (k ProblemKind) reason() string {
+	switch k {
+	case ProblemNotPermitted:
+		return ReasonNameNotPermitted
+	case ProblemOverBudget:
+		return ReasonOverBudget
+	}
+	return ReasonInvalidAnnotation
+}
+
+// ProblemKinds are every kind, in a stable order, for observers that count them all.
+func ProblemKinds() []ProblemKind {
+	return []ProblemKind{ProblemReservedTag, ProblemOutsideDomains, ProblemNotPermitted, ProblemGracePeriodCapped, ProblemOverBudget}
+}
+
 // current turns the owned entries, and the unowned ones that desired hostnames could adopt,
 // into plan input, less the entries of settled hostnames (lowercase), which the plan does not
 // look at. An adopted entry keeps the user's tags, verbatim and in order, ahead of the

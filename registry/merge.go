@@ -10,6 +10,52 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
 
+// merge merges the claims of each hostname (mergeHost), reusing a merge made before from the
+// same claims and entries unless a stage before it changed them.
+func (r *Registry) merge(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
+	byHost := make(map[string][]*endpoint.Endpoint, len(eps))
+	// In the order the hostnames first came: sources list theirs sorted, so the sort below
+	// mostly finds them in order.
+	hosts := make([]string, 0, len(eps))
+	for _, ep := range eps {
+		claims, seen := byHost[ep.Hostname]
+		if !seen {
+			hosts = append(hosts, ep.Hostname)
+		}
+		byHost[ep.Hostname] = append(claims, ep)
+	}
+	slices.Sort(hosts)
+	v := verdicts{endpoints: make([]*endpoint.Endpoint, 0, len(hosts)), grouped: byHost}
+	for _, h := range hosts {
+		claims, owned := byHost[h], in.owned[h]
+		if in.merges != nil && !in.changed[h] {
+			if m, ok := in.merges.Merged(h, claims, owned); ok {
+				if m != nil {
+					v.endpoints = append(v.endpoints, m)
+				}
+				continue
+			}
+		}
+		// mergeHost sorts its claims: a merge kept is keyed by the claims as they came.
+		key := claims
+		if in.merges != nil {
+			key = slices.Clone(claims)
+		}
+		m, lost := r.mergeHost(in.now, h, claims, owned, in.st)
+		if m != nil {
+			v.endpoints = append(v.endpoints, m)
+		}
+		if len(lost) > 0 {
+			v.conflicts = append(v.conflicts, lost...)
+			v.changed = append(v.changed, h)
+		}
+		if in.merges != nil {
+			v.merges = append(v.merges, Merge{Host: h, Claims: key, Owned: owned, Out: m, Marked: in.st.Marked(owned)})
+		}
+	}
+	return v
+}
+
 // holder is the namespace that holds a hostname: the one named on its owned entries, "" when
 // there is none. The operator writes one namespace on all of a hostname's entries; should they
 // disagree (hand edits), the first in order decides, so every replica decides the same. A
@@ -57,9 +103,9 @@ func (r *Registry) wants(c *endpoint.Endpoint, owned []*endpoint.Record, st *Sta
 	return !c.NoAddress() || len(r.keptTargets(c, owned, st)) > 0
 }
 
-// merge combines the claims on one hostname into the endpoint the plan sees, nil when every
+// mergeHost combines the claims on one hostname into the endpoint the plan sees, nil when every
 // claim lost to the holding namespace, and returns the claims of other namespaces as lost.
-func (r *Registry) merge(now time.Time, host string, claims []*endpoint.Endpoint, owned []*endpoint.Record, st *State) (merged *endpoint.Endpoint, lost []Conflict) {
+func (r *Registry) mergeHost(now time.Time, host string, claims []*endpoint.Endpoint, owned []*endpoint.Record, st *State) (merged *endpoint.Endpoint, lost []Conflict) {
 	sort.SliceStable(claims, func(i, j int) bool { return olderClaim(claims[i], claims[j]) })
 	winner := r.holder(now, owned, claims, st)
 	winnerText := "namespace " + winner

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -59,5 +60,77 @@ func TestAnEntrysTagsAreItsObjects(t *testing.T) {
 		if shared := len(eps) == 1; m.Shared != shared {
 			t.Errorf("with %d objects: the hostname shared %v, want %v", len(eps), m.Shared, shared)
 		}
+	}
+}
+
+// keptMerges is a mergeSource that hands back the merge it holds for a hostname, whatever the
+// claims.
+type keptMerges map[string]*endpoint.Endpoint
+
+func (k keptMerges) Merged(host string, _ []*endpoint.Endpoint, _ []*endpoint.Record) (*endpoint.Endpoint, bool) {
+	m, ok := k[host]
+	return m, ok
+}
+
+// TestTheMergeStage: one namespace holds a hostname (the one its entries name while it wants
+// it, else the oldest claim's) and its claims merge into one endpoint; the other namespaces'
+// claims are turned down, naming the holder. A merge made before from the same claims is used
+// again, unless a stage before changed the hostname.
+func TestTheMergeStage(t *testing.T) {
+	held := owned("o1", "web.lan", "10.0.0.1", PrefixNamespace+"a", PrefixSource+"u1")
+	for _, tc := range []struct {
+		name    string
+		records []endpoint.Record
+		eps     []*endpoint.Endpoint
+		kept    keptMerges
+		changed []string // by the stages before
+		want    claimWords
+		made    []string // the hostnames merged afresh, when merges are kept
+	}{
+		{name: "one namespace's claims merge",
+			eps: []*endpoint.Endpoint{claim("web.lan", "a", "web", "u1", time.Hour, "10.0.0.1"), aliased(claim("web.lan", "a", "web2", "u2", 0, "10.0.0.2"), "www.lan"),
+				claim("db.lan", "a", "db", "u3", 0, "10.0.0.3")},
+			want: claimWords{endpoints: []string{"db.lan [10.0.0.3] []", "web.lan [10.0.0.1 10.0.0.2] [www.lan]"}}},
+		{name: "nobody holds it: the oldest claim's namespace",
+			eps: []*endpoint.Endpoint{claim("web.lan", "a", "new", "u1", time.Hour, "10.0.0.1"), claim("web.lan", "b", "old", "u2", 2*time.Hour, "10.0.0.2")},
+			want: claimWords{endpoints: []string{"web.lan [10.0.0.2] []"}, changed: []string{"web.lan"},
+				conflicts: []string{"hostname web.lan of a: b/old"}}},
+		{name: "its holder keeps it against an older claim", records: []endpoint.Record{held},
+			eps: []*endpoint.Endpoint{claim("web.lan", "a", "new", "u1", time.Hour, "10.0.0.1"), claim("web.lan", "b", "old", "u2", 2*time.Hour, "10.0.0.2")},
+			want: claimWords{endpoints: []string{"web.lan [10.0.0.1] []"}, changed: []string{"web.lan"},
+				conflicts: []string{"hostname web.lan of b: namespace a"}}},
+		{name: "a merge made before is used again",
+			eps:  []*endpoint.Endpoint{claim("web.lan", "a", "web", "u1", time.Hour, "10.0.0.1"), claim("db.lan", "a", "db", "u3", 0, "10.0.0.3")},
+			kept: keptMerges{"web.lan": claim("web.lan", "a", "web", "u1", time.Hour, "10.9.9.9")},
+			want: claimWords{endpoints: []string{"db.lan [10.0.0.3] []", "web.lan [10.9.9.9] []"}}, made: []string{"db.lan"}},
+		{name: "not when a stage before changed the hostname",
+			eps:  []*endpoint.Endpoint{claim("web.lan", "a", "web", "u1", time.Hour, "10.0.0.1"), claim("db.lan", "a", "db", "u3", 0, "10.0.0.3")},
+			kept: keptMerges{"web.lan": claim("web.lan", "a", "web", "u1", time.Hour, "10.9.9.9")}, changed: []string{"web.lan"},
+			want: claimWords{endpoints: []string{"db.lan [10.0.0.3] []", "web.lan [10.0.0.1] []"}}, made: []string{"db.lan", "web.lan"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRegWith(t, func(*Config) {})
+			in := claimsAt(r, tc.records, tc.eps)
+			if tc.kept != nil {
+				in.merges = tc.kept
+			}
+			in.change(tc.changed)
+			v := r.merge(in, tc.eps)
+			if got := wordsOfVerdicts(v); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+			var made []string
+			for _, m := range v.merges {
+				made = append(made, m.Host)
+			}
+			if !reflect.DeepEqual(made, tc.made) {
+				t.Errorf("merged afresh %q, want %q", made, tc.made)
+			}
+			for _, ep := range tc.eps {
+				if !slices.Contains(v.grouped[ep.Hostname], ep) {
+					t.Errorf("the claims of %s are not grouped with it: %v", ep.Hostname, v.grouped[ep.Hostname])
+				}
+			}
+		})
 	}
 }

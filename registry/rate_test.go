@@ -3,6 +3,7 @@ package registry
 import (
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -370,5 +371,63 @@ func TestRecordForgetsWhatIsWhole(t *testing.T) {
 		if _, ok := after[key]; !ok {
 			t.Fatalf("a key still refilling is forgotten: %v", after)
 		}
+	}
+}
+
+// TestTheRateStage: the changes of an object beyond its write-rate allowance are held
+// (OverBudget, until the allowance covers its hostname's changes), counted, and its object
+// reported; the allowances are handed on as they were before the sync's writes. What an object
+// gone takes away never waits, nor does another object's change.
+func TestTheRateStage(t *testing.T) {
+	create := func(host, ns, uid string) plan.Change {
+		return plan.Change{Action: plan.Create, New: &endpoint.Record{Hostname: host, IP: "10.0.0.1",
+			Tags: []string{TagOwner, PrefixCluster + "home", PrefixNamespace + ns, PrefixSource + uid}}}
+	}
+	gone := owned("g1", "gone.lan", "10.0.0.1", PrefixNamespace+"a", PrefixSource+"u9")
+	markGone := plan.Change{Action: plan.Mark, Old: &gone, New: &gone}
+	spent := func(uids ...string) Rates {
+		out := Rates{}
+		for _, u := range uids {
+			out["object/"+u] = Allowance{Tokens: 0, Cap: 2, At: t0}
+		}
+		return out
+	}
+	fast := claim("fast.lan", "a", "fast", "u1", time.Hour, "10.0.0.1")
+	calm := claim("calm.lan", "a", "calm", "u2", time.Hour, "10.0.0.1")
+	for _, tc := range []struct {
+		name       string
+		budget     int
+		rates      Rates
+		changes    []plan.Change
+		sent, held []string
+		problems   []string
+		next       time.Time
+		allowances Rates
+	}{
+		{name: "no budget", rates: spent("u1"), changes: []plan.Change{create("fast.lan", "a", "u1")}, sent: []string{"create fast.lan"}},
+		{name: "within the allowance", budget: 2, changes: []plan.Change{create("fast.lan", "a", "u1")}, sent: []string{"create fast.lan"},
+			allowances: Rates{"object/u1": {Tokens: 3, Cap: 3, At: t0}}},
+		{name: "over it", budget: 2, rates: spent("u1"), changes: []plan.Change{create("fast.lan", "a", "u1"), create("calm.lan", "a", "u2")},
+			sent: []string{"create calm.lan"}, held: []string{"create fast.lan OverBudget until " + t0.Add(30*time.Second).Format(time.RFC3339)},
+			problems: []string{"OverBudget a/fast"}, next: t0.Add(30 * time.Second),
+			allowances: Rates{"object/u1": {Tokens: 0, Cap: 2, At: t0}, "object/u2": {Tokens: 3, Cap: 3, At: t0}}},
+		{name: "what an object gone takes away", budget: 2, rates: spent("u9"), changes: []plan.Change{markGone}, sent: []string{"mark gone.lan g1"},
+			allowances: Rates{"object/u9": {Tokens: 0, Cap: 2, At: t0}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRegWith(t, func(c *Config) { c.Budgets.ObjectWritesPerMinute = tc.budget })
+			in := changesAt(r, []endpoint.Record{gone}, []*endpoint.Endpoint{fast, calm}, nil)
+			in.rates = tc.rates
+			v := r.rate(in, tc.changes)
+			if got := wordsOfChanged(v); !reflect.DeepEqual(got, changeWords{tc.sent, tc.held}) || v.paced != len(tc.held) || !v.next.Equal(tc.next) {
+				t.Errorf("sent %q, held %q (%d paced), next %v; want %q, %q, %v", got.sent, got.held, v.paced, v.next, tc.sent, tc.held, tc.next)
+			}
+			if got := wordsOfVerdicts(verdicts{problems: v.problems}).problems; !reflect.DeepEqual(got, tc.problems) {
+				t.Errorf("problems %q, want %q", got, tc.problems)
+			}
+			if !reflect.DeepEqual(v.rates, tc.allowances) {
+				t.Errorf("allowances %v, want %v", v.rates, tc.allowances)
+			}
+		})
 	}
 }

@@ -16,8 +16,8 @@ import (
 
 // Step 1: the stage, in a file of its own.
 
-// refuseTestNames turns down the claims on names under .test, which RFC 2606 keeps for tests.
-func (r *Registry) refuseTestNames(_ *claimsIn, eps []*endpoint.Endpoint) verdicts {
+// testNames turns down the claims on names under .test, which RFC 2606 keeps for tests.
+func (r *Registry) testNames(_ *claimsIn, eps []*endpoint.Endpoint) verdicts {
 	v := verdicts{endpoints: make([]*endpoint.Endpoint, 0, len(eps))}
 	for _, ep := range eps {
 		if !strings.HasSuffix(ep.Hostname, ".test") {
@@ -33,7 +33,7 @@ func (r *Registry) refuseTestNames(_ *claimsIn, eps []*endpoint.Endpoint) verdic
 
 // Step 2: its line in claimStages, after "tenancy".
 var recipeLines = []claimStage{
-	{"test-names", (*Registry).refuseTestNames},
+	{"test-names", (*Registry).testNames},
 }
 
 func recipeTable() []claimStage {

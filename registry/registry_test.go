@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -46,6 +47,111 @@ func actions(res Verdict) []string {
 			id = " " + c.Old.ID
 		}
 		out = append(out, string(c.Action)+" "+c.Hostname()+id)
+	}
+	return out
+}
+
+func newRegWith(t *testing.T, set func(*Config)) *Registry {
+	t.Helper()
+	cfg := Config{ClusterName: "home", GracePeriod: 5 * time.Minute, Log: logrus.New()}
+	set(&cfg)
+	r, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// server is a router-hosts server as far as these tests need one: the changes applied to its
+// entries, as the provider would send them.
+type server struct {
+	entries []endpoint.Record
+	next    int
+}
+
+func (s *server) apply(changes []plan.Change) {
+	for _, c := range changes {
+		switch {
+		case c.Old == nil:
+			s.next++
+			n := *c.New
+			n.ID, n.Version = fmt.Sprintf("n%03d", s.next), "1"
+			s.entries = append(s.entries, n)
+		case c.New == nil:
+			s.entries = slices.DeleteFunc(s.entries, func(r endpoint.Record) bool { return r.ID == c.Old.ID })
+		default:
+			for i := range s.entries {
+				if s.entries[i].ID == c.Old.ID {
+					n := *c.New
+					n.Version = s.entries[i].Version + "+"
+					s.entries[i] = n
+				}
+			}
+		}
+	}
+}
+
+// sync runs one registry+plan pass over the server's entries, applies what it planned, and
+// returns it with what desired reported.
+func (s *server) sync(r *Registry, now time.Time, eps ...*endpoint.Endpoint) (Verdict, seen) {
+	d := r.Decide(now, s.entries, eps, Given{})
+	s.apply(d.Changes)
+	return d.Verdict, seen{d.State, Wanted{Endpoints: d.Desired, Conflicts: d.Conflicts, Problems: d.Problems}}
+}
+
+// seen is what one sync read and found: the entries by owner, and what desired turned down.
+type seen struct {
+	*State
+	Wanted
+}
+
+// byName is the entries carrying name, as hostname or alias: "hostname ip [aliases]".
+func (s *server) byName(name string) []string {
+	var out []string
+	for _, e := range s.entries {
+		if e.Hostname == name || slices.Contains(e.Aliases, name) {
+			out = append(out, fmt.Sprintf("%s %s %v", e.Hostname, e.IP, e.Aliases))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func withAliases(r endpoint.Record, aliases ...string) endpoint.Record {
+	r.Aliases = aliases
+	return r
+}
+
+func aliased(ep *endpoint.Endpoint, aliases ...string) *endpoint.Endpoint {
+	ep.Aliases = endpoint.SortedUnique(aliases)
+	return ep
+}
+
+func conflictsOf(st seen) []string {
+	var out []string
+	for _, c := range st.Conflicts {
+		kind := "hostname"
+		if c.Alias {
+			kind = "alias"
+		}
+		out = append(out, fmt.Sprintf("%s %s of %s: %s", kind, c.Hostname, c.Loser.Namespace, c.Winner))
+	}
+	return out
+}
+
+func problemsOf(st seen) []string {
+	var out []string
+	for _, p := range st.Problems {
+		out = append(out, string(p.Kind)+" "+p.Source.Namespace+"/"+p.Source.Name)
+	}
+	return out
+}
+
+// hostsOf is one object's claims on n hostnames under domain, each at ip.
+func hostsOf(n int, domain, ns, name, uid string, age time.Duration, ip string) []*endpoint.Endpoint {
+	out := make([]*endpoint.Endpoint, n)
+	for i := range out {
+		out[i] = claim(fmt.Sprintf("h%04d.%s", i, domain), ns, name, uid, age, ip)
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -798,5 +799,57 @@ func TestEachMarkIsReadAgainstItsOwnPeriod(t *testing.T) {
 	}
 	if v, _ := srv.syncAs(a, now.Add(time.Hour)); len(v.Changes) != 0 {
 		t.Fatalf("written again: %v", actions(v))
+	}
+}
+
+// TestTheShareStage: an update that puts this cluster's co-owner tag on another cluster's line
+// is a co-own, one that takes it off a withdraw; a delete of a line of this cluster another
+// cluster co-owns hands it over to that cluster, unless this cluster claims the hostname
+// unshared or the line is a duplicate. A line of this identity carrying the tag from before a
+// rename is taken up, not withdrawn from.
+func TestTheShareStage(t *testing.T) {
+	const (
+		mine   = "3f9a0c21"
+		others = "0badc0de"
+	)
+	theirs := endpoint.Record{ID: "f1", Hostname: "app.lan", IP: "10.0.0.1", Version: "1",
+		Tags: []string{TagOwner, ClusterTag("other"), IdentityTag(others), TagShared, PrefixNamespace + "x", PrefixSource + "ux"}}
+	coOwned := theirs
+	coOwned.Tags = append(slices.Clone(theirs.Tags), CoOwnerTag("home", mine))
+	ours := endpoint.Record{ID: "o1", Hostname: "web.lan", IP: "10.0.0.2", Version: "1",
+		Tags: []string{TagOwner, ClusterTag("home"), IdentityTag(mine), TagShared, PrefixNamespace + "a", PrefixSource + "u1", CoOwnerTag("other", others)}}
+	renamed := endpoint.Record{ID: "o2", Hostname: "db.lan", IP: "10.0.0.3", Version: "1",
+		Tags: []string{TagOwner, ClusterTag("old"), IdentityTag(mine), PrefixNamespace + "a", PrefixSource + "u2", CoOwnerTag("old", mine)}}
+	takenUp := renamed
+	takenUp.Tags = []string{TagOwner, ClusterTag("home"), IdentityTag(mine), PrefixNamespace + "a", PrefixSource + "u2"}
+	del := func(rec endpoint.Record, dup bool) plan.Change {
+		return plan.Change{Action: plan.Delete, Old: &rec, Duplicate: dup}
+	}
+	for _, tc := range []struct {
+		name    string
+		claims  []*endpoint.Endpoint
+		changes []plan.Change
+		sent    []string
+		newTags []string // of the first change sent
+	}{
+		{name: "co-own", changes: []plan.Change{{Action: plan.Update, Old: &theirs, New: &coOwned}}, sent: []string{"co-own app.lan f1"}},
+		{name: "withdraw", changes: []plan.Change{{Action: plan.Update, Old: &coOwned, New: &theirs}}, sent: []string{"withdraw app.lan f1"}},
+		{name: "a line another cluster co-owns is handed over", changes: []plan.Change{del(ours, false)}, sent: []string{"hand-over web.lan o1"},
+			newTags: []string{TagOwner, ClusterTag("other"), IdentityTag(others), TagShared}},
+		{name: "not while the hostname is claimed here unshared", claims: []*endpoint.Endpoint{claim("web.lan", "a", "web", "u3", time.Hour, "10.0.0.9")},
+			changes: []plan.Change{del(ours, false)}, sent: []string{"delete web.lan o1"}},
+		{name: "a duplicate goes", changes: []plan.Change{del(ours, true)}, sent: []string{"delete web.lan o1"}},
+		{name: "taken up after a rename", changes: []plan.Change{{Action: plan.Update, Old: &renamed, New: &takenUp}}, sent: []string{"update db.lan o2"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRegWith(t, func(c *Config) { c.ClusterID = mine })
+			v := r.share(changesAt(r, []endpoint.Record{theirs, ours, renamed}, tc.claims, nil), tc.changes)
+			if got := wordsOfChanged(v); !reflect.DeepEqual(got, changeWords{sent: tc.sent}) {
+				t.Errorf("sent %q, held %q; want %q sent", got.sent, got.held, tc.sent)
+			}
+			if tc.newTags != nil && (len(v.changes) == 0 || !reflect.DeepEqual(v.changes[0].New.Tags, tc.newTags)) {
+				t.Errorf("sent %+v, want tags %q", v.changes, tc.newTags)
+			}
+		})
 	}
 }

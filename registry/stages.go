@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"slices"
 	"time"
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
@@ -19,23 +18,25 @@ type claimStage struct {
 // claimStages are the rules over the sources' claims, in the order they apply. Up to "merge"
 // the endpoints are the claims, one per object and hostname; from "merge" on, one merged
 // endpoint per hostname. A stage's name is the Stage of the conflicts and problems it
-// reports.
+// reports, and leads to its code: the stage "object-budget" is the method objectBudget in
+// object_budget.go, and TestTheObjectBudgetStage in object_budget_test.go tests it
+// (TestEveryStageIsItsFile).
 var claimStages = [...]claimStage{
 	// Reserved tags among an object's tags are reported, whether or not its claim wins; merge
 	// writes none of them.
 	{"reserved-tags", (*Registry).reservedTags},
 	// An object over its budget keeps the entries it has as they are and gets no new name.
-	{"object-budget", (*Registry).overBudget},
+	{"object-budget", (*Registry).objectBudget},
 	// A namespace claims only the names the tenancy rules give it; an alias passes the domain
 	// filter as its hostname did; a grace period is capped at the maximum.
-	{"tenancy", (*Registry).permitted},
+	{"tenancy", (*Registry).tenancy},
 	// A hostname claim an alias or a hand-made entry decides is turned down (names.go).
 	{"hostnames", (*Registry).hostnames},
 	// A hostname another cluster holds is left to it, unless both share it.
 	{"foreign", (*Registry).foreign},
 	// One namespace holds a hostname (holder, taker); its claims merge, each address carrying
 	// the source: tags of the objects that want it and the longest of their grace periods.
-	{"merge", (*Registry).mergeClaims},
+	{"merge", (*Registry).merge},
 	// Every alias obeys the rule hostnames obey: one namespace of one cluster per name, and
 	// none a hand-made entry carries.
 	{"aliases", (*Registry).aliases},
@@ -107,102 +108,6 @@ func (in *claimsIn) unkept(made []Merge) []Merge {
 	return made
 }
 
-// reservedTags reports each reserved tag among the claims' tags, which is dropped.
-func (r *Registry) reservedTags(_ *claimsIn, eps []*endpoint.Endpoint) verdicts {
-	v := verdicts{endpoints: eps}
-	for _, ep := range eps {
-		for _, t := range ep.Tags {
-			if err := CheckUserTag(t); err != nil {
-				v.problems = append(v.problems, Problem{Source: ep.Sources[0], Kind: ProblemReservedTag, Tag: t, Message: err.Error() + "; dropped"})
-			}
-		}
-	}
-	return v
-}
-
-// foreign turns down the claims on a hostname another cluster holds against this one
-// (foreignHolder): this cluster consents when the claim is shared and its entries of the
-// hostname carry TagShared.
-func (r *Registry) foreign(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
-	if len(in.st.Foreign) == 0 {
-		return verdicts{endpoints: eps}
-	}
-	var (
-		v   verdicts
-		out []*endpoint.Endpoint // a copy once a claim is dropped
-	)
-	for i, ep := range eps {
-		h := ep.Hostname
-		var holder *endpoint.Record
-		if theirs := in.st.Foreign[h]; len(theirs) > 0 {
-			ours := in.owned[h]
-			holder = in.st.foreignHolder(theirs, ours, ep.Shared && in.st.consentsOwn(ours))
-		}
-		if holder == nil {
-			if out != nil {
-				out = append(out, ep)
-			}
-			continue
-		}
-		if out == nil {
-			out = append(make([]*endpoint.Endpoint, 0, len(eps)), eps[:i]...)
-		}
-		v.conflicts = append(v.conflicts, Conflict{Hostname: h, Loser: ep.Sources[0], Winner: r.ownerText(holder)})
-		v.changed = append(v.changed, h)
-	}
-	v.endpoints = eps
-	if out != nil {
-		v.endpoints = out
-	}
-	return v
-}
-
-// mergeClaims merges the claims of each hostname (merge), reusing a merge made before from the
-// same claims and entries unless a stage before it changed them.
-func (r *Registry) mergeClaims(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
-	byHost := make(map[string][]*endpoint.Endpoint, len(eps))
-	// In the order the hostnames first came: sources list theirs sorted, so the sort below
-	// mostly finds them in order.
-	hosts := make([]string, 0, len(eps))
-	for _, ep := range eps {
-		claims, seen := byHost[ep.Hostname]
-		if !seen {
-			hosts = append(hosts, ep.Hostname)
-		}
-		byHost[ep.Hostname] = append(claims, ep)
-	}
-	slices.Sort(hosts)
-	v := verdicts{endpoints: make([]*endpoint.Endpoint, 0, len(hosts)), grouped: byHost}
-	for _, h := range hosts {
-		claims, owned := byHost[h], in.owned[h]
-		if in.merges != nil && !in.changed[h] {
-			if m, ok := in.merges.Merged(h, claims, owned); ok {
-				if m != nil {
-					v.endpoints = append(v.endpoints, m)
-				}
-				continue
-			}
-		}
-		// merge sorts its claims: a merge kept is keyed by the claims as they came.
-		key := claims
-		if in.merges != nil {
-			key = slices.Clone(claims)
-		}
-		m, lost := r.merge(in.now, h, claims, owned, in.st)
-		if m != nil {
-			v.endpoints = append(v.endpoints, m)
-		}
-		if len(lost) > 0 {
-			v.conflicts = append(v.conflicts, lost...)
-			v.changed = append(v.changed, h)
-		}
-		if in.merges != nil {
-			v.merges = append(v.merges, Merge{Host: h, Claims: key, Owned: owned, Out: m, Marked: in.st.Marked(owned)})
-		}
-	}
-	return v
-}
-
 // changeStage is one rule apply applies to the plan's changes: it returns those to send on and
 // those it holds back, each with why, and what it found. It writes to no change it is handed.
 type changeStage struct {
@@ -211,7 +116,7 @@ type changeStage struct {
 }
 
 // changeStages are the rules over the plan's changes, in the order they apply. A stage's name
-// is the Stage of what it holds back.
+// is the Stage of what it holds back, and leads to its code as a claim stage's does.
 var changeStages = [...]changeStage{
 	// --policy, as external-dns applies it after its plan: upsert-only deletes nothing,
 	// create-only changes no entry.
@@ -226,7 +131,7 @@ var changeStages = [...]changeStage{
 	// once the grace period is over.
 	{"grace", (*Registry).grace},
 	// An entry a twin contests is not written; it holds nothing else.
-	{"twins", (*Registry).contest},
+	{"twins", (*Registry).twins},
 	// A mass deletion waits for the brake, with its new names.
 	{"brake", (*Registry).brake},
 	// Whatever is held, a release probe on an entry of this cluster is answered.

@@ -2,6 +2,12 @@ package registry
 
 import (
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -136,4 +142,221 @@ func TestEveryHeldChangeNamesItsStageAndFacts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestEveryStageIsItsFile: a stage named N (reserved-tags) runs the method N in lowerCamelCase
+// (reservedTags), declared in N.go with dashes as underscores (reserved_tags.go), and its test
+// TestThe<N in UpperCamelCase>Stage is in N_test.go beside it, so that a stage's name in a
+// verdict, the docs or a log line leads to its code and its test.
+func TestEveryStageIsItsFile(t *testing.T) {
+	fset := token.NewFileSet()
+	dir, err := os.ReadDir(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	funcs := map[string]string{}    // file of each method of *Registry
+	tests := map[string]string{}    // file of each TestXxx
+	files := map[string]*ast.File{} // by name
+	for _, e := range dir {
+		if !strings.HasSuffix(e.Name(), ".go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, e.Name(), nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[e.Name()] = f
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			switch {
+			case !ok:
+			case fn.Recv != nil && len(fn.Recv.List) == 1 && exprText(fn.Recv.List[0].Type) == "*Registry":
+				funcs[fn.Name.Name] = e.Name()
+			case fn.Recv == nil && strings.HasPrefix(fn.Name.Name, "Test"):
+				tests[fn.Name.Name] = e.Name()
+			}
+		}
+	}
+	lines := stageLines(t, files["stages.go"])
+	var names []string
+	for _, s := range claimStages {
+		names = append(names, s.name)
+	}
+	for _, s := range changeStages {
+		names = append(names, s.name)
+	}
+	var read []string
+	for _, l := range lines {
+		read = append(read, l.name)
+	}
+	if !slices.Equal(read, names) {
+		t.Fatalf("stages.go's tables read as %v, the code runs %v", read, names)
+	}
+	for _, l := range lines {
+		words := strings.Split(l.name, "-")
+		upper := ""
+		for _, w := range words {
+			upper += strings.ToUpper(w[:1]) + w[1:]
+		}
+		method := strings.ToLower(upper[:1]) + upper[1:]
+		file := strings.Join(words, "_") + ".go"
+		test := "TestThe" + upper + "Stage"
+		testFile := strings.TrimSuffix(file, ".go") + "_test.go"
+		if l.method != method {
+			t.Errorf("stage %q runs (*Registry).%s: want (*Registry).%s, named after it", l.name, l.method, method)
+		}
+		switch at, ok := funcs[method]; {
+		case !ok:
+			t.Errorf("stage %q: no method (*Registry).%s is declared; want it in %s", l.name, method, file)
+		case at != file:
+			t.Errorf("stage %q: (*Registry).%s is declared in %s; want it in %s", l.name, method, at, file)
+		}
+		switch at, ok := tests[test]; {
+		case !ok:
+			t.Errorf("stage %q: no %s is declared; want it in %s", l.name, test, testFile)
+		case at != testFile:
+			t.Errorf("stage %q: %s is declared in %s; want it in %s", l.name, test, at, testFile)
+		}
+	}
+}
+
+// stageLine is one line of a table of stages as stages.go writes it: the stage's name and the
+// method of *Registry it runs.
+type stageLine struct{ name, method string }
+
+// stageLines are the lines of claimStages and changeStages in f, in order.
+func stageLines(t *testing.T, f *ast.File) []stageLine {
+	t.Helper()
+	if f == nil {
+		t.Fatal("no stages.go")
+	}
+	var out []stageLine
+	for _, table := range []string{"claimStages", "changeStages"} {
+		var lit *ast.CompositeLit
+		ast.Inspect(f, func(n ast.Node) bool {
+			if v, ok := n.(*ast.ValueSpec); ok && len(v.Names) == 1 && v.Names[0].Name == table && len(v.Values) == 1 {
+				lit, _ = v.Values[0].(*ast.CompositeLit)
+			}
+			return lit == nil
+		})
+		if lit == nil {
+			t.Fatalf("stages.go declares no table %s", table)
+		}
+		for _, e := range lit.Elts {
+			line, ok := e.(*ast.CompositeLit)
+			if !ok || len(line.Elts) != 2 {
+				t.Fatalf("%s: a line %s is not {name, method}", table, exprText(e))
+			}
+			quoted, ok := line.Elts[0].(*ast.BasicLit)
+			sel, ok2 := line.Elts[1].(*ast.SelectorExpr)
+			if !ok || !ok2 || quoted.Kind != token.STRING || exprText(sel.X) != "(*Registry)" {
+				t.Fatalf("%s: a line is not {\"name\", (*Registry).method}", table)
+			}
+			name, err := strconv.Unquote(quoted.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, stageLine{name, sel.Sel.Name})
+		}
+	}
+	return out
+}
+
+// exprText is the source text of a type or receiver expression, as far as the stage tables need.
+func exprText(e ast.Expr) string {
+	switch x := e.(type) {
+	case *ast.Ident:
+		return x.Name
+	case *ast.StarExpr:
+		return "*" + exprText(x.X)
+	case *ast.ParenExpr:
+		return "(" + exprText(x.X) + ")"
+	}
+	return fmt.Sprintf("%T", e)
+}
+
+// claimsAt is what every claim stage of a desired call at t0 over records and eps reads, as
+// runClaimStages makes it before the first stage runs.
+func claimsAt(r *Registry, records []endpoint.Record, eps []*endpoint.Endpoint) *claimsIn {
+	st := r.classify(records, eps, nil, nil)
+	return &claimsIn{now: t0, st: st, owned: ownedByHost(st), car: carriersOf(st)}
+}
+
+// mergedAt is what the merge stage makes of eps, for a stage after it: one endpoint per
+// hostname, with the claims each was merged from in in.byHost, as runClaimStages keeps them.
+func mergedAt(r *Registry, in *claimsIn, eps []*endpoint.Endpoint) []*endpoint.Endpoint {
+	v := r.merge(in, eps)
+	in.byHost = v.grouped
+	return v.endpoints
+}
+
+// changesAt is what every change stage of a sync at t0 over records and claims reads: the
+// claims merged as desired merges them, what w (nil: nothing) saw other writers do, and a read
+// of the whole server.
+func changesAt(r *Registry, records []endpoint.Record, claims []*endpoint.Endpoint, w writers) *changesIn {
+	st := r.classify(records, claims, nil, w)
+	return &changesIn{now: t0, st: st, desired: r.desired(t0, claims, st, nil).Endpoints, claims: claims}
+}
+
+// claimWords is what a claim stage made of its endpoints, in words: the endpoints it left
+// ("hostname [addresses] [aliases]", with the tags and grace period when there are any), the
+// hostnames it changed, its conflicts ("hostname h of namespace: winner", "alias a of ...") and
+// its problems ("Kind namespace/name", with the tag dropped).
+type claimWords struct{ endpoints, changed, conflicts, problems []string }
+
+func wordsOfVerdicts(v verdicts) claimWords {
+	var w claimWords
+	for _, ep := range v.endpoints {
+		s := fmt.Sprintf("%s %v %v", ep.Hostname, ep.Targets, ep.Aliases)
+		if len(ep.Tags) > 0 {
+			s += fmt.Sprintf(" tags %v", ep.Tags)
+		}
+		if ep.GracePeriod != nil {
+			s += " grace " + ep.GracePeriod.String()
+		}
+		w.endpoints = append(w.endpoints, s)
+	}
+	w.changed = v.changed
+	for _, c := range v.conflicts {
+		kind := "hostname"
+		if c.Alias {
+			kind = "alias"
+		}
+		w.conflicts = append(w.conflicts, fmt.Sprintf("%s %s of %s: %s", kind, c.Hostname, c.Loser.Namespace, c.Winner))
+	}
+	for _, p := range v.problems {
+		s := string(p.Kind) + " " + p.Source.Namespace + "/" + p.Source.Name
+		if p.Tag != "" {
+			s += " " + p.Tag
+		}
+		w.problems = append(w.problems, s)
+	}
+	return w
+}
+
+// changeWords is what a change stage made of the changes, in words: those it sends ("action
+// hostname id") and those it holds ("action hostname id Reason", with until when).
+type changeWords struct{ sent, held []string }
+
+func wordsOfChanged(v changed) changeWords {
+	var w changeWords
+	for i := range v.changes {
+		w.sent = append(w.sent, changeText(&v.changes[i]))
+	}
+	for _, h := range v.held {
+		s := changeText(&h.Change) + " " + h.Reason
+		if !h.Due.IsZero() {
+			s += " until " + h.Due.Format(time.RFC3339)
+		}
+		w.held = append(w.held, s)
+	}
+	return w
+}
+
+func changeText(c *plan.Change) string {
+	s := string(c.Action) + " " + c.Hostname()
+	if c.Old != nil {
+		s += " " + c.Old.ID
+	}
+	return s
 }

@@ -176,6 +176,85 @@ func (t *tenancy) capGrace(d time.Duration) time.Duration {
 	return d
 }
 
+// tenancy applies the tenancy rules and the domain filter to each claim's names, and the
+// maximum grace period to its grace period.
+func (r *Registry) tenancy(_ *claimsIn, eps []*endpoint.Endpoint) verdicts {
+	filtered := len(r.domains.Include) > 0 || len(r.domains.Exclude) > 0
+	if r.ten.all && r.ten.maxGrace == 0 && !filtered {
+		return verdicts{endpoints: eps}
+	}
+	var (
+		res verdicts
+		out []*endpoint.Endpoint
+	)
+	for i, ep := range eps {
+		keep, problems := r.permit(ep)
+		res.problems = append(res.problems, problems...)
+		if keep == ep {
+			if out != nil {
+				out = append(out, ep)
+			}
+			continue
+		}
+		res.changed = append(res.changed, ep.Hostname)
+		if out == nil {
+			out = append(make([]*endpoint.Endpoint, 0, len(eps)), eps[:i]...)
+		}
+		if keep != nil {
+			out = append(out, keep)
+		}
+	}
+	res.endpoints = eps
+	if out != nil {
+		res.endpoints = out
+	}
+	return res
+}
+
+// permit is what of one claim the tenancy rules, the domain filter and the maximum grace
+// period let through: the claim itself, a copy with what they drop taken out, or nil.
+func (r *Registry) permit(ep *endpoint.Endpoint) (*endpoint.Endpoint, []Problem) {
+	src := ep.Sources[0]
+	if !r.ten.mayClaim(src.Namespace, ep.Hostname) {
+		return nil, []Problem{{Source: src, Kind: ProblemNotPermitted,
+			Message: fmt.Sprintf("hostname %s is not written: namespace %s may claim %s", ep.Hostname, src.Namespace, r.ten.claimable(src.Namespace))}}
+	}
+	var (
+		problems []Problem
+		dropped  []string
+	)
+	aliases := ep.Aliases
+	for _, a := range ep.Aliases {
+		switch {
+		case !r.domains.Match(a):
+			problems = append(problems, Problem{Source: src, Kind: ProblemOutsideDomains,
+				Message: fmt.Sprintf("alias %s is outside the domains the operator manages; dropped", a)})
+		case !r.ten.mayClaim(src.Namespace, a):
+			problems = append(problems, Problem{Source: src, Kind: ProblemNotPermitted,
+				Message: fmt.Sprintf("alias %s is not written: namespace %s may claim %s", a, src.Namespace, r.ten.claimable(src.Namespace))})
+		default:
+			continue
+		}
+		dropped = append(dropped, a)
+	}
+	if len(dropped) > 0 {
+		aliases = without(ep.Aliases, dropped)
+	}
+	grace := ep.GracePeriod
+	if grace != nil && r.ten.capGrace(*grace) != *grace {
+		problems = append(problems, Problem{Source: src, Kind: ProblemGracePeriodCapped,
+			Message: fmt.Sprintf("grace period %s is above the maximum of %s, which applies instead", *grace, r.ten.maxGrace)})
+		capped := r.ten.maxGrace
+		grace = &capped
+	}
+	if len(dropped) == 0 && grace == ep.GracePeriod {
+		return ep, problems
+	}
+	c := *ep
+	c.Aliases, c.GracePeriod = aliases, grace
+	return &c, problems
+}
+
 func checkBudgets(b Budgets) error {
 	for _, v := range []struct {
 		name string

@@ -85,9 +85,9 @@ func (t *Twin) Message() string {
 		t.ClusterID)
 }
 
-// contest drops the writes to contested entries, but a mark lifted: a contested entry holds
+// twins drops the writes to contested entries, but a mark lifted: a contested entry holds
 // only itself.
-func (r *Registry) contest(in *changesIn, changes []plan.Change) changed {
+func (r *Registry) twins(in *changesIn, changes []plan.Change) changed {
 	st, disputed := in.st, 0
 	contested := func(c *plan.Change) bool {
 		return c.Old != nil && c.Action != plan.Unmark && Contested(st.witness.Strikes(c.Old.ID))

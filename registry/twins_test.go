@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -298,6 +299,61 @@ func TestOnlyAProbeAloneIsNoStrike(t *testing.T) {
 			}
 			if got := a.m.witness.Strikes(id); got != tc.strikes {
 				t.Fatalf("strikes %d, want %d", got, tc.strikes)
+			}
+		})
+	}
+}
+
+// struck is what this process saw other writers do, as far as the twins stage reads it: the
+// strikes against each entry.
+type struck map[string]int
+
+func (s struck) Strikes(id string) int          { return s[id] }
+func (struck) Alive(string) bool                { return false }
+func (struck) Waits(string) bool                { return false }
+func (struck) Quiet(string, time.Duration) bool { return false }
+func (struck) Proven(string) bool               { return false }
+
+// TestTheTwinsStage: a write to an entry with contestedAt strikes is held (TwinInstallation,
+// contested) and the twin reported with the number held; a mark lifted from it still goes,
+// and so does every write to another entry.
+func TestTheTwinsStage(t *testing.T) {
+	web := owned("e1", "web.lan", "10.0.0.1", PrefixNamespace+"a", PrefixSource+"u1")
+	moved := web
+	moved.IP = "10.0.0.9"
+	db := owned("e2", "db.lan", "10.0.0.2", PrefixNamespace+"a", PrefixSource+"u2")
+	changes := []plan.Change{{Action: plan.Update, Old: &web, New: &moved}, {Action: plan.Mark, Old: &db, New: &db},
+		{Action: plan.Create, New: &endpoint.Record{Hostname: "new.lan", IP: "10.0.0.3"}}}
+	for _, tc := range []struct {
+		name       string
+		struck     struck
+		changes    []plan.Change
+		sent, held []string
+	}{
+		{name: "no strike", changes: changes, sent: []string{"update web.lan e1", "mark db.lan e2", "create new.lan"}},
+		{name: "one strike is no contest", struck: struck{"e1": 1, "e2": 1}, changes: changes,
+			sent: []string{"update web.lan e1", "mark db.lan e2", "create new.lan"}},
+		{name: "a contested entry holds only itself", struck: struck{"e1": contestedAt}, changes: changes,
+			sent: []string{"mark db.lan e2", "create new.lan"}, held: []string{"update web.lan e1 TwinInstallation"}},
+		{name: "a mark lifted from a contested entry goes", struck: struck{"e1": contestedAt + 1},
+			changes: []plan.Change{{Action: plan.Unmark, Old: &web, New: &web}}, sent: []string{"unmark web.lan e1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRegWith(t, func(c *Config) { c.ClusterID = "3f9a0c21" })
+			v := r.twins(changesAt(r, []endpoint.Record{web, db}, nil, tc.struck), tc.changes)
+			if got := wordsOfChanged(v); !reflect.DeepEqual(got, changeWords{tc.sent, tc.held}) {
+				t.Errorf("sent %q, held %q; want %q, %q", got.sent, got.held, tc.sent, tc.held)
+			}
+			switch {
+			case len(tc.held) == 0 && v.twin != nil:
+				t.Errorf("a twin reported: %+v", v.twin)
+			case len(tc.held) > 0 && (v.twin == nil || v.twin.Disputed != len(tc.held) || v.twin.ClusterID != "3f9a0c21"):
+				t.Errorf("twin %+v, want %d disputed of 3f9a0c21", v.twin, len(tc.held))
+			}
+			for _, h := range v.held {
+				if !h.Contested {
+					t.Errorf("held %+v, not said to be contested", h)
+				}
 			}
 		})
 	}

@@ -8,42 +8,8 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
 
-// ProblemKind says what kind of refusal a Problem is: the label of its metric.
-type ProblemKind string
-
-// The kinds of the registry's Problems.
-const (
-	// ProblemReservedTag: a user tag in the operator's namespace, dropped.
-	ProblemReservedTag ProblemKind = "ReservedTag"
-	// ProblemOutsideDomains: an alias the domain filter does not manage, dropped.
-	ProblemOutsideDomains ProblemKind = "OutsideDomains"
-	// ProblemNotPermitted: a name the object's namespace may not claim, not written.
-	ProblemNotPermitted ProblemKind = "NotPermitted"
-	// ProblemGracePeriodCapped: a grace period above the maximum, which applies instead.
-	ProblemGracePeriodCapped ProblemKind = "GracePeriodCapped"
-	// ProblemOverBudget: an object or namespace over its budget, whose new names are not
-	// written while what it has stays.
-	ProblemOverBudget ProblemKind = "OverBudget"
-)
-
-// reason is the word of the Event that tells a problem of kind k.
-func (k ProblemKind) reason() string {
-	switch k {
-	case ProblemNotPermitted:
-		return ReasonNameNotPermitted
-	case ProblemOverBudget:
-		return ReasonOverBudget
-	}
-	return ReasonInvalidAnnotation
-}
-
-// ProblemKinds are every kind, in a stable order, for observers that count them all.
-func ProblemKinds() []ProblemKind {
-	return []ProblemKind{ProblemReservedTag, ProblemOutsideDomains, ProblemNotPermitted, ProblemGracePeriodCapped, ProblemOverBudget}
-}
-
-// overBudget freezes every claim of an object that asks for more than the budget per object.
-func (r *Registry) overBudget(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
+// objectBudget freezes every claim of an object that asks for more than the budget per object.
+func (r *Registry) objectBudget(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 	b := r.cfg.Budgets
 	if b.EntriesPerObject == 0 && b.AliasesPerObject == 0 && b.TagsPerObject == 0 {
 		return verdicts{endpoints: eps}
@@ -212,83 +178,4 @@ func (r *Registry) frozen(ep *endpoint.Endpoint, st *State, owned []*endpoint.Re
 	}
 	return &endpoint.Endpoint{Hostname: ep.Hostname, Aliases: endpoint.SortedUnique(aliases), Tags: endpoint.SortedUnique(tags),
 		Sources: ep.Sources, GracePeriod: ep.GracePeriod}
-}
-
-// permitted applies the tenancy rules and the domain filter to each claim's names, and the
-// maximum grace period to its grace period.
-func (r *Registry) permitted(_ *claimsIn, eps []*endpoint.Endpoint) verdicts {
-	filtered := len(r.domains.Include) > 0 || len(r.domains.Exclude) > 0
-	if r.ten.all && r.ten.maxGrace == 0 && !filtered {
-		return verdicts{endpoints: eps}
-	}
-	var (
-		res verdicts
-		out []*endpoint.Endpoint
-	)
-	for i, ep := range eps {
-		keep, problems := r.permit(ep)
-		res.problems = append(res.problems, problems...)
-		if keep == ep {
-			if out != nil {
-				out = append(out, ep)
-			}
-			continue
-		}
-		res.changed = append(res.changed, ep.Hostname)
-		if out == nil {
-			out = append(make([]*endpoint.Endpoint, 0, len(eps)), eps[:i]...)
-		}
-		if keep != nil {
-			out = append(out, keep)
-		}
-	}
-	res.endpoints = eps
-	if out != nil {
-		res.endpoints = out
-	}
-	return res
-}
-
-// permit is what of one claim the tenancy rules, the domain filter and the maximum grace
-// period let through: the claim itself, a copy with what they drop taken out, or nil.
-func (r *Registry) permit(ep *endpoint.Endpoint) (*endpoint.Endpoint, []Problem) {
-	src := ep.Sources[0]
-	if !r.ten.mayClaim(src.Namespace, ep.Hostname) {
-		return nil, []Problem{{Source: src, Kind: ProblemNotPermitted,
-			Message: fmt.Sprintf("hostname %s is not written: namespace %s may claim %s", ep.Hostname, src.Namespace, r.ten.claimable(src.Namespace))}}
-	}
-	var (
-		problems []Problem
-		dropped  []string
-	)
-	aliases := ep.Aliases
-	for _, a := range ep.Aliases {
-		switch {
-		case !r.domains.Match(a):
-			problems = append(problems, Problem{Source: src, Kind: ProblemOutsideDomains,
-				Message: fmt.Sprintf("alias %s is outside the domains the operator manages; dropped", a)})
-		case !r.ten.mayClaim(src.Namespace, a):
-			problems = append(problems, Problem{Source: src, Kind: ProblemNotPermitted,
-				Message: fmt.Sprintf("alias %s is not written: namespace %s may claim %s", a, src.Namespace, r.ten.claimable(src.Namespace))})
-		default:
-			continue
-		}
-		dropped = append(dropped, a)
-	}
-	if len(dropped) > 0 {
-		aliases = without(ep.Aliases, dropped)
-	}
-	grace := ep.GracePeriod
-	if grace != nil && r.ten.capGrace(*grace) != *grace {
-		problems = append(problems, Problem{Source: src, Kind: ProblemGracePeriodCapped,
-			Message: fmt.Sprintf("grace period %s is above the maximum of %s, which applies instead", *grace, r.ten.maxGrace)})
-		capped := r.ten.maxGrace
-		grace = &capped
-	}
-	if len(dropped) == 0 && grace == ep.GracePeriod {
-		return ep, problems
-	}
-	c := *ep
-	c.Aliases, c.GracePeriod = aliases, grace
-	return &c, problems
 }

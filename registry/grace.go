@@ -1,0 +1,132 @@
+package registry
+
+import (
+	"slices"
+	"time"
+
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/plan"
+)
+
+// grace turns a planned delete into a durable pending-deletion mark; only a mark older than its
+// grace period deletes the entry or, for an adopted one, releases it to the user as it was
+// found. A duplicate (another entry serves its address), or an entry on a name another cluster
+// holds (foreignHolder), is deleted at once. An update of a marked entry lifts the mark: an
+// unmark.
+func (r *Registry) grace(in *changesIn, changes []plan.Change) changed {
+	if !slices.ContainsFunc(changes, func(c plan.Change) bool { return c.Action == plan.Update || c.Action == plan.Delete }) {
+		return changed{changes: changes} // creates and adoptions only: a cold start
+	}
+	v := changed{changes: make([]plan.Change, 0, len(changes))}
+	for _, c := range changes {
+		if c.Action == plan.Update && in.st.marked(c.Old) {
+			c.Action = plan.Unmark
+		}
+		if c.Action != plan.Delete {
+			v.changes = append(v.changes, c)
+			continue
+		}
+		if cv := in.st.view(c.Old); (c.Duplicate || yielded(in.st, c.Old)) && !cv.has(TagPreExisting) {
+			// Its address stays served by another entry, or its name by the cluster that holds
+			// it: no grace period to wait out.
+			v.changes = append(v.changes, c)
+			continue
+		}
+		out, due := r.retire(in.now, in.st, c.Old)
+		if out != nil && retiring(out) && in.st.witness.Waits(c.Old.ID) {
+			// Due, but a twin may want the entry: the next whole reads give it time to lift
+			// the mark (twins.go).
+			v.held = append(v.held, Held{Change: c, Reason: ReasonGracePeriod})
+			continue
+		}
+		if out != nil {
+			v.changes = append(v.changes, *out)
+		}
+		if !due.IsZero() {
+			if out == nil {
+				v.held = append(v.held, Held{Change: c, Reason: ReasonGracePeriod, Due: due})
+			}
+			if v.next.IsZero() || due.Before(v.next) {
+				v.next = due
+			}
+		}
+	}
+	return v
+}
+
+// retire decides what a planned delete of rec means now: a mark, nothing yet, or the
+// deletion (release) itself. It returns the change, if any, and when the mark falls due if
+// that is still in the future.
+func (r *Registry) retire(now time.Time, st *State, rec *endpoint.Record) (*plan.Change, time.Time) {
+	v := st.view(rec)
+	due, marked := r.due(&v)
+	if !marked {
+		// Not yet marked (or the mark was mangled by hand): start the grace period now.
+		n := *rec
+		n.Tags = markedTags(rec.Tags, &v, PrefixPending+now.UTC().Format(time.RFC3339))
+		if st.parser.Parse(rec).class == namesake {
+			// An entry of an identity this cluster had before is marked under this one: left
+			// with the old, it would be the only entry of it, naming no object here, and so
+			// a namesake's, never deleted.
+			n.Tags = r.withOwnIdentity(n.Tags)
+		}
+		return &plan.Change{Action: plan.Mark, Old: rec, New: &n}, now.Add(r.gracePeriod(&v))
+	}
+	if now.Before(due) {
+		return nil, due
+	}
+	if v.has(TagPreExisting) {
+		return &plan.Change{Action: plan.Release, Old: rec, New: released(rec, &v)}, time.Time{}
+	}
+	return &plan.Change{Action: plan.Delete, Old: rec}, time.Time{}
+}
+
+// released is an adopted entry given back: the user's own tags in their order, no tag of the
+// operator's, and the address, spelling and aliases recorded in its loan. The comment was never
+// changed. An entry adopted before loans were recorded keeps its address and aliases.
+func released(rec *endpoint.Record, v *view) *endpoint.Record {
+	n := *rec
+	n.Tags = append([]string{}, v.user...)
+	if v.loan != nil {
+		n.IP, n.Hostname, n.Aliases = v.loan.ip, v.loan.hostname, append([]string{}, v.loan.aliases...)
+	}
+	return &n
+}
+
+// due is when the deletion mark on an entry falls due: the mark's time plus the entry's grace
+// period. marked is false when the entry carries no mark, or one mangled by hand.
+func (r *Registry) due(v *view) (due time.Time, marked bool) {
+	raw, ok := v.value(PrefixPending)
+	markedAt, err := time.Parse(time.RFC3339, raw)
+	if !ok || err != nil {
+		return time.Time{}, false
+	}
+	return markedAt.Add(r.gracePeriod(v)), true
+}
+
+// gracePeriod is the entry's own grace-period tag if it has one (so a per-object override
+// survives the object), else the configured default; never above the maximum, so that
+// lowering it takes effect on entries written before.
+func (r *Registry) gracePeriod(v *view) time.Duration {
+	if s, ok := v.value(PrefixGracePeriod); ok {
+		if d, err := time.ParseDuration(s + "s"); err == nil && d >= 0 {
+			return r.ten.capGrace(d)
+		}
+	}
+	return r.cfg.GracePeriod
+}
+
+// withOwnIdentity is tags with this cluster's name and identity as the operator's cluster tags,
+// in the design's form, in place of another identity's.
+func (r *Registry) withOwnIdentity(tags []string) []string {
+	rec := endpoint.Record{Tags: tags}
+	v := viewOf(&rec)
+	rec.Tags = withOwnTag(rec.Tags, &v, PrefixCluster, r.clusterTag)
+	v = viewOf(&rec)
+	return withOwnTag(rec.Tags, &v, PrefixClusterID, IdentityTag(r.cfg.ClusterID))
+}
+
+// markedTags is tags with mark as the operator's only pending-deletion tag.
+func markedTags(tags []string, v *view, mark string) []string {
+	return withOwnTag(tags, v, PrefixPending, mark)
+}
