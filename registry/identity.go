@@ -147,7 +147,7 @@ func (r *Registry) resolveOpen(st *State, open []endpoint.Record, claimed func(u
 	kinOf := func(uids []string) bool { return evidence && slices.ContainsFunc(uids, claimed) }
 	former := map[string]bool{}
 	for _, rec := range open {
-		p := st.parser.Parse(&rec)
+		p := st.parser.parse(&rec)
 		if p.class != namesake {
 			rest = append(rest, rec)
 			continue
@@ -159,7 +159,7 @@ func (r *Registry) resolveOpen(st *State, open []endpoint.Record, claimed func(u
 		}
 	}
 	for _, rec := range others {
-		p := st.parser.Parse(&rec)
+		p := st.parser.parse(&rec)
 		id, _ := p.v.clusterID()
 		kin := kinOf(p.v.values(PrefixSource))
 		// Of a former identity, the entries that name objects here are taken up at once. One
@@ -191,14 +191,14 @@ func (r *Registry) resolveOpen(st *State, open []endpoint.Record, claimed func(u
 	// a mark on an entry this process never vouched for waits for it.)
 	formerNames := map[string]bool{}
 	for _, rec := range rest {
-		if p := st.parser.Parse(&rec); p.class == renamed && slices.ContainsFunc(p.v.values(PrefixSource), claimed) {
+		if p := st.parser.parse(&rec); p.class == renamed && slices.ContainsFunc(p.v.values(PrefixSource), claimed) {
 			for _, n := range p.v.clusterNames() {
 				formerNames[n] = true
 			}
 		}
 	}
 	for _, rec := range rest {
-		p := st.parser.Parse(&rec)
+		p := st.parser.parse(&rec)
 		uids := p.v.values(PrefixSource)
 		mine := slices.ContainsFunc(uids, claimed)
 		_, marked := p.v.value(PrefixPending)

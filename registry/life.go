@@ -239,12 +239,12 @@ type SilentCluster struct {
 	Interval time.Duration
 }
 
-// Silent are the other installations of st whose newest mark of life is older than four of
+// silent are the other installations of st whose newest mark of life is older than four of
 // the renewal periods it carries (its own threshold; this installation's for a mark that
 // carries none) at now, sorted by name and identity; none when marks are off here. Each
 // installation renews its mark on its own period, so a reader's threshold would report a live
 // installation whose period is longer.
-func (r *Registry) Silent(now time.Time, st *State) []SilentCluster {
+func (r *Registry) silent(now time.Time, st *State) []SilentCluster {
 	if r.cfg.SilentClusterAfter <= 0 {
 		return nil
 	}

@@ -23,14 +23,14 @@ type parsedTags struct {
 	pass   uint64
 }
 
-// Parse is the parser: the entry's parsed tags, from the memory while they hold.
-func (v *parses) Parse(rec *endpoint.Record) *Parsed {
+// parse is the parser: the entry's parsed tags, from the memory while they hold.
+func (v *parses) parse(rec *endpoint.Record) *Parsed {
 	if v.byID == nil {
 		v.byID = map[string]*parsedTags{}
 	}
 	p := v.byID[rec.ID]
 	if p == nil || !slices.Equal(p.tags, rec.Tags) {
-		p = &parsedTags{tags: rec.Tags, parsed: v.reg.Parse(rec)}
+		p = &parsedTags{tags: rec.Tags, parsed: v.reg.parse(rec)}
 		v.byID[rec.ID] = p
 	}
 	// The entry's own slice from now on: after a whole read every entry's tags are new

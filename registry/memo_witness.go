@@ -75,7 +75,7 @@ func (w *witness) observe(records []endpoint.Record, parse tagParser, now time.T
 	w.now = now
 	for i := range records {
 		rec := &records[i]
-		p := parse.Parse(rec)
+		p := parse.parse(rec)
 		ns := p.Namesake()
 		if !p.Own() && ns == "" {
 			continue

@@ -29,13 +29,13 @@ func TestViewsAreKeptWhileTagsHold(t *testing.T) {
 	r := newRegWith(t, func(*Config) {})
 	m := r.NewMemory()
 	e := owned("e1", "web.lan", "10.0.0.1")
-	first := m.parses.Parse(&e)
-	if m.parses.Parse(&e) != first {
+	first := m.parses.parse(&e)
+	if m.parses.parse(&e) != first {
 		t.Error("the same tags were parsed again")
 	}
 	retagged := e
 	retagged.Tags = append(slices.Clone(e.Tags), "mine")
-	if m.parses.Parse(&retagged) == first {
+	if m.parses.parse(&retagged) == first {
 		t.Error("changed tags were not parsed again")
 	}
 	decideOnce(r, m, nil, owned("e2", "other.lan", "10.0.0.2"))

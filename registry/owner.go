@@ -61,7 +61,7 @@ type Ownership struct {
 // installations are silent.
 func (r *Registry) Ownerships(now time.Time, st *State) map[string]Ownership {
 	silent := map[string]SilentCluster{}
-	for _, s := range r.Silent(now, st) {
+	for _, s := range r.silent(now, st) {
 		silent[s.Cluster+IdentitySeparator+s.ClusterID] = s
 	}
 	out := make(map[string]Ownership, len(st.Owned)+len(st.Foreign)+len(st.Unowned))

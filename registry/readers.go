@@ -13,11 +13,6 @@ import (
 // rule, which aliases obey too.
 func (r *Registry) Manages(hostname string) bool { return r.domains.Match(hostname) }
 
-// Policy is --policy, which the plan applies: it shapes how entries are matched to addresses
-// (under create-only an address that moved is a new entry, not an update in place). The
-// registry's policy stage holds what the plan leaves to it, adoption.
-func (r *Registry) Policy() plan.Policy { return r.cfg.Policy }
-
 // ClusterName is the name of the cluster whose entries the registry owns.
 func (r *Registry) ClusterName() string { return r.cfg.ClusterName }
 
@@ -96,16 +91,10 @@ func (r *Registry) StillApplies(c *plan.Change, fresh *endpoint.Record) bool {
 	return true
 }
 
-// Owns reports whether rec is this cluster's, without touching the registry's state: for
-// readers outside a sync.
-func (r *Registry) Owns(rec *endpoint.Record) bool {
-	v := viewOf(rec)
-	return r.ours(&v)
-}
-
-// OwnedAmong is Owns for the entries of one read, with no object to claim any: the rule a sync
-// uses for an earlier version's entry of this cluster's name (no identity), which is this
-// cluster's only while no other identity writes the name, since it may be that namesake's.
+// OwnedAmong reports which entries of one read are this cluster's, with no object to claim
+// any: the rule a sync uses for an earlier version's entry of this cluster's name (no
+// identity), which is this cluster's only while no other identity writes the name, since it
+// may be that namesake's.
 // The external-dns webhook answers GET /records by it, so that external-dns, which deletes what
 // it does not publish, never sees another webhook's entry.
 func (r *Registry) OwnedAmong(records []endpoint.Record) func(*endpoint.Record) bool {

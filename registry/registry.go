@@ -236,6 +236,6 @@ func (r *Registry) Decide(now time.Time, records []endpoint.Record, claims []*en
 		w.Problems = append(slices.Clip(w.Problems), problems...)
 	}
 	return Decision{State: st, Desired: w.Endpoints, Conflicts: w.Conflicts, Problems: w.Problems,
-		Plan: changes, Planned: len(toPlan), Verdict: v, Silent: r.Silent(now, st), Now: now,
+		Plan: changes, Planned: len(toPlan), Verdict: v, Silent: r.silent(now, st), Now: now,
 		Cluster: r.cfg.ClusterName, ClusterID: r.cfg.ClusterID}
 }

@@ -73,7 +73,7 @@ func bothConsent(ours, theirs bool) bool {
 // shared reports whether the operator wrote TagShared on rec: the consent of the cluster that
 // wrote it. A shared:true the user wrote on an adopted entry, outside the operator's block, is
 // the user's tag and no consent.
-func (s *State) shared(rec *endpoint.Record) bool { return s.parser.Parse(rec).Shared() }
+func (s *State) shared(rec *endpoint.Record) bool { return s.parser.parse(rec).Shared() }
 
 // consents reports whether every one of recs, one side's entries of a hostname, carries the
 // operator's TagShared: that side's consent to share the name (none for no entries at all).

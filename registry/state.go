@@ -14,8 +14,8 @@ type Parsed struct {
 	class class
 }
 
-// Parse reads rec's tags.
-func (r *Registry) Parse(rec *endpoint.Record) *Parsed {
+// parse reads rec's tags.
+func (r *Registry) parse(rec *endpoint.Record) *Parsed {
 	v := viewOf(rec)
 	return &Parsed{v: v, class: r.classOf(&v)}
 }
@@ -45,9 +45,9 @@ func (p *Parsed) Marked() bool {
 }
 
 // tagParser parses entries' tags, from a cache of its own when an entry's tags are those it
-// parsed before (the registry's Parse when there is none).
+// parsed before (the registry's own parse when there is none).
 type tagParser interface {
-	Parse(rec *endpoint.Record) *Parsed
+	parse(rec *endpoint.Record) *Parsed
 }
 
 // State is the server's entries sorted by who owns them. classify makes it; every later step
@@ -85,7 +85,7 @@ type State struct {
 // view is the view of an entry some operator wrote (every owned entry is one); the zero view
 // for a hand-made or another cluster's.
 func (s *State) view(rec *endpoint.Record) view {
-	if p := s.parser.Parse(rec); p.class == own || p.class == legacy || p.class == renamed || p.class == namesake {
+	if p := s.parser.parse(rec); p.class == own || p.class == legacy || p.class == renamed || p.class == namesake {
 		return p.v
 	}
 	return view{}
@@ -120,7 +120,7 @@ func (r *Registry) classify(records []endpoint.Record, claims []*endpoint.Endpoi
 	for i := range records {
 		rec := &records[i]
 		key := strings.ToLower(rec.Hostname)
-		p := parser.Parse(rec)
+		p := parser.parse(rec)
 		switch p.class {
 		case unowned:
 			st.Unowned[key] = append(st.Unowned[key], *rec)
