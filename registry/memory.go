@@ -12,7 +12,7 @@ import (
 // parsed tags (memo_parses.go), the merges and the hostnames settled (memo_merges.go), and what
 // this process saw and wrote of its entries, from which twins are found (memo_witness.go),
 // each with its rule beside it. Decide reads and updates it; the caller, who keeps it between
-// syncs, tells it what only the caller sees: each whole read (Observe), the writes (Wrote), the
+// syncs, tells it what only the caller sees: each whole read (Observe), the writes (Record), the
 // end of a sync (End) and a reconfiguration (Reset). It is not safe for concurrent use.
 type Memory struct {
 	parses  parses
@@ -31,8 +31,8 @@ func (m *Memory) Observe(records []endpoint.Record, now time.Time) {
 	m.witness.observe(records, &m.parses, now)
 }
 
-// Wrote takes what became of a sync's writes: results[i] is what became of sent[i].
-func (m *Memory) Wrote(sent []plan.Change, results []plan.Result) {
+// wrote takes what became of a sync's writes: results[i] is what became of sent[i].
+func (m *Memory) wrote(sent []plan.Change, results []plan.Result) {
 	m.witness.wrote(sent, results)
 	m.life.wrote(sent, results)
 }

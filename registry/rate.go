@@ -259,7 +259,7 @@ func (r *Registry) rate(in *changesIn, changes []plan.Change) changed {
 // written to.
 func (r *Registry) Record(d *Decision, results []plan.Result, mem *Memory, kept Rates, wholeRead bool) Rates {
 	if mem != nil {
-		mem.Wrote(d.Changes, results)
+		mem.wrote(d.Changes, results)
 	}
 	charged := r.charge(d.Rates, d.Changes, results)
 	out := make(Rates, len(kept)+len(charged))

@@ -347,7 +347,7 @@ func TestAMarkLostWithItsEntryWaitsItsTurn(t *testing.T) {
 		srv.apply(d.Changes)
 		if m != nil {
 			results := make([]plan.Result, len(d.Changes))
-			m.Wrote(d.Changes, results)
+			m.wrote(d.Changes, results)
 			m.End()
 		}
 		return d.Changes

@@ -84,7 +84,7 @@ func (in *install) sync(s *router, now time.Time) Decision {
 	records := slices.Clone(s.entries)
 	in.m.Observe(records, now)
 	d := in.r.Decide(now, records, in.eps, Given{Memory: in.m})
-	in.m.Wrote(d.Changes, s.apply(d.Changes))
+	in.m.wrote(d.Changes, s.apply(d.Changes))
 	in.m.End()
 	return d
 }
