@@ -62,34 +62,9 @@ func newRegWith(t *testing.T, set func(*Config)) *Registry {
 	return r
 }
 
-// server is a router-hosts server as far as these tests need one: the changes applied to its
-// entries, as the provider would send them.
-type server struct {
-	entries []endpoint.Record
-	next    int
-}
-
-func (s *server) apply(changes []plan.Change) {
-	for _, c := range changes {
-		switch {
-		case c.Old == nil:
-			s.next++
-			n := *c.New
-			n.ID, n.Version = fmt.Sprintf("n%03d", s.next), "1"
-			s.entries = append(s.entries, n)
-		case c.New == nil:
-			s.entries = slices.DeleteFunc(s.entries, func(r endpoint.Record) bool { return r.ID == c.Old.ID })
-		default:
-			for i := range s.entries {
-				if s.entries[i].ID == c.Old.ID {
-					n := *c.New
-					n.Version = s.entries[i].Version + "+"
-					s.entries[i] = n
-				}
-			}
-		}
-	}
-}
+// server is a router-hosts server as far as these tests need one (twins_test.go's router): the
+// changes applied to its entries, as the provider would send them.
+type server = router
 
 // sync runs one registry+plan pass over the server's entries, applies what it planned, and
 // returns it with what desired reported.
