@@ -262,6 +262,10 @@ func (r *Registry) Record(d *Decision, results []plan.Result, mem *Memory, kept 
 		mem.wrote(d.Changes, results)
 	}
 	charged := r.charge(d.Rates, d.Changes, results)
+	if len(charged) == 0 && !wholeRead {
+		// Nothing to charge or forget (a sync that wrote nothing): no copy.
+		return kept
+	}
 	out := make(Rates, len(kept)+len(charged))
 	for key, a := range kept {
 		out[key] = a
