@@ -34,7 +34,7 @@ func decided(t *testing.T, records []endpoint.Record, claims ...*endpoint.Endpoi
 	}
 	rep := &controller.Report{Desired: d.Desired, Changes: d.Changes, Held: d.Held, Conflicts: d.Conflicts, Problems: d.Problems,
 		State: d.State, Objects: objects, Started: now}
-	return &Input{Report: rep, Owners: reg.Ownerships(now, d.State), Manages: reg.Manages, Now: now}
+	return &Input{Report: rep, Owners: reg.Ownerships(d.State, d.Silent), Manages: reg.Manages, Now: now}
 }
 
 func claim(ns, name, uid, host string, ips ...string) *endpoint.Endpoint {
@@ -207,7 +207,7 @@ func TestListSharedAndSilent(t *testing.T) {
 		t.Fatalf("changes %v: the co-owned line is as wanted", d.Changes)
 	}
 	rep := &controller.Report{Desired: d.Desired, Changes: d.Changes, Held: d.Held, State: d.State, Started: now}
-	in := &Input{Report: rep, Owners: reg.Ownerships(now, d.State), Manages: reg.Manages, Now: now}
+	in := &Input{Report: rep, Owners: reg.Ownerships(d.State, d.Silent), Manages: reg.Manages, Now: now}
 	got := map[string]Entry{}
 	for _, e := range List(in, Filter{}) {
 		got[e.Hostname] = e

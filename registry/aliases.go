@@ -7,9 +7,8 @@ import (
 )
 
 // aliases decides every alias of the merged endpoints by the rule above, and returns them with
-// the aliases they lost taken out (as copies); the hostnames changed are those whose endpoint
-// lost an alias. byHost are the claims each was merged from, so that a conflict is reported on
-// the objects that asked for the alias.
+// the aliases they lost taken out (as copies). byHost are the claims each was merged from, so
+// that a conflict is reported on the objects that asked for the alias.
 func (r *Registry) aliases(in *claimsIn, merged []*endpoint.Endpoint) verdicts {
 	var claimants map[string][]int // alias → the merged endpoints that carry it
 	for i, m := range merged {
@@ -63,7 +62,6 @@ func (r *Registry) aliases(in *claimsIn, merged []*endpoint.Endpoint) verdicts {
 			c := *m
 			c.Aliases = without(m.Aliases, l)
 			res.endpoints[i] = &c
-			res.changed = append(res.changed, m.Hostname)
 		}
 	}
 	return res

@@ -54,7 +54,7 @@ func TestTheAliasesStage(t *testing.T) {
 			r := newRegWith(t, func(*Config) {})
 			in := claimsAt(r, tc.records, tc.eps)
 			merged := mergedAt(r, in, tc.eps)
-			if got := wordsOfVerdicts(r.aliases(in, merged)); !reflect.DeepEqual(got, tc.want) {
+			if got := wordsOfVerdicts(merged, r.aliases(in, merged)); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got  %q\nwant %q", got, tc.want)
 			}
 		})

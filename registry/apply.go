@@ -20,6 +20,8 @@ type Verdict struct {
 	Braked *Braked
 	// Twin is another writer of this identity, nil when none shows (twins.go).
 	Twin *Twin
+	// Silent are the other installations whose heartbeats are older than their threshold.
+	Silent []SilentCluster
 	// TakeUpLeft is the number of entries of an earlier version still to be given the
 	// identity by the syncs that follow.
 	TakeUpLeft int
@@ -40,13 +42,13 @@ type Verdict struct {
 	WholeRead []plan.Change
 }
 
-// apply turns the plan's changes into what is safe to write at in.now, by the change stages
-// in their order (changeStages). Whatever a stage holds back is in Held, with its reason; the
+// runChangeStages turns the plan's changes into what is safe to write at in.now, by the change
+// stages of table in their order. Whatever a stage holds back is in Held, with its reason; the
 // problems are those of the objects a stage held back.
-func (r *Registry) apply(in *changesIn, changes []plan.Change) (Verdict, []Problem) {
+func (r *Registry) runChangeStages(table []changeStage, in *changesIn, changes []plan.Change) (Verdict, []Problem) {
 	res := Verdict{}
 	var problems []Problem
-	for _, s := range changeStages {
+	for _, s := range table {
 		v := s.run(r, in, changes)
 		changes = v.changes
 		for _, h := range v.held {
@@ -69,6 +71,9 @@ func (r *Registry) apply(in *changesIn, changes []plan.Change) (Verdict, []Probl
 		}
 		if v.rates != nil {
 			res.Rates = v.rates
+		}
+		if v.silent != nil {
+			res.Silent = v.silent
 		}
 		for _, p := range v.problems {
 			p.Stage, p.Reason = s.name, p.Kind.reason()

@@ -115,7 +115,7 @@ func namespaceList(ns []BrakedNamespace) string {
 
 // brake applies the Brake to a sync's changes: it returns them without the marks, the
 // deletions of marked entries, the new names of the namespaces held when the entries leaving
-// would trip it and the renewals of the mark of life, and what it held. Duplicates, whose address stays served, are no deletion of a
+// would trip it and the renewals of the heartbeat, and what it held. Duplicates, whose address stays served, are no deletion of a
 // name and always go.
 func (r *Registry) brake(in *changesIn, changes []plan.Change) changed {
 	b := r.cfg.Brake
@@ -132,7 +132,7 @@ func (r *Registry) brake(in *changesIn, changes []plan.Change) changed {
 	for _, c := range changes {
 		ns := ""
 		switch {
-		case renewalOnly(&c):
+		case beatOnly(&c):
 			out.held = append(out.held, Held{Change: c, Reason: ReasonMassDeletionHeld, Token: braked.Token})
 			continue
 		case c.Action == plan.Mark || retiring(&c):

@@ -253,7 +253,7 @@ func TestTheNamespacesBrake(t *testing.T) {
 
 // TestTheBrakeStage: a sync that would mark more than the brake's share of a namespace's
 // entries, and at least its minimum, holds (MassDeletionHeld, with the token) every mark and
-// deletion of that namespace, its new names, and every renewal of the mark of life; the other
+// deletion of that namespace, its new names, and every renewal of the heartbeat; the other
 // namespaces' changes go on. Confirmed by its token, the set goes.
 func TestTheBrakeStage(t *testing.T) {
 	var records []endpoint.Record

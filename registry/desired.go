@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -42,6 +43,10 @@ type Wanted struct {
 	Conflicts []Conflict
 	Problems  []Problem
 	Merges    []Merge
+	// reused are the hostnames whose merge "merge" handed back and no later stage changed;
+	// adopt the hand-made entries the plan may adopt, by hostname (the adoption stage).
+	reused []string
+	adopt  map[string][]endpoint.Record
 }
 
 // Conflict is a claim on a name that lost to the namespace holding it, to another cluster or
@@ -107,17 +112,17 @@ func ProblemKinds() []ProblemKind {
 	return []ProblemKind{ProblemReservedTag, ProblemOutsideDomains, ProblemNotPermitted, ProblemGracePeriodCapped, ProblemOverBudget}
 }
 
-// current turns the owned entries, and the unowned ones that desired hostnames could adopt,
-// into plan input, less the entries of settled hostnames (lowercase), which the plan does not
-// look at. An adopted entry keeps the user's tags, verbatim and in order, ahead of the
-// operator's block, which opens with TagPreExisting and closes with the loan record; for an
-// adoption candidate, its tags and the record adopting it would write.
+// current turns the owned entries, and the hand-made ones the adoption stage found adoptable
+// (adopt, by hostname), into plan input, less the entries of settled hostnames (lowercase),
+// which the plan does not look at. An adopted entry keeps the user's tags, verbatim and in
+// order, ahead of the operator's block, which opens with TagPreExisting and closes with the
+// loan record; for an adoption candidate, its tags and the record adopting it would write.
 //
 // A created entry keeps the co-owner tags of the clusters that want its line too (it is then
-// pinned to its address) and its mark of life. The other clusters' lines this cluster co-owns
+// pinned to its address) and its heartbeat. The other clusters' lines this cluster co-owns
 // come after (coOwned); a created entry that doubles an older one of them yields to it
-// (sharedTwin).
-func (r *Registry) current(st *State, desired []*endpoint.Endpoint, settled map[string]bool) []plan.Current {
+// (doublesCoOwned).
+func (r *Registry) current(st *State, desired []*endpoint.Endpoint, settled map[string]bool, adopt map[string][]endpoint.Record) []plan.Current {
 	out := make([]plan.Current, 0, max(len(st.Owned)-len(settled), 0))
 	shared := r.sharedHosts(st, desired)
 	for i := range st.Owned {
@@ -135,7 +140,7 @@ func (r *Registry) current(st *State, desired []*endpoint.Endpoint, settled map[
 		} else {
 			c.Keep = r.coOwners(&v)
 			c.Pinned = len(c.Keep) > 0
-			c.Yields = shared[strings.ToLower(rec.Hostname)] && sharedTwin(st, &st.Owned[i])
+			c.Yields = shared[strings.ToLower(rec.Hostname)] && doublesCoOwned(st, &st.Owned[i])
 			for _, prefix := range []string{PrefixAlive, PrefixAliveEvery, PrefixAliveInterval} {
 				if value, ok := v.value(prefix); ok {
 					c.Keep = append(c.Keep, prefix+value)
@@ -146,21 +151,12 @@ func (r *Registry) current(st *State, desired []*endpoint.Endpoint, settled map[
 	}
 	out = append(out, r.coOwned(st, desired, settled)...)
 	for _, ep := range desired {
-		for _, rec := range st.Unowned[ep.Hostname] {
-			if !r.adoptable(ep, &rec) {
-				continue
-			}
+		for _, rec := range adopt[ep.Hostname] {
 			out = append(out, plan.Current{Record: rec, Class: plan.Unowned,
 				Keep: append(append([]string{}, rec.Tags...), TagPreExisting), Trail: loanOf(&rec).trail()})
 		}
 	}
 	return out
-}
-
-// adoptable reports whether the namespace that won ep may adopt rec, a hand-made entry of its
-// hostname.
-func (r *Registry) adoptable(ep *endpoint.Endpoint, rec *endpoint.Record) bool {
-	return !rec.HasTag(TagNoAdopt) && r.ten.mayAdopt(ep.Sources[0].Namespace)
 }
 
 // desired merges the sources' endpoints into one per hostname and derives the ownership tags,
@@ -179,7 +175,6 @@ func (r *Registry) runClaimStages(table []claimStage, now time.Time, eps []*endp
 	var w Wanted
 	for _, s := range table {
 		v := s.run(r, in, eps)
-		eps = v.endpoints
 		for _, c := range v.conflicts {
 			c.Stage, c.Reason = s.name, ReasonHostnameConflict
 			w.Conflicts = append(w.Conflicts, c)
@@ -188,15 +183,21 @@ func (r *Registry) runClaimStages(table []claimStage, now time.Time, eps []*endp
 			p.Stage, p.Reason = s.name, p.Kind.reason()
 			w.Problems = append(w.Problems, p)
 		}
-		in.change(v.changed)
+		in.change(changedBy(eps, &v))
+		eps = v.endpoints
 		if v.grouped != nil {
 			in.byHost = v.grouped
 		}
+		if v.adopt != nil {
+			w.adopt = v.adopt
+		}
 		w.Merges = append(w.Merges, v.merges...)
+		w.reused = append(w.reused, v.reused...)
 	}
 	w.Endpoints = eps
 	if merges != nil {
 		w.Merges = in.unkept(w.Merges)
+		w.reused = slices.DeleteFunc(w.reused, func(h string) bool { return in.changed[h] })
 	}
 	return w
 }

@@ -30,7 +30,6 @@ func (r *Registry) foreign(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 			out = append(make([]*endpoint.Endpoint, 0, len(eps)), eps[:i]...)
 		}
 		v.conflicts = append(v.conflicts, Conflict{Hostname: h, Loser: ep.Sources[0], Winner: r.ownerText(holder)})
-		v.changed = append(v.changed, h)
 	}
 	v.endpoints = eps
 	if out != nil {

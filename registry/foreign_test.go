@@ -47,7 +47,7 @@ func TestTheForeignStage(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRegWith(t, func(*Config) {})
-			if got := wordsOfVerdicts(r.foreign(claimsAt(r, tc.records, tc.eps), tc.eps)); !reflect.DeepEqual(got, tc.want) {
+			if got := wordsOfVerdicts(tc.eps, r.foreign(claimsAt(r, tc.records, tc.eps), tc.eps)); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got  %q\nwant %q", got, tc.want)
 			}
 		})

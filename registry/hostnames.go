@@ -48,7 +48,6 @@ func (r *Registry) hostnames(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 			continue
 		}
 		res.conflicts = append(res.conflicts, Conflict{Hostname: h, Loser: src, Winner: winner})
-		res.changed = append(res.changed, h)
 		if out == nil {
 			out = append(make([]*endpoint.Endpoint, 0, len(eps)), eps[:i]...)
 		}

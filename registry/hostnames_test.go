@@ -60,7 +60,7 @@ func TestTheHostnamesStage(t *testing.T) {
 				set = func(*Config) {}
 			}
 			r := newRegWith(t, set)
-			if got := wordsOfVerdicts(r.hostnames(claimsAt(r, tc.records, tc.eps), tc.eps)); !reflect.DeepEqual(got, tc.want) {
+			if got := wordsOfVerdicts(tc.eps, r.hostnames(claimsAt(r, tc.records, tc.eps), tc.eps)); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got  %q\nwant %q", got, tc.want)
 			}
 		})

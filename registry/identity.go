@@ -165,13 +165,13 @@ func (r *Registry) resolveOpen(st *State, open []endpoint.Record, claimed func(u
 		// Of a former identity, the entries that name objects here are taken up at once. One
 		// that names none may name an object another installation of that identity still wants
 		// (a copy reading other namespaces, idle), which nothing here can tell from one deleted,
-		// until the identity has been quiet longer than its marks of life are renewed: then no
+		// until the identity has been quiet longer than its heartbeats are renewed: then no
 		// copy runs, and it is taken up too, to go as an entry no object wants.
-		if former[id] && (kin || st.witness.Quiet(id, r.markPeriod())) {
+		if former[id] && (kin || st.witness.Quiet(id, r.beatPeriod())) {
 			st.Former = tally(st.Former, id, kin)
 			st.Owned = append(st.Owned, rec)
 			if r.cfg.SilentClusterAfter > 0 {
-				st.Life.own(&rec, &p.v)
+				st.beats.own(&rec, &p.v)
 			}
 			continue
 		}
@@ -209,7 +209,7 @@ func (r *Registry) resolveOpen(st *State, open []endpoint.Record, claimed func(u
 		case mine, handed, former, p.class == renamed && marked, p.class == legacy && sameName && len(st.Namesakes) == 0:
 			st.Owned = append(st.Owned, rec)
 			if r.cfg.SilentClusterAfter > 0 {
-				st.Life.own(&rec, &p.v)
+				st.beats.own(&rec, &p.v)
 			}
 		default:
 			if sameName || p.class == renamed {

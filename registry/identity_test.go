@@ -589,7 +589,7 @@ func TestAFormerIdentity(t *testing.T) {
 		{name: "the Lease renamed after an object went", keep: 1,
 			want: map[string]string{"a1.lan": "cccccccc", "a2.lan": "aaaaaaaa"}},
 		// Once the old identity has been quiet longer than a running copy takes to renew its
-		// mark of life, no copy runs: the entry is taken up too, and goes.
+		// heartbeat, no copy runs: the entry is taken up too, and goes.
 		{name: "the Lease renamed after an object went, the old identity quiet past a renewal", keep: 1, silent: time.Hour, syncs: 40,
 			want: map[string]string{"a1.lan": "cccccccc", "a2.lan": ""}},
 		{name: "the old identity still writes, quiet or not", keep: 1, seenWriting: true, silent: time.Hour, syncs: 40, conflicts: 1,

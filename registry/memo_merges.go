@@ -32,8 +32,8 @@ type kept struct {
 	owned  []entryKey
 	out    *endpoint.Endpoint
 	marked bool
-	// pass is the last sync that met it, reused the last that handed it back.
-	pass, reused uint64
+	// pass is the last sync that met it.
+	pass uint64
 }
 
 // entryKey is what of an entry a merge depends on.
@@ -50,7 +50,7 @@ func (m *merges) Merged(host string, claims []*endpoint.Endpoint, owned []*endpo
 	if k == nil || !k.from(claims, owned) {
 		return nil, false
 	}
-	k.pass, k.reused = m.pass, m.pass
+	k.pass = m.pass
 	k.owned = k.owned[:0]
 	for _, rec := range owned {
 		k.owned = append(k.owned, entryKey{rec.ID, rec.Version, rec.IP, rec.Tags})
@@ -96,15 +96,12 @@ func (k *kept) from(claims []*endpoint.Endpoint, owned []*endpoint.Record) bool 
 // begin starts one plan of a sync.
 func (m *merges) begin() { m.pass++ }
 
-// Settled are the hostnames of desired the plan need not look at, by the
-// rule above.
-func (m *merges) Settled(desired []*endpoint.Endpoint, st *State) map[string]bool {
+// settled are the hostnames of reused (the merges the claim stages reused and left as they
+// were) the plan need not look at, by the rule above.
+func (m *merges) settled(reused []string, st *State) map[string]bool {
 	var out map[string]bool
-	for _, ep := range desired {
-		h := ep.Hostname
-		k := m.byHost[h]
-		if k == nil || k.reused != m.pass || k.marked || m.noisy[h] || m.planned[h] ||
-			len(st.Unowned[h]) > 0 || len(st.Foreign[h]) > 0 {
+	for _, h := range reused {
+		if k := m.byHost[h]; k == nil || k.marked || m.noisy[h] || m.planned[h] || len(st.Unowned[h]) > 0 || len(st.Foreign[h]) > 0 {
 			continue
 		}
 		if out == nil {

@@ -24,7 +24,7 @@ type witness struct {
 	seen  map[string]*seenEntry
 	alive map[string]bool
 	// since is when a whole read first saw each other identity, and period the longest
-	// renewal period plus two intervals its marks of life carried: an identity seen all that
+	// renewal period plus two intervals its heartbeats carried: an identity seen all that
 	// long and never writing renews no mark, so no installation of it runs (Quiet).
 	since  map[string]time.Time
 	period map[string]time.Duration
@@ -84,7 +84,7 @@ func (w *witness) observe(records []endpoint.Record, parse tagParser, now time.T
 			if _, ok := w.since[ns]; !ok {
 				w.since[ns] = now
 			}
-			if d := markPeriod(&p.v); d > w.period[ns] {
+			if d := beatPeriodOf(&p.v); d > w.period[ns] {
 				w.period[ns] = d
 			}
 		}
@@ -217,7 +217,7 @@ func (w *witness) Alive(identity string) bool { return w.alive[identity] }
 func (w *witness) Proven(identity string) bool { return w.proven[identity] && !w.alive[identity] }
 
 // Quiet is writers: whether this process's whole reads have seen identity, and never seen it
-// write, for longer than the renewal period its marks of life carried plus two of its
+// write, for longer than the renewal period its heartbeats carried plus two of its
 // intervals (fallback when none carried one): a running installation of it would have renewed
 // its mark meanwhile.
 func (w *witness) Quiet(identity string, fallback time.Duration) bool {
@@ -232,9 +232,9 @@ func (w *witness) Quiet(identity string, fallback time.Duration) bool {
 	return period > 0 && w.now.Sub(since) > period
 }
 
-// markPeriod is how long after its mark of life on v an installation running writes again:
+// beatPeriodOf is how long after its heartbeat on v an installation running writes again:
 // the renewal period the mark carries plus two of its intervals; zero for an entry without one.
-func markPeriod(v *view) time.Duration {
+func beatPeriodOf(v *view) time.Duration {
 	every, _ := v.value(PrefixAliveEvery)
 	d := duration(every)
 	if d == 0 {

@@ -18,7 +18,7 @@ type Memory struct {
 	parses  parses
 	merges  merges
 	witness witness
-	life    lifeMemo
+	beats   beatMemo
 }
 
 // NewMemory returns an empty memory for r's decisions.
@@ -34,7 +34,7 @@ func (m *Memory) Observe(records []endpoint.Record, now time.Time) {
 // wrote takes what became of a sync's writes: results[i] is what became of sent[i].
 func (m *Memory) wrote(sent []plan.Change, results []plan.Result) {
 	m.witness.wrote(sent, results)
-	m.life.wrote(sent, results)
+	m.beats.wrote(sent, results)
 }
 
 // End closes a sync: what it did not meet is forgotten.
@@ -48,25 +48,25 @@ func (m *Memory) Reset() {
 	m.parses.reset()
 	m.merges.reset()
 	m.witness.reset()
-	m.life = lifeMemo{}
+	m.beats = beatMemo{}
 }
 
-// knownMark is the newest mark of life of this installation the memory holds, after taking
+// knownBeat is the newest heartbeat of this installation the memory holds, after taking
 // the one the read st found, and when this process made its first decision (at now, if this
 // is it).
-func (m *Memory) knownMark(st *State, now time.Time) (known, began string) {
+func (m *Memory) knownBeat(st *State, now time.Time) (known, began string) {
 	if m == nil {
 		return "", ""
 	}
-	if m.life.began == "" {
-		m.life.began = now.UTC().Format(time.RFC3339)
+	if m.beats.began == "" {
+		m.beats.began = now.UTC().Format(time.RFC3339)
 	}
-	m.life.saw(st.Life.newest)
-	m.life.saw(st.Life.leaving)
-	if m.life.knew {
-		return m.life.newest, ""
+	m.beats.saw(st.beats.newest)
+	m.beats.saw(st.beats.leaving)
+	if m.beats.knew {
+		return m.beats.newest, ""
 	}
-	return m.life.newest, m.life.began
+	return m.beats.newest, m.beats.began
 }
 
 // begin starts one decision (a sync may decide twice).
@@ -99,52 +99,62 @@ func (m *Memory) mergeSource() mergeSource {
 	return &m.merges
 }
 
-// kept is told the changes one decision's plan made, before the change stages: on a whole
-// read, the entries they do not delete are wanted here.
-func (m *Memory) kept(changes []plan.Change, read Read) {
-	if m != nil && !read.Partial {
+// othersBeats are the other installations' newest heartbeats: st's, merged with those this
+// process read before. A heartbeat once read proves life until it is overdue, even if a person
+// or a twin deletes the entry that carried it before its installation renews it elsewhere.
+// Installations a whole read finds no entry of are forgotten.
+func (m *Memory) othersBeats(st *State, read Read) map[string]*beatSeen {
+	if m == nil {
+		return st.beats.others
+	}
+	seen := make(map[string]beatSeen, len(st.beats.others))
+	if read.Partial {
+		maps.Copy(seen, m.beats.others)
+	}
+	for key, s := range st.beats.others {
+		c := *s
+		if old, ok := m.beats.others[key]; ok && old.newest > c.newest {
+			c.newest, c.settings = old.newest, old.settings
+		}
+		seen[key] = c
+	}
+	m.beats.others = seen
+	out := make(map[string]*beatSeen, len(seen))
+	for key := range seen {
+		s := seen[key]
+		out[key] = &s
+	}
+	return out
+}
+
+// learn takes what one decision saw: the former identities its read proved this cluster's (the
+// proof stands after their entries that gave it are taken up), the merges its claim stages
+// made or found no longer hold, and the changes its plan made (on a whole read, the entries
+// they do not delete are wanted here).
+func (m *Memory) learn(st *State, w *Wanted, changes []plan.Change, read Read) {
+	if m == nil {
+		return
+	}
+	if m.witness.seen != nil && len(st.Former) > 0 {
+		if m.witness.proven == nil {
+			m.witness.proven = map[string]bool{}
+		}
+		for _, f := range st.Former {
+			m.witness.proven[f.ID] = true
+		}
+	}
+	m.merges.Keep(w.Merges)
+	m.merges.changed(changes)
+	if !read.Partial {
 		m.witness.kept(changes)
 	}
 }
 
-// othersRead merges the marks of life of the other installations this process read before
-// into st's: a mark once read proves life until it is overdue, even if a person or a twin
-// deletes the entry that carried it before its installation renews it elsewhere. Installations
-// a whole read finds no entry of are forgotten.
-func (m *Memory) othersRead(st *State, read Read) {
-	if m == nil {
-		return
+// settled are the hostnames of w the plan need not look at (merges.settled), none unless the
+// sync plans from the known state.
+func (m *Memory) settled(w *Wanted, st *State, read Read) map[string]bool {
+	if m == nil || !read.Partial {
+		return nil
 	}
-	seen := make(map[string]lifeSeen, len(st.Life.others))
-	if read.Partial {
-		maps.Copy(seen, m.life.others)
-	}
-	for key, s := range st.Life.others {
-		if old, ok := m.life.others[key]; ok && old.newest > s.newest {
-			s.newest, s.settings = old.newest, old.settings
-		}
-		seen[key] = *s
-	}
-	m.life.others = seen
-}
-
-// proved is told the former identities one read proved this cluster's: the proof stands after
-// their entries that gave it are taken up.
-func (m *Memory) proved(former []Namesake) {
-	if m == nil || m.witness.seen == nil {
-		return
-	}
-	if m.witness.proven == nil {
-		m.witness.proven = map[string]bool{}
-	}
-	for _, f := range former {
-		m.witness.proven[f.ID] = true
-	}
-}
-
-// planned is told the changes one decision's plan made.
-func (m *Memory) planned(changes []plan.Change) {
-	if m != nil {
-		m.merges.changed(changes)
-	}
+	return m.merges.settled(w.reused, st)
 }

@@ -33,6 +33,7 @@ func (r *Registry) merge(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 				if m != nil {
 					v.endpoints = append(v.endpoints, m)
 				}
+				v.reused = append(v.reused, h)
 				continue
 			}
 		}
@@ -45,10 +46,7 @@ func (r *Registry) merge(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 		if m != nil {
 			v.endpoints = append(v.endpoints, m)
 		}
-		if len(lost) > 0 {
-			v.conflicts = append(v.conflicts, lost...)
-			v.changed = append(v.changed, h)
-		}
+		v.conflicts = append(v.conflicts, lost...)
 		if in.merges != nil {
 			v.merges = append(v.merges, Merge{Host: h, Claims: key, Owned: owned, Out: m, Marked: in.st.Marked(owned)})
 		}

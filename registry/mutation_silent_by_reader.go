@@ -2,7 +2,7 @@
 
 package registry
 
-// Another installation's mark of life is read against this installation's threshold, not the
+// Another installation's heartbeat is read against this installation's threshold, not the
 // renewal period the mark carries: a live installation renewing on a longer period is reported
 // silent.
 const mutation = "silent-by-reader"

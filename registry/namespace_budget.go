@@ -15,9 +15,9 @@ import (
 // entries a namespace has always stay; what it adds (a new hostname, more addresses for one it
 // has) is admitted in the order of the oldest claim while the namespace stays within, and the
 // rest waits: a new hostname is not written, a grown one keeps as many addresses as it has
-// entries (those it has first, so that a moved address is still re-pointed). The hostnames
-// changed are those cut, whose merge must not be reused (it would settle the hostname
-// unplanned once the namespace has room again).
+// entries (those it has first, so that a moved address is still re-pointed). A hostname cut is
+// a copy, so its merge is not kept (it would settle the hostname unplanned once the namespace
+// has room again).
 func (r *Registry) namespaceBudget(in *claimsIn, merged []*endpoint.Endpoint) verdicts {
 	limit := r.cfg.Budgets.EntriesPerNamespace
 	if limit == 0 {
@@ -46,7 +46,6 @@ func (r *Registry) namespaceBudget(in *claimsIn, merged []*endpoint.Endpoint) ve
 		if c != nil {
 			res.endpoints = append(res.endpoints, c)
 		}
-		res.changed = append(res.changed, m.Hostname)
 		what := m.Hostname
 		if c != nil {
 			what = fmt.Sprintf("%d of %s's %d addresses", len(m.Targets)-len(c.Targets), m.Hostname, len(m.Targets))

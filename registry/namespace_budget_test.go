@@ -144,7 +144,8 @@ func TestTheNamespaceBudgetStage(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRegWith(t, func(c *Config) { c.Budgets.EntriesPerNamespace = tc.limit })
 			in := claimsAt(r, tc.records, tc.eps)
-			if got := wordsOfVerdicts(r.namespaceBudget(in, mergedAt(r, in, tc.eps))); !reflect.DeepEqual(got, tc.want) {
+			merged := mergedAt(r, in, tc.eps)
+			if got := wordsOfVerdicts(merged, r.namespaceBudget(in, merged)); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got  %q\nwant %q", got, tc.want)
 			}
 		})

@@ -31,7 +31,6 @@ func (r *Registry) objectBudget(in *claimsIn, eps []*endpoint.Endpoint) verdicts
 				Message: fmt.Sprintf("asks for %s, over the budget per object: its new names are not written and the entries it has stay as they are", why)})
 			over[src.UID] = "" // reported once per object
 		}
-		out.changed = append(out.changed, ep.Hostname)
 		if f := r.frozen(ep, in.st, in.owned[ep.Hostname]); f != nil {
 			out.endpoints = append(out.endpoints, f)
 		}

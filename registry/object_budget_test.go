@@ -137,7 +137,7 @@ func TestTheObjectBudgetStage(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRegWith(t, func(c *Config) { c.Budgets = budgets })
-			if got := wordsOfVerdicts(r.objectBudget(claimsAt(r, tc.records, tc.eps), tc.eps)); !reflect.DeepEqual(got, tc.want) {
+			if got := wordsOfVerdicts(tc.eps, r.objectBudget(claimsAt(r, tc.records, tc.eps), tc.eps)); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got  %q\nwant %q", got, tc.want)
 			}
 		})

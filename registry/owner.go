@@ -23,7 +23,7 @@ const (
 	// OwnerCoOwned: another cluster's line of a shared hostname that this cluster wants too
 	// (its co-owner tag is on it).
 	OwnerCoOwned OwnerClass = "co-owned"
-	// OwnerSilentCluster: another installation's entry whose newest mark of life is older than
+	// OwnerSilentCluster: another installation's entry whose newest heartbeat is older than
 	// the silent-cluster threshold.
 	OwnerSilentCluster OwnerClass = "silent-cluster"
 )
@@ -50,19 +50,19 @@ type Ownership struct {
 	// other clusters that want its line too, as their co-owner tags name them.
 	Shared   bool
 	CoOwners []string
-	// LastSeen is the owning installation's newest mark of life, zero when none is read;
+	// LastSeen is the owning installation's newest heartbeat, zero when none is read;
 	// Release the command that lets a silent installation go.
 	LastSeen time.Time
 	Release  string
 }
 
-// Ownerships says whose each of st's entries is, by entry ID: st decides the open cases (an
-// earlier version's entry, a rename, a namesake) as the sync that made it did, and now which
-// installations are silent.
-func (r *Registry) Ownerships(now time.Time, st *State) map[string]Ownership {
-	silent := map[string]SilentCluster{}
-	for _, s := range r.silent(now, st) {
-		silent[s.Cluster+IdentitySeparator+s.ClusterID] = s
+// Ownerships says whose each of st's entries is, by entry ID, as the decision that made st
+// decided: st decides the open cases (an earlier version's entry, a rename, a namesake), and
+// silent are the installations it found silent.
+func (r *Registry) Ownerships(st *State, silent []SilentCluster) map[string]Ownership {
+	bySilent := map[string]SilentCluster{}
+	for _, s := range silent {
+		bySilent[s.Cluster+IdentitySeparator+s.ClusterID] = s
 	}
 	out := make(map[string]Ownership, len(st.Owned)+len(st.Foreign)+len(st.Unowned))
 	for i := range st.Owned {
@@ -88,7 +88,7 @@ func (r *Registry) Ownerships(now time.Time, st *State) map[string]Ownership {
 			if r.hasOwnCoOwner(recs[i].Tags) {
 				o.Class = OwnerCoOwned
 			}
-			if s, ok := silent[o.Cluster+IdentitySeparator+o.ClusterID]; ok {
+			if s, ok := bySilent[o.Cluster+IdentitySeparator+o.ClusterID]; ok {
 				o.Class, o.LastSeen, o.Release = OwnerSilentCluster, s.LastSeen, s.ReleaseCommand()
 			}
 			out[recs[i].ID] = o

@@ -17,7 +17,7 @@ import (
 // allowance of writes that refills at its budget a minute, up to what it first wrote at once and
 // a budget's worth more, so that writing a whole object, or a namespace at a cold start, is
 // never held back, nor the everyday changes that follow it. Every write counts, whatever its
-// kind: a mark, an unmark, a deletion and a renewal of the mark of life on its own (charged to
+// kind: a mark, an unmark, a deletion and a renewal of the heartbeat on its own (charged to
 // its carrier's object) as much as a create, so a grace period of 0 makes no flap free. A
 // hostname's changes go when the allowances of its object and its namespace cover them, and
 // wait otherwise: the sync that finds enough allowance writes the latest state, so a flap is
@@ -135,7 +135,7 @@ func charged(c *plan.Change) bool {
 	return true
 }
 
-// renews reports whether c writes a mark of life the entry did not carry.
+// renews reports whether c writes a heartbeat the entry did not carry.
 func renews(c *plan.Change) bool {
 	if c.New == nil {
 		return false
@@ -200,7 +200,7 @@ func (r *Registry) pace(now time.Time, changes []plan.Change, claims []*endpoint
 			live = liveObjects(claims)
 		}
 		if !fits && !g.gone(live) {
-			// A write that renews the mark of life is charged but never waits: one a quarter of
+			// A write that renews the heartbeat is charged but never waits: one a quarter of
 			// the threshold, it must reach the router, or the others read the installation as
 			// silent.
 			next := now.Add(wait)

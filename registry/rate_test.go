@@ -307,14 +307,14 @@ func TestARefusedObjectIsNoObjectGone(t *testing.T) {
 }
 
 // TestARenewalOfTheMarkOfLifeNeverWaits: an object whose allowance is spent (a flap) holds back
-// its own writes, but not a write that renews the installation's mark of life on its entry, alone
+// its own writes, but not a write that renews the installation's heartbeat on its entry, alone
 // or riding on another change, which the others would otherwise read as silence. It is still
 // charged.
 func TestARenewalOfTheMarkOfLifeNeverWaits(t *testing.T) {
 	r := newRegWith(t, func(c *Config) { c.Budgets = DefaultBudgets() })
 	old := owned("01A", "web.lan", "10.0.0.1", "namespace:default", "source:u-x", PrefixAlive+"2026-01-01T00:00:00Z")
 	renewed := old
-	renewed.Tags = append(slices.DeleteFunc(slices.Clone(old.Tags), isAlive), PrefixAlive+t0.UTC().Format(time.RFC3339))
+	renewed.Tags = append(slices.DeleteFunc(slices.Clone(old.Tags), isBeat), PrefixAlive+t0.UTC().Format(time.RFC3339))
 	moved := old
 	moved.IP = "10.0.0.2"
 	movedRenewed := renewed
@@ -422,7 +422,7 @@ func TestTheRateStage(t *testing.T) {
 			if got := wordsOfChanged(v); !reflect.DeepEqual(got, changeWords{tc.sent, tc.held}) || v.paced != len(tc.held) || !v.next.Equal(tc.next) {
 				t.Errorf("sent %q, held %q (%d paced), next %v; want %q, %q, %v", got.sent, got.held, v.paced, v.next, tc.sent, tc.held, tc.next)
 			}
-			if got := wordsOfVerdicts(verdicts{problems: v.problems}).problems; !reflect.DeepEqual(got, tc.problems) {
+			if got := wordsOfVerdicts(nil, verdicts{problems: v.problems}).problems; !reflect.DeepEqual(got, tc.problems) {
 				t.Errorf("problems %q, want %q", got, tc.problems)
 			}
 			if !reflect.DeepEqual(v.rates, tc.allowances) {

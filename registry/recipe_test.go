@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/plan"
 )
 
 // The "Adding a rule" recipe of docs/ownership.md, carried out as written for a made-up rule:
@@ -26,14 +27,36 @@ func (r *Registry) testNames(_ *claimsIn, eps []*endpoint.Endpoint) verdicts {
 		}
 		v.problems = append(v.problems, Problem{Source: ep.Sources[0], Kind: ProblemNotPermitted,
 			Message: "hostname " + ep.Hostname + " is under .test, which is kept for tests"})
-		v.changed = append(v.changed, ep.Hostname)
 	}
 	return v
 }
 
-// Step 2: its line in claimStages, after "tenancy".
+// keepTestNames holds the deletions of entries under .test: a person removes them.
+func (r *Registry) keepTestNames(_ *changesIn, changes []plan.Change) changed {
+	v := changed{changes: make([]plan.Change, 0, len(changes))}
+	for _, c := range changes {
+		if c.Action == plan.Delete && strings.HasSuffix(c.Old.Hostname, ".test") {
+			v.held = append(v.held, Held{Change: c, Reason: "TestNameKept"})
+			continue
+		}
+		v.changes = append(v.changes, c)
+	}
+	return v
+}
+
+// Step 2: its line in claimStages, after "tenancy"; the change stage's in changeStages,
+// after "policy".
 var recipeLines = []claimStage{
 	{"test-names", (*Registry).testNames},
+}
+
+var recipeChangeLines = []changeStage{
+	{"keep-test-names", (*Registry).keepTestNames},
+}
+
+func recipeChangeTable() []changeStage {
+	i := slices.IndexFunc(changeStages[:], func(s changeStage) bool { return s.name == "policy" })
+	return slices.Insert(slices.Clone(changeStages[:]), i+1, recipeChangeLines...)
 }
 
 func recipeTable() []claimStage {
@@ -61,6 +84,29 @@ func TestTheRecipeMakesARule(t *testing.T) {
 	}
 }
 
+// TestTheRecipeMakesAChangeRule: the recipe's change stage holds the deletion of an entry
+// under .test, with its stage and reason, and sends the deletion of any other.
+func TestTheRecipeMakesAChangeRule(t *testing.T) {
+	r := newReg(t, "")
+	records := []endpoint.Record{
+		owned("e1", "old.test", "10.0.0.1", PrefixNamespace+"a", PrefixSource+"gone-1"),
+		owned("e2", "old.lan", "10.0.0.2", PrefixNamespace+"a", PrefixSource+"gone-2"),
+	}
+	in := changesAt(r, records, nil, nil)
+	changes := []plan.Change{{Action: plan.Delete, Old: &records[0]}, {Action: plan.Delete, Old: &records[1]}}
+	v, _ := r.runChangeStages(recipeChangeTable(), in, changes)
+	if len(v.Held) != 1 || v.Held[0].Stage != "keep-test-names" || v.Held[0].Reason != "TestNameKept" || v.Held[0].Change.Old.ID != "e1" {
+		t.Fatalf("held %+v, want the deletion of old.test, by keep-test-names", v.Held)
+	}
+	// The grace stage after it marks the other entry: it goes at its grace period.
+	if len(v.Changes) != 1 || v.Changes[0].Old.ID != "e2" || v.Changes[0].Action != plan.Mark {
+		t.Fatalf("sent %v, want old.lan marked", v.Changes)
+	}
+	if v, _ := r.runChangeStages(changeStages[:], in, changes); len(v.Changes) != 2 {
+		t.Fatalf("the table without the recipe's line sent %v", v.Changes)
+	}
+}
+
 // TestTheDocsShowTheRuleAsBuilt: every line of the recipe's Go blocks in docs/ownership.md is
 // a line of the code its tests build: this file (the stage, its line) or the operator's
 // recipe_test.go (its setting's field and flag).
@@ -75,8 +121,8 @@ func TestTheDocsShowTheRuleAsBuilt(t *testing.T) {
 		self = append(self, b...)
 	}
 	blocks := strings.Split(section, "```go\n")[1:]
-	if len(blocks) < 2 {
-		t.Fatalf("the recipe shows %d Go blocks, want the stage and its line", len(blocks))
+	if len(blocks) < 4 {
+		t.Fatalf("the recipe shows %d Go blocks, want the stages and their lines", len(blocks))
 	}
 	for _, b := range blocks {
 		code, _, _ := strings.Cut(b, "```")

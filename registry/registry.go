@@ -50,11 +50,11 @@ type Config struct {
 	// name, so they prove no entry this installation's: no identity is taken up as one it had
 	// before on their word.
 	HostnameUIDs bool
-	// SilentClusterAfter is how old the newest mark of life of another installation may grow
+	// SilentClusterAfter is how old the newest heartbeat of another installation may grow
 	// before it is reported silent; this installation renews its own every quarter of it. Zero:
 	// no mark is written and none is reported.
 	SilentClusterAfter time.Duration
-	// Interval is how often a full sync runs. The mark of life carries it, since a release
+	// Interval is how often a full sync runs. The heartbeat carries it, since a release
 	// probe is answered within it.
 	Interval time.Duration
 	Log      logrus.FieldLogger
@@ -165,8 +165,6 @@ type Decision struct {
 	// Verdict is what the change stages made of the plan: the writes to send, and the changes
 	// held back with their reasons.
 	Verdict
-	// Silent are the other installations whose marks of life are older than the threshold.
-	Silent []SilentCluster
 	// Now is the clock reading the sync decided by; Cluster and ClusterID the name and identity
 	// it decided for, which the report and the Events carry.
 	Now                time.Time
@@ -200,23 +198,16 @@ type Read struct {
 }
 
 // Decide is one sync's decision at time now, from one read of the router's entries and the
-// sources' endpoints (claims): it sorts the entries by owner (classify), runs the claim stages
-// (desired), plans, and runs the change stages (apply). One clock reading decides both whose
-// grace period has ended (a holder that let go) and which marks fall due.
+// sources' endpoints (claims): it sorts the entries by owner (classify), runs the claim stages,
+// plans, and runs the change stages. One clock reading decides both whose grace period has
+// ended (a holder that let go) and which marks fall due. The memory is read before and told
+// what the decision saw after (Memory.learn).
 func (r *Registry) Decide(now time.Time, records []endpoint.Record, claims []*endpoint.Endpoint, g Given) Decision {
 	m := g.Memory
 	m.begin()
 	st := r.classify(records, claims, m.parser(r), m.writers())
-	m.proved(st.Former)
-	w := r.desired(now, claims, st, m.mergeSource())
-	var settled map[string]bool
-	if m != nil {
-		m.merges.Keep(w.Merges)
-		if g.Read.Partial {
-			settled = m.merges.Settled(w.Endpoints, st)
-		}
-	}
-	toPlan := w.Endpoints
+	w := r.runClaimStages(claimStages[:], now, claims, st, m.mergeSource())
+	toPlan, settled := w.Endpoints, m.settled(&w, st, g.Read)
 	if len(settled) > 0 {
 		toPlan = make([]*endpoint.Endpoint, 0, len(w.Endpoints)-len(settled))
 		for _, ep := range w.Endpoints {
@@ -225,17 +216,12 @@ func (r *Registry) Decide(now time.Time, records []endpoint.Record, claims []*en
 			}
 		}
 	}
-	changes := (&plan.Plan{Current: r.current(st, toPlan, settled), Desired: toPlan}).Calculate()
-	m.kept(changes, g.Read)
-	known, began := m.knownMark(st, now)
-	m.othersRead(st, g.Read)
-	changes = r.withMark(now, st, known, began, changes)
-	m.planned(changes)
-	v, problems := r.apply(&changesIn{now: now, st: st, desired: w.Endpoints, claims: claims, read: g.Read, rates: g.Rates}, changes)
-	if len(problems) > 0 {
-		w.Problems = append(slices.Clip(w.Problems), problems...)
-	}
-	return Decision{State: st, Desired: w.Endpoints, Conflicts: w.Conflicts, Problems: w.Problems,
-		Plan: changes, Planned: len(toPlan), Verdict: v, Silent: r.silent(now, st), Now: now,
-		Cluster: r.cfg.ClusterName, ClusterID: r.cfg.ClusterID}
+	changes := (&plan.Plan{Current: r.current(st, toPlan, settled, w.adopt), Desired: toPlan}).Calculate()
+	in := &changesIn{now: now, st: st, desired: w.Endpoints, claims: claims, read: g.Read, rates: g.Rates}
+	in.known, in.began = m.knownBeat(st, now)
+	in.others = m.othersBeats(st, g.Read)
+	v, problems := r.runChangeStages(changeStages[:], in, changes)
+	m.learn(st, &w, changes, g.Read)
+	return Decision{State: st, Desired: w.Endpoints, Conflicts: w.Conflicts, Problems: append(slices.Clip(w.Problems), problems...),
+		Plan: changes, Planned: len(toPlan), Verdict: v, Now: now, Cluster: r.cfg.ClusterName, ClusterID: r.cfg.ClusterID}
 }

@@ -45,7 +45,7 @@ type Letting struct {
 	Renamed []endpoint.Record
 	// Namesakes are the other installations that write the cluster's name, sorted by identity.
 	Namesakes []Namesake
-	// Interval is the --interval the cluster's newest mark of life carries, zero when none
+	// Interval is the --interval the cluster's newest heartbeat carries, zero when none
 	// does: a running operator of the cluster answers the probe within it (MinProbeWait).
 	Interval time.Duration
 
@@ -155,7 +155,7 @@ func (r *Registry) Release(records []endpoint.Record) (*Letting, error) {
 		class := sel.classOf(&v)
 		_, marked := v.value(PrefixPending)
 		if m, ok := v.value(PrefixAlive); ok && (class == own || class == renamed) && m > newest {
-			newest, l.Interval = m, duration(markSettingsOf(&v).interval)
+			newest, l.Interval = m, duration(beatSettingsOf(&v).interval)
 		}
 		switch {
 		case class == own, class == renamed && marked:

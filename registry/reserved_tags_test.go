@@ -33,11 +33,11 @@ func TestTheReservedTagsStage(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newReg(t, "")
 			v := r.reservedTags(claimsAt(r, nil, tc.eps), tc.eps)
-			if got := wordsOfVerdicts(v); !reflect.DeepEqual(got.problems, tc.problems) || got.changed != nil || got.conflicts != nil {
+			if got := wordsOfVerdicts(tc.eps, v); !reflect.DeepEqual(got.problems, tc.problems) || got.changed != nil || got.conflicts != nil {
 				t.Errorf("problems %q, changed %q, conflicts %q; want the problems %q alone", got.problems, got.changed, got.conflicts, tc.problems)
 			}
 			if !reflect.DeepEqual(v.endpoints, tc.eps) {
-				t.Errorf("sent on %v, want the claims as they came", wordsOfVerdicts(v).endpoints)
+				t.Errorf("sent on %v, want the claims as they came", wordsOfVerdicts(tc.eps, v).endpoints)
 			}
 		})
 	}

@@ -155,13 +155,13 @@ func (r *Registry) sharedHosts(st *State, desired []*endpoint.Endpoint) map[stri
 	return out
 }
 
-// sharedTwin reports whether another cluster's shared line of rec's hostname and address is
+// doublesCoOwned reports whether another cluster's shared line of rec's hostname and address is
 // older than rec. The server refuses a second line of one address and hostname only on
 // AddHost: two clusters that put one address on a shared name in one moment (one re-pointing
 // an entry, which UpdateHost lets through) both hold a line of it. Both decide alike from the
 // IDs (ULIDs, which sort by the time the server made them): the older line stays and the
 // other's cluster co-owns it, deleting its own at once, since the address stays served.
-func sharedTwin(st *State, rec *endpoint.Record) bool {
+func doublesCoOwned(st *State, rec *endpoint.Record) bool {
 	for _, f := range st.Foreign[strings.ToLower(rec.Hostname)] {
 		if f.IP == rec.IP && f.ID < rec.ID && st.shared(&f) && !f.HasTag(TagPreExisting) {
 			return true

@@ -332,7 +332,7 @@ func countMarks(s *server, cluster string) int {
 	return n
 }
 
-// TestAMarkLostWithItsEntryWaitsItsTurn: the entry that carries the only mark of life is
+// TestAMarkLostWithItsEntryWaitsItsTurn: the entry that carries the only heartbeat is
 // deleted; the others now read no mark, which is never silence, so the running process writes
 // none until the next is due, and a restarted one, which knows no mark, writes one of its own
 // only a quarter of the threshold after it began.
@@ -759,7 +759,7 @@ func TestEachMarkIsReadAgainstItsOwnPeriod(t *testing.T) {
 	var mark []string
 	for _, e := range srv.entries {
 		if e.HasTag(PrefixCluster + "a") {
-			mark = slices.DeleteFunc(slices.Clone(e.Tags), func(t string) bool { return !isAlive(t) })
+			mark = slices.DeleteFunc(slices.Clone(e.Tags), func(t string) bool { return !isBeat(t) })
 		}
 	}
 	if len(mark) != 3 || !slices.Contains(mark, PrefixAliveEvery+"151200") || !slices.Contains(mark, PrefixAliveInterval+"3600") {

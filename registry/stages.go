@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"slices"
 	"time"
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
@@ -40,8 +41,9 @@ var claimStages = [...]claimStage{
 	// Every alias obeys the rule hostnames obey: one namespace of one cluster per name, and
 	// none a hand-made entry carries.
 	{"aliases", (*Registry).aliases},
-	// An address a hand-made entry the namespace may not adopt already serves is left out.
-	{"unadoptable", (*Registry).unadoptable},
+	// A hand-made entry of a hostname is adopted when its namespace may adopt it; an address
+	// one it may not adopt already serves is left out.
+	{"adoption", (*Registry).adoption},
 	// A namespace at its budget of entries gets no new hostname and no new address.
 	{"namespace-budget", (*Registry).namespaceBudget},
 }
@@ -57,22 +59,58 @@ type claimsIn struct {
 	// byHost are the claims each hostname was merged from, once "merge" has run.
 	byHost map[string][]*endpoint.Endpoint
 	// changed are the hostnames whose claims or endpoint a stage changed or turned down, in
-	// the order first met: their merge is made afresh and not kept, so that every sync
-	// reports what it refused.
+	// the order first met (changedBy): their merge is made afresh and not kept, so that every
+	// sync reports what it refused.
 	changed map[string]bool
 	order   []string
 }
 
-// verdicts is what one stage made of the endpoints: those left (the ones it changed are
-// copies), the hostnames it changed, and what it turned down. Only "merge" groups the claims
-// and makes merges.
+// verdicts is what one stage made of the endpoints: those left, in the order handed (the ones
+// it changed are copies), and what it turned down. Only "merge" groups the claims, makes
+// merges and reuses them; only "adoption" names the hand-made entries the plan may adopt.
 type verdicts struct {
 	endpoints []*endpoint.Endpoint
-	changed   []string
 	conflicts []Conflict
 	problems  []Problem
 	grouped   map[string][]*endpoint.Endpoint
 	merges    []Merge
+	reused    []string
+	adopt     map[string][]endpoint.Record
+}
+
+// changedBy are the hostnames a stage handed eps changed or turned down: those of the
+// endpoints it did not send on as they came. A stage keeps the order it was handed, so one walk
+// finds them: an endpoint not next in line was dropped, or replaced by a copy of the same
+// hostname. The grouping stage makes every endpoint anew, so only the hostnames of the claims
+// it turned down count.
+func changedBy(eps []*endpoint.Endpoint, v *verdicts) []string {
+	var out []string
+	add := func(h string) {
+		if !slices.Contains(out, h) {
+			out = append(out, h)
+		}
+	}
+	if v.grouped != nil {
+		for _, c := range v.conflicts {
+			add(c.Hostname)
+		}
+		return out
+	}
+	if len(v.endpoints) == len(eps) && (len(eps) == 0 || &v.endpoints[0] == &eps[0]) {
+		return nil
+	}
+	j := 0
+	for _, ep := range eps {
+		if j < len(v.endpoints) && v.endpoints[j] == ep {
+			j++
+			continue
+		}
+		if j < len(v.endpoints) && v.endpoints[j].Hostname == ep.Hostname {
+			j++
+		}
+		add(ep.Hostname)
+	}
+	return out
 }
 
 func (in *claimsIn) change(hosts []string) {
@@ -108,7 +146,7 @@ func (in *claimsIn) unkept(made []Merge) []Merge {
 	return made
 }
 
-// changeStage is one rule apply applies to the plan's changes: it returns those to send on and
+// changeStage is one rule runChangeStages applies to the plan's changes: it returns those to send on and
 // those it holds back, each with why, and what it found. It writes to no change it is handed.
 type changeStage struct {
 	name string
@@ -118,6 +156,11 @@ type changeStage struct {
 // changeStages are the rules over the plan's changes, in the order they apply. A stage's name
 // is the Stage of what it holds back, and leads to its code as a claim stage's does.
 var changeStages = [...]changeStage{
+	// An installation renews its heartbeat on its entries when it is due, on a write the sync
+	// makes anyway when there is one.
+	{"heartbeat", (*Registry).heartbeat},
+	// Another installation whose newest heartbeat is overdue is reported; nothing is held.
+	{"silent-clusters", (*Registry).silentClusters},
 	// --policy, as external-dns applies it after its plan: upsert-only deletes nothing,
 	// create-only changes no entry.
 	{"policy", (*Registry).policy},
@@ -147,9 +190,9 @@ var changeStages = [...]changeStage{
 	{"writes-per-sync", (*Registry).writesPerSync},
 }
 
-// changesIn is what every change stage of one apply call reads: the sync's facts, the
-// endpoints the claim stages left, what the caller read and the write-rate allowances earlier
-// syncs left.
+// changesIn is what every change stage of one decision reads: the sync's facts, the endpoints
+// the claim stages left, what the caller read, the write-rate allowances earlier syncs left
+// and the heartbeats the memory holds.
 type changesIn struct {
 	now     time.Time
 	st      *State
@@ -158,6 +201,11 @@ type changesIn struct {
 	claims []*endpoint.Endpoint
 	read   Read
 	rates  Rates
+	// known is this installation's newest heartbeat this process read or wrote, began the
+	// first decision of a process that never knew one (Memory.knownBeat); others the other
+	// installations' newest heartbeats read so far (Memory.othersBeats).
+	known, began string
+	others       map[string]*beatSeen
 }
 
 // changed is what one change stage made of the changes.
@@ -180,6 +228,7 @@ type changed struct {
 	braked    *Braked
 	rates     Rates
 	problems  []Problem
+	silent    []SilentCluster
 }
 
 // The reasons of the registry's decisions, each the word of the Event (or, where none is

@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -301,10 +302,12 @@ func changesAt(r *Registry, records []endpoint.Record, claims []*endpoint.Endpoi
 // claimWords is what a claim stage made of its endpoints, in words: the endpoints it left
 // ("hostname [addresses] [aliases]", with the tags and grace period when there are any), the
 // hostnames it changed, its conflicts ("hostname h of namespace: winner", "alias a of ...") and
-// its problems ("Kind namespace/name", with the tag dropped).
-type claimWords struct{ endpoints, changed, conflicts, problems []string }
+// its problems ("Kind namespace/name", with the tag dropped), and the hand-made entries it
+// found adoptable ("hostname id"), and the merges it reused. The hostnames changed are those the loop sees it changed
+// (changedBy) of eps, the endpoints it was handed.
+type claimWords struct{ endpoints, changed, conflicts, problems, adopt, reused []string }
 
-func wordsOfVerdicts(v verdicts) claimWords {
+func wordsOfVerdicts(eps []*endpoint.Endpoint, v verdicts) claimWords {
 	var w claimWords
 	for _, ep := range v.endpoints {
 		s := fmt.Sprintf("%s %v %v", ep.Hostname, ep.Targets, ep.Aliases)
@@ -316,7 +319,12 @@ func wordsOfVerdicts(v verdicts) claimWords {
 		}
 		w.endpoints = append(w.endpoints, s)
 	}
-	w.changed = v.changed
+	w.changed, w.reused = changedBy(eps, &v), v.reused
+	for _, h := range slices.Sorted(maps.Keys(v.adopt)) {
+		for _, rec := range v.adopt[h] {
+			w.adopt = append(w.adopt, h+" "+rec.ID)
+		}
+	}
 	for _, c := range v.conflicts {
 		kind := "hostname"
 		if c.Alias {

@@ -75,8 +75,8 @@ type State struct {
 	Unowned map[string][]endpoint.Record
 	// CoOwned are the other clusters' lines that carry this cluster's co-owner tag (share.go).
 	CoOwned []endpoint.Record
-	// Life is what the entries say of the installations' marks of life (life.go).
-	Life Life
+	// beats is what the entries say of the installations' heartbeats (heartbeat.go).
+	beats heartbeats
 
 	parser  tagParser
 	witness writers
@@ -127,14 +127,14 @@ func (r *Registry) classify(records []endpoint.Record, claims []*endpoint.Endpoi
 		case own:
 			st.Owned = append(st.Owned, *rec)
 			if marks {
-				st.Life.own(rec, &p.v)
+				st.beats.own(rec, &p.v)
 			}
 		case legacy, renamed, namesake:
 			open = append(open, *rec)
 		default:
 			st.Foreign[key] = append(st.Foreign[key], *rec)
 			if marks {
-				st.Life.other(&p.v)
+				st.beats.other(&p.v)
 			}
 			if r.hasOwnCoOwner(p.v.op) {
 				st.CoOwned = append(st.CoOwned, *rec)

@@ -52,10 +52,10 @@ const (
 	// identity). That cluster writes it on the line it found, and takes it off when it no
 	// longer wants it; the line's writer keeps it, and hands the line to it rather than delete it.
 	PrefixCoOwner = "co-owner:"
-	// PrefixAlive is an installation's mark of life: the RFC 3339 time it last wrote it, on one
+	// PrefixAlive is an installation's heartbeat: the RFC 3339 time it last wrote it, on one
 	// of its entries, every quarter of the silent-cluster threshold.
 	PrefixAlive = "alive:"
-	// PrefixAliveEvery and PrefixAliveInterval go beside the mark of life: how often the
+	// PrefixAliveEvery and PrefixAliveInterval go beside the heartbeat: how often the
 	// installation renews it and its --interval, each in seconds. Another installation reads
 	// the first to tell when the mark is overdue, and release the second to wait long enough
 	// for its probe to be answered.

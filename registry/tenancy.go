@@ -196,7 +196,6 @@ func (r *Registry) tenancy(_ *claimsIn, eps []*endpoint.Endpoint) verdicts {
 			}
 			continue
 		}
-		res.changed = append(res.changed, ep.Hostname)
 		if out == nil {
 			out = append(make([]*endpoint.Endpoint, 0, len(eps)), eps[:i]...)
 		}

@@ -188,11 +188,11 @@ func TestTheTenancyStage(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRegWith(t, tc.set)
-			before := wordsOfVerdicts(verdicts{endpoints: tc.eps})
-			if got := wordsOfVerdicts(r.tenancy(claimsAt(r, nil, tc.eps), tc.eps)); !reflect.DeepEqual(got, tc.want) {
+			before := wordsOfVerdicts(tc.eps, verdicts{endpoints: tc.eps})
+			if got := wordsOfVerdicts(tc.eps, r.tenancy(claimsAt(r, nil, tc.eps), tc.eps)); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("got  %q\nwant %q", got, tc.want)
 			}
-			if after := wordsOfVerdicts(verdicts{endpoints: tc.eps}); !reflect.DeepEqual(after, before) {
+			if after := wordsOfVerdicts(tc.eps, verdicts{endpoints: tc.eps}); !reflect.DeepEqual(after, before) {
 				t.Errorf("the claims handed in changed: %q, were %q", after.endpoints, before.endpoints)
 			}
 		})

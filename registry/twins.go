@@ -105,7 +105,7 @@ func (r *Registry) twins(in *changesIn, changes []plan.Change) changed {
 		switch {
 		case contested(&c):
 			out.held = append(out.held, Held{Change: c, Reason: ReasonTwinInstallation, Contested: true})
-		case mutation == "cluster-freeze" && (c.Action == plan.Mark || retiring(&c) || renewalOnly(&c)):
+		case mutation == "cluster-freeze" && (c.Action == plan.Mark || retiring(&c) || beatOnly(&c)):
 			out.held = append(out.held, Held{Change: c, Reason: ReasonTwinInstallation})
 		default:
 			out.changes = append(out.changes, c)

@@ -10,8 +10,8 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 )
 
-// Marks of life. A cluster that is gone for good leaves its entries on the router, and nobody
-// is told. So each installation keeps a mark of life (PrefixAlive and the time) on its entries,
+// Heartbeats. A cluster that is gone for good leaves its entries on the router, and nobody
+// is told. So each installation keeps a heartbeat (PrefixAlive and the time) on its entries,
 // and renews it once the newest of its marks is a quarter of the silent-cluster threshold old:
 // at the default of seven days, at most one UpdateHost every 42 hours. A renewal rides on a
 // write the sync makes anyway (a create, an update of its own entry); with none, it is a write
@@ -23,58 +23,58 @@ import (
 // An installation that never wrote a mark (a version before marks, or one that writes under
 // --policy=create-only, or holds only adopted entries) is never reported silent.
 
-// lifeQuarter is the share of the threshold after which a mark is renewed.
-const lifeQuarter = 4
+// beatQuarter is the share of the threshold after which a mark is renewed.
+const beatQuarter = 4
 
-// Life is what one read's entries say of the marks of life. The marks are RFC 3339 times in
+// heartbeats is what one read's entries say of the heartbeats. The marks are RFC 3339 times in
 // UTC, which sort as text, so a read compares them without parsing each.
-type Life struct {
+type heartbeats struct {
 	// newest is the newest mark on this installation's entries that stay, "" when none carries
 	// one, and settings the renewal period and interval written beside it; leaving the newest
 	// on its entries on their way out.
 	newest, leaving string
-	settings        markSettings
+	settings        beatSettings
 	// carrier is the ID of the entry a renewal of its own goes on.
 	carrier string
 	// others are the other installations' entries and newest marks, by identity (by cluster
 	// name for entries without one).
-	others map[string]*lifeSeen
+	others map[string]*beatSeen
 }
 
-// lifeSeen is what the entries of another installation say of it.
-type lifeSeen struct {
+// beatSeen is what the entries of another installation say of it.
+type beatSeen struct {
 	cluster, id string
 	entries     int
 	newest      string
-	settings    markSettings
+	settings    beatSettings
 }
 
-// markSettings are the values a mark of life carries beside its time, as written: its
+// beatSettings are the values a heartbeat carries beside its time, as written: its
 // renewal period and the installation's interval, in seconds ("" for a mark without them).
-type markSettings struct{ every, interval string }
+type beatSettings struct{ every, interval string }
 
-func markSettingsOf(v *view) markSettings {
+func beatSettingsOf(v *view) beatSettings {
 	every, _ := v.value(PrefixAliveEvery)
 	interval, _ := v.value(PrefixAliveInterval)
-	return markSettings{every: every, interval: interval}
+	return beatSettings{every: every, interval: interval}
 }
 
-// settingsOf are the values the marks of this installation carry with cfg.
-func settingsOf(cfg *Config) markSettings {
-	m := markSettings{every: seconds(cfg.SilentClusterAfter / lifeQuarter)}
+// ourBeatSettings are the values the marks of this installation carry with cfg.
+func ourBeatSettings(cfg *Config) beatSettings {
+	m := beatSettings{every: seconds(cfg.SilentClusterAfter / beatQuarter)}
 	if cfg.Interval > 0 {
 		m.interval = seconds(cfg.Interval)
 	}
 	return m
 }
 
-// markPeriod is markPeriod of this installation's own marks: how long after one it writes
+// beatPeriod is beatPeriodOf this installation's own marks: how long after one it writes
 // again; zero when it writes none.
-func (r *Registry) markPeriod() time.Duration {
+func (r *Registry) beatPeriod() time.Duration {
 	if r.cfg.SilentClusterAfter <= 0 {
 		return 0
 	}
-	return r.cfg.SilentClusterAfter/lifeQuarter + 2*r.cfg.Interval
+	return r.cfg.SilentClusterAfter/beatQuarter + 2*r.cfg.Interval
 }
 
 func seconds(d time.Duration) string { return strconv.FormatInt(int64(d/time.Second), 10) }
@@ -82,17 +82,17 @@ func seconds(d time.Duration) string { return strconv.FormatInt(int64(d/time.Sec
 // duration reads a value in seconds; zero when it is not one.
 func duration(s string) time.Duration {
 	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n <= 0 || n > int64(maxLifeSeconds) {
+	if err != nil || n <= 0 || n > int64(maxBeatSeconds) {
 		return 0
 	}
 	return time.Duration(n) * time.Second
 }
 
-// maxLifeSeconds bounds what a mark may claim, so that a forged value overflows nothing.
-const maxLifeSeconds = 100 * 365 * 24 * 3600
+// maxBeatSeconds bounds what a mark may claim, so that a forged value overflows nothing.
+const maxBeatSeconds = 100 * 365 * 24 * 3600
 
 // tags are the tags of a mark written at now.
-func (m markSettings) tags(now time.Time) []string {
+func (m beatSettings) tags(now time.Time) []string {
 	out := []string{PrefixAlive + now.UTC().Format(time.RFC3339), PrefixAliveEvery + m.every}
 	if m.interval != "" {
 		out = append(out, PrefixAliveInterval+m.interval)
@@ -103,13 +103,13 @@ func (m markSettings) tags(now time.Time) []string {
 // own takes one of this installation's entries, v its tags.
 // A mark on an entry on its way out leaves with it: it is kept apart (leaving), so that when
 // older marks stay, the newest of those is what the others will read, and is renewed when due.
-func (l *Life) own(rec *endpoint.Record, v *view) {
+func (l *heartbeats) own(rec *endpoint.Record, v *view) {
 	_, leaving := v.value(PrefixPending)
 	if m, ok := v.value(PrefixAlive); ok && leaving && m > l.leaving {
 		l.leaving = m
 	}
 	if m, ok := v.value(PrefixAlive); ok && m > l.newest && !leaving {
-		l.newest, l.settings = m, markSettingsOf(v)
+		l.newest, l.settings = m, beatSettingsOf(v)
 	}
 	if !leaving && !v.has(TagPreExisting) && (l.carrier == "" || rec.ID < l.carrier) {
 		l.carrier = rec.ID
@@ -117,7 +117,7 @@ func (l *Life) own(rec *endpoint.Record, v *view) {
 }
 
 // other takes one entry of another installation, v its tags.
-func (l *Life) other(v *view) {
+func (l *heartbeats) other(v *view) {
 	// As clusterID and clusterNames read them, without building their lists: this runs for
 	// every other cluster's entry at every sync.
 	raw, _ := v.value(PrefixCluster)
@@ -130,32 +130,36 @@ func (l *Life) other(v *view) {
 		key = PrefixCluster + name
 	}
 	if l.others == nil {
-		l.others = map[string]*lifeSeen{}
+		l.others = map[string]*beatSeen{}
 	}
 	s := l.others[key]
 	if s == nil {
-		s = &lifeSeen{cluster: name, id: id}
+		s = &beatSeen{cluster: name, id: id}
 		l.others[key] = s
 	}
 	s.entries++
 	if m, ok := v.value(PrefixAlive); ok && m > s.newest {
-		s.newest, s.settings = m, markSettingsOf(v)
+		s.newest, s.settings = m, beatSettingsOf(v)
 	}
 }
 
-// withMark is changes with the mark of life renewed when it is due at now: when no mark of
-// this installation is known (on the router, or written or read by this process: known), the
-// newest is a quarter of the threshold old, or the newest read carries other settings than
-// these (others would read it against a renewal period no longer kept). The mark rides on the sync's first create or
-// update of an entry of this installation when it has one; else it is a write of its own on
-// the carrier. A process that never knew a mark of its own (a mark lost with its entry, then a
-// restart) waits a quarter of the threshold from began, its first decision, before it writes
-// one of its own, so that a restart adds no write a sync would not make anyway; began is empty
-// once it has known one. The changes it rides on are copies.
-func (r *Registry) withMark(now time.Time, st *State, known, began string, changes []plan.Change) []plan.Change {
-	quarter := r.cfg.SilentClusterAfter / lifeQuarter
+// heartbeat renews this installation's heartbeat when it is due at in.now: when no heartbeat
+// of this installation is known (on the router, or written or read by this process: in.known),
+// the newest is a quarter of the threshold old, or the newest read carries other settings than
+// these (others would read it against a renewal period no longer kept). The heartbeat rides on
+// the sync's first create or update of an entry of this installation when it has one; else it
+// is a write of its own on the carrier. A process that never knew a heartbeat of its own (one
+// lost with its entry, then a restart) waits a quarter of the threshold from in.began, its
+// first decision, before it writes one of its own, so that a restart adds no write a sync
+// would not make anyway. The changes it rides on are copies.
+func (r *Registry) heartbeat(in *changesIn, changes []plan.Change) changed {
+	return changed{changes: r.renewed(in.now, in.st, in.known, in.began, changes)}
+}
+
+func (r *Registry) renewed(now time.Time, st *State, known, began string, changes []plan.Change) []plan.Change {
+	quarter := r.cfg.SilentClusterAfter / beatQuarter
 	if quarter <= 0 || r.cfg.Policy.Forbids(plan.Update) {
-		// Under create-only no mark could be renewed: none is written.
+		// Under create-only no heartbeat could be renewed: none is written.
 		return changes
 	}
 	// The others read the newest mark on the router. While one stays, the newest that stays
@@ -163,15 +167,15 @@ func (r *Registry) withMark(now time.Time, st *State, known, began string, chang
 	// even if this process wrote a newer one on an entry now leaving or gone. With none
 	// staying, they read the newest leaving until it goes, however old. With none at all
 	// they read no mark, which is never silence: the renewal waits for the newest known.
-	newest := st.Life.newest
+	newest := st.beats.newest
 	if newest == "" {
-		newest = st.Life.leaving
+		newest = st.beats.leaving
 	}
 	if newest == "" {
 		newest = known
 	}
-	settings := settingsOf(&r.cfg)
-	stale := st.Life.newest != "" && st.Life.newest >= known && st.Life.settings != settings
+	settings := ourBeatSettings(&r.cfg)
+	stale := st.beats.newest != "" && st.beats.newest >= known && st.beats.settings != settings
 	if t, err := time.Parse(time.RFC3339, newest); err == nil && now.Sub(t) < quarter && !stale {
 		return changes
 	}
@@ -185,26 +189,26 @@ func (r *Registry) withMark(now time.Time, st *State, known, began string, chang
 		if c := &changes[i]; r.carries(c) && (c.Old == nil || owned(c.Old.ID)) {
 			out := slices.Clone(changes)
 			n := *c.New
-			n.Tags = endpoint.SortedUnique(append(slices.DeleteFunc(slices.Clone(c.New.Tags), isAlive), tags...))
+			n.Tags = endpoint.SortedUnique(append(slices.DeleteFunc(slices.Clone(c.New.Tags), isBeat), tags...))
 			out[i].New = &n
 			return out
 		}
 	}
-	if st.Life.carrier == "" {
+	if st.beats.carrier == "" {
 		return changes
 	}
 	if t, err := time.Parse(time.RFC3339, began); newest == "" && err == nil && now.Sub(t) < quarter {
 		return changes
 	}
 	for i := range changes {
-		if changes[i].Old != nil && changes[i].Old.ID == st.Life.carrier {
+		if changes[i].Old != nil && changes[i].Old.ID == st.beats.carrier {
 			return changes // the carrier is written or leaves: the next sync renews
 		}
 	}
 	for i := range st.Owned {
-		if rec := &st.Owned[i]; rec.ID == st.Life.carrier {
+		if rec := &st.Owned[i]; rec.ID == st.beats.carrier {
 			n := *rec
-			n.Tags = append(slices.DeleteFunc(slices.Clone(rec.Tags), isAlive), tags...)
+			n.Tags = append(slices.DeleteFunc(slices.Clone(rec.Tags), isBeat), tags...)
 			return append(changes[:len(changes):len(changes)], plan.Change{Action: plan.Update, Old: rec, New: &n})
 		}
 	}
@@ -223,86 +227,25 @@ func (r *Registry) carries(c *plan.Change) bool {
 	return c.New.HasTag(r.clusterTag)
 }
 
-// isAlive reports whether t is part of a mark of life: its time or the settings beside it.
-func isAlive(t string) bool {
+// isBeat reports whether t is part of a heartbeat: its time or the settings beside it.
+func isBeat(t string) bool {
 	return strings.HasPrefix(t, PrefixAlive) || strings.HasPrefix(t, PrefixAliveEvery) || strings.HasPrefix(t, PrefixAliveInterval)
 }
 
-// SilentCluster is another installation whose newest mark of life is overdue by its own
-// threshold.
-type SilentCluster struct {
-	// Cluster and ClusterID name it as its tags do; Entries counts its entries on the router.
-	Cluster, ClusterID string
-	Entries            int
-	// LastSeen is its newest mark; Interval the --interval the mark carries, zero when none.
-	LastSeen time.Time
-	Interval time.Duration
-}
-
-// silent are the other installations of st whose newest mark of life is older than four of
-// the renewal periods it carries (its own threshold; this installation's for a mark that
-// carries none) at now, sorted by name and identity; none when marks are off here. Each
-// installation renews its mark on its own period, so a reader's threshold would report a live
-// installation whose period is longer.
-func (r *Registry) silent(now time.Time, st *State) []SilentCluster {
-	if r.cfg.SilentClusterAfter <= 0 {
-		return nil
-	}
-	var out []SilentCluster
-	for _, s := range st.Life.others {
-		t, err := time.Parse(time.RFC3339, s.newest)
-		after := r.cfg.SilentClusterAfter
-		if every := duration(s.settings.every); every > 0 && mutation != "silent-by-reader" {
-			after = every * lifeQuarter
-		}
-		if err != nil || now.Sub(t) <= after {
-			continue
-		}
-		out = append(out, SilentCluster{Cluster: s.cluster, ClusterID: s.id, Entries: s.entries, LastSeen: t,
-			Interval: duration(s.settings.interval)})
-	}
-	slices.SortFunc(out, func(a, b SilentCluster) int {
-		if c := strings.Compare(a.Cluster, b.Cluster); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ClusterID, b.ClusterID)
-	})
-	return out
-}
-
-// ReleaseCommand is the command that lets s go, with a probe wait its interval answers in.
-func (s *SilentCluster) ReleaseCommand() string {
-	cmd := "router-hosts-operator release --cluster-name=" + s.Cluster
-	if s.ClusterID != "" {
-		cmd += " --cluster-id=" + s.ClusterID
-	}
-	if s.Interval > 0 {
-		cmd += " --probe-wait=" + MinProbeWait(s.Interval).String()
-	}
-	return cmd
-}
-
-// MinProbeWait is the shortest wait in which an operator syncing every interval answers a
-// release probe: two and a half intervals, so that one sync may fail (the default wait is this
-// for the default interval).
-func MinProbeWait(interval time.Duration) time.Duration {
-	return interval * 5 / 2
-}
-
-// lifeMemo is the newest mark of life of this installation that this process read or wrote,
+// beatMemo is the newest heartbeat of this installation that this process read or wrote,
 // and when it made its first decision, both as a mark's text.
 //
 // knew: this process has read or written a mark of its own. One that has, and finds none,
 // lost it with its entry, and renews it when due, without a restart's wait.
-type lifeMemo struct {
+type beatMemo struct {
 	newest, began string
 	knew          bool
-	// others are the other installations' newest marks this process read, by Life.others' key.
-	others map[string]lifeSeen
+	// others are the other installations' newest marks this process read, by heartbeats.others' key.
+	others map[string]beatSeen
 }
 
 // saw takes a mark read or written.
-func (l *lifeMemo) saw(mark string) {
+func (l *beatMemo) saw(mark string) {
 	if mark > l.newest {
 		l.newest = mark
 	}
@@ -311,7 +254,7 @@ func (l *lifeMemo) saw(mark string) {
 
 // wrote takes the marks among the writes that went through: results[i] is what became of
 // sent[i].
-func (l *lifeMemo) wrote(sent []plan.Change, results []plan.Result) {
+func (l *beatMemo) wrote(sent []plan.Change, results []plan.Result) {
 	for i := range results {
 		if results[i].Err != nil || sent[i].New == nil || leaving(sent[i].New) {
 			continue
@@ -324,15 +267,15 @@ func (l *lifeMemo) wrote(sent []plan.Change, results []plan.Result) {
 	}
 }
 
-// renewalOnly reports whether c only renews a mark of life: an update of the tags whose only
+// beatOnly reports whether c only renews a heartbeat: an update of the tags whose only
 // difference is the alive: tag. The brake and a twin's dispute hold it, as they hold marks:
 // while a person has to decide, the operator writes nothing it can leave for later.
-func renewalOnly(c *plan.Change) bool {
+func beatOnly(c *plan.Change) bool {
 	if c.Action != plan.Update || c.Fields() != endpoint.Fields(endpoint.FieldTags) {
 		return false
 	}
-	oldRest := slices.DeleteFunc(slices.Clone(c.Old.Tags), isAlive)
-	newRest := slices.DeleteFunc(slices.Clone(c.New.Tags), isAlive)
+	oldRest := slices.DeleteFunc(slices.Clone(c.Old.Tags), isBeat)
+	newRest := slices.DeleteFunc(slices.Clone(c.New.Tags), isBeat)
 	return len(oldRest) == len(newRest) && endpoint.SameUnion(oldRest, newRest)
 }
 

@@ -9,7 +9,7 @@ import (
 )
 
 // BenchmarkDecideAtRest10k is a whole read's decision over 10,000 entries of this cluster and
-// 10,000 of another, all as wanted, with marks of life off and on: what reading and renewing
+// 10,000 of another, all as wanted, with heartbeats off and on: what reading and renewing
 // the marks costs a sync (docs/performance.md).
 func BenchmarkDecideAtRest10k(b *testing.B) {
 	for _, after := range []time.Duration{0, 168 * time.Hour} {

@@ -9,14 +9,14 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 )
 
-// TestAMarkOnAnEntryLeavingIsRenewedElsewhere: a mark of life on an entry on its way out leaves
+// TestAHeartbeatOnAnEntryLeavingIsRenewedElsewhere: a heartbeat on an entry on its way out leaves
 // with it. When an older mark stays, that is what the others will read, whether the read shows
 // the newer one leaving or only this process remembers writing it: the sync renews the mark
 // on an entry that stays, when the one that stays is due, before the others read the
 // installation as silent. When none stays, the others read the newest leaving until it goes,
 // and with none at all they read no mark, which is never silence: the renewal waits for the
 // newest known.
-func TestAMarkOnAnEntryLeavingIsRenewedElsewhere(t *testing.T) {
+func TestAHeartbeatOnAnEntryLeavingIsRenewedElsewhere(t *testing.T) {
 	r := newRegWith(t, func(c *Config) { c.ClusterName, c.ClusterID, c.SilentClusterAfter = "home", "11111111", 4*time.Hour })
 	alive := func(at time.Time) string { return PrefixAlive + at.UTC().Format(time.RFC3339) }
 	stays := owned("01A", "one.lan", "10.0.0.1", "cluster-id:11111111", "source:u1", alive(t0.Add(-3*time.Hour)), PrefixAliveEvery+"3600")
@@ -46,7 +46,7 @@ func TestAMarkOnAnEntryLeavingIsRenewedElsewhere(t *testing.T) {
 		t.Run(tc.desc, func(t *testing.T) {
 			mem := r.NewMemory()
 			// This process wrote the newer mark, on the entry now leaving or gone.
-			mem.life.saw(t0.Add(-10 * time.Minute).UTC().Format(time.RFC3339))
+			mem.beats.saw(t0.Add(-10 * time.Minute).UTC().Format(time.RFC3339))
 			if d := r.Decide(t0, tc.records, eps, Given{Memory: mem}); renewed(d) != tc.renew {
 				t.Fatalf("changes %v: want the mark renewed on one.lan: %v", actions(d.Verdict), tc.renew)
 			}
@@ -54,10 +54,10 @@ func TestAMarkOnAnEntryLeavingIsRenewedElsewhere(t *testing.T) {
 	}
 }
 
-// TestTheMarkRidesOnlyOnItsOwnEntries: a write to a line this installation does not own (one of
-// its identity under a former name, which it co-owns) carries no mark of life: the others, and
+// TestTheHeartbeatRidesOnlyOnItsOwnEntries: a write to a line this installation does not own (one of
+// its identity under a former name, which it co-owns) carries no heartbeat: the others, and
 // this installation's next read, would not count it there, so it would be written at every sync.
-func TestTheMarkRidesOnlyOnItsOwnEntries(t *testing.T) {
+func TestTheHeartbeatRidesOnlyOnItsOwnEntries(t *testing.T) {
 	r := newRegWith(t, func(c *Config) { c.ClusterName, c.ClusterID, c.SilentClusterAfter = "lab", "c0000003", 4*time.Hour })
 	mine := owned("01A", "one.lan", "10.0.0.1", "cluster-id:c0000003", "source:u1")
 	mine.Tags[1] = "cluster:lab"
@@ -65,26 +65,26 @@ func TestTheMarkRidesOnlyOnItsOwnEntries(t *testing.T) {
 	former.Tags[1] = "cluster:lab2"
 	reordered := former
 	reordered.Tags = append(slices.DeleteFunc(slices.Clone(former.Tags), func(t string) bool { return t == CoOwnerTag("lab", "c0000003") }), CoOwnerTag("lab", "c0000003"))
-	st := &State{Owned: []endpoint.Record{mine}, Life: Life{carrier: mine.ID}}
-	out := r.withMark(t0, st, "", "", []plan.Change{{Action: plan.Update, Old: &former, New: &reordered}})
+	st := &State{Owned: []endpoint.Record{mine}, beats: heartbeats{carrier: mine.ID}}
+	out := r.heartbeat(&changesIn{now: t0, st: st}, []plan.Change{{Action: plan.Update, Old: &former, New: &reordered}}).changes
 	for _, c := range out {
-		if c.New != nil && c.New.ID == former.ID && slices.ContainsFunc(c.New.Tags, isAlive) {
+		if c.New != nil && c.New.ID == former.ID && slices.ContainsFunc(c.New.Tags, isBeat) {
 			t.Fatalf("the mark rode on %v, a line this installation does not own", c)
 		}
 	}
 	if !slices.ContainsFunc(out, func(c plan.Change) bool {
-		return c.New != nil && c.New.ID == mine.ID && slices.ContainsFunc(c.New.Tags, isAlive)
+		return c.New != nil && c.New.ID == mine.ID && slices.ContainsFunc(c.New.Tags, isBeat)
 	}) {
 		t.Fatalf("changes %v: want the mark on its own carrier, one.lan", out)
 	}
 }
 
-// TestAMarkOnceReadProvesLife: another installation's newest mark goes with its entry (a
+// TestAHeartbeatOnceReadProvesLife: another installation's newest mark goes with its entry (a
 // person deletes it, or its twin) before that installation renews it elsewhere, leaving an
 // older mark on the router that is past the threshold. A reader that read the newer mark does
 // not report the installation silent meanwhile; a reader that never read it, as a new process,
 // does; and once the newer mark is itself overdue, every reader does.
-func TestAMarkOnceReadProvesLife(t *testing.T) {
+func TestAHeartbeatOnceReadProvesLife(t *testing.T) {
 	r := newRegWith(t, func(c *Config) { c.ClusterName, c.ClusterID, c.SilentClusterAfter = "lab", "c0000003", 4*time.Hour })
 	alive := func(at time.Time) string { return PrefixAlive + at.UTC().Format(time.RFC3339) }
 	other := func(id, host string, mark time.Time) endpoint.Record {
@@ -111,6 +111,48 @@ func TestAMarkOnceReadProvesLife(t *testing.T) {
 			d := r.Decide(tc.at, []endpoint.Record{ancient}, nil, Given{Memory: mem})
 			if got := len(d.Silent) > 0; got != tc.silent {
 				t.Fatalf("silent %+v; want silent: %v", d.Silent, tc.silent)
+			}
+		})
+	}
+}
+
+// TestTheHeartbeatStage: the heartbeat is renewed once a quarter of the threshold old, on the
+// sync's own write of an entry of this installation when there is one, else by a write of its
+// own on the carrier; not before, and never under create-only.
+func TestTheHeartbeatStage(t *testing.T) {
+	at := func(d time.Duration) string { return PrefixAlive + t0.Add(d).UTC().Format(time.RFC3339) }
+	carrier := owned("01A", "one.lan", "10.0.0.1", "source:u1", at(-2*time.Hour), PrefixAliveEvery+"3600")
+	fresh := owned("01A", "one.lan", "10.0.0.1", "source:u1", at(-10*time.Minute), PrefixAliveEvery+"3600")
+	created := endpoint.Record{Hostname: "new.lan", IP: "10.0.0.2", Tags: []string{TagOwner, "cluster:home", "source:u2"}}
+	create := plan.Change{Action: plan.Create, New: &created}
+	for _, tc := range []struct {
+		name    string
+		policy  plan.Policy
+		records []endpoint.Record
+		changes []plan.Change
+		// want is the change that carries the renewal, "" for none.
+		want string
+	}{
+		{name: "not yet due", records: []endpoint.Record{fresh}, changes: []plan.Change{create}},
+		{name: "due, on the sync's create", records: []endpoint.Record{carrier}, changes: []plan.Change{create}, want: "create new.lan"},
+		{name: "due, with nothing to write: its own write on the carrier", records: []endpoint.Record{carrier}, want: "update one.lan 01A"},
+		{name: "due, under create-only", policy: plan.CreateOnly, records: []endpoint.Record{carrier}, changes: []plan.Change{create}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRegWith(t, func(c *Config) { c.SilentClusterAfter, c.Policy = 4*time.Hour, tc.policy })
+			in := changesAt(r, tc.records, nil, nil)
+			v := r.heartbeat(in, tc.changes)
+			got := ""
+			for i := range v.changes {
+				if c := &v.changes[i]; c.New != nil && c.New.HasTag(PrefixAlive+t0.UTC().Format(time.RFC3339)) {
+					got = changeText(c)
+				}
+			}
+			if got != tc.want {
+				t.Errorf("renewed on %q, want %q (changes %v)", got, tc.want, wordsOfChanged(v).sent)
+			}
+			if created.HasTag(PrefixAlive + t0.UTC().Format(time.RFC3339)) {
+				t.Fatal("the stage wrote into the change it was handed")
 			}
 		})
 	}

@@ -1,0 +1,76 @@
+package registry
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/router-hosts-operator/router-hosts-operator/plan"
+)
+
+// SilentCluster is another installation whose newest heartbeat is overdue by its own
+// threshold.
+type SilentCluster struct {
+	// Cluster and ClusterID name it as its tags do; Entries counts its entries on the router.
+	Cluster, ClusterID string
+	Entries            int
+	// LastSeen is its newest mark; Interval the --interval the mark carries, zero when none.
+	LastSeen time.Time
+	Interval time.Duration
+}
+
+// silentClusters reports the other installations whose newest heartbeat is overdue
+// (silent); it holds nothing.
+func (r *Registry) silentClusters(in *changesIn, changes []plan.Change) changed {
+	return changed{changes: changes, silent: r.silent(in.now, in.others)}
+}
+
+// silent are the installations of others whose newest heartbeat is older than four of
+// the renewal periods it carries (its own threshold; this installation's for a mark that
+// carries none) at now, sorted by name and identity; none when marks are off here. Each
+// installation renews its mark on its own period, so a reader's threshold would report a live
+// installation whose period is longer.
+func (r *Registry) silent(now time.Time, others map[string]*beatSeen) []SilentCluster {
+	if r.cfg.SilentClusterAfter <= 0 {
+		return nil
+	}
+	var out []SilentCluster
+	for _, s := range others {
+		t, err := time.Parse(time.RFC3339, s.newest)
+		after := r.cfg.SilentClusterAfter
+		if every := duration(s.settings.every); every > 0 && mutation != "silent-by-reader" {
+			after = every * beatQuarter
+		}
+		if err != nil || now.Sub(t) <= after {
+			continue
+		}
+		out = append(out, SilentCluster{Cluster: s.cluster, ClusterID: s.id, Entries: s.entries, LastSeen: t,
+			Interval: duration(s.settings.interval)})
+	}
+	slices.SortFunc(out, func(a, b SilentCluster) int {
+		if c := strings.Compare(a.Cluster, b.Cluster); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ClusterID, b.ClusterID)
+	})
+	return out
+}
+
+// ReleaseCommand is the command that lets s go, with a probe wait its interval answers in.
+func (s *SilentCluster) ReleaseCommand() string {
+	cmd := "router-hosts-operator release --cluster-name=" + s.Cluster
+	if s.ClusterID != "" {
+		cmd += " --cluster-id=" + s.ClusterID
+	}
+	if s.Interval > 0 {
+		cmd += " --probe-wait=" + MinProbeWait(s.Interval).String()
+	}
+	return cmd
+}
+
+// MinProbeWait is the shortest wait in which an operator syncing every interval answers a
+// release probe: two and a half intervals, so that one sync may fail (the default wait is this
+// for the default interval).
+func MinProbeWait(interval time.Duration) time.Duration {
+	return interval * 5 / 2
+}
