@@ -87,7 +87,7 @@ type Claim struct {
 // Owner is whose an entry is, in words and as data.
 type Owner struct {
 	// Class is this, adopted, namesake, other-cluster, co-owned, silent-cluster or hand-made
-	// (registry.OwnerClass).
+	// (endpoint.Owner).
 	Class     string `json:"class"`
 	Cluster   string `json:"cluster,omitempty"`
 	ClusterID string `json:"clusterID,omitempty"`
@@ -426,7 +426,7 @@ func (d *decision) entry(rec *endpoint.Record) Entry {
 	o := d.in.Owners[rec.ID]
 	e := Entry{ID: rec.ID, Hostname: rec.Hostname, Address: rec.IP, Aliases: rec.Aliases, Owner: d.owner(o)}
 	switch o.Class {
-	case registry.OwnerThis:
+	case endpoint.OwnerThis:
 		e.State = StateSynced
 		if o.Marked {
 			e.State = StatePendingDeletion
@@ -469,9 +469,9 @@ const (
 
 // States lists every state an entry can have, for --state and the docs.
 func States() []string {
-	return []string{StateSynced, StatePendingDeletion, StateHeld, StateWillChange, string(registry.OwnerAdopted),
-		string(registry.OwnerNamesake), string(registry.OwnerOtherCluster), string(registry.OwnerCoOwned),
-		string(registry.OwnerSilentCluster), string(registry.OwnerHandMade)}
+	return []string{StateSynced, StatePendingDeletion, StateHeld, StateWillChange, string(endpoint.OwnerAdopted),
+		string(endpoint.OwnerNamesake), string(endpoint.OwnerOtherCluster), string(endpoint.OwnerCoOwned),
+		string(endpoint.OwnerSilentCluster), string(endpoint.OwnerHandMade)}
 }
 
 // owner puts an entry's ownership in words, its objects resolved from their UIDs.
@@ -483,7 +483,7 @@ func (d *decision) owner(o registry.Ownership) Owner {
 		out.LastSeen = &last
 	}
 	for _, uid := range o.Sources {
-		if ref, ok := d.refs[uid]; ok && (o.Class == registry.OwnerThis || o.Class == registry.OwnerAdopted) {
+		if ref, ok := d.refs[uid]; ok && (o.Class == endpoint.OwnerThis || o.Class == endpoint.OwnerAdopted) {
 			out.Objects = append(out.Objects, objectOf(ref))
 		} else {
 			out.UIDs = append(out.UIDs, uid)
@@ -493,7 +493,7 @@ func (d *decision) owner(o registry.Ownership) Owner {
 	for _, ob := range out.Objects {
 		objs = append(objs, ob.String())
 	}
-	if n := len(out.UIDs); n > 0 && (o.Class == registry.OwnerThis || o.Class == registry.OwnerAdopted) {
+	if n := len(out.UIDs); n > 0 && (o.Class == endpoint.OwnerThis || o.Class == endpoint.OwnerAdopted) {
 		gone := "an object no longer in the cluster"
 		if n > 1 {
 			gone = fmt.Sprintf("%d objects no longer in the cluster", n)
@@ -502,27 +502,27 @@ func (d *decision) owner(o registry.Ownership) Owner {
 	}
 	cluster := fmt.Sprintf("cluster %s", o.Cluster)
 	switch o.Class {
-	case registry.OwnerThis:
+	case endpoint.OwnerThis:
 		out.Words = "this cluster (" + cluster + ") for " + strings.Join(objs, ", ")
-	case registry.OwnerAdopted:
+	case endpoint.OwnerAdopted:
 		out.Words = "adopted by this cluster (" + cluster + ") from a hand-made entry, given back when no object wants it, for " + strings.Join(objs, ", ")
-	case registry.OwnerNamesake:
+	case endpoint.OwnerNamesake:
 		out.Words = fmt.Sprintf("a namesake: another installation writing %s, cluster-id %s", cluster, o.ClusterID)
-	case registry.OwnerOtherCluster:
+	case endpoint.OwnerOtherCluster:
 		out.Words = "another cluster: " + cluster
 		if o.Namespace != "" {
 			out.Words += fmt.Sprintf(" (namespace %s, %s)", o.Namespace, strings.Join(o.Kinds, ","))
 		}
-	case registry.OwnerCoOwned:
+	case endpoint.OwnerCoOwned:
 		out.Words = "another cluster's line (" + cluster + "), shared, which this cluster co-owns: it stays while either wants it"
-	case registry.OwnerSilentCluster:
+	case endpoint.OwnerSilentCluster:
 		out.Words = fmt.Sprintf("a silent cluster: %s, cluster-id %s, whose newest mark of life is from %s; "+
 			"if it is gone for good, let it go with `%s`", cluster, o.ClusterID, o.LastSeen.UTC().Format(time.RFC3339),
 			o.Release)
 	default:
 		out.Words = "hand-made (no operator tag)"
 	}
-	if o.Shared && o.Class != registry.OwnerCoOwned {
+	if o.Shared && o.Class != endpoint.OwnerCoOwned {
 		out.Words += "; shared with other clusters"
 	}
 	if len(o.CoOwners) > 0 {

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/router-hosts-operator/router-hosts-operator/registry"
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
 
 // Filter picks the entries list prints; a zero field picks every entry.
@@ -56,15 +56,15 @@ func List(in *Input, f Filter) []Entry {
 func (f Filter) picks(e *Entry) bool {
 	switch f.Owner {
 	case "this":
-		if e.Owner.Class != string(registry.OwnerThis) && e.Owner.Class != string(registry.OwnerAdopted) && e.Owner.Class != string(registry.OwnerCoOwned) {
+		if e.Owner.Class != string(endpoint.OwnerThis) && e.Owner.Class != string(endpoint.OwnerAdopted) && e.Owner.Class != string(endpoint.OwnerCoOwned) {
 			return false
 		}
 	case "other":
-		if e.Owner.Class != string(registry.OwnerOtherCluster) && e.Owner.Class != string(registry.OwnerNamesake) && e.Owner.Class != string(registry.OwnerSilentCluster) {
+		if e.Owner.Class != string(endpoint.OwnerOtherCluster) && e.Owner.Class != string(endpoint.OwnerNamesake) && e.Owner.Class != string(endpoint.OwnerSilentCluster) {
 			return false
 		}
 	case "hand-made":
-		if e.Owner.Class != string(registry.OwnerHandMade) {
+		if e.Owner.Class != string(endpoint.OwnerHandMade) {
 			return false
 		}
 	}

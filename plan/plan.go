@@ -11,31 +11,20 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
 
-// Class says how an entry the plan may use came to be, which decides what may happen to it.
-type Class uint8
-
-// The classes. Created entries are the operator's own and are the ones deleted when there are
-// too many; Adopted entries were the user's and are kept to the last while their hostname is
-// wanted; Unowned entries are the user's and may only be adopted, never deleted. CoOwned
-// entries are another cluster's lines of a shared hostname that this cluster wants too (or
-// wanted): they serve their address, are never re-pointed or deleted, and only gain or lose
-// this cluster's co-owner tag.
-const (
-	Created Class = iota
-	Adopted
-	Unowned
-	CoOwned
-)
-
 // Current is an entry the plan may use for a hostname, as the registry hands it over.
 type Current struct {
 	endpoint.Record
-	// Class is how the entry came to be.
-	Class Class
+	// Owner is whose the entry is, which decides what may happen to it: this installation's
+	// own entries are the ones deleted when there are too many; adopted ones were the user's
+	// and are kept to the last while their hostname is wanted; hand-made ones may only be
+	// adopted, never deleted; co-owned ones are another cluster's lines of a shared hostname
+	// that this cluster wants too (or wanted): they serve their address, are never re-pointed
+	// or deleted, and only gain or lose this cluster's co-owner tag.
+	Owner endpoint.Owner
 	// Keep lists the tags that stay on an adopted (or to-be-adopted) entry, in order, ahead of
 	// the ownership tags: the user's own tags verbatim, then the registry's opening marker. On a
 	// created entry, the tags it carries beside the ownership tags (other clusters' co-owner
-	// tags, the mark of life); on a co-owned one, every tag but this cluster's co-owner tag.
+	// tags, the heartbeat); on a co-owned one, every tag but this cluster's co-owner tag.
 	Keep []string
 	// Trail lists the tags that follow the ownership tags on such an entry: the registry's loan
 	// record, which closes its block. On a co-owned entry, this cluster's co-owner tag.
@@ -87,9 +76,9 @@ func (p *Plan) Calculate() []Change {
 			continue
 		}
 		for _, c := range recs {
-			switch c.Class {
-			case Unowned:
-			case CoOwned:
+			switch c.Owner {
+			case endpoint.OwnerHandMade:
+			case endpoint.OwnerCoOwned:
 				out = append(out, withdraw(c)...)
 			default:
 				out = append(out, Change{Action: Delete, Old: recordPtr(c.Record)})
@@ -115,15 +104,15 @@ func (p *Plan) Calculate() []Change {
 //     at once.
 func planHostname(ep *endpoint.Endpoint, recs []*Current) []Change {
 	// The common case, one address served by one entry already right, costs no allocation.
-	if len(recs) == 1 && len(ep.Targets) == 1 && (recs[0].Class == Created || recs[0].Class == Adopted) && recs[0].IP == ep.Targets[0] && upToDate(ep, recs[0]) {
+	if len(recs) == 1 && len(ep.Targets) == 1 && (recs[0].Owner == endpoint.OwnerThis || recs[0].Owner == endpoint.OwnerAdopted) && recs[0].IP == ep.Targets[0] && upToDate(ep, recs[0]) {
 		return nil
 	}
 	sort.Slice(recs, func(i, j int) bool { return recs[i].ID < recs[j].ID })
 	assigned := make(map[string]*Current, len(ep.Targets))
 	used := make(map[*Current]bool, len(recs))
-	for _, class := range []Class{Adopted, Created, CoOwned, Unowned} {
+	for _, class := range []endpoint.Owner{endpoint.OwnerAdopted, endpoint.OwnerThis, endpoint.OwnerCoOwned, endpoint.OwnerHandMade} {
 		for _, c := range recs {
-			if c.Class == class && !used[c] && !c.Yields && assigned[c.IP] == nil && slices.Contains(ep.Targets, c.IP) {
+			if c.Owner == class && !used[c] && !c.Yields && assigned[c.IP] == nil && slices.Contains(ep.Targets, c.IP) {
 				assigned[c.IP], used[c] = c, true
 			}
 		}
@@ -134,8 +123,8 @@ func planHostname(ep *endpoint.Endpoint, recs []*Current) []Change {
 			missing = append(missing, ip)
 		}
 	}
-	for _, class := range []Class{Adopted, Unowned, Created} {
-		if class != Unowned && ep.Shared {
+	for _, class := range []endpoint.Owner{endpoint.OwnerAdopted, endpoint.OwnerHandMade, endpoint.OwnerThis} {
+		if class != endpoint.OwnerHandMade && ep.Shared {
 			// A shared hostname's entries are never re-pointed: another cluster may put the
 			// address on the name in the same moment, and only AddHost refuses a second line.
 			continue
@@ -144,7 +133,7 @@ func planHostname(ep *endpoint.Endpoint, recs []*Current) []Change {
 			if len(missing) == 0 {
 				break
 			}
-			if c.Class == class && !used[c] && !c.Pinned && !c.Yields {
+			if c.Owner == class && !used[c] && !c.Pinned && !c.Yields {
 				assigned[missing[0]], used[c] = c, true
 				missing = missing[1:]
 			}
@@ -152,11 +141,11 @@ func planHostname(ep *endpoint.Endpoint, recs []*Current) []Change {
 	}
 	if !ep.Shared {
 		for _, c := range recs {
-			if c.Class != Adopted || used[c] {
+			if c.Owner != endpoint.OwnerAdopted || used[c] {
 				continue
 			}
 			for _, ip := range ep.Targets {
-				if a := assigned[ip]; a != nil && a.Class == Created && !a.Pinned {
+				if a := assigned[ip]; a != nil && a.Owner == endpoint.OwnerThis && !a.Pinned {
 					used[a] = false
 					assigned[ip], used[c] = c, true
 					break
@@ -172,11 +161,11 @@ func planHostname(ep *endpoint.Endpoint, recs []*Current) []Change {
 		}
 		want := desiredRecord(ep, c, ip)
 		switch {
-		case c.Class == CoOwned:
+		case c.Owner == endpoint.OwnerCoOwned:
 			if !slices.Equal(c.Tags, want.Tags) {
 				out = append(out, Change{Action: Update, Old: recordPtr(c.Record), New: want})
 			}
-		case c.Class == Unowned:
+		case c.Owner == endpoint.OwnerHandMade:
 			out = append(out, Change{Action: Adopt, Old: recordPtr(c.Record), New: want})
 		case endpoint.Diff(&c.Record, want) != 0:
 			out = append(out, Change{Action: Update, Old: recordPtr(c.Record), New: want})
@@ -186,13 +175,13 @@ func planHostname(ep *endpoint.Endpoint, recs []*Current) []Change {
 		out = append(out, Change{Action: Create, New: newRecord(ep, ip)})
 	}
 	for _, c := range recs {
-		if !used[c] && c.Class == CoOwned {
+		if !used[c] && c.Owner == endpoint.OwnerCoOwned {
 			out = append(out, withdraw(c)...)
 		}
 	}
 	for _, c := range recs {
-		if !used[c] && c.Class != Unowned && c.Class != CoOwned {
-			out = append(out, Change{Action: Delete, Old: recordPtr(c.Record), Duplicate: c.Class == Created && assigned[c.IP] != nil})
+		if !used[c] && c.Owner != endpoint.OwnerHandMade && c.Owner != endpoint.OwnerCoOwned {
+			out = append(out, Change{Action: Delete, Old: recordPtr(c.Record), Duplicate: c.Owner == endpoint.OwnerThis && assigned[c.IP] != nil})
 		}
 	}
 	return out
@@ -204,7 +193,7 @@ func upToDate(ep *endpoint.Endpoint, c *Current) bool {
 	if c.Hostname != ep.Hostname || !endpoint.SameSet(c.Aliases, ep.Aliases) {
 		return false
 	}
-	if c.Class == Adopted {
+	if c.Owner == endpoint.OwnerAdopted {
 		return len(c.Tags) == len(c.Keep)+len(ep.OwnerTags)+len(ep.TargetTags[c.IP])+len(c.Trail) &&
 			endpoint.SameUnion(c.Tags, c.Keep, ep.OwnerTags, ep.TargetTags[c.IP], c.Trail)
 	}
@@ -227,13 +216,13 @@ func withdraw(c *Current) []Change {
 // cluster's user tags, so that releasing it gives back what the user had.
 func desiredRecord(ep *endpoint.Endpoint, c *Current, ip string) *endpoint.Record {
 	r := c.Record
-	if c.Class == CoOwned {
+	if c.Owner == endpoint.OwnerCoOwned {
 		// Another cluster's line: only this cluster's co-owner tag is this cluster's to write.
 		r.Tags = append(append([]string{}, c.Keep...), c.Trail...)
 		return &r
 	}
 	r.IP, r.Hostname, r.Aliases = ip, ep.Hostname, ep.Aliases
-	if c.Class == Created {
+	if c.Owner == endpoint.OwnerThis {
 		r.Tags = endpoint.SortedUnique(append(append(append(append([]string{}, ep.OwnerTags...), ep.TargetTags[ip]...), ep.Tags...), c.Keep...))
 		r.Comment = ep.CommentAt(ip)
 		return &r

@@ -32,11 +32,11 @@ func benchInput(n int) *Plan {
 			continue
 		case i < 2300:
 			rec.Hostname = fmt.Sprintf("gone-%05d.apps.home.lan", i) // entry no longer wanted
-			p.Current = append(p.Current, Current{Record: rec})
+			p.Current = append(p.Current, Current{Record: rec, Owner: endpoint.OwnerThis})
 			continue
 		}
 		p.Desired = append(p.Desired, ep)
-		p.Current = append(p.Current, Current{Record: rec})
+		p.Current = append(p.Current, Current{Record: rec, Owner: endpoint.OwnerThis})
 	}
 	return p
 }

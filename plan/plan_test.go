@@ -15,7 +15,7 @@ func cur(id, host, ip string, tags ...string) Current {
 	if tags == nil {
 		tags = []string{"k8s-operator"}
 	}
-	return Current{Record: endpoint.Record{ID: id, Hostname: host, IP: ip, Tags: tags, Comment: "c", Version: "1"}}
+	return Current{Record: endpoint.Record{ID: id, Hostname: host, IP: ip, Tags: tags, Comment: "c", Version: "1"}, Owner: endpoint.OwnerThis}
 }
 
 // summary renders changes as "action host ip[→ip] id" strings for compact expectations.
@@ -42,14 +42,14 @@ func TestCalculate(t *testing.T) {
 	withTags := ep("a.lan", "10.0.0.1")
 	withTags.Tags = []string{"team-a"}
 	adopted := cur("1", "a.lan", "10.0.0.1", "mine", "pre-existing:true", "k8s-operator")
-	adopted.Class, adopted.Keep, adopted.Comment = Adopted, []string{"mine", "pre-existing:true"}, "user's own"
+	adopted.Owner, adopted.Keep, adopted.Comment = endpoint.OwnerAdopted, []string{"mine", "pre-existing:true"}, "user's own"
 	// as builds an entry of another class, with its own tags kept.
-	as := func(c Current, class Class) Current {
-		c.Class = class
-		if class != Created {
+	as := func(c Current, class endpoint.Owner) Current {
+		c.Owner = class
+		if class != endpoint.OwnerThis {
 			c.Keep = []string{"user"}
 			c.Tags = []string{"user", "k8s-operator"}
-			if class == Unowned {
+			if class == endpoint.OwnerHandMade {
 				c.Tags = []string{"user"}
 			}
 		}
@@ -79,31 +79,31 @@ func TestCalculate(t *testing.T) {
 			want: []string{"delete a.lan 10.0.0.1 1"}},
 		{name: "no target creates nothing", desired: []*endpoint.Endpoint{ep("a.lan")}},
 		{name: "candidate with a wanted ip is adopted for it, the other ip created",
-			current: []Current{as(cur("u", "a.lan", "10.0.0.2"), Unowned)}, desired: []*endpoint.Endpoint{ep("a.lan", "10.0.0.1", "10.0.0.2")},
+			current: []Current{as(cur("u", "a.lan", "10.0.0.2"), endpoint.OwnerHandMade)}, desired: []*endpoint.Endpoint{ep("a.lan", "10.0.0.1", "10.0.0.2")},
 			want: []string{"adopt a.lan 10.0.0.2→10.0.0.2 u tags", "create a.lan 10.0.0.1"}},
 		{name: "candidates match without case and are re-spelled",
-			current: []Current{as(cur("u", "NAS.lan", "10.0.0.5"), Unowned)}, desired: []*endpoint.Endpoint{ep("nas.lan", "10.0.0.1")},
+			current: []Current{as(cur("u", "NAS.lan", "10.0.0.5"), endpoint.OwnerHandMade)}, desired: []*endpoint.Endpoint{ep("nas.lan", "10.0.0.1")},
 			want: []string{"adopt NAS.lan 10.0.0.5→10.0.0.1 u ip,hostname,tags"}},
 		{name: "surplus candidates are left alone",
-			current: []Current{as(cur("u1", "a.lan", "10.0.0.1"), Unowned), as(cur("u2", "a.lan", "10.0.0.2"), Unowned)}, desired: []*endpoint.Endpoint{ep("a.lan", "10.0.0.1")},
+			current: []Current{as(cur("u1", "a.lan", "10.0.0.1"), endpoint.OwnerHandMade), as(cur("u2", "a.lan", "10.0.0.2"), endpoint.OwnerHandMade)}, desired: []*endpoint.Endpoint{ep("a.lan", "10.0.0.1")},
 			want: []string{"adopt a.lan 10.0.0.1→10.0.0.1 u1 tags"}},
-		{name: "candidates of unwanted hostnames are left alone", current: []Current{as(cur("u", "a.lan", "10.0.0.1"), Unowned)}},
+		{name: "candidates of unwanted hostnames are left alone", current: []Current{as(cur("u", "a.lan", "10.0.0.1"), endpoint.OwnerHandMade)}},
 		{name: "an adopted entry outlasts a created one while the hostname is wanted; the created one goes at once, never beside it at one address",
-			current: []Current{as(cur("a", "a.lan", "10.0.0.1"), Adopted), cur("c", "a.lan", "10.0.0.3")}, desired: []*endpoint.Endpoint{ep("a.lan", "10.0.0.3")},
+			current: []Current{as(cur("a", "a.lan", "10.0.0.1"), endpoint.OwnerAdopted), cur("c", "a.lan", "10.0.0.3")}, desired: []*endpoint.Endpoint{ep("a.lan", "10.0.0.3")},
 			want: []string{"delete a.lan 10.0.0.3 c duplicate", "update a.lan 10.0.0.1→10.0.0.3 a ip"}},
 		{name: "an adopted entry does not take a candidate's address, which would leave two lines for it",
-			current: []Current{as(cur("a", "a.lan", "10.0.0.1"), Adopted), as(cur("u", "a.lan", "10.0.0.3"), Unowned)}, desired: []*endpoint.Endpoint{ep("a.lan", "10.0.0.3")},
+			current: []Current{as(cur("a", "a.lan", "10.0.0.1"), endpoint.OwnerAdopted), as(cur("u", "a.lan", "10.0.0.3"), endpoint.OwnerHandMade)}, desired: []*endpoint.Endpoint{ep("a.lan", "10.0.0.3")},
 			want: []string{"delete a.lan 10.0.0.1 a", "adopt a.lan 10.0.0.3→10.0.0.3 u tags"}},
 		{name: "shrinking to the adopted ip deletes the created entry",
-			current: []Current{as(cur("a", "a.lan", "10.0.0.2"), Adopted), cur("c", "a.lan", "10.0.0.1")}, desired: []*endpoint.Endpoint{ep("a.lan", "10.0.0.2")},
+			current: []Current{as(cur("a", "a.lan", "10.0.0.2"), endpoint.OwnerAdopted), cur("c", "a.lan", "10.0.0.1")}, desired: []*endpoint.Endpoint{ep("a.lan", "10.0.0.2")},
 			want: []string{"delete a.lan 10.0.0.1 c"}},
 		{name: "a stale hand-made line is adopted rather than left beside a re-pointed created one",
-			current: []Current{cur("c", "a.lan", "10.0.0.7"), as(cur("u", "a.lan", "10.0.0.9"), Unowned)}, desired: []*endpoint.Endpoint{ep("a.lan", "10.0.0.1")},
+			current: []Current{cur("c", "a.lan", "10.0.0.7"), as(cur("u", "a.lan", "10.0.0.9"), endpoint.OwnerHandMade)}, desired: []*endpoint.Endpoint{ep("a.lan", "10.0.0.1")},
 			want: []string{"delete a.lan 10.0.0.7 c", "adopt a.lan 10.0.0.9→10.0.0.1 u ip,tags"}},
 		{name: "an owned entry with the ip wins over a candidate with it",
-			current: []Current{cur("c", "a.lan", "10.0.0.1"), as(cur("u", "A.lan", "10.0.0.1"), Unowned)}, desired: []*endpoint.Endpoint{ep("a.lan", "10.0.0.1")}},
+			current: []Current{cur("c", "a.lan", "10.0.0.1"), as(cur("u", "A.lan", "10.0.0.1"), endpoint.OwnerHandMade)}, desired: []*endpoint.Endpoint{ep("a.lan", "10.0.0.1")}},
 		{name: "hostname gone deletes adopted entries too, never candidates",
-			current: []Current{as(cur("a", "a.lan", "10.0.0.1"), Adopted), as(cur("u", "a.lan", "10.0.0.2"), Unowned)},
+			current: []Current{as(cur("a", "a.lan", "10.0.0.1"), endpoint.OwnerAdopted), as(cur("u", "a.lan", "10.0.0.2"), endpoint.OwnerHandMade)},
 			want:    []string{"delete a.lan 10.0.0.1 a"}},
 		{name: "aliases compare as sets", current: []Current{func() Current {
 			c := cur("1", "a.lan", "10.0.0.1")
@@ -132,7 +132,7 @@ func TestCalculate(t *testing.T) {
 
 func TestCalculateAdoptedUpdateKeepsOwnTags(t *testing.T) {
 	c := cur("1", "a.lan", "10.0.0.1", "mine", "pre-existing:true", "k8s-operator")
-	c.Class, c.Keep, c.Comment = Adopted, []string{"mine", "pre-existing:true"}, "user's own"
+	c.Owner, c.Keep, c.Comment = endpoint.OwnerAdopted, []string{"mine", "pre-existing:true"}, "user's own"
 	want := ep("a.lan", "10.0.0.2")
 	want.Tags = []string{"user-tag"}
 	cs := (&Plan{Current: []Current{c}, Desired: []*endpoint.Endpoint{want}}).Calculate()
@@ -171,7 +171,7 @@ func TestTargetTagsGoToTheirOwnEntry(t *testing.T) {
 
 func TestAdoptionKeepsUserTagsInOrderAheadOfOwnership(t *testing.T) {
 	u := Current{Record: endpoint.Record{ID: "u", Hostname: "NAS.lan", IP: "10.0.0.5", Tags: []string{"z", "kind:printer", "a b"}, Comment: "mine"},
-		Class: Unowned, Keep: []string{"z", "kind:printer", "a b", "pre-existing:true"}}
+		Owner: endpoint.OwnerHandMade, Keep: []string{"z", "kind:printer", "a b", "pre-existing:true"}}
 	want := ep("nas.lan", "10.0.0.5")
 	want.Tags = []string{"cluster-user-tag"}
 	want.TargetTags = map[string][]string{"10.0.0.5": {"source:x"}}
@@ -198,7 +198,7 @@ func sharedEp(host string, ips ...string) *endpoint.Endpoint {
 func TestCoOwnedLines(t *testing.T) {
 	coOwned := func(ip string, tags ...string) Current {
 		c := cur("9", "a.lan", ip, tags...)
-		c.Class, c.Keep, c.Trail = CoOwned, []string{"k8s-operator", "cluster:a"}, []string{"co-owner:b@12345678"}
+		c.Owner, c.Keep, c.Trail = endpoint.OwnerCoOwned, []string{"k8s-operator", "cluster:a"}, []string{"co-owner:b@12345678"}
 		return c
 	}
 	pinned := cur("1", "a.lan", "10.0.0.1", "k8s-operator", "co-owner:b@12345678")

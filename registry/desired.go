@@ -130,9 +130,9 @@ func (r *Registry) current(st *State, desired []*endpoint.Endpoint, settled map[
 		if len(settled) > 0 && settled[strings.ToLower(rec.Hostname)] {
 			continue
 		}
-		c := plan.Current{Record: rec, Class: plan.Created}
+		c := plan.Current{Record: rec, Owner: endpoint.OwnerThis}
 		if v := st.view(&st.Owned[i]); v.has(TagPreExisting) {
-			c.Class = plan.Adopted
+			c.Owner = endpoint.OwnerAdopted
 			c.Keep = append(append([]string{}, v.user...), TagPreExisting)
 			if v.loan != nil {
 				c.Trail = v.loan.trail()
@@ -152,7 +152,7 @@ func (r *Registry) current(st *State, desired []*endpoint.Endpoint, settled map[
 	out = append(out, r.coOwned(st, desired, settled)...)
 	for _, ep := range desired {
 		for _, rec := range adopt[ep.Hostname] {
-			out = append(out, plan.Current{Record: rec, Class: plan.Unowned,
+			out = append(out, plan.Current{Record: rec, Owner: endpoint.OwnerHandMade,
 				Keep: append(append([]string{}, rec.Tags...), TagPreExisting), Trail: loanOf(&rec).trail()})
 		}
 	}

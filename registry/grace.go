@@ -64,7 +64,7 @@ func (r *Registry) retire(now time.Time, st *State, rec *endpoint.Record) (*plan
 		// Not yet marked (or the mark was mangled by hand): start the grace period now.
 		n := *rec
 		n.Tags = markedTags(rec.Tags, &v, PrefixPending+now.UTC().Format(time.RFC3339))
-		if st.parser.parse(rec).class == namesake {
+		if st.parser.parse(rec).class == endpoint.OwnerNamesake {
 			// An entry of an identity this cluster had before is marked under this one: left
 			// with the old, it would be the only entry of it, naming no object here, and so
 			// a namesake's, never deleted.

@@ -48,48 +48,36 @@ func checkIdentity(id string) error {
 	return nil
 }
 
-// class is whose an entry is, as its tags alone say.
-type class uint8
-
-const (
-	unowned  class = iota // no k8s-operator tag: hand-made
-	own                   // this installation's identity and name
-	legacy                // written by an earlier version: no identity; resolveOpen decides
-	renamed               // this identity under another name; resolveOpen decides
-	namesake              // this cluster's name with another identity; resolveOpen decides
-	foreign               // another cluster's
-)
-
 // classOf reads whose v's entry is.
-func (r *Registry) classOf(v *view) class {
+func (r *Registry) classOf(v *view) endpoint.Owner {
 	if !v.has(TagOwner) {
-		return unowned
+		return endpoint.OwnerHandMade
 	}
 	names := v.clusterNames()
 	if len(names) == 0 {
-		return foreign
+		return endpoint.OwnerOtherCluster
 	}
 	sameName := !slices.ContainsFunc(names, func(n string) bool { return n != r.cfg.ClusterName })
 	if r.cfg.ClusterID == "" {
 		// No identity: ownership by name alone, as before identities.
 		if sameName {
-			return own
+			return endpoint.OwnerThis
 		}
-		return foreign
+		return endpoint.OwnerOtherCluster
 	}
 	ids := v.clusterIDs()
 	switch {
 	case len(ids) == 0:
-		return legacy
+		return endpoint.OwnerEarlierVersion
 	case !slices.ContainsFunc(ids, func(id string) bool { return id != r.cfg.ClusterID }):
 		if sameName {
-			return own
+			return endpoint.OwnerThis
 		}
-		return renamed
+		return endpoint.OwnerRenamed
 	case sameName:
-		return namesake
+		return endpoint.OwnerNamesake
 	}
-	return foreign
+	return endpoint.OwnerOtherCluster
 }
 
 // Namesake is another installation that writes this cluster's name: its identity, how many
@@ -148,7 +136,7 @@ func (r *Registry) resolveOpen(st *State, open []endpoint.Record, claimed func(u
 	former := map[string]bool{}
 	for _, rec := range open {
 		p := st.parser.parse(&rec)
-		if p.class != namesake {
+		if p.class != endpoint.OwnerNamesake {
 			rest = append(rest, rec)
 			continue
 		}
@@ -191,7 +179,7 @@ func (r *Registry) resolveOpen(st *State, open []endpoint.Record, claimed func(u
 	// a mark on an entry this process never vouched for waits for it.)
 	formerNames := map[string]bool{}
 	for _, rec := range rest {
-		if p := st.parser.parse(&rec); p.class == renamed && slices.ContainsFunc(p.v.values(PrefixSource), claimed) {
+		if p := st.parser.parse(&rec); p.class == endpoint.OwnerRenamed && slices.ContainsFunc(p.v.values(PrefixSource), claimed) {
 			for _, n := range p.v.clusterNames() {
 				formerNames[n] = true
 			}
@@ -202,17 +190,17 @@ func (r *Registry) resolveOpen(st *State, open []endpoint.Record, claimed func(u
 		uids := p.v.values(PrefixSource)
 		mine := slices.ContainsFunc(uids, claimed)
 		_, marked := p.v.value(PrefixPending)
-		handed := p.class == renamed && len(uids) == 0 && p.v.has(TagShared) && wanted(&rec)
+		handed := p.class == endpoint.OwnerRenamed && len(uids) == 0 && p.v.has(TagShared) && wanted(&rec)
 		sameName := !slices.ContainsFunc(p.v.clusterNames(), func(n string) bool { return n != r.cfg.ClusterName })
-		former := p.class == renamed && len(uids) > 0 && !slices.ContainsFunc(p.v.clusterNames(), func(n string) bool { return !formerNames[n] })
+		former := p.class == endpoint.OwnerRenamed && len(uids) > 0 && !slices.ContainsFunc(p.v.clusterNames(), func(n string) bool { return !formerNames[n] })
 		switch {
-		case mine, handed, former, p.class == renamed && marked, p.class == legacy && sameName && len(st.Namesakes) == 0:
+		case mine, handed, former, p.class == endpoint.OwnerRenamed && marked, p.class == endpoint.OwnerEarlierVersion && sameName && len(st.Namesakes) == 0:
 			st.Owned = append(st.Owned, rec)
 			if r.cfg.SilentClusterAfter > 0 {
 				st.beats.own(&rec, &p.v)
 			}
 		default:
-			if sameName || p.class == renamed {
+			if sameName || p.class == endpoint.OwnerRenamed {
 				st.Unclaimed++
 			}
 			key := strings.ToLower(rec.Hostname)

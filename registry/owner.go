@@ -3,35 +3,14 @@ package registry
 import (
 	"strings"
 	"time"
-)
 
-// OwnerClass is whose an entry is, in the words explain and list print.
-type OwnerClass string
-
-// The owner classes.
-const (
-	// OwnerThis: this installation wrote the entry for objects of this cluster.
-	OwnerThis OwnerClass = "this"
-	// OwnerAdopted: a hand-made entry this installation adopted; released, never deleted.
-	OwnerAdopted OwnerClass = "adopted"
-	// OwnerNamesake: another installation writing this cluster's name (another identity).
-	OwnerNamesake OwnerClass = "namesake"
-	// OwnerOtherCluster: another cluster's operator wrote it.
-	OwnerOtherCluster OwnerClass = "other-cluster"
-	// OwnerHandMade: no operator tag; a person or another tool wrote it.
-	OwnerHandMade OwnerClass = "hand-made"
-	// OwnerCoOwned: another cluster's line of a shared hostname that this cluster wants too
-	// (its co-owner tag is on it).
-	OwnerCoOwned OwnerClass = "co-owned"
-	// OwnerSilentCluster: another installation's entry whose newest heartbeat is older than
-	// the silent-cluster threshold.
-	OwnerSilentCluster OwnerClass = "silent-cluster"
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
 
 // Ownership is whose one entry is and what the operator's tags on it say, as a sync decided
 // it: for people (explain, list), never for a rule.
 type Ownership struct {
-	Class OwnerClass
+	Class endpoint.Owner
 	// Cluster and ClusterID are the owning installation's, as its tags name them (empty for a
 	// hand-made entry).
 	Cluster, ClusterID string
@@ -69,9 +48,9 @@ func (r *Registry) Ownerships(st *State, silent []SilentCluster) map[string]Owne
 		rec := &st.Owned[i]
 		v := st.view(rec)
 		o := r.ownership(&v)
-		o.Class = OwnerThis
+		o.Class = endpoint.OwnerThis
 		if v.has(TagPreExisting) {
-			o.Class = OwnerAdopted
+			o.Class = endpoint.OwnerAdopted
 		}
 		_, o.Marked = v.value(PrefixPending)
 		o.Due, _ = r.due(&v)
@@ -81,22 +60,22 @@ func (r *Registry) Ownerships(st *State, silent []SilentCluster) map[string]Owne
 		for i := range recs {
 			v := viewOf(&recs[i])
 			o := r.ownership(&v)
-			o.Class = OwnerOtherCluster
-			if r.classOf(&v) == namesake {
-				o.Class = OwnerNamesake
+			o.Class = endpoint.OwnerOtherCluster
+			if r.classOf(&v) == endpoint.OwnerNamesake {
+				o.Class = endpoint.OwnerNamesake
 			}
 			if r.hasOwnCoOwner(recs[i].Tags) {
-				o.Class = OwnerCoOwned
+				o.Class = endpoint.OwnerCoOwned
 			}
 			if s, ok := bySilent[o.Cluster+IdentitySeparator+o.ClusterID]; ok {
-				o.Class, o.LastSeen, o.Release = OwnerSilentCluster, s.LastSeen, s.ReleaseCommand()
+				o.Class, o.LastSeen, o.Release = endpoint.OwnerSilentCluster, s.LastSeen, s.ReleaseCommand()
 			}
 			out[recs[i].ID] = o
 		}
 	}
 	for _, recs := range st.Unowned {
 		for i := range recs {
-			out[recs[i].ID] = Ownership{Class: OwnerHandMade, UserTags: recs[i].Tags}
+			out[recs[i].ID] = Ownership{Class: endpoint.OwnerHandMade, UserTags: recs[i].Tags}
 		}
 	}
 	return out

@@ -64,9 +64,9 @@ func Owner(rec *endpoint.Record) (namespace string, kinds []string, adopted bool
 // the name counts.
 func (r *Registry) ours(v *view) bool {
 	switch r.classOf(v) {
-	case own, renamed:
+	case endpoint.OwnerThis, endpoint.OwnerRenamed:
 		return true
-	case legacy:
+	case endpoint.OwnerEarlierVersion:
 		return !slices.ContainsFunc(v.clusterNames(), func(n string) bool { return n != r.cfg.ClusterName })
 	}
 	return false
@@ -101,14 +101,14 @@ func (r *Registry) OwnedAmong(records []endpoint.Record) func(*endpoint.Record) 
 	shows := false
 	for i := range records {
 		v := viewOf(&records[i])
-		if r.classOf(&v) == namesake {
+		if r.classOf(&v) == endpoint.OwnerNamesake {
 			shows = true
 			break
 		}
 	}
 	return func(rec *endpoint.Record) bool {
 		v := viewOf(rec)
-		if shows && r.classOf(&v) == legacy {
+		if shows && r.classOf(&v) == endpoint.OwnerEarlierVersion {
 			return false
 		}
 		return r.ours(&v)

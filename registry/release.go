@@ -154,16 +154,16 @@ func (r *Registry) Release(records []endpoint.Record) (*Letting, error) {
 		v := viewOf(rec)
 		class := sel.classOf(&v)
 		_, marked := v.value(PrefixPending)
-		if m, ok := v.value(PrefixAlive); ok && (class == own || class == renamed) && m > newest {
+		if m, ok := v.value(PrefixAlive); ok && (class == endpoint.OwnerThis || class == endpoint.OwnerRenamed) && m > newest {
 			newest, l.Interval = m, duration(beatSettingsOf(&v).interval)
 		}
 		switch {
-		case class == own, class == renamed && marked:
-		case class == legacy && sel.sameName(&v) && len(l.Namesakes) == 0:
-		case class == legacy && sel.sameName(&v):
+		case class == endpoint.OwnerThis, class == endpoint.OwnerRenamed && marked:
+		case class == endpoint.OwnerEarlierVersion && sel.sameName(&v) && len(l.Namesakes) == 0:
+		case class == endpoint.OwnerEarlierVersion && sel.sameName(&v):
 			l.Left = append(l.Left, *rec)
 			continue
-		case class == renamed:
+		case class == endpoint.OwnerRenamed:
 			l.Renamed = append(l.Renamed, *rec)
 			continue
 		default:
@@ -225,7 +225,7 @@ func (r *Registry) sameName(v *view) bool {
 // wants, but not one marked for deletion, which it leaves alone until the mark falls due. An
 // entry it created beats an adopted one (the probe is a plain extra tag there), and one of
 // the identity and name beats an earlier version's (or a marked one of another name).
-func probeRank(v *view, c class) int {
+func probeRank(v *view, c endpoint.Owner) int {
 	rank := 0
 	if _, marked := v.value(PrefixPending); marked {
 		rank += 4
@@ -233,7 +233,7 @@ func probeRank(v *view, c class) int {
 	if v.has(TagPreExisting) {
 		rank += 2
 	}
-	if c != own {
+	if c != endpoint.OwnerThis {
 		rank++
 	}
 	return rank

@@ -116,7 +116,7 @@ func (r *Registry) coOwned(st *State, desired []*endpoint.Endpoint, settled map[
 		}
 		seen[rec.ID] = true
 		keep := slices.DeleteFunc(slices.Clone(rec.Tags), r.ownCoOwner)
-		out = append(out, plan.Current{Record: *rec, Class: plan.CoOwned, Keep: keep, Trail: []string{r.coOwner}})
+		out = append(out, plan.Current{Record: *rec, Owner: endpoint.OwnerCoOwned, Keep: keep, Trail: []string{r.coOwner}})
 	}
 	for _, ep := range desired {
 		if !ep.Shared {
@@ -187,7 +187,7 @@ func (r *Registry) share(in *changesIn, changes []plan.Change) changed {
 			// identity that carried the tag (co-owned under a rename) is taken up, not withdrawn.
 			had, has := r.hasOwnCoOwner(c.Old.Tags), r.hasOwnCoOwner(c.New.Tags)
 			if had != has {
-				if v := viewOf(c.New); r.classOf(&v) != own {
+				if v := viewOf(c.New); r.classOf(&v) != endpoint.OwnerThis {
 					c.Action = ActionWithdraw
 					if has {
 						c.Action = ActionCoOwn

@@ -11,7 +11,7 @@ import (
 // whose the entry is, as far as its tags alone say.
 type Parsed struct {
 	v     view
-	class class
+	class endpoint.Owner
 }
 
 // parse reads rec's tags.
@@ -22,12 +22,12 @@ func (r *Registry) parse(rec *endpoint.Record) *Parsed {
 
 // Own reports whether the entry's tags alone make it this installation's: its identity and
 // its name.
-func (p *Parsed) Own() bool { return p.class == own }
+func (p *Parsed) Own() bool { return p.class == endpoint.OwnerThis }
 
 // Namesake is the identity of the other installation writing this cluster's name that wrote
 // the entry, "" when it is not such an entry.
 func (p *Parsed) Namesake() string {
-	if p.class != namesake {
+	if p.class != endpoint.OwnerNamesake {
 		return ""
 	}
 	id, _ := p.v.clusterID()
@@ -85,7 +85,7 @@ type State struct {
 // view is the view of an entry some operator wrote (every owned entry is one); the zero view
 // for a hand-made or another cluster's.
 func (s *State) view(rec *endpoint.Record) view {
-	if p := s.parser.parse(rec); p.class == own || p.class == legacy || p.class == renamed || p.class == namesake {
+	if p := s.parser.parse(rec); p.class == endpoint.OwnerThis || p.class == endpoint.OwnerEarlierVersion || p.class == endpoint.OwnerRenamed || p.class == endpoint.OwnerNamesake {
 		return p.v
 	}
 	return view{}
@@ -122,14 +122,14 @@ func (r *Registry) classify(records []endpoint.Record, claims []*endpoint.Endpoi
 		key := strings.ToLower(rec.Hostname)
 		p := parser.parse(rec)
 		switch p.class {
-		case unowned:
+		case endpoint.OwnerHandMade:
 			st.Unowned[key] = append(st.Unowned[key], *rec)
-		case own:
+		case endpoint.OwnerThis:
 			st.Owned = append(st.Owned, *rec)
 			if marks {
 				st.beats.own(rec, &p.v)
 			}
-		case legacy, renamed, namesake:
+		case endpoint.OwnerEarlierVersion, endpoint.OwnerRenamed, endpoint.OwnerNamesake:
 			open = append(open, *rec)
 		default:
 			st.Foreign[key] = append(st.Foreign[key], *rec)

@@ -43,7 +43,7 @@ func (r *Registry) takeUpOnly(st *State, c *plan.Change) bool {
 	if c.Action != plan.Update || c.Fields() != endpoint.Fields(endpoint.FieldTags) || !slices.Contains(c.New.Tags, r.clusterTag) {
 		return false
 	}
-	if cl := st.parser.parse(c.Old).class; cl != legacy && cl != own && cl != namesake {
+	if cl := st.parser.parse(c.Old).class; cl != endpoint.OwnerEarlierVersion && cl != endpoint.OwnerThis && cl != endpoint.OwnerNamesake {
 		return false
 	}
 	clusterTags := func(t string) bool {
