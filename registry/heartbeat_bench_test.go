@@ -28,7 +28,8 @@ func BenchmarkDecideAtRest10k(b *testing.B) {
 				claims = append(claims, c)
 				tags := []string{"cluster-id:aaaaaaaa", "cluster:home", "k8s-operator", "kind:Ingress", "namespace:apps", "source:" + uid}
 				if i == 0 && after > 0 {
-					tags = append(tags, alive)
+					// As this installation writes it: the time and its renewal period.
+					tags = append(tags, alive, PrefixAliveEvery+seconds(after/beatQuarter))
 				}
 				records = append(records, endpoint.Record{ID: fmt.Sprintf("01A%05d", i), Hostname: host, IP: ip, Version: "1", Tags: tags,
 					Comment: commentPrefix + "Ingress apps/" + host})
