@@ -6,64 +6,43 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
 
-// hostnames turns down the hostname claims the rule above decides before the merge: on a
-// hostname another cluster's or a hand-made entry carries as an alias, on one another
-// namespace's entry carries as an alias it still asks for, and on a hand-made entry the
-// claim's namespace may not adopt (or that says no-adopt), when no entry of this cluster holds
-// the hostname.
+// hostnames turns down, before the merge, the hostname claims the rule of names.go gives to
+// an alias or a hand-made entry (hostnameHolder), when no entry of this cluster holds the
+// hostname.
 func (r *Registry) hostnames(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
-	owned, car := in.owned, in.car
-	adoptRules := r.ten.adopters != nil || len(car.noAdopt) > 0
-	if car.owned == nil && car.foreign == nil && car.hand == nil && !adoptRules {
+	car := in.car
+	if car.owned == nil && car.foreign == nil && car.hand == nil && r.ten.adopters == nil && len(car.noAdopt) == 0 {
 		return verdicts{endpoints: eps}
 	}
 	// asking are the namespaces that ask for each alias an entry of theirs carries.
 	var asking map[string][]string
-	if car.owned != nil {
-		for _, ep := range eps {
-			for _, a := range ep.Aliases {
-				if car.owned[a] != nil {
-					if asking == nil {
-						asking = map[string][]string{}
-					}
-					asking[a] = append(asking[a], ep.Sources[0].Namespace)
-				}
+	for i := 0; car.owned != nil && i < len(eps); i++ {
+		for _, a := range eps[i].Aliases {
+			if car.owned[a] != nil {
+				lazy(&asking)[a] = append(asking[a], eps[i].Sources[0].Namespace)
 			}
 		}
 	}
-	var (
-		res verdicts
-		out []*endpoint.Endpoint
-	)
-	for i, ep := range eps {
-		h, src := ep.Hostname, ep.Sources[0]
-		winner := ""
-		if len(owned[h]) == 0 {
-			winner = r.hostnameHolder(in, ep, asking[h])
+	var v verdicts
+	v.endpoints = sendOn(eps, func(ep *endpoint.Endpoint) *endpoint.Endpoint {
+		if len(in.owned[ep.Hostname]) > 0 {
+			return ep
 		}
+		winner := r.hostnameHolder(in, ep, asking[ep.Hostname])
 		if winner == "" {
-			if out != nil {
-				out = append(out, ep)
-			}
-			continue
+			return ep
 		}
-		res.conflicts = append(res.conflicts, Conflict{Hostname: h, Loser: src, Winner: winner})
-		if out == nil {
-			out = append(make([]*endpoint.Endpoint, 0, len(eps)), eps[:i]...)
-		}
-	}
-	res.endpoints = eps
-	if out != nil {
-		res.endpoints = out
-	}
-	return res
+		v.conflicts = append(v.conflicts, Conflict{Hostname: ep.Hostname, Loser: ep.Sources[0], Winner: winner})
+		return nil
+	})
+	return v
 }
 
-// hostnameHolder is who holds ep's hostname, which no entry of this cluster has, against
-// ep's claim, in words: another cluster's or a hand-made entry that carries it as an alias,
-// another namespace that asks for it as an alias its entry carries, or a hand-made entry the
-// claim's namespace may not adopt; "" when the claim may go on to the merge. asking are the
-// namespaces that ask for the hostname as an alias.
+// hostnameHolder is who holds ep's hostname against its claim, in words: another cluster's or
+// a hand-made entry that carries it as an alias, another namespace that asks for it as an
+// alias its entry carries, or a hand-made entry the claim's namespace may not adopt (or that
+// says no-adopt); "" when the claim may go on to the merge. asking are the namespaces that ask
+// for the hostname as an alias.
 func (r *Registry) hostnameHolder(in *claimsIn, ep *endpoint.Endpoint, asking []string) string {
 	h, ns, st, car := ep.Hostname, ep.Sources[0].Namespace, in.st, in.car
 	holder := ""
