@@ -55,14 +55,15 @@ func (r *Registry) aliases(in *claimsIn, merged []*endpoint.Endpoint) verdicts {
 // ("" when none of them does) and who holds it, in words.
 func (r *Registry) aliasWinner(in *claimsIn, a string, merged []*endpoint.Endpoint, idx []int, hostNS map[string]string) (winner, text string) {
 	st, owned, car := in.st, in.owned, in.car
-	ours := len(owned[a]) > 0 || car.owned[a] != nil
+	theirs := car.foreign[a]
+	older := func(rec *endpoint.Record) bool { return rec.ID <= theirs.ID }
 	switch {
 	case len(st.Foreign[a]) > 0 && len(owned[a]) == 0:
 		return "", r.ownerText(&st.Foreign[a][0])
-	case car.foreign[a] != nil && (!ours || car.foreign[a].ID < firstID(owned[a], car.owned[a])):
-		// Another cluster's alias: ours yields unless we carry it; when both do (added at once)
-		// the older entry keeps it, which both clusters read alike.
-		return "", r.ownerText(car.foreign[a])
+	case theirs != nil && !slices.ContainsFunc(owned[a], older) && !slices.ContainsFunc(car.owned[a], older):
+		// Another cluster's alias: ours yields unless an older entry of ours carries it (two
+		// clusters that added it at once both read the IDs alike).
+		return "", r.ownerText(theirs)
 	case len(st.Unowned[a]) > 0:
 		return "", "the hand-made entry " + st.Unowned[a][0].Hostname
 	case car.hand[a] != "":
@@ -87,17 +88,4 @@ func (r *Registry) aliasWinner(in *claimsIn, a string, merged []*endpoint.Endpoi
 		winner = oldest.Sources[0].Namespace
 	}
 	return winner, "namespace " + winner
-}
-
-// firstID is the lowest ID among the entries.
-func firstID(lists ...[]*endpoint.Record) string {
-	best := ""
-	for _, l := range lists {
-		for _, rec := range l {
-			if best == "" || rec.ID < best {
-				best = rec.ID
-			}
-		}
-	}
-	return best
 }

@@ -119,8 +119,7 @@ func (r *Registry) current(st *State, desired []*endpoint.Endpoint, settled map[
 		}
 		c := plan.Current{Record: rec, Owner: endpoint.OwnerThis}
 		if v := st.view(&st.Owned[i]); v.has(TagPreExisting) {
-			c.Owner = endpoint.OwnerAdopted
-			c.Keep = append(append([]string{}, v.user...), TagPreExisting)
+			c.Owner, c.Keep = endpoint.OwnerAdopted, append(append([]string{}, v.user...), TagPreExisting)
 			if v.loan != nil {
 				c.Trail = v.loan.trail()
 			}

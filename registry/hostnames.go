@@ -45,10 +45,7 @@ func (r *Registry) hostnames(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 // for the hostname as an alias.
 func (r *Registry) hostnameHolder(in *claimsIn, ep *endpoint.Endpoint, asking []string) string {
 	h, ns, st, car := ep.Hostname, ep.Sources[0].Namespace, in.st, in.car
-	holder := ""
-	if car.owned[h] != nil {
-		holder = aliasHolder(car.owned[h], asking, st)
-	}
+	holder := aliasHolder(car.owned[h], asking, st)
 	switch {
 	case car.foreign[h] != nil && len(st.Foreign[h]) == 0 && car.owned[h] == nil:
 		return r.ownerText(car.foreign[h])

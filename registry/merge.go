@@ -46,11 +46,10 @@ func (r *Registry) merge(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 	return v
 }
 
-// holder is the namespace that holds a hostname: the one its owned entries name (the first in
-// order, should hand edits make them disagree, so every replica decides alike), "" when none
-// does. A namespace that no longer wants an address of it and whose entries are all past their
-// grace period has let go: the hostname goes to the next claim (taker), whose entries the plan
-// makes of the old ones in place, so the name never stops resolving.
+// holder is the namespace a hostname's owned entries name (the first in order, should hand
+// edits make them disagree), "" when none. One that no longer wants an address of it and whose
+// entries are all past their grace period has let go: the next claim takes it (taker), and the
+// plan makes its entries of the old ones in place, so the name never stops resolving.
 func (r *Registry) holder(now time.Time, owned []*endpoint.Record, claims []*endpoint.Endpoint, st *State) string {
 	best := firstNamespace(owned, st)
 	if best == "" || slices.ContainsFunc(claims, func(c *endpoint.Endpoint) bool {
@@ -65,9 +64,8 @@ func (r *Registry) holder(now time.Time, owned []*endpoint.Record, claims []*end
 	return ""
 }
 
-// taker is the claim that takes a hostname nobody holds: the oldest that wants an address (one
-// that cannot write any must not keep the name from the others), else the oldest. claims are
-// sorted oldest first.
+// taker is the claim that takes a hostname nobody holds: the oldest (claims are sorted) that
+// wants an address, else the oldest; one that cannot write any must not keep it from the others.
 func (r *Registry) taker(claims []*endpoint.Endpoint, owned []*endpoint.Record, st *State) *endpoint.Endpoint {
 	if i := slices.IndexFunc(claims, func(c *endpoint.Endpoint) bool { return r.wants(c, owned, st) }); i >= 0 {
 		return claims[i]
@@ -106,7 +104,7 @@ func (r *Registry) mergeHost(now time.Time, host string, claims []*endpoint.Endp
 			want = r.keptTargets(c, owned, st)
 		}
 		for _, ip := range want {
-			wishes = append(wishes, wish{ip, c.GracePeriod, c.Sources, c.Shared})
+			wishes = append(wishes, wish{ip, c})
 		}
 		targets = append(targets, want...)
 		aliases = append(aliases, c.Aliases...)
@@ -138,20 +136,16 @@ func comment(srcs []endpoint.SourceRef) string {
 	return c
 }
 
-// wish is one claim's wish for one address: whose it is, how long its grace, and whether it
-// shares the hostname.
+// wish is one claim's wish for one address.
 type wish struct {
-	ip      string
-	grace   *time.Duration
-	sources []endpoint.SourceRef
-	shared  bool
+	ip    string
+	claim *endpoint.Endpoint
 }
 
-// perTarget are each address's tags and comment, which only the objects that want it decide,
-// so that an object coming and going at another address rewrites no other entry: their source:
-// tags, the longest of their grace periods and shared:true when every one shares the hostname;
-// their provenance, oldest first, where it differs from all's (the endpoint's own, which
-// CommentAt falls back to: most hostnames have one address every object wants, and no map).
+// perTarget are each address's tags and comment, decided by the objects that want it alone (so
+// one coming and going at another address rewrites no other entry): their source: tags, the
+// longest of their grace periods, shared:true when every one shares; the comment only where it
+// differs from all, the endpoint's, which CommentAt falls back to.
 func (r *Registry) perTarget(targets []string, wishes []wish, all string) (map[string][]string, map[string]string) {
 	tags := make(map[string][]string, len(targets))
 	var comments map[string]string
@@ -166,14 +160,14 @@ func (r *Registry) perTarget(targets []string, wishes []wish, all string) (map[s
 			if w.ip != ip {
 				continue
 			}
-			for _, s := range w.sources {
+			for _, s := range w.claim.Sources {
 				ts = append(ts, PrefixSource+s.UID)
 				if !slices.ContainsFunc(srcs, func(o endpoint.SourceRef) bool { return o.UID == s.UID }) {
 					srcs = append(srcs, s)
 				}
 			}
-			graces = append(graces, w.grace)
-			shared = shared && w.shared
+			graces = append(graces, w.claim.GracePeriod)
+			shared = shared && w.claim.Shared
 		}
 		if shared {
 			ts = append(ts, TagShared)
@@ -204,20 +198,17 @@ func (r *Registry) keptTargets(c *endpoint.Endpoint, owned []*endpoint.Record, s
 	return out
 }
 
-// graceTag is the grace-period tag of an address wanted by objects with these grace periods
-// (nil for an object without the annotation, which counts as the default): the longest wins,
-// and none is written when that is the default of an object without the annotation.
+// graceTag is the grace-period tag of an address wanted with these grace periods (nil: none
+// asked, the default): the longest, and no tag when an object that asked none has it.
 func (r *Registry) graceTag(gs []*time.Duration) string {
 	var longest time.Duration
 	anyDefault, anySet := false, false
 	for _, g := range gs {
-		d := r.cfg.GracePeriod
 		if g == nil {
-			anyDefault = true
+			anyDefault, longest = true, max(longest, r.cfg.GracePeriod)
 		} else {
-			d, anySet = *g, true
+			anySet, longest = true, max(longest, *g)
 		}
-		longest = max(longest, d)
 	}
 	if !anySet || (anyDefault && longest == r.cfg.GracePeriod) {
 		return ""

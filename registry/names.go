@@ -7,24 +7,21 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
 
-// Every name an entry carries, its hostname or an alias, obeys one rule:
+// Every name an entry carries, hostname or alias, obeys one rule:
 //
 //   - a name another cluster's entry carries is that cluster's, unless an entry of this cluster
 //     carries it already;
-//   - a name a hand-made entry carries as an alias is the user's; one it carries as its
-//     hostname may only be adopted, by a namespace the tenancy rules let adopt, and never when
-//     the entry is tagged no-adopt;
+//   - a name a hand-made entry carries as an alias is the user's; its hostname may only be
+//     adopted, by a namespace the tenancy rules let adopt, and never when tagged no-adopt;
 //   - within the cluster one namespace holds a name: the one whose entry carries it (as its
-//     hostname first, then as an alias it still asks for, or on an entry on its way out until
-//     it is gone); a name nobody holds goes to a hostname claim before an alias, and among
-//     claims of one kind to the oldest.
+//     hostname first, then as an alias it still asks for or on an entry on its way out); a name
+//     nobody holds goes to a hostname claim before an alias, then to the oldest claim.
 //
-// The merge applies it among hostname claims; hostnames, before it, turns down the hostname
-// claims an alias or a hand-made entry decides; aliases, after it, decides every alias.
+// The merge applies it among hostname claims, the stage hostnames before it, aliases after it.
 
 // carriers are the names entries carry as aliases, by lowercase name: the owned entries that
-// carry each, another cluster's entry that does, the hostname of a hand-made entry. It also
-// notes the hostnames of hand-made entries that must never be adopted.
+// carry each, another cluster's entry that does, a hand-made entry's hostname; and the
+// hand-made entries' hostnames that must never be adopted.
 type carriers struct {
 	owned   map[string][]*endpoint.Record
 	foreign map[string]*endpoint.Record // the one with the lowest ID
@@ -62,9 +59,8 @@ func carriersOf(st *State) carriers {
 	return c
 }
 
-// aliasHolder is the namespace whose entry carries an alias and still asks for it, or whose
-// entry carrying it is marked for deletion (the alias goes with it); the first in order, ""
-// when none does.
+// aliasHolder is the first namespace in order whose entry carries an alias and still asks for
+// it or is marked for deletion (the alias goes with it), "" when none does.
 func aliasHolder(carrying []*endpoint.Record, asking []string, st *State) string {
 	best := ""
 	for _, rec := range carrying {
@@ -110,21 +106,15 @@ func lazy[K comparable, V any](m *map[K]V) map[K]V {
 // sendOn is what a stage leaves of eps, by keep's verdict on each: the endpoint, a changed copy,
 // or nil to drop it. It keeps their order, and is eps itself while keep changes nothing.
 func sendOn(eps []*endpoint.Endpoint, keep func(*endpoint.Endpoint) *endpoint.Endpoint) []*endpoint.Endpoint {
-	var out []*endpoint.Endpoint
+	out, copied := eps, false
 	for i, ep := range eps {
 		k := keep(ep)
-		if out == nil && k == ep {
-			continue
+		if !copied && k != ep {
+			out, copied = append(make([]*endpoint.Endpoint, 0, len(eps)), eps[:i]...), true
 		}
-		if out == nil {
-			out = append(make([]*endpoint.Endpoint, 0, len(eps)), eps[:i]...)
-		}
-		if k != nil {
+		if copied && k != nil {
 			out = append(out, k)
 		}
-	}
-	if out == nil {
-		return eps
 	}
 	return out
 }
