@@ -6,10 +6,9 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
 
-// adoption decides the hand-made entries of each merged endpoint's hostname: the plan may
-// adopt one the winning namespace may adopt (adoptable). An address that one it may not adopt
-// already serves is left out of the endpoint: the name resolves to it already, and a line of the
-// operator's beside the user's would double it (AddHost refuses the exact pair).
+// adoption finds the hand-made entries of each merged hostname the plan may adopt (adoptable).
+// An address one it may not adopt serves already is left out: the name resolves to it, and a
+// line of the operator's beside the user's would double it (AddHost refuses the exact pair).
 func (r *Registry) adoption(in *claimsIn, merged []*endpoint.Endpoint) verdicts {
 	if len(in.st.Unowned) == 0 {
 		return verdicts{endpoints: merged}

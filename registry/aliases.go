@@ -26,9 +26,8 @@ func (r *Registry) aliases(in *claimsIn, merged []*endpoint.Endpoint) verdicts {
 	}
 	lost := map[*endpoint.Endpoint][]string{}
 	for _, a := range sortedKeys(claimants) {
-		idx := claimants[a]
-		winner, text := r.aliasWinner(in, a, merged, idx, hostNS)
-		for _, i := range idx {
+		winner, text := r.aliasWinner(in, a, merged, claimants[a], hostNS)
+		for _, i := range claimants[a] {
 			m := merged[i]
 			if ns := m.Sources[0].Namespace; winner == "" || ns != winner {
 				for _, c := range in.byHost[m.Hostname] {
@@ -75,16 +74,14 @@ func (r *Registry) aliasWinner(in *claimsIn, a string, merged []*endpoint.Endpoi
 		return winner, "namespace " + winner
 	}
 	var asking []string
+	oldest := merged[idx[0]]
 	for _, i := range idx {
 		asking = append(asking, merged[i].Sources[0].Namespace)
+		if olderClaim(merged[i], oldest) {
+			oldest = merged[i]
+		}
 	}
 	if winner = aliasHolder(car.owned[a], asking, st); winner == "" {
-		oldest := merged[idx[0]]
-		for _, i := range idx[1:] {
-			if olderClaim(merged[i], oldest) {
-				oldest = merged[i]
-			}
-		}
 		winner = oldest.Sources[0].Namespace
 	}
 	return winner, "namespace " + winner

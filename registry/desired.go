@@ -9,9 +9,8 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 )
 
-// mergeSource hands desired the merge of a hostname it made before from the same claims and
-// entries (the Memory's merges). What desired merges afresh, and the merges that no longer
-// hold, come back in Wanted.Merges.
+// mergeSource hands back the merge of a hostname made before from the same claims and entries
+// (the Memory's); what desired merges afresh, or finds no longer holds, is in Wanted.Merges.
 type mergeSource interface {
 	Merged(host string, claims []*endpoint.Endpoint, owned []*endpoint.Record) (out *endpoint.Endpoint, ok bool)
 }
@@ -23,11 +22,10 @@ type Merge struct {
 	Owned  []*endpoint.Record
 	// Out is the endpoint the plan sees; nil when every claim lost.
 	Out *endpoint.Endpoint
-	// Conflicted: the merge turned claims down, or a later stage changed its endpoint; reused,
-	// it would leave that unreported, so neither it nor an earlier one is kept.
-	Conflicted bool
-	// Marked: one of the entries is marked for deletion.
-	Marked bool
+	// Conflicted: the merge turned claims down or a later stage changed its endpoint, which a
+	// merge reused would leave unreported: neither it nor an earlier one is kept. Marked: one of
+	// the entries is marked for deletion.
+	Conflicted, Marked bool
 }
 
 // Wanted is what desired made of the sources' claims: one endpoint per hostname, the claims
@@ -63,8 +61,7 @@ type Problem struct {
 	// Kind is what was refused, the label of its metric.
 	Kind ProblemKind
 	// Tag is the reserved user tag dropped.
-	Tag     string
-	Message string
+	Tag, Message string
 	// Stage is the stage that refused it (a claim stage, or a change stage that held its
 	// write); Reason the word of its Event.
 	Stage, Reason string
@@ -103,15 +100,21 @@ func ProblemKinds() []ProblemKind {
 	return []ProblemKind{ProblemReservedTag, ProblemOutsideDomains, ProblemNotPermitted, ProblemGracePeriodCapped, ProblemOverBudget}
 }
 
-// current is the plan's input: the owned entries but those of settled hostnames (lowercase),
-// the other clusters' lines this cluster co-owns (coOwned), and the hand-made entries it may
-// adopt. An adopted entry keeps the user's tags in order ahead of the operator's block, which
-// opens with TagPreExisting and closes with the loan record. A created entry keeps its
-// heartbeat and the co-owner tags of the clusters that want its line too (which pins it to its
-// address), and yields to an older co-owned line it doubles (doublesCoOwned).
+// current is the plan's input: the owned entries but those of settled (lowercase) hostnames,
+// the lines this cluster co-owns (coOwned) and the hand-made entries it may adopt. An adopted
+// entry keeps the user's tags ahead of the operator's block (TagPreExisting to the loan record);
+// a created one its heartbeat and co-owner tags, which pin it to its address, and it yields to
+// an older co-owned line it doubles (doublesCoOwned).
 func (r *Registry) current(st *State, desired []*endpoint.Endpoint, settled map[string]bool, adopt map[string][]endpoint.Record) []plan.Current {
 	out := make([]plan.Current, 0, max(len(st.Owned)-len(settled), 0))
-	shared := r.sharedHosts(st, desired)
+	var shared map[string]bool // desired's shared hostnames other clusters have entries of
+	if len(st.Foreign) > 0 {
+		for _, ep := range desired {
+			if ep.Shared && len(st.Foreign[ep.Hostname]) > 0 {
+				lazy(&shared)[ep.Hostname] = true
+			}
+		}
+	}
 	for i := range st.Owned {
 		rec := st.Owned[i]
 		if len(settled) > 0 && settled[strings.ToLower(rec.Hostname)] {
@@ -150,9 +153,8 @@ func (r *Registry) desired(now time.Time, eps []*endpoint.Endpoint, st *State, m
 	return r.runClaimStages(claimStages[:], now, eps, st, merges)
 }
 
-// runClaimStages merges the sources' endpoints into one per hostname, with their tags and
-// comment, by the claim stages of table in order. now says whose grace period has ended;
-// merges (may be nil) hands back merges made before. It writes to neither st nor eps.
+// runClaimStages runs the claim stages of table in order over the sources' endpoints (merges,
+// may be nil, hands back merges made before); it writes to neither st nor eps.
 func (r *Registry) runClaimStages(table []claimStage, now time.Time, eps []*endpoint.Endpoint, st *State, merges mergeSource) Wanted {
 	in := &claimsIn{now: now, st: st, owned: ownedByHost(st), car: carriersOf(st), merges: merges}
 	var w Wanted

@@ -11,16 +11,13 @@ func (r *Registry) foreign(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 	}
 	var v verdicts
 	v.endpoints = sendOn(eps, func(ep *endpoint.Endpoint) *endpoint.Endpoint {
-		theirs, ours := in.st.Foreign[ep.Hostname], in.owned[ep.Hostname]
-		if len(theirs) == 0 {
-			return ep
+		if theirs, ours := in.st.Foreign[ep.Hostname], in.owned[ep.Hostname]; len(theirs) > 0 {
+			if holder := in.st.foreignHolder(theirs, ours, ep.Shared && in.st.consentsOwn(ours)); holder != nil {
+				v.conflicts = append(v.conflicts, Conflict{Hostname: ep.Hostname, Loser: ep.Sources[0], Winner: r.ownerText(holder)})
+				return nil
+			}
 		}
-		holder := in.st.foreignHolder(theirs, ours, ep.Shared && in.st.consentsOwn(ours))
-		if holder == nil {
-			return ep
-		}
-		v.conflicts = append(v.conflicts, Conflict{Hostname: ep.Hostname, Loser: ep.Sources[0], Winner: r.ownerText(holder)})
-		return nil
+		return ep
 	})
 	return v
 }

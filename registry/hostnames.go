@@ -1,14 +1,9 @@
 package registry
 
-import (
-	"fmt"
+import "github.com/router-hosts-operator/router-hosts-operator/endpoint"
 
-	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
-)
-
-// hostnames turns down, before the merge, the hostname claims the rule of names.go gives to
-// an alias or a hand-made entry (hostnameHolder), when no entry of this cluster holds the
-// hostname.
+// hostnames turns down, before the merge, the hostname claims an alias or a hand-made entry
+// holds (hostnameHolder), when no entry of this cluster holds the hostname.
 func (r *Registry) hostnames(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 	car := in.car
 	if car.owned == nil && car.foreign == nil && car.hand == nil && r.ten.adopters == nil && len(car.noAdopt) == 0 {
@@ -16,10 +11,12 @@ func (r *Registry) hostnames(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 	}
 	// asking are the namespaces that ask for each alias an entry of theirs carries.
 	var asking map[string][]string
-	for i := 0; car.owned != nil && i < len(eps); i++ {
-		for _, a := range eps[i].Aliases {
-			if car.owned[a] != nil {
-				lazy(&asking)[a] = append(asking[a], eps[i].Sources[0].Namespace)
+	if car.owned != nil {
+		for _, ep := range eps {
+			for _, a := range ep.Aliases {
+				if car.owned[a] != nil {
+					lazy(&asking)[a] = append(asking[a], ep.Sources[0].Namespace)
+				}
 			}
 		}
 	}
@@ -28,21 +25,18 @@ func (r *Registry) hostnames(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 		if len(in.owned[ep.Hostname]) > 0 {
 			return ep
 		}
-		winner := r.hostnameHolder(in, ep, asking[ep.Hostname])
-		if winner == "" {
-			return ep
+		if winner := r.hostnameHolder(in, ep, asking[ep.Hostname]); winner != "" {
+			v.conflicts = append(v.conflicts, Conflict{Hostname: ep.Hostname, Loser: ep.Sources[0], Winner: winner})
+			return nil
 		}
-		v.conflicts = append(v.conflicts, Conflict{Hostname: ep.Hostname, Loser: ep.Sources[0], Winner: winner})
-		return nil
+		return ep
 	})
 	return v
 }
 
-// hostnameHolder is who holds ep's hostname against its claim, in words: another cluster's or
-// a hand-made entry that carries it as an alias, another namespace that asks for it as an
-// alias its entry carries, or a hand-made entry the claim's namespace may not adopt (or that
-// says no-adopt); "" when the claim may go on to the merge. asking are the namespaces that ask
-// for the hostname as an alias.
+// hostnameHolder is who holds ep's hostname against its claim by the rule of names.go, in
+// words; "" when the claim may go on to the merge. asking are the namespaces that ask for the
+// hostname as an alias.
 func (r *Registry) hostnameHolder(in *claimsIn, ep *endpoint.Endpoint, asking []string) string {
 	h, ns, st, car := ep.Hostname, ep.Sources[0].Namespace, in.st, in.car
 	holder := aliasHolder(car.owned[h], asking, st)
@@ -56,7 +50,7 @@ func (r *Registry) hostnameHolder(in *claimsIn, ep *endpoint.Endpoint, asking []
 	case len(st.Unowned[h]) > 0 && car.noAdopt[h]:
 		return "a hand-made entry tagged " + TagNoAdopt
 	case len(st.Unowned[h]) > 0 && !r.ten.mayAdopt(ns):
-		return fmt.Sprintf("a hand-made entry, which namespace %s may not adopt", ns)
+		return "a hand-made entry, which namespace " + ns + " may not adopt"
 	}
 	return ""
 }

@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"fmt"
 	"slices"
 	"sort"
 	"strconv"
@@ -47,9 +46,9 @@ func (r *Registry) merge(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 }
 
 // holder is the namespace a hostname's owned entries name (the first in order, should hand
-// edits make them disagree), "" when none. One that no longer wants an address of it and whose
-// entries are all past their grace period has let go: the next claim takes it (taker), and the
-// plan makes its entries of the old ones in place, so the name never stops resolving.
+// edits make them disagree), "" when none or when it let go: it wants no address of it and its
+// entries are all past their grace period. The next claim takes it then (taker), and the plan
+// makes its entries of the old ones in place, so the name never stops resolving.
 func (r *Registry) holder(now time.Time, owned []*endpoint.Record, claims []*endpoint.Endpoint, st *State) string {
 	best := firstNamespace(owned, st)
 	if best == "" || slices.ContainsFunc(claims, func(c *endpoint.Endpoint) bool {
@@ -131,7 +130,7 @@ func (r *Registry) mergeHost(now time.Time, host string, claims []*endpoint.Endp
 func comment(srcs []endpoint.SourceRef) string {
 	c := commentPrefix + srcs[0].String()
 	if len(srcs) > 1 {
-		c += fmt.Sprintf(" (+%d more)", len(srcs)-1)
+		c += " (+" + strconv.Itoa(len(srcs)-1) + " more)"
 	}
 	return c
 }
@@ -172,10 +171,7 @@ func (r *Registry) perTarget(targets []string, wishes []wish, all string) (map[s
 		if shared {
 			ts = append(ts, TagShared)
 		}
-		if g := r.graceTag(graces); g != "" {
-			ts = append(ts, g)
-		}
-		tags[ip] = endpoint.SortedUnique(ts)
+		tags[ip] = endpoint.SortedUnique(append(ts, r.graceTag(graces))) // which drops an empty tag
 		if c := comment(srcs); c != all {
 			lazy(&comments)[ip] = c
 		}

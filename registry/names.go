@@ -16,8 +16,6 @@ import (
 //   - within the cluster one namespace holds a name: the one whose entry carries it (as its
 //     hostname first, then as an alias it still asks for or on an entry on its way out); a name
 //     nobody holds goes to a hostname claim before an alias, then to the oldest claim.
-//
-// The merge applies it among hostname claims, the stage hostnames before it, aliases after it.
 
 // carriers are the names entries carry as aliases, by lowercase name: the owned entries that
 // carry each, another cluster's entry that does, a hand-made entry's hostname; and the

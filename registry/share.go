@@ -9,16 +9,13 @@ import (
 )
 
 // Sharing a hostname between clusters. A cluster holds a hostname while it has entries of it
-// (foreignHolder); another may write addresses of its own for it only when both consent: its
-// claims are shared and every entry of the hostname the other clusters wrote carries the
-// operator's TagShared. Where both have entries and only one consents, that one holds it. Each
-// cluster writes, marks and deletes its own entries only.
-//
-// The router keeps one line per (address, hostname), so two clusters that want one address
-// share one line: its writer keeps it, the other writes only its co-owner tag on it. A
-// co-owner that no longer wants the line takes its tag off; a writer that no longer wants it,
-// or is released, hands it over to its first co-owner (one UpdateHost), so the name never
-// stops answering from that address.
+// (foreignHolder); another writes addresses of its own for it only when both consent: its
+// claims are shared and every entry of the others carries the operator's TagShared. Where only
+// one consents, it holds the hostname. Each cluster writes, marks and deletes its own entries.
+// The router keeps one line per (address, hostname): two clusters that want one address share
+// it, its writer keeps it and the other writes only its co-owner tag on it, taken off when it
+// no longer wants the line; a writer that no longer wants it, or is released, hands it over to
+// its first co-owner, so the name never stops answering from that address.
 
 // The actions of sharing, as dry-run lines and logs name them; each is one UpdateHost.
 const (
@@ -90,18 +87,16 @@ func (r *Registry) coOwners(v *view) []string {
 }
 
 // coOwned are, as plan input, the other clusters' lines of desired's hostnames this cluster
-// wants too, and those that carry its co-owner tag, which is their Trail. A line another
-// cluster adopted is the user's loan, never co-owned (its address is served all the same).
+// wants too or co-owns; never a line another adopted, which is the user's.
 func (r *Registry) coOwned(st *State, desired []*endpoint.Endpoint, settled map[string]bool) []plan.Current {
 	var out []plan.Current
 	seen := map[string]bool{}
 	add := func(rec *endpoint.Record) {
-		if seen[rec.ID] {
-			return
+		if !seen[rec.ID] {
+			seen[rec.ID] = true
+			keep := slices.DeleteFunc(slices.Clone(rec.Tags), r.ownCoOwner)
+			out = append(out, plan.Current{Record: *rec, Owner: endpoint.OwnerCoOwned, Keep: keep, Trail: []string{r.coOwner}})
 		}
-		seen[rec.ID] = true
-		keep := slices.DeleteFunc(slices.Clone(rec.Tags), r.ownCoOwner)
-		out = append(out, plan.Current{Record: *rec, Owner: endpoint.OwnerCoOwned, Keep: keep, Trail: []string{r.coOwner}})
 	}
 	for _, ep := range desired {
 		if !ep.Shared {
@@ -122,25 +117,9 @@ func (r *Registry) coOwned(st *State, desired []*endpoint.Endpoint, settled map[
 	return out
 }
 
-// sharedHosts are the lowercase hostnames of desired that are shared and that other clusters
-// have entries of: where this cluster may co-own their lines. Nil when there are none.
-func (r *Registry) sharedHosts(st *State, desired []*endpoint.Endpoint) map[string]bool {
-	if len(st.Foreign) == 0 {
-		return nil
-	}
-	var out map[string]bool
-	for _, ep := range desired {
-		if ep.Shared && len(st.Foreign[ep.Hostname]) > 0 {
-			lazy(&out)[ep.Hostname] = true
-		}
-	}
-	return out
-}
-
 // doublesCoOwned reports whether another cluster's shared line of rec's hostname and address is
-// older than rec. The server refuses a double only on AddHost, so two clusters can both hold a
-// line of one address (one re-pointing an entry by UpdateHost); both decide from the IDs
-// (ULIDs, in the server's order) that the older stays, co-owned, and the other goes at once.
+// older than rec. Two clusters can both hold one (only AddHost refuses doubles); both read from
+// the IDs (ULIDs) that the older stays, co-owned, and the other goes at once.
 func doublesCoOwned(st *State, rec *endpoint.Record) bool {
 	for _, f := range st.Foreign[strings.ToLower(rec.Hostname)] {
 		if f.IP == rec.IP && f.ID < rec.ID && st.shared(&f) && !f.HasTag(TagPreExisting) {
@@ -150,10 +129,9 @@ func doublesCoOwned(st *State, rec *endpoint.Record) bool {
 	return false
 }
 
-// share names the plan's writes that sharing makes: an update of another cluster's line puts
-// the co-owner tag on (co-own) or takes it off (withdraw); a delete of a line another cluster
-// co-owns is its hand-over, at once. A hand-over needs both consents: the co-owner's is its
-// tag, this cluster's that it claims the hostname shared or not at all; else the line goes.
+// share names sharing's writes: an update of another cluster's line puts the co-owner tag on
+// (co-own) or off (withdraw); a delete of a line another cluster co-owns is its hand-over, at
+// once, when this cluster consents too: it claims the hostname shared, or not at all.
 func (r *Registry) share(in *changesIn, changes []plan.Change) changed {
 	out := make([]plan.Change, 0, len(changes))
 	var unshared map[string]bool // the hostnames this cluster claims without sharing them
