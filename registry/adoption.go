@@ -6,39 +6,26 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
 
-// adoption decides the hand-made entries of each merged endpoint's hostname: the plan may
-// adopt one when the namespace that won the hostname may adopt and the entry does not carry
-// TagNoAdopt (adoptable). An address that one it may not adopt already serves is left out of
-// the endpoint: the name resolves to it already, and a line of the operator's beside the
-// user's would double it (AddHost refuses the exact pair).
+// adoption finds the hand-made entries of each merged hostname the plan may adopt (adoptable).
+// An address one it may not adopt serves already is left out: the name resolves to it, and a
+// line of the operator's beside the user's would double it (AddHost refuses the exact pair).
 func (r *Registry) adoption(in *claimsIn, merged []*endpoint.Endpoint) verdicts {
-	st := in.st
-	if len(st.Unowned) == 0 {
+	if len(in.st.Unowned) == 0 {
 		return verdicts{endpoints: merged}
 	}
-	res := verdicts{endpoints: merged}
-	var out []*endpoint.Endpoint
-	for i, m := range merged {
+	var v verdicts
+	v.endpoints = sendOn(merged, func(m *endpoint.Endpoint) *endpoint.Endpoint {
 		var served []string
-		for _, rec := range st.Unowned[m.Hostname] {
+		for _, rec := range in.st.Unowned[m.Hostname] {
 			switch {
 			case r.adoptable(m, &rec):
-				if res.adopt == nil {
-					res.adopt = map[string][]endpoint.Record{}
-				}
-				res.adopt[m.Hostname] = append(res.adopt[m.Hostname], rec)
+				lazy(&v.adopt)[m.Hostname] = append(v.adopt[m.Hostname], rec)
 			case slices.Contains(m.Targets, rec.IP):
 				served = append(served, rec.IP)
 			}
 		}
 		if served == nil {
-			if out != nil {
-				out = append(out, m)
-			}
-			continue
-		}
-		if out == nil {
-			out = append(make([]*endpoint.Endpoint, 0, len(merged)), merged[:i]...)
+			return m
 		}
 		c := *m
 		c.Targets = without(m.Targets, served)
@@ -46,16 +33,13 @@ func (r *Registry) adoption(in *claimsIn, merged []*endpoint.Endpoint) verdicts 
 		for _, ip := range c.Targets {
 			c.TargetTags[ip] = m.TargetTags[ip]
 		}
-		out = append(out, &c)
-	}
-	if out != nil {
-		res.endpoints = out
-	}
-	return res
+		return &c
+	})
+	return v
 }
 
 // adoptable reports whether the namespace that won ep may adopt rec, a hand-made entry of its
-// hostname.
+// hostname: one without TagNoAdopt.
 func (r *Registry) adoptable(ep *endpoint.Endpoint, rec *endpoint.Record) bool {
 	return !rec.HasTag(TagNoAdopt) && r.ten.mayAdopt(ep.Sources[0].Namespace)
 }

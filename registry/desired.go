@@ -9,11 +9,8 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 )
 
-// mergeSource hands desired the merge of a hostname it made before from the same claims and
-// entries (the Memory's merges); a merge handed back counts as used by the sync, which is the
-// memory's own account.
-// What desired merges afresh, and the merges it finds no longer hold, come back in
-// Wanted.Merges.
+// mergeSource hands back the merge of a hostname made before from the same claims and entries
+// (the Memory's); what desired merges afresh, or finds no longer holds, is in Wanted.Merges.
 type mergeSource interface {
 	Merged(host string, claims []*endpoint.Endpoint, owned []*endpoint.Record) (out *endpoint.Endpoint, ok bool)
 }
@@ -25,26 +22,21 @@ type Merge struct {
 	Owned  []*endpoint.Record
 	// Out is the endpoint the plan sees; nil when every claim lost.
 	Out *endpoint.Endpoint
-	// Conflicted: the merge turned claims down, or what followed it changed its endpoint; a
-	// merge reused would leave that unreported, so it must not be kept (nor one made before
-	// for the hostname).
-	Conflicted bool
-	// Marked: one of the entries is marked for deletion.
-	Marked bool
+	// Conflicted: the merge turned claims down or a later stage changed its endpoint, which a
+	// merge reused would leave unreported: neither it nor an earlier one is kept. Marked: one of
+	// the entries is marked for deletion.
+	Conflicted, Marked bool
 }
 
-// Wanted is what desired made of the sources' claims: one endpoint per hostname the cluster is
-// to have, the claims and the parts of claims it turned down, and the merges it made afresh
-// or found no longer hold, for the Memory that keeps them to hand back.
+// Wanted is what desired made of the sources' claims: one endpoint per hostname, the claims
+// (Conflicts) and parts of claims (Problems) it turned down, and the merges for the Memory.
 type Wanted struct {
 	Endpoints []*endpoint.Endpoint
-	// Conflicts are the claims turned down; Problems the parts of claims dropped, such as
-	// reserved tags.
 	Conflicts []Conflict
 	Problems  []Problem
 	Merges    []Merge
-	// reused are the hostnames whose merge "merge" handed back and no later stage changed;
-	// adopt the hand-made entries the plan may adopt, by hostname (the adoption stage).
+	// reused are the hostnames whose merge was reused and no later stage changed; adopt the
+	// hand-made entries the plan may adopt, by hostname.
 	reused []string
 	adopt  map[string][]endpoint.Record
 }
@@ -59,8 +51,7 @@ type Conflict struct {
 	// Winner names who holds the name: "namespace <ns>", "namespace/name" of the older claim,
 	// "cluster <name>" or a hand-made entry.
 	Winner string
-	// Stage is the claim stage that turned the claim down (claimStages); Reason the word of
-	// its Event, ReasonHostnameConflict.
+	// Stage is the claim stage that turned it down; Reason is ReasonHostnameConflict.
 	Stage, Reason string
 }
 
@@ -69,12 +60,10 @@ type Problem struct {
 	Source endpoint.SourceRef
 	// Kind is what was refused, the label of its metric.
 	Kind ProblemKind
-	// Tag is the user-supplied tag that was dropped because it is reserved.
-	Tag     string
-	Message string
-	// Stage is the stage that refused it (claimStages, or changeStages for a write the
-	// write-rate budgets held); Reason the word of its Event (ReasonInvalidAnnotation,
-	// ReasonNameNotPermitted, ReasonOverBudget).
+	// Tag is the reserved user tag dropped.
+	Tag, Message string
+	// Stage is the stage that refused it (a claim stage, or a change stage that held its
+	// write); Reason the word of its Event.
 	Stage, Reason string
 }
 
@@ -91,8 +80,7 @@ const (
 	ProblemNotPermitted ProblemKind = "NotPermitted"
 	// ProblemGracePeriodCapped: a grace period above the maximum, which applies instead.
 	ProblemGracePeriodCapped ProblemKind = "GracePeriodCapped"
-	// ProblemOverBudget: an object or namespace over its budget, whose new names are not
-	// written while what it has stays.
+	// ProblemOverBudget: an object or namespace over its budget keeps what it has and gets no new name.
 	ProblemOverBudget ProblemKind = "OverBudget"
 )
 
@@ -112,19 +100,21 @@ func ProblemKinds() []ProblemKind {
 	return []ProblemKind{ProblemReservedTag, ProblemOutsideDomains, ProblemNotPermitted, ProblemGracePeriodCapped, ProblemOverBudget}
 }
 
-// current turns the owned entries, and the hand-made ones the adoption stage found adoptable
-// (adopt, by hostname), into plan input, less the entries of settled hostnames (lowercase),
-// which the plan does not look at. An adopted entry keeps the user's tags, verbatim and in
-// order, ahead of the operator's block, which opens with TagPreExisting and closes with the
-// loan record; for an adoption candidate, its tags and the record adopting it would write.
-//
-// A created entry keeps the co-owner tags of the clusters that want its line too (it is then
-// pinned to its address) and its heartbeat. The other clusters' lines this cluster co-owns
-// come after (coOwned); a created entry that doubles an older one of them yields to it
-// (doublesCoOwned).
+// current is the plan's input: the owned entries but those of settled (lowercase) hostnames,
+// the lines this cluster co-owns (coOwned) and the hand-made entries it may adopt. An adopted
+// entry keeps the user's tags ahead of the operator's block (TagPreExisting to the loan record);
+// a created one its heartbeat and co-owner tags, which pin it to its address, and it yields to
+// an older co-owned line it doubles (doublesCoOwned).
 func (r *Registry) current(st *State, desired []*endpoint.Endpoint, settled map[string]bool, adopt map[string][]endpoint.Record) []plan.Current {
 	out := make([]plan.Current, 0, max(len(st.Owned)-len(settled), 0))
-	shared := r.sharedHosts(st, desired)
+	var shared map[string]bool // desired's shared hostnames other clusters have entries of
+	if len(st.Foreign) > 0 {
+		for _, ep := range desired {
+			if ep.Shared && len(st.Foreign[ep.Hostname]) > 0 {
+				lazy(&shared)[ep.Hostname] = true
+			}
+		}
+	}
 	for i := range st.Owned {
 		rec := st.Owned[i]
 		if len(settled) > 0 && settled[strings.ToLower(rec.Hostname)] {
@@ -132,8 +122,7 @@ func (r *Registry) current(st *State, desired []*endpoint.Endpoint, settled map[
 		}
 		c := plan.Current{Record: rec, Owner: endpoint.OwnerThis}
 		if v := st.view(&st.Owned[i]); v.has(TagPreExisting) {
-			c.Owner = endpoint.OwnerAdopted
-			c.Keep = append(append([]string{}, v.user...), TagPreExisting)
+			c.Owner, c.Keep = endpoint.OwnerAdopted, append(append([]string{}, v.user...), TagPreExisting)
 			if v.loan != nil {
 				c.Trail = v.loan.trail()
 			}
@@ -159,17 +148,13 @@ func (r *Registry) current(st *State, desired []*endpoint.Endpoint, settled map[
 	return out
 }
 
-// desired merges the sources' endpoints into one per hostname and derives the ownership tags,
-// default tags and provenance comment, by the claim stages in their order (claimStages).
-//
-// now is the sync's clock reading, which says whose grace period has ended. merges (may be
-// nil) hands back the merge of a hostname whose claims and entries are those it was made from.
-// desired reads st and eps and writes to neither: a claim a stage changes is a copy.
+// desired is runClaimStages with claimStages.
 func (r *Registry) desired(now time.Time, eps []*endpoint.Endpoint, st *State, merges mergeSource) Wanted {
 	return r.runClaimStages(claimStages[:], now, eps, st, merges)
 }
 
-// runClaimStages runs the claim stages of table in order.
+// runClaimStages runs the claim stages of table in order over the sources' endpoints (merges,
+// may be nil, hands back merges made before); it writes to neither st nor eps.
 func (r *Registry) runClaimStages(table []claimStage, now time.Time, eps []*endpoint.Endpoint, st *State, merges mergeSource) Wanted {
 	in := &claimsIn{now: now, st: st, owned: ownedByHost(st), car: carriersOf(st), merges: merges}
 	var w Wanted
@@ -206,9 +191,8 @@ func (r *Registry) runClaimStages(table []claimStage, now time.Time, eps []*endp
 func ownedByHost(st *State) map[string][]*endpoint.Record {
 	out := make(map[string][]*endpoint.Record, len(st.Owned))
 	for i := range st.Owned {
-		rec := &st.Owned[i]
-		key := strings.ToLower(rec.Hostname)
-		out[key] = append(out[key], rec)
+		key := strings.ToLower(st.Owned[i].Hostname)
+		out[key] = append(out[key], &st.Owned[i])
 	}
 	return out
 }

@@ -9,31 +9,15 @@ func (r *Registry) foreign(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 	if len(in.st.Foreign) == 0 {
 		return verdicts{endpoints: eps}
 	}
-	var (
-		v   verdicts
-		out []*endpoint.Endpoint // a copy once a claim is dropped
-	)
-	for i, ep := range eps {
-		h := ep.Hostname
-		var holder *endpoint.Record
-		if theirs := in.st.Foreign[h]; len(theirs) > 0 {
-			ours := in.owned[h]
-			holder = in.st.foreignHolder(theirs, ours, ep.Shared && in.st.consentsOwn(ours))
-		}
-		if holder == nil {
-			if out != nil {
-				out = append(out, ep)
+	var v verdicts
+	v.endpoints = sendOn(eps, func(ep *endpoint.Endpoint) *endpoint.Endpoint {
+		if theirs, ours := in.st.Foreign[ep.Hostname], in.owned[ep.Hostname]; len(theirs) > 0 {
+			if holder := in.st.foreignHolder(theirs, ours, ep.Shared && in.st.consentsOwn(ours)); holder != nil {
+				v.conflicts = append(v.conflicts, Conflict{Hostname: ep.Hostname, Loser: ep.Sources[0], Winner: r.ownerText(holder)})
+				return nil
 			}
-			continue
 		}
-		if out == nil {
-			out = append(make([]*endpoint.Endpoint, 0, len(eps)), eps[:i]...)
-		}
-		v.conflicts = append(v.conflicts, Conflict{Hostname: h, Loser: ep.Sources[0], Winner: r.ownerText(holder)})
-	}
-	v.endpoints = eps
-	if out != nil {
-		v.endpoints = out
-	}
+		return ep
+	})
 	return v
 }

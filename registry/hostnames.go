@@ -1,20 +1,12 @@
 package registry
 
-import (
-	"fmt"
+import "github.com/router-hosts-operator/router-hosts-operator/endpoint"
 
-	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
-)
-
-// hostnames turns down the hostname claims the rule above decides before the merge: on a
-// hostname another cluster's or a hand-made entry carries as an alias, on one another
-// namespace's entry carries as an alias it still asks for, and on a hand-made entry the
-// claim's namespace may not adopt (or that says no-adopt), when no entry of this cluster holds
-// the hostname.
+// hostnames turns down, before the merge, the hostname claims an alias or a hand-made entry
+// holds (hostnameHolder), when no entry of this cluster holds the hostname.
 func (r *Registry) hostnames(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
-	owned, car := in.owned, in.car
-	adoptRules := r.ten.adopters != nil || len(car.noAdopt) > 0
-	if car.owned == nil && car.foreign == nil && car.hand == nil && !adoptRules {
+	car := in.car
+	if car.owned == nil && car.foreign == nil && car.hand == nil && r.ten.adopters == nil && len(car.noAdopt) == 0 {
 		return verdicts{endpoints: eps}
 	}
 	// asking are the namespaces that ask for each alias an entry of theirs carries.
@@ -23,53 +15,31 @@ func (r *Registry) hostnames(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 		for _, ep := range eps {
 			for _, a := range ep.Aliases {
 				if car.owned[a] != nil {
-					if asking == nil {
-						asking = map[string][]string{}
-					}
-					asking[a] = append(asking[a], ep.Sources[0].Namespace)
+					lazy(&asking)[a] = append(asking[a], ep.Sources[0].Namespace)
 				}
 			}
 		}
 	}
-	var (
-		res verdicts
-		out []*endpoint.Endpoint
-	)
-	for i, ep := range eps {
-		h, src := ep.Hostname, ep.Sources[0]
-		winner := ""
-		if len(owned[h]) == 0 {
-			winner = r.hostnameHolder(in, ep, asking[h])
+	var v verdicts
+	v.endpoints = sendOn(eps, func(ep *endpoint.Endpoint) *endpoint.Endpoint {
+		if len(in.owned[ep.Hostname]) > 0 {
+			return ep
 		}
-		if winner == "" {
-			if out != nil {
-				out = append(out, ep)
-			}
-			continue
+		if winner := r.hostnameHolder(in, ep, asking[ep.Hostname]); winner != "" {
+			v.conflicts = append(v.conflicts, Conflict{Hostname: ep.Hostname, Loser: ep.Sources[0], Winner: winner})
+			return nil
 		}
-		res.conflicts = append(res.conflicts, Conflict{Hostname: h, Loser: src, Winner: winner})
-		if out == nil {
-			out = append(make([]*endpoint.Endpoint, 0, len(eps)), eps[:i]...)
-		}
-	}
-	res.endpoints = eps
-	if out != nil {
-		res.endpoints = out
-	}
-	return res
+		return ep
+	})
+	return v
 }
 
-// hostnameHolder is who holds ep's hostname, which no entry of this cluster has, against
-// ep's claim, in words: another cluster's or a hand-made entry that carries it as an alias,
-// another namespace that asks for it as an alias its entry carries, or a hand-made entry the
-// claim's namespace may not adopt; "" when the claim may go on to the merge. asking are the
-// namespaces that ask for the hostname as an alias.
+// hostnameHolder is who holds ep's hostname against its claim by the rule of names.go, in
+// words; "" when the claim may go on to the merge. asking are the namespaces that ask for the
+// hostname as an alias.
 func (r *Registry) hostnameHolder(in *claimsIn, ep *endpoint.Endpoint, asking []string) string {
 	h, ns, st, car := ep.Hostname, ep.Sources[0].Namespace, in.st, in.car
-	holder := ""
-	if car.owned[h] != nil {
-		holder = aliasHolder(car.owned[h], asking, st)
-	}
+	holder := aliasHolder(car.owned[h], asking, st)
 	switch {
 	case car.foreign[h] != nil && len(st.Foreign[h]) == 0 && car.owned[h] == nil:
 		return r.ownerText(car.foreign[h])
@@ -80,7 +50,7 @@ func (r *Registry) hostnameHolder(in *claimsIn, ep *endpoint.Endpoint, asking []
 	case len(st.Unowned[h]) > 0 && car.noAdopt[h]:
 		return "a hand-made entry tagged " + TagNoAdopt
 	case len(st.Unowned[h]) > 0 && !r.ten.mayAdopt(ns):
-		return fmt.Sprintf("a hand-made entry, which namespace %s may not adopt", ns)
+		return "a hand-made entry, which namespace " + ns + " may not adopt"
 	}
 	return ""
 }

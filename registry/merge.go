@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"fmt"
 	"slices"
 	"sort"
 	"strconv"
@@ -14,9 +13,7 @@ import (
 // same claims and entries unless a stage before it changed them.
 func (r *Registry) merge(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 	byHost := make(map[string][]*endpoint.Endpoint, len(eps))
-	// In the order the hostnames first came: sources list theirs sorted, so the sort below
-	// mostly finds them in order.
-	hosts := make([]string, 0, len(eps))
+	hosts := make([]string, 0, len(eps)) // as first met: sources list theirs sorted, so the sort is quick
 	for _, ep := range eps {
 		claims, seen := byHost[ep.Hostname]
 		if !seen {
@@ -28,69 +25,49 @@ func (r *Registry) merge(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 	v := verdicts{endpoints: make([]*endpoint.Endpoint, 0, len(hosts)), grouped: byHost}
 	for _, h := range hosts {
 		claims, owned := byHost[h], in.owned[h]
+		m, reused := (*endpoint.Endpoint)(nil), false
 		if in.merges != nil && !in.changed[h] {
-			if m, ok := in.merges.Merged(h, claims, owned); ok {
-				if m != nil {
-					v.endpoints = append(v.endpoints, m)
-				}
-				v.reused = append(v.reused, h)
-				continue
-			}
+			m, reused = in.merges.Merged(h, claims, owned)
 		}
-		// mergeHost sorts its claims: a merge kept is keyed by the claims as they came.
-		key := claims
-		if in.merges != nil {
-			key = slices.Clone(claims)
+		if reused {
+			v.reused = append(v.reused, h)
+		} else if in.merges == nil {
+			m = r.mergeHost(in.now, h, claims, owned, in.st, &v.conflicts)
+		} else {
+			key := slices.Clone(claims) // mergeHost sorts claims; a merge is kept by them as they came
+			m = r.mergeHost(in.now, h, claims, owned, in.st, &v.conflicts)
+			v.merges = append(v.merges, Merge{Host: h, Claims: key, Owned: owned, Out: m, Marked: in.st.Marked(owned)})
 		}
-		m, lost := r.mergeHost(in.now, h, claims, owned, in.st)
 		if m != nil {
 			v.endpoints = append(v.endpoints, m)
-		}
-		v.conflicts = append(v.conflicts, lost...)
-		if in.merges != nil {
-			v.merges = append(v.merges, Merge{Host: h, Claims: key, Owned: owned, Out: m, Marked: in.st.Marked(owned)})
 		}
 	}
 	return v
 }
 
-// holder is the namespace that holds a hostname: the one named on its owned entries, "" when
-// there is none. The operator writes one namespace on all of a hostname's entries; should they
-// disagree (hand edits), the first in order decides, so every replica decides the same. A
-// namespace that no longer wants an address of the hostname (no claim has one, none with no
-// address keeps an entry of its own), and whose entries are all past their grace period, has let go of
-// it: the hostname goes to the next claim (taker), and the plan makes that claim's entries of
-// the old ones in place, so the name never stops resolving.
+// holder is the namespace a hostname's owned entries name (the first in order, should hand
+// edits make them disagree), "" when none or when it let go: it wants no address of it and its
+// entries are all past their grace period. The next claim takes it then (taker), and the plan
+// makes its entries of the old ones in place, so the name never stops resolving.
 func (r *Registry) holder(now time.Time, owned []*endpoint.Record, claims []*endpoint.Endpoint, st *State) string {
-	best := ""
-	for _, rec := range owned {
-		v := st.view(rec)
-		if ns, ok := v.value(PrefixNamespace); ok && (best == "" || ns < best) {
-			best = ns
-		}
-	}
+	best := firstNamespace(owned, st)
 	if best == "" || slices.ContainsFunc(claims, func(c *endpoint.Endpoint) bool {
 		return c.Sources[0].Namespace == best && r.wants(c, owned, st)
+	}) || slices.ContainsFunc(owned, func(rec *endpoint.Record) bool {
+		v := st.view(rec)
+		due, marked := r.due(&v)
+		return !marked || now.Before(due)
 	}) {
 		return best
-	}
-	for _, rec := range owned {
-		v := st.view(rec)
-		if due, marked := r.due(&v); !marked || now.Before(due) {
-			return best
-		}
 	}
 	return ""
 }
 
-// taker is the claim that takes a hostname nobody holds: the oldest that wants an address (a
-// claim with no address and no entry of its own cannot write one, and must not keep the name
-// from the others), else the oldest. claims are sorted oldest first.
+// taker is the claim that takes a hostname nobody holds: the oldest (claims are sorted) that
+// wants an address, else the oldest; one that cannot write any must not keep it from the others.
 func (r *Registry) taker(claims []*endpoint.Endpoint, owned []*endpoint.Record, st *State) *endpoint.Endpoint {
-	for _, c := range claims {
-		if r.wants(c, owned, st) {
-			return c
-		}
+	if i := slices.IndexFunc(claims, func(c *endpoint.Endpoint) bool { return r.wants(c, owned, st) }); i >= 0 {
+		return claims[i]
 	}
 	return claims[0]
 }
@@ -102,145 +79,104 @@ func (r *Registry) wants(c *endpoint.Endpoint, owned []*endpoint.Record, st *Sta
 }
 
 // mergeHost combines the claims on one hostname into the endpoint the plan sees, nil when every
-// claim lost to the holding namespace, and returns the claims of other namespaces as lost.
-func (r *Registry) mergeHost(now time.Time, host string, claims []*endpoint.Endpoint, owned []*endpoint.Record, st *State) (merged *endpoint.Endpoint, lost []Conflict) {
+// claim lost to the holding namespace, and adds the claims of other namespaces to lost.
+func (r *Registry) mergeHost(now time.Time, host string, claims []*endpoint.Endpoint, owned []*endpoint.Record, st *State, lost *[]Conflict) *endpoint.Endpoint {
 	sort.SliceStable(claims, func(i, j int) bool { return olderClaim(claims[i], claims[j]) })
 	winner := r.holder(now, owned, claims, st)
 	winnerText := "namespace " + winner
 	if winner == "" {
-		t := r.taker(claims, owned, st)
-		winner = t.Sources[0].Namespace
-		winnerText = winner + "/" + t.Sources[0].Name
+		t := r.taker(claims, owned, st).Sources[0]
+		winner, winnerText = t.Namespace, t.Namespace+"/"+t.Name
 	}
-	m := &endpoint.Endpoint{Hostname: host, Sources: make([]endpoint.SourceRef, 0, len(claims))}
-	var (
-		targets, aliases, tags, kinds []string
-		wishes                        []wish
-	)
-	m.Shared = true
+	// The hostname is shared only when every claim that makes it shares it.
+	m := &endpoint.Endpoint{Hostname: host, Shared: true, Sources: make([]endpoint.SourceRef, 0, len(claims))}
+	var targets, aliases, tags, kinds []string
+	var wishes []wish
 	for _, c := range claims {
-		src := c.Sources[0]
-		if src.Namespace != winner {
-			lost = append(lost, Conflict{Hostname: host, Loser: src, Winner: winnerText})
+		if c.Sources[0].Namespace != winner {
+			*lost = append(*lost, Conflict{Hostname: host, Loser: c.Sources[0], Winner: winnerText})
 			continue
 		}
-		// The hostname is shared only when every claim that makes it shares it.
 		m.Shared = m.Shared && c.Shared
 		want := c.Targets
 		if c.NoAddress() {
 			want = r.keptTargets(c, owned, st)
 		}
 		for _, ip := range want {
-			wishes = append(wishes, wish{ip, c.GracePeriod, c.Sources, c.Shared})
+			wishes = append(wishes, wish{ip, c})
 		}
 		targets = append(targets, want...)
 		aliases = append(aliases, c.Aliases...)
-		for _, t := range c.Tags {
-			if !Reserved(t) {
-				tags = append(tags, t)
-			}
-		}
+		tags = append(tags, c.Tags...)
 		m.Sources = append(m.Sources, c.Sources...)
 		for _, s := range c.Sources {
 			kinds = append(kinds, PrefixKind+s.Kind)
 		}
 	}
 	if len(m.Sources) == 0 {
-		return nil, lost
+		return nil
 	}
 	m.Targets = endpoint.SortedUnique(targets)
-	m.TargetTags = r.targetTags(m.Targets, wishes)
 	m.Aliases = endpoint.SortedUnique(aliases)
-	if len(m.Aliases) > endpoint.MaxAliases {
-		m.Aliases = m.Aliases[:endpoint.MaxAliases]
-	}
-	m.Tags = endpoint.SortedUnique(append(tags, r.cfg.DefaultTags...))
+	m.Aliases = m.Aliases[:min(len(m.Aliases), endpoint.MaxAliases)]
+	m.Tags = endpoint.SortedUnique(append(slices.DeleteFunc(tags, Reserved), r.cfg.DefaultTags...))
 	m.OwnerTags = endpoint.SortedUnique(append(append(kinds, r.ownerTags...), PrefixNamespace+winner))
 	m.Comment = comment(m.Sources)
-	m.TargetComments = targetComments(m.Targets, wishes, m.Comment)
-	return m, lost
+	m.TargetTags, m.TargetComments = r.perTarget(m.Targets, wishes, m.Comment)
+	return m
 }
 
 // comment is the provenance of an entry the objects srcs (oldest first) want.
 func comment(srcs []endpoint.SourceRef) string {
 	c := commentPrefix + srcs[0].String()
 	if len(srcs) > 1 {
-		c += fmt.Sprintf(" (+%d more)", len(srcs)-1)
+		c += " (+" + strconv.Itoa(len(srcs)-1) + " more)"
 	}
 	return c
 }
 
-// targetComments are the comments of each address's entry that differ from all's (the
-// endpoint's own, which CommentAt falls back to): the objects that want that address, oldest
-// first, in the order of wishes. Most hostnames have one address that every object wants, and
-// need no map.
-func targetComments(targets []string, wishes []wish, all string) map[string]string {
-	var out map[string]string
-	for _, ip := range targets {
-		var srcs []endpoint.SourceRef
-		for _, w := range wishes {
-			if w.ip != ip {
-				continue
-			}
-			for _, s := range w.sources {
-				if !slices.ContainsFunc(srcs, func(o endpoint.SourceRef) bool { return o.UID == s.UID }) {
-					srcs = append(srcs, s)
-				}
-			}
-		}
-		if len(srcs) == 0 {
-			continue
-		}
-		if c := comment(srcs); c != all {
-			if out == nil {
-				out = make(map[string]string, len(targets))
-			}
-			out[ip] = c
-		}
-	}
-	return out
-}
-
-// wish is one claim's wish for one address: whose it is, how long its grace, and whether it
-// shares the hostname.
+// wish is one claim's wish for one address.
 type wish struct {
-	ip      string
-	grace   *time.Duration
-	sources []endpoint.SourceRef
-	shared  bool
+	ip    string
+	claim *endpoint.Endpoint
 }
 
-// targetTags are the tags of each address, which only the objects that want it decide (so an
-// object coming and going at another address rewrites no other entry's consent): their source:
-// tags, the longest of their grace periods, and shared:true when every one shares the
-// hostname. The hostname is shared only when every entry of it is.
-func (r *Registry) targetTags(targets []string, wishes []wish) map[string][]string {
-	out := make(map[string][]string, len(targets))
+// perTarget are each address's tags and comment, decided by the objects that want it alone (so
+// one coming and going at another address rewrites no other entry): their source: tags, the
+// longest of their grace periods, shared:true when every one shares; the comment only where it
+// differs from all, the endpoint's, which CommentAt falls back to.
+func (r *Registry) perTarget(targets []string, wishes []wish, all string) (map[string][]string, map[string]string) {
+	tags := make(map[string][]string, len(targets))
+	var comments map[string]string
 	for _, ip := range targets {
 		var (
 			ts     []string
-			graces []*time.Duration // nil = the default
+			graces []*time.Duration // nil: the default
+			srcs   []endpoint.SourceRef
 			shared = true
 		)
 		for _, w := range wishes {
 			if w.ip != ip {
 				continue
 			}
-			for _, s := range w.sources {
+			for _, s := range w.claim.Sources {
 				ts = append(ts, PrefixSource+s.UID)
+				if !slices.ContainsFunc(srcs, func(o endpoint.SourceRef) bool { return o.UID == s.UID }) {
+					srcs = append(srcs, s)
+				}
 			}
-			graces = append(graces, w.grace)
-			shared = shared && w.shared
+			graces = append(graces, w.claim.GracePeriod)
+			shared = shared && w.claim.Shared
 		}
 		if shared {
 			ts = append(ts, TagShared)
 		}
-		if g := r.graceTag(graces); g != "" {
-			ts = append(ts, g)
+		tags[ip] = endpoint.SortedUnique(append(ts, r.graceTag(graces))) // which drops an empty tag
+		if c := comment(srcs); c != all {
+			lazy(&comments)[ip] = c
 		}
-		out[ip] = endpoint.SortedUnique(ts)
 	}
-	return out
+	return tags, comments
 }
 
 // keptTargets are the addresses a claim with no address keeps: those of the hostname's
@@ -249,37 +185,25 @@ func (r *Registry) keptTargets(c *endpoint.Endpoint, owned []*endpoint.Record, s
 	var out []string
 	for _, rec := range owned {
 		v := st.view(rec)
-		if _, marked := v.value(PrefixPending); marked {
-			continue
-		}
-		for _, s := range c.Sources {
-			if v.has(PrefixSource + s.UID) {
-				out = append(out, rec.IP)
-				break
-			}
+		if _, marked := v.value(PrefixPending); !marked && slices.ContainsFunc(c.Sources, func(s endpoint.SourceRef) bool {
+			return v.has(PrefixSource + s.UID)
+		}) {
+			out = append(out, rec.IP)
 		}
 	}
 	return out
 }
 
-// graceTag is the grace-period tag of an address wanted by objects with these grace periods
-// (nil for an object without the annotation, which counts as the default): the longest wins,
-// and no tag is written when that is the default of an object without the annotation.
+// graceTag is the grace-period tag of an address wanted with these grace periods (nil: none
+// asked, the default): the longest, and no tag when an object that asked none has it.
 func (r *Registry) graceTag(gs []*time.Duration) string {
-	var (
-		longest    time.Duration
-		anyDefault bool
-		anySet     bool
-	)
+	var longest time.Duration
+	anyDefault, anySet := false, false
 	for _, g := range gs {
-		d := r.cfg.GracePeriod
 		if g == nil {
-			anyDefault = true
+			anyDefault, longest = true, max(longest, r.cfg.GracePeriod)
 		} else {
-			d, anySet = *g, true
-		}
-		if d > longest {
-			longest = d
+			anySet, longest = true, max(longest, *g)
 		}
 	}
 	if !anySet || (anyDefault && longest == r.cfg.GracePeriod) {
@@ -290,9 +214,6 @@ func (r *Registry) graceTag(gs []*time.Duration) string {
 
 // olderClaim orders claims by their oldest source: creation time, then UID.
 func olderClaim(a, b *endpoint.Endpoint) bool {
-	sa, sb := a.Sources[0], b.Sources[0]
-	if !sa.CreationTimestamp.Equal(sb.CreationTimestamp) {
-		return sa.CreationTimestamp.Before(sb.CreationTimestamp)
-	}
-	return sa.UID < sb.UID
+	ta, tb := a.Sources[0].CreationTimestamp, b.Sources[0].CreationTimestamp
+	return ta.Before(tb) || ta.Equal(tb) && a.Sources[0].UID < b.Sources[0].UID
 }
