@@ -377,7 +377,7 @@ func (c *Controller) print(sy *planner.Sync) {
 // answerProbes sends a dry run's one kind of write: the answers to a release probe, so that a
 // release run beside an operator tried out with --dry-run learns that it runs and refuses.
 func (c *Controller) answerProbes(ctx context.Context, sy *planner.Sync, log logrus.FieldLogger) {
-	answers := registry.Answers(sy.Changes)
+	answers := sy.Answers
 	if len(answers) == 0 {
 		return
 	}

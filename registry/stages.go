@@ -174,8 +174,10 @@ type changed struct {
 	// deferredCreates whether one of those creates.
 	paced, deferred int
 	deferredCreates bool
-	// wholeRead are the changes only a whole read may send.
+	// wholeRead are the changes only a whole read may send; answers the writes that take the
+	// release probes off, each on its own.
 	wholeRead []plan.Change
+	answers   []plan.Change
 	twin      *Twin
 	braked    *Braked
 	rates     Rates
