@@ -71,7 +71,7 @@ type Registry struct {
 	ownerTags []string
 	// coOwner is this installation's co-owner tag (CoOwnerTag).
 	coOwner string
-	domains endpoint.DomainFilter
+	filter  endpoint.DomainFilter
 	ten     tenancy
 	log     logrus.FieldLogger
 }
@@ -142,7 +142,7 @@ func (r *Registry) Reconfigure(cfg Config) error {
 	if cfg.SilentClusterAfter < 0 {
 		return fmt.Errorf("silent-cluster threshold %s is negative", cfg.SilentClusterAfter)
 	}
-	r.cfg, r.clusterTag, r.ownerTags, r.domains, r.ten, r.log = cfg, clusterTag, ownerTags, domains, ten, cfg.Log
+	r.cfg, r.clusterTag, r.ownerTags, r.filter, r.ten, r.log = cfg, clusterTag, ownerTags, domains, ten, cfg.Log
 	r.coOwner = CoOwnerTag(cfg.ClusterName, cfg.ClusterID)
 	return nil
 }
@@ -167,6 +167,9 @@ type Decision struct {
 	Verdict
 	// Silent are the other installations whose marks of life are older than the threshold.
 	Silent []SilentCluster
+	// Unmanaged are the claims on hostnames outside the managed domains, which the domains
+	// stage drops with no conflict and no Event; explain tells of them.
+	Unmanaged []*endpoint.Endpoint
 	// Now is the clock reading the sync decided by; Cluster and ClusterID the name and identity
 	// it decided for, which the report and the Events carry.
 	Now                time.Time
@@ -206,7 +209,11 @@ type Read struct {
 func (r *Registry) Decide(now time.Time, records []endpoint.Record, claims []*endpoint.Endpoint, g Given) Decision {
 	m := g.Memory
 	m.begin()
-	st := r.classify(records, claims, m.parser(r), m.writers())
+	// classify and the change stages see the claims within the managed domains alone, as if
+	// the sources had not read the others: those prove no entry this cluster's, nor that their
+	// objects exist.
+	managed, unmanaged := r.inDomains(claims)
+	st := r.classify(records, managed, m.parser(r), m.writers())
 	m.proved(st.Former)
 	w := r.desired(now, claims, st, m.mergeSource())
 	var settled map[string]bool
@@ -231,11 +238,11 @@ func (r *Registry) Decide(now time.Time, records []endpoint.Record, claims []*en
 	m.othersRead(st, g.Read)
 	changes = r.withMark(now, st, known, began, changes)
 	m.planned(changes)
-	v, problems := r.apply(&changesIn{now: now, st: st, desired: w.Endpoints, claims: claims, read: g.Read, rates: g.Rates}, changes)
+	v, problems := r.apply(&changesIn{now: now, st: st, desired: w.Endpoints, claims: managed, read: g.Read, rates: g.Rates}, changes)
 	if len(problems) > 0 {
 		w.Problems = append(slices.Clip(w.Problems), problems...)
 	}
 	return Decision{State: st, Desired: w.Endpoints, Conflicts: w.Conflicts, Problems: w.Problems,
-		Plan: changes, Planned: len(toPlan), Verdict: v, Silent: r.silent(now, st), Now: now,
+		Plan: changes, Planned: len(toPlan), Verdict: v, Silent: r.silent(now, st), Unmanaged: unmanaged, Now: now,
 		Cluster: r.cfg.ClusterName, ClusterID: r.cfg.ClusterID}
 }

@@ -22,6 +22,8 @@ type claimStage struct {
 // object_budget.go, and TestTheObjectBudgetStage in object_budget_test.go tests it
 // (TestEveryStageIsItsFile).
 var claimStages = [...]claimStage{
+	// A claim outside the managed domains is dropped in silence, as external-dns drops it.
+	{"domains", (*Registry).domains},
 	// Reserved tags among an object's tags are reported, whether or not its claim wins; merge
 	// writes none of them.
 	{"reserved-tags", (*Registry).reservedTags},
@@ -154,7 +156,8 @@ type changesIn struct {
 	now     time.Time
 	st      *State
 	desired []*endpoint.Endpoint
-	// claims are the sources' endpoints, refused or not: the objects that exist.
+	// claims are the sources' endpoints within the managed domains, refused or not: the
+	// objects that exist.
 	claims []*endpoint.Endpoint
 	read   Read
 	rates  Rates

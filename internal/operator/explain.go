@@ -134,7 +134,7 @@ func Explain(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 	// decision (one read of the router), then the survey, the events and the DNS below.
 	timing := log.WithFields(logrus.Fields{"start": started.Sub(start).Round(time.Millisecond), "decide": time.Since(started).Round(time.Millisecond)})
 	defer func() { timing.Debug("explain's steps") }()
-	in := &explain.Input{Report: rep, Owners: op.Registry.Ownerships(rep.Started, rep.State), Manages: op.Registry.Manages, Now: rep.Started}
+	in := &explain.Input{Report: rep, Owners: op.Registry.Ownerships(rep.Started, rep.State), Now: rep.Started}
 	server := op.settings.VerifyDNS
 	if cfg.Command == CommandList {
 		entries := explain.List(in, cfg.Filter)
