@@ -9,12 +9,6 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 )
 
-// ClusterName is the name of the cluster whose entries the registry owns.
-func (r *Registry) ClusterName() string { return r.cfg.ClusterName }
-
-// ClusterID is the installation's identity, "" when ownership is by name alone.
-func (r *Registry) ClusterID() string { return r.cfg.ClusterID }
-
 // SplitDefaultTags reads a list of default tags as a RouterHostsConfig writes it: the owner
 // tag is implied and dropped, cluster:<name> names the cluster, and any other reserved tag is
 // an error.
