@@ -93,6 +93,10 @@ type Controller struct {
 	syncing sync.Mutex
 	planner *planner.Planner
 	live    atomic.Pointer[Settings]
+
+	// unmanaged are the hostnames the last decision found outside the managed domains: a sync
+	// whose read of the server fails reports on the other objects alone, as one that decides.
+	unmanaged map[string]bool
 }
 
 // Settings are the parts of the configuration that may change while the loop runs; the
@@ -244,7 +248,7 @@ func (c *Controller) Decide(ctx context.Context) (*Report, error) {
 	if err := c.readSources(ctx, in); err != nil {
 		return nil, fmt.Errorf("reading the sources: %w", err)
 	}
-	sy, err := c.planner.Plan(ctx, in.endpoints, planner.Full)
+	sy, err := c.plan(ctx, in)
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +265,7 @@ func (c *Controller) sync(ctx context.Context, mode planner.Mode) (*Report, erro
 	if err := c.readSources(ctx, in); err != nil {
 		return nil, c.abandon(ctx, in, StepSource, err)
 	}
-	sy, err := c.planner.Plan(ctx, in.endpoints, mode)
+	sy, err := c.plan(ctx, in)
 	if err != nil {
 		return nil, c.abandon(ctx, in, StepList, err)
 	}
@@ -286,11 +290,13 @@ type reading struct {
 	started, sourcesRead time.Time
 	// changed is when the earliest cluster change the sync reads arrived, zero for none.
 	changed time.Time
-	// endpoints are the sources' endpoints within the domain filter, the ones planned; sources
-	// what each source gave whatever the filter, and counts how many endpoints it returned.
+	// endpoints are the sources' endpoints, the ones planned; sources what each source gave,
+	// and counts how many endpoints it returned; unmanaged the hostnames outside the managed
+	// domains, as the registry decided them last.
 	endpoints []*endpoint.Endpoint
 	sources   []sourceRead
 	counts    []int
+	unmanaged map[string]bool
 }
 
 // sourceRead is what one source gave a sync.
@@ -301,7 +307,7 @@ type sourceRead struct {
 
 // begin starts a sync: the cluster changes noted before this point are the ones it reads.
 func (c *Controller) begin(mode planner.Mode) *reading {
-	in := &reading{mode: mode}
+	in := &reading{mode: mode, unmanaged: c.unmanaged}
 	if at := c.changedAt.Swap(0); at != 0 {
 		in.changed = time.Unix(0, at)
 	}
@@ -324,16 +330,29 @@ func (c *Controller) readSources(ctx context.Context, in *reading) error {
 		if ps, ok := s.(ProblemSource); ok {
 			read[i].problems = ps.Problems()
 		}
-		// Owned entries outside the domain filter are no longer wanted.
-		for _, ep := range got {
-			if c.cfg.Registry.Manages(ep.Hostname) {
-				eps = append(eps, ep)
-			}
-		}
+		eps = append(eps, got...)
 	}
 	in.endpoints, in.sources, in.counts = eps, read, counts
 	in.sourcesRead = c.cfg.Clock.Now()
 	return nil
+}
+
+// plan has the planner decide in's endpoints, and keeps the hostnames the registry found
+// outside the managed domains.
+func (c *Controller) plan(ctx context.Context, in *reading) (*planner.Sync, error) {
+	sy, err := c.planner.Plan(ctx, in.endpoints, in.mode)
+	if err != nil {
+		return nil, err
+	}
+	var unmanaged map[string]bool
+	for _, ep := range sy.Unmanaged {
+		if unmanaged == nil {
+			unmanaged = map[string]bool{}
+		}
+		unmanaged[ep.Hostname] = true
+	}
+	c.unmanaged, in.unmanaged = unmanaged, unmanaged
+	return sy, nil
 }
 
 // abandon ends a sync whose read failed at step: the changes it read are left to the next,
@@ -350,7 +369,7 @@ func (c *Controller) planLog(in *reading, sy *planner.Sync) logrus.FieldLogger {
 	return c.log.WithFields(logrus.Fields{"mode": in.mode, "read": sy.Read,
 		"source_duration": in.sourcesRead.Sub(in.started).Round(time.Microsecond), "list_duration": sy.ReadDuration.Round(time.Microsecond),
 		"plan_duration": c.cfg.Clock.Now().Sub(in.sourcesRead.Add(sy.ReadDuration)).Round(time.Microsecond),
-		"endpoints":     len(in.endpoints), "hostnames": len(sy.Desired), "planned": sy.Planned, "entries": sy.Entries,
+		"endpoints":     len(in.endpoints) - len(sy.Unmanaged), "hostnames": len(sy.Desired), "planned": sy.Planned, "entries": sy.Entries,
 		"owned": len(st.Owned), "foreign": st.ForeignCount(), "changes": len(sy.Changes), "pending_deletions": sy.Pending,
 	})
 }
@@ -377,7 +396,7 @@ func (c *Controller) print(sy *planner.Sync) {
 // answerProbes sends a dry run's one kind of write: the answers to a release probe, so that a
 // release run beside an operator tried out with --dry-run learns that it runs and refuses.
 func (c *Controller) answerProbes(ctx context.Context, sy *planner.Sync, log logrus.FieldLogger) {
-	answers := registry.Answers(sy.Changes)
+	answers := sy.Answers
 	if len(answers) == 0 {
 		return
 	}

@@ -124,6 +124,40 @@ func TestFailedListAppliesNothing(t *testing.T) {
 	}
 }
 
+// TestTheDomainFilterIsTheRegistrys: the controller hands the registry every endpoint the
+// sources read; the report's Endpoints are those the registry manages and Unmanaged the others,
+// while Objects has every object. A sync whose read of the server fails reports on the objects
+// the last decision managed.
+func TestTheDomainFilterIsTheRegistrys(t *testing.T) {
+	log := logrus.New()
+	log.SetLevel(logrus.WarnLevel)
+	reg, err := registry.New(registry.Config{ClusterName: "t", GracePeriod: time.Minute, DomainFilter: []string{"in.lan"}, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, out := claimOf("a.in.lan"), claimOf("b.out.lan")
+	prov, rec := &recordingProvider{}, &reportRecorder{}
+	c := New(Config{Sources: []Source{&stubSource{eps: []*endpoint.Endpoint{in, out}}}, Reporters: []Reporter{rec}, Registry: reg,
+		Provider: prov, Interval: time.Hour, Log: log})
+	rep, err := c.SyncOnce(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Endpoints) != 1 || rep.Endpoints[0] != in || len(rep.Unmanaged) != 1 || rep.Unmanaged[0] != out || len(rep.Objects) != 2 {
+		t.Fatalf("endpoints %v, unmanaged %v, objects %d; want a.in.lan, b.out.lan and both objects", rep.Endpoints, rep.Unmanaged, len(rep.Objects))
+	}
+	if len(rep.Changes) != 1 || rep.Changes[0].Hostname() != "a.in.lan" {
+		t.Fatalf("changes %v, want a.in.lan created alone", rep.Changes)
+	}
+	prov.listErr = errors.New("unavailable")
+	if _, err := c.SyncOnce(context.Background()); err == nil {
+		t.Fatal("SyncOnce succeeded with a failing list")
+	}
+	if failed := rec.reports[len(rec.reports)-1]; failed.Step != StepList || len(failed.Endpoints) != 1 || failed.Endpoints[0] != in || len(failed.Objects) != 2 {
+		t.Fatalf("failed read: step %v, endpoints %v, objects %d; want a.in.lan's alone, and both objects", failed.Step, failed.Endpoints, len(failed.Objects))
+	}
+}
+
 // refusingProvider keeps entries in memory and refuses every write for one hostname, as the
 // server refuses an invalid entry.
 type refusingProvider struct {

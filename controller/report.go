@@ -83,9 +83,12 @@ type Report struct {
 	Cluster, ClusterID string
 	// Desired holds the merged endpoint of every managed hostname, with the objects that won it.
 	Desired []*endpoint.Endpoint
-	// Endpoints are the sources' endpoints the sync read (within the domain filter), so that a
-	// sync that failed at the server can still be reported on the objects it concerns.
+	// Endpoints are the sources' endpoints the sync read on hostnames the registry manages, so
+	// that a sync that failed at the server can still be reported on the objects it concerns
+	// (by the last decision's domains). Unmanaged are the others, which the registry dropped in
+	// silence (registry.Decision.Unmanaged).
 	Endpoints []*endpoint.Endpoint
+	Unmanaged []*endpoint.Endpoint
 	// Objects is what the sources made of each object, by UID: all its endpoints (whatever the
 	// domain filter) and the problems found in its input, for observers that report an
 	// object's state.
@@ -176,7 +179,7 @@ func reportOf(in *reading, sy *planner.Sync, results []plan.Result, again bool, 
 		}
 	}
 	st := sy.State
-	rep := &Report{Cluster: sy.Cluster, ClusterID: sy.ClusterID, Desired: sy.Desired, Endpoints: in.endpoints, Objects: objectsOf(in.sources),
+	rep := &Report{Cluster: sy.Cluster, ClusterID: sy.ClusterID, Desired: sy.Desired, Endpoints: in.managed(), Unmanaged: sy.Unmanaged, Objects: objectsOf(in.sources),
 		Entries: entriesAfter(withCoOwned(st), sy.Changes, results), Failed: failed, Results: results,
 		Changes: sy.Changes, Deferred: sy.Deferred, Paced: sy.Paced, Pending: sy.Pending, Foreign: st.ForeignCount(), SourceEndpoints: in.counts, Conflicts: sy.Conflicts,
 		Namesakes: st.Namesakes, Unclaimed: st.Unclaimed, Former: st.Former, Braked: sy.Braked, TakeUpLeft: sy.TakeUpLeft, Twin: sy.Twin, Silent: sy.Silent,
@@ -195,7 +198,7 @@ func reportOfFailedRead(in *reading, step Step, err error, end time.Time) *Repor
 	if step == StepList {
 		// The sources answered: observers can still report on the objects concerned.
 		rep.AuthFailed = errors.Is(err, provider.ErrAuthentication)
-		rep.Endpoints, rep.Objects, rep.SourceEndpoints = in.endpoints, objectsOf(in.sources), in.counts
+		rep.Endpoints, rep.Objects, rep.SourceEndpoints = in.managed(), objectsOf(in.sources), in.counts
 	}
 	return rep
 }
@@ -234,6 +237,20 @@ func (e *RefusedError) Error() string {
 }
 
 func (e *RefusedError) Unwrap() error { return e.Err }
+
+// managed are in's endpoints on hostnames the registry manages.
+func (in *reading) managed() []*endpoint.Endpoint {
+	if len(in.unmanaged) == 0 {
+		return in.endpoints
+	}
+	out := make([]*endpoint.Endpoint, 0, len(in.endpoints))
+	for _, ep := range in.endpoints {
+		if !in.unmanaged[ep.Hostname] {
+			out = append(out, ep)
+		}
+	}
+	return out
+}
 
 // objectsOf is what the sources made of each object, by UID. Only the report needs it, so a
 // sync builds it after its writes.

@@ -26,8 +26,6 @@ type Input struct {
 	Report *controller.Report
 	// Owners says whose each entry of the read is, by ID (registry.Ownerships).
 	Owners map[string]registry.Ownership
-	// Manages reports whether a name is within the domain filter.
-	Manages func(name string) bool
 	// Unread are the objects that name a name asked about but are never read.
 	Unread []source.Unread
 	// Answers are what the router's DNS answered, by name; nil without --verify-dns.
@@ -178,6 +176,8 @@ type decision struct {
 	refs         map[string]endpoint.SourceRef
 	entries      []endpoint.Record
 	entriesByKey map[string][]int
+	// unmanaged are the hostnames the registry found outside the managed domains.
+	unmanaged map[string]bool
 }
 
 func index(in *Input) *decision {
@@ -186,6 +186,12 @@ func index(in *Input) *decision {
 	rep := in.Report
 	for _, ep := range rep.Desired {
 		d.desired[ep.Hostname] = ep
+	}
+	for _, ep := range rep.Unmanaged {
+		if d.unmanaged == nil {
+			d.unmanaged = map[string]bool{}
+		}
+		d.unmanaged[ep.Hostname] = true
 	}
 	for i := range rep.Changes {
 		c := &rep.Changes[i]
@@ -361,7 +367,7 @@ func refOfObject(ep *endpoint.Endpoint, uid string) endpoint.SourceRef {
 func (d *decision) outcomes(n string, ep *endpoint.Endpoint, ref endpoint.SourceRef, problems []endpoint.Problem) []Outcome {
 	var out []Outcome
 	rep := d.in.Report
-	if d.in.Manages != nil && !d.in.Manages(ep.Hostname) {
+	if d.unmanaged[ep.Hostname] {
 		out = append(out, Outcome{Code: OutsideDomainFilter, Message: ep.Hostname + " is outside the names this operator manages",
 			Fix: "widen --domain-filter (or narrow --exclude-domains), or the RouterHostsConfig's spec.domainFilter"})
 	}

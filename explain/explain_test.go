@@ -21,7 +21,7 @@ const id = "0123abcd"
 func decided(t *testing.T, records []endpoint.Record, claims ...*endpoint.Endpoint) *Input {
 	t.Helper()
 	reg, err := registry.New(registry.Config{ClusterName: "home", ClusterID: id, GracePeriod: 5 * time.Minute, Brake: registry.DefaultBrake(),
-		Budgets: registry.DefaultBudgets()})
+		Budgets: registry.DefaultBudgets(), ExcludeDomains: []string{"guest.home.arpa"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,8 +33,8 @@ func decided(t *testing.T, records []endpoint.Record, claims ...*endpoint.Endpoi
 		objects[ep.Sources[0].UID] = o
 	}
 	rep := &controller.Report{Desired: d.Desired, Changes: d.Changes, Held: d.Held, Conflicts: d.Conflicts, Problems: d.Problems,
-		State: d.State, Objects: objects, Started: now}
-	return &Input{Report: rep, Owners: reg.Ownerships(d.State, d.Silent), Manages: reg.Manages, Now: now}
+		State: d.State, Objects: objects, Unmanaged: d.Unmanaged, Started: now}
+	return &Input{Report: rep, Owners: reg.Ownerships(d.State, d.Silent), Now: now}
 }
 
 func claim(ns, name, uid, host string, ips ...string) *endpoint.Endpoint {
@@ -89,6 +89,9 @@ func TestExplainName(t *testing.T) {
 				return ep
 			}()},
 			name: "www.home.arpa", code: Pending},
+		{desc: "outside the domain filter: its entry goes", records: []endpoint.Record{ours("1", "tv.guest.home.arpa", "10.0.0.1", "apps", "u1")},
+			claims: []*endpoint.Endpoint{claim("apps", "web", "u1", "tv.guest.home.arpa", "10.0.0.1")},
+			name:   "tv.guest.home.arpa", code: OutsideDomainFilter, state: StateWillChange, words: "Ingress apps/web"},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
 			got := ExplainName(decided(t, tc.records, tc.claims...), tc.name)
@@ -207,7 +210,7 @@ func TestListSharedAndSilent(t *testing.T) {
 		t.Fatalf("changes %v: the co-owned line is as wanted", d.Changes)
 	}
 	rep := &controller.Report{Desired: d.Desired, Changes: d.Changes, Held: d.Held, State: d.State, Started: now}
-	in := &Input{Report: rep, Owners: reg.Ownerships(d.State, d.Silent), Manages: reg.Manages, Now: now}
+	in := &Input{Report: rep, Owners: reg.Ownerships(d.State, d.Silent), Now: now}
 	got := map[string]Entry{}
 	for _, e := range List(in, Filter{}) {
 		got[e.Hostname] = e

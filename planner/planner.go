@@ -129,9 +129,9 @@ type Sync struct {
 	plans    int               // the times the registry and the plan ran
 }
 
-// Plan reads what mode calls for and plans eps (the sources' endpoints within the domain
-// filter) under the registry's policy. A read that fails returns its error, and nothing is planned: a
-// server that answered nothing must never look like "delete everything".
+// Plan reads what mode calls for and plans eps (the sources' endpoints) under the registry's
+// policy. A read that fails returns its error, and nothing is planned: a server that answered
+// nothing must never look like "delete everything".
 //
 // An event sync plans from the known state. A new hostname (a create) must not double a line
 // someone added by hand meanwhile, which the known state may not have: a create of one

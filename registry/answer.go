@@ -11,10 +11,14 @@ import (
 // answer takes a release probe off every entry of this cluster that carries one and that no
 // change of the sync writes anyway: whatever the policy, whatever the brake or a twin holds,
 // marked or wanted by no object, so that a release run beside a running operator always learns
-// that it runs. Any other write to the entry answers too (release refuses on any change).
+// that it runs. Any other write to the entry answers too (release refuses on any change). Its
+// answers are each probe's own write, which a dry run sends (Verdict.Answers).
 func (r *Registry) answer(in *changesIn, changes []plan.Change) changed {
 	st := in.st
-	var written map[string]bool
+	var (
+		written map[string]bool
+		answers []plan.Change
+	)
 	for i := range st.Owned {
 		rec := &st.Owned[i]
 		if v := st.view(rec); !slices.ContainsFunc(v.op, func(t string) bool { return strings.HasPrefix(t, PrefixReleaseProbe) }) {
@@ -28,12 +32,14 @@ func (r *Registry) answer(in *changesIn, changes []plan.Change) changed {
 				}
 			}
 		}
+		a := answering(rec)
+		answers = append(answers, a)
 		if !written[rec.ID] {
 			// Full slice expression: an append never writes past what the stage was handed.
-			changes = append(changes[:len(changes):len(changes)], answering(rec))
+			changes = append(changes[:len(changes):len(changes)], a)
 		}
 	}
-	return changed{changes: changes}
+	return changed{changes: changes, answers: answers}
 }
 
 // answering is the write that takes the operator's release probe off rec, and nothing else.
@@ -42,20 +48,4 @@ func answering(rec *endpoint.Record) plan.Change {
 	n := *rec
 	n.Tags = slices.DeleteFunc(slices.Clone(rec.Tags), func(t string) bool { return strings.HasPrefix(t, PrefixReleaseProbe) && slices.Contains(v.op, t) })
 	return plan.Change{Action: ActionAnswer, Old: rec, New: &n}
-}
-
-// Answers are the answers to release probes that a sync's changes give, as writes of their own:
-// a dry run sends these and nothing else, so that a release beside an operator tried out with
-// --dry-run learns that it runs and refuses.
-func Answers(changes []plan.Change) []plan.Change {
-	var out []plan.Change
-	for _, c := range changes {
-		switch {
-		case c.Action == ActionAnswer:
-			out = append(out, c)
-		case c.Old != nil && Probed(c.Old) != "":
-			out = append(out, answering(c.Old))
-		}
-	}
-	return out
 }

@@ -40,6 +40,10 @@ type Verdict struct {
 	// WholeRead are the changes held because only a sync that reads the whole server may send
 	// them (the sync was planned from the known state): the caller reads and decides again.
 	WholeRead []plan.Change
+	// Answers take the release probes off this cluster's entries, each a write of its own,
+	// whatever else the sync holds: a dry run sends these and nothing else, so that a release
+	// beside an operator tried out with --dry-run learns that it runs and refuses.
+	Answers []plan.Change
 }
 
 // runChangeStages turns the plan's changes into what is safe to write at in.now, by the change
@@ -63,6 +67,7 @@ func (r *Registry) runChangeStages(table []changeStage, in *changesIn, changes [
 		res.Deferred += v.deferred
 		res.DeferredCreates = res.DeferredCreates || v.deferredCreates
 		res.WholeRead = append(res.WholeRead, v.wholeRead...)
+		res.Answers = append(res.Answers, v.answers...)
 		if v.twin != nil {
 			res.Twin = v.twin
 		}

@@ -68,7 +68,7 @@ func TestNamesakesNeverFight(t *testing.T) {
 		for _, in := range []*installation{a, b} {
 			res, st := srv.syncAs(in, now)
 			if i > 0 && len(res.Changes) != 0 {
-				t.Fatalf("round %d: %s's identity %s wrote %v; want nothing once settled", i, in.name, in.r.ClusterID(), actions(res))
+				t.Fatalf("round %d: %s's identity %s wrote %v; want nothing once settled", i, in.name, in.r.cfg.ClusterID, actions(res))
 			}
 			if i > 0 && (len(st.Namesakes) != 1 || st.Namesakes[0].Entries != 2) {
 				t.Fatalf("round %d: namesakes %+v, want the other installation with 2 entries", i, st.Namesakes)

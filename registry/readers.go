@@ -9,16 +9,6 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 )
 
-// Manages reports whether the operator manages hostname (normalised): the domain filter's
-// rule, which aliases obey too.
-func (r *Registry) Manages(hostname string) bool { return r.domains.Match(hostname) }
-
-// ClusterName is the name of the cluster whose entries the registry owns.
-func (r *Registry) ClusterName() string { return r.cfg.ClusterName }
-
-// ClusterID is the installation's identity, "" when ownership is by name alone.
-func (r *Registry) ClusterID() string { return r.cfg.ClusterID }
-
 // SplitDefaultTags reads a list of default tags as a RouterHostsConfig writes it: the owner
 // tag is implied and dropped, cluster:<name> names the cluster, and any other reserved tag is
 // an error.

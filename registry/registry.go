@@ -71,7 +71,7 @@ type Registry struct {
 	ownerTags []string
 	// coOwner is this installation's co-owner tag (CoOwnerTag).
 	coOwner string
-	domains endpoint.DomainFilter
+	filter  endpoint.DomainFilter
 	ten     tenancy
 	log     logrus.FieldLogger
 }
@@ -142,7 +142,7 @@ func (r *Registry) Reconfigure(cfg Config) error {
 	if cfg.SilentClusterAfter < 0 {
 		return fmt.Errorf("silent-cluster threshold %s is negative", cfg.SilentClusterAfter)
 	}
-	r.cfg, r.clusterTag, r.ownerTags, r.domains, r.ten, r.log = cfg, clusterTag, ownerTags, domains, ten, cfg.Log
+	r.cfg, r.clusterTag, r.ownerTags, r.filter, r.ten, r.log = cfg, clusterTag, ownerTags, domains, ten, cfg.Log
 	r.coOwner = CoOwnerTag(cfg.ClusterName, cfg.ClusterID)
 	return nil
 }
@@ -165,6 +165,9 @@ type Decision struct {
 	// Verdict is what the change stages made of the plan: the writes to send, and the changes
 	// held back with their reasons.
 	Verdict
+	// Unmanaged are the claims on hostnames outside the managed domains, which Decide sets
+	// aside before it classifies, with no conflict and no Event; explain tells of them.
+	Unmanaged []*endpoint.Endpoint
 	// Now is the clock reading the sync decided by; Cluster and ClusterID the name and identity
 	// it decided for, which the report and the Events carry.
 	Now                time.Time
@@ -205,6 +208,11 @@ type Read struct {
 func (r *Registry) Decide(now time.Time, records []endpoint.Record, claims []*endpoint.Endpoint, g Given) Decision {
 	m := g.Memory
 	m.begin()
+	// The claims outside the managed domains (--domain-filter, --exclude-domains) are set
+	// aside, as if the sources had not read them: as with external-dns, a filter is the user's
+	// choice, which no Event repeats, and such a claim proves no entry this cluster's nor that
+	// its object exists. This cluster's entries of such a hostname go as those no claim wants.
+	claims, unmanaged := r.inDomains(claims)
 	st := r.classify(records, claims, m.parser(r), m.writers())
 	w := r.runClaimStages(claimStages[:], now, claims, st, m.mergeSource())
 	toPlan, settled := w.Endpoints, m.settled(&w, st, g.Read)
@@ -223,5 +231,5 @@ func (r *Registry) Decide(now time.Time, records []endpoint.Record, claims []*en
 	v, problems := r.runChangeStages(changeStages[:], in, changes)
 	m.learn(st, &w, changes, g.Read)
 	return Decision{State: st, Desired: w.Endpoints, Conflicts: w.Conflicts, Problems: append(slices.Clip(w.Problems), problems...),
-		Plan: changes, Planned: len(toPlan), Verdict: v, Now: now, Cluster: r.cfg.ClusterName, ClusterID: r.cfg.ClusterID}
+		Plan: changes, Planned: len(toPlan), Verdict: v, Unmanaged: unmanaged, Now: now, Cluster: r.cfg.ClusterName, ClusterID: r.cfg.ClusterID}
 }

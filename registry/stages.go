@@ -197,7 +197,8 @@ type changesIn struct {
 	now     time.Time
 	st      *State
 	desired []*endpoint.Endpoint
-	// claims are the sources' endpoints, refused or not: the objects that exist.
+	// claims are the sources' endpoints within the managed domains, refused or not: the
+	// objects that exist.
 	claims []*endpoint.Endpoint
 	read   Read
 	rates  Rates
@@ -222,8 +223,10 @@ type changed struct {
 	// deferredCreates whether one of those creates.
 	paced, deferred int
 	deferredCreates bool
-	// wholeRead are the changes only a whole read may send.
+	// wholeRead are the changes only a whole read may send; answers the writes that take the
+	// release probes off, each on its own.
 	wholeRead []plan.Change
+	answers   []plan.Change
 	twin      *Twin
 	braked    *Braked
 	rates     Rates

@@ -179,7 +179,7 @@ func (t *tenancy) capGrace(d time.Duration) time.Duration {
 // tenancy applies the tenancy rules and the domain filter to each claim's names, and the
 // maximum grace period to its grace period.
 func (r *Registry) tenancy(_ *claimsIn, eps []*endpoint.Endpoint) verdicts {
-	filtered := len(r.domains.Include) > 0 || len(r.domains.Exclude) > 0
+	filtered := len(r.filter.Include) > 0 || len(r.filter.Exclude) > 0
 	if r.ten.all && r.ten.maxGrace == 0 && !filtered {
 		return verdicts{endpoints: eps}
 	}
@@ -225,7 +225,7 @@ func (r *Registry) permit(ep *endpoint.Endpoint) (*endpoint.Endpoint, []Problem)
 	aliases := ep.Aliases
 	for _, a := range ep.Aliases {
 		switch {
-		case !r.domains.Match(a):
+		case !r.filter.Match(a):
 			problems = append(problems, Problem{Source: src, Kind: ProblemOutsideDomains,
 				Message: fmt.Sprintf("alias %s is outside the domains the operator manages; dropped", a)})
 		case !r.ten.mayClaim(src.Namespace, a):

@@ -134,7 +134,7 @@ func Explain(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 	// decision (one read of the router), then the survey, the events and the DNS below.
 	timing := log.WithFields(logrus.Fields{"start": started.Sub(start).Round(time.Millisecond), "decide": time.Since(started).Round(time.Millisecond)})
 	defer func() { timing.Debug("explain's steps") }()
-	in := &explain.Input{Report: rep, Owners: op.Registry.Ownerships(rep.State, rep.Silent), Manages: op.Registry.Manages, Now: rep.Started}
+	in := &explain.Input{Report: rep, Owners: op.Registry.Ownerships(rep.State, rep.Silent), Now: rep.Started}
 	server := op.settings.VerifyDNS
 	if cfg.Command == CommandList {
 		entries := explain.List(in, cfg.Filter)
@@ -238,7 +238,7 @@ func Explain(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 	}
 	doc.Names = explain.ExplainNames(in, names)
 	heard := time.Now()
-	if err := op.said(ctx, &doc, rep.Started); err != nil {
+	if err := op.said(ctx, &doc, rep.ClusterID, rep.Started); err != nil {
 		doc.Notes = append(doc.Notes, err.Error())
 	}
 	timing = timing.WithField("events", time.Since(heard).Round(time.Millisecond))
@@ -274,10 +274,10 @@ const maxSaidObjects = 20
 
 // said adds the Warning events the running operator posted within saidWithin of now: on the
 // objects that claim each name, and the cluster-wide ones on the RouterHostsConfig. Those are
-// what only its loop sees (a twin, a write-rate budget spent). Only this installation's events
-// are shown (events.FromInstallation): another's, or one anybody posted naming the operator's
-// component, would speak for it.
-func (op *Operator) said(ctx context.Context, doc *explain.NamesJSON, now time.Time) error {
+// what only its loop sees (a twin, a write-rate budget spent). Only the events of the
+// installation clusterID are shown (events.FromInstallation): another's, or one anybody posted
+// naming the operator's component, would speak for it.
+func (op *Operator) said(ctx context.Context, doc *explain.NamesJSON, clusterID string, now time.Time) error {
 	seen := map[string][]explain.Said{}
 	var failed []string
 	read := func(obj explain.Object, uid string) []explain.Said {
@@ -287,7 +287,7 @@ func (op *Operator) said(ctx context.Context, doc *explain.NamesJSON, now time.T
 		if len(seen) >= maxSaidObjects {
 			return nil
 		}
-		got, err := warningsOn(ctx, op.events, op.Registry.ClusterID(), obj, uid, now.Add(-saidWithin))
+		got, err := warningsOn(ctx, op.events, clusterID, obj, uid, now.Add(-saidWithin))
 		if err != nil {
 			failed = append(failed, fmt.Sprintf("%s: %v", obj, err))
 		}

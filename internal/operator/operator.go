@@ -363,7 +363,7 @@ func (op *Operator) Close() {
 func (op *Operator) Run(ctx context.Context) error {
 	cfg, log := op.cfg, op.log
 	fields := logrus.Fields{
-		"version": cfg.Version, "commit": cfg.Build.Commit, "sources": cfg.Sources, "provider": cfg.Provider, "cluster": op.Registry.ClusterName(), "cluster_id": op.Registry.ClusterID(),
+		"version": cfg.Version, "commit": cfg.Build.Commit, "sources": cfg.Sources, "provider": cfg.Provider, "cluster": op.settings.ClusterName, "cluster_id": op.settings.ClusterID,
 		"policy": cfg.Policy, "dry_run": cfg.DryRun, "once": cfg.Once, "leader_elect": cfg.LeaderElect,
 	}
 	if op.noRouter != nil {

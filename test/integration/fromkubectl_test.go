@@ -131,7 +131,11 @@ func TestARunningOperatorsConfigurationFromAKubeconfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := op.Registry.ClusterID(), registry.Identity(string(ks.UID), ns, lease); got != want {
+	rep, err := op.Controller.Decide(ctx)
+	if err != nil {
+		t.Fatalf("deciding as explain does: %v", err)
+	}
+	if got, want := rep.ClusterID, registry.Identity(string(ks.UID), ns, lease); got != want {
 		t.Errorf("identity %s, want the running operator's %s", got, want)
 	}
 

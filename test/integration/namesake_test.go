@@ -504,9 +504,11 @@ type namesakeInstall struct {
 	name string
 	h    *harness
 	addr string // --metrics-address
-	// hook keeps what every run of the operator logged; syncs counts their syncs.
-	hook  *logtest.Hook
-	syncs atomic.Int64
+	// hook keeps what every run of the operator logged; syncs counts their syncs, and decided
+	// is the identity the last sync that decided ran as.
+	hook    *logtest.Hook
+	syncs   atomic.Int64
+	decided atomic.Pointer[string]
 
 	cfg  *operator.Config
 	id   string
@@ -536,8 +538,13 @@ func newNamesakeInstall(t *testing.T, name string, cp *kubetest.ControlPlane, ku
 	return in
 }
 
-// Report counts the syncs.
-func (in *namesakeInstall) Report(context.Context, *controller.Report) { in.syncs.Add(1) }
+// Report counts the syncs and keeps the identity they decided for.
+func (in *namesakeInstall) Report(_ context.Context, rep *controller.Report) {
+	if rep.ClusterID != "" {
+		in.decided.Store(&rep.ClusterID)
+	}
+	in.syncs.Add(1)
+}
 
 // start runs the operator with the cluster name "default", the shared server, a short interval
 // and grace period, and flags replacing any of those; it returns once the loop runs.
@@ -560,7 +567,7 @@ func (in *namesakeInstall) start(t *testing.T, flags ...string) {
 		cancel()
 		t.Fatalf("%s: operator: %v", in.name, err)
 	}
-	in.cfg, in.id = cfg, op.Registry.ClusterID()
+	in.cfg = cfg
 	done := make(chan error, 1)
 	go func() { done <- op.Run(ctx) }()
 	var once sync.Once
@@ -579,6 +586,11 @@ func (in *namesakeInstall) start(t *testing.T, flags ...string) {
 		})
 	}
 	waitFor(t, 30*time.Second, func() bool { _, err := (&process{addr: in.addr}).get("/healthz"); return err == nil })
+	if in.id == "" {
+		// The identity is derived once, and a restart keeps it: the first decision says it.
+		waitFor(t, 30*time.Second, func() bool { return in.decided.Load() != nil })
+		in.id = *in.decided.Load()
+	}
 }
 
 // ingress creates an annotated Ingress for host at ip, with labels.

@@ -101,7 +101,7 @@ func TestAdoptionIsAReversibleLoan(t *testing.T) {
 	if !reflect.DeepEqual(a.Tags[:len(userTags)], userTags) {
 		t.Fatalf("adopted tags = %q; want the user's %q first, verbatim and in order", a.Tags, userTags)
 	}
-	for _, tag := range []string{"k8s-operator", registry.ClusterTag("test"), registry.IdentityTag(h.op.Registry.ClusterID()), "pre-existing:true", "source:" + string(ing.UID), "namespace:" + h.ns} {
+	for _, tag := range []string{"k8s-operator", registry.ClusterTag("test"), registry.IdentityTag(out.ClusterID), "pre-existing:true", "source:" + string(ing.UID), "namespace:" + h.ns} {
 		if !a.HasTag(tag) {
 			t.Errorf("adopted entry lacks %q: %q", tag, a.Tags)
 		}
