@@ -101,18 +101,14 @@ func compileTenancy(t Tenancy) (tenancy, error) {
 		}
 		out.rules = append(out.rules, domainRule{pattern: d.Namespace, domains: f})
 	}
-	if t.Adopters != nil {
-		out.adopters = []string{}
-		for _, p := range t.Adopters {
-			if err := checkPattern(p); err != nil {
-				return tenancy{}, fmt.Errorf("adopting namespaces: %w", err)
-			}
-			out.adopters = append(out.adopters, p)
+	for _, p := range t.Adopters {
+		if err := checkPattern(p); err != nil {
+			return tenancy{}, fmt.Errorf("adopting namespaces: %w", err)
 		}
-		// "*" lets every namespace adopt, as no list does.
-		if slices.Contains(out.adopters, "*") {
-			out.adopters = nil
-		}
+	}
+	// "*" lets every namespace adopt, as no list does.
+	if t.Adopters != nil && !slices.Contains(t.Adopters, "*") {
+		out.adopters = append([]string{}, t.Adopters...)
 	}
 	return out, nil
 }
@@ -128,6 +124,7 @@ func checkPattern(p string) error {
 	return nil
 }
 
+// matches reports whether namespace matches pattern (path.Match; checked by checkPattern).
 func matches(pattern, namespace string) bool {
 	ok, _ := path.Match(pattern, namespace)
 	return ok
@@ -183,30 +180,12 @@ func (r *Registry) tenancy(_ *claimsIn, eps []*endpoint.Endpoint) verdicts {
 	if r.ten.all && r.ten.maxGrace == 0 && !filtered {
 		return verdicts{endpoints: eps}
 	}
-	var (
-		res verdicts
-		out []*endpoint.Endpoint
-	)
-	for i, ep := range eps {
+	var res verdicts
+	res.endpoints = sendOn(eps, func(ep *endpoint.Endpoint) *endpoint.Endpoint {
 		keep, problems := r.permit(ep)
 		res.problems = append(res.problems, problems...)
-		if keep == ep {
-			if out != nil {
-				out = append(out, ep)
-			}
-			continue
-		}
-		if out == nil {
-			out = append(make([]*endpoint.Endpoint, 0, len(eps)), eps[:i]...)
-		}
-		if keep != nil {
-			out = append(out, keep)
-		}
-	}
-	res.endpoints = eps
-	if out != nil {
-		res.endpoints = out
-	}
+		return keep
+	})
 	return res
 }
 
