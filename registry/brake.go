@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,17 +13,15 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 )
 
-// Brake holds back a mass deletion: a namespace deleted by mistake, a source dropped from the
-// flags, a label filter's typo, twenty names replaced by a values typo. When more than
-// NamespaceShare of one namespace's entries, and at least NamespaceMinimum, would be on their
-// way out, or more than Share of the cluster's entries, and at least Minimum, in namespaces
-// each losing more than Share of their own, no entry of the namespaces concerned is marked for
-// deletion, none marked before is deleted, and no new name is written there, until the user
-// confirms that very set (Confirm holds its token) or the cause goes away. The share is of the entries the router holds before the sync, and the new names
-// wait with the old ones: a name replaced by another is a name leaving, whatever the syncs that
-// follow find. The brake trips only on a sync that would mark: a burst that reaches the loop in
-// two syncs is held whole (the first marks of it are not deleted meanwhile), and a confirmed
-// set, once marked, goes as its grace periods end without asking again.
+// Brake holds back a mass deletion (a namespace deleted by mistake, a source dropped, a label
+// filter's typo): when more than NamespaceShare of one namespace's entries, and at least
+// NamespaceMinimum, would be on their way out, or more than Share of the cluster's, and at
+// least Minimum, in namespaces each losing more than Share of their own, nothing of the
+// namespaces concerned is marked or deleted and no new name is written there, until the user
+// confirms that very set (Confirm) or the cause goes away. The share is of the entries before
+// the sync, and new names wait with the old: a name replaced is a name leaving. It trips only
+// on a sync that would mark, so a burst over two syncs is held whole, and a confirmed set, once
+// marked, goes as its grace periods end without asking again.
 type Brake struct {
 	// Share is the part of the cluster's entries, in (0, 1], beyond which the brake holds;
 	// zero turns the cluster's brake off.
@@ -31,9 +30,8 @@ type Brake struct {
 	// a handful of entries never does.
 	Minimum int
 	// NamespaceShare and NamespaceMinimum are the same for each namespace on its own, so that a
-	// namespace deleted by mistake is held however small a part of the cluster it is, and one
-	// tenant's churn neither hides another's mass deletion nor holds its everyday one. Zero
-	// NamespaceShare turns the namespaces' brake off.
+	// namespace deleted by mistake is held however small a part of the cluster, and one
+	// tenant's churn neither hides nor holds another's. Zero NamespaceShare turns it off.
 	NamespaceShare   float64
 	NamespaceMinimum int
 	// Confirm is the token of a held deletion the user lets through (Braked.Token).
@@ -47,17 +45,17 @@ func DefaultBrake() Brake {
 }
 
 func checkBrake(b Brake) error {
-	if b.Share < 0 || b.Share > 1 {
-		return fmt.Errorf("mass-deletion share %v: want between 0 (off) and 1", b.Share)
-	}
-	if b.Minimum < 0 {
-		return fmt.Errorf("mass-deletion minimum %d is negative", b.Minimum)
-	}
-	if b.NamespaceShare < 0 || b.NamespaceShare > 1 {
-		return fmt.Errorf("a namespace's mass-deletion share %v: want between 0 (off) and 1", b.NamespaceShare)
-	}
-	if b.NamespaceMinimum < 0 {
-		return fmt.Errorf("a namespace's mass-deletion minimum %d is negative", b.NamespaceMinimum)
+	for _, c := range []struct {
+		of    string
+		share float64
+		min   int
+	}{{"mass-deletion", b.Share, b.Minimum}, {"a namespace's mass-deletion", b.NamespaceShare, b.NamespaceMinimum}} {
+		if c.share < 0 || c.share > 1 {
+			return fmt.Errorf("%s share %v: want between 0 (off) and 1", c.of, c.share)
+		}
+		if c.min < 0 {
+			return fmt.Errorf("%s minimum %d is negative", c.of, c.min)
+		}
 	}
 	return nil
 }
@@ -87,36 +85,29 @@ type BrakedNamespace struct {
 
 // Message is what the user is told, with the way to let it through.
 func (b *Braked) Message() string {
-	var what []string
+	var what, names []string
 	if b.Cluster {
 		what = append(what, fmt.Sprintf("%d of this cluster's %d entries", b.Leaving, b.Owned))
 	}
 	for _, n := range b.Namespaces {
+		names = append(names, n.Name)
 		if n.Tripped {
 			what = append(what, fmt.Sprintf("%d of namespace %s's %d entries", n.Leaving, n.Name, n.Owned))
 		}
 	}
+	where := "namespaces " + strings.Join(names, ", ")
+	if len(names) == 1 {
+		where = "namespace " + names[0]
+	}
 	return fmt.Sprintf("%s would be deleted at once (over the mass-deletion brake); "+
 		"none is marked or deleted, and no new name is written in %s, until the cause goes away or the deletion is confirmed with "+
 		"--confirm-mass-deletion=%s or the RouterHostsConfig's spec.deletion.brake.confirm: %q",
-		strings.Join(what, " and "), namespaceList(b.Namespaces), b.Token, b.Token)
+		strings.Join(what, " and "), where, b.Token, b.Token)
 }
 
-func namespaceList(ns []BrakedNamespace) string {
-	names := make([]string, len(ns))
-	for i, n := range ns {
-		names[i] = n.Name
-	}
-	if len(names) == 1 {
-		return "namespace " + names[0]
-	}
-	return "namespaces " + strings.Join(names, ", ")
-}
-
-// brake applies the Brake to a sync's changes: it returns them without the marks, the
-// deletions of marked entries, the new names of the namespaces held when the entries leaving
-// would trip it and the renewals of the heartbeat, and what it held. Duplicates, whose address stays served, are no deletion of a
-// name and always go.
+// brake holds, when the entries leaving would trip the Brake, the marks, the deletions of
+// marked entries and the new names of the namespaces held, and every renewal of the
+// heartbeat. A duplicate's deletion, whose address stays served, always goes.
 func (r *Registry) brake(in *changesIn, changes []plan.Change) changed {
 	b := r.cfg.Brake
 	// Only a sync that marks can trip it; the others (most) need not count the entries.
@@ -132,18 +123,15 @@ func (r *Registry) brake(in *changesIn, changes []plan.Change) changed {
 	for _, c := range changes {
 		ns := ""
 		switch {
-		case beatOnly(&c):
-			out.held = append(out.held, Held{Change: c, Reason: ReasonMassDeletionHeld, Token: braked.Token})
-			continue
 		case c.Action == plan.Mark || retiring(&c):
 			ns = l.namespaceOf(c.Old)
 		case c.Action == plan.Create || c.Action == plan.Adopt:
-			// A new name in a namespace held may be the other half of a replacement: it waits,
-			// so that the entries the share is taken against stay the ones before the change.
+			// A new name may be the other half of a replacement: it waits, so that the share is
+			// still taken against the entries before the change.
 			v := viewOf(c.New)
 			ns, _ = v.value(PrefixNamespace)
 		}
-		if ns != "" && held[ns] {
+		if beatOnly(&c) || ns != "" && held[ns] {
 			out.held = append(out.held, Held{Change: c, Reason: ReasonMassDeletionHeld, Token: braked.Token})
 			continue
 		}
@@ -201,10 +189,10 @@ func countLeaving(st *State, changes []plan.Change) *leavingCount {
 }
 
 // verdict is what the brake holds of the count, owned entries in all: nil when nothing, else
-// the mass deletion and the namespaces held. A namespace's own share trips it for that
-// namespace; the cluster's share counts, and holds, only the namespaces not held on their own
-// that lose more than that share of their own entries, so that no namespace holds another or
-// spends another's minimum.
+// the mass deletion and the namespaces held. A namespace's own share holds that namespace; the
+// cluster's share counts, and holds, only the namespaces not held on their own that lose more
+// than that share of their own entries, so that no namespace's everyday deletion holds another
+// or spends another's minimum.
 func (b Brake) verdict(l *leavingCount, owned int) (*Braked, map[string]bool) {
 	held := map[string]bool{}
 	tripped := map[string]bool{}
@@ -217,9 +205,6 @@ func (b Brake) verdict(l *leavingCount, owned int) (*Braked, map[string]bool) {
 	}
 	cluster := false
 	if b.Share > 0 {
-		// Only a namespace losing more than the share of its own entries counts, and only the
-		// namespaces counted are held: a namespace's everyday deletion neither spends the
-		// minimum of the others nor is held with them.
 		counted := map[string]bool{}
 		rest, marks := 0, false
 		for ns, ids := range l.leaving {
@@ -232,9 +217,7 @@ func (b Brake) verdict(l *leavingCount, owned int) (*Braked, map[string]bool) {
 		}
 		if marks && rest >= b.Minimum && float64(rest) > b.Share*float64(owned) {
 			cluster = true
-			for ns := range counted {
-				held[ns] = true
-			}
+			maps.Copy(held, counted)
 		}
 	}
 	if len(held) == 0 {
@@ -242,14 +225,12 @@ func (b Brake) verdict(l *leavingCount, owned int) (*Braked, map[string]bool) {
 	}
 	braked := &Braked{Cluster: cluster}
 	var ids []string
-	for _, ns := range sortedKeys(held) {
+	for _, ns := range slices.Sorted(maps.Keys(held)) {
 		n := BrakedNamespace{Name: ns, Leaving: len(l.leaving[ns]), Owned: l.base[ns], Tripped: tripped[ns]}
 		braked.Namespaces = append(braked.Namespaces, n)
 		braked.Leaving += n.Leaving
 		braked.Owned += n.Owned
-		for id := range l.leaving[ns] {
-			ids = append(ids, id)
-		}
+		ids = slices.AppendSeq(ids, maps.Keys(l.leaving[ns]))
 	}
 	if cluster {
 		braked.Owned = owned
@@ -261,11 +242,8 @@ func (b Brake) verdict(l *leavingCount, owned int) (*Braked, map[string]bool) {
 // brakeToken names exactly one set of entries leaving: their number and a hash of their IDs.
 func brakeToken(ids []string) string {
 	slices.Sort(ids)
-	sum := sha256.New()
-	for _, id := range ids {
-		sum.Write([]byte(id + "\n"))
-	}
-	return strconv.Itoa(len(ids)) + "-" + hex.EncodeToString(sum.Sum(nil))[:8]
+	sum := sha256.Sum256([]byte(strings.Join(append(ids, ""), "\n"))) // each ID and a newline
+	return strconv.Itoa(len(ids)) + "-" + hex.EncodeToString(sum[:4])
 }
 
 // retiring reports whether c deletes or releases an entry at the end of its grace period.

@@ -9,10 +9,9 @@ import (
 )
 
 // grace turns a planned delete into a durable pending-deletion mark; only a mark older than its
-// grace period deletes the entry or, for an adopted one, releases it to the user as it was
-// found. A duplicate (another entry serves its address), or an entry on a name another cluster
-// holds (foreignHolder), is deleted at once. An update of a marked entry lifts the mark: an
-// unmark.
+// grace period deletes the entry or, for an adopted one, releases it as it was found. A
+// duplicate (another entry serves its address), or an entry on a name another cluster holds,
+// is deleted at once. An update of a marked entry lifts the mark: an unmark.
 func (r *Registry) grace(in *changesIn, changes []plan.Change) changed {
 	if !slices.ContainsFunc(changes, func(c plan.Change) bool { return c.Action == plan.Update || c.Action == plan.Delete }) {
 		return changed{changes: changes} // creates and adoptions only: a cold start
@@ -27,48 +26,43 @@ func (r *Registry) grace(in *changesIn, changes []plan.Change) changed {
 			continue
 		}
 		if cv := in.st.view(c.Old); (c.Duplicate || yielded(in.st, c.Old)) && !cv.has(TagPreExisting) {
-			// Its address stays served by another entry, or its name by the cluster that holds
-			// it: no grace period to wait out.
 			v.changes = append(v.changes, c)
 			continue
 		}
 		out, due := r.retire(in.now, in.st, c.Old)
-		if out != nil && retiring(out) && in.st.witness.Waits(c.Old.ID) {
+		switch {
+		case out == nil:
+			v.held = append(v.held, Held{Change: c, Reason: ReasonGracePeriod, Due: due})
+		case retiring(out) && in.st.witness.Waits(c.Old.ID):
 			// Due, but a twin may want the entry: the next whole reads give it time to lift
 			// the mark (twins.go).
 			v.held = append(v.held, Held{Change: c, Reason: ReasonGracePeriod})
-			continue
-		}
-		if out != nil {
+		default:
 			v.changes = append(v.changes, *out)
 		}
-		if !due.IsZero() {
-			if out == nil {
-				v.held = append(v.held, Held{Change: c, Reason: ReasonGracePeriod, Due: due})
-			}
-			if v.next.IsZero() || due.Before(v.next) {
-				v.next = due
-			}
+		if !due.IsZero() && (v.next.IsZero() || due.Before(v.next)) {
+			v.next = due
 		}
 	}
 	return v
 }
 
-// retire decides what a planned delete of rec means now: a mark, nothing yet, or the
-// deletion (release) itself. It returns the change, if any, and when the mark falls due if
-// that is still in the future.
+// retire is what a planned delete of rec means now: a mark, nothing yet (nil), or the deletion
+// (release) itself, and when the mark falls due if that is still to come.
 func (r *Registry) retire(now time.Time, st *State, rec *endpoint.Record) (*plan.Change, time.Time) {
 	v := st.view(rec)
 	due, marked := r.due(&v)
 	if !marked {
 		// Not yet marked (or the mark was mangled by hand): start the grace period now.
 		n := *rec
-		n.Tags = markedTags(rec.Tags, &v, PrefixPending+now.UTC().Format(time.RFC3339))
+		n.Tags = withOwnTag(rec.Tags, &v, PrefixPending, PrefixPending+now.UTC().Format(time.RFC3339))
 		if st.parser.parse(rec).class == endpoint.OwnerNamesake {
 			// An entry of an identity this cluster had before is marked under this one: left
-			// with the old, it would be the only entry of it, naming no object here, and so
-			// a namesake's, never deleted.
-			n.Tags = r.withOwnIdentity(n.Tags)
+			// with the old, it would name no object here, and so be a namesake's, never deleted.
+			for _, t := range [...][2]string{{PrefixCluster, r.clusterTag}, {PrefixClusterID, IdentityTag(r.cfg.ClusterID)}} {
+				nv := viewOf(&n)
+				n.Tags = withOwnTag(n.Tags, &nv, t[0], t[1])
+			}
 		}
 		return &plan.Change{Action: plan.Mark, Old: rec, New: &n}, now.Add(r.gracePeriod(&v))
 	}
@@ -82,8 +76,8 @@ func (r *Registry) retire(now time.Time, st *State, rec *endpoint.Record) (*plan
 }
 
 // released is an adopted entry given back: the user's own tags in their order, no tag of the
-// operator's, and the address, spelling and aliases recorded in its loan. The comment was never
-// changed. An entry adopted before loans were recorded keeps its address and aliases.
+// operator's, and the address, spelling and aliases recorded in its loan (the comment was never
+// changed). An entry adopted before loans were recorded keeps its address and aliases.
 func released(rec *endpoint.Record, v *view) *endpoint.Record {
 	n := *rec
 	n.Tags = append([]string{}, v.user...)
@@ -104,9 +98,9 @@ func (r *Registry) due(v *view) (due time.Time, marked bool) {
 	return markedAt.Add(r.gracePeriod(v)), true
 }
 
-// gracePeriod is the entry's own grace-period tag if it has one (so a per-object override
-// survives the object), else the configured default; never above the maximum, so that
-// lowering it takes effect on entries written before.
+// gracePeriod is the entry's own grace-period tag if it has one (a per-object override
+// survives the object), else the default; capped at the maximum, so that lowering it takes
+// effect on entries written before.
 func (r *Registry) gracePeriod(v *view) time.Duration {
 	if s, ok := v.value(PrefixGracePeriod); ok {
 		if d, err := time.ParseDuration(s + "s"); err == nil && d >= 0 {
@@ -114,19 +108,4 @@ func (r *Registry) gracePeriod(v *view) time.Duration {
 		}
 	}
 	return r.cfg.GracePeriod
-}
-
-// withOwnIdentity is tags with this cluster's name and identity as the operator's cluster tags,
-// in the design's form, in place of another identity's.
-func (r *Registry) withOwnIdentity(tags []string) []string {
-	rec := endpoint.Record{Tags: tags}
-	v := viewOf(&rec)
-	rec.Tags = withOwnTag(rec.Tags, &v, PrefixCluster, r.clusterTag)
-	v = viewOf(&rec)
-	return withOwnTag(rec.Tags, &v, PrefixClusterID, IdentityTag(r.cfg.ClusterID))
-}
-
-// markedTags is tags with mark as the operator's only pending-deletion tag.
-func markedTags(tags []string, v *view, mark string) []string {
-	return withOwnTag(tags, v, PrefixPending, mark)
 }

@@ -9,15 +9,12 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
 
-// namespaceBudget holds a namespace to its budget of entries: what it would have after the
-// plan, counted as the router stores it (each hostname's addresses, or its entries when it has
-// more, marked ones included, and the entries of hostnames it let go until they are gone). The
-// entries a namespace has always stay; what it adds (a new hostname, more addresses for one it
-// has) is admitted in the order of the oldest claim while the namespace stays within, and the
-// rest waits: a new hostname is not written, a grown one keeps as many addresses as it has
-// entries (those it has first, so that a moved address is still re-pointed). A hostname cut is
-// a copy, so its merge is not kept (it would settle the hostname unplanned once the namespace
-// has room again).
+// namespaceBudget holds a namespace to its budget of entries, counted as the router would store
+// them after the plan: each hostname's addresses, or its entries when it has more, marked ones
+// included, and the entries of hostnames it let go until they are gone. The entries a namespace
+// has always stay; what it adds is admitted in the order of the oldest claim while it stays
+// within, and the rest waits: a new hostname is not written, a grown one keeps as many
+// addresses as it has entries (those first, so that a moved address is still re-pointed).
 func (r *Registry) namespaceBudget(in *claimsIn, merged []*endpoint.Endpoint) verdicts {
 	limit := r.cfg.Budgets.EntriesPerNamespace
 	if limit == 0 {
@@ -36,26 +33,41 @@ func (r *Registry) namespaceBudget(in *claimsIn, merged []*endpoint.Endpoint) ve
 		return verdicts{endpoints: merged}
 	}
 	res := verdicts{endpoints: make([]*endpoint.Endpoint, 0, len(merged))}
-	var left leftOut
+	// Each object's hostnames not got in full, in the order met: one problem each.
+	type leftOut struct {
+		src   endpoint.SourceRef
+		hosts []string
+	}
+	var left []leftOut
+	at := map[string]int{}
 	for i, m := range merged {
 		c, isCut := cut[i]
 		if !isCut {
 			res.endpoints = append(res.endpoints, m)
 			continue
 		}
-		if c != nil {
-			res.endpoints = append(res.endpoints, c)
-		}
 		what := m.Hostname
 		if c != nil {
+			res.endpoints = append(res.endpoints, c)
 			what = fmt.Sprintf("%d of %s's %d addresses", len(m.Targets)-len(c.Targets), m.Hostname, len(m.Targets))
 		}
-		left.add(m.Sources, what)
+		for _, s := range m.Sources {
+			k, ok := at[s.UID]
+			if !ok {
+				k, at[s.UID] = len(left), len(left)
+				left = append(left, leftOut{src: s})
+			}
+			left[k].hosts = append(left[k].hosts, what)
+		}
 	}
-	for _, o := range left.objects {
+	for _, o := range left {
+		names := strings.Join(o.hosts[:min(len(o.hosts), 3)], ", ")
+		if len(o.hosts) > 3 {
+			names += fmt.Sprintf(" and %d more", len(o.hosts)-3)
+		}
 		res.problems = append(res.problems, Problem{Source: o.src, Kind: ProblemOverBudget,
 			Message: fmt.Sprintf("namespace %s is at its budget of %d entries (entries marked for deletion count until they are gone): %s not written; the entries it has stay",
-				o.src.Namespace, limit, o.names())})
+				o.src.Namespace, limit, names)})
 	}
 	return res
 }
@@ -103,42 +115,8 @@ func namespaceCuts(in *claimsIn, merged []*endpoint.Endpoint, limit int) map[int
 	return cut
 }
 
-// leftOut gathers, per object, the hostnames it does not get in full: one problem each.
-type leftOut struct {
-	objects []*objectLeftOut
-	byUID   map[string]*objectLeftOut
-}
-
-type objectLeftOut struct {
-	src   endpoint.SourceRef
-	hosts []string
-}
-
-func (l *leftOut) add(sources []endpoint.SourceRef, what string) {
-	if l.byUID == nil {
-		l.byUID = map[string]*objectLeftOut{}
-	}
-	for _, s := range sources {
-		o := l.byUID[s.UID]
-		if o == nil {
-			o = &objectLeftOut{src: s}
-			l.byUID[s.UID] = o
-			l.objects = append(l.objects, o)
-		}
-		o.hosts = append(o.hosts, what)
-	}
-}
-
-// names are a few of the object's hostnames, and how many more.
-func (o *objectLeftOut) names() string {
-	names := strings.Join(o.hosts[:min(len(o.hosts), 3)], ", ")
-	if len(o.hosts) > 3 {
-		names += fmt.Sprintf(" and %d more", len(o.hosts)-3)
-	}
-	return names
-}
-
-// withAddresses is m cut to n addresses, those its entries have first; nil for none.
+// withAddresses is m cut to n addresses, those its entries have first; nil for none. A cut is
+// a copy, so its merge is not kept: it would settle the hostname unplanned once there is room.
 func withAddresses(m *endpoint.Endpoint, recs []*endpoint.Record, n int) *endpoint.Endpoint {
 	if n == 0 {
 		return nil

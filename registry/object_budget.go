@@ -14,7 +14,33 @@ func (r *Registry) objectBudget(in *claimsIn, eps []*endpoint.Endpoint) verdicts
 	if b.EntriesPerObject == 0 && b.AliasesPerObject == 0 && b.TagsPerObject == 0 {
 		return verdicts{endpoints: eps}
 	}
-	over := r.objectsOverBudget(in.st, eps)
+	sizes := r.objectSizes(in.st, eps)
+	var over map[string]string // what each object over a budget asks for over which, by UID
+	for _, ep := range eps {
+		uid := ep.Sources[0].UID
+		if sizes == nil && (b.TagsPerObject == 0 || len(ep.Tags) <= b.TagsPerObject) {
+			continue // the common case: no object near a budget
+		}
+		if _, seen := over[uid]; seen {
+			continue
+		}
+		var why []string
+		if n := sizes[uid].entries; b.EntriesPerObject > 0 && n > b.EntriesPerObject {
+			why = append(why, fmt.Sprintf("%d entries (hostnames × addresses, and its entries marked for deletion until they are gone; the budget is %d)", n, b.EntriesPerObject))
+		}
+		if n := sizes[uid].aliases; b.AliasesPerObject > 0 && n > b.AliasesPerObject {
+			why = append(why, fmt.Sprintf("%d aliases over its hostnames (the budget is %d)", n, b.AliasesPerObject))
+		}
+		if n := len(ep.Tags); b.TagsPerObject > 0 && n > b.TagsPerObject {
+			why = append(why, fmt.Sprintf("%d tags (the budget is %d)", n, b.TagsPerObject))
+		}
+		if len(why) > 0 {
+			if over == nil {
+				over = map[string]string{}
+			}
+			over[uid] = strings.Join(why, ", ")
+		}
+	}
 	if len(over) == 0 {
 		return verdicts{endpoints: eps}
 	}
@@ -41,46 +67,10 @@ func (r *Registry) objectBudget(in *claimsIn, eps []*endpoint.Endpoint) verdicts
 // objectSize is what an object asks for: entries (its marked ones included) and aliases.
 type objectSize struct{ entries, aliases int }
 
-// objectsOverBudget are the objects over a budget per object, by UID, each with what it asks
-// for over which budget.
-func (r *Registry) objectsOverBudget(st *State, eps []*endpoint.Endpoint) map[string]string {
-	b := r.cfg.Budgets
-	sizes := r.objectSizes(st, eps)
-	var over map[string]string
-	for _, ep := range eps {
-		uid := ep.Sources[0].UID
-		if sizes == nil && (b.TagsPerObject == 0 || len(ep.Tags) <= b.TagsPerObject) {
-			continue // the common case: no object near a budget
-		}
-		if _, seen := over[uid]; seen {
-			continue
-		}
-		var why []string
-		if n := sizes[uid].entries; b.EntriesPerObject > 0 && n > b.EntriesPerObject {
-			why = append(why, fmt.Sprintf("%d entries (hostnames × addresses, and its entries marked for deletion until they are gone; the budget is %d)", n, b.EntriesPerObject))
-		}
-		if n := sizes[uid].aliases; b.AliasesPerObject > 0 && n > b.AliasesPerObject {
-			why = append(why, fmt.Sprintf("%d aliases over its hostnames (the budget is %d)", n, b.AliasesPerObject))
-		}
-		if n := len(ep.Tags); b.TagsPerObject > 0 && n > b.TagsPerObject {
-			why = append(why, fmt.Sprintf("%d tags (the budget is %d)", n, b.TagsPerObject))
-		}
-		if len(why) > 0 {
-			if over == nil {
-				over = map[string]string{}
-			}
-			over[uid] = strings.Join(why, ", ")
-		}
-	}
-	return over
-}
-
 // objectSizes sums the entries and aliases of the objects that may be over their budgets, nil
-// when none may. Every claim of an object carries the object's tags, so those are checked
-// claim by claim; its entries and aliases are sums over its claims. Those are summed first in
-// buckets by a hash of the object's UID: a bucket within the budgets holds no object over
-// them, and only the objects of a bucket over them are summed one by one. With thousands of
-// objects of a few names each, no bucket comes near a budget.
+// when none may (every claim carries its object's tags, so those are checked claim by claim).
+// The sums go first into buckets by a hash of the UID: only the objects of a bucket over a
+// budget are summed one by one, so thousands of small objects cost no map.
 func (r *Registry) objectSizes(st *State, eps []*endpoint.Endpoint) map[string]objectSize {
 	b := r.cfg.Budgets
 	const nBuckets = 4096
@@ -90,9 +80,7 @@ func (r *Registry) objectSizes(st *State, eps []*endpoint.Endpoint) map[string]o
 	hotBucket := func(k int) bool {
 		return (b.EntriesPerObject > 0 && int(bucketEntries[k]) > b.EntriesPerObject) || (b.AliasesPerObject > 0 && int(bucketAliases[k]) > b.AliasesPerObject)
 	}
-	// An object's entries marked for deletion count until they are gone, but for those it
-	// wants again (they are unmarked, and counted among its addresses).
-	marked := map[string]int{}
+	var marked map[string]int
 	if b.EntriesPerObject > 0 {
 		marked = r.markedBySource(eps, st)
 		for uid, n := range marked {
@@ -126,8 +114,8 @@ func (r *Registry) objectSizes(st *State, eps []*endpoint.Endpoint) map[string]o
 }
 
 // markedBySource counts, per object, the entries marked for deletion that carry its source:
-// tag and that none of its claims wants again: they stay on the router until their grace
-// period ends.
+// tag and that none of its claims wants again (those are unmarked, and counted among its
+// addresses): they stay on the router until their grace period ends.
 func (r *Registry) markedBySource(eps []*endpoint.Endpoint, st *State) map[string]int {
 	out := map[string]int{}
 	var wants map[string]bool // "uid hostname ip" of the claims, made when a marked entry is met

@@ -1,72 +1,58 @@
 package registry
 
 import (
+	"cmp"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 )
 
-// writesPerSync holds what goes beyond the budget of writes per sync, for the syncs that
-// follow at once (Verdict.Deferred). It takes a hostname's changes together, since they are
-// planned against each other (a duplicate deleted while another entry takes its address), and
-// takes hostnames in turns: each namespace in turn gets one, and within a namespace each object
-// in turn, so that one object, namespace or source with thousands of changes cannot keep the
-// rest of the cluster waiting. What it sends is in that order, which the provider keeps within
-// each kind of write; within the budget, the plan's order stands.
+// writesPerSync holds what goes beyond the budget of writes per sync for the syncs that follow
+// at once (Verdict.Deferred). A hostname's changes, planned against each other, go together,
+// and hostnames go in turns: each namespace in turn, and within one each object in turn, so
+// that no object, namespace or source with thousands of changes keeps the rest waiting.
+// Within the budget, the plan's order stands.
 func (r *Registry) writesPerSync(_ *changesIn, changes []plan.Change) changed {
-	send, deferred := r.ration(changes)
-	v := changed{changes: send, deferred: len(deferred)}
-	for _, c := range deferred {
-		v.deferredCreates = v.deferredCreates || c.Action == plan.Create
-		v.held = append(v.held, Held{Change: c, Reason: ReasonOverBudget})
+	limit := r.cfg.Budgets.WritesPerSync
+	if limit == 0 || len(changes) <= limit {
+		return changed{changes: changes}
+	}
+	changes = byHostname(changes)
+	v := changed{changes: make([]plan.Change, 0, limit)}
+	for _, t := range turnsOf(changes) {
+		if v.deferred == 0 && (len(v.changes) == 0 || len(v.changes)+t.end-t.start <= limit) {
+			v.changes = append(v.changes, changes[t.start:t.end]...)
+			continue
+		}
+		v.deferred += t.end - t.start
+		for _, c := range changes[t.start:t.end] {
+			v.deferredCreates = v.deferredCreates || c.Action == plan.Create
+			v.held = append(v.held, Held{Change: c, Reason: ReasonOverBudget})
+		}
 	}
 	return v
 }
 
-// ration splits changes into those a sync sends and those it defers (writesPerSync).
-func (r *Registry) ration(changes []plan.Change) (send, deferred []plan.Change) {
-	limit := r.cfg.Budgets.WritesPerSync
-	if limit == 0 || len(changes) <= limit {
-		return changes, nil
-	}
-	// A hostname's changes must be next to each other.
+// byHostname is changes with each hostname's next to each other: sorted, in a copy, if they
+// are not.
+func byHostname(changes []plan.Change) []plan.Change {
 	if !slices.IsSortedFunc(changes, func(a, b plan.Change) int { return strings.Compare(a.Hostname(), b.Hostname()) }) {
 		changes = slices.Clone(changes)
 		plan.Sort(changes)
 	}
-	turns := turnsOf(changes)
-	send = make([]plan.Change, 0, limit)
-	k := 0
-	for ; k < len(turns); k++ {
-		g := turns[k].g
-		if len(send) > 0 && len(send)+g.end-g.start > limit {
-			break
-		}
-		send = append(send, changes[g.start:g.end]...)
-	}
-	deferred = make([]plan.Change, 0, len(changes)-len(send))
-	for _, t := range turns[k:] {
-		deferred = append(deferred, changes[t.g.start:t.g.end]...)
-	}
-	return send, deferred
+	return changes
 }
 
-// writeGroup is one hostname's changes, changes[start:end]; writeTurn its place in the order
-// Ration sends them in.
-type writeGroup struct{ start, end int }
+// writeTurn is one hostname's changes, changes[start:end], and its place in the order
+// writesPerSync takes them in.
+type writeTurn struct{ round, ns, start, end int }
 
-type writeTurn struct {
-	round, ns int
-	g         writeGroup
-}
-
-// turnsOf orders the hostnames' groups of changes: each namespace's hostnames in its objects'
-// turns; then every namespace's first, every namespace's second, and so on.
+// turnsOf orders the hostnames' groups of changes: each namespace's in its objects' turns;
+// then every namespace's first, every namespace's second, and so on.
 func turnsOf(changes []plan.Change) []writeTurn {
-	// groups by namespace, then by object, in the plan's order.
-	byNS := map[string]map[string][]writeGroup{}
+	byNS := map[string]map[string][]writeTurn{} // by namespace, then object, in the plan's order
 	for start := 0; start < len(changes); {
 		end := start + 1
 		for end < len(changes) && changes[end].Hostname() == changes[start].Hostname() {
@@ -74,36 +60,26 @@ func turnsOf(changes []plan.Change) []writeTurn {
 		}
 		ns, obj := turnOf(&changes[start])
 		if byNS[ns] == nil {
-			byNS[ns] = map[string][]writeGroup{}
+			byNS[ns] = map[string][]writeTurn{}
 		}
-		byNS[ns][obj] = append(byNS[ns][obj], writeGroup{start, end})
+		byNS[ns][obj] = append(byNS[ns][obj], writeTurn{start: start, end: end})
 		start = end
 	}
 	var turns []writeTurn
-	namespaces := sortedKeys(byNS)
-	for k, ns := range namespaces {
-		objs := byNS[ns]
-		keys := sortedKeys(objs)
-		round := 0
+	for k, ns := range slices.Sorted(maps.Keys(byNS)) {
+		objs, round := byNS[ns], 0
+		keys := slices.Sorted(maps.Keys(objs))
 		for left := true; left; {
 			left = false
 			for _, o := range keys {
-				if len(objs[o]) == 0 {
-					continue
+				if len(objs[o]) > 0 {
+					turns = append(turns, writeTurn{round, k, objs[o][0].start, objs[o][0].end})
+					objs[o], round, left = objs[o][1:], round+1, true
 				}
-				turns = append(turns, writeTurn{round, k, objs[o][0]})
-				objs[o] = objs[o][1:]
-				round++
-				left = true
 			}
 		}
 	}
-	sort.SliceStable(turns, func(i, j int) bool {
-		if turns[i].round != turns[j].round {
-			return turns[i].round < turns[j].round
-		}
-		return turns[i].ns < turns[j].ns
-	})
+	slices.SortStableFunc(turns, func(a, b writeTurn) int { return cmp.Or(a.round-b.round, a.ns-b.ns) })
 	return turns
 }
 
@@ -130,13 +106,4 @@ func turnOf(c *plan.Change) (namespace, object string) {
 		}
 	}
 	return namespace, object
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
