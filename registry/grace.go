@@ -8,10 +8,10 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 )
 
-// grace turns a planned delete into a durable pending-deletion mark; only a mark older than its
-// grace period deletes the entry or, for an adopted one, releases it as it was found. A
-// duplicate (another entry serves its address), or an entry on a name another cluster holds,
-// is deleted at once. An update of a marked entry lifts the mark: an unmark.
+// grace turns a planned delete into a pending-deletion mark, and deletes the entry (releases an
+// adopted one) once the mark is older than its grace period. A duplicate (its address served by
+// another entry) or an entry on a name another cluster holds goes at once. An update of a marked
+// entry lifts the mark: an unmark.
 func (r *Registry) grace(in *changesIn, changes []plan.Change) changed {
 	if !slices.ContainsFunc(changes, func(c plan.Change) bool { return c.Action == plan.Update || c.Action == plan.Delete }) {
 		return changed{changes: changes} // creates and adoptions only: a cold start
@@ -34,8 +34,7 @@ func (r *Registry) grace(in *changesIn, changes []plan.Change) changed {
 		case out == nil:
 			v.held = append(v.held, Held{Change: c, Reason: ReasonGracePeriod, Due: due})
 		case retiring(out) && in.st.witness.Waits(c.Old.ID):
-			// Due, but a twin may want the entry: the next whole reads give it time to lift
-			// the mark (twins.go).
+			// Due, but a twin may want the entry: the next whole reads let it lift the mark.
 			v.held = append(v.held, Held{Change: c, Reason: ReasonGracePeriod})
 		default:
 			v.changes = append(v.changes, *out)
@@ -47,18 +46,17 @@ func (r *Registry) grace(in *changesIn, changes []plan.Change) changed {
 	return v
 }
 
-// retire is what a planned delete of rec means now: a mark, nothing yet (nil), or the deletion
-// (release) itself, and when the mark falls due if that is still to come.
+// retire is what a planned delete of rec means now (a mark, nil, or the deletion or release),
+// and when the mark falls due if that is still to come.
 func (r *Registry) retire(now time.Time, st *State, rec *endpoint.Record) (*plan.Change, time.Time) {
 	v := st.view(rec)
 	due, marked := r.due(&v)
 	if !marked {
-		// Not yet marked (or the mark was mangled by hand): start the grace period now.
+		// Not marked, or the mark mangled by hand: the grace period starts now.
 		n := *rec
 		n.Tags = withOwnTag(rec.Tags, &v, PrefixPending, PrefixPending+now.UTC().Format(time.RFC3339))
 		if st.parser.parse(rec).class == endpoint.OwnerNamesake {
-			// An entry of an identity this cluster had before is marked under this one: left
-			// with the old, it would name no object here, and so be a namesake's, never deleted.
+			// Marked under the identity it had, it would be a namesake's, never deleted.
 			for _, t := range [...][2]string{{PrefixCluster, r.clusterTag}, {PrefixClusterID, IdentityTag(r.cfg.ClusterID)}} {
 				nv := viewOf(&n)
 				n.Tags = withOwnTag(n.Tags, &nv, t[0], t[1])
@@ -75,9 +73,8 @@ func (r *Registry) retire(now time.Time, st *State, rec *endpoint.Record) (*plan
 	return &plan.Change{Action: plan.Delete, Old: rec}, time.Time{}
 }
 
-// released is an adopted entry given back: the user's own tags in their order, no tag of the
-// operator's, and the address, spelling and aliases recorded in its loan (the comment was never
-// changed). An entry adopted before loans were recorded keeps its address and aliases.
+// released is an adopted entry given back: the user's own tags in their order, and the address,
+// spelling and aliases its loan recorded (one adopted before loans keeps its own).
 func released(rec *endpoint.Record, v *view) *endpoint.Record {
 	n := *rec
 	n.Tags = append([]string{}, v.user...)
@@ -87,8 +84,7 @@ func released(rec *endpoint.Record, v *view) *endpoint.Record {
 	return &n
 }
 
-// due is when the deletion mark on an entry falls due: the mark's time plus the entry's grace
-// period. marked is false when the entry carries no mark, or one mangled by hand.
+// due is when the entry's deletion mark falls due; marked is false for no mark or a mangled one.
 func (r *Registry) due(v *view) (due time.Time, marked bool) {
 	raw, ok := v.value(PrefixPending)
 	markedAt, err := time.Parse(time.RFC3339, raw)
@@ -98,9 +94,8 @@ func (r *Registry) due(v *view) (due time.Time, marked bool) {
 	return markedAt.Add(r.gracePeriod(v)), true
 }
 
-// gracePeriod is the entry's own grace-period tag if it has one (a per-object override
-// survives the object), else the default; capped at the maximum, so that lowering it takes
-// effect on entries written before.
+// gracePeriod is the entry's own grace-period tag (an object's override survives the object),
+// capped at the maximum so that a lower maximum reaches entries written before; else the default.
 func (r *Registry) gracePeriod(v *view) time.Duration {
 	if s, ok := v.value(PrefixGracePeriod); ok {
 		if d, err := time.ParseDuration(s + "s"); err == nil && d >= 0 {

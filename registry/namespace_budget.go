@@ -10,11 +10,9 @@ import (
 )
 
 // namespaceBudget holds a namespace to its budget of entries, counted as the router would store
-// them after the plan: each hostname's addresses, or its entries when it has more, marked ones
-// included, and the entries of hostnames it let go until they are gone. The entries a namespace
-// has always stay; what it adds is admitted in the order of the oldest claim while it stays
-// within, and the rest waits: a new hostname is not written, a grown one keeps as many
-// addresses as it has entries (those first, so that a moved address is still re-pointed).
+// them after the plan (docs/ownership.md, Budgets). The entries it has stay; what it adds goes
+// in the order of the oldest claim while it stays within, and the rest waits: a new hostname is
+// not written, a grown one keeps as many addresses as it has entries.
 func (r *Registry) namespaceBudget(in *claimsIn, merged []*endpoint.Endpoint) verdicts {
 	limit := r.cfg.Budgets.EntriesPerNamespace
 	if limit == 0 {
@@ -33,13 +31,8 @@ func (r *Registry) namespaceBudget(in *claimsIn, merged []*endpoint.Endpoint) ve
 		return verdicts{endpoints: merged}
 	}
 	res := verdicts{endpoints: make([]*endpoint.Endpoint, 0, len(merged))}
-	// Each object's hostnames not got in full, in the order met: one problem each.
-	type leftOut struct {
-		src   endpoint.SourceRef
-		hosts []string
-	}
-	var left []leftOut
-	at := map[string]int{}
+	var left []endpoint.SourceRef  // the objects that do not get all they claim, in the order met
+	hosts := map[string][]string{} // what each does not get, by UID
 	for i, m := range merged {
 		c, isCut := cut[i]
 		if !isCut {
@@ -52,28 +45,26 @@ func (r *Registry) namespaceBudget(in *claimsIn, merged []*endpoint.Endpoint) ve
 			what = fmt.Sprintf("%d of %s's %d addresses", len(m.Targets)-len(c.Targets), m.Hostname, len(m.Targets))
 		}
 		for _, s := range m.Sources {
-			k, ok := at[s.UID]
-			if !ok {
-				k, at[s.UID] = len(left), len(left)
-				left = append(left, leftOut{src: s})
+			if hosts[s.UID] == nil {
+				left = append(left, s)
 			}
-			left[k].hosts = append(left[k].hosts, what)
+			hosts[s.UID] = append(hosts[s.UID], what)
 		}
 	}
-	for _, o := range left {
-		names := strings.Join(o.hosts[:min(len(o.hosts), 3)], ", ")
-		if len(o.hosts) > 3 {
-			names += fmt.Sprintf(" and %d more", len(o.hosts)-3)
+	for _, s := range left {
+		h := hosts[s.UID]
+		names := strings.Join(h[:min(len(h), 3)], ", ")
+		if len(h) > 3 {
+			names += fmt.Sprintf(" and %d more", len(h)-3)
 		}
-		res.problems = append(res.problems, Problem{Source: o.src, Kind: ProblemOverBudget,
+		res.problems = append(res.problems, Problem{Source: s, Kind: ProblemOverBudget,
 			Message: fmt.Sprintf("namespace %s is at its budget of %d entries (entries marked for deletion count until they are gone): %s not written; the entries it has stay",
-				o.src.Namespace, limit, names)})
+				s.Namespace, limit, names)})
 	}
 	return res
 }
 
-// namespaceCuts are the merged endpoints (by index) cut to fit their namespace's budget: each
-// to as many addresses as its hostname has entries (nil for none), by the rule above.
+// namespaceCuts are the merged endpoints, by index, cut to fit their namespace's budget.
 func namespaceCuts(in *claimsIn, merged []*endpoint.Endpoint, limit int) map[int]*endpoint.Endpoint {
 	owned := in.owned
 	projected, has := map[string]int{}, map[string]int{}
@@ -89,8 +80,7 @@ func namespaceCuts(in *claimsIn, merged []*endpoint.Endpoint, limit int) map[int
 			continue
 		}
 		for _, rec := range recs {
-			v := in.st.view(rec)
-			ns, _ := v.value(PrefixNamespace)
+			ns := namespaceOf(in.st.view(rec))
 			projected[ns]++
 			has[ns]++
 		}
@@ -115,8 +105,9 @@ func namespaceCuts(in *claimsIn, merged []*endpoint.Endpoint, limit int) map[int
 	return cut
 }
 
-// withAddresses is m cut to n addresses, those its entries have first; nil for none. A cut is
-// a copy, so its merge is not kept: it would settle the hostname unplanned once there is room.
+// withAddresses is m cut to n addresses, those its entries have first (so that a moved address
+// is still re-pointed); nil for none. It is a copy, so its merge is not kept: kept, it would
+// settle the hostname unplanned once there is room.
 func withAddresses(m *endpoint.Endpoint, recs []*endpoint.Record, n int) *endpoint.Endpoint {
 	if n == 0 {
 		return nil

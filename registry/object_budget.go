@@ -8,14 +8,15 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
 
-// objectBudget freezes every claim of an object that asks for more than the budget per object.
+// objectBudget freezes every claim of an object that asks for more than the budget per object:
+// it keeps the entries it has as they are and gets no new name.
 func (r *Registry) objectBudget(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 	b := r.cfg.Budgets
 	if b.EntriesPerObject == 0 && b.AliasesPerObject == 0 && b.TagsPerObject == 0 {
 		return verdicts{endpoints: eps}
 	}
 	sizes := r.objectSizes(in.st, eps)
-	var over map[string]string // what each object over a budget asks for over which, by UID
+	var over map[string]string // by UID, what each object over a budget asks for, over which
 	for _, ep := range eps {
 		uid := ep.Sources[0].UID
 		if sizes == nil && (b.TagsPerObject == 0 || len(ep.Tags) <= b.TagsPerObject) {
@@ -31,7 +32,7 @@ func (r *Registry) objectBudget(in *claimsIn, eps []*endpoint.Endpoint) verdicts
 		if n := sizes[uid].aliases; b.AliasesPerObject > 0 && n > b.AliasesPerObject {
 			why = append(why, fmt.Sprintf("%d aliases over its hostnames (the budget is %d)", n, b.AliasesPerObject))
 		}
-		if n := len(ep.Tags); b.TagsPerObject > 0 && n > b.TagsPerObject {
+		if n := len(ep.Tags); b.TagsPerObject > 0 && n > b.TagsPerObject { // each claim carries them all
 			why = append(why, fmt.Sprintf("%d tags (the budget is %d)", n, b.TagsPerObject))
 		}
 		if len(why) > 0 {
@@ -64,13 +65,12 @@ func (r *Registry) objectBudget(in *claimsIn, eps []*endpoint.Endpoint) verdicts
 	return out
 }
 
-// objectSize is what an object asks for: entries (its marked ones included) and aliases.
+// objectSize is what an object asks for: entries (marked ones included) and aliases.
 type objectSize struct{ entries, aliases int }
 
-// objectSizes sums the entries and aliases of the objects that may be over their budgets, nil
-// when none may (every claim carries its object's tags, so those are checked claim by claim).
-// The sums go first into buckets by a hash of the UID: only the objects of a bucket over a
-// budget are summed one by one, so thousands of small objects cost no map.
+// objectSizes are the sizes of the objects that may be over a budget, nil when none may. The
+// sums go first into buckets by a hash of the UID, and only the objects of a bucket over a
+// budget are summed one by one: thousands of small objects cost no map.
 func (r *Registry) objectSizes(st *State, eps []*endpoint.Endpoint) map[string]objectSize {
 	b := r.cfg.Budgets
 	const nBuckets = 4096
@@ -114,8 +114,7 @@ func (r *Registry) objectSizes(st *State, eps []*endpoint.Endpoint) map[string]o
 }
 
 // markedBySource counts, per object, the entries marked for deletion that carry its source:
-// tag and that none of its claims wants again (those are unmarked, and counted among its
-// addresses): they stay on the router until their grace period ends.
+// tag and that none of its claims wants again (those are unmarked, counted as addresses).
 func (r *Registry) markedBySource(eps []*endpoint.Endpoint, st *State) map[string]int {
 	out := map[string]int{}
 	var wants map[string]bool // "uid hostname ip" of the claims, made when a marked entry is met
@@ -142,9 +141,8 @@ func (r *Registry) markedBySource(eps []*endpoint.Endpoint, st *State) map[strin
 	return out
 }
 
-// frozen is a claim of an object over its budget: with no address, so that the entries
-// carrying its source: tag keep their addresses, with the aliases and tags they carry; nil
-// when it has no entry of the hostname.
+// frozen is a claim of an object over its budget: with no address, so that its entries of the
+// hostname keep theirs, and the aliases and tags they carry; nil when it has none.
 func (r *Registry) frozen(ep *endpoint.Endpoint, st *State, owned []*endpoint.Record) *endpoint.Endpoint {
 	tag := PrefixSource + ep.Sources[0].UID
 	var aliases, tags []string

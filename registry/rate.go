@@ -10,12 +10,8 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 )
 
-// The write-rate budgets: the server replays every write it keeps at each later call, so an
-// object that flaps slows the router down for good. Each object's and namespace's allowance
-// refills at its budget a minute, up to what it first wrote at once and a budget's worth more,
-// so a cold start is never held. Every write is charged, so a grace period of 0 makes no flap
-// free; a hostname whose allowances fall short waits, and the sync that finds enough writes its
-// latest state. What an object gone takes away never waits: it overdraws instead.
+// The write-rate budgets (docs/ownership.md, Budgets): the server replays every write it keeps
+// at each later call, so an object that flaps would slow the router down for good.
 
 // Allowance is what one object's or namespace's budget has left: Tokens writes at At, out of Cap.
 type Allowance struct {
@@ -53,18 +49,16 @@ func renews(c *plan.Change) bool {
 	return was != mark
 }
 
-// rate holds back the changes of objects and namespaces that write faster than their budgets,
-// each until the allowances earlier syncs left (in.rates) cover its hostname's changes, and
-// names the objects held back in their problems. It hands on the allowances at this sync's
-// time, before its writes (Record charges them).
+// rate holds back the changes of objects and namespaces that write faster than their budgets
+// until the allowances earlier syncs left cover them, and hands on the allowances at this
+// sync's time, before its writes (Record charges them).
 func (r *Registry) rate(in *changesIn, changes []plan.Change) changed {
 	changes = byHostname(changes)
 	if len(changes) == 0 || r.cfg.Budgets.ObjectWritesPerMinute == 0 && r.cfg.Budgets.NamespaceWritesPerMinute == 0 {
 		return changed{changes: changes}
 	}
-	// A hostname's changes, changes[start:end], are planned against each other and go or wait
-	// together; each charged one costs a write to keys (its object's and namespace's). away:
-	// every one takes an entry away.
+	// A hostname's changes, changes[start:end], go or wait together; each charged one costs a
+	// write to keys (its object's and namespace's). away: every one takes an entry away.
 	type group struct {
 		start, end int
 		keys       [2]string
@@ -93,8 +87,8 @@ func (r *Registry) rate(in *changesIn, changes []plan.Change) changed {
 		}
 		groups = append(groups, g)
 	}
-	// Each key's allowance at now: refilled since last used, or, first met, what it writes in
-	// this sync and a budget's worth more. left is what remains as the changes go in turn.
+	// Each key's allowance at now: refilled since last used or, first met, what it writes in
+	// this sync and a budget's worth more; left is what remains as the changes go.
 	out := changed{rates: make(Rates, len(cost))}
 	left := make(map[string]float64, len(cost))
 	for key, c := range cost {
@@ -103,9 +97,8 @@ func (r *Registry) rate(in *changesIn, changes []plan.Change) changed {
 			continue
 		}
 		a, ok := in.rates[key]
-		if ok {
-			a.Tokens, a.At = math.Min(a.Cap, a.Tokens+in.now.Sub(a.At).Minutes()*b), in.now
-		} else {
+		a.Tokens, a.At = math.Min(a.Cap, a.Tokens+in.now.Sub(a.At).Minutes()*b), in.now
+		if !ok {
 			a = Allowance{Tokens: b + c, Cap: b + c, At: in.now}
 		}
 		out.rates[key], left[key] = a, a.Tokens
@@ -113,8 +106,7 @@ func (r *Registry) rate(in *changesIn, changes []plan.Change) changed {
 	held := map[string]bool{}
 	var live map[string]bool // the objects some source asks for, made when a change first waits
 	for _, g := range groups {
-		var wait time.Duration
-		fits := true
+		wait, fits := time.Duration(0), true
 		for _, key := range g.keys {
 			a, ok := out.rates[key]
 			// A hostname that costs more than a whole allowance goes when the allowance is whole.
@@ -131,11 +123,9 @@ func (r *Registry) rate(in *changesIn, changes []plan.Change) changed {
 				}
 			}
 		}
-		// What an object gone (not one whose claim a stage refused) takes away never waits; an
-		// entry that names no object is paced as any.
+		// What an object gone (no claim, refused or not, names it) takes away never waits, nor
+		// a renewal of the heartbeat, or the others would read the installation as silent.
 		if !fits && !(g.away && g.obj != "" && !live[g.obj]) {
-			// A renewal of the heartbeat is charged but never waits, or the others would read
-			// the installation as silent.
 			due := in.now.Add(wait)
 			for _, c := range changes[g.start:g.end] {
 				if renews(&c) {
@@ -172,12 +162,10 @@ func (r *Registry) rate(in *changesIn, changes []plan.Change) changed {
 	return out
 }
 
-// Record takes what became of the writes a decision sent (results[i] of d.Changes[i]; nil when
-// nothing was written): mem learns them, and the allowances the caller keeps between syncs
-// (kept, handed to the next Decide) come back charged for the writes that went through; one
-// refused, failed or not started spends nothing, and one may overdraw. An allowance whole again
-// is forgotten: a charged one at once, and on a whole read every one, so that an object gone
-// leaves nothing behind. kept is not written to.
+// Record takes what became of the writes a decision sent (results[i] of d.Changes[i]): mem
+// learns them, and the allowances the caller keeps for the next Decide (kept, not written to)
+// come back charged for the writes that went through. An allowance whole again is forgotten: a
+// charged one at once, every one on a whole read, so that an object gone leaves nothing behind.
 func (r *Registry) Record(d *Decision, results []plan.Result, mem *Memory, kept Rates, wholeRead bool) Rates {
 	if mem != nil {
 		mem.wrote(d.Changes, results)

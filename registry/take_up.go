@@ -9,8 +9,7 @@ import (
 )
 
 // takeUpPerSync is how many entries of an earlier version a sync gives the identity when
-// nothing else about them changes: the take-up trickles in after an upgrade instead of
-// rewriting every entry in one sync.
+// nothing else about them changes, so that an upgrade does not rewrite every entry at once.
 const takeUpPerSync = 50
 
 // takeUp holds back the updates that only give an entry this installation's tags beyond the
@@ -35,10 +34,8 @@ func (r *Registry) takeUp(in *changesIn, changes []plan.Change) changed {
 	return v
 }
 
-// takeUpOnly reports whether c only gives an entry this installation's cluster: and
-// cluster-id: tags in the design's form, as it is but for those: an earlier version's entry
-// (no identity, or the identity after the name in the cluster: tag) or one of an identity this
-// installation had before.
+// takeUpOnly reports whether c only gives this installation's cluster: and cluster-id: tags, in
+// the design's form, to an earlier version's entry or one of an identity it had before.
 func (r *Registry) takeUpOnly(st *State, c *plan.Change) bool {
 	if c.Action != plan.Update || c.Fields() != endpoint.Fields(endpoint.FieldTags) || !slices.Contains(c.New.Tags, r.clusterTag) {
 		return false

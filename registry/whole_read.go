@@ -14,14 +14,11 @@ func (r *Registry) wholeRead(in *changesIn, changes []plan.Change) changed {
 	if !in.read.Partial {
 		return changed{changes: changes}
 	}
-	var waiting map[string]bool
+	waiting := map[string]bool{}
 	lone, several := "", false // the hostname of every create, when they are all of one
 	for _, c := range changes {
 		h := strings.ToLower(c.Hostname())
 		if c.Duplicate {
-			if waiting == nil {
-				waiting = map[string]bool{}
-			}
 			waiting[h] = true
 		}
 		if c.Action == plan.Create && h != lone {

@@ -19,9 +19,37 @@ func (r *Registry) writesPerSync(_ *changesIn, changes []plan.Change) changed {
 	if limit == 0 || len(changes) <= limit {
 		return changed{changes: changes}
 	}
+	// A hostname's changes, changes[start:end], by namespace and object in the plan's order.
+	type turn struct{ round, ns, start, end int }
 	changes = byHostname(changes)
+	byNS := map[string]map[string][]turn{}
+	for start, end := 0, 0; start < len(changes); start = end {
+		for end = start + 1; end < len(changes) && changes[end].Hostname() == changes[start].Hostname(); end++ {
+		}
+		ns, obj := turnOf(&changes[start])
+		if byNS[ns] == nil {
+			byNS[ns] = map[string][]turn{}
+		}
+		byNS[ns][obj] = append(byNS[ns][obj], turn{start: start, end: end})
+	}
+	// Each namespace's in its objects' turns, then every namespace's first, every one's second...
+	var turns []turn
+	for k, ns := range slices.Sorted(maps.Keys(byNS)) {
+		objs, round := byNS[ns], 0
+		keys := slices.Sorted(maps.Keys(objs))
+		for left := true; left; {
+			left = false
+			for _, o := range keys {
+				if len(objs[o]) > 0 {
+					turns = append(turns, turn{round, k, objs[o][0].start, objs[o][0].end})
+					objs[o], round, left = objs[o][1:], round+1, true
+				}
+			}
+		}
+	}
+	slices.SortStableFunc(turns, func(a, b turn) int { return cmp.Or(a.round-b.round, a.ns-b.ns) })
 	v := changed{changes: make([]plan.Change, 0, limit)}
-	for _, t := range turnsOf(changes) {
+	for _, t := range turns {
 		if v.deferred == 0 && (len(v.changes) == 0 || len(v.changes)+t.end-t.start <= limit) {
 			v.changes = append(v.changes, changes[t.start:t.end]...)
 			continue
@@ -45,48 +73,10 @@ func byHostname(changes []plan.Change) []plan.Change {
 	return changes
 }
 
-// writeTurn is one hostname's changes, changes[start:end], and its place in the order
-// writesPerSync takes them in.
-type writeTurn struct{ round, ns, start, end int }
-
-// turnsOf orders the hostnames' groups of changes: each namespace's in its objects' turns;
-// then every namespace's first, every namespace's second, and so on.
-func turnsOf(changes []plan.Change) []writeTurn {
-	byNS := map[string]map[string][]writeTurn{} // by namespace, then object, in the plan's order
-	for start := 0; start < len(changes); {
-		end := start + 1
-		for end < len(changes) && changes[end].Hostname() == changes[start].Hostname() {
-			end++
-		}
-		ns, obj := turnOf(&changes[start])
-		if byNS[ns] == nil {
-			byNS[ns] = map[string][]writeTurn{}
-		}
-		byNS[ns][obj] = append(byNS[ns][obj], writeTurn{start: start, end: end})
-		start = end
-	}
-	var turns []writeTurn
-	for k, ns := range slices.Sorted(maps.Keys(byNS)) {
-		objs, round := byNS[ns], 0
-		keys := slices.Sorted(maps.Keys(objs))
-		for left := true; left; {
-			left = false
-			for _, o := range keys {
-				if len(objs[o]) > 0 {
-					turns = append(turns, writeTurn{round, k, objs[o][0].start, objs[o][0].end})
-					objs[o], round, left = objs[o][1:], round+1, true
-				}
-			}
-		}
-	}
-	slices.SortStableFunc(turns, func(a, b writeTurn) int { return cmp.Or(a.round-b.round, a.ns-b.ns) })
-	return turns
-}
-
 // turnOf is whose turn a change is taken in, and whose budgets it spends: the namespace of the
-// entry it writes (the entry it removes, for a delete or release) and the object that causes
-// it: the first whose source: tag it puts on or takes off, or, when it changes none, the first
-// the entry names. An object that joins or leaves another's entry pays for that write.
+// entry it writes (removes, for a delete or release) and the object that causes it: the first
+// whose source: tag it puts on or takes off, else the first the entry names. So an object that
+// joins or leaves another's entry pays for that write.
 func turnOf(c *plan.Change) (namespace, object string) {
 	rec := c.New
 	if rec == nil || c.Action == plan.Release {
