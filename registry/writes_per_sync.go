@@ -2,7 +2,6 @@ package registry
 
 import (
 	"cmp"
-	"maps"
 	"slices"
 	"strings"
 
@@ -19,35 +18,32 @@ func (r *Registry) writesPerSync(_ *changesIn, changes []plan.Change) changed {
 	if limit == 0 || len(changes) <= limit {
 		return changed{changes: changes}
 	}
-	// A hostname's changes, changes[start:end], by namespace and object in the plan's order.
-	type turn struct{ round, ns, start, end int }
+	// A hostname's changes, changes[start:end], its namespace and object, and its place among
+	// that object's.
+	type turn struct {
+		ns, obj                string
+		nth, round, start, end int
+	}
 	changes = byHostname(changes)
-	byNS := map[string]map[string][]turn{}
+	var turns []turn
+	nth := map[[2]string]int{}
 	for start, end := 0, 0; start < len(changes); start = end {
 		for end = start + 1; end < len(changes) && changes[end].Hostname() == changes[start].Hostname(); end++ {
 		}
 		ns, obj := turnOf(&changes[start])
-		if byNS[ns] == nil {
-			byNS[ns] = map[string][]turn{}
-		}
-		byNS[ns][obj] = append(byNS[ns][obj], turn{start: start, end: end})
+		turns = append(turns, turn{ns: ns, obj: obj, nth: nth[[2]string{ns, obj}], start: start, end: end})
+		nth[[2]string{ns, obj}]++
 	}
 	// Each namespace's in its objects' turns, then every namespace's first, every one's second...
-	var turns []turn
-	for k, ns := range slices.Sorted(maps.Keys(byNS)) {
-		objs, round := byNS[ns], 0
-		keys := slices.Sorted(maps.Keys(objs))
-		for left := true; left; {
-			left = false
-			for _, o := range keys {
-				if len(objs[o]) > 0 {
-					turns = append(turns, turn{round, k, objs[o][0].start, objs[o][0].end})
-					objs[o], round, left = objs[o][1:], round+1, true
-				}
-			}
+	slices.SortStableFunc(turns, func(a, b turn) int {
+		return cmp.Or(strings.Compare(a.ns, b.ns), a.nth-b.nth, strings.Compare(a.obj, b.obj))
+	})
+	for i := 1; i < len(turns); i++ {
+		if turns[i].ns == turns[i-1].ns {
+			turns[i].round = turns[i-1].round + 1
 		}
 	}
-	slices.SortStableFunc(turns, func(a, b turn) int { return cmp.Or(a.round-b.round, a.ns-b.ns) })
+	slices.SortStableFunc(turns, func(a, b turn) int { return cmp.Or(a.round-b.round, strings.Compare(a.ns, b.ns)) })
 	v := changed{changes: make([]plan.Change, 0, limit)}
 	for _, t := range turns {
 		if v.deferred == 0 && (len(v.changes) == 0 || len(v.changes)+t.end-t.start <= limit) {
