@@ -16,14 +16,11 @@ func (r *Registry) objectBudget(in *claimsIn, eps []*endpoint.Endpoint) verdicts
 		return verdicts{endpoints: eps}
 	}
 	sizes := r.objectSizes(in.st, eps)
-	var over map[string]string // by UID, what each object over a budget asks for, over which
+	over := map[string]string{} // by UID, what each object over a budget asks for, over which
 	for _, ep := range eps {
 		uid := ep.Sources[0].UID
-		if sizes == nil && (b.TagsPerObject == 0 || len(ep.Tags) <= b.TagsPerObject) {
-			continue // the common case: no object near a budget
-		}
-		if _, seen := over[uid]; seen {
-			continue
+		if sizes == nil && (b.TagsPerObject == 0 || len(ep.Tags) <= b.TagsPerObject) || over[uid] != "" {
+			continue // the common case: no object near a budget; or an object met before
 		}
 		var why []string
 		if n := sizes[uid].entries; b.EntriesPerObject > 0 && n > b.EntriesPerObject {
@@ -36,9 +33,6 @@ func (r *Registry) objectBudget(in *claimsIn, eps []*endpoint.Endpoint) verdicts
 			why = append(why, fmt.Sprintf("%d tags (the budget is %d)", n, b.TagsPerObject))
 		}
 		if len(why) > 0 {
-			if over == nil {
-				over = map[string]string{}
-			}
 			over[uid] = strings.Join(why, ", ")
 		}
 	}
@@ -80,11 +74,29 @@ func (r *Registry) objectSizes(st *State, eps []*endpoint.Endpoint) map[string]o
 	hotBucket := func(k int) bool {
 		return (b.EntriesPerObject > 0 && int(bucketEntries[k]) > b.EntriesPerObject) || (b.AliasesPerObject > 0 && int(bucketAliases[k]) > b.AliasesPerObject)
 	}
-	var marked map[string]int
-	if b.EntriesPerObject > 0 {
-		marked = r.markedBySource(eps, st)
-		for uid, n := range marked {
-			bucketEntries[bucketOfUID(uid)] += int32(n)
+	// An object's entries marked for deletion count until they are gone, but for those one of
+	// its claims wants again (unmarked, they count as its addresses).
+	marked := map[string]int{}
+	var wants map[string]bool // "uid hostname ip" of the claims, made when a marked entry is met
+	for i := 0; b.EntriesPerObject > 0 && i < len(st.Owned); i++ {
+		rec := &st.Owned[i]
+		v := st.view(rec)
+		if _, ok := v.value(PrefixPending); !ok {
+			continue
+		}
+		if wants == nil {
+			wants = make(map[string]bool, len(eps))
+			for _, ep := range eps {
+				for _, ip := range ep.Targets {
+					wants[ep.Sources[0].UID+" "+ep.Hostname+" "+ip] = true
+				}
+			}
+		}
+		for _, uid := range v.values(PrefixSource) {
+			if !wants[uid+" "+strings.ToLower(rec.Hostname)+" "+rec.IP] {
+				marked[uid]++
+				bucketEntries[bucketOfUID(uid)]++
+			}
 		}
 	}
 	hot := false
@@ -111,34 +123,6 @@ func (r *Registry) objectSizes(st *State, eps []*endpoint.Endpoint) map[string]o
 		sizes[uid] = s
 	}
 	return sizes
-}
-
-// markedBySource counts, per object, the entries marked for deletion that carry its source:
-// tag and that none of its claims wants again (those are unmarked, counted as addresses).
-func (r *Registry) markedBySource(eps []*endpoint.Endpoint, st *State) map[string]int {
-	out := map[string]int{}
-	var wants map[string]bool // "uid hostname ip" of the claims, made when a marked entry is met
-	for i := range st.Owned {
-		rec := &st.Owned[i]
-		v := st.view(rec)
-		if _, ok := v.value(PrefixPending); !ok {
-			continue
-		}
-		if wants == nil {
-			wants = make(map[string]bool, len(eps))
-			for _, ep := range eps {
-				for _, ip := range ep.Targets {
-					wants[ep.Sources[0].UID+" "+ep.Hostname+" "+ip] = true
-				}
-			}
-		}
-		for _, uid := range v.values(PrefixSource) {
-			if !wants[uid+" "+strings.ToLower(rec.Hostname)+" "+rec.IP] {
-				out[uid]++
-			}
-		}
-	}
-	return out
 }
 
 // frozen is a claim of an object over its budget: with no address, so that its entries of the
