@@ -25,52 +25,42 @@ func (r *Registry) grace(in *changesIn, changes []plan.Change) changed {
 			v.changes = append(v.changes, c)
 			continue
 		}
-		if cv := in.st.view(c.Old); (c.Duplicate || yielded(in.st, c.Old)) && !cv.has(TagPreExisting) {
+		cv := in.st.view(c.Old)
+		due, marked := r.due(&cv)
+		switch {
+		case (c.Duplicate || yielded(in.st, c.Old)) && !cv.has(TagPreExisting):
 			v.changes = append(v.changes, c)
 			continue
-		}
-		out, due := r.retire(in.now, in.st, c.Old)
-		switch {
-		case out == nil:
+		case !marked: // or the mark mangled by hand: the grace period starts now
+			n := *c.Old
+			n.Tags = withOwnTag(n.Tags, &cv, PrefixPending, PrefixPending+in.now.UTC().Format(time.RFC3339))
+			if in.st.parser.parse(c.Old).class == endpoint.OwnerNamesake {
+				// Marked under the identity it had, it would be a namesake's, never deleted.
+				for _, t := range [...][2]string{{PrefixCluster, r.clusterTag}, {PrefixClusterID, IdentityTag(r.cfg.ClusterID)}} {
+					nv := viewOf(&n)
+					n.Tags = withOwnTag(n.Tags, &nv, t[0], t[1])
+				}
+			}
+			v.changes = append(v.changes, plan.Change{Action: plan.Mark, Old: c.Old, New: &n})
+			due = in.now.Add(r.gracePeriod(&cv))
+		case in.now.Before(due):
 			v.held = append(v.held, Held{Change: c, Reason: ReasonGracePeriod, Due: due})
-		case retiring(out) && in.st.witness.Waits(c.Old.ID):
+		case in.st.witness.Waits(c.Old.ID):
 			// Due, but a twin may want the entry: the next whole reads let it lift the mark.
 			v.held = append(v.held, Held{Change: c, Reason: ReasonGracePeriod})
+			continue
+		case cv.has(TagPreExisting):
+			v.changes = append(v.changes, plan.Change{Action: plan.Release, Old: c.Old, New: released(c.Old, &cv)})
+			continue
 		default:
-			v.changes = append(v.changes, *out)
+			v.changes = append(v.changes, plan.Change{Action: plan.Delete, Old: c.Old})
+			continue
 		}
-		if !due.IsZero() && (v.next.IsZero() || due.Before(v.next)) {
+		if v.next.IsZero() || due.Before(v.next) {
 			v.next = due
 		}
 	}
 	return v
-}
-
-// retire is what a planned delete of rec means now (a mark, nil, or the deletion or release),
-// and when the mark falls due if that is still to come.
-func (r *Registry) retire(now time.Time, st *State, rec *endpoint.Record) (*plan.Change, time.Time) {
-	v := st.view(rec)
-	due, marked := r.due(&v)
-	if !marked {
-		// Not marked, or the mark mangled by hand: the grace period starts now.
-		n := *rec
-		n.Tags = withOwnTag(rec.Tags, &v, PrefixPending, PrefixPending+now.UTC().Format(time.RFC3339))
-		if st.parser.parse(rec).class == endpoint.OwnerNamesake {
-			// Marked under the identity it had, it would be a namesake's, never deleted.
-			for _, t := range [...][2]string{{PrefixCluster, r.clusterTag}, {PrefixClusterID, IdentityTag(r.cfg.ClusterID)}} {
-				nv := viewOf(&n)
-				n.Tags = withOwnTag(n.Tags, &nv, t[0], t[1])
-			}
-		}
-		return &plan.Change{Action: plan.Mark, Old: rec, New: &n}, now.Add(r.gracePeriod(&v))
-	}
-	if now.Before(due) {
-		return nil, due
-	}
-	if v.has(TagPreExisting) {
-		return &plan.Change{Action: plan.Release, Old: rec, New: released(rec, &v)}, time.Time{}
-	}
-	return &plan.Change{Action: plan.Delete, Old: rec}, time.Time{}
 }
 
 // released is an adopted entry given back: the user's own tags in their order, and the address,

@@ -26,7 +26,42 @@ func (r *Registry) namespaceBudget(in *claimsIn, merged []*endpoint.Endpoint) ve
 	if bound <= limit {
 		return verdicts{endpoints: merged}
 	}
-	cut := namespaceCuts(in, merged, limit)
+	// Each merged endpoint (by index) cut to as many addresses as its hostname has entries.
+	projected, has := map[string]int{}, map[string]int{}
+	wanted := make(map[string]bool, len(merged))
+	for _, m := range merged {
+		ns, n := m.Sources[0].Namespace, len(in.owned[m.Hostname])
+		wanted[m.Hostname] = true
+		projected[ns] += max(n, len(m.Targets))
+		has[ns] += n
+	}
+	for h, recs := range in.owned {
+		if wanted[h] {
+			continue
+		}
+		for _, rec := range recs {
+			ns := namespaceOf(in.st.view(rec))
+			projected[ns]++
+			has[ns]++
+		}
+	}
+	var growing []int
+	for i, m := range merged {
+		if projected[m.Sources[0].Namespace] > limit && len(m.Targets) > len(in.owned[m.Hostname]) {
+			growing = append(growing, i)
+		}
+	}
+	sort.SliceStable(growing, func(a, b int) bool { return olderClaim(merged[growing[a]], merged[growing[b]]) })
+	cut := map[int]*endpoint.Endpoint{}
+	for _, i := range growing {
+		m := merged[i]
+		ns, n := m.Sources[0].Namespace, len(in.owned[m.Hostname])
+		if add := len(m.Targets) - n; has[ns]+add <= limit {
+			has[ns] += add
+			continue
+		}
+		cut[i] = withAddresses(m, in.owned[m.Hostname], n)
+	}
 	if len(cut) == 0 {
 		return verdicts{endpoints: merged}
 	}
@@ -62,47 +97,6 @@ func (r *Registry) namespaceBudget(in *claimsIn, merged []*endpoint.Endpoint) ve
 				s.Namespace, limit, names)})
 	}
 	return res
-}
-
-// namespaceCuts are the merged endpoints, by index, cut to fit their namespace's budget.
-func namespaceCuts(in *claimsIn, merged []*endpoint.Endpoint, limit int) map[int]*endpoint.Endpoint {
-	owned := in.owned
-	projected, has := map[string]int{}, map[string]int{}
-	wanted := make(map[string]bool, len(merged))
-	for _, m := range merged {
-		ns, n := m.Sources[0].Namespace, len(owned[m.Hostname])
-		wanted[m.Hostname] = true
-		projected[ns] += max(n, len(m.Targets))
-		has[ns] += n
-	}
-	for h, recs := range owned {
-		if wanted[h] {
-			continue
-		}
-		for _, rec := range recs {
-			ns := namespaceOf(in.st.view(rec))
-			projected[ns]++
-			has[ns]++
-		}
-	}
-	var growing []int
-	for i, m := range merged {
-		if projected[m.Sources[0].Namespace] > limit && len(m.Targets) > len(owned[m.Hostname]) {
-			growing = append(growing, i)
-		}
-	}
-	sort.SliceStable(growing, func(a, b int) bool { return olderClaim(merged[growing[a]], merged[growing[b]]) })
-	cut := map[int]*endpoint.Endpoint{}
-	for _, i := range growing {
-		m := merged[i]
-		ns, n := m.Sources[0].Namespace, len(owned[m.Hostname])
-		if add := len(m.Targets) - n; has[ns]+add <= limit {
-			has[ns] += add
-			continue
-		}
-		cut[i] = withAddresses(m, owned[m.Hostname], n)
-	}
-	return cut
 }
 
 // withAddresses is m cut to n addresses, those its entries have first (so that a moved address

@@ -10,10 +10,8 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 )
 
-// The write-rate budgets (docs/ownership.md, Budgets): the server replays every write it keeps
-// at each later call, so an object that flaps would slow the router down for good.
-
-// Allowance is what one object's or namespace's budget has left: Tokens writes at At, out of Cap.
+// Allowance is what one object's or namespace's write-rate budget has left (docs/ownership.md,
+// Budgets): Tokens writes at At, out of Cap.
 type Allowance struct {
 	Tokens, Cap float64
 	At          time.Time
@@ -50,7 +48,8 @@ func renews(c *plan.Change) bool {
 }
 
 // rate holds back the changes of objects and namespaces that write faster than their budgets
-// until the allowances earlier syncs left cover them, and hands on the allowances at this
+// (the server replays every write it keeps at each later call, so a flap would slow it for
+// good) until the allowances earlier syncs left cover them, and hands on the allowances at this
 // sync's time, before its writes (Record charges them).
 func (r *Registry) rate(in *changesIn, changes []plan.Change) changed {
 	changes = byHostname(changes)
