@@ -18,16 +18,14 @@ func (r *Registry) takeUp(in *changesIn, changes []plan.Change) changed {
 	if !slices.ContainsFunc(changes, func(c plan.Change) bool { return c.Action == plan.Update }) {
 		return changed{changes: changes}
 	}
-	v := changed{changes: make([]plan.Change, 0, len(changes))}
-	n := 0
+	v, n := changed{changes: make([]plan.Change, 0, len(changes))}, 0
 	for _, c := range changes {
 		if r.takeUpOnly(in.st, &c) {
-			if n == takeUpPerSync {
+			if n++; n > takeUpPerSync {
 				v.takeUpLeft++
 				v.held = append(v.held, Held{Change: c, Reason: ReasonTakeUpPaced})
 				continue
 			}
-			n++
 		}
 		v.changes = append(v.changes, c)
 	}
