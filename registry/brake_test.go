@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -27,7 +28,7 @@ func newBrakeWorld(t *testing.T, counts map[string]int) *brakeWorld {
 	if err := w.in.r.Reconfigure(cfg); err != nil {
 		t.Fatal(err)
 	}
-	for _, ns := range sortedKeys(counts) {
+	for _, ns := range slices.Sorted(maps.Keys(counts)) {
 		for i := 0; i < counts[ns]; i++ {
 			name := fmt.Sprintf("%s-%02d", ns, i)
 			w.in.eps = append(w.in.eps, claim(name+".lan", ns, name, "uid-"+name, time.Hour, "10.0.0.1"))

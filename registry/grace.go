@@ -8,11 +8,10 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 )
 
-// grace turns a planned delete into a durable pending-deletion mark; only a mark older than its
-// grace period deletes the entry or, for an adopted one, releases it to the user as it was
-// found. A duplicate (another entry serves its address), or an entry on a name another cluster
-// holds (foreignHolder), is deleted at once. An update of a marked entry lifts the mark: an
-// unmark.
+// grace turns a planned delete into a pending-deletion mark, and deletes the entry (releases an
+// adopted one) once the mark is older than its grace period. A duplicate (its address served by
+// another entry) or an entry on a name another cluster holds goes at once. An update of a marked
+// entry lifts the mark: an unmark.
 func (r *Registry) grace(in *changesIn, changes []plan.Change) changed {
 	if !slices.ContainsFunc(changes, func(c plan.Change) bool { return c.Action == plan.Update || c.Action == plan.Delete }) {
 		return changed{changes: changes} // creates and adoptions only: a cold start
@@ -26,64 +25,46 @@ func (r *Registry) grace(in *changesIn, changes []plan.Change) changed {
 			v.changes = append(v.changes, c)
 			continue
 		}
-		if cv := in.st.view(c.Old); (c.Duplicate || yielded(in.st, c.Old)) && !cv.has(TagPreExisting) {
-			// Its address stays served by another entry, or its name by the cluster that holds
-			// it: no grace period to wait out.
+		cv := in.st.view(c.Old)
+		due, marked := r.due(&cv)
+		switch {
+		case (c.Duplicate || yielded(in.st, c.Old)) && !cv.has(TagPreExisting):
 			v.changes = append(v.changes, c)
 			continue
-		}
-		out, due := r.retire(in.now, in.st, c.Old)
-		if out != nil && retiring(out) && in.st.witness.Waits(c.Old.ID) {
-			// Due, but a twin may want the entry: the next whole reads give it time to lift
-			// the mark (twins.go).
+		case !marked: // or the mark mangled by hand: the grace period starts now
+			n := *c.Old
+			n.Tags = withOwnTag(n.Tags, &cv, PrefixPending, PrefixPending+in.now.UTC().Format(time.RFC3339))
+			if in.st.parser.parse(c.Old).class == endpoint.OwnerNamesake {
+				// Marked under the identity it had, it would be a namesake's, never deleted.
+				for _, t := range [...][2]string{{PrefixCluster, r.clusterTag}, {PrefixClusterID, IdentityTag(r.cfg.ClusterID)}} {
+					nv := viewOf(&n)
+					n.Tags = withOwnTag(n.Tags, &nv, t[0], t[1])
+				}
+			}
+			v.changes = append(v.changes, plan.Change{Action: plan.Mark, Old: c.Old, New: &n})
+			due = in.now.Add(r.gracePeriod(&cv))
+		case in.now.Before(due):
+			v.held = append(v.held, Held{Change: c, Reason: ReasonGracePeriod, Due: due})
+		case in.st.witness.Waits(c.Old.ID):
+			// Due, but a twin may want the entry: the next whole reads let it lift the mark.
 			v.held = append(v.held, Held{Change: c, Reason: ReasonGracePeriod})
 			continue
+		case cv.has(TagPreExisting):
+			v.changes = append(v.changes, plan.Change{Action: plan.Release, Old: c.Old, New: released(c.Old, &cv)})
+			continue
+		default:
+			v.changes = append(v.changes, plan.Change{Action: plan.Delete, Old: c.Old})
+			continue
 		}
-		if out != nil {
-			v.changes = append(v.changes, *out)
-		}
-		if !due.IsZero() {
-			if out == nil {
-				v.held = append(v.held, Held{Change: c, Reason: ReasonGracePeriod, Due: due})
-			}
-			if v.next.IsZero() || due.Before(v.next) {
-				v.next = due
-			}
+		if v.next.IsZero() || due.Before(v.next) {
+			v.next = due
 		}
 	}
 	return v
 }
 
-// retire decides what a planned delete of rec means now: a mark, nothing yet, or the
-// deletion (release) itself. It returns the change, if any, and when the mark falls due if
-// that is still in the future.
-func (r *Registry) retire(now time.Time, st *State, rec *endpoint.Record) (*plan.Change, time.Time) {
-	v := st.view(rec)
-	due, marked := r.due(&v)
-	if !marked {
-		// Not yet marked (or the mark was mangled by hand): start the grace period now.
-		n := *rec
-		n.Tags = markedTags(rec.Tags, &v, PrefixPending+now.UTC().Format(time.RFC3339))
-		if st.parser.parse(rec).class == endpoint.OwnerNamesake {
-			// An entry of an identity this cluster had before is marked under this one: left
-			// with the old, it would be the only entry of it, naming no object here, and so
-			// a namesake's, never deleted.
-			n.Tags = r.withOwnIdentity(n.Tags)
-		}
-		return &plan.Change{Action: plan.Mark, Old: rec, New: &n}, now.Add(r.gracePeriod(&v))
-	}
-	if now.Before(due) {
-		return nil, due
-	}
-	if v.has(TagPreExisting) {
-		return &plan.Change{Action: plan.Release, Old: rec, New: released(rec, &v)}, time.Time{}
-	}
-	return &plan.Change{Action: plan.Delete, Old: rec}, time.Time{}
-}
-
-// released is an adopted entry given back: the user's own tags in their order, no tag of the
-// operator's, and the address, spelling and aliases recorded in its loan. The comment was never
-// changed. An entry adopted before loans were recorded keeps its address and aliases.
+// released is an adopted entry given back: the user's own tags in their order, and the address,
+// spelling and aliases its loan recorded (one adopted before loans keeps its own).
 func released(rec *endpoint.Record, v *view) *endpoint.Record {
 	n := *rec
 	n.Tags = append([]string{}, v.user...)
@@ -93,8 +74,7 @@ func released(rec *endpoint.Record, v *view) *endpoint.Record {
 	return &n
 }
 
-// due is when the deletion mark on an entry falls due: the mark's time plus the entry's grace
-// period. marked is false when the entry carries no mark, or one mangled by hand.
+// due is when the entry's deletion mark falls due; marked is false for no mark or a mangled one.
 func (r *Registry) due(v *view) (due time.Time, marked bool) {
 	raw, ok := v.value(PrefixPending)
 	markedAt, err := time.Parse(time.RFC3339, raw)
@@ -104,9 +84,8 @@ func (r *Registry) due(v *view) (due time.Time, marked bool) {
 	return markedAt.Add(r.gracePeriod(v)), true
 }
 
-// gracePeriod is the entry's own grace-period tag if it has one (so a per-object override
-// survives the object), else the configured default; never above the maximum, so that
-// lowering it takes effect on entries written before.
+// gracePeriod is the entry's own grace-period tag (an object's override survives the object),
+// capped at the maximum so that a lower maximum reaches entries written before; else the default.
 func (r *Registry) gracePeriod(v *view) time.Duration {
 	if s, ok := v.value(PrefixGracePeriod); ok {
 		if d, err := time.ParseDuration(s + "s"); err == nil && d >= 0 {
@@ -114,19 +93,4 @@ func (r *Registry) gracePeriod(v *view) time.Duration {
 		}
 	}
 	return r.cfg.GracePeriod
-}
-
-// withOwnIdentity is tags with this cluster's name and identity as the operator's cluster tags,
-// in the design's form, in place of another identity's.
-func (r *Registry) withOwnIdentity(tags []string) []string {
-	rec := endpoint.Record{Tags: tags}
-	v := viewOf(&rec)
-	rec.Tags = withOwnTag(rec.Tags, &v, PrefixCluster, r.clusterTag)
-	v = viewOf(&rec)
-	return withOwnTag(rec.Tags, &v, PrefixClusterID, IdentityTag(r.cfg.ClusterID))
-}
-
-// markedTags is tags with mark as the operator's only pending-deletion tag.
-func markedTags(tags []string, v *view, mark string) []string {
-	return withOwnTag(tags, v, PrefixPending, mark)
 }

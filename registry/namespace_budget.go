@@ -9,15 +9,10 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
 
-// namespaceBudget holds a namespace to its budget of entries: what it would have after the
-// plan, counted as the router stores it (each hostname's addresses, or its entries when it has
-// more, marked ones included, and the entries of hostnames it let go until they are gone). The
-// entries a namespace has always stay; what it adds (a new hostname, more addresses for one it
-// has) is admitted in the order of the oldest claim while the namespace stays within, and the
-// rest waits: a new hostname is not written, a grown one keeps as many addresses as it has
-// entries (those it has first, so that a moved address is still re-pointed). A hostname cut is
-// a copy, so its merge is not kept (it would settle the hostname unplanned once the namespace
-// has room again).
+// namespaceBudget holds a namespace to its budget of entries, counted as the router would store
+// them after the plan (docs/ownership.md, Budgets). The entries it has stay; what it adds goes
+// in the order of the oldest claim while it stays within, and the rest waits: a new hostname is
+// not written, a grown one keeps as many addresses as it has entries.
 func (r *Registry) namespaceBudget(in *claimsIn, merged []*endpoint.Endpoint) verdicts {
 	limit := r.cfg.Budgets.EntriesPerNamespace
 	if limit == 0 {
@@ -31,61 +26,28 @@ func (r *Registry) namespaceBudget(in *claimsIn, merged []*endpoint.Endpoint) ve
 	if bound <= limit {
 		return verdicts{endpoints: merged}
 	}
-	cut := namespaceCuts(in, merged, limit)
-	if len(cut) == 0 {
-		return verdicts{endpoints: merged}
-	}
-	res := verdicts{endpoints: make([]*endpoint.Endpoint, 0, len(merged))}
-	var left leftOut
-	for i, m := range merged {
-		c, isCut := cut[i]
-		if !isCut {
-			res.endpoints = append(res.endpoints, m)
-			continue
-		}
-		if c != nil {
-			res.endpoints = append(res.endpoints, c)
-		}
-		what := m.Hostname
-		if c != nil {
-			what = fmt.Sprintf("%d of %s's %d addresses", len(m.Targets)-len(c.Targets), m.Hostname, len(m.Targets))
-		}
-		left.add(m.Sources, what)
-	}
-	for _, o := range left.objects {
-		res.problems = append(res.problems, Problem{Source: o.src, Kind: ProblemOverBudget,
-			Message: fmt.Sprintf("namespace %s is at its budget of %d entries (entries marked for deletion count until they are gone): %s not written; the entries it has stay",
-				o.src.Namespace, limit, o.names())})
-	}
-	return res
-}
-
-// namespaceCuts are the merged endpoints (by index) cut to fit their namespace's budget: each
-// to as many addresses as its hostname has entries (nil for none), by the rule above.
-func namespaceCuts(in *claimsIn, merged []*endpoint.Endpoint, limit int) map[int]*endpoint.Endpoint {
-	owned := in.owned
+	// Each merged endpoint (by index) cut to as many addresses as its hostname has entries.
 	projected, has := map[string]int{}, map[string]int{}
 	wanted := make(map[string]bool, len(merged))
 	for _, m := range merged {
-		ns, n := m.Sources[0].Namespace, len(owned[m.Hostname])
+		ns, n := m.Sources[0].Namespace, len(in.owned[m.Hostname])
 		wanted[m.Hostname] = true
 		projected[ns] += max(n, len(m.Targets))
 		has[ns] += n
 	}
-	for h, recs := range owned {
+	for h, recs := range in.owned {
 		if wanted[h] {
 			continue
 		}
 		for _, rec := range recs {
-			v := in.st.view(rec)
-			ns, _ := v.value(PrefixNamespace)
+			ns := namespaceOf(in.st.view(rec))
 			projected[ns]++
 			has[ns]++
 		}
 	}
 	var growing []int
 	for i, m := range merged {
-		if projected[m.Sources[0].Namespace] > limit && len(m.Targets) > len(owned[m.Hostname]) {
+		if projected[m.Sources[0].Namespace] > limit && len(m.Targets) > len(in.owned[m.Hostname]) {
 			growing = append(growing, i)
 		}
 	}
@@ -93,52 +55,53 @@ func namespaceCuts(in *claimsIn, merged []*endpoint.Endpoint, limit int) map[int
 	cut := map[int]*endpoint.Endpoint{}
 	for _, i := range growing {
 		m := merged[i]
-		ns, n := m.Sources[0].Namespace, len(owned[m.Hostname])
+		ns, n := m.Sources[0].Namespace, len(in.owned[m.Hostname])
 		if add := len(m.Targets) - n; has[ns]+add <= limit {
 			has[ns] += add
 			continue
 		}
-		cut[i] = withAddresses(m, owned[m.Hostname], n)
+		cut[i] = withAddresses(m, in.owned[m.Hostname], n)
 	}
-	return cut
-}
-
-// leftOut gathers, per object, the hostnames it does not get in full: one problem each.
-type leftOut struct {
-	objects []*objectLeftOut
-	byUID   map[string]*objectLeftOut
-}
-
-type objectLeftOut struct {
-	src   endpoint.SourceRef
-	hosts []string
-}
-
-func (l *leftOut) add(sources []endpoint.SourceRef, what string) {
-	if l.byUID == nil {
-		l.byUID = map[string]*objectLeftOut{}
+	if len(cut) == 0 {
+		return verdicts{endpoints: merged}
 	}
-	for _, s := range sources {
-		o := l.byUID[s.UID]
-		if o == nil {
-			o = &objectLeftOut{src: s}
-			l.byUID[s.UID] = o
-			l.objects = append(l.objects, o)
+	res := verdicts{endpoints: make([]*endpoint.Endpoint, 0, len(merged))}
+	var left []endpoint.SourceRef  // the objects that do not get all they claim, in the order met
+	hosts := map[string][]string{} // what each does not get, by UID
+	for i, m := range merged {
+		c, isCut := cut[i]
+		if !isCut {
+			res.endpoints = append(res.endpoints, m)
+			continue
 		}
-		o.hosts = append(o.hosts, what)
+		what := m.Hostname
+		if c != nil {
+			res.endpoints = append(res.endpoints, c)
+			what = fmt.Sprintf("%d of %s's %d addresses", len(m.Targets)-len(c.Targets), m.Hostname, len(m.Targets))
+		}
+		for _, s := range m.Sources {
+			if hosts[s.UID] == nil {
+				left = append(left, s)
+			}
+			hosts[s.UID] = append(hosts[s.UID], what)
+		}
 	}
+	for _, s := range left {
+		h := hosts[s.UID]
+		names := strings.Join(h[:min(len(h), 3)], ", ")
+		if len(h) > 3 {
+			names += fmt.Sprintf(" and %d more", len(h)-3)
+		}
+		res.problems = append(res.problems, Problem{Source: s, Kind: ProblemOverBudget,
+			Message: fmt.Sprintf("namespace %s is at its budget of %d entries (entries marked for deletion count until they are gone): %s not written; the entries it has stay",
+				s.Namespace, limit, names)})
+	}
+	return res
 }
 
-// names are a few of the object's hostnames, and how many more.
-func (o *objectLeftOut) names() string {
-	names := strings.Join(o.hosts[:min(len(o.hosts), 3)], ", ")
-	if len(o.hosts) > 3 {
-		names += fmt.Sprintf(" and %d more", len(o.hosts)-3)
-	}
-	return names
-}
-
-// withAddresses is m cut to n addresses, those its entries have first; nil for none.
+// withAddresses is m cut to n addresses, those its entries have first (so that a moved address
+// is still re-pointed); nil for none. It is a copy, so its merge is not kept: kept, it would
+// settle the hostname unplanned once there is room.
 func withAddresses(m *endpoint.Endpoint, recs []*endpoint.Record, n int) *endpoint.Endpoint {
 	if n == 0 {
 		return nil

@@ -8,13 +8,34 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
 
-// objectBudget freezes every claim of an object that asks for more than the budget per object.
+// objectBudget freezes every claim of an object that asks for more than the budget per object:
+// it keeps the entries it has as they are and gets no new name.
 func (r *Registry) objectBudget(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 	b := r.cfg.Budgets
 	if b.EntriesPerObject == 0 && b.AliasesPerObject == 0 && b.TagsPerObject == 0 {
 		return verdicts{endpoints: eps}
 	}
-	over := r.objectsOverBudget(in.st, eps)
+	sizes := r.objectSizes(in.st, eps)
+	over := map[string]string{} // by UID, what each object over a budget asks for, over which
+	for _, ep := range eps {
+		uid := ep.Sources[0].UID
+		if sizes == nil && (b.TagsPerObject == 0 || len(ep.Tags) <= b.TagsPerObject) || over[uid] != "" {
+			continue // the common case: no object near a budget; or an object met before
+		}
+		var why []string
+		if n := sizes[uid].entries; b.EntriesPerObject > 0 && n > b.EntriesPerObject {
+			why = append(why, fmt.Sprintf("%d entries (hostnames × addresses, and its entries marked for deletion until they are gone; the budget is %d)", n, b.EntriesPerObject))
+		}
+		if n := sizes[uid].aliases; b.AliasesPerObject > 0 && n > b.AliasesPerObject {
+			why = append(why, fmt.Sprintf("%d aliases over its hostnames (the budget is %d)", n, b.AliasesPerObject))
+		}
+		if n := len(ep.Tags); b.TagsPerObject > 0 && n > b.TagsPerObject { // each claim carries them all
+			why = append(why, fmt.Sprintf("%d tags (the budget is %d)", n, b.TagsPerObject))
+		}
+		if len(why) > 0 {
+			over[uid] = strings.Join(why, ", ")
+		}
+	}
 	if len(over) == 0 {
 		return verdicts{endpoints: eps}
 	}
@@ -38,49 +59,12 @@ func (r *Registry) objectBudget(in *claimsIn, eps []*endpoint.Endpoint) verdicts
 	return out
 }
 
-// objectSize is what an object asks for: entries (its marked ones included) and aliases.
+// objectSize is what an object asks for: entries (marked ones included) and aliases.
 type objectSize struct{ entries, aliases int }
 
-// objectsOverBudget are the objects over a budget per object, by UID, each with what it asks
-// for over which budget.
-func (r *Registry) objectsOverBudget(st *State, eps []*endpoint.Endpoint) map[string]string {
-	b := r.cfg.Budgets
-	sizes := r.objectSizes(st, eps)
-	var over map[string]string
-	for _, ep := range eps {
-		uid := ep.Sources[0].UID
-		if sizes == nil && (b.TagsPerObject == 0 || len(ep.Tags) <= b.TagsPerObject) {
-			continue // the common case: no object near a budget
-		}
-		if _, seen := over[uid]; seen {
-			continue
-		}
-		var why []string
-		if n := sizes[uid].entries; b.EntriesPerObject > 0 && n > b.EntriesPerObject {
-			why = append(why, fmt.Sprintf("%d entries (hostnames × addresses, and its entries marked for deletion until they are gone; the budget is %d)", n, b.EntriesPerObject))
-		}
-		if n := sizes[uid].aliases; b.AliasesPerObject > 0 && n > b.AliasesPerObject {
-			why = append(why, fmt.Sprintf("%d aliases over its hostnames (the budget is %d)", n, b.AliasesPerObject))
-		}
-		if n := len(ep.Tags); b.TagsPerObject > 0 && n > b.TagsPerObject {
-			why = append(why, fmt.Sprintf("%d tags (the budget is %d)", n, b.TagsPerObject))
-		}
-		if len(why) > 0 {
-			if over == nil {
-				over = map[string]string{}
-			}
-			over[uid] = strings.Join(why, ", ")
-		}
-	}
-	return over
-}
-
-// objectSizes sums the entries and aliases of the objects that may be over their budgets, nil
-// when none may. Every claim of an object carries the object's tags, so those are checked
-// claim by claim; its entries and aliases are sums over its claims. Those are summed first in
-// buckets by a hash of the object's UID: a bucket within the budgets holds no object over
-// them, and only the objects of a bucket over them are summed one by one. With thousands of
-// objects of a few names each, no bucket comes near a budget.
+// objectSizes are the sizes of the objects that may be over a budget, nil when none may. The
+// sums go first into buckets by a hash of the UID, and only the objects of a bucket over a
+// budget are summed one by one: thousands of small objects cost no map.
 func (r *Registry) objectSizes(st *State, eps []*endpoint.Endpoint) map[string]objectSize {
 	b := r.cfg.Budgets
 	const nBuckets = 4096
@@ -90,13 +74,29 @@ func (r *Registry) objectSizes(st *State, eps []*endpoint.Endpoint) map[string]o
 	hotBucket := func(k int) bool {
 		return (b.EntriesPerObject > 0 && int(bucketEntries[k]) > b.EntriesPerObject) || (b.AliasesPerObject > 0 && int(bucketAliases[k]) > b.AliasesPerObject)
 	}
-	// An object's entries marked for deletion count until they are gone, but for those it
-	// wants again (they are unmarked, and counted among its addresses).
+	// An object's entries marked for deletion count until they are gone, but for those one of
+	// its claims wants again (unmarked, they count as its addresses).
 	marked := map[string]int{}
-	if b.EntriesPerObject > 0 {
-		marked = r.markedBySource(eps, st)
-		for uid, n := range marked {
-			bucketEntries[bucketOfUID(uid)] += int32(n)
+	var wants map[string]bool // "uid hostname ip" of the claims, made when a marked entry is met
+	for i := 0; b.EntriesPerObject > 0 && i < len(st.Owned); i++ {
+		rec := &st.Owned[i]
+		v := st.view(rec)
+		if _, ok := v.value(PrefixPending); !ok {
+			continue
+		}
+		if wants == nil {
+			wants = make(map[string]bool, len(eps))
+			for _, ep := range eps {
+				for _, ip := range ep.Targets {
+					wants[ep.Sources[0].UID+" "+ep.Hostname+" "+ip] = true
+				}
+			}
+		}
+		for _, uid := range v.values(PrefixSource) {
+			if !wants[uid+" "+strings.ToLower(rec.Hostname)+" "+rec.IP] {
+				marked[uid]++
+				bucketEntries[bucketOfUID(uid)]++
+			}
 		}
 	}
 	hot := false
@@ -125,38 +125,8 @@ func (r *Registry) objectSizes(st *State, eps []*endpoint.Endpoint) map[string]o
 	return sizes
 }
 
-// markedBySource counts, per object, the entries marked for deletion that carry its source:
-// tag and that none of its claims wants again: they stay on the router until their grace
-// period ends.
-func (r *Registry) markedBySource(eps []*endpoint.Endpoint, st *State) map[string]int {
-	out := map[string]int{}
-	var wants map[string]bool // "uid hostname ip" of the claims, made when a marked entry is met
-	for i := range st.Owned {
-		rec := &st.Owned[i]
-		v := st.view(rec)
-		if _, ok := v.value(PrefixPending); !ok {
-			continue
-		}
-		if wants == nil {
-			wants = make(map[string]bool, len(eps))
-			for _, ep := range eps {
-				for _, ip := range ep.Targets {
-					wants[ep.Sources[0].UID+" "+ep.Hostname+" "+ip] = true
-				}
-			}
-		}
-		for _, uid := range v.values(PrefixSource) {
-			if !wants[uid+" "+strings.ToLower(rec.Hostname)+" "+rec.IP] {
-				out[uid]++
-			}
-		}
-	}
-	return out
-}
-
-// frozen is a claim of an object over its budget: with no address, so that the entries
-// carrying its source: tag keep their addresses, with the aliases and tags they carry; nil
-// when it has no entry of the hostname.
+// frozen is a claim of an object over its budget: with no address, so that its entries of the
+// hostname keep theirs, and the aliases and tags they carry; nil when it has none.
 func (r *Registry) frozen(ep *endpoint.Endpoint, st *State, owned []*endpoint.Record) *endpoint.Endpoint {
 	tag := PrefixSource + ep.Sources[0].UID
 	var aliases, tags []string

@@ -7,10 +7,10 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 )
 
-// policy holds every change --policy forbids (plan.Policy.Forbids), as external-dns applies
-// its policy after the plan: upsert-only deletes nothing, create-only changes no entry (an
-// adoption edits one). A change that needs a forbidden deletion is forbidden with it: an
-// entry re-pointed to the address of an entry whose deletion is held would double it.
+// policy holds every change --policy forbids (plan.Policy.Forbids), as external-dns applies its
+// policy after the plan: upsert-only deletes nothing, create-only changes no entry (an adoption
+// edits one). A change re-pointing an entry to the address of a held deletion is held with it,
+// or the address would be doubled.
 func (r *Registry) policy(_ *changesIn, changes []plan.Change) changed {
 	p := r.cfg.Policy
 	if !slices.ContainsFunc(changes, func(c plan.Change) bool { return p.Forbids(c.Action) }) {

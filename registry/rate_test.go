@@ -25,15 +25,24 @@ func (w *pacedWorld) sync(now time.Time, eps ...*endpoint.Endpoint) pacing {
 	p := w.r.pace(now, d.Changes, d.Desired, w.rates)
 	w.srv.apply(p.Send)
 	// Kept as the planner keeps them: the keys touched replaced, those whole forgotten.
-	if w.rates == nil {
-		w.rates = Rates{}
-	}
-	for key, a := range w.r.charge(p.Rates, p.Send, make([]plan.Result, len(p.Send))) {
-		if a.Tokens >= a.Cap {
-			delete(w.rates, key)
-		} else {
-			w.rates[key] = a
-		}
+	w.rates = w.r.Record(&Decision{Verdict: Verdict{Rates: p.Rates, Changes: p.Send}}, make([]plan.Result, len(p.Send)), nil, w.rates, false)
+	return p
+}
+
+// pacing is what the rate stage made of a sync's changes at now, from the allowances rates
+// left, with claims the objects that exist.
+type pacing struct {
+	Send, Held []plan.Change
+	Rates      Rates
+	Problems   []Problem
+	Next       time.Time
+}
+
+func (r *Registry) pace(now time.Time, changes []plan.Change, claims []*endpoint.Endpoint, rates Rates) pacing {
+	v := r.rate(&changesIn{now: now, claims: claims, rates: rates}, changes)
+	p := pacing{Send: v.changes, Rates: v.rates, Problems: v.problems, Next: v.next}
+	for _, h := range v.held {
+		p.Held = append(p.Held, h.Change)
 	}
 	return p
 }
@@ -142,7 +151,7 @@ func TestAWriteThatFailedSpendsNothing(t *testing.T) {
 	for i := 200; i < len(results); i++ {
 		results[i].Err = &plan.ChangeError{Change: p.Send[i], Err: fmt.Errorf("unavailable")}
 	}
-	rates := r.charge(p.Rates, p.Send, results)
+	rates := r.Record(&Decision{Verdict: Verdict{Rates: p.Rates, Changes: p.Send}}, results, nil, nil, false)
 	if a := rates["namespace/apps"]; a.Cap != 900 || a.Tokens != 700 {
 		t.Fatalf("the namespace's allowance after 200 of 600 went through: %+v, want 700 of 900 left (600 and the budget)", a)
 	}

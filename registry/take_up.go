@@ -8,37 +8,32 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 )
 
+// takeUpPerSync is how many entries of an earlier version a sync gives the identity when
+// nothing else about them changes, so that an upgrade does not rewrite every entry at once.
+const takeUpPerSync = 50
+
 // takeUp holds back the updates that only give an entry this installation's tags beyond the
-// first takeUpPerSync of the sync: the take-up trickles in after an upgrade.
+// first takeUpPerSync of the sync.
 func (r *Registry) takeUp(in *changesIn, changes []plan.Change) changed {
 	if !slices.ContainsFunc(changes, func(c plan.Change) bool { return c.Action == plan.Update }) {
 		return changed{changes: changes}
 	}
-	v := changed{changes: make([]plan.Change, 0, len(changes))}
-	n := 0
+	v, n := changed{changes: make([]plan.Change, 0, len(changes))}, 0
 	for _, c := range changes {
-		if c.Action == plan.Update && r.takeUpOnly(in.st, &c) {
-			if n == takeUpPerSync {
+		if r.takeUpOnly(in.st, &c) {
+			if n++; n > takeUpPerSync {
 				v.takeUpLeft++
 				v.held = append(v.held, Held{Change: c, Reason: ReasonTakeUpPaced})
 				continue
 			}
-			n++
 		}
 		v.changes = append(v.changes, c)
 	}
 	return v
 }
 
-// takeUpPerSync is how many entries of an earlier version a sync gives the identity when
-// nothing else about them changes: the take-up trickles in after an upgrade instead of
-// rewriting every entry in one sync.
-const takeUpPerSync = 50
-
-// takeUpOnly reports whether c only gives an entry this installation's cluster: and
-// cluster-id: tags in the design's form: an earlier version's (no identity, or the identity
-// after the name in the cluster: tag) or one of an identity this installation had before, as
-// it is but for those tags.
+// takeUpOnly reports whether c only gives this installation's cluster: and cluster-id: tags, in
+// the design's form, to an earlier version's entry or one of an identity it had before.
 func (r *Registry) takeUpOnly(st *State, c *plan.Change) bool {
 	if c.Action != plan.Update || c.Fields() != endpoint.Fields(endpoint.FieldTags) || !slices.Contains(c.New.Tags, r.clusterTag) {
 		return false

@@ -6,23 +6,19 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 )
 
-// wholeRead holds, in a sync planned from the known state rather than a whole read, what only
-// a whole read may send: a delete or release could remove an entry that is no longer the
-// operator's, a create of a hostname not searched could double a hand-made line, and a hostname
-// whose duplicate waits waits whole (re-pointing an entry onto the duplicate's address before it
-// is gone would leave two lines for one address).
+// wholeRead holds, in a sync planned from the known state, what only a whole read may send: a
+// delete or release could remove an entry no longer the operator's, a create of a hostname not
+// searched could double a hand-made line, and a hostname whose duplicate waits waits whole
+// (re-pointed onto the duplicate's address, it would leave two lines for one address).
 func (r *Registry) wholeRead(in *changesIn, changes []plan.Change) changed {
 	if !in.read.Partial {
 		return changed{changes: changes}
 	}
-	var waiting map[string]bool
+	waiting := map[string]bool{}
 	lone, several := "", false // the hostname of every create, when they are all of one
 	for _, c := range changes {
 		h := strings.ToLower(c.Hostname())
 		if c.Duplicate {
-			if waiting == nil {
-				waiting = map[string]bool{}
-			}
 			waiting[h] = true
 		}
 		if c.Action == plan.Create && h != lone {
