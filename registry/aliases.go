@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"maps"
 	"slices"
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
@@ -25,7 +26,7 @@ func (r *Registry) aliases(in *claimsIn, merged []*endpoint.Endpoint) verdicts {
 		hostNS[m.Hostname] = m.Sources[0].Namespace
 	}
 	lost := map[*endpoint.Endpoint][]string{}
-	for _, a := range sortedKeys(claimants) {
+	for _, a := range slices.Sorted(maps.Keys(claimants)) {
 		winner, text := r.aliasWinner(in, a, merged, claimants[a], hostNS)
 		for _, i := range claimants[a] {
 			m := merged[i]
