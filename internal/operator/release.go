@@ -97,11 +97,7 @@ func Release(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 	if err != nil {
 		return fmt.Errorf("--cluster-name/--cluster-id: %w", err)
 	}
-	// A write retried after a version conflict goes ahead only on an entry that is still the
-	// cluster's, by the identity being released (known once the server is read).
-	guard := reg
-	stillApplies := func(c *plan.Change, fresh *endpoint.Record) bool { return guard.StillApplies(c, fresh) }
-	prov, closeProv, err := newProvider(cfg, cfg.settings(), false, log, metrics.New(nil), stillApplies)
+	prov, closeProv, err := newProvider(cfg, cfg.settings(), false, log, metrics.New(nil))
 	if err != nil {
 		return err
 	}
@@ -114,9 +110,6 @@ func Release(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 	letting, err := reg.Release(records)
 	if err != nil {
 		return fmt.Errorf("release: %w", err)
-	}
-	if guard, err = registry.New(registry.Config{ClusterName: cfg.ClusterName, ClusterID: letting.ClusterID}); err != nil {
-		return fmt.Errorf("the identity on the router: %w", err)
 	}
 	cluster := "cluster " + cfg.ClusterName
 	if letting.ClusterID != "" {
