@@ -242,7 +242,7 @@ func newKnownStateRig(t *testing.T) *knownStateRig {
 		t.Fatal(err)
 	}
 	r := &knownStateRig{svc: svc, src: &stubSource{}, clock: testingclock.NewFakeClock(time.Now())}
-	prov := routerhosts.NewFromConn(conn, routerhosts.Options{Log: log, StillApplies: reg.StillApplies})
+	prov := routerhosts.NewFromConn(conn, routerhosts.Options{Log: log})
 	r.c = New(Config{Sources: []Source{r.src}, Registry: reg, Provider: prov, Interval: time.Hour, Log: log, Clock: r.clock})
 	return r
 }

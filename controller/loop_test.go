@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"google.golang.org/protobuf/proto"
 	testingclock "k8s.io/utils/clock/testing"
 
+	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/planner"
 	"github.com/router-hosts-operator/router-hosts-operator/provider"
@@ -314,4 +317,88 @@ func TestARequestedSyncIsTheLoops(t *testing.T) {
 	if err := l.c.SyncNow(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("SyncNow with a cancelled context: %v", err)
 	}
+}
+
+// TestAStaleWriteIsPlannedAgainOnceFromAWholeRead: a write the server refuses because the
+// entry changed since it was read is followed at once by one sync, which reads the whole
+// server and writes the change on the entry as it is now. A writer that keeps winning the race
+// gets that one sync and no more: the loop goes back to its schedule, the hostname is reported
+// as failed, and the syncs that follow read the whole server until a write goes through.
+func TestAStaleWriteIsPlannedAgainOnceFromAWholeRead(t *testing.T) {
+	// start runs the loop with a.lan written, and another writer that edits the entry just
+	// before each of the operator's next `wins` UpdateHosts; move points the claim at ip and
+	// returns the reports of the syncs that follow, up to the loop's wait for the interval.
+	start := func(t *testing.T, wins int64) (r *knownStateRig, l *loop, move func(ip string) []*Report) {
+		r = newKnownStateRig(t)
+		rec := &reportRecorder{}
+		r.want(claimAt("a.lan", "10.0.0.1"))
+		l = startLoop(t, Config{Sources: []Source{r.src}, Registry: r.c.cfg.Registry, Provider: r.c.cfg.Provider, Reporters: []Reporter{rec},
+			MinEventSyncInterval: 20 * time.Millisecond})
+		l.waitsFor(is(at(time.Hour), planner.Full))
+		var left atomic.Int64
+		left.Store(wins)
+		r.svc.SetBefore(func(m string) error {
+			if m != inmemory.MethodUpdate || left.Add(-1) < 0 {
+				return nil
+			}
+			e := r.svc.Store().Lookup("a.lan")[0]
+			_, err := r.svc.Store().Update(&pb.UpdateHostRequest{Id: e.GetId(), ExpectedVersion: proto.String(e.GetVersion()), Comment: proto.String("edited")})
+			return err
+		})
+		move = func(ip string) []*Report {
+			t.Helper()
+			l.clock.Step(10 * time.Second)
+			r.svc.ResetCalls()
+			before := len(rec.reports)
+			r.want(claimAt("a.lan", ip))
+			r.src.handler()
+			l.waitsFor(is(at(time.Hour), planner.Full))
+			return rec.reports[before:]
+		}
+		t.Cleanup(func() { r.svc.SetBefore(nil) })
+		return r, l, move
+	}
+	ipOf := func(r *knownStateRig) string { return r.svc.Store().Lookup("a.lan")[0].GetIpAddress() }
+	// said is what each sync read, whether it asked for another at once, and what failed.
+	said := func(reps []*Report) string {
+		var out []string
+		for _, rep := range reps {
+			out = append(out, fmt.Sprintf("{read %s, again %v, failed %d}", rep.Read, rep.Again, len(rep.Failed)))
+		}
+		return strings.Join(out, " ")
+	}
+
+	t.Run("another writer wins once", func(t *testing.T) {
+		r, _, move := start(t, 1)
+		reps := move("10.0.0.2")
+		if len(reps) != 2 || !reps[0].Again || len(reps[0].Failed) != 0 || reps[1].Read != planner.ReadServer || reps[1].Again || len(reps[1].Failed) != 0 {
+			t.Fatalf("%d syncs %s; want the stale one asking for one more at once, not failed, and that one reading the whole server", len(reps), said(reps))
+		}
+		if c := r.svc.CallCounts(); c["UpdateHost"] != 2 || c["ListHosts"] != 1 || c["GetHost"] != 0 || ipOf(r) != "10.0.0.2" {
+			t.Fatalf("calls %v, address %s; want the refused UpdateHost, one ListHosts, and the move written", c, ipOf(r))
+		}
+	})
+	t.Run("another writer keeps winning", func(t *testing.T) {
+		r, l, move := start(t, 1000)
+		reps := move("10.0.0.2")
+		if _, failed := reps[len(reps)-1].Failed["a.lan"]; len(reps) != 2 || !reps[0].Again || len(reps[0].Failed) != 0 ||
+			reps[1].Read != planner.ReadServer || reps[1].Again || !failed {
+			t.Fatalf("%d syncs %s; want one more at once, then the hostname reported failed and no sync at once", len(reps), said(reps))
+		}
+		if c := r.svc.CallCounts(); c["UpdateHost"] != 2 || c["ListHosts"] != 1 || ipOf(r) != "10.0.0.1" {
+			t.Fatalf("calls %v, address %s; want two refused UpdateHosts and one ListHosts", c, ipOf(r))
+		}
+		// The next event's sync reads the whole server, and asks for none at once.
+		reps = move("10.0.0.3")
+		if c := r.svc.CallCounts(); len(reps) != 1 || reps[0].Read != planner.ReadServer || reps[0].Again || c["UpdateHost"] > 1 {
+			t.Fatalf("%d syncs %s, calls %v; want one, reading the whole server", len(reps), said(reps), c)
+		}
+		// Once the other writer stops, the interval's sync writes the change.
+		r.svc.SetBefore(nil)
+		l.clock.SetTime(at(time.Hour))
+		l.waitsFor(is(at(2*time.Hour), planner.Full))
+		if ipOf(r) != "10.0.0.3" {
+			t.Fatalf("after the other writer stopped: address %s; want the move written", ipOf(r))
+		}
+	})
 }

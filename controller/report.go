@@ -171,10 +171,11 @@ func reportOf(in *reading, sy *planner.Sync, results []plan.Result, again bool, 
 		failed[host] = Failure{Err: err, Kind: FailureRefused}
 	}
 	for _, ce := range plan.Failures(results) {
-		// A write that met a state newer than the known one is no failure of the user's: the
-		// sync that follows at once plans it again. A change not started is the sync's
-		// failure as a whole (Err), not its hostname's.
-		if (sy.Read == planner.ReadServer || !ce.Stale) && !errors.Is(ce.Err, plan.ErrNotStarted) {
+		// A write that met an entry newer than planned from is no failure of the user's when
+		// the sync that follows at once plans it again from a fresh read; one that keeps
+		// meeting newer entries is. A change not started is the sync's failure as a whole
+		// (Err), not its hostname's.
+		if (!ce.Stale || !again) && !errors.Is(ce.Err, plan.ErrNotStarted) {
 			failed[ce.Change.Hostname()] = failureOf(ce)
 		}
 	}

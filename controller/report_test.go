@@ -56,12 +56,12 @@ func TestReportOf(t *testing.T) {
 			},
 			failed: map[string]FailureKind{"a.lan": FailureRefused, "b.lan": FailureRefused}, entries: []string{"c.lan"},
 			err: "2 hostnames refused (a.lan, b.lan)", refusedErr: true},
-		{name: "a stale write planned from the known state is the next sync's, not a failure", read: planner.ReadKnown,
+		{name: "a stale write is the sync at once's, not a failure, whatever was read", read: planner.ReadServer,
 			fail: func(cs []plan.Change) []*plan.ChangeError {
 				return []*plan.ChangeError{{Change: cs[0], Err: gone, Refused: true, Stale: true}, nil}
 			},
 			again: true, failed: map[string]FailureKind{}, entries: []string{"c.lan"}},
-		{name: "the same after a whole read is refused", read: planner.ReadServer,
+		{name: "a stale write no sync at once follows (it keeps happening) is refused", read: planner.ReadServer,
 			fail: func(cs []plan.Change) []*plan.ChangeError {
 				return []*plan.ChangeError{{Change: cs[0], Err: gone, Refused: true, Stale: true}, nil}
 			},

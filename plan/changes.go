@@ -132,12 +132,13 @@ type ChangeError struct {
 	Change Change
 	Err    error
 	// Refused says the change itself was turned down (invalid, a duplicate, an entry changed
-	// or gone meanwhile, no longer ours), not the server unreachable: retrying it at once
-	// would fail the same way, and the other changes of the sync are unaffected.
+	// or gone meanwhile), not the server unreachable: retrying it at once would fail the same
+	// way, and the other changes of the sync are unaffected.
 	Refused bool
 	// Stale says the change met an entry other than the one it was planned against (created,
-	// changed or deleted by someone else meanwhile): the planner's picture of the server is out
-	// of date.
+	// changed or deleted by someone else meanwhile; for an update or a delete, the server
+	// refused its expected version): the caller's picture of the server is out of date, and
+	// the change is planned again from a fresh read, never retried as it stands.
 	Stale bool
 }
 

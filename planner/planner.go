@@ -79,7 +79,9 @@ type Planner struct {
 
 	known   known
 	refused refused
-	mem     *registry.Memory
+	// stale: the last sync's writes met entries newer than it planned from.
+	stale bool
+	mem   *registry.Memory
 	// rates are the write-rate allowances of the objects and namespaces that wrote lately, as
 	// the registry's Record left them: it owns their rules, the planner keeps them.
 	rates registry.Rates
@@ -99,6 +101,7 @@ func (p *Planner) Reset() {
 	p.known.forget()
 	p.mem.Reset()
 	p.refused = refused{}
+	p.stale = false
 	p.rates = nil
 }
 
@@ -243,8 +246,9 @@ func (p *Planner) skipped(s *Sync, c plan.Change) bool {
 }
 
 // Learn takes what became of s's writes, results[i] being the provider's result for
-// s.Changes[i], and reports whether a sync should follow at once: the known state turned out
-// to be out of date.
+// s.Changes[i], and reports whether a sync should follow at once: s left changes to it, or a
+// write met an entry newer than s planned from (stale), which only a read of the whole server
+// plans again. A failed write forgets the known state, so the sync that follows reads it.
 func (p *Planner) Learn(s *Sync, results []plan.Result) (again bool) {
 	p.rates = p.reg.Record(&s.Decision, results, p.mem, p.rates, s.Read == ReadServer)
 	failures := plan.Failures(results)
@@ -257,14 +261,11 @@ func (p *Planner) Learn(s *Sync, results []plan.Result) (again bool) {
 	default:
 		p.known.wrote(s.Changes, results)
 	}
-	p.refused.learn(s.Mode == Full, s.Read == ReadServer, failures)
-	if s.NeedFresh || s.Deferred > 0 {
-		return true
-	}
-	for _, ce := range failures {
-		if ce.Stale && s.Read != ReadServer {
-			return true
-		}
-	}
-	return false
+	p.refused.learn(s.Mode == Full, failures)
+	// One sync at once per run of syncs that meet newer entries: a writer that keeps winning
+	// the race waits for the next sync instead of driving one after another.
+	stale := slices.ContainsFunc(failures, func(ce *plan.ChangeError) bool { return ce.Stale })
+	again = s.NeedFresh || s.Deferred > 0 || stale && !p.stale
+	p.stale = stale
+	return again
 }

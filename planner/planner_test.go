@@ -3,14 +3,17 @@ package planner
 import (
 	"context"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	testingclock "k8s.io/utils/clock/testing"
 
+	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
@@ -249,5 +252,59 @@ func TestARefusedChangeWaitsForTheInterval(t *testing.T) {
 	}
 	if sy := s.sync(t, p, Full, web); !slices.Equal(actions(sy.Changes), []string{"create web.lan"}) {
 		t.Fatalf("the interval sent %v", actions(sy.Changes))
+	}
+}
+
+// TestAStaleWriteIsPlannedAgainFromAWholeRead: a write that met an entry newer than it was
+// planned from (another writer edited it between the read and the write) asks for a sync at
+// once, which reads the whole server and sends the change on the entry as it is now: it is
+// never skipped as refused. One sync at once per run of syncs that meet newer entries.
+func TestAStaleWriteIsPlannedAgainFromAWholeRead(t *testing.T) {
+	s := newServer(t)
+	p := New(newReg(t), s.prov, testingclock.NewFakeClock(t0))
+	s.sync(t, p, Full, claim("web.lan", "default", "web", "uid-1", time.Hour, "10.0.0.1"))
+	moved := claim("web.lan", "default", "web", "uid-1", time.Hour, "10.0.0.2")
+	// The other writer edits the entry just before each of the next `wins` UpdateHosts.
+	var wins atomic.Int64
+	s.svc.SetBefore(func(m string) error {
+		if m != inmemory.MethodUpdate || wins.Add(-1) < 0 {
+			return nil
+		}
+		e := s.svc.Store().Lookup("web.lan")[0]
+		_, err := s.svc.Store().Update(&pb.UpdateHostRequest{Id: e.GetId(), ExpectedVersion: proto.String(e.GetVersion()), Comment: proto.String("edited")})
+		return err
+	})
+	step := func(mode Mode) (*Sync, bool, []plan.Result) {
+		t.Helper()
+		sy, err := p.Plan(context.Background(), []*endpoint.Endpoint{moved}, mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		results := s.prov.ApplyChanges(context.Background(), sy.Changes)
+		return sy, p.Learn(sy, results), results
+	}
+	stale := func(results []plan.Result) bool {
+		return len(results) == 1 && results[0].Err != nil && results[0].Err.Stale
+	}
+
+	wins.Store(2)
+	if sy, again, results := step(Full); sy.Read != ReadServer || !stale(results) || !again {
+		t.Fatalf("a stale write after a whole read: read %s, stale %v, again %v; want a sync at once", sy.Read, stale(results), again)
+	}
+	// The sync at once reads the whole server and sends the change again; the other writer
+	// wins again, and no further sync at once follows.
+	sy, again, results := step(Event)
+	if sy.Read != ReadServer || len(sy.Refused) != 0 || !slices.Equal(actions(sy.Changes), []string{"update web.lan"}) || !stale(results) || again {
+		t.Fatalf("the sync at once: read %s, refused %v, sent %v, stale %v, again %v; want a whole read, the change sent, no sync at once",
+			sy.Read, sy.Refused, actions(sy.Changes), stale(results), again)
+	}
+	// The next sync (an event's) still reads the whole server, and the change goes through.
+	sy, again, results = step(Event)
+	if sy.Read != ReadServer || len(sy.Refused) != 0 || !slices.Equal(actions(sy.Changes), []string{"update web.lan"}) || plan.ErrorOf(results) != nil || again {
+		t.Fatalf("the next sync: read %s, refused %v, sent %v, error %v, again %v; want the change written from a whole read",
+			sy.Read, sy.Refused, actions(sy.Changes), plan.ErrorOf(results), again)
+	}
+	if e := s.svc.Store().Lookup("web.lan"); len(e) != 1 || e[0].GetIpAddress() != "10.0.0.2" {
+		t.Fatalf("server has %v", e)
 	}
 }

@@ -9,8 +9,8 @@ import (
 // again, so that one bad hostname is retried on the interval and never slows the others,
 // while a change the user made to it since goes out at once. The rules: a full sync starts the
 // list afresh, any sync adds what it had refused; a write refused because it met a newer
-// state than an event sync planned from is no refusal (the fresh read that follows plans it
-// again).
+// entry than planned from (stale) is no refusal: the next sync plans it again from a read of
+// the whole server.
 type refused struct {
 	byChange map[string]error
 }
@@ -42,12 +42,12 @@ func (r *refused) has(c plan.Change) bool {
 }
 
 // learn takes one sync's failed writes.
-func (r *refused) learn(full, readServer bool, failures []*plan.ChangeError) {
+func (r *refused) learn(full bool, failures []*plan.ChangeError) {
 	if full || r.byChange == nil {
 		r.byChange = map[string]error{}
 	}
 	for _, ce := range failures {
-		if ce.Refused && (readServer || !ce.Stale) {
+		if ce.Refused && !ce.Stale {
 			r.byChange[ce.Change.String()] = ce
 		}
 	}

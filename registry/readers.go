@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
-	"github.com/router-hosts-operator/router-hosts-operator/plan"
 )
 
 // SplitDefaultTags reads a list of default tags as a RouterHostsConfig writes it: the owner
@@ -60,25 +59,6 @@ func (r *Registry) ours(v *view) bool {
 		return !slices.ContainsFunc(v.clusterNames(), func(n string) bool { return n != r.cfg.ClusterName })
 	}
 	return false
-}
-
-// StillApplies reports whether change c may still be written to fresh, the entry as re-read
-// after a version conflict. An adoption goes ahead only on the entry exactly as it was read,
-// since its loan records what was found; a change to an adopted entry only while its tags are
-// as read, since their order says whose they are; anything else only while the entry is this
-// cluster's. A change turned down here is planned again from a fresh read.
-func (r *Registry) StillApplies(c *plan.Change, fresh *endpoint.Record) bool {
-	v := viewOf(fresh)
-	if c.Action == plan.Adopt {
-		return !v.has(TagOwner) && endpoint.Diff(c.Old, fresh) == 0 && slices.Equal(c.Old.Tags, fresh.Tags)
-	}
-	if !r.ours(&v) {
-		return false
-	}
-	if old := viewOf(c.Old); old.has(TagPreExisting) {
-		return slices.Equal(c.Old.Tags, fresh.Tags)
-	}
-	return true
 }
 
 // OwnedAmong reports which entries of one read are this cluster's, with no object to claim

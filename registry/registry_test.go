@@ -434,42 +434,6 @@ func TestReservedUserTagsAreDroppedAndReported(t *testing.T) {
 	}
 }
 
-func TestStillApplies(t *testing.T) {
-	r := newReg(t, plan.PolicySync)
-	mine := owned("1", "a.lan", "10.0.0.1")
-	theirs := endpoint.Record{ID: "1", Hostname: "a.lan", Tags: []string{"k8s-operator", "cluster:other"}}
-	hand := endpoint.Record{ID: "1", Hostname: "a.lan", IP: "10.0.0.9", Tags: []string{"cluster:home"}}
-	handEdited := hand
-	handEdited.Hostname = "b.lan"
-	adopted := endpoint.Record{ID: "1", Hostname: "a.lan", IP: "10.0.0.1", Tags: []string{"manual", "pre-existing:true", "cluster:home", "k8s-operator",
-		"original-hostname:a.lan", "original-ip:10.0.0.9"}}
-	adoptedEdited := adopted
-	adoptedEdited.Tags = append(slices.Clone(adopted.Tags), "kind:printer")
-	for _, tc := range []struct {
-		name        string
-		action      plan.Action
-		read, fresh endpoint.Record
-		want        bool
-	}{
-		{"update of ours", plan.Update, mine, mine, true},
-		{"update of an entry handed to another cluster", plan.Update, mine, theirs, false},
-		{"update of an entry whose ownership tags were removed", plan.Update, mine, hand, false},
-		{"mark of another cluster's", plan.Mark, mine, theirs, false},
-		{"release of an entry no longer ours", plan.Release, adopted, hand, false},
-		{"adoption of the entry as read", plan.Adopt, hand, hand, true},
-		{"adoption of an entry edited since it was read", plan.Adopt, hand, handEdited, false},
-		{"adoption of an entry another cluster took", plan.Adopt, hand, theirs, false},
-		{"adoption of an entry already ours", plan.Adopt, hand, mine, false},
-		{"update of an adopted entry as read", plan.Update, adopted, adopted, true},
-		{"update of an adopted entry whose tags the user edited", plan.Update, adopted, adoptedEdited, false},
-	} {
-		read, fresh := tc.read, tc.fresh
-		if got := r.StillApplies(&plan.Change{Action: tc.action, Old: &read}, &fresh); got != tc.want {
-			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}
-
 func TestNewRejectsBadConfig(t *testing.T) {
 	for _, cfg := range []Config{
 		{ClusterName: ""},

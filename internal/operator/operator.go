@@ -34,12 +34,10 @@ import (
 
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
 	"github.com/router-hosts-operator/router-hosts-operator/dnscheck"
-	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/events"
 	"github.com/router-hosts-operator/router-hosts-operator/health"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/clusterconfig"
 	"github.com/router-hosts-operator/router-hosts-operator/metrics"
-	"github.com/router-hosts-operator/router-hosts-operator/plan"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/routerhosts"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
@@ -211,7 +209,7 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 		return nil, fmt.Errorf("--cluster-name/--default-tag: %w", err)
 	}
 	var closeProv func()
-	op.Provider, closeProv, err = newProvider(cfg, settings, op.noRouter != nil, log, op.metrics, op.Registry.StillApplies)
+	op.Provider, closeProv, err = newProvider(cfg, settings, op.noRouter != nil, log, op.metrics)
 	if err != nil {
 		return nil, err
 	}
@@ -600,10 +598,9 @@ func runElected(ctx context.Context, cfg *Config, leases coordinationv1client.Le
 }
 
 // newProvider connects to the router-hosts server, or starts the in-process store; m counts
-// every call and follows the client certificate, and stillApplies (the registry's) guards
-// retries.
-func newProvider(cfg *Config, s clusterconfig.Settings, waiting bool, log *logrus.Logger, m *metrics.Metrics, stillApplies func(*plan.Change, *endpoint.Record) bool) (*routerhosts.Provider, func(), error) {
-	opts := routerhosts.Options{StillApplies: stillApplies,
+// every call and follows the client certificate.
+func newProvider(cfg *Config, s clusterconfig.Settings, waiting bool, log *logrus.Logger, m *metrics.Metrics) (*routerhosts.Provider, func(), error) {
+	opts := routerhosts.Options{
 		Endpoint: s.Endpoint, CAFile: cfg.TLSCA, CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey, Keys: s.Keys,
 		ServerName: s.ServerName, Timeout: cfg.RequestTimeout, WriteConcurrency: cfg.WriteConcurrency,
 		Observe: m.ObserveRPC, Credentials: func(ev routerhosts.CredentialsEvent) {

@@ -15,6 +15,7 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/metrics"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
+	"github.com/router-hosts-operator/router-hosts-operator/provider/routerhosts"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )
 
@@ -97,11 +98,7 @@ func Release(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 	if err != nil {
 		return fmt.Errorf("--cluster-name/--cluster-id: %w", err)
 	}
-	// A write retried after a version conflict goes ahead only on an entry that is still the
-	// cluster's, by the identity being released (known once the server is read).
-	guard := reg
-	stillApplies := func(c *plan.Change, fresh *endpoint.Record) bool { return guard.StillApplies(c, fresh) }
-	prov, closeProv, err := newProvider(cfg, cfg.settings(), false, log, metrics.New(nil), stillApplies)
+	prov, closeProv, err := newProvider(cfg, cfg.settings(), false, log, metrics.New(nil))
 	if err != nil {
 		return err
 	}
@@ -114,9 +111,6 @@ func Release(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 	letting, err := reg.Release(records)
 	if err != nil {
 		return fmt.Errorf("release: %w", err)
-	}
-	if guard, err = registry.New(registry.Config{ClusterName: cfg.ClusterName, ClusterID: letting.ClusterID}); err != nil {
-		return fmt.Errorf("the identity on the router: %w", err)
 	}
 	cluster := "cluster " + cfg.ClusterName
 	if letting.ClusterID != "" {
@@ -189,11 +183,15 @@ func Release(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 
 	// An interruption leaves the changes not started unwritten: they are counted with the
 	// failures, and the summary says what was written.
-	results := prov.ApplyChanges(ctx, again.Changes)
+	changes := again.Changes
+	results := prov.ApplyChanges(ctx, changes)
+	if stale := staleEntries(changes, results); len(stale) > 0 {
+		changes, results = decideAgain(ctx, prov, cfg.ClusterName, again.ClusterID, stale, changes, results, log.WithFields(fields), out)
+	}
 	released, deleted = 0, 0
 	handed, withdrawn := 0, 0
-	for i := range again.Changes {
-		c := &again.Changes[i]
+	for i := range changes {
+		c := &changes[i]
 		if ce := results[i].Err; ce != nil {
 			if !errors.Is(ce.Err, plan.ErrNotStarted) {
 				log.WithFields(fields).WithError(ce.Err).WithField("change", c.String()).Error("not released")
@@ -215,9 +213,69 @@ func Release(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 	fmt.Fprintf(out, "%s: %d released, %d deleted%s\n", cluster, released, deleted, sharedSummary(handed, withdrawn))
 	if applyErr := plan.ErrorOf(results); applyErr != nil {
 		return fmt.Errorf("releasing %s: %d of %d changes not written (run release again for the rest): %w",
-			cluster, len(again.Changes)-released-deleted-handed-withdrawn, len(again.Changes), applyErr)
+			cluster, len(changes)-released-deleted-handed-withdrawn, len(changes), applyErr)
 	}
 	return nil
+}
+
+// staleEntries are the IDs of the entries whose writes the server refused as stale: each
+// changed since the read the release decided on.
+func staleEntries(changes []plan.Change, results []plan.Result) map[string]bool {
+	stale := map[string]bool{}
+	for i := range results {
+		if ce := results[i].Err; ce != nil && ce.Stale && changes[i].Old != nil {
+			stale[changes[i].Old.ID] = true
+		}
+	}
+	return stale
+}
+
+// decideAgain reads the server once more and lets the registry decide again on the stale
+// entries, under the identity being released, since a change planned on the old read may no
+// longer apply: what it still releases is sent at the version now read, and an entry it no
+// longer lets go (it changed hands) stays as it is, said in a left line (one gone meanwhile
+// needs no word). A read or a decision that fails keeps the stale failures for the caller to
+// report. It returns the changes and results with the stale entries' replaced.
+func decideAgain(ctx context.Context, prov *routerhosts.Provider, cluster, clusterID string, stale map[string]bool,
+	changes []plan.Change, results []plan.Result, log logrus.FieldLogger, out io.Writer) ([]plan.Change, []plan.Result) {
+	fresh, err := prov.Records(ctx)
+	if err != nil {
+		log.WithError(err).Warn("listing router-hosts entries again after a version conflict")
+		return changes, results
+	}
+	guard, err := registry.New(registry.Config{ClusterName: cluster, ClusterID: clusterID})
+	var letting *registry.Letting
+	if err == nil {
+		letting, err = guard.Release(fresh)
+	}
+	if err != nil {
+		log.WithError(err).Warn("deciding again on the entries changed since they were read")
+		return changes, results
+	}
+	present := map[string]bool{}
+	for i := range fresh {
+		present[fresh[i].ID] = true
+	}
+	var redo []plan.Change
+	for _, c := range letting.Changes {
+		if c.Old != nil && stale[c.Old.ID] {
+			redo = append(redo, c)
+			delete(stale, c.Old.ID)
+		}
+	}
+	keptChanges, keptResults := changes[:0:0], results[:0:0]
+	for i := range changes {
+		c := &changes[i]
+		if ce := results[i].Err; ce == nil || !ce.Stale || c.Old == nil {
+			keptChanges, keptResults = append(keptChanges, *c), append(keptResults, results[i])
+			continue
+		}
+		if stale[c.Old.ID] && present[c.Old.ID] {
+			fmt.Fprintf(out, "left    %s %s id=%s (changed since it was read, and no longer the cluster's to release)\n", c.Old.Hostname, c.Old.IP, c.Old.ID)
+			log.WithFields(logrus.Fields{"id": c.Old.ID, "hostname": c.Old.Hostname}).Warn("entry changed hands since it was read; left as it is")
+		}
+	}
+	return append(keptChanges, redo...), append(keptResults, prov.ApplyChanges(ctx, redo)...)
 }
 
 // probeAnswered says what became of the probed entry during the wait, as the probe wrote it

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -63,6 +64,16 @@ func probedEntry(s *inmemory.Store) *pb.HostEntry {
 	return nil
 }
 
+// entryOf is the entry of hostname, nil when none.
+func entryOf(s *inmemory.Store, hostname string) *pb.HostEntry {
+	for _, e := range s.List() {
+		if e.GetHostname() == hostname {
+			return e
+		}
+	}
+	return nil
+}
+
 // setTags rewrites e's tags behind release's back, as another writer would.
 func setTags(t *testing.T, s *inmemory.Store, e *pb.HostEntry, tags []string) {
 	t.Helper()
@@ -113,6 +124,10 @@ func TestReleaseCommand(t *testing.T) {
 		// during runs while release waits on the probe; interrupt ends release's context then.
 		during    func(t *testing.T, s *inmemory.Store)
 		interrupt bool
+		// edit, when set, is another writer's change to the entry of edit's hostname just
+		// before release's first write of method after the wait.
+		edit   func(e *pb.HostEntry) *pb.UpdateHostRequest
+		method string
 		// out are lines the output must hold; err a text the error must hold ("" none).
 		out []string
 		err string
@@ -132,6 +147,31 @@ func TestReleaseCommand(t *testing.T) {
 				delete(m, "nas.lan")
 				delete(m, "web.lan")
 				m["NAS.lan"] = seedNASGivenBack
+				return m
+			}},
+		{name: "an entry edited between the read and the write, still the cluster's: decided again on a new read, and deleted", seeds: standard,
+			method: inmemory.MethodDelete, edit: func(e *pb.HostEntry) *pb.UpdateHostRequest {
+				return &pb.UpdateHostRequest{Hostname: proto.String("web.lan"), Comment: proto.String("edited")}
+			},
+			out:    []string{"delete  web.lan 10.5.0.2 id=", "cluster home (cluster-id aaaaaaaa): 1 released, 1 deleted"},
+			writes: 4, // the probe, the refused DeleteHost, one UpdateHost, the DeleteHost decided again
+			after: func(m map[string]*pb.HostEntry) map[string]*pb.HostEntry {
+				delete(m, "nas.lan")
+				delete(m, "web.lan")
+				m["NAS.lan"] = seedNASGivenBack
+				return m
+			}},
+		{name: "an entry handed to another cluster between the read and the write: left as it is", seeds: standard,
+			method: inmemory.MethodDelete, edit: func(e *pb.HostEntry) *pb.UpdateHostRequest {
+				return &pb.UpdateHostRequest{Tags: &pb.TagsUpdate{Values: []string{"cluster:other", "cluster-id:cccccccc", "k8s-operator"}}}
+			},
+			out: []string{"left    web.lan 10.5.0.2 id=", "(changed since it was read, and no longer the cluster's to release)",
+				"cluster home (cluster-id aaaaaaaa): 1 released, 0 deleted"},
+			writes: 3, // the probe, the refused DeleteHost, one UpdateHost
+			after: func(m map[string]*pb.HostEntry) map[string]*pb.HostEntry {
+				delete(m, "nas.lan")
+				m["NAS.lan"] = seedNASGivenBack
+				m["web.lan"].Tags = []string{"cluster:other", "cluster-id:cccccccc", "k8s-operator"}
 				return m
 			}},
 		{name: "the probe is taken off during the wait: refused, nothing released", seeds: standard,
@@ -253,6 +293,19 @@ func TestReleaseCommand(t *testing.T) {
 					}
 					if tc.during != nil {
 						tc.during(t, store)
+					}
+					if tc.edit != nil {
+						var once atomic.Bool
+						srv.Service().SetBefore(func(m string) error {
+							if m != tc.method || !once.CompareAndSwap(false, true) {
+								return nil
+							}
+							e := entryOf(store, "web.lan")
+							req := tc.edit(e)
+							req.Id, req.ExpectedVersion = e.GetId(), proto.String(e.GetVersion())
+							_, err := store.Update(req)
+							return err
+						})
 					}
 					if tc.interrupt {
 						cancel()

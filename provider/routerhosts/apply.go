@@ -130,19 +130,13 @@ func (p *Provider) apply(ctx context.Context, c *plan.Change) (*endpoint.Record,
 	}
 }
 
-// errNotSent marks a change the operator refused to send; errNoLongerOurs one dropped because
-// the entry changed hands since it was read.
-var (
-	errNotSent      = errors.New("not sent")
-	errNoLongerOurs = errors.New("the entry changed since it was read in a way this change was not planned for; not written")
-)
+// errNotSent marks a change the operator refused to send.
+var errNotSent = errors.New("not sent")
 
-// stale tells a change that met an entry other than the one it was planned against: the
-// caller's picture of the server is out of date and must be read again.
+// stale tells a change that met an entry other than the one it was planned against (a newer
+// version, an entry gone, a line added meanwhile): the caller's picture of the server is out of
+// date and must be read again before the change is planned anew.
 func stale(err error) bool {
-	if errors.Is(err, errNoLongerOurs) {
-		return true
-	}
 	switch status.Code(err) {
 	case codes.AlreadyExists, codes.NotFound, codes.Aborted:
 		return true
@@ -153,7 +147,7 @@ func stale(err error) bool {
 // refused tells a change the server (or the operator's own checks) turned down from a server
 // that could not be reached or answered in time: the first concerns that change alone.
 func refused(err error) bool {
-	if errors.Is(err, errNoLongerOurs) || errors.Is(err, errNotSent) {
+	if errors.Is(err, errNotSent) {
 		return true
 	}
 	switch status.Code(err) {
@@ -165,9 +159,9 @@ func refused(err error) bool {
 }
 
 // update sends the fields in which want differs from have and returns the entry as stored.
-// On Aborted (someone else wrote the entry since it was read) it re-reads the entry and, if the
-// change still applies to it (the entry is still ours, or still free to adopt), rebases the
-// change onto it and tries once more.
+// A write the server refuses as stale (Aborted: the entry changed since it was read) is not
+// tried again here: whether the change still applies to the entry as it is now is the
+// registry's to decide, from the next sync's read.
 func (p *Provider) update(ctx context.Context, c *plan.Change, log logrus.FieldLogger) (*endpoint.Record, error) {
 	have, want := c.Old, c.New
 	fields := endpoint.Diff(have, want)
@@ -176,28 +170,20 @@ func (p *Provider) update(ctx context.Context, c *plan.Change, log logrus.FieldL
 		return clone(want), nil
 	}
 	stored, err := p.sendUpdate(ctx, have, want, fields)
-	if status.Code(err) != codes.Aborted {
-		if err != nil {
-			return nil, err
-		}
-		log.WithFields(logrus.Fields{"id": have.ID, "fields": fields.String()}).Debug("updated entry")
-		return stored, nil
+	if err != nil {
+		logStale(log, err, have)
+		return nil, err
 	}
-	fresh, gerr := p.get(ctx, have.ID)
-	if gerr != nil {
-		return nil, fmt.Errorf("re-reading after a version conflict: %w", gerr)
+	log.WithFields(logrus.Fields{"id": have.ID, "fields": fields.String()}).Debug("updated entry")
+	return stored, nil
+}
+
+// logStale logs a write the server refused because the entry changed since it was read: the
+// ordinary race with another writer, which the next sync's read settles, so no warning.
+func logStale(log logrus.FieldLogger, err error, have *endpoint.Record) {
+	if status.Code(err) == codes.Aborted {
+		log.WithFields(logrus.Fields{"id": have.ID, "version": have.Version}).Info("entry changed since it was read (version conflict); not written")
 	}
-	if p.opts.StillApplies != nil && !p.opts.StillApplies(c, fresh) {
-		log.WithFields(logrus.Fields{"id": have.ID, "tags": fresh.Tags}).Warn("entry changed hands since it was read; change dropped")
-		return nil, errNoLongerOurs
-	}
-	rebased := rebase(have, want, fresh)
-	fields = endpoint.Diff(fresh, rebased)
-	log.WithFields(logrus.Fields{"id": have.ID, "fields": fields.String()}).Info("version conflict; retrying on the fresh entry")
-	if fields == 0 {
-		return fresh, nil
-	}
-	return p.sendUpdate(ctx, fresh, rebased, fields)
 }
 
 // sendUpdate sends the fields of want that differ from have and returns the entry as stored.
@@ -244,82 +230,16 @@ func clone(r *endpoint.Record) *endpoint.Record {
 	return &out
 }
 
-// rebase applies the planned change (have→want) to fresh, the entry as it is now: scalar fields
-// the plan changed take the planned value, and tags and aliases get the planned additions and
-// removals, so a concurrent writer's unrelated edits survive.
-func rebase(have, want, fresh *endpoint.Record) *endpoint.Record {
-	out := *fresh
-	fields := endpoint.Diff(have, want)
-	if fields.Has(endpoint.FieldIP) {
-		out.IP = want.IP
-	}
-	if fields.Has(endpoint.FieldHostname) {
-		out.Hostname = want.Hostname
-	}
-	if fields.Has(endpoint.FieldComment) {
-		out.Comment = want.Comment
-	}
-	if fields.Has(endpoint.FieldAliases) {
-		out.Aliases = applyDelta(fresh.Aliases, have.Aliases, want.Aliases)
-	}
-	if fields.Has(endpoint.FieldTags) {
-		out.Tags = applyDelta(fresh.Tags, have.Tags, want.Tags)
-	}
-	return &out
-}
-
-// applyDelta returns cur less what the change took away (from − to) plus what it added
-// (to − from), counted as multisets and in cur's order, so a user's tags keep their order.
-func applyDelta(cur, from, to []string) []string {
-	delta := map[string]int{}
-	for _, s := range to {
-		delta[s]++
-	}
-	for _, s := range from {
-		delta[s]--
-	}
-	out := make([]string, 0, len(cur))
-	for _, s := range cur {
-		if delta[s] < 0 {
-			delta[s]++
-			continue
-		}
-		out = append(out, s)
-	}
-	for _, s := range to {
-		if delta[s] > 0 {
-			delta[s]--
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 // delete removes the entry at the version it was planned against. NotFound means it is gone
-// already, which is what was wanted. On Aborted the entry changed since it was read: it is
-// deleted only if the change touched nothing but its version; otherwise the next sync decides.
+// already, which is what was wanted; Aborted that it changed since it was read, and the next
+// sync decides whether it still goes.
 func (p *Provider) delete(ctx context.Context, have *endpoint.Record, log logrus.FieldLogger) error {
-	err := p.sendDelete(ctx, have.ID, have.Version)
-	if status.Code(err) == codes.Aborted {
-		fresh, gerr := p.get(ctx, have.ID)
-		if status.Code(gerr) == codes.NotFound {
-			return nil
-		}
-		if gerr != nil {
-			return fmt.Errorf("re-reading after a version conflict: %w", gerr)
-		}
-		if endpoint.Diff(have, fresh) != 0 {
-			return fmt.Errorf("entry was edited since it was read; not deleting it: %w", err)
-		}
-		err = p.sendDelete(ctx, have.ID, fresh.Version)
+	if err := p.sendDelete(ctx, have.ID, have.Version); err != nil && status.Code(err) != codes.NotFound {
+		logStale(log, err, have)
+		return err
 	}
-	if status.Code(err) == codes.NotFound {
-		err = nil
-	}
-	if err == nil {
-		log.WithFields(logrus.Fields{"id": have.ID, "ip": have.IP}).Debug("deleted entry")
-	}
-	return err
+	log.WithFields(logrus.Fields{"id": have.ID, "ip": have.IP}).Debug("deleted entry")
+	return nil
 }
 
 func (p *Provider) sendDelete(ctx context.Context, id, version string) error {
@@ -329,17 +249,6 @@ func (p *Provider) sendDelete(ctx context.Context, id, version string) error {
 		return fmt.Errorf("DeleteHost: %w", err)
 	}
 	return nil
-}
-
-func (p *Provider) get(ctx context.Context, id string) (*endpoint.Record, error) {
-	cctx, cancel := p.callCtx(ctx)
-	defer cancel()
-	resp, err := p.rpc().GetHost(cctx, &pb.GetHostRequest{Id: id})
-	if err != nil {
-		return nil, fmt.Errorf("GetHost: %w", err)
-	}
-	r := fromEntry(resp.GetEntry())
-	return &r, nil
 }
 
 func addRequest(r *endpoint.Record) *pb.AddHostRequest {

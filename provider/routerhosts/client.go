@@ -26,7 +26,6 @@ import (
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
-	"github.com/router-hosts-operator/router-hosts-operator/plan"
 	"github.com/router-hosts-operator/router-hosts-operator/provider"
 )
 
@@ -48,10 +47,6 @@ type Options struct {
 	// Observe, when set, is told the outcome of every call: the RPC's short name ("AddHost")
 	// and its status code (for ListHosts, how the stream ended).
 	Observe func(method string, code codes.Code)
-	// StillApplies, when set, is asked before a change is retried on the entry as re-read
-	// after a version conflict: ownership is the registry's rule, and an entry that changed
-	// hands meanwhile must not be written. A change it turns down is reported as refused.
-	StillApplies func(c *plan.Change, fresh *endpoint.Record) bool
 	// Credentials, when set, is told of the client certificate each time mTLS material is
 	// taken into use (at the start, after the files changed, from a new Secret), and of each
 	// change of the files that could not be loaded. It must not call the provider.

@@ -112,52 +112,51 @@ func TestUpdateSendsOnlyChangedFields(t *testing.T) {
 	}
 }
 
-func TestUpdateAbortedRebasesOnce(t *testing.T) {
-	p, svc := newProvider(t)
-	have := create(t, p, endpoint.Record{Hostname: "a.lan", IP: "10.0.0.1", Tags: []string{"k8s-operator", "old"}})
-	want := have
-	want.Tags = []string{"k8s-operator", "new"}
-	// A person tags the entry between our read and our write.
-	first := true
-	svc.SetBefore(func(m string) error {
-		if m == inmemory.MethodUpdate && first {
-			first = false
-			_, err := svc.Store().Update(&pb.UpdateHostRequest{Id: have.ID, ExpectedVersion: proto.String("1"), Tags: &pb.TagsUpdate{Values: []string{"k8s-operator", "old", "human"}}})
-			return err
-		}
-		return nil
-	})
-	results := p.ApplyChanges(context.Background(), []plan.Change{{Action: plan.Update, Old: &have, New: &want}})
-	if err := plan.ErrorOf(results); err != nil {
-		t.Fatal(err)
-	}
-	e := get(t, svc, have.ID)
-	if !endpoint.SameSet(e.GetTags(), []string{"k8s-operator", "new", "human"}) {
-		t.Fatalf("tags after rebase = %q; want ours applied and the person's kept", e.GetTags())
-	}
-	if got := results[0].Stored; got == nil || got.Version != e.GetVersion() || !endpoint.SameSet(got.Tags, e.GetTags()) {
-		t.Fatalf("stored = %+v, want the rebased entry as the server holds it (%s)", got, inmemory.String(e))
-	}
-	if c := svc.CallCounts(); c[inmemory.MethodUpdate] != 2 || c[inmemory.MethodGet] != 1 {
-		t.Fatalf("calls = %v, want 2 UpdateHost and 1 GetHost", c)
-	}
-
-	// A writer that always wins: one retry, then an error for the next sync.
-	have = endpoint.Record{ID: e.GetId(), Hostname: "a.lan", IP: "10.0.0.1", Tags: e.GetTags(), Version: e.GetVersion()}
-	want = have
-	want.IP = "10.0.0.9"
-	svc.SetBefore(func(m string) error {
-		if m == inmemory.MethodUpdate {
-			cur, _ := svc.Store().Get(have.ID)
-			_, err := svc.Store().Update(&pb.UpdateHostRequest{Id: have.ID, ExpectedVersion: proto.String(cur.GetVersion()), Comment: proto.String("x")})
-			return err
-		}
-		return nil
-	})
-	svc.ResetCalls()
-	err := plan.ErrorOf(p.ApplyChanges(context.Background(), []plan.Change{{Action: plan.Update, Old: &have, New: &want}}))
-	if status.Code(err) != codes.Aborted || svc.Calls(inmemory.MethodUpdate) != 2 {
-		t.Fatalf("err = %v after %d UpdateHost calls; want Aborted after 2", err, svc.Calls(inmemory.MethodUpdate))
+// TestAStaleWriteIsNotRetried: an update or a delete the server refuses because the entry
+// changed since it was read (Aborted) is sent once and never retried on the entry as it is
+// now; its result says stale, so the caller plans it again from a fresh read.
+func TestAStaleWriteIsNotRetried(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		method string
+		change func(have endpoint.Record) plan.Change
+	}{
+		{"update", inmemory.MethodUpdate, func(have endpoint.Record) plan.Change {
+			want := have
+			want.Tags = []string{"k8s-operator", "new"}
+			return plan.Change{Action: plan.Update, Old: &have, New: &want}
+		}},
+		{"delete", inmemory.MethodDelete, func(have endpoint.Record) plan.Change {
+			return plan.Change{Action: plan.Delete, Old: &have}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, svc := newProvider(t)
+			have := create(t, p, endpoint.Record{Hostname: "a.lan", IP: "10.0.0.1", Tags: []string{"k8s-operator", "old"}})
+			// A person tags the entry between our read and our write.
+			var edited *pb.HostEntry
+			svc.SetBefore(func(m string) error {
+				if m != tc.method || edited != nil {
+					return nil
+				}
+				var err error
+				edited, err = svc.Store().Update(&pb.UpdateHostRequest{Id: have.ID, ExpectedVersion: proto.String(have.Version),
+					Tags: &pb.TagsUpdate{Values: []string{"k8s-operator", "old", "human"}}})
+				return err
+			})
+			svc.ResetCalls()
+			results := p.ApplyChanges(context.Background(), []plan.Change{tc.change(have)})
+			ce := results[0].Err
+			if ce == nil || !ce.Stale || !ce.Refused || status.Code(ce) != codes.Aborted || results[0].Stored != nil {
+				t.Fatalf("result = %+v; want it stale, refused with Aborted, nothing stored", results[0])
+			}
+			if c := svc.CallCounts(); c[tc.method] != 1 || svc.WriteCalls() != 1 || c[inmemory.MethodGet] != 0 || c[inmemory.MethodList] != 0 {
+				t.Fatalf("calls = %v; want the one refused %s, no re-read and no retry", c, tc.method)
+			}
+			if got := get(t, svc, have.ID); !proto.Equal(got, edited) {
+				t.Fatalf("entry = %s; want it as the person left it, %s", inmemory.String(got), inmemory.String(edited))
+			}
+		})
 	}
 }
 
@@ -172,12 +171,12 @@ func TestDelete(t *testing.T) {
 	if results := p.ApplyChanges(context.Background(), []plan.Change{{Action: plan.Delete, Old: &a}}); results[0].Err != nil || results[0].Stored != nil {
 		t.Fatalf("delete of a gone entry: %+v, want success with nothing stored", results[0])
 	}
-	// Edited since read: not deleted.
+	// Edited since read: not deleted, and said to be stale.
 	if _, err := svc.Store().Update(&pb.UpdateHostRequest{Id: b.ID, ExpectedVersion: proto.String("1"), IpAddress: proto.String("10.0.0.2")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := plan.ErrorOf(p.ApplyChanges(context.Background(), []plan.Change{{Action: plan.Delete, Old: &b}})); err == nil {
-		t.Fatal("deleted an entry edited since it was read")
+	if ce := p.ApplyChanges(context.Background(), []plan.Change{{Action: plan.Delete, Old: &b}})[0].Err; ce == nil || !ce.Stale {
+		t.Fatalf("delete of an entry edited since it was read: %v, want it refused as stale", ce)
 	}
 	if svc.Store().Len() != 1 {
 		t.Fatal("edited entry is gone")
@@ -557,7 +556,7 @@ func TestAdoptionOfAnEntryEditedSinceItWasReadIsDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc, conn := inmemory.DialTest(t)
-	p := NewFromConn(conn, Options{Timeout: 5 * time.Second, Log: logrus.New(), StillApplies: reg.StillApplies})
+	p := NewFromConn(conn, Options{Timeout: 5 * time.Second, Log: logrus.New()})
 	hand := create(t, p, endpoint.Record{Hostname: "nas.lan", IP: "192.168.1.5", Tags: []string{"manual"}, Comment: "by hand"})
 	want := &endpoint.Endpoint{Hostname: "nas.lan", Targets: []string{"10.0.0.5"}, OwnerTags: []string{"cluster:home", "k8s-operator", "namespace:d"},
 		Sources: []endpoint.SourceRef{{Kind: "Ingress", Namespace: "d", Name: "n", UID: "uid"}}}

@@ -17,6 +17,7 @@ import (
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/planner"
 )
 
 func TestServerDownFailsSyncDeletesNothingAndConverges(t *testing.T) {
@@ -292,16 +293,27 @@ func TestConcurrentWriterAbortedThenConverges(t *testing.T) {
 	// Between the operator's ListHosts and its UpdateHost, another writer edits the entry.
 	h.editBeforeFirstUpdate(app, &pb.UpdateHostRequest{Comment: proto.String("edited meanwhile")})
 	h.srv.Service().ResetCalls()
-	h.sync()
-	got := h.one("app.lan")
-	if got.IP != "10.15.0.2" || got.Comment != "edited meanwhile" {
-		t.Fatalf("after the conflict: %+v; want the new IP, and the other writer's comment kept", got)
+	if rep := h.sync(); !rep.Again || len(rep.Failed) != 0 {
+		t.Fatalf("again %v, failed %v; want a sync at once and no failure reported", rep.Again, rep.Failed)
 	}
-	if c := h.srv.Service().CallCounts(); c["UpdateHost"] != 2 || c["GetHost"] != 1 {
-		t.Fatalf("calls = %v, want Aborted, one GetHost, one retry", c)
+	if got := h.one("app.lan"); got.IP != "10.15.0.1" || got.Comment != "edited meanwhile" {
+		t.Fatalf("after the conflict: %+v; want the entry as the other writer left it", got)
 	}
-	// The next sync restores the comment the operator owns, then all is quiet.
-	h.sync()
+	if c := h.srv.Service().CallCounts(); c["UpdateHost"] != 1 || c["GetHost"] != 0 {
+		t.Fatalf("calls = %v, want the Aborted update alone: no re-read, no retry", c)
+	}
+	// The sync that follows reads the whole server and writes the move on the entry as it is
+	// now, with the comment the operator owns; then all is quiet.
+	h.srv.Service().ResetCalls()
+	if rep := h.sync(); rep.Read != planner.ReadServer || rep.Again {
+		t.Fatalf("the sync after the conflict read %s, again %v; want the whole server read and nothing more at once", rep.Read, rep.Again)
+	}
+	if got := h.one("app.lan"); got.IP != "10.15.0.2" || got.ID != app.ID || got.Comment == "edited meanwhile" {
+		t.Fatalf("after the fresh read: %+v; want the move written on the same entry, the comment the operator's", got)
+	}
+	if c := h.srv.Service().CallCounts(); c["UpdateHost"] != 1 {
+		t.Fatalf("calls = %v, want one UpdateHost", c)
+	}
 	h.srv.Service().ResetCalls()
 	h.sync()
 	if h.writes() != 0 {

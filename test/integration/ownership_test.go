@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"errors"
 	"reflect"
 	"slices"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
+	"github.com/router-hosts-operator/router-hosts-operator/planner"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )
@@ -380,23 +380,31 @@ func TestHostnameStaysWithTheNamespaceHoldingIt(t *testing.T) {
 	h.quiet("after the hand-over")
 }
 
-func TestConflictRetryRechecksOwnership(t *testing.T) {
+// TestAnEntryHandedOverMeanwhileIsNotWritten: the server refuses the write at the version read
+// (Aborted), the provider neither re-reads nor retries it, and the sync at once that follows
+// reads the whole server, where the entry is another cluster's: nothing is written to it.
+func TestAnEntryHandedOverMeanwhileIsNotWritten(t *testing.T) {
 	h := newHarness(t, options{})
 	app := h.movedAfterSync("app", "app.lan", "10.16.0.1", "10.16.0.2")
 	// Between the operator's read and its write, the entry is handed to another cluster.
 	h.editBeforeFirstUpdate(app, &pb.UpdateHostRequest{Tags: &pb.TagsUpdate{Values: []string{"k8s-operator", "cluster:other"}}})
 	h.srv.Service().ResetCalls()
-	_, err := h.ctrl.SyncOnce(context.Background())
-	var refused *controller.RefusedError
-	if !errors.As(err, &refused) {
-		t.Fatalf("sync error = %v, want the change reported as refused", err)
+	if rep := h.sync(); !rep.Again || len(rep.Failed) != 0 {
+		t.Fatalf("again %v, failed %v; want a sync at once and no failure reported", rep.Again, rep.Failed)
+	}
+	if c := h.srv.Service().CallCounts(); c["UpdateHost"] != 1 || c["GetHost"] != 0 {
+		t.Fatalf("calls = %v, want the Aborted update alone: no re-read, no retry", c)
+	}
+	h.srv.Service().ResetCalls()
+	if rep := h.sync(); rep.Read != planner.ReadServer {
+		t.Fatalf("the sync after the conflict read %s, want the whole server", rep.Read)
 	}
 	got := h.one("app.lan")
 	if got.IP != "10.16.0.1" || !reflect.DeepEqual(got.Tags, []string{"k8s-operator", "cluster:other"}) {
 		t.Fatalf("entry = %+v; the other cluster's entry must not be written", got)
 	}
-	if c := h.srv.Service().CallCounts(); c["UpdateHost"] != 1 || c["GetHost"] != 1 {
-		t.Fatalf("calls = %v, want the Aborted update, one GetHost, and no retry", c)
+	if n := h.writes(); n != 0 {
+		t.Fatalf("%d writes after the fresh read, want none to the other cluster's entry", n)
 	}
 	h.quiet("once the entry is another cluster's")
 }

@@ -218,7 +218,7 @@ func (w *World) startInstallation(in *installation) error {
 	}
 	w.stop = append(w.stop, stop)
 	// One write at a time: writes in flight together would take their IDs in any order.
-	prov := routerhosts.NewFromConn(conn, routerhosts.Options{Log: w.log, StillApplies: reg.StillApplies, WriteConcurrency: 1})
+	prov := routerhosts.NewFromConn(conn, routerhosts.Options{Log: w.log, WriteConcurrency: 1})
 	in.conn = nil
 	in.ctl = controller.New(controller.Config{Sources: []controller.Source{source{in}}, Registry: reg, Provider: prov,
 		Interval: Interval, Log: w.log, Clock: w.clock})
