@@ -143,7 +143,7 @@ type Report struct {
 	Started      time.Time
 	Duration     time.Duration
 	ListDuration time.Duration
-	Read         planner.Read
+	Read         planner.ReadKind
 	// Mode is the kind of sync.
 	Mode planner.Mode
 	// Again says another sync follows at once: the planner found its known state out of date,

@@ -89,8 +89,8 @@ func (e *Endpoint) CommentAt(ip string) string {
 	return e.Comment
 }
 
-// Source is the claim of the object uid among e's sources.
-func (e *Endpoint) Source(uid string) (SourceRef, bool) {
+// Ref is the reference to the object uid among e's sources.
+func (e *Endpoint) Ref(uid string) (SourceRef, bool) {
 	for _, s := range e.Sources {
 		if s.UID == uid {
 			return s, true

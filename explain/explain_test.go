@@ -48,7 +48,7 @@ func ours(rid, host, ip, ns, uid string, extra ...string) endpoint.Record {
 	return endpoint.Record{ID: rid, Hostname: host, IP: ip, Tags: tags, Version: "1", Comment: "router-hosts-operator: Ingress " + ns + "/web"}
 }
 
-// TestExplainName: each situation a name can be in gives its code, the facts and the verdict,
+// TestExplainName: each situation a name can be in gives its code, the facts and the summary,
 // as the registry decided them.
 func TestExplainName(t *testing.T) {
 	for _, tc := range []struct {
@@ -208,7 +208,7 @@ func TestListSharedAndSilent(t *testing.T) {
 	}
 	rep := &controller.Report{Desired: d.Desired, Changes: d.Changes, Held: d.Held, State: d.State, Started: now}
 	in := &Input{Report: rep, Owners: reg.Ownerships(now, d.State), Manages: reg.Manages, Now: now}
-	got := map[string]Entry{}
+	got := map[string]RouterEntry{}
 	for _, e := range List(in, Filter{}) {
 		got[e.Hostname] = e
 	}

@@ -27,7 +27,7 @@ type Config struct {
 	// Settings are what the flags say of the settings a RouterHostsConfig may also set, in
 	// their one typed home: the flags fill them, validate completes them (the IP resolution
 	// chain, the tenancy), and a RouterHostsConfig's fields are laid over them
-	// (clusterconfig.Merge).
+	// (clusterconfig.Overlay).
 	clusterconfig.Settings
 	// Remote is --context and --from-cluster, for the commands an admin runs from a laptop.
 	Remote
