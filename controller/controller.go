@@ -1,5 +1,5 @@
 // Package controller runs the operator's one loop: read every source and the server's entries,
-// plan, apply ownership policy, write. It is level-triggered: each sync starts from the full
+// plan, decide by the ownership rules, write. It is level-triggered: each sync starts from the full
 // state, so a missed event or a crash costs at most one sync, never correctness.
 package controller
 

@@ -98,7 +98,7 @@ type Whose struct {
 	Namespace string   `json:"namespace,omitempty"`
 	Kinds     []string `json:"kinds,omitempty"`
 	// Shared: the hostname is shared with other clusters; CoOwners the other clusters that
-	// want the line too (name@cluster-id); LastSeen a silent cluster's newest mark of life.
+	// want the line too (name@cluster-id); LastSeen a silent cluster's newest heartbeat.
 	Shared   bool       `json:"shared,omitempty"`
 	CoOwners []string   `json:"coOwners,omitempty"`
 	LastSeen *time.Time `json:"lastSeen,omitempty"`
@@ -516,7 +516,7 @@ func (d *decision) owner(o registry.Ownership) Whose {
 	case registry.OwnerCoOwned:
 		out.Words = "another cluster's line (" + cluster + "), shared, which this cluster co-owns: it stays while either wants it"
 	case registry.OwnerSilentCluster:
-		out.Words = fmt.Sprintf("a silent cluster: %s, cluster-id %s, whose newest mark of life is from %s; "+
+		out.Words = fmt.Sprintf("a silent cluster: %s, cluster-id %s, whose newest heartbeat is from %s; "+
 			"if it is gone for good, let it go with `%s`", cluster, o.ClusterID, o.LastSeen.UTC().Format(time.RFC3339),
 			o.Release)
 	default:

@@ -187,7 +187,7 @@ func TestTheDocsListEveryCodeAndState(t *testing.T) {
 
 // TestListSharedAndSilent: another cluster's line this cluster co-owns lists as co-owned (under
 // --owner=this), an entry of a shared name says so with its co-owners, and the entries of an
-// installation whose newest mark of life is older than the threshold list as silent-cluster
+// installation whose newest heartbeat is older than the threshold list as silent-cluster
 // (under --owner=other), with when it was last seen and the release command.
 func TestListSharedAndSilent(t *testing.T) {
 	reg, err := registry.New(registry.Config{ClusterName: "home", ClusterID: id, GracePeriod: 5 * time.Minute, SilentClusterAfter: 24 * time.Hour})

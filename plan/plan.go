@@ -35,7 +35,7 @@ type Current struct {
 	// Keep lists the tags that stay on an adopted (or to-be-adopted) entry, in order, ahead of
 	// the ownership tags: the user's own tags verbatim, then the registry's opening marker. On a
 	// created entry, the tags it carries beside the ownership tags (other clusters' co-owner
-	// tags, the mark of life); on a co-owned one, every tag but this cluster's co-owner tag.
+	// tags, the heartbeat); on a co-owned one, every tag but this cluster's co-owner tag.
 	Keep []string
 	// Trail lists the tags that follow the ownership tags on such an entry: the registry's loan
 	// record, which closes its block. On a co-owned entry, this cluster's co-owner tag.
@@ -60,8 +60,8 @@ type Plan struct {
 // output and tests are stable. Entries are matched per hostname, without regard to case: an
 // entry whose IP is a target is kept for it, a changed IP is updated in place on a surplus
 // entry (keeping its ID), and only what is left over becomes a create or a delete. Adoption
-// candidates become Adopt changes. It knows no policy: the registry applies --policy to what
-// it returns, as external-dns does after its Calculate.
+// candidates become Adopt changes. It knows no policy: the registry holds back what --policy
+// forbids of what it returns, as external-dns does after its Calculate.
 func (p *Plan) Calculate() []Change {
 	byHost := make(map[string][]*Current, len(p.Current))
 	// One backing array for the common single-entry hostnames instead of one slice each.

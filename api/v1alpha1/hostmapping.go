@@ -86,7 +86,8 @@ type HostMappingSpec struct {
 	// +optional
 	Tags []string `json:"tags,omitempty"`
 	// Shared lets other clusters whose claims on the hostname are shared too write addresses of
-	// their own for it; the annotation router-hosts.fzymgc.house/shared is its twin on other kinds.
+	// their own for it; the annotation router-hosts.fzymgc.house/shared says the same on other
+	// kinds.
 	// +optional
 	Shared bool `json:"shared,omitempty"`
 
