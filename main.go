@@ -40,7 +40,7 @@ func main() {
 		os.Exit(2)
 	}
 	klogbridge.Install(log)
-	if soft := memtune.Apply(); soft > 0 {
+	if soft := memtune.Set(); soft > 0 {
 		log.WithField("go_memory_limit_mib", soft>>20).Info("Go soft memory limit set below the container's")
 	}
 	// SIGTERM and SIGINT cancel the context; the provider finishes the writes in flight and

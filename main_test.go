@@ -81,7 +81,7 @@ func TestManifestsMatchTheBinary(t *testing.T) {
 // TestWebhookDefaults: the webhook sidecar serves /metrics and the probes on :8080 by default,
 // external-dns's webhook convention, clear of external-dns's own :7979 in the same pod, and
 // writes as cluster external-dns; the operator keeps :7979 and default; a value given as a flag
-// or by its environment twin wins.
+// or by its environment variable wins.
 func TestWebhookDefaults(t *testing.T) {
 	tls := []string{"--router-hosts-endpoint=r:1", "--tls-ca=a", "--tls-cert=b", "--tls-key=c"}
 	for _, c := range []struct {
@@ -97,7 +97,7 @@ func TestWebhookDefaults(t *testing.T) {
 		{"webhook", append([]string{"webhook"}, tls...), nil, ":8080", "external-dns", 0},
 		{"webhook, flags", append([]string{"webhook", "--metrics-address=:9100", "--cluster-name=lab", "--max-entries-per-namespace=500"}, tls...), nil, ":9100", "lab", 500},
 		{"webhook, metrics off", append([]string{"webhook", "--metrics-address="}, tls...), nil, "", "external-dns", 0},
-		{"webhook, env twins", append([]string{"webhook"}, tls...),
+		{"webhook, env variables", append([]string{"webhook"}, tls...),
 			map[string]string{"ROUTER_HOSTS_OPERATOR_METRICS_ADDRESS": ":9200", "ROUTER_HOSTS_OPERATOR_CLUSTER_NAME": "home", "ROUTER_HOSTS_OPERATOR_MAX_ENTRIES_PER_NAMESPACE": "7"}, ":9200", "home", 7},
 	} {
 		t.Run(c.name, func(t *testing.T) {

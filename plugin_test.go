@@ -13,7 +13,7 @@ import (
 
 // TestTheBinaryAsAKubectlPlugin builds the binary and runs it as kubectl runs a plugin, through
 // a link named kubectl-router_hosts: its help and --version name it "kubectl router-hosts", as
-// its errors do, and its environment twins stay ROUTER_HOSTS_OPERATOR_*; under its own name it
+// its errors do, and its environment variables stay ROUTER_HOSTS_OPERATOR_*; under its own name it
 // is router-hosts-operator.
 func TestTheBinaryAsAKubectlPlugin(t *testing.T) {
 	if testing.Short() {

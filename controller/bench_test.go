@@ -46,7 +46,7 @@ func benchmarkEventSync(b *testing.B, n int) {
 	}
 	src := &stubSource{eps: eps}
 	prov := routerhosts.NewFromConn(conn, routerhosts.Options{Log: log, WriteConcurrency: 4})
-	c := New(Config{Sources: []Source{src}, Registry: reg, Provider: prov, Interval: time.Hour, Log: log})
+	c := New(Config{Sources: []EndpointSource{src}, Registry: reg, Provider: prov, Interval: time.Hour, Log: log})
 	ctx := context.Background()
 	// The first syncs write every entry, within the budget of writes per sync.
 	for again := true; again; {

@@ -1,5 +1,5 @@
 // Package controller runs the operator's one loop: read every source and the server's entries,
-// plan, apply ownership policy, write. It is level-triggered: each sync starts from the full
+// plan, decide by the ownership rules, write. It is level-triggered: each sync starts from the full
 // state, so a missed event or a crash costs at most one sync, never correctness.
 package controller
 
@@ -23,8 +23,9 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )
 
-// Source lists the endpoints the cluster wants, from informer caches, and reports changes.
-type Source interface {
+// EndpointSource is what the loop needs of a source: the endpoints the cluster wants, from
+// informer caches, and a word when they change.
+type EndpointSource interface {
 	Endpoints(ctx context.Context) ([]*endpoint.Endpoint, error)
 	AddEventHandler(handler func())
 }
@@ -50,7 +51,7 @@ type ProblemSource interface {
 
 // Config wires the loop.
 type Config struct {
-	Sources []Source
+	Sources []EndpointSource
 	// Reporters are told the outcome of each sync.
 	Reporters []Reporter
 	Registry  *registry.Registry
@@ -92,16 +93,16 @@ type Controller struct {
 	// in flight reads; the planner is only touched under it.
 	syncing sync.Mutex
 	planner *planner.Planner
-	live    atomic.Pointer[Settings]
+	live    atomic.Pointer[LoopSettings]
 
 	// unmanaged are the hostnames the last decision found outside the managed domains: a sync
 	// whose read of the server fails reports on the other objects alone, as one that decides.
 	unmanaged map[string]bool
 }
 
-// Settings are the parts of the configuration that may change while the loop runs; the
+// LoopSettings are the loop's part of the settings, which may change while it runs; the
 // registry's are applied with it (Reconfigure's apply).
-type Settings struct {
+type LoopSettings struct {
 	// Interval is the period of full resyncs.
 	Interval time.Duration
 }
@@ -109,7 +110,7 @@ type Settings struct {
 // Reconfigure runs apply between two syncs, where nothing reads what it changes, and on
 // success takes s and starts a sync that reads the server at once. apply's error is returned
 // and the settings in use are kept.
-func (c *Controller) Reconfigure(apply func() error, s Settings) error {
+func (c *Controller) Reconfigure(apply func() error, s LoopSettings) error {
 	if s.Interval <= 0 {
 		return fmt.Errorf("interval %s is not positive", s.Interval)
 	}
@@ -128,7 +129,7 @@ func (c *Controller) Reconfigure(apply func() error, s Settings) error {
 }
 
 // settings are the settings in use.
-func (c *Controller) settings() *Settings { return c.live.Load() }
+func (c *Controller) settings() *LoopSettings { return c.live.Load() }
 
 // New returns a controller; it registers itself with every source for change notifications.
 func New(cfg Config) *Controller {
@@ -145,7 +146,7 @@ func New(cfg Config) *Controller {
 		cfg.Interval = time.Minute
 	}
 	c := &Controller{cfg: cfg, log: cfg.Log, wake: make(chan struct{}, 1), planner: planner.New(cfg.Registry, cfg.Provider, cfg.Clock)}
-	c.live.Store(&Settings{Interval: cfg.Interval})
+	c.live.Store(&LoopSettings{Interval: cfg.Interval})
 	for _, s := range cfg.Sources {
 		s.AddEventHandler(c.notify)
 	}
@@ -237,11 +238,11 @@ func (c *Controller) SyncOnce(ctx context.Context) (*Report, error) {
 	return c.sync(ctx, planner.Full)
 }
 
-// Decide reads the sources and the whole server once and returns what the registry decided,
+// Inspect reads the sources and the whole server once and returns what the registry decided,
 // each decision with its reason (Report.Held, Report.State), writing nothing and telling no
 // reporter: what explain and list print. Unlike a dry run it answers no release probe, so it
 // is read-only on the router.
-func (c *Controller) Decide(ctx context.Context) (*Report, error) {
+func (c *Controller) Inspect(ctx context.Context) (*Report, error) {
 	c.syncing.Lock()
 	defer c.syncing.Unlock()
 	in := c.begin(planner.Full)

@@ -67,7 +67,7 @@ func (p *recordingProvider) ApplyChanges(_ context.Context, cs []plan.Change) []
 	return plantest.Written(cs...)
 }
 
-func newTestController(t *testing.T, src Source, prov Provider, minEvent time.Duration) *Controller {
+func newTestController(t *testing.T, src EndpointSource, prov Provider, minEvent time.Duration) *Controller {
 	t.Helper()
 	reg, err := registry.New(registry.Config{ClusterName: "t", GracePeriod: time.Minute, Log: logrus.New()})
 	if err != nil {
@@ -75,7 +75,7 @@ func newTestController(t *testing.T, src Source, prov Provider, minEvent time.Du
 	}
 	log := logrus.New()
 	log.SetLevel(logrus.WarnLevel)
-	return New(Config{Sources: []Source{src}, Registry: reg, Provider: prov, Interval: time.Hour, MinEventSyncInterval: minEvent, Log: log})
+	return New(Config{Sources: []EndpointSource{src}, Registry: reg, Provider: prov, Interval: time.Hour, MinEventSyncInterval: minEvent, Log: log})
 }
 
 func TestFailedSourceStopsBeforeReadingServer(t *testing.T) {
@@ -137,7 +137,7 @@ func TestTheDomainFilterIsTheRegistrys(t *testing.T) {
 	}
 	in, out := claimOf("a.in.lan"), claimOf("b.out.lan")
 	prov, rec := &recordingProvider{}, &reportRecorder{}
-	c := New(Config{Sources: []Source{&stubSource{eps: []*endpoint.Endpoint{in, out}}}, Reporters: []Reporter{rec}, Registry: reg,
+	c := New(Config{Sources: []EndpointSource{&stubSource{eps: []*endpoint.Endpoint{in, out}}}, Reporters: []Reporter{rec}, Registry: reg,
 		Provider: prov, Interval: time.Hour, Log: log})
 	rep, err := c.SyncOnce(context.Background())
 	if err != nil {
@@ -243,7 +243,7 @@ func newKnownStateRig(t *testing.T) *knownStateRig {
 	}
 	r := &knownStateRig{svc: svc, src: &stubSource{}, clock: testingclock.NewFakeClock(time.Now())}
 	prov := routerhosts.NewFromConn(conn, routerhosts.Options{Log: log})
-	r.c = New(Config{Sources: []Source{r.src}, Registry: reg, Provider: prov, Interval: time.Hour, Log: log, Clock: r.clock})
+	r.c = New(Config{Sources: []EndpointSource{r.src}, Registry: reg, Provider: prov, Interval: time.Hour, Log: log, Clock: r.clock})
 	return r
 }
 

@@ -106,7 +106,7 @@ func (s *countingSource) Endpoints(ctx context.Context) ([]*endpoint.Endpoint, e
 
 func TestEventAfterQuietPeriodSyncsAtOnceAndBurstsCoalesce(t *testing.T) {
 	src := &countingSource{}
-	l := startLoop(t, Config{Sources: []Source{src}, Provider: &recordingProvider{}, MinEventSyncInterval: 300 * time.Millisecond})
+	l := startLoop(t, Config{Sources: []EndpointSource{src}, Provider: &recordingProvider{}, MinEventSyncInterval: 300 * time.Millisecond})
 	l.waitsFor(is(at(time.Hour), planner.Full)) // after the first sync
 	l.clock.Step(10 * time.Second)              // a quiet period
 
@@ -142,7 +142,7 @@ func TestRunSyncsWhenAGracePeriodEnds(t *testing.T) {
 	}
 	// An entry this cluster writes for an object, which is then deleted.
 	src := &stubSource{eps: []*endpoint.Endpoint{claimOf("old.lan")}}
-	l := startLoop(t, Config{Sources: []Source{src}, Registry: reg, Provider: prov, MinEventSyncInterval: time.Second, Log: log})
+	l := startLoop(t, Config{Sources: []EndpointSource{src}, Registry: reg, Provider: prov, MinEventSyncInterval: time.Second, Log: log})
 	first := l.waitsFor(func(Schedule) bool { return svc.Store().Len() == 1 })
 	src.mu.Lock()
 	src.eps = nil
@@ -163,7 +163,7 @@ func TestRunSyncsWhenAGracePeriodEnds(t *testing.T) {
 func TestRefusedWriteNeverSlowsTheOthers(t *testing.T) {
 	src := &stubSource{eps: []*endpoint.Endpoint{claimOf("bad.lan")}}
 	prov := &refusingProvider{refuse: "bad.lan", tries: map[string]int{}}
-	l := startLoop(t, Config{Sources: []Source{src}, Provider: prov, MinEventSyncInterval: 20 * time.Millisecond})
+	l := startLoop(t, Config{Sources: []EndpointSource{src}, Provider: prov, MinEventSyncInterval: 20 * time.Millisecond})
 	// A refusal is no failure: the next sync is the interval's, not a backoff's.
 	l.waitsFor(is(at(time.Hour), planner.Full))
 	if n := prov.count("bad.lan"); n != 1 {
@@ -207,7 +207,7 @@ func TestRefusedWriteNeverSlowsTheOthers(t *testing.T) {
 func TestAuthenticationFailureWaitsForNewCredentials(t *testing.T) {
 	src := &stubSource{eps: []*endpoint.Endpoint{claimOf("a.lan")}}
 	prov := &refusingProvider{tries: map[string]int{}, listErr: fmt.Errorf("ListHosts: %w: tls: unknown certificate authority", provider.ErrAuthentication)}
-	l := startLoop(t, Config{Sources: []Source{src}, Provider: prov, MinEventSyncInterval: 20 * time.Millisecond})
+	l := startLoop(t, Config{Sources: []EndpointSource{src}, Provider: prov, MinEventSyncInterval: 20 * time.Millisecond})
 	// Not retried before the interval: neither a backoff nor an event cuts the wait.
 	l.waitsFor(is(at(time.Hour), planner.Full))
 	l.clock.Step(2 * time.Second)
@@ -232,7 +232,7 @@ func TestAFailedSyncIsRetriedWhenTheServerAnswers(t *testing.T) {
 	down := errors.New("ListHosts: Unavailable: connection refused")
 	prov := &refusingProvider{tries: map[string]int{}, listErr: down}
 	setErr := func(err error) { prov.mu.Lock(); prov.listErr = err; prov.mu.Unlock() }
-	l := startLoop(t, Config{Sources: []Source{src}, Provider: prov, MinEventSyncInterval: 20 * time.Millisecond})
+	l := startLoop(t, Config{Sources: []EndpointSource{src}, Provider: prov, MinEventSyncInterval: 20 * time.Millisecond})
 	l.waitsFor(is(at(time.Second), planner.Full)) // the first failure's backoff
 	// The server's return cuts it short, once per run of failures: the retry fails too, and
 	// a second return waits out the backoff.
@@ -272,7 +272,7 @@ func TestAFailedSyncIsRetriedWhenTheServerAnswers(t *testing.T) {
 func TestTheIntervalsFullReadIsNotPostponedByEvents(t *testing.T) {
 	r := newKnownStateRig(t)
 	r.want(claimAt("a.lan", "10.0.0.1"))
-	l := startLoop(t, Config{Sources: []Source{r.src}, Registry: r.c.cfg.Registry, Provider: r.c.cfg.Provider, Interval: 300 * time.Millisecond,
+	l := startLoop(t, Config{Sources: []EndpointSource{r.src}, Registry: r.c.cfg.Registry, Provider: r.c.cfg.Provider, Interval: 300 * time.Millisecond,
 		MinEventSyncInterval: 20 * time.Millisecond})
 	l.waitsFor(is(at(300*time.Millisecond), planner.Full))
 	// An event every 50 ms for 1.2 s: event-triggered syncs plan from the known state, and the
@@ -294,7 +294,7 @@ func TestARequestedSyncIsTheLoops(t *testing.T) {
 	src := &stubSource{eps: []*endpoint.Endpoint{claimOf("a.lan")}}
 	down := errors.New("ListHosts: Unavailable: connection refused")
 	prov := &refusingProvider{tries: map[string]int{}, listErr: down}
-	l := startLoop(t, Config{Sources: []Source{src}, Provider: prov, MinEventSyncInterval: time.Second})
+	l := startLoop(t, Config{Sources: []EndpointSource{src}, Provider: prov, MinEventSyncInterval: time.Second})
 	l.waitsFor(is(at(time.Second), planner.Full)) // the first failure's backoff
 	if err := l.c.SyncNow(context.Background()); err == nil || !errors.Is(err, down) {
 		t.Fatalf("SyncNow during an outage: %v, want the sync's error", err)
@@ -332,7 +332,7 @@ func TestAStaleWriteIsPlannedAgainOnceFromAWholeRead(t *testing.T) {
 		r = newKnownStateRig(t)
 		rec := &reportRecorder{}
 		r.want(claimAt("a.lan", "10.0.0.1"))
-		l = startLoop(t, Config{Sources: []Source{r.src}, Registry: r.c.cfg.Registry, Provider: r.c.cfg.Provider, Reporters: []Reporter{rec},
+		l = startLoop(t, Config{Sources: []EndpointSource{r.src}, Registry: r.c.cfg.Registry, Provider: r.c.cfg.Provider, Reporters: []Reporter{rec},
 			MinEventSyncInterval: 20 * time.Millisecond})
 		l.waitsFor(is(at(time.Hour), planner.Full))
 		var left atomic.Int64

@@ -133,7 +133,7 @@ type Report struct {
 	TakeUpLeft int
 	// Twin is another writer of this identity, nil when none shows.
 	Twin *registry.Twin
-	// Silent are the other installations whose marks of life are older than the threshold.
+	// Silent are the other installations whose heartbeats are older than the threshold.
 	Silent []registry.SilentCluster
 	// SourceEndpoints counts the endpoints each source returned, by source index.
 	SourceEndpoints []int
@@ -146,7 +146,7 @@ type Report struct {
 	Started      time.Time
 	Duration     time.Duration
 	ListDuration time.Duration
-	Read         planner.Read
+	Read         planner.ReadKind
 	// Mode is the kind of sync.
 	Mode planner.Mode
 	// Again says another sync follows at once: the planner found its known state out of date,
@@ -192,7 +192,7 @@ func reportOf(in *reading, sy *planner.Sync, results []plan.Result, again bool, 
 	return rep
 }
 
-// reportOfFailedRead is the report of a sync whose read failed at stage (StepSource or
+// reportOfFailedRead is the report of a sync whose read failed at step (StepSource or
 // StepList) with err, at end.
 func reportOfFailedRead(in *reading, step Step, err error, end time.Time) *Report {
 	rep := &Report{Err: err, Step: step, Mode: in.mode, Started: in.started, Duration: end.Sub(in.started)}

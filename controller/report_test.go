@@ -31,7 +31,7 @@ func TestReportOf(t *testing.T) {
 	auth := fmt.Errorf("handshake: %w", provider.ErrAuthentication)
 	for _, tc := range []struct {
 		name    string
-		read    planner.Read
+		read    planner.ReadKind
 		refused map[string]error
 		// fail is the provider's error for each of the changes (a.lan, then c.lan), nil for
 		// one written; fail nil: both written. dryRun: nothing written, no results.

@@ -13,13 +13,13 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/dnsquery"
 )
 
-// Verdict is what a name's answer says of it.
-type Verdict uint8
+// Finding is what a name's answer says of it.
+type Finding uint8
 
-// The verdicts.
+// The findings.
 const (
 	// Unchecked: not asked yet, or not since its last write.
-	Unchecked Verdict = iota
+	Unchecked Finding = iota
 	// Answering: the server answers with exactly the addresses written.
 	Answering
 	// Missing: the server has no address for the name (NXDOMAIN, or no data of the types
@@ -36,8 +36,8 @@ const (
 	NoAnswer
 )
 
-// String is the verdict as logs say it.
-func (v Verdict) String() string {
+// String is the finding as logs say it.
+func (v Finding) String() string {
 	switch v {
 	case Answering:
 		return "answering"
@@ -56,8 +56,8 @@ func (v Verdict) String() string {
 }
 
 // Label is the reason label of the names_not_answering metric for a name not answering as
-// written: missing, wrong or still_answering; "" for the other verdicts.
-func (v Verdict) Label() string {
+// written: missing, wrong or still_answering; "" for the other findings.
+func (v Finding) Label() string {
 	switch v {
 	case Missing:
 		return "missing"
@@ -72,8 +72,8 @@ func (v Verdict) Label() string {
 // Labels are every value Label gives, for metrics that start each at zero.
 var Labels = []string{Missing.Label(), Wrong.Label(), StillAnswering.Label()}
 
-// Bad reports whether the verdict is a name not answering as written (Label is not "").
-func (v Verdict) Bad() bool { return v.Label() != "" }
+// Bad reports whether the finding is a name not answering as written (Label is not "").
+func (v Finding) Bad() bool { return v.Label() != "" }
 
 // Result is one check of one name.
 type Result struct {
@@ -85,14 +85,14 @@ type Result struct {
 	Got []netip.Addr
 	// NXDomain says the server answered that the name does not exist.
 	NXDomain bool
-	Verdict  Verdict
-	// Err is why the server gave no answer (Verdict NoAnswer).
+	Finding  Finding
+	// Err is why the server gave no answer (Finding NoAnswer).
 	Err error
 }
 
 // String says the result in a sentence, for logs, events and conditions.
 func (r Result) String() string {
-	switch r.Verdict {
+	switch r.Finding {
 	case Answering:
 		return fmt.Sprintf("%s answers %s as written", r.Name, addrsText(r.Want))
 	case Missing:
@@ -132,7 +132,7 @@ func addrsText(addrs []netip.Addr) string {
 func Check(ctx context.Context, server, hostname string, want []netip.Addr) Result {
 	want = sortedUnique(want)
 	if server == "" {
-		return Result{Name: hostname, Want: want, Verdict: NoAnswer, Err: errNoServer}
+		return Result{Name: hostname, Want: want, Finding: NoAnswer, Err: errNoServer}
 	}
 	return judge(hostname, want, nil, false, ask(ctx, dnsquery.Query, server, hostname, typesOf(want, nil)))
 }
@@ -194,17 +194,17 @@ func judge(name string, want, gone []netip.Addr, beside bool, a answer) Result {
 	r := Result{Name: name, Want: want, Got: a.got, NXDomain: a.nxdomain, Err: a.err}
 	switch {
 	case a.err != nil:
-		r.Verdict = NoAnswer
+		r.Finding = NoAnswer
 	case len(want) > 0 && (slices.Equal(a.got, want) || beside && !slices.ContainsFunc(want, func(w netip.Addr) bool { return !slices.Contains(a.got, w) })):
-		r.Verdict = Answering
+		r.Finding = Answering
 	case len(want) > 0 && len(a.got) == 0:
-		r.Verdict = Missing
+		r.Finding = Missing
 	case len(want) > 0:
-		r.Verdict = Wrong
+		r.Finding = Wrong
 	case len(a.got) > 0 && (gone == nil || slices.ContainsFunc(a.got, func(g netip.Addr) bool { return slices.Contains(gone, g) })):
-		r.Verdict = StillAnswering
+		r.Finding = StillAnswering
 	default:
-		r.Verdict = Gone
+		r.Finding = Gone
 	}
 	return r
 }

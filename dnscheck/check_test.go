@@ -13,7 +13,7 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/test/dnstest"
 )
 
-// TestCheckOneName: the one-shot check against a DNS server on the wire, a verdict per row.
+// TestCheckOneName: the one-shot check against a DNS server on the wire, a finding per row.
 func TestCheckOneName(t *testing.T) {
 	srv := dnstest.Start(t)
 	srv.Set("web.home.arpa", dnstest.Answer{IPs: []string{"10.0.0.1", "fd00::1"}, TTL: 60})
@@ -25,23 +25,23 @@ func TestCheckOneName(t *testing.T) {
 		name, host string
 		want       []string
 		server     string // default srv
-		verdict    Verdict
+		finding    Finding
 		got        []string
 		says       string // in the result's sentence
 	}{
-		{name: "as written, both families", host: "web.home.arpa", want: []string{"fd00::1", "10.0.0.1"}, verdict: Answering, got: []string{"10.0.0.1", "fd00::1"},
+		{name: "as written, both families", host: "web.home.arpa", want: []string{"fd00::1", "10.0.0.1"}, finding: Answering, got: []string{"10.0.0.1", "fd00::1"},
 			says: "web.home.arpa answers 10.0.0.1, fd00::1 as written"},
-		{name: "as written, only the type asked for", host: "web.home.arpa", want: []string{"10.0.0.1"}, verdict: Answering, got: []string{"10.0.0.1"}},
-		{name: "NXDOMAIN", host: "new.home.arpa", want: []string{"10.0.0.3"}, verdict: Missing, says: "new.home.arpa has no address (NXDOMAIN), written 10.0.0.3"},
-		{name: "no data of the type written", host: "v4only.home.arpa", want: []string{"fd00::2"}, verdict: Missing, says: "(no data)"},
-		{name: "other addresses", host: "v4only.home.arpa", want: []string{"10.0.0.9"}, verdict: Wrong, got: []string{"10.0.0.2"},
+		{name: "as written, only the type asked for", host: "web.home.arpa", want: []string{"10.0.0.1"}, finding: Answering, got: []string{"10.0.0.1"}},
+		{name: "NXDOMAIN", host: "new.home.arpa", want: []string{"10.0.0.3"}, finding: Missing, says: "new.home.arpa has no address (NXDOMAIN), written 10.0.0.3"},
+		{name: "no data of the type written", host: "v4only.home.arpa", want: []string{"fd00::2"}, finding: Missing, says: "(no data)"},
+		{name: "other addresses", host: "v4only.home.arpa", want: []string{"10.0.0.9"}, finding: Wrong, got: []string{"10.0.0.2"},
 			says: "v4only.home.arpa answers 10.0.0.2, written 10.0.0.9"},
-		{name: "a name that should not answer, answering", host: "web.home.arpa", verdict: StillAnswering, got: []string{"10.0.0.1", "fd00::1"}},
-		{name: "a name that should not answer, gone", host: "new.home.arpa", verdict: Gone},
-		{name: "SERVFAIL is no verdict", host: "broken.home.arpa", want: []string{"10.0.0.1"}, verdict: NoAnswer, says: "RCodeServerFailure"},
-		{name: "REFUSED is no verdict", host: "refused.home.arpa", want: []string{"10.0.0.1"}, verdict: NoAnswer, says: "RCodeRefused"},
-		{name: "no answer in time is no verdict", host: "silent.home.arpa", want: []string{"10.0.0.1"}, verdict: NoAnswer, says: "deadline exceeded"},
-		{name: "no server", host: "web.home.arpa", server: "-", want: []string{"10.0.0.1"}, verdict: NoAnswer, says: "--verify-dns"},
+		{name: "a name that should not answer, answering", host: "web.home.arpa", finding: StillAnswering, got: []string{"10.0.0.1", "fd00::1"}},
+		{name: "a name that should not answer, gone", host: "new.home.arpa", finding: Gone},
+		{name: "SERVFAIL is no finding", host: "broken.home.arpa", want: []string{"10.0.0.1"}, finding: NoAnswer, says: "RCodeServerFailure"},
+		{name: "REFUSED is no finding", host: "refused.home.arpa", want: []string{"10.0.0.1"}, finding: NoAnswer, says: "RCodeRefused"},
+		{name: "no answer in time is no finding", host: "silent.home.arpa", want: []string{"10.0.0.1"}, finding: NoAnswer, says: "deadline exceeded"},
+		{name: "no server", host: "web.home.arpa", server: "-", want: []string{"10.0.0.1"}, finding: NoAnswer, says: "--verify-dns"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			server := srv.Addr
@@ -51,14 +51,14 @@ func TestCheckOneName(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 			defer cancel()
 			r := Check(ctx, server, tc.host, parseAddrs(tc.want...))
-			if r.Verdict != tc.verdict || !slices.Equal(r.Got, parseAddrs(tc.got...)) {
-				t.Fatalf("%s: verdict %s, got %v; want %s, %v", r, r.Verdict, r.Got, tc.verdict, tc.got)
+			if r.Finding != tc.finding || !slices.Equal(r.Got, parseAddrs(tc.got...)) {
+				t.Fatalf("%s: finding %s, got %v; want %s, %v", r, r.Finding, r.Got, tc.finding, tc.got)
 			}
 			if !strings.Contains(r.String(), tc.says) {
 				t.Errorf("%q does not say %q", r, tc.says)
 			}
-			if (r.Err != nil) != (tc.verdict == NoAnswer) {
-				t.Errorf("err %v with verdict %s", r.Err, r.Verdict)
+			if (r.Err != nil) != (tc.finding == NoAnswer) {
+				t.Errorf("err %v with finding %s", r.Err, r.Finding)
 			}
 		})
 	}

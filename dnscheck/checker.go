@@ -26,8 +26,8 @@
 // (missing, wrong, still_answering), logged, and warned of once on the objects that claim the
 // name (a NotAnswering or StillAnswering Warning event); it ends when the name answers as
 // written (or, deleted, stops answering), which is logged. A server that does not answer at
-// all (no answer in time, SERVFAIL, REFUSED) is no verdict on any name: it is its own state,
-// logged and in the router_hosts_operator_verify_dns_up gauge, and the names keep the verdicts
+// all (no answer in time, SERVFAIL, REFUSED) is no finding on any name: it is its own state,
+// logged and in the router_hosts_operator_verify_dns_up gauge, and the names keep the findings
 // their last answers gave.
 //
 // The Checker runs on a goroutine of its own (Run) with an injected clock: Report only hands
@@ -118,7 +118,7 @@ type Config struct {
 	Clock clock.WithDelayedExecution
 	Log   logrus.FieldLogger
 	// Metrics, Warner and Changed are told what the checker finds; each may be nil. Changed is
-	// called, on the checker's goroutine, when a name's verdict or the server's state changed,
+	// called, on the checker's goroutine, when a name's finding or the server's state changed,
 	// so that a status writer can read State again.
 	Metrics Metrics
 	Warner  Warner
@@ -202,7 +202,7 @@ func (c *Checker) Report(_ context.Context, r *controller.Report) {
 }
 
 // SetServer makes the checker ask server ("" turns the check off) from its next step; every
-// verdict of another server is dropped and each name asked again.
+// finding of another server is dropped and each name asked again.
 func (c *Checker) SetServer(server string) {
 	c.mu.Lock()
 	if c.server != server {
@@ -239,7 +239,7 @@ func (c *Checker) ServerDown() error {
 
 // Answer is the checker's word on one name.
 type Answer struct {
-	// Result is the last answer: its verdict is Unchecked before the first, and since the
+	// Result is the last answer: its finding is Unchecked before the first, and since the
 	// last write unless the name is reported (then its last bad answer stands until it answers
 	// as written); a question that got no answer leaves the answer before it.
 	Result
@@ -262,7 +262,7 @@ func (c *Checker) State(hostname string) Answer {
 	return Answer{Result: n.last, Reported: n.reported, Since: n.badSince, Checked: n.checked}
 }
 
-// Run checks until ctx ends, then forgets every name and verdict: the replica that leads next
+// Run checks until ctx ends, then forgets every name and finding: the replica that leads next
 // starts from its own syncs. Run it only while the replica leads, as the sync loop.
 func (c *Checker) Run(ctx context.Context) {
 	defer c.stop()
@@ -374,12 +374,12 @@ func (c *Checker) ask(ctx context.Context, server string, n *name) answer {
 }
 
 // record takes n's answer, asked at now, and schedules its next question; it reports whether
-// a verdict or the server's state changed.
+// a finding or the server's state changed.
 func (c *Checker) record(n *name, a answer, now time.Time, server string) (changed bool) {
 	c.next = now.Add(c.spacing() * time.Duration(max(n.queries(), 1)))
 	if a.err != nil {
 		changed = c.serverFailed(a.err, server)
-		// No verdict: ask again a grace later, or at the round when it was answered since.
+		// No finding: ask again a grace later, or at the round when it was answered since.
 		n.due = now.Add(c.grace)
 		if n.answered {
 			n.due = now.Add(c.interval)
@@ -389,14 +389,14 @@ func (c *Checker) record(n *name, a answer, now time.Time, server string) (chang
 	}
 	changed = c.serverAnswered(server)
 	res := judge(n.host, n.want, n.gone, n.beside, a)
-	changed = changed || res.Verdict != n.last.Verdict || !slices.Equal(res.Got, n.last.Got)
+	changed = changed || res.Finding != n.last.Finding || !slices.Equal(res.Got, n.last.Got)
 	n.last, n.checked = res, now
-	if !res.Verdict.Bad() {
+	if !res.Finding.Bad() {
 		n.answered, n.badSince, n.backoff = true, time.Time{}, 0
 		if n.reported {
 			c.endEpisode(n, server)
 		}
-		if res.Verdict == Gone || len(n.want) == 0 {
+		if res.Finding == Gone || len(n.want) == 0 {
 			c.forget(n.host, n, "deleted and no longer answering")
 			return true
 		}
@@ -418,9 +418,9 @@ func (c *Checker) record(n *name, a answer, now time.Time, server string) (chang
 	default:
 		if !n.reported {
 			c.startEpisode(n, server)
-		} else if n.reportedAs != res.Verdict {
+		} else if n.reportedAs != res.Finding {
 			c.count(n.reportedAs.Label(), -1)
-			n.reportedAs = res.Verdict
+			n.reportedAs = res.Finding
 			c.count(n.reportedAs.Label(), +1)
 		}
 		// Asked again soon, so that the end is seen soon, then less often.
@@ -433,7 +433,7 @@ func (c *Checker) record(n *name, a answer, now time.Time, server string) (chang
 
 // startEpisode reports n: counted, logged and warned of on its objects, once.
 func (c *Checker) startEpisode(n *name, server string) {
-	n.reported, n.reportedAs = true, n.last.Verdict
+	n.reported, n.reportedAs = true, n.last.Finding
 	c.count(n.reportedAs.Label(), +1)
 	msg, reason := c.message(n, server)
 	c.nameLog(n, server).Warn(msg)
@@ -446,7 +446,7 @@ func (c *Checker) startEpisode(n *name, server string) {
 
 // message is what a report of n says, and the reason of its event.
 func (c *Checker) message(n *name, server string) (string, string) {
-	if n.last.Verdict == StillAnswering {
+	if n.last.Finding == StillAnswering {
 		return fmt.Sprintf("the router's DNS %s still answers %s with %s, deleted by this cluster more than %s ago: "+
 			"the router's DNS has not been reloaded since", server, n.host, addrsText(n.last.Got), c.grace), ReasonStillAnswering
 	}
@@ -479,7 +479,7 @@ func (c *Checker) nameLog(n *name, server string) logrus.FieldLogger {
 	for i, r := range n.refs {
 		objs[i] = r.String()
 	}
-	return c.log.WithFields(logrus.Fields{"hostname": n.host, "verdict": n.last.Verdict.String(), "want": addrsText(n.want),
+	return c.log.WithFields(logrus.Fields{"hostname": n.host, "verdict": n.last.Finding.String(), "want": addrsText(n.want),
 		"got": addrsText(n.last.Got), "dns_server": server, "objects": objs})
 }
 
@@ -500,7 +500,7 @@ func (c *Checker) serverFailed(err error, server string) bool {
 	}
 	c.downErr = err
 	c.log.WithError(err).WithFields(logrus.Fields{"dns_server": server, "failed": c.failures}).
-		Warn("the router's DNS does not answer; no name is judged until it does, and each keeps its last verdict")
+		Warn("the router's DNS does not answer; no name is judged until it does, and each keeps its last finding")
 	if c.metrics != nil {
 		c.metrics.SetVerifyDNSUp(false)
 	}
@@ -530,7 +530,7 @@ func (c *Checker) applySettings() {
 		return
 	}
 	c.reset = false
-	c.dropVerdicts()
+	c.dropFindings()
 	if c.server == "" {
 		c.clearAll()
 		return
@@ -542,8 +542,8 @@ func (c *Checker) applySettings() {
 	heap.Init(&c.queue)
 }
 
-// dropVerdicts ends every report and forgets what the server's state was.
-func (c *Checker) dropVerdicts() {
+// dropFindings ends every report and forgets what the server's state was.
+func (c *Checker) dropFindings() {
 	for _, n := range c.names {
 		n.reported = false
 	}
@@ -568,7 +568,7 @@ func (c *Checker) clearAll() {
 // stop forgets everything when Run ends.
 func (c *Checker) stop() {
 	c.mu.Lock()
-	c.dropVerdicts()
+	c.dropFindings()
 	c.clearAll()
 	c.mu.Unlock()
 	if c.changed != nil {

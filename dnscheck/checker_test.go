@@ -268,7 +268,7 @@ func TestAWrittenNameIsAskedAGraceAfterTheWriteThenEachInterval(t *testing.T) {
 		}
 	}
 	for _, n := range []string{"web.home.arpa", "www.home.arpa", "six.home.arpa"} {
-		if a := h.c.State(n); a.Verdict != Answering || a.Reported {
+		if a := h.c.State(n); a.Finding != Answering || a.Reported {
 			t.Errorf("%s: %+v", n, a)
 		}
 	}
@@ -322,7 +322,7 @@ func TestEpisodes(t *testing.T) {
 			}
 			h.runFor(time.Millisecond)
 			a := h.c.State("web.home.arpa")
-			if !a.Reported || a.Verdict.Label() != tc.reason || h.gauge(tc.reason) != 1 || !a.Since.Equal(written) {
+			if !a.Reported || a.Finding.Label() != tc.reason || h.gauge(tc.reason) != 1 || !a.Since.Equal(written) {
 				t.Fatalf("a grace after the write: %+v, gauge %d; want reported as %s since the write", a, h.gauge(tc.reason), tc.reason)
 			}
 			// Asked again and again, the name is warned of once.
@@ -347,7 +347,7 @@ func TestEpisodes(t *testing.T) {
 			if tc.fixed == nil {
 				want = Unchecked // deleted and silent: no longer checked
 			}
-			if a.Verdict != want || a.Reported {
+			if a.Finding != want || a.Reported {
 				t.Fatalf("after the fix: %+v", a)
 			}
 			if n := len(h.warner.warnings()); n != 1 {
@@ -371,19 +371,19 @@ func TestABadAnswerOnARoundIsReportedOnlyIfItLasts(t *testing.T) {
 	// A blink (a reload under way) as the round asks: asked again a grace later, not reported.
 	h.dns.serve("web.home.arpa")
 	runUntil(time.Minute + 6*time.Second)
-	if a := h.c.State("web.home.arpa"); a.Verdict != Missing || a.Reported {
+	if a := h.c.State("web.home.arpa"); a.Finding != Missing || a.Reported {
 		t.Fatalf("at the blink: %+v", a)
 	}
 	h.dns.serve("web.home.arpa", "10.0.0.1")
 	runUntil(2 * time.Minute)
-	if h.gauge("missing") != 0 || len(h.warner.warnings()) != 0 || h.c.State("web.home.arpa").Verdict != Answering {
+	if h.gauge("missing") != 0 || len(h.warner.warnings()) != 0 || h.c.State("web.home.arpa").Finding != Answering {
 		t.Fatalf("a blink was reported: %v", h.warner.warnings())
 	}
 	// Gone for good: the next round (a minute after the last answer, at 2m10s) sees it, and
 	// it is reported a grace later.
 	h.dns.serve("web.home.arpa")
 	runUntil(2*time.Minute + 10*time.Second)
-	if a := h.c.State("web.home.arpa"); a.Verdict != Missing || a.Reported {
+	if a := h.c.State("web.home.arpa"); a.Finding != Missing || a.Reported {
 		t.Fatalf("at the first bad answer: %+v", a)
 	}
 	runUntil(2*time.Minute + 15*time.Second)
@@ -392,10 +392,10 @@ func TestABadAnswerOnARoundIsReportedOnlyIfItLasts(t *testing.T) {
 	}
 }
 
-// TestADeadServerIsNoVerdictOnNames: when the DNS server does not answer, no name is reported
+// TestADeadServerIsNoFindingOnNames: when the DNS server does not answer, no name is reported
 // for it; the server's state is its own gauge and log line, and once it answers again the
 // names are judged by what it says.
-func TestADeadServerIsNoVerdictOnNames(t *testing.T) {
+func TestADeadServerIsNoFindingOnNames(t *testing.T) {
 	h := newTester(t, time.Minute)
 	var entries []endpoint.Record
 	var changes []plan.Change
@@ -421,7 +421,7 @@ func TestADeadServerIsNoVerdictOnNames(t *testing.T) {
 	if downs != 1 {
 		t.Errorf("the dead server was logged %d times, want once", downs)
 	}
-	if a := h.c.State("n0.home.arpa"); a.Verdict != Unchecked {
+	if a := h.c.State("n0.home.arpa"); a.Finding != Unchecked {
 		t.Errorf("a name asked of a dead server: %+v", a)
 	}
 	// Back, serving none of the names: each is reported.
@@ -631,7 +631,7 @@ func TestRunNeverHoldsUpReport(t *testing.T) {
 	if at = <-waits; !at.Equal(h.clk.Now().Add(time.Minute)) {
 		t.Fatalf("after web's answer, waiting until %s, want its next round", at)
 	}
-	if a := h.c.State("web.home.arpa"); a.Verdict != Answering {
+	if a := h.c.State("web.home.arpa"); a.Finding != Answering {
 		t.Fatalf("web: %+v", a)
 	}
 	if at, want := <-waits, h.clk.Now().Add(DefaultGrace); !at.Equal(want) {
@@ -639,7 +639,7 @@ func TestRunNeverHoldsUpReport(t *testing.T) {
 	}
 	cancel()
 	<-done
-	if a := h.c.State("web.home.arpa"); a.Verdict != Unchecked {
+	if a := h.c.State("web.home.arpa"); a.Finding != Unchecked {
 		t.Errorf("after Run ended the checker still knows web: %+v", a)
 	}
 }
@@ -656,7 +656,7 @@ func TestTheServerSetting(t *testing.T) {
 	}
 	h.c.SetServer("")
 	h.runFor(time.Minute)
-	if h.gauge("missing") != 0 || h.metrics.up != "" || h.c.Server() != "" || h.c.State("web.home.arpa").Verdict != Unchecked {
+	if h.gauge("missing") != 0 || h.metrics.up != "" || h.c.Server() != "" || h.c.State("web.home.arpa").Finding != Unchecked {
 		t.Fatalf("off: gauge %d, server %q, state %+v", h.gauge("missing"), h.metrics.up, h.c.State("web.home.arpa"))
 	}
 	asked := len(h.dns.questions())
@@ -671,17 +671,17 @@ func TestTheServerSetting(t *testing.T) {
 	h.report(after([]endpoint.Record{web}))
 	h.dns.serve("web.home.arpa", "10.0.0.1")
 	h.runFor(time.Minute)
-	if a := h.c.State("web.home.arpa"); a.Verdict != Answering {
+	if a := h.c.State("web.home.arpa"); a.Finding != Answering {
 		t.Fatalf("on another server: %+v", a)
 	}
 	// Another server again: asked afresh, a grace later.
 	h.c.SetServer("192.0.2.55:53")
 	h.runFor(0)
-	if a := h.c.State("web.home.arpa"); a.Verdict != Unchecked {
-		t.Fatalf("a verdict of the other server stayed: %+v", a)
+	if a := h.c.State("web.home.arpa"); a.Finding != Unchecked {
+		t.Fatalf("a finding of the other server stayed: %+v", a)
 	}
 	h.runFor(DefaultGrace)
-	if a := h.c.State("web.home.arpa"); a.Verdict != Answering {
+	if a := h.c.State("web.home.arpa"); a.Finding != Answering {
 		t.Fatalf("not asked a grace after the change: %+v", a)
 	}
 }
@@ -699,7 +699,7 @@ func TestNamesThatLeaveWithoutADeleteAreForgotten(t *testing.T) {
 	asked := len(h.dns.questions())
 	h.report(after(nil, plan.Change{Action: plan.Release, Old: &web, New: &web}))
 	h.runFor(5 * time.Minute)
-	if h.gauge("missing") != 0 || len(h.dns.questions()) != asked || h.c.State("web.home.arpa").Verdict != Unchecked {
+	if h.gauge("missing") != 0 || len(h.dns.questions()) != asked || h.c.State("web.home.arpa").Finding != Unchecked {
 		t.Fatalf("a released name: gauge %d, %d more questions", h.gauge("missing"), len(h.dns.questions())-asked)
 	}
 }
@@ -716,17 +716,17 @@ func TestASharedNameAnswersWithTheOthersAddressesToo(t *testing.T) {
 	h.dns.serve("web.home.arpa", "10.0.0.1", "10.0.9.9")
 	h.report(r)
 	h.runFor(DefaultGrace + time.Minute)
-	if a := h.c.State("web.home.arpa"); a.Verdict != Answering || a.Reported {
+	if a := h.c.State("web.home.arpa"); a.Finding != Answering || a.Reported {
 		t.Fatalf("with the other cluster's address beside: %+v", a)
 	}
 	h.dns.serve("web.home.arpa", "10.0.0.1") // the other cluster's address leaves before this cluster reads again
 	h.runFor(time.Minute)
-	if a := h.c.State("web.home.arpa"); a.Verdict != Answering {
+	if a := h.c.State("web.home.arpa"); a.Finding != Answering {
 		t.Fatalf("the other's address gone: %+v", a)
 	}
 	h.dns.serve("web.home.arpa", "10.0.9.9") // this cluster's address lost
 	h.runFor(DefaultGrace + 2*time.Minute)
-	if a := h.c.State("web.home.arpa"); a.Verdict != Wrong || !a.Reported {
+	if a := h.c.State("web.home.arpa"); a.Finding != Wrong || !a.Reported {
 		t.Fatalf("this cluster's address missing: %+v, want reported wrong", a)
 	}
 }

@@ -49,7 +49,7 @@ type name struct {
 	// reported: the name has not answered as written for longer than the grace; it is
 	// counted in the metric under reportedAs, and its objects were warned.
 	reported   bool
-	reportedAs Verdict
+	reportedAs Finding
 	// backoff is the wait before asking a reported name again; it doubles up to the interval.
 	backoff time.Duration
 }

@@ -1,4 +1,4 @@
-// Package endpoint holds the plain data the operator moves between its stages: what the cluster
+// Package endpoint holds the plain data the operator moves between its parts: what the cluster
 // wants (Endpoint) and what the router-hosts server has (Record). It has no I/O and no policy;
 // the normalisation and validation here mirror the server so that bad input is refused before it
 // reaches the wire.
@@ -89,8 +89,8 @@ func (e *Endpoint) CommentAt(ip string) string {
 	return e.Comment
 }
 
-// Source is the claim of the object uid among e's sources.
-func (e *Endpoint) Source(uid string) (SourceRef, bool) {
+// Ref is the reference to the object uid among e's sources.
+func (e *Endpoint) Ref(uid string) (SourceRef, bool) {
 	for _, s := range e.Sources {
 		if s.UID == uid {
 			return s, true
@@ -136,8 +136,9 @@ func (r Record) TagValue(prefix string) (string, bool) {
 	return "", false
 }
 
-// SortedUnique returns a sorted copy of in without duplicates or empty strings; the stages
-// compare tag and alias lists as sets, and sorted lists make that and the output deterministic.
+// SortedUnique returns a sorted copy of in without duplicates or empty strings; the registry's
+// stages compare tag and alias lists as sets, and sorted lists make that and the output
+// deterministic.
 func SortedUnique(in []string) []string {
 	if len(in) == 0 {
 		return nil

@@ -81,7 +81,7 @@ const (
 	// place; ended by IdentityTakenUp.
 	IdentityChanged = "IdentityChanged"
 	IdentityTakenUp = "IdentityTakenUp"
-	// SilentCluster: another installation's newest mark of life on the router is older than
+	// SilentCluster: another installation's newest heartbeat on the router is older than
 	// the threshold; ended by SilentClusterGone (it wrote again, or was released).
 	SilentCluster     = "SilentCluster"
 	SilentClusterGone = "SilentClusterGone"
@@ -362,7 +362,7 @@ func (r *Recorder) clusterWide(rep *controller.Report) {
 				MassDeletionHeld: {MassDeletionReleased, "the mass-deletion brake no longer holds: the deletion was confirmed, or its cause went away"},
 				TwinInstallation: {TwinInstallationGone, "no other writer undoes this installation's writes any more"},
 				IdentityChanged:  {IdentityTakenUp, "the entries of the identities this installation had before carry its identity now"},
-				SilentCluster:    {SilentClusterGone, "no other installation on the router is silent any more: it wrote its mark of life again, or it was released"},
+				SilentCluster:    {SilentClusterGone, "no other installation on the router is silent any more: it wrote its heartbeat again, or it was released"},
 			}[reason]
 			r.log.WithField("reason", end[0]).Warn(end[1])
 			if ref != nil {
@@ -412,7 +412,7 @@ func silentMessage(silent []registry.SilentCluster) string {
 		parts = append(parts, fmt.Sprintf("cluster %s (cluster-id %s), last seen %s: `%s`", sc.Cluster, sc.ClusterID,
 			sc.LastSeen.UTC().Format(time.RFC3339), sc.ReleaseCommand()))
 	}
-	return fmt.Sprintf("%d other cluster(s) on the router wrote no mark of life for longer than the silent-cluster threshold; "+
+	return fmt.Sprintf("%d other cluster(s) on the router wrote no heartbeat for longer than the silent-cluster threshold; "+
 		"if one is gone for good, let its entries go with its release command (nothing is deleted until then): %s", len(silent), strings.Join(parts, "; "))
 }
 

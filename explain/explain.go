@@ -70,8 +70,8 @@ type Outcome struct {
 	Fix string `json:"fix,omitempty"`
 }
 
-// Claim is one object's claim on a name.
-type Claim struct {
+// Claimant is one object that claims a name: its claim and what became of it.
+type Claimant struct {
 	Object Object `json:"object"`
 	// Alias: the object claims the name as an alias of Hostname.
 	Alias     bool     `json:"alias,omitempty"`
@@ -82,8 +82,8 @@ type Claim struct {
 	Outcomes []Outcome `json:"outcomes"`
 }
 
-// Owner is whose an entry is, in words and as data.
-type Owner struct {
+// Whose is whose an entry is, in words and as data.
+type Whose struct {
 	// Class is this, adopted, namesake, other-cluster, co-owned, silent-cluster or hand-made
 	// (endpoint.Owner).
 	Class     string `json:"class"`
@@ -96,7 +96,7 @@ type Owner struct {
 	Namespace string   `json:"namespace,omitempty"`
 	Kinds     []string `json:"kinds,omitempty"`
 	// Shared: the hostname is shared with other clusters; CoOwners the other clusters that
-	// want the line too (name@cluster-id); LastSeen a silent cluster's newest mark of life.
+	// want the line too (name@cluster-id); LastSeen a silent cluster's newest heartbeat.
 	Shared   bool       `json:"shared,omitempty"`
 	CoOwners []string   `json:"coOwners,omitempty"`
 	LastSeen *time.Time `json:"lastSeen,omitempty"`
@@ -104,13 +104,13 @@ type Owner struct {
 	Words string `json:"words"`
 }
 
-// Entry is one router entry.
-type Entry struct {
+// RouterEntry is one entry on the router.
+type RouterEntry struct {
 	ID       string   `json:"id"`
 	Hostname string   `json:"hostname"`
 	Address  string   `json:"address"`
 	Aliases  []string `json:"aliases,omitempty"`
-	Owner    Owner    `json:"owner"`
+	Owner    Whose    `json:"owner"`
 	// State is synced, pending-deletion, held, will-change, adopted, hand-made, namesake or
 	// other-cluster (States); Outcome says why, when a change or a hold concerns the entry.
 	State   string   `json:"state"`
@@ -143,12 +143,12 @@ type Name struct {
 	Name string `json:"name"`
 	// AsWanted: the router holds the name as its claims want it (and its DNS answers it, when
 	// checked); the command's exit status is 0 only then.
-	AsWanted bool      `json:"asWanted"`
-	Claims   []Claim   `json:"claims"`
-	Entries  []Entry   `json:"entries"`
-	Unread   []Unread  `json:"unread,omitempty"`
-	Answer   *Answer   `json:"answer,omitempty"`
-	Notes    []Outcome `json:"notes,omitempty"`
+	AsWanted bool          `json:"asWanted"`
+	Claims   []Claimant    `json:"claims"`
+	Entries  []RouterEntry `json:"entries"`
+	Unread   []Unread      `json:"unread,omitempty"`
+	Answer   *Answer       `json:"answer,omitempty"`
+	Notes    []Outcome     `json:"notes,omitempty"`
 	// Said are the Warning events the running operator posted on the objects that claim the
 	// name within the last hour: what only its loop sees (a twin, a write-rate budget spent)
 	// shows here.
@@ -297,7 +297,7 @@ func ExplainNames(in *Input, names []string) []Name {
 }
 
 func (d *decision) name(n string) Name {
-	out := Name{Name: n, Claims: []Claim{}, Entries: []Entry{}}
+	out := Name{Name: n, Claims: []Claimant{}, Entries: []RouterEntry{}}
 	rep := d.in.Report
 	for _, uid := range slices.Sorted(maps.Keys(rep.Objects)) {
 		obj := rep.Objects[uid]
@@ -307,7 +307,7 @@ func (d *decision) name(n string) Name {
 				continue
 			}
 			ref := refOfObject(ep, uid)
-			c := Claim{Object: objectOf(ref), Alias: alias, Hostname: ep.Hostname, Addresses: ep.Targets, Aliases: ep.Aliases}
+			c := Claimant{Object: objectOf(ref), Alias: alias, Hostname: ep.Hostname, Addresses: ep.Targets, Aliases: ep.Aliases}
 			c.Outcomes = d.outcomes(n, ep, ref, obj.Problems)
 			out.Claims = append(out.Claims, c)
 		}
@@ -356,7 +356,7 @@ func (d *decision) asWanted(n *Name) bool {
 
 // refOfObject is the object uid's own reference among the endpoint's sources.
 func refOfObject(ep *endpoint.Endpoint, uid string) endpoint.SourceRef {
-	if ref, ok := ep.Source(uid); ok {
+	if ref, ok := ep.Ref(uid); ok {
 		return ref
 	}
 	return endpoint.SourceRef{UID: uid}
@@ -428,9 +428,9 @@ func (d *decision) outcomes(n string, ep *endpoint.Endpoint, ref endpoint.Source
 }
 
 // entry describes one router entry.
-func (d *decision) entry(rec *endpoint.Record) Entry {
+func (d *decision) entry(rec *endpoint.Record) RouterEntry {
 	o := d.in.Owners[rec.ID]
-	e := Entry{ID: rec.ID, Hostname: rec.Hostname, Address: rec.IP, Aliases: rec.Aliases, Owner: d.owner(o)}
+	e := RouterEntry{ID: rec.ID, Hostname: rec.Hostname, Address: rec.IP, Aliases: rec.Aliases, Owner: d.owner(o)}
 	switch o.Class {
 	case endpoint.OwnerThis:
 		e.State = StateSynced
@@ -481,8 +481,8 @@ func States() []string {
 }
 
 // owner puts an entry's ownership in words, its objects resolved from their UIDs.
-func (d *decision) owner(o registry.Ownership) Owner {
-	out := Owner{Class: string(o.Class), Cluster: o.Cluster, ClusterID: o.ClusterID, Namespace: o.Namespace, Kinds: o.Kinds,
+func (d *decision) owner(o registry.Ownership) Whose {
+	out := Whose{Class: string(o.Class), Cluster: o.Cluster, ClusterID: o.ClusterID, Namespace: o.Namespace, Kinds: o.Kinds,
 		Shared: o.Shared, CoOwners: o.CoOwners}
 	if !o.LastSeen.IsZero() {
 		last := o.LastSeen.UTC()
@@ -522,7 +522,7 @@ func (d *decision) owner(o registry.Ownership) Owner {
 	case endpoint.OwnerCoOwned:
 		out.Words = "another cluster's line (" + cluster + "), shared, which this cluster co-owns: it stays while either wants it"
 	case endpoint.OwnerSilentCluster:
-		out.Words = fmt.Sprintf("a silent cluster: %s, cluster-id %s, whose newest mark of life is from %s; "+
+		out.Words = fmt.Sprintf("a silent cluster: %s, cluster-id %s, whose newest heartbeat is from %s; "+
 			"if it is gone for good, let it go with `%s`", cluster, o.ClusterID, o.LastSeen.UTC().Format(time.RFC3339),
 			o.Release)
 	default:

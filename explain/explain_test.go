@@ -48,7 +48,7 @@ func ours(rid, host, ip, ns, uid string, extra ...string) endpoint.Record {
 	return endpoint.Record{ID: rid, Hostname: host, IP: ip, Tags: tags, Version: "1", Comment: "router-hosts-operator: Ingress " + ns + "/web"}
 }
 
-// TestExplainName: each situation a name can be in gives its code, the facts and the verdict,
+// TestExplainName: each situation a name can be in gives its code, the facts and the summary,
 // as the registry decided them.
 func TestExplainName(t *testing.T) {
 	for _, tc := range []struct {
@@ -190,7 +190,7 @@ func TestTheDocsListEveryCodeAndState(t *testing.T) {
 
 // TestListSharedAndSilent: another cluster's line this cluster co-owns lists as co-owned (under
 // --owner=this), an entry of a shared name says so with its co-owners, and the entries of an
-// installation whose newest mark of life is older than the threshold list as silent-cluster
+// installation whose newest heartbeat is older than the threshold list as silent-cluster
 // (under --owner=other), with when it was last seen and the release command.
 func TestListSharedAndSilent(t *testing.T) {
 	reg, err := registry.New(registry.Config{ClusterName: "home", ClusterID: id, GracePeriod: 5 * time.Minute, SilentClusterAfter: 24 * time.Hour})
@@ -211,7 +211,7 @@ func TestListSharedAndSilent(t *testing.T) {
 	}
 	rep := &controller.Report{Desired: d.Desired, Changes: d.Changes, Held: d.Held, State: d.State, Started: now}
 	in := &Input{Report: rep, Owners: reg.Ownerships(d.State, d.Silent), Now: now}
-	got := map[string]Entry{}
+	got := map[string]RouterEntry{}
 	for _, e := range List(in, Filter{}) {
 		got[e.Hostname] = e
 	}

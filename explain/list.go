@@ -35,16 +35,16 @@ func (f Filter) Check() error {
 
 // List is every entry on the router, as one read found them and the registry decided, that f
 // picks: hostname order, then address.
-func List(in *Input, f Filter) []Entry {
+func List(in *Input, f Filter) []RouterEntry {
 	d := index(in)
-	out := []Entry{}
+	out := []RouterEntry{}
 	for i := range d.entries {
 		e := d.entry(&d.entries[i])
 		if f.picks(&e) {
 			out = append(out, e)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b Entry) int {
+	slices.SortStableFunc(out, func(a, b RouterEntry) int {
 		if c := strings.Compare(strings.ToLower(a.Hostname), strings.ToLower(b.Hostname)); c != 0 {
 			return c
 		}
@@ -53,7 +53,7 @@ func List(in *Input, f Filter) []Entry {
 	return out
 }
 
-func (f Filter) picks(e *Entry) bool {
+func (f Filter) picks(e *RouterEntry) bool {
 	switch f.Owner {
 	case "this":
 		if e.Owner.Class != string(endpoint.OwnerThis) && e.Owner.Class != string(endpoint.OwnerAdopted) && e.Owner.Class != string(endpoint.OwnerCoOwned) {

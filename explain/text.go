@@ -32,8 +32,8 @@ type NamesJSON struct {
 
 // ListJSON is list -o json's document.
 type ListJSON struct {
-	Version string  `json:"version"`
-	Entries []Entry `json:"entries"`
+	Version string        `json:"version"`
+	Entries []RouterEntry `json:"entries"`
 }
 
 // WriteJSON writes v indented.
@@ -70,11 +70,11 @@ func WriteText(w io.Writer, doc *NamesJSON) {
 }
 
 func writeName(w io.Writer, n *Name) {
-	verdict := "on the router as wanted"
+	summary := "on the router as wanted"
 	if !n.AsWanted {
-		verdict = "NOT on the router as wanted"
+		summary = "NOT on the router as wanted"
 	}
-	fmt.Fprintf(w, "%s: %s\n", n.Name, verdict)
+	fmt.Fprintf(w, "%s: %s\n", n.Name, summary)
 	for _, o := range n.Notes {
 		writeOutcome(w, "  ", &o)
 	}
@@ -143,7 +143,7 @@ func writeOutcome(w io.Writer, indent string, o *Outcome) {
 }
 
 // WriteList writes list's table for people.
-func WriteList(w io.Writer, entries []Entry) error {
+func WriteList(w io.Writer, entries []RouterEntry) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "HOSTNAME\tADDRESS\tALIASES\tOWNER\tSTATE\tDNS")
 	for _, e := range entries {
@@ -172,7 +172,7 @@ func WriteList(w io.Writer, entries []Entry) error {
 
 // ownerColumn is the owner in a table cell: the objects for this cluster's, the cluster for
 // another's.
-func ownerColumn(o *Owner) string {
+func ownerColumn(o *Whose) string {
 	switch o.Class {
 	case "this", "adopted":
 		var objs []string

@@ -44,8 +44,8 @@ func TestReadyz(t *testing.T) {
 	}
 }
 
-// step is one thing that happens to a Checker: a sync's report after some time passed.
-type step struct {
+// tick is one thing that happens to a Checker: a sync's report after some time passed.
+type tick struct {
 	after time.Duration
 	r     controller.Report
 }
@@ -63,28 +63,28 @@ func TestRouterzAnswersFromTheSyncs(t *testing.T) {
 	manyWritesFailed := controller.Report{Step: controller.StepApply, Read: planner.ReadKnown, Err: errors.Join(errors.New("AddHost a.lan: unavailable"), errors.New("AddHost b.lan: unavailable"))}
 	for _, tc := range []struct {
 		name     string
-		steps    []step
+		steps    []tick
 		standby  bool
 		code     int
 		wantBody string
 	}{
 		{"no sync yet", nil, false, http.StatusServiceUnavailable, "unknown: no sync has reached router-hosts yet\n"},
-		{"a sync failed before reaching the router", []step{{0, controller.Report{Step: controller.StepSource, Err: errors.New("reading source 0")}}},
+		{"a sync failed before reaching the router", []tick{{0, controller.Report{Step: controller.StepSource, Err: errors.New("reading source 0")}}},
 			false, http.StatusServiceUnavailable, "unknown: no sync has reached router-hosts yet\n"},
-		{"read the server", []step{{time.Second, read}, {12 * time.Second, quiet}}, false, http.StatusOK, "ok (answered 12s ago)\n"},
-		{"wrote from the known state", []step{{0, wrote}, {3 * time.Second, quiet}}, false, http.StatusOK, "ok (answered 3s ago)\n"},
-		{"unreachable after answering", []step{{0, read}, {time.Minute, listFailed}, {30 * time.Second, listFailed}, {10 * time.Second, quiet}},
+		{"read the server", []tick{{time.Second, read}, {12 * time.Second, quiet}}, false, http.StatusOK, "ok (answered 12s ago)\n"},
+		{"wrote from the known state", []tick{{0, wrote}, {3 * time.Second, quiet}}, false, http.StatusOK, "ok (answered 3s ago)\n"},
+		{"unreachable after answering", []tick{{0, read}, {time.Minute, listFailed}, {30 * time.Second, listFailed}, {10 * time.Second, quiet}},
 			false, http.StatusServiceUnavailable, "router-hosts not reachable since 2030-01-01T00:01:00Z (40s ago; last answered 1m40s ago): ListHosts: connection refused\n"},
-		{"never reached", []step{{0, listFailed}}, false, http.StatusServiceUnavailable,
+		{"never reached", []tick{{0, listFailed}}, false, http.StatusServiceUnavailable,
 			"router-hosts not reachable since 2030-01-01T00:00:00Z (0s ago): ListHosts: connection refused\n"},
-		{"writes failed as a whole, one line of them", []step{{0, read}, {time.Second, manyWritesFailed}}, false, http.StatusServiceUnavailable,
+		{"writes failed as a whole, one line of them", []tick{{0, read}, {time.Second, manyWritesFailed}}, false, http.StatusServiceUnavailable,
 			"router-hosts not reachable since 2030-01-01T00:00:01Z (0s ago; last answered 1s ago): AddHost a.lan: unavailable (and more)\n"},
-		{"certificate refused", []step{{0, authFailed}, {5 * time.Second, quiet}}, false, http.StatusServiceUnavailable,
+		{"certificate refused", []tick{{0, authFailed}, {5 * time.Second, quiet}}, false, http.StatusServiceUnavailable,
 			"AuthenticationFailed: " + refused.Error() + "; since 2030-01-01T00:00:00Z (5s ago)\n"},
-		{"answering again", []step{{0, listFailed}, {time.Minute, authFailed}, {time.Minute, read}}, false, http.StatusOK, "ok (answered 0s ago)\n"},
-		{"a stopped sync says nothing", []step{{0, read}, {time.Second, controller.Report{Step: controller.StepList, Err: fmt.Errorf("ListHosts: %w", context.Canceled)}}},
+		{"answering again", []tick{{0, listFailed}, {time.Minute, authFailed}, {time.Minute, read}}, false, http.StatusOK, "ok (answered 0s ago)\n"},
+		{"a stopped sync says nothing", []tick{{0, read}, {time.Second, controller.Report{Step: controller.StepList, Err: fmt.Errorf("ListHosts: %w", context.Canceled)}}},
 			false, http.StatusOK, "ok (answered 1s ago)\n"},
-		{"standby", []step{{0, read}}, true, http.StatusServiceUnavailable, "unknown: this replica is a standby; only the leader calls router-hosts\n"},
+		{"standby", []tick{{0, read}}, true, http.StatusServiceUnavailable, "unknown: this replica is a standby; only the leader calls router-hosts\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clk := testingclock.NewFakeClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))

@@ -142,7 +142,7 @@ func New(sourceNames []string) *Metrics {
 		twinEntries: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "twin_entries",
 			Help: "Entries of this installation's identity that another writer with the same identity (a copy of the cluster, a second installation on the same Lease) undoes, and which this one holds without writing; while it is above 0, nothing is marked or deleted. Pin --cluster-id on one of them."}),
 		silentClusters: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "silent_clusters",
-			Help: "Other installations on the router whose newest mark of life is older than --silent-cluster-after: gone for good, or stopped. Nothing is deleted for it; the SilentCluster warning names each with its release command."}),
+			Help: "Other installations on the router whose newest heartbeat is older than --silent-cluster-after: gone for good, or stopped. Nothing is deleted for it; the SilentCluster warning names each with its release command."}),
 		formerEntries: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "former_identity_entries",
 			Help: "Entries of an identity this installation had before (the same cluster name, every object they name lives here) that it takes up in place."}),
 		pacedChanges: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "paced_changes",
@@ -367,7 +367,7 @@ func (e *entries) Collect(ch chan<- prometheus.Metric) {
 	for _, recs := range all {
 		for i := range recs {
 			// An entry several kinds of object claim counts once under each.
-			namespace, kinds, loan := registry.Owner(&recs[i])
+			namespace, kinds, loan := registry.NamespaceAndKinds(&recs[i])
 			for _, k := range kinds {
 				counts[series{namespace, k}]++
 			}

@@ -49,8 +49,8 @@ type Plan struct {
 // output and tests are stable. Entries are matched per hostname, without regard to case: an
 // entry whose IP is a target is kept for it, a changed IP is updated in place on a surplus
 // entry (keeping its ID), and only what is left over becomes a create or a delete. Adoption
-// candidates become Adopt changes. It knows no policy: the registry applies --policy to what
-// it returns, as external-dns does after its Calculate.
+// candidates become Adopt changes. It knows no policy: the registry holds back what --policy
+// forbids of what it returns, as external-dns does after its Calculate.
 func (p *Plan) Calculate() []Change {
 	byHost := make(map[string][]*Current, len(p.Current))
 	// One backing array for the common single-entry hostnames instead of one slice each.

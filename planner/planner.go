@@ -40,19 +40,19 @@ func (m Mode) String() string {
 	return "full"
 }
 
-// Read says what a sync read of the server.
-type Read uint8
+// ReadKind says what a sync read of the server.
+type ReadKind uint8
 
 const (
 	// ReadServer: the whole server (ListHosts).
-	ReadServer Read = iota + 1
+	ReadServer ReadKind = iota + 1
 	// ReadKnown: nothing; the known state.
 	ReadKnown
 	// ReadHost: the known state, and the one hostname it creates (SearchHosts).
 	ReadHost
 )
 
-func (r Read) String() string {
+func (r ReadKind) String() string {
 	switch r {
 	case ReadKnown:
 		return "known"
@@ -108,7 +108,7 @@ func (p *Planner) Reset() {
 // Sync is one sync's plan.
 type Sync struct {
 	Mode Mode
-	Read Read
+	Read ReadKind
 	// Decision is the registry's: the entries by owner, the endpoints wanted and the claims
 	// refused, the plan, and the writes to send (Changes, less those the planner then skips,
 	// leaves to a whole read, paces or defers) with those held back and why. NextExpiry is

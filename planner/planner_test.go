@@ -96,7 +96,7 @@ func TestSyncModes(t *testing.T) {
 		hand     string // a hostname someone adds by hand at 10.0.0.5 first
 		marked   bool   // web.lan was let go and its grace period is over
 		eps      []*endpoint.Endpoint
-		read     Read
+		read     ReadKind
 		lists    int64 // ListHosts calls
 		searches int64 // SearchHosts calls
 		plans    int   // the times the registry and the plan ran (0: once)

@@ -14,25 +14,25 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )
 
-// twin is one of two installations with one identity on one router: a cluster and its copy.
-type twin struct {
+// installation is one of two twins on one router (one identity): a cluster and its copy.
+type installation struct {
 	name string
 	p    *Planner
 	eps  []*endpoint.Endpoint
 	last *Sync
 }
 
-func newTwin(t *testing.T, srv *server, clk *testingclock.FakeClock, name string, eps ...*endpoint.Endpoint) *twin {
+func newTwin(t *testing.T, srv *server, clk *testingclock.FakeClock, name string, eps ...*endpoint.Endpoint) *installation {
 	t.Helper()
 	r, err := registry.New(registry.Config{ClusterName: "home", ClusterID: "aaaaaaaa", GracePeriod: 5 * time.Minute, Log: logrus.New()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &twin{name: name, p: New(r, srv.prov, clk), eps: eps}
+	return &installation{name: name, p: New(r, srv.prov, clk), eps: eps}
 }
 
 // sync runs one interval's full sync of tw and returns its writes.
-func (tw *twin) sync(t *testing.T, srv *server) []plan.Change {
+func (tw *installation) sync(t *testing.T, srv *server) []plan.Change {
 	t.Helper()
 	tw.last = srv.sync(t, tw.p, Full, tw.eps...)
 	return tw.last.Changes
@@ -81,7 +81,7 @@ func TestTwinsStopFighting(t *testing.T) {
 	}
 	writes := 0
 	for round := 0; round < 6; round++ {
-		for _, tw := range []*twin{a, b} {
+		for _, tw := range []*installation{a, b} {
 			writes += len(tw.sync(t, srv))
 			if round > 0 || tw == b {
 				all(t)
@@ -92,14 +92,14 @@ func TestTwinsStopFighting(t *testing.T) {
 	if writes > 16 {
 		t.Fatalf("the twins wrote %d times before they stopped", writes)
 	}
-	for _, tw := range []*twin{a, b} {
+	for _, tw := range []*installation{a, b} {
 		if tw.last.Twin == nil || tw.last.Twin.ClusterID != "aaaaaaaa" {
 			t.Fatalf("%s does not report the twin: %+v", tw.name, tw.last.Twin)
 		}
 	}
 	// Settled: several intervals, nothing written by either.
 	for round := 0; round < 5; round++ {
-		for _, tw := range []*twin{a, b} {
+		for _, tw := range []*installation{a, b} {
 			if w := tw.sync(t, srv); len(w) != 0 {
 				t.Fatalf("round %d: %s wrote %v", round, tw.name, actions(w))
 			}
@@ -121,7 +121,7 @@ func TestTwinsStopFighting(t *testing.T) {
 	a.p = New(a.p.reg, srv.prov, clk)
 	writes = 0
 	for round := 0; round < 6; round++ {
-		for _, tw := range []*twin{a, b} {
+		for _, tw := range []*installation{a, b} {
 			writes += len(tw.sync(t, srv))
 			all(t)
 		}
@@ -130,7 +130,7 @@ func TestTwinsStopFighting(t *testing.T) {
 	if writes > 8 {
 		t.Fatalf("after a restart the twins wrote %d times", writes)
 	}
-	for _, tw := range []*twin{a, b} {
+	for _, tw := range []*installation{a, b} {
 		if w := tw.sync(t, srv); len(w) != 0 {
 			t.Fatalf("after a restart, %s still writes %v", tw.name, actions(w))
 		}

@@ -77,7 +77,7 @@ func (w *witness) observe(records []endpoint.Record, parse tagParser, now time.T
 		rec := &records[i]
 		p := parse.parse(rec)
 		ns := p.Namesake()
-		if !p.Own() && ns == "" {
+		if p.class != endpoint.OwnerThis && ns == "" {
 			continue
 		}
 		if ns != "" {
@@ -115,7 +115,7 @@ func (w *witness) observe(records []endpoint.Record, parse tagParser, now time.T
 			switch {
 			case ns != "":
 				w.alive[ns] = true
-			case p.Own():
+			case p.class == endpoint.OwnerThis:
 				// Any rewrite of a contested entry keeps the dispute alive.
 				if n := Strike(e.marked, e.ours, same, p); n > 0 || (Contested(e.strikes) && !same) {
 					e.strikes, e.struck = e.strikes+n, now

@@ -38,9 +38,9 @@ func SourceUIDs(rec *endpoint.Record) []string {
 	return v.values(PrefixSource)
 }
 
-// Owner returns the namespace and the kinds named on rec by the operator, and whether it
-// adopted the entry (a loan it gives back when no object wants the name any more).
-func Owner(rec *endpoint.Record) (namespace string, kinds []string, adopted bool) {
+// NamespaceAndKinds returns the namespace and the kinds named on rec by the operator, and
+// whether it adopted the entry (a loan it gives back when no object wants the name any more).
+func NamespaceAndKinds(rec *endpoint.Record) (namespace string, kinds []string, adopted bool) {
 	v := viewOf(rec)
 	namespace, _ = v.value(PrefixNamespace)
 	return namespace, v.values(PrefixKind), v.has(TagPreExisting)

@@ -20,10 +20,6 @@ func (r *Registry) parse(rec *endpoint.Record) *Parsed {
 	return &Parsed{v: v, class: r.classOf(&v)}
 }
 
-// Own reports whether the entry's tags alone make it this installation's: its identity and
-// its name.
-func (p *Parsed) Own() bool { return p.class == endpoint.OwnerThis }
-
 // Namesake is the identity of the other installation writing this cluster's name that wrote
 // the entry, "" when it is not such an entry.
 func (p *Parsed) Namesake() string {

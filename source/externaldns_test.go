@@ -37,7 +37,7 @@ func TestAddExternalDNS(t *testing.T) {
 			if got := externalDNSOptedIn(o); got != tt.optedIn {
 				t.Errorf("opted in: %v, want %v", got, tt.optedIn)
 			}
-			c := annotatedClaim(refOf("", "v1", "Service", o), o, []string{"own.lan"}, Own{}, nil)
+			c := annotatedClaim(refOf("", "v1", "Service", o), o, []string{"own.lan"}, Reported{}, nil)
 			addExternalDNS(&c, o)
 			if got := strings.Join(c.hosts, ","); got != tt.hosts {
 				t.Errorf("hosts %q, want %q", got, tt.hosts)

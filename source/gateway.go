@@ -160,10 +160,10 @@ func (k *routeKind) claim(o metav1.Object) claim {
 	if !counted {
 		problems = append(problems, invalidHostname("no parent Gateway has accepted the route with a listener that allows it"))
 	}
-	c := annotatedClaim(ref, route, hosts, Own{From: StrategyGatewayStatus}, problems)
-	c.hostOwn = make(map[string]Own, len(byHost))
+	c := annotatedClaim(ref, route, hosts, Reported{From: StrategyGatewayStatus}, problems)
+	c.hostOwn = make(map[string]Reported, len(byHost))
 	for key, a := range byHost {
-		own := Own{From: StrategyGatewayStatus, IPs: a.ips}
+		own := Reported{From: StrategyGatewayStatus, IPs: a.ips}
 		if len(a.ips) == 0 && len(a.missing) > 0 {
 			// A Gateway still waiting for its address means no address yet, never a default.
 			own.Final = true

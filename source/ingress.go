@@ -60,7 +60,7 @@ func (k *ingressKind) claim(o metav1.Object) claim {
 		}
 		hosts = append(hosts, rule.Host)
 	}
-	own := Own{From: StrategyIngressStatus}
+	own := Reported{From: StrategyIngressStatus}
 	for _, in := range ing.Status.LoadBalancer.Ingress {
 		own.addPoint(in.IP, in.Hostname)
 	}

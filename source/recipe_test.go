@@ -39,7 +39,7 @@ func (k *widgetKind) optedIn(o metav1.Object) bool { return enabled(o) }
 func (k *widgetKind) claim(o metav1.Object) claim {
 	u := o.(*unstructured.Unstructured)
 	hosts, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "hostnames")
-	return annotatedClaim(k.ref(u), u, hosts, Own{}, nil)
+	return annotatedClaim(k.ref(u), u, hosts, Reported{}, nil)
 }
 
 // widgetSpec keeps what the kind reads of a Widget's spec.

@@ -294,10 +294,10 @@ func (r *Resolver) Synced() bool {
 	return true
 }
 
-// Own is what an object reports about its own address: an Ingress's load-balancer status, a
+// Reported is what an object reports about its own address: an Ingress's load-balancer status, a
 // Service's addresses. Kinds without such a report leave it zero, and the chain's status steps
 // pass them over.
-type Own struct {
+type Reported struct {
 	// From is the chain step the addresses answer.
 	From StrategyKind
 	// IPs are the reported addresses as written; Names the hostnames reported without an
@@ -311,7 +311,7 @@ type Own struct {
 }
 
 // addPoint takes one point of a load-balancer status: its IP, else its hostname.
-func (o *Own) addPoint(ip, hostname string) {
+func (o *Reported) addPoint(ip, hostname string) {
 	if ip == "" && hostname != "" {
 		o.Names = append(o.Names, hostname)
 		return
@@ -321,7 +321,7 @@ func (o *Own) addPoint(ip, hostname string) {
 
 // ipsFirst applies the rule that only a load balancer reporting no IP is resolved by its
 // hostnames (a cloud's): beside IPs they are dropped, and returned so a kind may say so.
-func (o *Own) ipsFirst() (dropped []string) {
+func (o *Reported) ipsFirst() (dropped []string) {
 	if len(o.IPs) == 0 {
 		return nil
 	}
@@ -330,7 +330,7 @@ func (o *Own) ipsFirst() (dropped []string) {
 }
 
 // Resolve returns the addresses of the first strategy that yields any, or none and why.
-func (r *Resolver) Resolve(own Own) ([]string, Unresolved) {
+func (r *Resolver) Resolve(own Reported) ([]string, Unresolved) {
 	if own.Final && own.From == "" {
 		ips, u := r.Addresses(own.IPs, own.Names)
 		if len(ips) > 0 || u.Why != "" {

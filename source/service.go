@@ -26,7 +26,7 @@ func (k *serviceKind) optedIn(o metav1.Object) bool { return enabled(o) }
 func (k *serviceKind) claim(o metav1.Object) claim {
 	svc := o.(*corev1.Service)
 	hosts := splitList(svc.Annotations[AnnotationHostname])
-	own := Own{Final: true} // no chain step: a Service's own addresses or none
+	own := Reported{Final: true} // no chain step: a Service's own addresses or none
 	if svc.Spec.Type == corev1.ServiceTypeLoadBalancer {
 		for _, in := range svc.Status.LoadBalancer.Ingress {
 			own.addPoint(in.IP, in.Hostname)

@@ -68,10 +68,10 @@ type claim struct {
 	// overrides are the object's ip-address, tags, aliases and grace period.
 	overrides overrides
 	// own is the address the object itself reports, for the resolution chain.
-	own Own
+	own Reported
 	// hostOwn, when set, is the address reported for each hostname on its own (a route's
 	// names come from different Gateways); own applies to hostnames it does not list.
-	hostOwn map[string]Own
+	hostOwn map[string]Reported
 	// problems are those found while reading the object.
 	problems []Problem
 	// noHosts, when set, is the problem reported if the claim ends up with no hostname at all
@@ -259,7 +259,7 @@ func refOf(group, version, kind string, o metav1.Object) endpoint.SourceRef {
 }
 
 // annotatedClaim is the claim of a kind opted in and overridden by annotations.
-func annotatedClaim(ref endpoint.SourceRef, o metav1.Object, hosts []string, own Own, problems []Problem) claim {
+func annotatedClaim(ref endpoint.SourceRef, o metav1.Object, hosts []string, own Reported, problems []Problem) claim {
 	return claim{ref: ref, hosts: hosts, overrides: parseOverrides(o.GetAnnotations()), own: own, problems: problems}
 }
 

@@ -47,5 +47,5 @@ func (k *traefikKind) claim(o metav1.Object) claim {
 			problems = append(problems, invalidHostname("spec.routes[%d].match: %s", i, p))
 		}
 	}
-	return annotatedClaim(ref, u, hosts, Own{}, problems)
+	return annotatedClaim(ref, u, hosts, Reported{}, problems)
 }

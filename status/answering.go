@@ -43,7 +43,7 @@ type Answers interface {
 }
 
 // UseAnswers makes the writer add the Answering condition from a, and keep the last report so
-// that Refresh can work the statuses out again when a's verdicts change between syncs.
+// that Refresh can work the statuses out again when a's findings change between syncs.
 func (h *HostMappings) UseAnswers(a Answers) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -51,7 +51,7 @@ func (h *HostMappings) UseAnswers(a Answers) {
 }
 
 // Refresh works every status out again from the last sync's report, as when a sync reports:
-// the check of the router's DNS changed a verdict. It returns at once.
+// the check of the router's DNS changed a finding. It returns at once.
 func (h *HostMappings) Refresh() {
 	h.mu.Lock()
 	if h.report == nil {
@@ -64,7 +64,7 @@ func (h *HostMappings) Refresh() {
 // answering is the Answering condition of an object whose Synced state is st: what the router's
 // DNS answers for the names of its entries; nothing while the check is off. The object's names
 // are those its entries carry on the router (its hostname and the aliases written), and the
-// worst of their verdicts is the object's.
+// worst of their findings is the object's.
 func (h *HostMappings) answering(hm *v1alpha1.HostMapping, r *controller.Report, st state) (status metav1.ConditionStatus, reason, message string) {
 	if h.answers == nil {
 		return "", "", ""
@@ -88,8 +88,8 @@ func (h *HostMappings) answering(hm *v1alpha1.HostMapping, r *controller.Report,
 		switch {
 		case a.Reported:
 			bad = append(bad, a.Result.String())
-			wrong = wrong || a.Verdict == dnscheck.Wrong
-		case a.Verdict != dnscheck.Answering:
+			wrong = wrong || a.Finding == dnscheck.Wrong
+		case a.Finding != dnscheck.Answering:
 			waiting = true
 		}
 	}

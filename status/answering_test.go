@@ -52,8 +52,8 @@ func (f *fakeAnswers) set(n string, a dnscheck.Answer) {
 	f.states[n] = a
 }
 
-func answer(name string, v dnscheck.Verdict, reported bool, want, got string) dnscheck.Answer {
-	r := dnscheck.Result{Name: name, Verdict: v}
+func answer(name string, v dnscheck.Finding, reported bool, want, got string) dnscheck.Answer {
+	r := dnscheck.Result{Name: name, Finding: v}
 	if want != "" {
 		r.Want = []netip.Addr{netip.MustParseAddr(want)}
 	}
@@ -64,7 +64,7 @@ func answer(name string, v dnscheck.Verdict, reported bool, want, got string) dn
 }
 
 // TestTheAnsweringCondition: what the check of the router's DNS says of each name of an object
-// written becomes its Answering condition, the worst verdict winning; nothing while the check is
+// written becomes its Answering condition, the worst finding winning; nothing while the check is
 // off, and Unknown for an object without an entry of its own.
 func TestTheAnsweringCondition(t *testing.T) {
 	hm := &v1alpha1.HostMapping{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "d", UID: "uid-p", Generation: 2},
@@ -96,7 +96,7 @@ func TestTheAnsweringCondition(t *testing.T) {
 		{name: "a name answering another address", server: "r:53", report: synced, desired: desired,
 			states: map[string]dnscheck.Answer{"printer.lan": answer("printer.lan", dnscheck.Wrong, true, "10.0.0.9", "10.0.0.8")},
 			status: metav1.ConditionFalse, reason: ReasonWrongAddress, message: "printer.lan answers 10.0.0.8, written 10.0.0.9"},
-		{name: "a bad answer within the grace is no verdict yet", server: "r:53", report: synced, desired: desired,
+		{name: "a bad answer within the grace is no finding yet", server: "r:53", report: synced, desired: desired,
 			states: map[string]dnscheck.Answer{"printer.lan": ok, "lp.lan": answer("lp.lan", dnscheck.Missing, false, "10.0.0.9", "")},
 			status: metav1.ConditionUnknown, reason: ReasonChecking},
 		{name: "not asked yet", server: "r:53", report: synced, desired: desired,
@@ -116,14 +116,14 @@ func TestTheAnsweringCondition(t *testing.T) {
 			}
 		})
 	}
-	// A name not asked yet (a restart) leaves the last verdict as it is: no status write for
+	// A name not asked yet (a restart) leaves the last finding as it is: no status write for
 	// it.
 	h0 := NewHostMappings(nil, nil, logrus.New())
 	h0.UseAnswers(&fakeAnswers{server: "r:53"})
 	answered := hm.DeepCopy()
 	answered.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionAnswering, Status: metav1.ConditionTrue, Reason: ReasonAnswering, Message: "m"}}
 	if st := h0.compute(answered, synced, desired, nil); st.answering != metav1.ConditionTrue || st.answerReason != ReasonAnswering || st.answerMessage != "m" {
-		t.Fatalf("not asked yet after a verdict: %q %q %q, want the verdict kept", st.answering, st.answerReason, st.answerMessage)
+		t.Fatalf("not asked yet after a finding: %q %q %q, want the finding kept", st.answering, st.answerReason, st.answerMessage)
 	}
 	// A source that failed says nothing new of the object: its condition stays.
 	h := NewHostMappings(nil, nil, logrus.New())
@@ -135,9 +135,9 @@ func TestTheAnsweringCondition(t *testing.T) {
 	}
 }
 
-// TestRefreshWritesANewVerdictWithoutASync: when the check's verdict changes between syncs, the
+// TestRefreshWritesANewFindingWithoutASync: when the check's finding changes between syncs, the
 // writer works the status out again from the last report and writes the new condition.
-func TestRefreshWritesANewVerdictWithoutASync(t *testing.T) {
+func TestRefreshWritesANewFindingWithoutASync(t *testing.T) {
 	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "router-hosts.fzymgc.house/v1alpha1", "kind": "HostMapping",
 		"metadata": map[string]any{"name": "p", "namespace": "d", "uid": "uid-p", "generation": int64(1)},
 		"spec":     map[string]any{"hostname": "printer.lan", "ipAddress": "10.0.0.9"}}}
@@ -181,7 +181,7 @@ func TestRefreshWritesANewVerdictWithoutASync(t *testing.T) {
 	answers.set("printer.lan", answer("printer.lan", dnscheck.Missing, true, "10.0.0.9", ""))
 	h.Refresh()
 	if w := next(); w != "False NotAnswering" {
-		t.Fatalf("after the verdict: %s", w)
+		t.Fatalf("after the finding: %s", w)
 	}
 	answers.set("printer.lan", answer("printer.lan", dnscheck.Answering, false, "10.0.0.9", "10.0.0.9"))
 	h.Refresh()

@@ -44,15 +44,15 @@ const (
 	ReasonOverBudget = "OverBudget"
 )
 
-// refusal is a part of an object's claim the registry did not write: a problem, or an alias
-// another holds.
-type refusal struct {
+// statusReason is a refusal in the status's words: a part of an object's claim the registry
+// did not write, a problem or an alias another holds.
+type statusReason struct {
 	reason, message string
 }
 
 // refusalsOf are the registry's refusals of each object, by UID, in the status's reasons.
-func refusalsOf(r *controller.Report) map[string][]refusal {
-	out := map[string][]refusal{}
+func refusalsOf(r *controller.Report) map[string][]statusReason {
+	out := map[string][]statusReason{}
 	for _, p := range r.Problems {
 		reason := ReasonValidationFailed
 		switch p.Reason {
@@ -61,17 +61,17 @@ func refusalsOf(r *controller.Report) map[string][]refusal {
 		case registry.ReasonOverBudget:
 			reason = ReasonOverBudget
 		}
-		out[p.Source.UID] = append(out[p.Source.UID], refusal{reason, p.Message})
+		out[p.Source.UID] = append(out[p.Source.UID], statusReason{reason, p.Message})
 	}
 	for _, c := range r.Conflicts {
 		if c.Alias {
-			out[c.Loser.UID] = append(out[c.Loser.UID], refusal{ReasonConflict, fmt.Sprintf("alias %s is held by %s", c.Hostname, c.Winner)})
+			out[c.Loser.UID] = append(out[c.Loser.UID], statusReason{ReasonConflict, fmt.Sprintf("alias %s is held by %s", c.Hostname, c.Winner)})
 		}
 	}
 	return out
 }
 
-func joinRefusals(rs []refusal) string {
+func joinRefusals(rs []statusReason) string {
 	msgs := make([]string, len(rs))
 	for i, r := range rs {
 		msgs[i] = r.message
@@ -297,16 +297,16 @@ func (h *HostMappings) Flush(ctx context.Context) error {
 
 // compute is the status hm should have after r: Synced and Ready, and Answering while the
 // router's DNS is checked.
-func (h *HostMappings) compute(hm *v1alpha1.HostMapping, r *controller.Report, desired map[string]*endpoint.Endpoint, dropped []refusal) state {
+func (h *HostMappings) compute(hm *v1alpha1.HostMapping, r *controller.Report, desired map[string]*endpoint.Endpoint, dropped []statusReason) state {
 	st, known := h.computeSynced(hm, r, desired, dropped)
 	if !known {
 		return st // nothing new is known of the object: its whole status stays
 	}
 	st.answering, st.answerReason, st.answerMessage = h.answering(hm, r, st)
 	if prev := current(hm); st.answerReason == ReasonChecking && prev.answering != "" && prev.answerReason != ReasonChecking {
-		// A name not asked yet says nothing new: the last verdict stands until the check gives
+		// A name not asked yet says nothing new: the last finding stands until the check gives
 		// one, so that a restart does not write every status twice (Checking, then the same
-		// verdict again).
+		// finding again).
 		st.answering, st.answerReason, st.answerMessage = prev.answering, prev.answerReason, prev.answerMessage
 	}
 	return st
@@ -314,7 +314,7 @@ func (h *HostMappings) compute(hm *v1alpha1.HostMapping, r *controller.Report, d
 
 // computeSynced is the Synced part of the status; known is false when the report says nothing
 // new of hm, whose status then stays as it is.
-func (h *HostMappings) computeSynced(hm *v1alpha1.HostMapping, r *controller.Report, desired map[string]*endpoint.Endpoint, dropped []refusal) (_ state, known bool) {
+func (h *HostMappings) computeSynced(hm *v1alpha1.HostMapping, r *controller.Report, desired map[string]*endpoint.Endpoint, dropped []statusReason) (_ state, known bool) {
 	prev := current(hm)
 	st := state{gen: hm.Generation, id: prev.id, ready: true}
 	if r.Step == controller.StepSource {

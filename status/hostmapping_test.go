@@ -39,17 +39,17 @@ func TestComputeTranslatesTheReport(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		report  controller.Report
-		dropped []refusal
+		dropped []statusReason
 		// unclaimed: the hostname is not among the desired (turned down whole).
 		unclaimed bool
 		want      state
 		message   string
 	}{
 		{name: "a name the namespace may not claim", report: controller.Report{Objects: objs, Entries: entries}, unclaimed: true,
-			dropped: []refusal{{ReasonNotPermitted, "hostname printer.lan is not written: namespace d may claim names under d.lan"}},
+			dropped: []statusReason{{ReasonNotPermitted, "hostname printer.lan is not written: namespace d may claim names under d.lan"}},
 			want:    state{gen: 2, reason: ReasonNotPermitted, ready: true}, message: "may claim names under d.lan"},
 		{name: "a namespace at its budget", report: controller.Report{Objects: objs}, unclaimed: true,
-			dropped: []refusal{{ReasonOverBudget, "namespace d is at its budget of 3 entries"}},
+			dropped: []statusReason{{ReasonOverBudget, "namespace d is at its budget of 3 entries"}},
 			want:    state{gen: 2, reason: ReasonOverBudget, ready: true}, message: "budget of 3"},
 		{name: "an alias another holds: written, without it", report: controller.Report{Objects: objs, Entries: entries},
 			dropped: refusalsOf(&controller.Report{Conflicts: []registry.Conflict{{Hostname: "grafana.lan", Alias: true, Loser: ref, Winner: "namespace monitoring"}}})["uid-p"],
@@ -57,7 +57,7 @@ func TestComputeTranslatesTheReport(t *testing.T) {
 		{name: "synced", report: controller.Report{Objects: objs, Entries: entries},
 			want: state{synced: true, id: "01ABC", gen: 2, reason: ReasonSuccess, addresses: "10.0.0.9", ready: true}},
 		{name: "a reserved tag was dropped: written, but not as the spec says", report: controller.Report{Objects: objs, Entries: entries},
-			dropped: []refusal{{ReasonValidationFailed, `tag "cluster:x" is reserved; dropped`}}, want: state{id: "01ABC", gen: 2, reason: ReasonValidationFailed, addresses: "10.0.0.9", ready: true}, message: "cluster:x"},
+			dropped: []statusReason{{ReasonValidationFailed, `tag "cluster:x" is reserved; dropped`}}, want: state{id: "01ABC", gen: 2, reason: ReasonValidationFailed, addresses: "10.0.0.9", ready: true}, message: "cluster:x"},
 		{name: "authentication refused on the read", report: controller.Report{Objects: objs, Step: controller.StepList, AuthFailed: true, Err: authErr},
 			want: state{gen: 2, reason: ReasonAuthenticationFailed, ready: true}, message: "unknown certificate authority"},
 		{name: "server unreachable", report: controller.Report{Objects: objs, Step: controller.StepList, Err: errors.New("connection refused")},

@@ -20,8 +20,8 @@ const (
 	RecordTypeAAAA = "AAAA"
 )
 
-// Endpoint is external-dns's endpoint as it travels over the wire.
-type Endpoint struct {
+// WireEndpoint is external-dns's endpoint as it travels over the wire.
+type WireEndpoint struct {
 	DNSName          string            `json:"dnsName,omitempty"`
 	Targets          []string          `json:"targets,omitempty"`
 	RecordType       string            `json:"recordType,omitempty"`
@@ -39,10 +39,10 @@ type Property struct {
 
 // Changes is what external-dns asks to be written; UpdateOld[i] becomes UpdateNew[i].
 type Changes struct {
-	Create    []*Endpoint `json:"create,omitempty"`
-	UpdateOld []*Endpoint `json:"updateOld,omitempty"`
-	UpdateNew []*Endpoint `json:"updateNew,omitempty"`
-	Delete    []*Endpoint `json:"delete,omitempty"`
+	Create    []*WireEndpoint `json:"create,omitempty"`
+	UpdateOld []*WireEndpoint `json:"updateOld,omitempty"`
+	UpdateNew []*WireEndpoint `json:"updateNew,omitempty"`
+	Delete    []*WireEndpoint `json:"delete,omitempty"`
 }
 
 // domainFilter is the negotiation's answer, in the shape external-dns's DomainFilter reads

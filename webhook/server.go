@@ -44,7 +44,7 @@ type Reader interface {
 
 // Syncer has the operator's loop run one sync that reads the server and waits for it.
 type Syncer interface {
-	Sync(ctx context.Context) error
+	SyncNow(ctx context.Context) error
 }
 
 // Config wires a Server.
@@ -97,7 +97,7 @@ func New(cfg Config) *Server {
 // server's endpoints, so it is built after the server.
 func (s *Server) SetSyncer(sy Syncer) { s.syncer = sy }
 
-// Endpoints is the controller.Source: what external-dns has published, with the changes being
+// Endpoints is the controller.EndpointSource: what external-dns has published, with the changes being
 // applied.
 func (s *Server) Endpoints(ctx context.Context) ([]*endpoint.Endpoint, error) {
 	s.mu.Lock()
@@ -117,7 +117,7 @@ func (s *Server) Endpoints(ctx context.Context) ([]*endpoint.Endpoint, error) {
 	return h.endpoints(s.cfg.Namespace), nil
 }
 
-// AddEventHandler is part of controller.Source; external-dns's requests, not events, start
+// AddEventHandler is part of controller.EndpointSource; external-dns's requests, not events, start
 // the syncs that matter.
 func (s *Server) AddEventHandler(func()) {}
 
@@ -193,7 +193,7 @@ func (s *Server) applyChanges(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.request = &ch
 	s.mu.Unlock()
-	err := s.syncer.Sync(r.Context())
+	err := s.syncer.SyncNow(r.Context())
 	s.mu.Lock()
 	s.request = nil
 	s.mu.Unlock()
@@ -205,7 +205,7 @@ func (s *Server) applyChanges(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) adjustEndpoints(w http.ResponseWriter, r *http.Request) {
-	var in []*Endpoint
+	var in []*WireEndpoint
 	if code, err := decode(r, &in); err != nil {
 		s.fail(w, code, err)
 		return

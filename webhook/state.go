@@ -66,8 +66,8 @@ func (h published) remove(host, ip string) {
 
 // records renders what is published as external-dns sees records: per hostname an A endpoint with
 // its IPv4 addresses and an AAAA endpoint with its IPv6 ones, sorted.
-func (h published) records() []*Endpoint {
-	out := []*Endpoint{}
+func (h published) records() []*WireEndpoint {
+	out := []*WireEndpoint{}
 	for _, host := range h.hosts() {
 		var v4, v6 []string
 		for ip := range h[host] {
@@ -83,7 +83,7 @@ func (h published) records() []*Endpoint {
 		}{{RecordTypeA, v4}, {RecordTypeAAAA, v6}} {
 			if len(r.ips) > 0 {
 				sort.Strings(r.ips)
-				out = append(out, &Endpoint{DNSName: host, Targets: r.ips, RecordType: r.typ})
+				out = append(out, &WireEndpoint{DNSName: host, Targets: r.ips, RecordType: r.typ})
 			}
 		}
 	}
@@ -104,7 +104,7 @@ func (h published) hosts() []string {
 // when any endpoint is invalid.
 func (h published) apply(ch *Changes) error {
 	type step struct {
-		eps []*Endpoint
+		eps []*WireEndpoint
 		add bool
 		of  string
 	}
@@ -157,7 +157,7 @@ func refOf(namespace, host string) endpoint.SourceRef {
 
 // parse reads one endpoint external-dns sent: an A or AAAA record of a valid hostname whose
 // targets are addresses of its family.
-func parse(e *Endpoint) (host string, ips []string, err error) {
+func parse(e *WireEndpoint) (host string, ips []string, err error) {
 	if e == nil {
 		return "", nil, fmt.Errorf("null endpoint")
 	}
@@ -203,8 +203,8 @@ type dropped struct {
 // compares like with like and converges: A and AAAA records only, their names as router-hosts
 // writes them, address targets of their family only, no TTL and no provider-specific
 // properties (router-hosts has neither). Everything else is dropped and said why.
-func adjust(in []*Endpoint) ([]*Endpoint, []dropped) {
-	out := make([]*Endpoint, 0, len(in))
+func adjust(in []*WireEndpoint) ([]*WireEndpoint, []dropped) {
+	out := make([]*WireEndpoint, 0, len(in))
 	var drops []dropped
 	for _, e := range in {
 		if e == nil {

@@ -20,7 +20,7 @@ func TestPublishedAndRecords(t *testing.T) {
 		return func(r *endpoint.Record) bool { return r.HasTag(tag) }
 	}
 	got := publishedOf(recs, has("mine"), has("marked")).records()
-	want := []*Endpoint{{DNSName: "a.lan", Targets: []string{"10.0.0.1"}, RecordType: "A"}, {DNSName: "a.lan", Targets: []string{"fd00::1"}, RecordType: "AAAA"},
+	want := []*WireEndpoint{{DNSName: "a.lan", Targets: []string{"10.0.0.1"}, RecordType: "A"}, {DNSName: "a.lan", Targets: []string{"fd00::1"}, RecordType: "AAAA"},
 		{DNSName: "d.lan", Targets: []string{"fd00::5"}, RecordType: "AAAA"}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("records = %+v, want %+v (not another's, not a marked one)", got, want)
@@ -28,8 +28,8 @@ func TestPublishedAndRecords(t *testing.T) {
 }
 
 func TestApply(t *testing.T) {
-	a := func(name string, ips ...string) *Endpoint {
-		return &Endpoint{DNSName: name, Targets: ips, RecordType: "A"}
+	a := func(name string, ips ...string) *WireEndpoint {
+		return &WireEndpoint{DNSName: name, Targets: ips, RecordType: "A"}
 	}
 	for _, tc := range []struct {
 		name string
@@ -37,17 +37,17 @@ func TestApply(t *testing.T) {
 		want map[string][]string
 		err  string
 	}{
-		{name: "create", ch: Changes{Create: []*Endpoint{a("new.lan", "10.0.0.9")}}, want: map[string][]string{"old.lan": {"10.0.0.1"}, "new.lan": {"10.0.0.9"}}},
-		{name: "update keeps what both sides have", ch: Changes{UpdateOld: []*Endpoint{a("old.lan", "10.0.0.1")}, UpdateNew: []*Endpoint{a("old.lan", "10.0.0.1", "10.0.0.2")}},
+		{name: "create", ch: Changes{Create: []*WireEndpoint{a("new.lan", "10.0.0.9")}}, want: map[string][]string{"old.lan": {"10.0.0.1"}, "new.lan": {"10.0.0.9"}}},
+		{name: "update keeps what both sides have", ch: Changes{UpdateOld: []*WireEndpoint{a("old.lan", "10.0.0.1")}, UpdateNew: []*WireEndpoint{a("old.lan", "10.0.0.1", "10.0.0.2")}},
 			want: map[string][]string{"old.lan": {"10.0.0.1", "10.0.0.2"}}},
-		{name: "delete", ch: Changes{Delete: []*Endpoint{a("old.lan", "10.0.0.1")}}, want: map[string][]string{}},
-		{name: "names and addresses as router-hosts writes them", ch: Changes{Create: []*Endpoint{{DNSName: "New.LAN", Targets: []string{"FD00:0::9"}, RecordType: "AAAA"}}},
+		{name: "delete", ch: Changes{Delete: []*WireEndpoint{a("old.lan", "10.0.0.1")}}, want: map[string][]string{}},
+		{name: "names and addresses as router-hosts writes them", ch: Changes{Create: []*WireEndpoint{{DNSName: "New.LAN", Targets: []string{"FD00:0::9"}, RecordType: "AAAA"}}},
 			want: map[string][]string{"old.lan": {"10.0.0.1"}, "new.lan": {"fd00::9"}}},
-		{name: "a CNAME", ch: Changes{Create: []*Endpoint{{DNSName: "x.lan", Targets: []string{"y.lan"}, RecordType: "CNAME"}}}, err: "create[0]: x.lan CNAME: router-hosts holds only A and AAAA"},
-		{name: "a hostname target", ch: Changes{UpdateNew: []*Endpoint{a("old.lan", "lb.example.com")}}, err: "updateNew[0]: old.lan A: target \"lb.example.com\" is not an address"},
-		{name: "an IPv6 address in an A record", ch: Changes{Create: []*Endpoint{a("x.lan", "fd00::1")}}, err: "not an address of an A record"},
-		{name: "a bad name", ch: Changes{Delete: []*Endpoint{a("-bad-.lan", "10.0.0.1")}}, err: "delete[0]"},
-		{name: "a null endpoint", ch: Changes{Create: []*Endpoint{nil}}, err: "null endpoint"},
+		{name: "a CNAME", ch: Changes{Create: []*WireEndpoint{{DNSName: "x.lan", Targets: []string{"y.lan"}, RecordType: "CNAME"}}}, err: "create[0]: x.lan CNAME: router-hosts holds only A and AAAA"},
+		{name: "a hostname target", ch: Changes{UpdateNew: []*WireEndpoint{a("old.lan", "lb.example.com")}}, err: "updateNew[0]: old.lan A: target \"lb.example.com\" is not an address"},
+		{name: "an IPv6 address in an A record", ch: Changes{Create: []*WireEndpoint{a("x.lan", "fd00::1")}}, err: "not an address of an A record"},
+		{name: "a bad name", ch: Changes{Delete: []*WireEndpoint{a("-bad-.lan", "10.0.0.1")}}, err: "delete[0]"},
+		{name: "a null endpoint", ch: Changes{Create: []*WireEndpoint{nil}}, err: "null endpoint"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := published{}
@@ -80,7 +80,7 @@ func TestApply(t *testing.T) {
 }
 
 func TestAdjust(t *testing.T) {
-	in := []*Endpoint{
+	in := []*WireEndpoint{
 		{DNSName: "Web.LAN.", Targets: []string{"10.0.0.2", "10.0.0.1", "lb.example.com"}, RecordType: "A", RecordTTL: 300,
 			ProviderSpecific: []Property{{Name: "webhook/x", Value: "y"}}, Labels: map[string]string{"resource": "ingress/ns/web"}},
 		{DNSName: "alias.lan", Targets: []string{"web.lan"}, RecordType: "CNAME"},
@@ -89,7 +89,7 @@ func TestAdjust(t *testing.T) {
 		{DNSName: "only-host.lan", Targets: []string{"lb.example.com"}, RecordType: "A"},
 	}
 	out, drops := adjust(in)
-	want := []*Endpoint{
+	want := []*WireEndpoint{
 		{DNSName: "web.lan", Targets: []string{"10.0.0.1", "10.0.0.2"}, RecordType: "A", Labels: map[string]string{"resource": "ingress/ns/web"}},
 		{DNSName: "v6.lan", Targets: []string{"fd00::1"}, RecordType: "AAAA"},
 	}

@@ -20,7 +20,7 @@ var HostMappingResource = GroupVersion.WithResource("hostmappings")
 const HostMappingKind = "HostMapping"
 
 // ConditionSynced is the type of the condition the operator writes on a HostMapping; beside it
-// goes ConditionReady, the same verdict under the name kstatus (Flux, Argo CD) reads.
+// goes ConditionReady, the same state under the name kstatus (Flux, Argo CD) reads.
 const ConditionSynced = "Synced"
 
 // ConditionAnswering says whether the router's DNS answers the HostMapping's names as written;
@@ -86,7 +86,8 @@ type HostMappingSpec struct {
 	// +optional
 	Tags []string `json:"tags,omitempty"`
 	// Shared lets other clusters whose claims on the hostname are shared too write addresses of
-	// their own for it; the annotation router-hosts.fzymgc.house/shared is its twin on other kinds.
+	// their own for it; the annotation router-hosts.fzymgc.house/shared says the same on other
+	// kinds.
 	// +optional
 	Shared bool `json:"shared,omitempty"`
 
@@ -117,7 +118,7 @@ type HostMappingStatus struct {
 	// The generation of the spec this status is about.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration"`
-	// Synced, and Ready, the same verdict under the name kstatus reads; Answering while the
+	// Synced, and Ready, the same state under the name kstatus reads; Answering while the
 	// router's DNS is checked.
 	// +listType=map
 	// +listMapKey=type

@@ -133,8 +133,8 @@ type RouterHostsConfigSpec struct {
 // OwnershipSpec is how this installation watches the other clusters on the router.
 type OwnershipSpec struct {
 	// This installation's silence threshold (--silent-cluster-after), a Go duration such as
-	// 168h: it renews its mark of life every quarter of it, and the others report it silent once
-	// its newest mark is older than this. "0s" writes no mark and reports none.
+	// 168h: it renews its heartbeat every quarter of it, and the others report it silent once
+	// its newest heartbeat is older than this. "0s" writes no heartbeat and reports none.
 	// +optional
 	SilentClusterAfter *metav1.Duration `json:"silentClusterAfter,omitempty"`
 }

@@ -28,16 +28,16 @@ const (
 	budgetLargeSize   = 10000
 )
 
-// verdict marks a cell: "ok" or "MISS" where a budget applies, nothing where none does.
-type verdict int
+// grade labels a cell: "ok" or "MISS" where a budget applies, nothing where none does.
+type grade int
 
 const (
-	noBudget verdict = iota
+	noBudget grade = iota
 	met
 	missed
 )
 
-func check(applies, ok bool) verdict {
+func check(applies, ok bool) grade {
 	switch {
 	case !applies:
 		return noBudget
@@ -48,7 +48,7 @@ func check(applies, ok bool) verdict {
 	}
 }
 
-func (v verdict) mark(s string) string {
+func (v grade) label(s string) string {
 	switch v {
 	case met:
 		return s + " ok"
@@ -62,7 +62,7 @@ func (v verdict) mark(s string) string {
 type row struct {
 	name   string
 	budget string
-	cell   func(r *result) (string, verdict)
+	cell   func(r *result) (string, grade)
 }
 
 // printTable writes the runs as one table, a column per run and a row per measurement, and
@@ -71,35 +71,35 @@ func printTable(w io.Writer, server string, plan *planResult, results []*result,
 	misses := 0
 	mib := func(b uint64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
 	rows := []row{
-		{"plain-client floor: N AddHost, " + fmt.Sprint(o.concurrency) + " at a time", "", func(r *result) (string, verdict) {
+		{"plain-client floor: N AddHost, " + fmt.Sprint(o.concurrency) + " at a time", "", func(r *result) (string, grade) {
 			return fmt.Sprintf("%.2f s", r.floor.Seconds()), noBudget
 		}},
-		{"operator: start until all N entries exist", "", func(r *result) (string, verdict) {
+		{"operator: start until all N entries exist", "", func(r *result) (string, grade) {
 			return fmt.Sprintf("%.2f s", r.converge.Seconds()), noBudget
 		}},
-		{"  of which: start until caches synced", "", func(r *result) (string, verdict) {
+		{"  of which: start until caches synced", "", func(r *result) (string, grade) {
 			return fmt.Sprintf("%.2f s", r.ready.Seconds()), noBudget
 		}},
-		{"  of which: first sync (list, plan, N writes)", "", func(r *result) (string, verdict) {
+		{"  of which: first sync (list, plan, N writes)", "", func(r *result) (string, grade) {
 			return fmt.Sprintf("%.2f s", r.firstSync.Seconds()), noBudget
 		}},
-		{"CPU time: floor client / operator until converged", "", func(r *result) (string, verdict) {
+		{"CPU time: floor client / operator until converged", "", func(r *result) (string, grade) {
 			return fmt.Sprintf("%.2f / %.2f s", r.floorCPU.Seconds(), r.convergeCPU.Seconds()), noBudget
 		}},
-		{"convergence / floor", fmt.Sprintf("< %.1f", budgetRatio), func(r *result) (string, verdict) {
+		{"convergence / floor", fmt.Sprintf("< %.1f", budgetRatio), func(r *result) (string, grade) {
 			x := ratio(r.converge, r.floor)
 			return fmt.Sprintf("%.3f", x), check(!r.realServer, x < budgetRatio)
 		}},
-		{"RPCs to converge: Add/Update/Delete/Get/List", "Add = N, no other write", func(r *result) (string, verdict) {
+		{"RPCs to converge: Add/Update/Delete/Get/List", "Add = N, no other write", func(r *result) (string, grade) {
 			return rpcCell(r.rpcs), check(true, r.rpcs[rpcAdd] == int64(r.n) && r.rpcs[rpcUpdate]+r.rpcs[rpcDelete]+r.rpcs[rpcGet] == 0)
 		}},
-		{"  the same, counted by the server", "", func(r *result) (string, verdict) {
+		{"  the same, counted by the server", "", func(r *result) (string, grade) {
 			if r.server == nil {
 				return "-", noBudget
 			}
 			return rpcCell(r.server), check(true, rpcCell(r.server) == rpcCell(r.rpcs))
 		}},
-		{"Kubernetes requests after convergence (first sync's events; HostMappings: + a status each, + a status and an event per timed change)", fmt.Sprintf("≤ %d (+ N + 2 × changes)", events.MaxNormalPerSync), func(r *result) (string, verdict) {
+		{"Kubernetes requests after convergence (first sync's events; HostMappings: + a status each, + a status and an event per timed change)", fmt.Sprintf("≤ %d (+ N + 2 × changes)", events.MaxNormalPerSync), func(r *result) (string, grade) {
 			limit := float64(events.MaxNormalPerSync)
 			if r.kind == source.HostMappingKind {
 				// Their changes are timed before the requests settle.
@@ -107,36 +107,36 @@ func printTable(w io.Writer, server string, plan *planResult, results []*result,
 			}
 			return fmt.Sprintf("%.0f", r.settleRequests), check(true, r.settleRequests <= limit)
 		}},
-		{"no-op sync: operator time, median / max ms", "< 250 ms at 10,000", func(r *result) (string, verdict) {
+		{"no-op sync: operator time, median / max ms", "< 250 ms at 10,000", func(r *result) (string, grade) {
 			return ms(percentile(r.noopOp, 50)) + " / " + ms(percentile(r.noopOp, 100)),
 				check(r.n <= budgetLargeSize && len(r.noopOp) > 0, percentile(r.noopOp, 100) < budgetNoop)
 		}},
-		{"no-op sync: ListHosts (server), median / max ms", "reported", func(r *result) (string, verdict) {
+		{"no-op sync: ListHosts (server), median / max ms", "reported", func(r *result) (string, grade) {
 			return ms(percentile(r.noopList, 50)) + " / " + ms(percentile(r.noopList, 100)), noBudget
 		}},
-		{"no-op syncs: write RPCs / Kubernetes requests", "0 / 0", func(r *result) (string, verdict) {
+		{"no-op syncs: write RPCs / Kubernetes requests", "0 / 0", func(r *result) (string, grade) {
 			return fmt.Sprintf("%.0f / %.0f", r.noopWrites, r.noopKube), check(len(r.noopOp) > 0, r.noopWrites == 0 && r.noopKube == 0)
 		}},
-		{"explain NAME, whole process: s (ListHosts / SearchHosts)", "< 2 s at 1,000, one read", func(r *result) (string, verdict) {
+		{"explain NAME, whole process: s (ListHosts / SearchHosts)", "< 2 s at 1,000, one read", func(r *result) (string, grade) {
 			if r.explainTook == 0 {
 				return "-", noBudget
 			}
 			return fmt.Sprintf("%.2f s (%s)", r.explainTook.Seconds(), r.explainReads),
 				check(r.n <= budgetLatencySize, r.explainTook < budgetExplain && (r.explainReads == "-" || r.explainReads == "1 / 0"))
 		}},
-		{"the DNS check (--verify-dns): questions a minute after convergence", "≤ N a minute", func(r *result) (string, verdict) {
+		{"the DNS check (--verify-dns): questions a minute after convergence", "≤ N a minute", func(r *result) (string, grade) {
 			if !r.dns {
 				return "-", noBudget
 			}
 			return fmt.Sprintf("%.0f", r.dnsPerMinute), check(true, r.dnsPerMinute <= float64(r.n))
 		}},
-		{"list, whole process: s", "reported", func(r *result) (string, verdict) {
+		{"list, whole process: s", "reported", func(r *result) (string, grade) {
 			if r.listTook == 0 {
 				return "-", noBudget
 			}
 			return fmt.Sprintf("%.2f s", r.listTook.Seconds()), noBudget
 		}},
-		{"peak RSS", "< 50 MiB at 1,000; < 128 MiB at 10,000", func(r *result) (string, verdict) {
+		{"peak RSS", "< 50 MiB at 1,000; < 128 MiB at 10,000", func(r *result) (string, grade) {
 			size := r.n
 			if r.objects > 0 {
 				size = r.objects
@@ -147,25 +147,25 @@ func printTable(w io.Writer, server string, plan *planResult, results []*result,
 			}
 			return mib(r.rssPeak), check(size <= budgetLargeSize, r.rssPeak < limit)
 		}},
-		{"RSS at the end of the run", "", func(r *result) (string, verdict) { return mib(r.rssSteady), noBudget }},
-		{"peak Go heap in use", "", func(r *result) (string, verdict) { return mib(r.heapPeak), noBudget }},
-		{fmt.Sprintf("change latency p50 / p99 ms (%d changes)", o.changes), "< 30 / < 150 at 1,000; p50 < 100 at 10,000", func(r *result) (string, verdict) {
+		{"RSS at the end of the run", "", func(r *result) (string, grade) { return mib(r.rssSteady), noBudget }},
+		{"peak Go heap in use", "", func(r *result) (string, grade) { return mib(r.heapPeak), noBudget }},
+		{fmt.Sprintf("change latency p50 / p99 ms (%d changes)", o.changes), "< 30 / < 150 at 1,000; p50 < 100 at 10,000", func(r *result) (string, grade) {
 			return latencyCell(r.n, r.latencies)
 		}},
-		{fmt.Sprintf("create latency p50 / p99 ms (%d new hostnames)", o.creates), "p50 < 60 at 1,000", func(r *result) (string, verdict) {
+		{fmt.Sprintf("create latency p50 / p99 ms (%d new hostnames)", o.creates), "p50 < 60 at 1,000", func(r *result) (string, grade) {
 			if len(r.creations) == 0 {
 				return "-", noBudget
 			}
 			p50 := percentile(r.creations, 50)
 			return ms(p50) + " / " + ms(percentile(r.creations, 99)), check(r.n <= budgetLatencySize, p50 < budgetCreateP50)
 		}},
-		{"  ListHosts / SearchHosts during the creates", "reported", func(r *result) (string, verdict) {
+		{"  ListHosts / SearchHosts during the creates", "reported", func(r *result) (string, grade) {
 			if len(r.creations) == 0 {
 				return "-", noBudget
 			}
 			return fmt.Sprintf("%.0f / %.0f", r.createLists, r.createSearches), noBudget
 		}},
-		{"ListHosts during the changes / --interval reads in that time", "none beyond the interval's", func(r *result) (string, verdict) {
+		{"ListHosts during the changes / --interval reads in that time", "none beyond the interval's", func(r *result) (string, grade) {
 			// The operator runs with the default --interval of a minute; each one that ends
 			// during the changes may read the server once.
 			if len(r.latencies) == 0 {
@@ -174,38 +174,38 @@ func printTable(w io.Writer, server string, plan *planResult, results []*result,
 			allowed := math.Ceil(r.changeTime.Minutes())
 			return fmt.Sprintf("%.0f / %.0f", r.changeLists, allowed), check(len(r.latencies) > 0, r.changeLists <= allowed)
 		}},
-		{"HostMappings: start until every status says Synced", "< N / 20 + 5 s (--kube-api-qps 20)", func(r *result) (string, verdict) {
+		{"HostMappings: start until every status says Synced", "< N / 20 + 5 s (--kube-api-qps 20)", func(r *result) (string, grade) {
 			if r.kind != source.HostMappingKind {
 				return "", noBudget
 			}
 			limit := time.Duration(r.n)*time.Second/20 + 5*time.Second
 			return fmt.Sprintf("%.1f s", r.statusSynced.Seconds()), check(true, r.statusSynced < limit)
 		}},
-		{"  statuses still pending when the timed changes began", "reported", func(r *result) (string, verdict) {
+		{"  statuses still pending when the timed changes began", "reported", func(r *result) (string, grade) {
 			if r.kind != source.HostMappingKind {
 				return "", noBudget
 			}
 			return fmt.Sprintf("%d", r.statusPending), noBudget
 		}},
-		{fmt.Sprintf("outage (test server stopped %v): statuses not Synced when it came back", o.outage), "reported", func(r *result) (string, verdict) {
+		{fmt.Sprintf("outage (test server stopped %v): statuses not Synced when it came back", o.outage), "reported", func(r *result) (string, grade) {
 			if r.outage == nil {
 				return "", noBudget
 			}
 			return fmt.Sprintf("%d", r.outage.unsynced), noBudget
 		}},
-		{"  the change made during the outage: on the server after its return", "reported", func(r *result) (string, verdict) {
+		{"  the change made during the outage: on the server after its return", "reported", func(r *result) (string, grade) {
 			if r.outage == nil {
 				return "", noBudget
 			}
 			return fmt.Sprintf("%.1f s", r.outage.changed.Seconds()), noBudget
 		}},
-		{"  its return until every status says Synced again", "reported", func(r *result) (string, verdict) {
+		{"  its return until every status says Synced again", "reported", func(r *result) (string, grade) {
 			if r.outage == nil {
 				return "", noBudget
 			}
 			return fmt.Sprintf("%.1f s", r.outage.recovered.Seconds()), noBudget
 		}},
-		{"  change latency meanwhile (one every 1.1 s), p50 / p99 ms", "< 30 / < 150 at 1,000; p50 < 100 at 10,000", func(r *result) (string, verdict) {
+		{"  change latency meanwhile (one every 1.1 s), p50 / p99 ms", "< 30 / < 150 at 1,000; p50 < 100 at 10,000", func(r *result) (string, grade) {
 			if r.outage == nil {
 				return "", noBudget
 			}
@@ -227,7 +227,7 @@ func printTable(w io.Writer, server string, plan *planResult, results []*result,
 			misses++
 		}
 		cells := []string{"plan: 10,000 endpoints vs 10,000 entries (go test -bench)",
-			v.mark(fmt.Sprintf("%.1f ms/op, %.0f allocs, %.1f MiB", plan.nsPerOp/1e6, plan.allocsPerOp, plan.bytesPerOp/(1<<20)))}
+			v.label(fmt.Sprintf("%.1f ms/op, %.0f allocs, %.1f MiB", plan.nsPerOp/1e6, plan.allocsPerOp, plan.bytesPerOp/(1<<20)))}
 		for i := 1; i < len(results); i++ {
 			cells = append(cells, "")
 		}
@@ -240,7 +240,7 @@ func printTable(w io.Writer, server string, plan *planResult, results []*result,
 			if v == missed {
 				misses++
 			}
-			cells = append(cells, v.mark(s))
+			cells = append(cells, v.label(s))
 		}
 		fmt.Fprintln(tw, strings.Join(append(cells, rw.budget), "\t"))
 	}
@@ -258,7 +258,7 @@ func rpcCell(c map[string]int64) string {
 }
 
 // latencyCell is p50 / p99 of changes among n objects, judged by the change-latency budgets.
-func latencyCell(n int, ds []time.Duration) (string, verdict) {
+func latencyCell(n int, ds []time.Duration) (string, grade) {
 	if len(ds) == 0 {
 		return "-", noBudget
 	}

@@ -76,7 +76,7 @@ func run(ctx context.Context, measured bool) error {
 	}
 	defer stop()
 	prov := routerhosts.NewFromConn(conn, routerhosts.Options{Log: log, WriteConcurrency: 4})
-	c := controller.New(controller.Config{Sources: []controller.Source{src}, Registry: reg, Provider: prov, Interval: time.Hour, Log: log})
+	c := controller.New(controller.Config{Sources: []controller.EndpointSource{src}, Registry: reg, Provider: prov, Interval: time.Hour, Log: log})
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
 

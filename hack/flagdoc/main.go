@@ -1,5 +1,5 @@
 // Command flagdoc writes the flag table of docs/configuration.md from the operator's own command
-// line: kingpin's model of internal/operator's flags, every flag with its environment twin,
+// line: kingpin's model of internal/operator's flags, every flag with its environment variable,
 // default and help, and the flags a command has of its own. The table sits between the doc's
 // flags:begin and flags:end markers; the prose around them is left as it is. Without -w it only
 // checks that the table is current, as the test beside it does.

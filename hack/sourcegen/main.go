@@ -210,8 +210,8 @@ func spliceMarked(doc []byte, body string) ([]byte, error) {
 	return []byte(s[:begin+len(docBegin)] + "\n" + body + s[end:]), nil
 }
 
-// entry is one --source value in the chart's table.
-type entry struct {
+// row is one --source value in the chart's table.
+type row struct {
 	StandsFor []string `json:"standsFor,omitempty"`
 	Rules     []rule   `json:"rules,omitempty"`
 }
@@ -239,7 +239,7 @@ func sourceTable(names []string) ([]byte, error) {
 	b.WriteString(tableHeader)
 	b.WriteString("{\n")
 	for i, n := range names {
-		var e entry
+		var e row
 		if ex := source.Expand([]string{n}); len(ex) != 1 || ex[0] != n {
 			e.StandsFor = ex
 		} else {

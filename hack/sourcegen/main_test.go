@@ -143,7 +143,7 @@ func TestSourceTable(t *testing.T) {
 	}
 	text := string(b)
 	body := text[strings.Index(text, "-}}\n")+len("-}}\n") : strings.LastIndex(text, "{{- end -}}")]
-	var table map[string]entry
+	var table map[string]row
 	if err := json.Unmarshal([]byte(body), &table); err != nil {
 		t.Fatalf("the table is not JSON: %v\n%s", err, body)
 	}

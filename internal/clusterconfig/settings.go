@@ -1,4 +1,4 @@
-// Package clusterconfig is the RouterHostsConfig resource: it merges the object named by
+// Package clusterconfig is the RouterHostsConfig resource: it lays the object named by
 // --config-name over the flags, follows the object and its mTLS Secret, hands every valid change
 // to the operator while it runs, and reports the operator's state in the object's status.
 package clusterconfig
@@ -21,7 +21,7 @@ import (
 
 // Settings are the operator's settings a RouterHostsConfig may set, each in one typed home:
 // the flags fill them (with the defaults of the packages that own each rule), a
-// RouterHostsConfig's fields are laid over them (Merge), and the registry's part is handed to
+// RouterHostsConfig's fields are laid over them (Overlay), and the registry's part is handed to
 // the registry as it is.
 type Settings struct {
 	// Config is the registry's part: the cluster's name and identity, the default tags, the
@@ -110,9 +110,9 @@ var SecretKeys = []string{"ca.crt", "tls.crt", "tls.key"}
 // ReadSecret returns a Secret's data, or why it cannot.
 type ReadSecret func(namespace, name string) (map[string][]byte, error)
 
-// Merge lays spec over base: every field spec sets wins, every field it leaves out keeps
+// Overlay lays spec over base: every field spec sets wins, every field it leaves out keeps
 // base's value. Nothing is applied here; the result has passed Check.
-func Merge(base Settings, spec *v1alpha1.RouterHostsConfigSpec, read ReadSecret) (Settings, error) {
+func Overlay(base Settings, spec *v1alpha1.RouterHostsConfigSpec, read ReadSecret) (Settings, error) {
 	s := base
 	s.DefaultTags = slices.Clone(base.DefaultTags)
 	if spec == nil {

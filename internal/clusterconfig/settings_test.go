@@ -58,7 +58,7 @@ func secrets(t *testing.T) ReadSecret {
 	}
 }
 
-func TestMerge(t *testing.T) {
+func TestOverlay(t *testing.T) {
 	read := secrets(t)
 	for _, tc := range []struct {
 		name  string
@@ -185,7 +185,7 @@ func TestMerge(t *testing.T) {
 			err: "above the maximum grace period"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := Merge(base(), tc.spec, read)
+			s, err := Overlay(base(), tc.spec, read)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error %v, want one saying %q", err, tc.err)
@@ -212,17 +212,17 @@ func TestMerge(t *testing.T) {
 func TestWithoutAnyServerMaterialNothingStarts(t *testing.T) {
 	b := base()
 	b.Endpoint = ""
-	if _, err := Merge(b, nil, nil); err == nil || !strings.Contains(err.Error(), "no router-hosts endpoint") || !IsNoRouter(err) {
+	if _, err := Overlay(b, nil, nil); err == nil || !strings.Contains(err.Error(), "no router-hosts endpoint") || !IsNoRouter(err) {
 		t.Errorf("no endpoint: %v, want a NoRouterError", err)
 	}
 	b = base()
 	b.TLSFiles = false
-	if _, err := Merge(b, &v1alpha1.RouterHostsConfigSpec{Server: &v1alpha1.ServerSpec{Endpoint: "r:1"}}, nil); err == nil || !strings.Contains(err.Error(), "no mTLS material") || !IsNoRouter(err) {
+	if _, err := Overlay(b, &v1alpha1.RouterHostsConfigSpec{Server: &v1alpha1.ServerSpec{Endpoint: "r:1"}}, nil); err == nil || !strings.Contains(err.Error(), "no mTLS material") || !IsNoRouter(err) {
 		t.Errorf("no material: %v, want a NoRouterError", err)
 	}
 	b = base()
 	b.Interval = 0
-	if _, err := Merge(b, nil, nil); err == nil || IsNoRouter(err) {
+	if _, err := Overlay(b, nil, nil); err == nil || IsNoRouter(err) {
 		t.Errorf("a bad interval: %v, want an error that is not a NoRouterError", err)
 	}
 }

@@ -157,7 +157,7 @@ func (w *Watcher) load(ctx context.Context) (Settings, error) {
 		}
 		return s.Data, nil
 	}
-	s, err := Merge(w.opts.Base, &obj.Spec, read)
+	s, err := Overlay(w.opts.Base, &obj.Spec, read)
 	if err != nil {
 		return w.opts.Base, err
 	}
@@ -272,7 +272,7 @@ func (w *Watcher) evaluate(ctx context.Context, obj *v1alpha1.RouterHostsConfig,
 	switch {
 	case problem != nil:
 	case obj != nil:
-		s, problem = Merge(w.opts.Base, &obj.Spec, w.followSecret(ctx, obj.Spec.Server))
+		s, problem = Overlay(w.opts.Base, &obj.Spec, w.followSecret(ctx, obj.Spec.Server))
 	case waiting || applied.Equal(w.opts.Base):
 		// No object, and nothing of one in use: the flags, as at a start without one.
 		w.followSecret(ctx, nil)
@@ -331,7 +331,7 @@ func (w *Watcher) noteProblem(prev, problem error) bool {
 }
 
 // followSecret watches the Secret server names (and stops watching one it no longer names),
-// and returns the reader Merge uses, from the watch's cache.
+// and returns the reader Overlay uses, from the watch's cache.
 func (w *Watcher) followSecret(ctx context.Context, server *v1alpha1.ServerSpec) ReadSecret {
 	var ref *v1alpha1.SecretReference
 	if server != nil {

@@ -72,9 +72,9 @@ func containerLimit(files []string) int64 {
 	return 0
 }
 
-// Apply sets the collector's pace and a soft memory limit below the container's; it returns
+// Set sets the collector's pace and a soft memory limit below the container's; it returns
 // the soft limit set, 0 when there is none.
-func Apply() int64 {
+func Set() int64 {
 	setGCPercent()
 	return setMemoryLimit(cgroupLimitFiles)
 }

@@ -16,7 +16,7 @@ var _ dnscheck.Metrics = (*metrics.Metrics)(nil)
 // newDNSCheck builds the check of the router's DNS from the settings: off while they name no
 // server, since a RouterHostsConfig may name one later. It warns through the event recorder
 // (or the hooks' Warner), counts in the metrics, and tells the HostMapping status writer, when there is one, that a
-// verdict changed. It runs only while this replica leads (Run's lead).
+// finding changed. It runs only while this replica leads (Run's lead).
 func (op *Operator) newDNSCheck(s clusterconfig.Settings, hooks Hooks, log logrus.FieldLogger) *dnscheck.Checker {
 	var timers clock.WithDelayedExecution = clock.RealClock{}
 	if c, ok := hooks.Clock.(clock.WithDelayedExecution); ok {

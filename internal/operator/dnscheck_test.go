@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestVerifyDNSFlag: --verify-dns and its environment twin name the router's DNS; off by
+// TestVerifyDNSFlag: --verify-dns and its environment variable name the router's DNS; off by
 // default; anything but host:port is refused with the flag's name.
 func TestVerifyDNSFlag(t *testing.T) {
 	tls := []string{"--router-hosts-endpoint=r:1", "--tls-ca=a", "--tls-cert=b", "--tls-key=c"}
@@ -17,7 +17,7 @@ func TestVerifyDNSFlag(t *testing.T) {
 	}{
 		{name: "off by default", args: tls},
 		{name: "the flag", args: append([]string{"--verify-dns=192.168.1.1:53"}, tls...), want: "192.168.1.1:53"},
-		{name: "its twin", env: "[fd00::1]:5353", args: tls, want: "[fd00::1]:5353"},
+		{name: "its environment variable", env: "[fd00::1]:5353", args: tls, want: "[fd00::1]:5353"},
 		{name: "no port", args: append([]string{"--verify-dns=192.168.1.1"}, tls...), err: `--verify-dns "192.168.1.1": want host:port`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -108,7 +108,7 @@ func (t target) matches(ref endpoint.SourceRef) bool {
 
 // Explain runs explain or list, configured as ReadOnlyConfig says (from a laptop, as the
 // running operator is): one read of the cluster and the router, the registry's
-// decision from it (controller.Decide), the objects that name the names asked about but are
+// decision from it (controller.Inspect), the objects that name the names asked about but are
 // never read (source.Unreads), and what the router's DNS answers; then prints them to out.
 // It writes nothing anywhere.
 func Explain(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer) error {
@@ -126,7 +126,7 @@ func Explain(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 		return op.noRouter
 	}
 	started := time.Now()
-	rep, err := op.Controller.Decide(ctx)
+	rep, err := op.Controller.Inspect(ctx)
 	if err != nil {
 		return fmt.Errorf("reading the cluster and the router: %w", err)
 	}
@@ -175,7 +175,7 @@ func Explain(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 		}
 		for uid, o := range rep.Objects {
 			for _, ep := range o.Endpoints {
-				if ref, ok := ep.Source(uid); ok && t.matches(ref) {
+				if ref, ok := ep.Ref(uid); ok && t.matches(ref) {
 					asked[i] = ref
 				}
 			}
@@ -381,14 +381,14 @@ func answers(ctx context.Context, server string, names []string, written map[str
 				qctx, qcancel := context.WithTimeout(ctx, dnscheck.DefaultTimeout)
 				r := dnscheck.Check(qctx, server, n, want)
 				qcancel()
-				if r.Verdict == dnscheck.NoAnswer {
+				if r.Finding == dnscheck.NoAnswer {
 					mu.Lock()
 					silences = append(silences, r.String())
 					mu.Unlock()
 					continue
 				}
 				a := explain.Answer{Server: server, Got: addrTexts(r.Got), Want: addrTexts(r.Want), Detail: r.String(),
-					Answering: r.Verdict == dnscheck.Answering || (len(want) == 0 && r.Verdict == dnscheck.Gone)}
+					Answering: r.Finding == dnscheck.Answering || (len(want) == 0 && r.Finding == dnscheck.Gone)}
 				mu.Lock()
 				out[n] = a
 				mu.Unlock()

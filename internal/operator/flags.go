@@ -27,7 +27,7 @@ type Config struct {
 	// Settings are what the flags say of the settings a RouterHostsConfig may also set, in
 	// their one typed home: the flags fill them, validate completes them (the IP resolution
 	// chain, the tenancy), and a RouterHostsConfig's fields are laid over them
-	// (clusterconfig.Merge).
+	// (clusterconfig.Overlay).
 	clusterconfig.Settings
 	// Remote is --context and --from-cluster, for the commands an admin runs from a laptop.
 	Remote
@@ -101,7 +101,7 @@ const (
 	DefaultServiceAccountTokenFile = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 )
 
-// envPrefix starts every flag's environment twin (kingpin's DefaultEnvars for the app's name).
+// envPrefix starts every flag's environment variable (kingpin's DefaultEnvars for the app's name).
 const envPrefix = "ROUTER_HOSTS_OPERATOR_"
 
 // ParseFlags reads args and the environment; an invalid value fails with the flag's name.
@@ -162,12 +162,12 @@ func ParseFlags(args []string, build Build) (*Config, error) {
 }
 
 // FlagModel is kingpin's model of the command line, for the flag table of the docs: every
-// command and flag with its help, default and environment twin. Its defaults do not depend on
+// command and flag with its help, default and environment variable. Its defaults do not depend on
 // the environment it is built in (KUBECONFIG and POD_NAMESPACE read as unset), so that the
 // table is the same on every machine.
 func FlagModel() (*kingpin.ApplicationModel, error) {
 	app := newApp(&Config{}, Build{}, func(string) string { return "" })
-	// The environment twins are named when kingpin initialises the application, which
+	// The environment variables are named when kingpin initialises the application, which
 	// ParseContext does without reading the environment or setting a value.
 	if _, err := app.ParseContext(nil); err != nil {
 		return nil, fmt.Errorf("initialising the command line's model: %w", err)
@@ -209,7 +209,7 @@ func newApp(cfg *Config, build Build, getenv func(string) string) *kingpin.Appli
 		StringVar(&cfg.Brake.Confirm)
 	app.Flag("ip-resolution", "Ordered IP resolution chain (repeatable): ingress-status, gateway-status, service:<namespace>/<name>, static:<ip>; Gateway API routes try gateway-status first unless it is placed.").
 		Default("ingress-status").StringsVar(&cfg.ipResolution)
-	app.Flag("silent-cluster-after", "This installation's silence threshold: it renews its mark of life every quarter of it, one write, and the mark carries that period, so the others report it silent (a SilentCluster warning, the silent_clusters metric, a log line with the release command) once its newest mark is older than this; an earlier version's mark, which carries none, is read against it. Nothing is deleted for it (0: no mark, no report).").
+	app.Flag("silent-cluster-after", "This installation's silence threshold: it renews its heartbeat every quarter of it, one write, and the heartbeat carries that period, so the others report it silent (a SilentCluster warning, the silent_clusters metric, a log line with the release command) once its newest heartbeat is older than this; an earlier version's heartbeat, which carries none, is read against it. Nothing is deleted for it (0: no heartbeat, no report).").
 		Default("168h").SetValue(&duration{flag: "silent-cluster-after", target: &cfg.SilentClusterAfter})
 	app.Flag("grace-period", "How long an entry whose address is no longer wanted stays, marked, before it is deleted or, if adopted, given back; an object's grace-period annotation replaces it for that object.").
 		Default("5m").SetValue(&duration{flag: "grace-period", target: &cfg.GracePeriod})
@@ -285,7 +285,7 @@ func newApp(cfg *Config, build Build, getenv func(string) string) *kingpin.Appli
 	app.Flag("state", "list: only the entries in this state: "+strings.Join(explain.States(), ", ")+".").StringVar(&cfg.Filter.State)
 	app.Flag("force", "release: go ahead where it cannot know whether an operator of the cluster runs (entries written by a version that answers the probe only on entries it rewrites); a running operator that answers the probe still stops it.").
 		BoolVar(&cfg.Force)
-	app.Flag("probe-wait", "How long release waits for a running operator of the cluster to take its probe off an entry: at least two and a half of that operator's --interval, which release holds to when the cluster's mark of life says its interval.").
+	app.Flag("probe-wait", "How long release waits for a running operator of the cluster to take its probe off an entry: at least two and a half of that operator's --interval, which release holds to when the cluster's heartbeat says its interval.").
 		Default(DefaultProbeWait.String()).SetValue(&duration{flag: "probe-wait", target: &cfg.ProbeWait})
 	app.Flag("webhook-address", "Address of the external-dns webhook API (webhook command); the default is external-dns's sidecar convention.").
 		Default("127.0.0.1:8888").StringVar(&cfg.WebhookAddress)

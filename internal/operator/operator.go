@@ -54,7 +54,7 @@ type Hooks struct {
 	// DiscoveryInterval is how often missing CRDs are looked for again.
 	DiscoveryInterval time.Duration
 	// Sources are added after the ones --source names.
-	Sources []controller.Source
+	Sources []controller.EndpointSource
 	// Reporters are told of every sync, beside the operator's own.
 	Reporters []controller.Reporter
 	// Warner receives the problems with objects instead of the event recorder.
@@ -236,7 +236,7 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 	if hooks.Warner != nil {
 		srcCfg.Warner = hooks.Warner
 	}
-	var sources []controller.Source
+	var sources []controller.EndpointSource
 	reporters := append([]controller.Reporter(nil), hooks.Reporters...)
 	for _, name := range cfg.Sources {
 		c := srcCfg
@@ -342,7 +342,7 @@ func (op *Operator) reconfigure(s clusterconfig.Settings) error {
 		op.DNSCheck.SetServer(s.VerifyDNS)
 		op.DNSCheck.SetInterval(s.Interval)
 		return nil
-	}, controller.Settings{Interval: s.Interval})
+	}, controller.LoopSettings{Interval: s.Interval})
 	if err == nil && (s.Endpoint != "" || s.NoServer) {
 		op.routerIsNamed()
 	}

@@ -27,7 +27,7 @@ func ProgramName(argv0 string) string {
 }
 
 // asProgram gives app the name the program was started by, for its help. kingpin names the
-// environment twins after the application's name when it initialises the application, so it
+// environment variables after the application's name when it initialises the application, so it
 // is initialised first: the twins stay ROUTER_HOSTS_OPERATOR_* whatever the binary is called.
 func asProgram(app *kingpin.Application, argv0 string) error {
 	if _, err := app.ParseContext(nil); err != nil {

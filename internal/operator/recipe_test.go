@@ -16,7 +16,7 @@ type recipeConfig struct {
 }
 
 // TestTheRecipesFlagFillsItsSetting: one line in newApp gives the setting its flag and its
-// environment twin, which fill the field the registry reads.
+// environment variable, which fill the field the registry reads.
 func TestTheRecipesFlagFillsItsSetting(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -26,7 +26,7 @@ func TestTheRecipesFlagFillsItsSetting(t *testing.T) {
 	}{
 		{"unset", nil, "", false},
 		{"the flag", []string{"--refuse-test-names"}, "", true},
-		{"its twin", nil, "true", true},
+		{"its environment variable", nil, "true", true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv("ROUTER_HOSTS_OPERATOR_REFUSE_TEST_NAMES", c.env)

@@ -66,7 +66,7 @@ type ShortWaitError struct {
 }
 
 func (e *ShortWaitError) Error() string {
-	return fmt.Sprintf("release of cluster %s refused: its mark of life says its operator syncs every %s, so it may take longer than --probe-wait=%s "+
+	return fmt.Sprintf("release of cluster %s refused: its heartbeat says its operator syncs every %s, so it may take longer than --probe-wait=%s "+
 		"to answer the probe; run release again with --probe-wait=%s or longer", e.Cluster, e.Interval, e.Wait, registry.MinProbeWait(e.Interval))
 }
 

@@ -41,8 +41,8 @@ var (
 	seedLegacy   = &pb.AddHostRequest{Hostname: "legacy.lan", IpAddress: "10.5.0.5", Tags: []string{"cluster:home", "k8s-operator"}}
 	// seedRenamed carries the identity under another name.
 	seedRenamed = &pb.AddHostRequest{Hostname: "renamed.lan", IpAddress: "10.5.0.7", Tags: []string{"cluster:old", "cluster-id:" + releaseID, "k8s-operator"}}
-	// seedWebMarked is seedWeb with a mark of life of an operator that syncs every hour.
-	seedWebMarked = &pb.AddHostRequest{Hostname: "web.lan", IpAddress: "10.5.0.2", Comment: proto.String("router-hosts-operator: Ingress d/web"),
+	// seedWebHeartbeat is seedWeb with a heartbeat of an operator that syncs every hour.
+	seedWebHeartbeat = &pb.AddHostRequest{Hostname: "web.lan", IpAddress: "10.5.0.2", Comment: proto.String("router-hosts-operator: Ingress d/web"),
 		Tags: []string{"cluster:home", "cluster-id:" + releaseID, "k8s-operator", "kind:Ingress", "namespace:d", "source:u2",
 			"alive:2026-11-25T11:00:00Z", "alive-every:151200", "alive-interval:3600"}}
 	// seedWebBefore is seedWeb as versions before the design's tags wrote it, the identity after
@@ -236,9 +236,9 @@ func TestReleaseCommand(t *testing.T) {
 				"left    renamed.lan 10.5.0.7 id=", "(cluster-id aaaaaaaa under cluster old: a rename's, or another installation's sharing the identity; release --cluster-name=old lets it go)",
 				"dry run: cluster home (cluster-id aaaaaaaa): 1 released, 1 deleted; nothing written"}},
 		{name: "a cluster whose mark says it syncs every hour: a shorter wait is refused before anything is written",
-			seeds: []*pb.AddHostRequest{seedNAS, seedWebMarked, seedOther, seedRouter},
-			err:   "release of cluster home refused: its mark of life says its operator syncs every 1h0m0s, so it may take longer than --probe-wait=1m0s to answer the probe; run release again with --probe-wait=2h30m0s or longer"},
-		{name: "the same with the wait it names: released", seeds: []*pb.AddHostRequest{seedNAS, seedWebMarked, seedOther, seedRouter}, args: []string{"--probe-wait=2h30m0s"},
+			seeds: []*pb.AddHostRequest{seedNAS, seedWebHeartbeat, seedOther, seedRouter},
+			err:   "release of cluster home refused: its heartbeat says its operator syncs every 1h0m0s, so it may take longer than --probe-wait=1m0s to answer the probe; run release again with --probe-wait=2h30m0s or longer"},
+		{name: "the same with the wait it names: released", seeds: []*pb.AddHostRequest{seedNAS, seedWebHeartbeat, seedOther, seedRouter}, args: []string{"--probe-wait=2h30m0s"},
 			out: []string{"cluster home (cluster-id aaaaaaaa): 1 released, 1 deleted"}, writes: 3,
 			after: func(m map[string]*pb.HostEntry) map[string]*pb.HostEntry {
 				delete(m, "nas.lan")
@@ -349,7 +349,7 @@ func (w testLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// TestReleaseFlags: the release command's flags, their environment twins and the mistakes
+// TestReleaseFlags: the release command's flags, their environment variables and the mistakes
 // they refuse.
 func TestReleaseFlags(t *testing.T) {
 	conn := []string{"--router-hosts-endpoint=r:1", "--tls-ca=a", "--tls-cert=b", "--tls-key=c"}
@@ -368,7 +368,7 @@ func TestReleaseFlags(t *testing.T) {
 			want: func(c *Config) bool {
 				return c.ClusterID == "0123abcd" && c.ProbeWait == 5*time.Minute && c.DryRun && c.Force
 			}},
-		{name: "environment twins", args: append([]string{"release"}, conn...),
+		{name: "environment variables", args: append([]string{"release"}, conn...),
 			env: map[string]string{"ROUTER_HOSTS_OPERATOR_CLUSTER_NAME": "home", "ROUTER_HOSTS_OPERATOR_CLUSTER_ID": "0123abcd", "ROUTER_HOSTS_OPERATOR_PROBE_WAIT": "3m"},
 			want: func(c *Config) bool {
 				return c.ClusterName == "home" && c.ClusterID == "0123abcd" && c.ProbeWait == 3*time.Minute

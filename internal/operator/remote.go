@@ -16,7 +16,7 @@ import (
 type Remote struct {
 	// KubeContext is --context: the kubeconfig's context to use; empty, its current one.
 	KubeContext string
-	// FromCluster is --from-cluster. Given, on the command line or by its environment twin,
+	// FromCluster is --from-cluster. Given, on the command line or by its environment variable,
 	// it says whether to take the running operator's configuration; not given, ReadOnlyConfig
 	// decides (see there), which is why the flag's value alone means nothing.
 	FromCluster bool

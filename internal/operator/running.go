@@ -450,7 +450,7 @@ func (f flagValue) token() string {
 }
 
 // podFlags are the flags the Pod's operator runs with, in the order it read them: its
-// arguments (with $(VAR) references expanded, as the kubelet does), then the environment twins
+// arguments (with $(VAR) references expanded, as the kubelet does), then the environment variables
 // of the flags its arguments leave out (a flag on the command line wins, as with kingpin).
 func podFlags(c *corev1.Container, env *podEnv) ([]flagValue, error) {
 	argv := commandLine(c)

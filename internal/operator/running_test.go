@@ -266,7 +266,7 @@ func TestRunningConfig(t *testing.T) {
 			err: "the operator's Pod router-hosts-system/rho-a holds the Lease router-hosts-system/router-hosts-operator but runs with the Lease elsewhere/router-hosts-operator",
 		},
 		{
-			name: "environment twins, literal, from a ConfigMap and expanded; the arguments win",
+			name: "environment variables, literal, from a ConfigMap and expanded; the arguments win",
 			objs: []runtime.Object{lease(opNS, defaultLease, "rho-a_1"), mtls,
 				&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: opNS, Name: "settings"}, Data: map[string]string{"cluster": "from-configmap", "policy": "create-only"}},
 				with(operatorPod(opNS, "rho-a", "--router-hosts-endpoint=$(ROUTER):50051", "--tls-ca="+tlsMount+"/ca.crt", "--tls-cert="+tlsMount+"/tls.crt",

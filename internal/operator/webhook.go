@@ -71,7 +71,7 @@ func NewWebhook(cfg *Config, log *logrus.Logger, clk clock.Clock) (_ *Webhook, e
 		Namespace: webhook.SourceKind, Log: log.WithField("component", "webhook")})
 	w.checker = health.New(s.Interval, func() bool { return true }, clk)
 	w.Controller = controller.New(controller.Config{
-		Sources: []controller.Source{w.Server}, Reporters: []controller.Reporter{w.metrics, w.checker, publishedReporter{w.Server}},
+		Sources: []controller.EndpointSource{w.Server}, Reporters: []controller.Reporter{w.metrics, w.checker, publishedReporter{w.Server}},
 		Registry: reg, Provider: prov, Interval: s.Interval, MinEventSyncInterval: cfg.MinEventSyncInterval,
 		Log: log.WithField("component", "controller"), Clock: clk,
 	})
@@ -83,7 +83,7 @@ func NewWebhook(cfg *Config, log *logrus.Logger, clk clock.Clock) (_ *Webhook, e
 // the grace deadlines it sets wake the loop.
 type syncer struct{ c *controller.Controller }
 
-func (s syncer) Sync(ctx context.Context) error { return s.c.SyncNow(ctx) }
+func (s syncer) SyncNow(ctx context.Context) error { return s.c.SyncNow(ctx) }
 
 // publishedReporter tells the webhook what is published after each sync, so that the next
 // one starts from it instead of reading the server twice.

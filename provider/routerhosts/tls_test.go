@@ -21,7 +21,7 @@ import (
 
 // nasOnly is a router impostor's identity: a server certificate the router's CA issued for
 // another server, nas.lan, and nothing else.
-var nasOnly = rhtestserver.Identity{DNSNames: []string{"nas.lan"}, Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+var nasOnly = rhtestserver.LeafProfile{DNSNames: []string{"nas.lan"}, Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
 
 func TestVerifiedName(t *testing.T) {
 	tests := []struct {
@@ -70,8 +70,8 @@ func TestVerifyServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	routerNames := rhtestserver.ServerIdentity()
-	impostor := func(name string, id rhtestserver.Identity) *x509.Certificate {
+	routerNames := rhtestserver.ServerProfile()
+	impostor := func(name string, id rhtestserver.LeafProfile) *x509.Certificate {
 		pki, err := rhtestserver.WriteImpostorPKI(filepath.Join(dir, name), real, id)
 		if err != nil {
 			t.Fatal(err)
@@ -100,7 +100,7 @@ func TestVerifyServer(t *testing.T) {
 		{"an impostor by IPv4", nas, "127.0.0.1", "it is valid for nas.lan, not 127.0.0.1"},
 		{"an impostor by IPv6", nas, "::1", "it is valid for nas.lan, not ::1"},
 		{"an impostor by the name it carries", nas, "nas.lan", ""},
-		{"a client certificate without usages or names", impostor("client", rhtestserver.Identity{}), "127.0.0.1",
+		{"a client certificate without usages or names", impostor("client", rhtestserver.LeafProfile{}), "127.0.0.1",
 			"it is valid for no DNS name or IP address, not 127.0.0.1"},
 		{"a clientAuth certificate carrying the router's names", impostor("clientauth", clientAuthOnly), "127.0.0.1", "incompatible key usage"},
 		// Why client certificates must not carry the router's names: without usages, a
@@ -134,7 +134,7 @@ func portOf(t *testing.T, addr string) string {
 }
 
 // startOn starts a test server (impostor when id is not nil, with real's CA) on addr.
-func startOn(t *testing.T, real *rhtestserver.Server, id *rhtestserver.Identity, addr string) *rhtestserver.Server {
+func startOn(t *testing.T, real *rhtestserver.Server, id *rhtestserver.LeafProfile, addr string) *rhtestserver.Server {
 	t.Helper()
 	var (
 		srv *rhtestserver.Server
@@ -280,7 +280,7 @@ func TestAFailedReloadIsReportedOnceAndTheLastGoodMaterialStays(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Another client certificate from the same CA, to rotate to.
-	next, err := rhtestserver.WriteImpostorPKI(filepath.Join(dir, "next"), real, rhtestserver.ServerIdentity())
+	next, err := rhtestserver.WriteImpostorPKI(filepath.Join(dir, "next"), real, rhtestserver.ServerProfile())
 	if err != nil {
 		t.Fatal(err)
 	}

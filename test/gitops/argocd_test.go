@@ -166,7 +166,7 @@ func cond(typ, st, reason, msg string, gen int64) map[string]any {
 }
 
 // hmStatus is a HostMapping status as status.HostMappings writes it: Synced and Ready with one
-// verdict.
+// outcome.
 func hmStatus(gen int64, ok bool, reason, msg string) map[string]any {
 	s := "False"
 	if ok {

@@ -11,7 +11,7 @@ import (
 	opstatus "github.com/router-hosts-operator/router-hosts-operator/status"
 )
 
-// kstatus is Flux's verdict on an object: its health checks (a Kustomization's wait, a
+// kstatus is Flux's reading of an object: its health checks (a Kustomization's wait, a
 // HelmRelease's) compute kstatus and wait for Current.
 func kstatus(t *testing.T, obj map[string]any) (status.Status, string) {
 	t.Helper()

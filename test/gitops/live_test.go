@@ -105,7 +105,7 @@ func TestHealthOfTheOperatorsOwnStatuses(t *testing.T) {
 		}
 		return u.Object, all[key]
 	}
-	verdict := func(ns, name string) (string, string) {
+	outcome := func(ns, name string) (string, string) {
 		t.Helper()
 		obj, script := served(ns, name)
 		return health(t, script, obj)
@@ -119,7 +119,7 @@ func TestHealthOfTheOperatorsOwnStatuses(t *testing.T) {
 	}
 	var op *exec.Cmd
 	var log lockedBuffer
-	// becomes waits until each object's verdict is the one wanted ("rhc" is the config).
+	// becomes waits until each object's outcome is the one wanted ("rhc" is the config).
 	becomes := func(what string, want map[string]string) {
 		t.Helper()
 		deadline := time.Now().Add(30 * time.Second)
@@ -130,7 +130,7 @@ func TestHealthOfTheOperatorsOwnStatuses(t *testing.T) {
 				if obj == "rhc" {
 					ns, name = "", "default"
 				}
-				if got, msg := verdict(ns, name); got != w {
+				if got, msg := outcome(ns, name); got != w {
 					off = append(off, fmt.Sprintf("%s is %s (%s), want %s", obj, got, msg, w))
 				}
 			}
@@ -180,7 +180,7 @@ func TestHealthOfTheOperatorsOwnStatuses(t *testing.T) {
 	hostMapping("other", "second", map[string]any{"hostname": "shared.home.arpa", "ipAddress": "192.0.2.12"})
 	hostMapping("apps", "unresolved", map[string]any{"hostname": "unresolved.home.arpa"})
 	becomes("a conflict and a missing address", map[string]string{"apps/first": "Healthy", "other/second": "Degraded", "apps/unresolved": "Progressing", "rhc": "Healthy"})
-	if _, msg := verdict("other", "second"); !strings.Contains(msg, "Conflict") {
+	if _, msg := outcome("other", "second"); !strings.Contains(msg, "Conflict") {
 		t.Errorf("the conflict's message %q does not say Conflict", msg)
 	}
 	flux("other", "second", status.InProgressStatus)

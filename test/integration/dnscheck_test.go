@@ -138,7 +138,7 @@ func TestTheRouterAnswersWhatWasWritten(t *testing.T) {
 	names := map[string]string{"nas.home.arpa": "10.44.0.10", "files.home.arpa": "10.44.0.10", "web.home.arpa": "10.44.0.11"}
 	r.wait("every name answers as written", func() bool {
 		for name := range names {
-			if h.op.DNSCheck.State(name).Verdict != dnscheck.Answering {
+			if h.op.DNSCheck.State(name).Finding != dnscheck.Answering {
 				return false
 			}
 		}
@@ -152,7 +152,7 @@ func TestTheRouterAnswersWhatWasWritten(t *testing.T) {
 		if a := h.op.DNSCheck.State(name); a.Reported {
 			t.Errorf("%s: the checker says %+v", name, a)
 		}
-		if res := r.asks(name, ip); res.Verdict != dnscheck.Answering {
+		if res := r.asks(name, ip); res.Finding != dnscheck.Answering {
 			t.Errorf("%s: %s", name, res)
 		}
 	}
@@ -178,7 +178,7 @@ func TestAReloadThatNeverHappens(t *testing.T) {
 	nas := h.hostMapping("nas", map[string]any{"hostname": "nas.home.arpa", "ipAddress": "10.45.0.10"})
 	h.waitHost("nas.home.arpa", "10.45.0.10")
 	h.sync()
-	if res := r.asks("nas.home.arpa", "10.45.0.10"); res.Verdict != dnscheck.Missing {
+	if res := r.asks("nas.home.arpa", "10.45.0.10"); res.Finding != dnscheck.Missing {
 		t.Fatalf("without a reload: %s", res)
 	}
 	r.wait("reported missing", func() bool { return r.notAnswering("missing") == 1 })
@@ -204,7 +204,7 @@ func TestAReloadThatNeverHappens(t *testing.T) {
 	r.wait("the report ends", func() bool { return r.notAnswering("missing") == 0 })
 	r.wait("Answering True", func() bool { s, _ := r.answering("nas"); return s == "True" })
 	r.wait("the new name answers", func() bool { s, _ := r.answering("printer"); return s == "True" })
-	if a := h.op.DNSCheck.State("nas.home.arpa"); a.Verdict != dnscheck.Answering || a.Reported {
+	if a := h.op.DNSCheck.State("nas.home.arpa"); a.Finding != dnscheck.Answering || a.Reported {
 		t.Errorf("nas: %+v", a)
 	}
 	flushed(t, r.rec, h.ns)
@@ -222,7 +222,7 @@ func TestADeletedNameThatKeepsAnswering(t *testing.T) {
 	web := h.create(ingress(h.ns, "web", enabled("ip-address", "10.46.0.11"), "web.home.arpa"))
 	h.waitHost("web.home.arpa", "10.46.0.11")
 	h.sync()
-	r.wait("web answers", func() bool { return h.op.DNSCheck.State("web.home.arpa").Verdict == dnscheck.Answering })
+	r.wait("web answers", func() bool { return h.op.DNSCheck.State("web.home.arpa").Finding == dnscheck.Answering })
 
 	h.srv.OnSuccess(nil)
 	h.delete(web)
@@ -230,7 +230,7 @@ func TestADeletedNameThatKeepsAnswering(t *testing.T) {
 	h.sync() // marks the entry; a sync after its grace period deletes it
 	r.wait("the entry is deleted", func() bool { h.sync(); return len(h.entries("web.home.arpa")) == 0 })
 	r.wait("reported still answering", func() bool { return r.notAnswering("still_answering") == 1 })
-	if a := h.op.DNSCheck.State("web.home.arpa"); a.Verdict != dnscheck.StillAnswering || !a.Reported {
+	if a := h.op.DNSCheck.State("web.home.arpa"); a.Finding != dnscheck.StillAnswering || !a.Reported {
 		t.Errorf("the checker says %+v", a)
 	}
 	r.wait("a StillAnswering event on the Ingress", func() bool { return eventsFor(t, h.ns, string(web.UID))[dnscheck.ReasonStillAnswering] == 1 })
@@ -240,10 +240,10 @@ func TestADeletedNameThatKeepsAnswering(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.wait("the report ends", func() bool { return r.notAnswering("still_answering") == 0 })
-	if a := h.op.DNSCheck.State("web.home.arpa"); a.Verdict != dnscheck.Unchecked {
+	if a := h.op.DNSCheck.State("web.home.arpa"); a.Finding != dnscheck.Unchecked {
 		t.Errorf("a deleted name that stopped answering is still checked: %+v", a)
 	}
-	if res := r.asks("web.home.arpa"); res.Verdict != dnscheck.Gone {
+	if res := r.asks("web.home.arpa"); res.Finding != dnscheck.Gone {
 		t.Errorf("the router's DNS: %s", res)
 	}
 }
@@ -278,7 +278,7 @@ func TestTheRouterHostsConfigNamesTheRouterDNS(t *testing.T) {
 	r.wait("the check is off", func() bool { return h.op.DNSCheck.Server() == "" })
 	h.sync()
 	r.wait("no Answering condition", func() bool { s, _ := r.answering("nas"); return s == "" })
-	if a := h.op.DNSCheck.State("nas.home.arpa"); a.Verdict != dnscheck.Unchecked {
+	if a := h.op.DNSCheck.State("nas.home.arpa"); a.Finding != dnscheck.Unchecked {
 		t.Errorf("checked while off: %+v", a)
 	}
 }

@@ -385,8 +385,8 @@ func TestExplainGivesEveryReasonCode(t *testing.T) {
 				rd := newRouterDNS(t, opts)
 				h = rd.h
 				opts.extraArgs = append(slices.Clone(opts.extraArgs), "--verify-dns="+rd.dns.Addr)
-				// explain decides as the operator does, with its interval (which its mark of
-				// life carries), as the plugin takes it from the operator's Pod.
+				// explain decides as the operator does, with its interval (which its heartbeat
+				// carries), as the plugin takes it from the operator's Pod.
 				opts.interval = dnsInterval
 			} else {
 				h = newHarness(t, opts)

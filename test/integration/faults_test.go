@@ -67,7 +67,7 @@ func (f *failingSource) AddEventHandler(func()) {}
 
 func TestFailingSourceNeverDeletes(t *testing.T) {
 	bad := &failingSource{}
-	h := newHarness(t, options{grace: time.Second, extraSources: []controller.Source{bad}})
+	h := newHarness(t, options{grace: time.Second, extraSources: []controller.EndpointSource{bad}})
 	ing := h.create(ingress(h.ns, "web", enabled("ip-address", "10.11.0.1"), "web.lan"))
 	h.waitHost("web.lan", "10.11.0.1")
 	h.sync()

@@ -131,7 +131,7 @@ func TestARunningOperatorsConfigurationFromAKubeconfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := op.Controller.Decide(ctx)
+	rep, err := op.Controller.Inspect(ctx)
 	if err != nil {
 		t.Fatalf("deciding as explain does: %v", err)
 	}

@@ -391,7 +391,7 @@ func TestABurstWaitsItsTurn(t *testing.T) {
 func impostor(t *testing.T, h *harness, addr string) *rhtestserver.Server {
 	t.Helper()
 	srv, err := rhtestserver.StartImpostor(t.TempDir(), h.srv.PKI,
-		rhtestserver.Identity{DNSNames: []string{"nas.lan"}, Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}, addr)
+		rhtestserver.LeafProfile{DNSNames: []string{"nas.lan"}, Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}, addr)
 	if err != nil {
 		t.Fatal(err)
 	}

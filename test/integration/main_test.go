@@ -111,7 +111,7 @@ type options struct {
 	ipResolution []string // "{ns}" stands for the test's namespace
 	grace        time.Duration
 	policy       plan.Policy
-	extraSources []controller.Source
+	extraSources []controller.EndpointSource
 	sources      []string // default: ingress
 	// domains and excludeDomains are --domain-filter and --exclude-domains.
 	domains, excludeDomains []string

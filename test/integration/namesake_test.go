@@ -680,7 +680,7 @@ func (in *namesakeInstall) wantTags(t *testing.T, e *pb.HostEntry, cluster strin
 		t.Fatal(err)
 	}
 	want := []string{"k8s-operator", "cluster:" + cluster, "cluster-id:" + in.id, "source:" + string(ing.UID), "namespace:" + in.h.ns, "kind:Ingress"}
-	got := withoutMark(e.GetTags())
+	got := withoutHeartbeat(e.GetTags())
 	slices.Sort(got)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {

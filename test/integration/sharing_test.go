@@ -25,7 +25,7 @@ import (
 // throughout; one cluster's release touches only its entries; a cluster goes silent, is
 // reported, and is released.
 func TestOneNameSeveralClusters(t *testing.T) {
-	// a's syncs are the test's; its --interval of 1s is what its mark of life tells release.
+	// a's syncs are the test's; its --interval of 1s is what its heartbeat tells release.
 	a := newHarness(t, options{cluster: "a", ipResolution: []string{"static:10.85.0.1"}, interval: time.Second,
 		extraArgs: []string{"--cluster-id=aaaaaaa2", "--silent-cluster-after=1h"}})
 	b := newHarness(t, options{cluster: "b", ipResolution: []string{"static:10.85.0.2"},
@@ -241,9 +241,9 @@ func sharedIn(eps []*endpoint.Endpoint, host string) bool {
 	return slices.ContainsFunc(eps, func(e *endpoint.Endpoint) bool { return e.Hostname == host && e.Shared })
 }
 
-// withoutMark is tags less the installation's mark of life, which rides on one of its entries
+// withoutHeartbeat is tags less the installation's heartbeat, which rides on one of its entries
 // (registry/life.go): the tests of what an entry says about its objects look past it.
-func withoutMark(tags []string) []string {
+func withoutHeartbeat(tags []string) []string {
 	return slices.DeleteFunc(slices.Clone(tags), func(t string) bool {
 		return strings.HasPrefix(t, registry.PrefixAlive) || strings.HasPrefix(t, registry.PrefixAliveEvery) || strings.HasPrefix(t, registry.PrefixAliveInterval)
 	})

@@ -14,8 +14,8 @@ import (
 )
 
 // TestASlowClusterIsNeitherSilentNorReleasedWhileItRuns: two clusters on one router. home
-// reports silence after 4s; lab, a cluster that syncs every 5s, renews its mark every 5s (its
-// threshold is 20s). While lab runs, home never reports it, though lab's mark is often older
+// reports silence after 4s; lab, a cluster that syncs every 5s, renews its heartbeat every 5s (its
+// threshold is 20s). While lab runs, home never reports it, though lab's heartbeat is often older
 // than home's threshold. A person who runs release for lab with a probe wait shorter than lab
 // takes to answer is refused before anything is written: lab would not have answered in time
 // and would have lost its names. Once lab is uninstalled, home reports it when lab's own
@@ -43,15 +43,15 @@ func TestASlowClusterIsNeitherSilentNorReleasedWhileItRuns(t *testing.T) {
 		return out
 	}
 	waitFor(t, 30*time.Second, func() bool { return len(labEntries()) == 2 && len(home.entries("web.home.lan")) == 1 })
-	marked := false
+	beats := false
 	for _, e := range labEntries() {
-		marked = marked || slices.Contains(e.GetTags(), registry.PrefixAliveEvery+"5") && slices.Contains(e.GetTags(), registry.PrefixAliveInterval+"5")
+		beats = beats || slices.Contains(e.GetTags(), registry.PrefixAliveEvery+"5") && slices.Contains(e.GetTags(), registry.PrefixAliveInterval+"5")
 	}
-	if !marked {
-		t.Fatalf("lab's mark of life does not carry its renewal period and interval: %v", labEntries())
+	if !beats {
+		t.Fatalf("lab's heartbeat does not carry its renewal period and interval: %v", labEntries())
 	}
 
-	// Both run for a while: lab's mark grows older than home's 4s between its renewals.
+	// Both run for a while: lab's heartbeat grows older than home's 4s between its renewals.
 	for start := time.Now(); time.Since(start) < 15*time.Second; time.Sleep(100 * time.Millisecond) {
 		if v := h.metric(t, "router_hosts_operator_silent_clusters"); v != 0 {
 			t.Fatalf("home reports %v silent clusters while lab runs:\n%s", v, h.logText())
@@ -65,7 +65,7 @@ func TestASlowClusterIsNeitherSilentNorReleasedWhileItRuns(t *testing.T) {
 	cmd.Env, cmd.Stdout, cmd.Stderr = operatorEnv(lab), &out, &out
 	err := cmd.Run()
 	var exit *exec.ExitError
-	if !errors.As(err, &exit) || !strings.Contains(out.String(), "its mark of life says its operator syncs every 5s") ||
+	if !errors.As(err, &exit) || !strings.Contains(out.String(), "its heartbeat says its operator syncs every 5s") ||
 		!strings.Contains(out.String(), "run release again with --probe-wait=12.5s or longer") {
 		t.Fatalf("release with a short wait beside a running lab: %v\n%s", err, out.String())
 	}

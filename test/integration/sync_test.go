@@ -32,7 +32,7 @@ func TestOnlyAnnotatedIngressesGetEntriesWithExactTags(t *testing.T) {
 	}
 	id := registry.Identity(string(ks.UID), "default", "router-hosts-operator")
 	wantTags := []string{"cluster-id:" + id, "cluster:test", "k8s-operator", "kind:Ingress", "namespace:" + h.ns, "source:" + string(web.UID), "team-a"}
-	if tags := endpoint.SortedUnique(withoutMark(got.Tags)); !reflect.DeepEqual(tags, wantTags) {
+	if tags := endpoint.SortedUnique(withoutHeartbeat(got.Tags)); !reflect.DeepEqual(tags, wantTags) {
 		t.Errorf("tags = %q\nwant   %q", tags, wantTags)
 	}
 	if got.IP != "10.1.0.1" || !reflect.DeepEqual(got.Aliases, []string{"www.web.lan"}) {

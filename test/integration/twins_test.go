@@ -256,7 +256,7 @@ func TestAChangedIdentityKeepsTheClustersNames(t *testing.T) {
 // entries of the old identity name an object that still lives here, which proves the identity
 // this cluster's former one: the live name is taken up in place at once. The entry whose
 // Ingress went may be an idle copy's until the old identity has been quiet longer than a
-// running copy takes to renew its mark of life (--silent-cluster-after=8s: every 2s, plus two
+// running copy takes to renew its heartbeat (--silent-cluster-after=8s: every 2s, plus two
 // intervals); then it is taken up too, marked under the new identity, and goes after its
 // grace period, as any name whose object went.
 func TestAChangedIdentityTakesUpANameWhoseObjectWent(t *testing.T) {

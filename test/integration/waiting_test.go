@@ -110,7 +110,7 @@ func TestTheTrialWithoutARouterNeedsNone(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the trial: %v\n%s", err, out)
 	}
-	// The first create carries the installation's first mark of life (registry/life.go).
+	// The first create carries the installation's first heartbeat (registry/life.go).
 	if !strings.Contains(string(out), "create  web.home.arpa 10.62.0.1 aliases=[] tags=[alive-every:151200,alive:") || !strings.Contains(string(out), ",cluster-id:") ||
 		!strings.Contains(string(out), ",cluster:default,k8s-operator,") {
 		t.Fatalf("the trial printed:\n%s\nwant the create of web.home.arpa", out)

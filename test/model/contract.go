@@ -18,11 +18,11 @@ import (
 type Invariant struct {
 	ID, Name, Promise string
 	// check returns the violations after a step, each a sentence naming the entry and party.
-	check func(w *World, s *step) []string
+	check func(w *World, s *turn) []string
 }
 
-// step is one party's action as the router shows it.
-type step struct {
+// turn is one party's action as the router shows it.
+type turn struct {
 	party         string
 	before, after map[string]*pb.HostEntry
 	writes        []write
@@ -41,19 +41,19 @@ var Contract = []Invariant{
 	{"O3", "wanted-names-stay", "No installation deletes an entry whose address an object of the cluster that wrote it still wants while that cluster's installation runs, or, away, wrote the entry in the last 30 minutes after the deleting process first read the router; nor re-points one of another identity's.", wantedNamesStay},
 	{"O4", "consent", "A hostname is served by the entries of two installations of different identities only while every one of those entries carries shared:true (an entry on its way out leaves after its grace period).", consent},
 	{"O5", "every-write-charged", "Every write an object causes, whatever its kind, counts against its budget: no installation writes more for one object in any minute than its budget allows. Lifting a mark another writer put on is not the object's doing, and keeps a name: it is never held.", everyWriteCharged},
-	{"O6", "deletions-go", "An entry written for an object (a source: tag) under its installation's name and identity, or under an identity it had before once one of its entries proved it and no one wrote under it for a renewal period of the marks of life, that no object of its cluster wants, and that no other party rewrote in the last 30 minutes, is gone within its grace period and six of its installation's syncs an interval apart, unless the brake holds its cluster or namespace.", deletionsGo},
-	{"O7", "no-live-cluster-silent", "No installation that renews its mark of life (it runs, and holds an entry it created, not on its way out, to carry it) is reported silent.", noLiveClusterSilent},
-	{"O8", "settles", "Once the other parties stop, the installations reach rest within twenty rounds of syncs, and at rest they write nothing.", func(_ *World, s *step) []string {
+	{"O6", "deletions-go", "An entry written for an object (a source: tag) under its installation's name and identity, or under an identity it had before once one of its entries proved it and no one wrote under it for a renewal period of the heartbeats, that no object of its cluster wants, and that no other party rewrote in the last 30 minutes, is gone within its grace period and six of its installation's syncs an interval apart, unless the brake holds its cluster or namespace.", deletionsGo},
+	{"O7", "no-live-cluster-silent", "No installation that renews its heartbeat (it runs, and holds an entry it created, not on its way out, to carry it) is reported silent.", noLiveClusterSilent},
+	{"O8", "settles", "Once the other parties stop, the installations reach rest within twenty rounds of syncs, and at rest they write nothing.", func(_ *World, s *turn) []string {
 		if s.settleFailed != "" {
 			return []string{s.settleFailed}
 		}
 		return nil
 	}},
-	{"O9", "served-or-said", "At rest, every address an object wants answers on the router (an entry of that hostname at that address), or its installation reports the conflict, problem or hold that keeps it off.", func(_ *World, s *step) []string { return s.unserved }},
+	{"O9", "served-or-said", "At rest, every address an object wants answers on the router (an entry of that hostname at that address), or its installation reports the conflict, problem or hold that keeps it off.", func(_ *World, s *turn) []string { return s.unserved }},
 }
 
 // ownEntries is O1.
-func ownEntries(w *World, s *step) []string {
+func ownEntries(w *World, s *turn) []string {
 	in := w.installation(s.party)
 	if in == nil {
 		return nil
@@ -80,7 +80,7 @@ func ownEntries(w *World, s *step) []string {
 }
 
 // userDataVerbatim is O2.
-func userDataVerbatim(w *World, s *step) []string {
+func userDataVerbatim(w *World, s *turn) []string {
 	var out []string
 	for id, e := range s.after {
 		l := w.history.life[id]
@@ -101,7 +101,7 @@ func userDataVerbatim(w *World, s *step) []string {
 }
 
 // wantedNamesStay is O3.
-func wantedNamesStay(w *World, s *step) []string {
+func wantedNamesStay(w *World, s *turn) []string {
 	in := w.installation(s.party)
 	if in == nil {
 		return nil
@@ -133,7 +133,7 @@ func (w *World) atWork(l *life, in *installation) bool {
 }
 
 // consent is O4.
-func consent(w *World, s *step) []string {
+func consent(w *World, s *turn) []string {
 	type holder struct{ identity string }
 	byHost := map[string][]*pb.HostEntry{}
 	for _, e := range s.after {
@@ -172,7 +172,7 @@ func consent(w *World, s *step) []string {
 // allowance can hold (the budget, plus what it wrote at once when first met: the model's
 // objects have at most two hostnames at two addresses, so eight writes when both move) and
 // what refills meanwhile.
-func everyWriteCharged(w *World, s *step) []string {
+func everyWriteCharged(w *World, s *turn) []string {
 	in := w.installation(s.party)
 	if in == nil || len(s.writes) == 0 {
 		return nil
@@ -199,7 +199,7 @@ func everyWriteCharged(w *World, s *step) []string {
 }
 
 // deletionsGo is O6.
-func deletionsGo(w *World, s *step) []string {
+func deletionsGo(w *World, s *turn) []string {
 	now := w.clock.Now()
 	var out []string
 	for _, id := range sortedIDs(s.after) {
@@ -236,7 +236,7 @@ func deletionsGo(w *World, s *step) []string {
 }
 
 // noLiveClusterSilent is O7.
-func noLiveClusterSilent(w *World, s *step) []string {
+func noLiveClusterSilent(w *World, s *turn) []string {
 	in := w.installation(s.party)
 	if in == nil || in.last == nil {
 		return nil
@@ -245,7 +245,7 @@ func noLiveClusterSilent(w *World, s *step) []string {
 	for _, sc := range in.last.Silent {
 		for _, other := range w.insts {
 			// Live: up, syncing (within five intervals: the model's syncs come at random), and
-			// holding an entry of its own to carry its mark.
+			// holding an entry of its own to carry its heartbeat.
 			if other.up && other.clusterName == sc.Cluster && other.id == sc.ClusterID && w.clock.Since(other.lastSync) < 5*Interval && w.holdsEntry(other, s.after) {
 				out = append(out, fmt.Sprintf("%s reports %s (cluster %s, cluster-id %s) silent, which runs", in.name, other.name, sc.Cluster, sc.ClusterID))
 			}
@@ -255,7 +255,7 @@ func noLiveClusterSilent(w *World, s *step) []string {
 }
 
 // holdsEntry reports whether in's cluster wrote an entry of after that carries in's name and
-// identity now and is not on its way out: one its mark of life can ride on.
+// identity now and is not on its way out: one its heartbeat can ride on.
 func (w *World) holdsEntry(in *installation, after map[string]*pb.HostEntry) bool {
 	for id, e := range after {
 		if l := w.history.life[id]; l != nil && l.creator == in.cluster.key && carriesCurrent(e, in) && tagValue(e, registry.PrefixPending) == "" {
@@ -329,7 +329,7 @@ func carriesIdentity(e *pb.HostEntry, in *installation) bool {
 
 // formerDue reports whether e carries in's name and an identity in had before, which one of
 // its entries proved in's since its process started, and which no one wrote since, for longer
-// than a renewal period of the marks of life (and two syncs to see it): no copy of it runs,
+// than a renewal period of the heartbeats (and two syncs to see it): no copy of it runs,
 // and all its entries are in's.
 func (w *World) formerDue(e *pb.HostEntry, in *installation) bool {
 	op := &pb.HostEntry{Tags: operatorTags(e)}

@@ -84,13 +84,13 @@ func Play(seed int64, actions []Action) (*Failure, error) {
 	}
 	defer w.Close()
 	for i, a := range actions {
-		var steps []*step
+		var steps []*turn
 		if a.Kind == "settle" {
 			steps, err = w.settle()
 		} else {
-			var s *step
+			var s *turn
 			s, err = w.play(a)
-			steps = []*step{s}
+			steps = []*turn{s}
 		}
 		if err != nil {
 			return &Failure{Seed: seed, Step: i, Invariant: "the world", Violations: []string{err.Error()}, Actions: actions[:i+1]}, nil
@@ -107,7 +107,7 @@ func Play(seed int64, actions []Action) (*Failure, error) {
 }
 
 // play runs one action and returns its step as the router saw it.
-func (w *World) play(a Action) (*step, error) {
+func (w *World) play(a Action) (*turn, error) {
 	w.steps++
 	before := w.entries()
 	party := ""
@@ -120,7 +120,7 @@ func (w *World) play(a Action) (*step, error) {
 			break
 		}
 	}
-	s := &step{party: party, before: before, after: w.entries()}
+	s := &turn{party: party, before: before, after: w.entries()}
 	s.writes = diff(s.before, s.after)
 	w.record(party, s.writes)
 	return s, nil
@@ -129,11 +129,11 @@ func (w *World) play(a Action) (*step, error) {
 // settle stops every party but the installations that are up, and syncs each in turn, a
 // minute apart, until a whole round writes nothing (O8); then checks that every address an
 // object wants is served, or refused or held in so many words (O9).
-func (w *World) settle() ([]*step, error) {
+func (w *World) settle() ([]*turn, error) {
 	// The router's log is compacted first, so that a long run's reads cost what its live
 	// entries do; the versions stay, and with them every expected_version.
 	w.svc.Store().Compact()
-	var steps []*step
+	var steps []*turn
 	for round := 0; round < settleRounds; round++ {
 		wrote := 0
 		for _, in := range w.insts {
@@ -157,12 +157,12 @@ func (w *World) settle() ([]*step, error) {
 		}
 		steps = append(steps, s)
 	}
-	return append(steps, &step{party: "settle", settleFailed: fmt.Sprintf("still writing after %d rounds of syncs", settleRounds)}), nil
+	return append(steps, &turn{party: "settle", settleFailed: fmt.Sprintf("still writing after %d rounds of syncs", settleRounds)}), nil
 }
 
 // served is the step that checks O9 at rest: the router's answer, whoever's line gives it.
-func (w *World) served() *step {
-	s := &step{party: "settle", after: w.entries(), rest: true}
+func (w *World) served() *turn {
+	s := &turn{party: "settle", after: w.entries(), rest: true}
 	for _, in := range w.insts {
 		if !in.up || in.last == nil {
 			continue

@@ -170,12 +170,12 @@ func (w *World) Close() {
 	}
 }
 
-// source is an installation's view of its cluster: the endpoints its objects want.
-type source struct{ in *installation }
+// clusterView is an installation's view of its cluster: the endpoints its objects want.
+type clusterView struct{ in *installation }
 
-func (s source) AddEventHandler(func()) {}
+func (s clusterView) AddEventHandler(func()) {}
 
-func (s source) Endpoints(context.Context) ([]*endpoint.Endpoint, error) {
+func (s clusterView) Endpoints(context.Context) ([]*endpoint.Endpoint, error) {
 	c := s.in.cluster
 	var out []*endpoint.Endpoint
 	for _, o := range c.objects {
@@ -220,7 +220,7 @@ func (w *World) startInstallation(in *installation) error {
 	// One write at a time: writes in flight together would take their IDs in any order.
 	prov := routerhosts.NewFromConn(conn, routerhosts.Options{Log: w.log, WriteConcurrency: 1})
 	in.conn = nil
-	in.ctl = controller.New(controller.Config{Sources: []controller.Source{source{in}}, Registry: reg, Provider: prov,
+	in.ctl = controller.New(controller.Config{Sources: []controller.EndpointSource{clusterView{in}}, Registry: reg, Provider: prov,
 		Interval: Interval, Log: w.log, Clock: w.clock})
 	in.up = true
 	return nil

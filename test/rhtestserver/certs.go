@@ -24,9 +24,9 @@ type ca struct {
 	pem  []byte
 }
 
-// Identity is what a leaf certificate says of its holder beside its common name: the names it
+// LeafProfile is what a leaf certificate says of its holder beside its common name: the names it
 // is valid for and what it may be used for.
-type Identity struct {
+type LeafProfile struct {
 	DNSNames []string
 	IPs      []net.IP
 	// Usages are the extended key usages. None means the certificate may serve any purpose, as
@@ -34,16 +34,16 @@ type Identity struct {
 	Usages []x509.ExtKeyUsage
 }
 
-// ServerIdentity is the test server's: localhost, 127.0.0.1 and ::1, for serverAuth, the names
+// ServerProfile is the test server's: localhost, 127.0.0.1 and ::1, for serverAuth, the names
 // a client on the same machine dials.
-func ServerIdentity() Identity {
-	return Identity{DNSNames: []string{"localhost"}, IPs: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")},
+func ServerProfile() LeafProfile {
+	return LeafProfile{DNSNames: []string{"localhost"}, IPs: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")},
 		Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
 }
 
-// clientIdentity is the operator's client certificate: no names, clientAuth.
-func clientIdentity() Identity {
-	return Identity{Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+// clientProfile is the operator's client certificate: no names, clientAuth.
+func clientProfile() LeafProfile {
+	return LeafProfile{Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
 }
 
 func newCA(name string) (*ca, error) {
@@ -97,7 +97,7 @@ func loadCA(certFile, keyFile string) (*ca, error) {
 }
 
 // issue writes a leaf certificate for id and its key, signed by c, to certFile and keyFile.
-func (c *ca) issue(certFile, keyFile, cn string, id Identity) error {
+func (c *ca) issue(certFile, keyFile, cn string, id LeafProfile) error {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return fmt.Errorf("leaf key: %w", err)
@@ -144,7 +144,7 @@ func WriteForeignClientCert(dir string) (certFile, keyFile string, err error) {
 		return "", "", err
 	}
 	certFile, keyFile = filepath.Join(dir, "foreign.crt"), filepath.Join(dir, "foreign.key")
-	if err := other.issue(certFile, keyFile, "foreign client", clientIdentity()); err != nil {
+	if err := other.issue(certFile, keyFile, "foreign client", clientProfile()); err != nil {
 		return "", "", fmt.Errorf("foreign client certificate: %w", err)
 	}
 	return certFile, keyFile, nil
@@ -152,7 +152,7 @@ func WriteForeignClientCert(dir string) (certFile, keyFile string, err error) {
 
 // PKI is a CA with a server certificate and a client certificate it signed, as files in one
 // directory: what a router-hosts server and its client need. The server certificate names
-// localhost, 127.0.0.1 and ::1 (ServerIdentity), the client certificate has the clientAuth
+// localhost, 127.0.0.1 and ::1 (ServerProfile), the client certificate has the clientAuth
 // usage and no names.
 type PKI struct{ Dir string }
 
@@ -162,14 +162,14 @@ func WritePKI(dir string) (PKI, error) {
 	if err != nil {
 		return PKI{}, err
 	}
-	return writePKI(dir, authority, ServerIdentity())
+	return writePKI(dir, authority, ServerProfile())
 }
 
 // WriteImpostorPKI writes into dir (created if missing) a PKI whose CA is real's, the very
 // certificate and key, and whose server certificate says id instead: a server holding it passes
 // the chain check of every client of real's CA, and accepts their client certificates, so only
 // the check of the name (or of the usage) tells it from the real server.
-func WriteImpostorPKI(dir string, real PKI, id Identity) (PKI, error) {
+func WriteImpostorPKI(dir string, real PKI, id LeafProfile) (PKI, error) {
 	authority, err := loadCA(real.CAFile(), real.caKeyFile())
 	if err != nil {
 		return PKI{}, err
@@ -179,7 +179,7 @@ func WriteImpostorPKI(dir string, real PKI, id Identity) (PKI, error) {
 
 // writePKI writes authority and a server certificate for server and a client certificate, both
 // signed by it, into dir.
-func writePKI(dir string, authority *ca, server Identity) (PKI, error) {
+func writePKI(dir string, authority *ca, server LeafProfile) (PKI, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return PKI{}, fmt.Errorf("creating %s: %w", dir, err)
 	}
@@ -190,7 +190,7 @@ func writePKI(dir string, authority *ca, server Identity) (PKI, error) {
 	if err := authority.issue(p.ServerCertFile(), p.ServerKeyFile(), "router-hosts test server", server); err != nil {
 		return PKI{}, err
 	}
-	if err := authority.issue(p.CertFile(), p.KeyFile(), "router-hosts-operator", clientIdentity()); err != nil {
+	if err := authority.issue(p.CertFile(), p.KeyFile(), "router-hosts-operator", clientProfile()); err != nil {
 		return PKI{}, err
 	}
 	return p, nil

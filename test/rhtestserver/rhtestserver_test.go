@@ -238,10 +238,10 @@ func TestImpostor(t *testing.T) {
 	srv := start(t)
 	tests := []struct {
 		name string
-		id   Identity
+		id   LeafProfile
 	}{
-		{"another name", Identity{DNSNames: []string{"nas.lan"}, Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}},
-		{"an address and no usage", Identity{IPs: []net.IP{net.ParseIP("10.0.0.9")}}},
+		{"another name", LeafProfile{DNSNames: []string{"nas.lan"}, Usages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}},
+		{"an address and no usage", LeafProfile{IPs: []net.IP{net.ParseIP("10.0.0.9")}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

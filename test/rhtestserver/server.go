@@ -55,7 +55,7 @@ func Start(dir, addr string) (*Server, error) {
 // client refuses it. It accepts the client certificates real's CA signed, so a client that
 // trusts the CA and does not check the server's name talks to it as to the real server; its
 // Service counts what reached it.
-func StartImpostor(dir string, real PKI, id Identity, addr string) (*Server, error) {
+func StartImpostor(dir string, real PKI, id LeafProfile, addr string) (*Server, error) {
 	pki, err := WriteImpostorPKI(dir, real, id)
 	if err != nil {
 		return nil, err

@@ -95,8 +95,8 @@ func (f Failure) String() string {
 	return fmt.Sprintf("[%s] %s at %s%s: %s", f.Invariant, strings.Join(f.Hosts, ","), f.At.Round(time.Millisecond), again, f.Detail)
 }
 
-// settings are what the checker must know of the operators' configuration.
-type settings struct {
+// operatorFacts are what the checker must know of the operators' configuration.
+type operatorFacts struct {
 	// clusters are the owners of entries (ownerGroup: an installation, or a twin pair), with
 	// their default grace period; ids the identities of the installations and of the pairs.
 	clusters map[string]time.Duration
@@ -114,7 +114,7 @@ type settings struct {
 // settle time.
 type checker struct {
 	m     *Model
-	set   settings
+	set   operatorFacts
 	start time.Time
 
 	mu       sync.Mutex
@@ -165,7 +165,7 @@ type Vanish struct {
 	Duration time.Duration
 }
 
-func newChecker(m *Model, set settings, start time.Time) *checker {
+func newChecker(m *Model, set operatorFacts, start time.Time) *checker {
 	return &checker{m: m, set: set, start: start, reported: map[string]int{}, hosts: map[string]*hostState{}, lastLines: map[string][]hostsLine{},
 		lastNS: map[nsKey]nsSeen{}}
 }
@@ -553,7 +553,7 @@ func (c *checker) sticky(v *view, now time.Time) {
 
 // final checks the state the churn must settle into: every wanted entry right, nothing
 // unwanted owned, adoptions and releases exact. It returns the failures instead of recording
-// them, since the operators may still be converging; the last call's are the verdict.
+// them, since the operators may still be converging; the last call's are the result.
 func (c *checker) final(v *view) []Failure {
 	c.m.mu.Lock()
 	defer c.m.mu.Unlock()

@@ -76,7 +76,7 @@ func entryByID(es []*pb.HostEntry, id string) *pb.HostEntry {
 }
 
 func testChecker(m *Model, t0 time.Time) *checker {
-	return newChecker(m, settings{clusters: map[string]time.Duration{"a": 4 * time.Second, "b": 4 * time.Second, "n": 4 * time.Second, "t": twinGrace},
+	return newChecker(m, operatorFacts{clusters: map[string]time.Duration{"a": 4 * time.Second, "b": 4 * time.Second, "n": 4 * time.Second, "t": twinGrace},
 		ids: map[string]string{"a": idA, "b": idB, "n": idN, "t1": idT, "t2": idT, "t": idT}, slack: time.Second}, t0)
 }
 
@@ -455,7 +455,7 @@ func TestGrowthIsJudgedOnTheLongestLivedLeader(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			g := fitGrowth(tc.samples)
 			if f := g.failure(0); (f != nil) != tc.fail {
-				t.Fatalf("verdict %v on %s, want a failure: %v", f, g, tc.fail)
+				t.Fatalf("result %v on %s, want a failure: %v", f, g, tc.fail)
 			}
 		})
 	}

@@ -29,7 +29,7 @@ const (
 	maxRSSMiBPerMin     = 1.0
 	maxGoroutinesPerMin = 1.0
 	maxFDsPerMin        = 0.5
-	// minGrowthSpan is the least span a verdict rests on.
+	// minGrowthSpan is the least span a judgement rests on.
 	minGrowthSpan = 5 * time.Minute
 )
 
@@ -90,7 +90,7 @@ func (g *growth) String() string {
 		g.proc, g.span.Round(time.Second), g.samples, g.rssMiBPerMin, g.rssFirst, g.rssLast, g.goroutinesPerMin, g.fdsPerMin)
 }
 
-// failure is the resources invariant's verdict on g; nil when it held.
+// failure is the resources invariant's judgement of g; nil when it held.
 func (g *growth) failure(at time.Duration) *Failure {
 	switch {
 	case g == nil:

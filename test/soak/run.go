@@ -149,7 +149,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.Router = "real server " + cfg.RouterBin
 	}
 	m := newModel()
-	set := settings{clusters: map[string]time.Duration{}, slack: time.Second, writeLag: requestTimeout}
+	set := operatorFacts{clusters: map[string]time.Duration{}, slack: time.Second, writeLag: requestTimeout}
 	for _, c := range clusterSpecs {
 		set.clusters[ownerGroup(c.name)] = defaultGrace
 		if c.twin != "" {
