@@ -8,44 +8,28 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 )
 
-// claimStage is one rule desired applies to the claims: it reads the sync's facts and the
-// endpoints the stages before it left, and returns its verdicts. It writes to neither: an
-// endpoint it changes is a copy.
+// claimStage is one rule over the claims: it reads the sync's facts and the endpoints the
+// stages before it left, and returns its verdicts; an endpoint it changes is a copy.
 type claimStage struct {
 	name string
 	run  func(r *Registry, in *claimsIn, eps []*endpoint.Endpoint) verdicts
 }
 
-// claimStages are the rules over the sources' claims, in the order they apply. Up to "merge"
-// the endpoints are the claims, one per object and hostname; from "merge" on, one merged
-// endpoint per hostname. A stage's name is the Stage of the conflicts and problems it
-// reports, and leads to its code: the stage "object-budget" is the method objectBudget in
-// object_budget.go, and TestTheObjectBudgetStage in object_budget_test.go tests it
+// claimStages are the rules over the sources' claims, in order (docs/ownership.md says each).
+// Up to "merge" the endpoints are the claims, one per object and hostname; then one merged
+// endpoint per hostname. A stage's name is the Stage of what it refuses and leads to its code:
+// "object-budget" is objectBudget in object_budget.go, tested by TestTheObjectBudgetStage
 // (TestEveryStageIsItsFile).
 var claimStages = [...]claimStage{
-	// Reserved tags among an object's tags are reported, whether or not its claim wins; merge
-	// writes none of them.
-	{"reserved-tags", (*Registry).reservedTags},
-	// An object over its budget keeps the entries it has as they are and gets no new name.
-	{"object-budget", (*Registry).objectBudget},
-	// A namespace claims only the names the tenancy rules give it; an alias passes the domain
-	// filter as its hostname did; a grace period is capped at the maximum.
-	{"tenancy", (*Registry).tenancy},
-	// A hostname claim an alias or a hand-made entry decides is turned down (names.go).
-	{"hostnames", (*Registry).hostnames},
-	// A hostname another cluster holds is left to it, unless both share it.
-	{"foreign", (*Registry).foreign},
-	// One namespace holds a hostname (holder, taker); its claims merge, each address carrying
-	// the source: tags of the objects that want it and the longest of their grace periods.
-	{"merge", (*Registry).merge},
-	// Every alias obeys the rule hostnames obey: one namespace of one cluster per name, and
-	// none a hand-made entry carries.
-	{"aliases", (*Registry).aliases},
-	// A hand-made entry of a hostname is adopted when its namespace may adopt it; an address
-	// one it may not adopt already serves is left out.
-	{"adoption", (*Registry).adoption},
-	// A namespace at its budget of entries gets no new hostname and no new address.
-	{"namespace-budget", (*Registry).namespaceBudget},
+	{"reserved-tags", (*Registry).reservedTags},       // reported, never written
+	{"object-budget", (*Registry).objectBudget},       // over it: what it has stays, nothing new
+	{"tenancy", (*Registry).tenancy},                  // the names a namespace may claim
+	{"hostnames", (*Registry).hostnames},              // a name an alias or a hand-made entry decides
+	{"foreign", (*Registry).foreign},                  // another cluster's name, unless both share it
+	{"merge", (*Registry).merge},                      // one namespace holds a name; its claims merge
+	{"aliases", (*Registry).aliases},                  // one namespace of one cluster per alias
+	{"adoption", (*Registry).adoption},                // which hand-made entries may be adopted
+	{"namespace-budget", (*Registry).namespaceBudget}, // at it: no new name or address
 }
 
 // claimsIn is what every claim stage of one desired call reads: the sync's facts, and what the
@@ -146,48 +130,28 @@ func (in *claimsIn) unkept(made []Merge) []Merge {
 	return made
 }
 
-// changeStage is one rule runChangeStages applies to the plan's changes: it returns those to send on and
-// those it holds back, each with why, and what it found. It writes to no change it is handed.
+// changeStage is one rule over the plan's changes: it returns those to send on and those it
+// holds back, each with why, and what it found. It writes to no change it is handed.
 type changeStage struct {
 	name string
 	run  func(r *Registry, in *changesIn, changes []plan.Change) changed
 }
 
-// changeStages are the rules over the plan's changes, in the order they apply. A stage's name
-// is the Stage of what it holds back, and leads to its code as a claim stage's does.
+// changeStages are the rules over the plan's changes, in order; a stage's name is the Stage of
+// what it holds back.
 var changeStages = [...]changeStage{
-	// An installation renews its heartbeat on its entries when it is due, on a write the sync
-	// makes anyway when there is one.
-	{"heartbeat", (*Registry).heartbeat},
-	// Another installation whose newest heartbeat is overdue is reported; nothing is held.
-	{"silent-clusters", (*Registry).silentClusters},
-	// --policy, as external-dns applies it after its plan: upsert-only deletes nothing,
-	// create-only changes no entry.
-	{"policy", (*Registry).policy},
-	// An update that only gives an earlier version's entry this installation's tags goes at
-	// most takeUpPerSync a sync.
-	{"take-up", (*Registry).takeUp},
-	// A write on another cluster's line puts this cluster's co-owner tag on or takes it off;
-	// a delete of a line another cluster co-owns is its hand-over (share.go).
-	{"share", (*Registry).share},
-	// A delete is a mark first, and the deletion (or, for an adopted entry, the release) only
-	// once the grace period is over.
-	{"grace", (*Registry).grace},
-	// An entry a twin contests is not written; it holds nothing else.
-	{"twins", (*Registry).twins},
-	// A mass deletion waits for the brake, with its new names.
-	{"brake", (*Registry).brake},
-	// Whatever is held, a release probe on an entry of this cluster is answered.
-	{"answer", (*Registry).answer},
-	// A sync that planned from the known state, not a whole read, sends nothing that only a
-	// whole read may send: the caller reads the server and decides again.
-	{"whole-read", (*Registry).wholeRead},
-	// An object or namespace that writes faster than its write-rate budget waits, and the sync
-	// that finds enough allowance writes its latest state.
-	{"rate", (*Registry).rate},
-	// Beyond the budget of writes per sync, hostnames wait for the syncs that follow at once,
-	// each namespace and object in turn.
-	{"writes-per-sync", (*Registry).writesPerSync},
+	{"heartbeat", (*Registry).heartbeat},            // renewed when due, on a write made anyway
+	{"silent-clusters", (*Registry).silentClusters}, // another installation's heartbeat overdue
+	{"policy", (*Registry).policy},                  // what --policy forbids
+	{"take-up", (*Registry).takeUp},                 // an earlier version's entries, 50 a sync
+	{"share", (*Registry).share},                    // co-owner tags on others' lines; hand-overs
+	{"grace", (*Registry).grace},                    // a delete is a mark first
+	{"twins", (*Registry).twins},                    // an entry a twin contests, alone
+	{"brake", (*Registry).brake},                    // a mass deletion, until confirmed
+	{"answer", (*Registry).answer},                  // a release probe is answered, whatever is held
+	{"whole-read", (*Registry).wholeRead},           // what only a whole read may send
+	{"rate", (*Registry).rate},                      // an object or namespace over its write rate
+	{"writes-per-sync", (*Registry).writesPerSync},  // beyond the budget, the next syncs at once
 }
 
 // changesIn is what every change stage of one decision reads: the sync's facts, the endpoints
@@ -235,31 +199,18 @@ type changed struct {
 }
 
 // The reasons of the registry's decisions, each the word of the Event (or, where none is
-// posted, the log line) that tells it: a claim turned down, a part of a claim refused, a change
-// held back.
+// posted, the log line) that tells it.
 const (
-	// ReasonHostnameConflict: the claim's name is held by another namespace, cluster or a
-	// hand-made entry.
-	ReasonHostnameConflict = "HostnameConflict"
-	// ReasonInvalidAnnotation: a part of the object's input is dropped or corrected.
-	ReasonInvalidAnnotation = "InvalidAnnotation"
-	// ReasonNameNotPermitted: the tenancy rules do not let the namespace claim the name.
-	ReasonNameNotPermitted = "NameNotPermitted"
-	// ReasonTakeUpPaced: an earlier version's entry waits its turn to be taken up.
-	ReasonTakeUpPaced = "TakeUpPaced"
-	// ReasonPolicy: --policy forbids the change.
-	ReasonPolicy = "PolicyForbids"
-	// ReasonGracePeriod: the entry is marked for deletion and goes at Due.
-	ReasonGracePeriod = "GracePeriod"
-	// ReasonTwinInstallation: a twin contests the entry.
-	ReasonTwinInstallation = "TwinInstallation"
-	// ReasonMassDeletionHeld: the brake holds the change until Token confirms it.
-	ReasonMassDeletionHeld = "MassDeletionHeld"
-	// ReasonWholeReadNeeded: the change waits for a sync that reads the whole server.
-	ReasonWholeReadNeeded = "WholeReadNeeded"
-	// ReasonOverBudget: the object or namespace is over its write-rate budget; the change's
-	// hostname is written at Due at the latest state.
-	ReasonOverBudget = "OverBudget"
+	ReasonHostnameConflict  = "HostnameConflict"  // the name is another namespace's, cluster's or a hand-made entry's
+	ReasonInvalidAnnotation = "InvalidAnnotation" // a part of the object's input is dropped or corrected
+	ReasonNameNotPermitted  = "NameNotPermitted"  // the tenancy rules do not give the namespace the name
+	ReasonTakeUpPaced       = "TakeUpPaced"       // an earlier version's entry waits its turn
+	ReasonPolicy            = "PolicyForbids"     // --policy forbids the change
+	ReasonGracePeriod       = "GracePeriod"       // marked for deletion; goes at Due
+	ReasonTwinInstallation  = "TwinInstallation"  // a twin contests the entry
+	ReasonMassDeletionHeld  = "MassDeletionHeld"  // the brake holds it until Token confirms
+	ReasonWholeReadNeeded   = "WholeReadNeeded"   // waits for a sync that reads the whole server
+	ReasonOverBudget        = "OverBudget"        // over a budget; a rate hold is written at Due
 )
 
 // Held is a change a change stage did not send, and why.
