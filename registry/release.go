@@ -11,17 +11,12 @@ import (
 )
 
 // Letting a cluster go on purpose (the release command): every entry of the cluster leaves the
-// router at once, as the grace period would have it leave one by one. An adopted entry is given
-// back as the user had it (released), one the operator created is deleted; nothing else on the
-// router is touched. Which entries are the cluster's is the rule a sync uses (classOf and
-// resolveOpen) with no object left to claim any: its identity and name, its name alone when
-// its entries carry no identity, an earlier version's entries of its name unless another
-// installation writes that name, and its identity's under another name only on their way out
-// (marked), since the others may be a second installation's that shares the identity.
+// router at once, an adopted one given back as the user had it, one the operator created
+// deleted; nothing else is touched. Which entries are the cluster's is the rule a sync uses
+// with no object left to claim any (Release).
 
-// ActionProbe is the write of the release probe (PrefixReleaseProbe), as dry-run lines and logs
-// name it, and ActionAnswer a running operator's answer to it: the probe taken off again. The
-// provider sends both as an UpdateHost.
+// ActionProbe is the write of the release probe (PrefixReleaseProbe) and ActionAnswer a running
+// operator's answer to it, the probe taken off again; both are an UpdateHost.
 const (
 	ActionProbe  plan.Action = "probe"
 	ActionAnswer plan.Action = "answer"
@@ -29,24 +24,22 @@ const (
 
 // Letting is what releasing a cluster does to the router.
 type Letting struct {
-	// ClusterID is the identity released: the configured one, else the single identity the
-	// router holds for the cluster's name; "" when its entries carry none.
+	// ClusterID is the identity released: the configured one, else the one the router holds
+	// for the name; "" when its entries carry none.
 	ClusterID string
-	// Changes are a plan.Release (one UpdateHost) per adopted entry, a plan.Delete per entry
-	// the operator created, or an ActionHandOver when another cluster co-owns its line, and an
-	// ActionWithdraw per other cluster's line the cluster co-owns, sorted like a plan's.
+	// Changes release each adopted entry, delete each created one (or hand it over when
+	// another cluster co-owns its line) and withdraw from others' lines, sorted like a plan's.
 	Changes []plan.Change
-	// Left are the entries an earlier version wrote under the cluster's name (no identity)
-	// that stay on the router: another installation writes that name, and they may be its.
+	// Left are an earlier version's entries of the name that stay: another installation writes
+	// the name, and they may be its.
 	Left []endpoint.Record
-	// Renamed are the entries of the identity under another cluster name, not marked for
-	// deletion, that stay: left by a rename with no object to claim them, or a second
-	// installation's that shares the identity. Releasing that name lets them go.
+	// Renamed are the identity's unmarked entries under another name, which stay: a rename's,
+	// or a second installation's that shares the identity. Releasing that name lets them go.
 	Renamed []endpoint.Record
 	// Namesakes are the other installations that write the cluster's name, sorted by identity.
 	Namesakes []Namesake
-	// Interval is the --interval the cluster's newest heartbeat carries, zero when none
-	// does: a running operator of the cluster answers the probe within it (MinProbeWait).
+	// Interval is the --interval the cluster's newest heartbeat carries (MinProbeWait), zero
+	// when none does.
 	Interval time.Duration
 
 	// probe is the entry the probe goes on, nil when there are no changes.
@@ -54,11 +47,8 @@ type Letting struct {
 }
 
 // Unknowable says why the probe cannot tell whether an operator of the cluster runs, "" when it
-// can. Every operator that writes the identity in a tag of its own answers a probe on any
-// entry of its cluster, whatever its policy, whatever it holds, dry run or not; versions before
-// answered only by rewriting an entry they wanted or marking one they did not, which one run
-// with --policy=upsert-only, create-only or --dry-run never does. So when no entry of the
-// cluster shows that a version of the first kind wrote it, a probe left alone proves nothing.
+// can: versions that wrote no cluster-id tag answered a probe only by rewriting or marking an
+// entry, which some settings never do, so a probe left alone on their entries proves nothing.
 func (l *Letting) Unknowable() string {
 	if len(l.Changes) == 0 {
 		return ""
@@ -102,7 +92,7 @@ func (l *Letting) SharedCounts() (handed, withdrawn int) {
 }
 
 // AmbiguousError refuses to release a cluster by name alone when several installations write
-// that name: their entries are not one cluster's, and only the identity says which to let go.
+// that name: only the identity says which to let go.
 type AmbiguousError struct {
 	ClusterName string
 	// Identities are the installations that write the name, with their entry counts, sorted.
@@ -123,13 +113,11 @@ func (e *AmbiguousError) Error() string {
 	return msg + "; pass --cluster-id to say which installation to release"
 }
 
-// Release decides what letting the cluster go does to records, one read of the whole server.
-// Without a configured identity the name decides, and the router must hold at most one
-// identity for it (else an *AmbiguousError): that one is then the cluster's. An earlier
-// version's entry of the name goes along unless another identity writes the name, and the
-// identity's entry under another name only when it is marked for deletion; the others are
-// listed as Left and Renamed. An adopted entry without a loan record keeps its address and
-// aliases, as the grace period's release does.
+// Release decides what letting the cluster go does to records, one whole read. Without a
+// configured identity, the router must hold at most one for the name (else *AmbiguousError).
+// An earlier version's entry of the name goes unless another identity writes the name (Left),
+// the identity's entry under another name only when marked (else Renamed): the others may be
+// a second installation's.
 func (r *Registry) Release(records []endpoint.Record) (*Letting, error) {
 	sel := *r
 	ids, legacyOfName := r.identitiesOfName(records)
@@ -220,11 +208,9 @@ func (r *Registry) sameName(v *view) bool {
 	return len(names) > 0 && !slices.ContainsFunc(names, func(n string) bool { return n != r.cfg.ClusterName })
 }
 
-// probeRank orders the entries the probe may go on, best first. A running operator takes the
-// probe off at its next sync only where that sync rewrites the entry's tags: every entry it
-// wants, but not one marked for deletion, which it leaves alone until the mark falls due. An
-// entry it created beats an adopted one (the probe is a plain extra tag there), and one of
-// the identity and name beats an earlier version's (or a marked one of another name).
+// probeRank orders the entries the probe may go on, best first: one not marked (an earlier
+// version answers only where it rewrites), created rather than adopted, of the identity and
+// name rather than an earlier version's.
 func probeRank(v *view, c endpoint.Owner) int {
 	rank := 0
 	if _, marked := v.value(PrefixPending); marked {
@@ -240,9 +226,8 @@ func probeRank(v *view, c endpoint.Owner) int {
 }
 
 // Probe is the write that asks whether the cluster's operator still runs: the probe tag,
-// stamped with now, on one of the entries l lets go of; nil when there are none. The tag goes
-// where the operator's tags are, so that the operator takes it for its own and rewrites it
-// away, and releasing the entry drops it with them.
+// stamped with now, among the operator's tags on one of the entries l lets go of (so that
+// releasing the entry drops it too); nil when there are none.
 func (l *Letting) Probe(now time.Time) *plan.Change {
 	if l.probe == nil {
 		return nil
@@ -250,13 +235,8 @@ func (l *Letting) Probe(now time.Time) *plan.Change {
 	rec := l.probe
 	v := viewOf(rec)
 	n := *rec
-	n.Tags = probedTags(rec.Tags, &v, PrefixReleaseProbe+now.UTC().Format(time.RFC3339))
+	n.Tags = withOwnTag(rec.Tags, &v, PrefixReleaseProbe, PrefixReleaseProbe+now.UTC().Format(time.RFC3339))
 	return &plan.Change{Action: ActionProbe, Old: rec, New: &n}
-}
-
-// probedTags is tags with probe as the operator's only release-probe tag, placed as a mark is.
-func probedTags(tags []string, v *view, probe string) []string {
-	return withOwnTag(tags, v, PrefixReleaseProbe, probe)
 }
 
 // Probed returns the probe tag on rec the operator's way (as Letting.Probe wrote it), "" when

@@ -336,7 +336,7 @@ func TestARunningOperatorTakesTheProbeOff(t *testing.T) {
 			i := slices.IndexFunc(records, func(r endpoint.Record) bool { return r.ID == tc.probeOn })
 			v := viewOf(&records[i])
 			want := records[i].Tags
-			records[i].Tags = probedTags(records[i].Tags, &v, PrefixReleaseProbe+t0.Format(time.RFC3339))
+			records[i].Tags = withOwnTag(records[i].Tags, &v, PrefixReleaseProbe, PrefixReleaseProbe+t0.Format(time.RFC3339))
 			res := run(tc.r, t0.Add(time.Minute), records, tc.eps...)
 			if len(res.Changes) != 1 || res.Changes[0].Old.ID != tc.probeOn || res.Changes[0].Action != tc.want ||
 				!endpoint.SameMultiset(res.Changes[0].New.Tags, want) || Probed(res.Changes[0].New) != "" {
