@@ -11,8 +11,8 @@ import (
 type Verdict struct {
 	// Changes are the writes to send, sorted like the plan's.
 	Changes []plan.Change
-	// NextExpiry is the earliest time a pending deletion falls due after this sync, zero when
-	// none is pending; the controller schedules a sync then so deletions happen on time.
+	// NextExpiry is the earliest time a hold ends (a mark falls due, a paced write may go),
+	// zero for none: the controller syncs then.
 	NextExpiry time.Time
 	// Pending is the number of owned entries marked for deletion once Changes are applied.
 	Pending int
@@ -22,33 +22,27 @@ type Verdict struct {
 	Twin *Twin
 	// Silent are the other installations whose heartbeats are older than their threshold.
 	Silent []SilentCluster
-	// TakeUpLeft is the number of entries of an earlier version still to be given the
-	// identity by the syncs that follow.
+	// TakeUpLeft counts the earlier version's entries still to take up.
 	TakeUpLeft int
 	// Held are the changes of the plan a change stage did not send, each with its reason.
 	Held []Held
-	// Rates are the write-rate allowances, at this sync's time and before its writes, of the
-	// objects and namespaces it would write: Record charges them with what went through and
-	// hands them back beside those the sync did not touch.
+	// Rates are the write-rate allowances of the objects and namespaces the sync would write,
+	// before its writes; Record charges them.
 	Rates Rates
-	// Paced is the number of changes the write-rate budgets held back: the sync at NextExpiry
-	// writes their hostnames' state then. Deferred is the number beyond the budget of writes
-	// per sync, left to the syncs that follow at once; DeferredCreates: some of them create,
-	// so the next sync reads the whole server anyway.
+	// Paced counts the changes the write-rate budgets held (written at NextExpiry); Deferred
+	// those beyond the writes per sync, left to the syncs that follow at once, and
+	// DeferredCreates whether some create (the next sync reads the whole server anyway).
 	Paced, Deferred int
 	DeferredCreates bool
-	// WholeRead are the changes held because only a sync that reads the whole server may send
-	// them (the sync was planned from the known state): the caller reads and decides again.
+	// WholeRead are the changes only a whole read may send: the caller reads and decides again.
 	WholeRead []plan.Change
-	// Answers take the release probes off this cluster's entries, each a write of its own,
-	// whatever else the sync holds: a dry run sends these and nothing else, so that a release
-	// beside an operator tried out with --dry-run learns that it runs and refuses.
+	// Answers take the release probes off this cluster's entries, each a write of its own: the
+	// one write of a dry run, so that release learns the operator runs.
 	Answers []plan.Change
 }
 
-// runChangeStages turns the plan's changes into what is safe to write at in.now, by the change
-// stages of table in their order. Whatever a stage holds back is in Held, with its reason; the
-// problems are those of the objects a stage held back.
+// runChangeStages turns the plan's changes into what is safe to write at in.now, by the stages
+// of table in order; what a stage holds back is in Held, with its stage and reason.
 func (r *Registry) runChangeStages(table []changeStage, in *changesIn, changes []plan.Change) (Verdict, []Problem) {
 	res := Verdict{}
 	var problems []Problem
