@@ -36,7 +36,7 @@ type Ownership struct {
 }
 
 // Ownerships says whose each of st's entries is, by entry ID, as the decision that made st
-// decided: st decides the open cases (an earlier version's entry, a rename, a namesake), and
+// decided (st settles the open cases: an earlier version's entry, a rename, a namesake);
 // silent are the installations it found silent.
 func (r *Registry) Ownerships(st *State, silent []SilentCluster) map[string]Ownership {
 	bySilent := map[string]SilentCluster{}
@@ -45,8 +45,7 @@ func (r *Registry) Ownerships(st *State, silent []SilentCluster) map[string]Owne
 	}
 	out := make(map[string]Ownership, len(st.Owned)+len(st.Foreign)+len(st.Unowned))
 	for i := range st.Owned {
-		rec := &st.Owned[i]
-		v := st.view(rec)
+		v := st.view(&st.Owned[i])
 		o := r.ownership(&v)
 		o.Class = endpoint.OwnerThis
 		if v.has(TagPreExisting) {
@@ -54,21 +53,22 @@ func (r *Registry) Ownerships(st *State, silent []SilentCluster) map[string]Owne
 		}
 		_, o.Marked = v.value(PrefixPending)
 		o.Due, _ = r.due(&v)
-		out[rec.ID] = o
+		out[st.Owned[i].ID] = o
 	}
 	for _, recs := range st.Foreign {
 		for i := range recs {
 			v := viewOf(&recs[i])
 			o := r.ownership(&v)
-			o.Class = endpoint.OwnerOtherCluster
-			if r.classOf(&v) == endpoint.OwnerNamesake {
-				o.Class = endpoint.OwnerNamesake
-			}
-			if r.hasOwnCoOwner(recs[i].Tags) {
-				o.Class = endpoint.OwnerCoOwned
-			}
-			if s, ok := bySilent[o.Cluster+IdentitySeparator+o.ClusterID]; ok {
+			s, silent := bySilent[o.Cluster+IdentitySeparator+o.ClusterID]
+			switch {
+			case silent:
 				o.Class, o.LastSeen, o.Release = endpoint.OwnerSilentCluster, s.LastSeen, s.ReleaseCommand()
+			case r.hasOwnCoOwner(recs[i].Tags):
+				o.Class = endpoint.OwnerCoOwned
+			case r.classOf(&v) == endpoint.OwnerNamesake:
+				o.Class = endpoint.OwnerNamesake
+			default:
+				o.Class = endpoint.OwnerOtherCluster
 			}
 			out[recs[i].ID] = o
 		}
