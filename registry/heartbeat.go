@@ -28,7 +28,7 @@ type heartbeats struct {
 	// leaving the newest on its entries on their way out.
 	newest, leaving string
 	settings        beatSettings
-	// carrier is the ID of the entry a renewal of its own goes on.
+	// carrier is the entry a renewal of its own goes on: the lowest ID it created that stays.
 	carrier string
 	// others are the other installations' by identity (by cluster: tag without one).
 	others map[string]*beatSeen
@@ -84,7 +84,6 @@ func duration(s string) time.Duration {
 	return time.Duration(n) * time.Second
 }
 
-// tags are the tags of a mark written at now.
 func (m beatSettings) tags(now time.Time) []string {
 	out := []string{PrefixAlive + now.UTC().Format(time.RFC3339), PrefixAliveEvery + m.every}
 	if m.interval != "" {
@@ -200,7 +199,6 @@ func (r *Registry) carries(c *plan.Change) bool {
 	return c.New.HasTag(r.clusterTag)
 }
 
-// isBeat reports whether t is part of a heartbeat: its time or the settings beside it.
 func isBeat(t string) bool {
 	return strings.HasPrefix(t, PrefixAlive) || strings.HasPrefix(t, PrefixAliveEvery) || strings.HasPrefix(t, PrefixAliveInterval)
 }
@@ -212,10 +210,9 @@ func isBeat(t string) bool {
 type beatMemo struct {
 	newest, began string
 	knew          bool
-	others        map[string]beatSeen
+	others        map[string]*beatSeen
 }
 
-// saw takes a mark read or written.
 func (l *beatMemo) saw(mark string) {
 	l.newest = max(l.newest, mark)
 	l.knew = l.knew || mark != ""

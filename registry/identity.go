@@ -16,8 +16,7 @@ import (
 // identity and name another's; the claims decide the rest (resolveOpen).
 
 // IdentityLength is the number of hex digits of an identity: 32 bits, so that two
-// installations sharing a router collide about once in four billion pairs, on 9 bytes an
-// entry.
+// installations sharing a router collide about once in four billion pairs.
 const IdentityLength = 8
 
 // Identity derives an installation's identity from the kube-system namespace's UID (which
@@ -108,24 +107,28 @@ func tally(ns []Namesake, id string, kin bool) []Namesake {
 //   - An earlier version's entry of this name is this cluster's unless a namesake shows.
 //   - Any other is another's, never written; those that may be this cluster's are Unclaimed.
 func (r *Registry) resolveOpen(st *State, open []endpoint.Record, claimed func(uid string) bool, wanted func(*endpoint.Record) bool) {
-	var rest, others []endpoint.Record
 	evidence := !r.cfg.HostnameUIDs || mutation == "hashed-uids-as-evidence"
 	kinOf := func(uids []string) bool { return evidence && slices.ContainsFunc(uids, claimed) }
-	former := map[string]bool{}
-	for _, rec := range open {
-		p := st.parser.parse(&rec)
-		if p.class != endpoint.OwnerNamesake {
-			rest = append(rest, rec)
-			continue
-		}
-		others = append(others, rec)
-		id, _ := p.v.clusterID()
-		if (kinOf(p.v.values(PrefixSource)) || st.witness.Proven(id)) && !st.witness.Alive(id) {
-			former[id] = true
+	// A former name, as a former identity, is judged per name (a twin still writing under it
+	// lifts the marks).
+	former, formerNames := map[string]bool{}, map[string]bool{}
+	for i := range open {
+		p := st.parser.parse(&open[i])
+		if p.class == endpoint.OwnerNamesake {
+			if id, _ := p.v.clusterID(); (kinOf(p.v.values(PrefixSource)) || st.witness.Proven(id)) && !st.witness.Alive(id) {
+				former[id] = true
+			}
+		} else if p.class == endpoint.OwnerRenamed && slices.ContainsFunc(p.v.values(PrefixSource), claimed) {
+			for _, n := range p.v.clusterNames() {
+				formerNames[n] = true
+			}
 		}
 	}
-	for _, rec := range others {
-		p := st.parser.parse(&rec)
+	for i := range open {
+		p := st.parser.parse(&open[i])
+		if p.class != endpoint.OwnerNamesake {
+			continue
+		}
 		id, _ := p.v.clusterID()
 		kin := kinOf(p.v.values(PrefixSource))
 		// An entry of a former identity that names no object here may be one a copy of it
@@ -136,27 +139,21 @@ func (r *Registry) resolveOpen(st *State, open []endpoint.Record, claimed func(u
 		} else {
 			st.Namesakes = tally(st.Namesakes, id, kin)
 		}
-		r.file(st, &rec, &p.v, mine)
+		r.file(st, &open[i], &p.v, mine)
 	}
 	byID := func(a, b Namesake) int { return strings.Compare(a.ID, b.ID) }
 	slices.SortFunc(st.Namesakes, byID)
 	slices.SortFunc(st.Former, byID)
-	// A former name, as a former identity, is judged per name (a twin still writing under it
-	// lifts the marks).
-	formerNames := map[string]bool{}
-	for _, rec := range rest {
-		if p := st.parser.parse(&rec); p.class == endpoint.OwnerRenamed && slices.ContainsFunc(p.v.values(PrefixSource), claimed) {
-			for _, n := range p.v.clusterNames() {
-				formerNames[n] = true
-			}
+	for i := range open {
+		rec := &open[i]
+		p := st.parser.parse(rec)
+		if p.class == endpoint.OwnerNamesake {
+			continue
 		}
-	}
-	for _, rec := range rest {
-		p := st.parser.parse(&rec)
 		uids := p.v.values(PrefixSource)
 		_, marked := p.v.value(PrefixPending)
 		renamed := p.class == endpoint.OwnerRenamed
-		handed := renamed && len(uids) == 0 && p.v.has(TagShared) && wanted(&rec)
+		handed := renamed && len(uids) == 0 && p.v.has(TagShared) && wanted(rec)
 		sameName := !slices.ContainsFunc(p.v.clusterNames(), func(n string) bool { return n != r.cfg.ClusterName })
 		underFormer := renamed && len(uids) > 0 && !slices.ContainsFunc(p.v.clusterNames(), func(n string) bool { return !formerNames[n] })
 		mine := slices.ContainsFunc(uids, claimed) || handed || underFormer || renamed && marked ||
@@ -164,7 +161,7 @@ func (r *Registry) resolveOpen(st *State, open []endpoint.Record, claimed func(u
 		if !mine && (sameName || renamed) {
 			st.Unclaimed++
 		}
-		r.file(st, &rec, &p.v, mine)
+		r.file(st, rec, &p.v, mine)
 	}
 }
 
