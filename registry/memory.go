@@ -2,6 +2,8 @@ package registry
 
 import (
 	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
@@ -9,16 +11,62 @@ import (
 )
 
 // Memory is what the registry keeps of its work from one decision to the next: the entries'
-// parsed tags (memo_parses.go), the merges and the hostnames settled (memo_merges.go), and what
-// this process saw and wrote of its entries, from which twins are found (memo_witness.go),
-// each with its rule beside it. Decide reads and updates it; the caller, who keeps it between
-// syncs, tells it what only the caller sees: each whole read (Observe), the writes (Record), the
-// end of a sync (End) and a reconfiguration (Reset). It is not safe for concurrent use.
+// parsed tags (parses), the merges and the hostnames settled (merges), what this process saw
+// and wrote of its entries, from which twins are found (witness), and the heartbeats. Decide
+// reads and updates it; the caller keeps it between syncs and tells it what only the caller
+// sees: each whole read (Observe), the writes (Record), the end of a sync (End) and a
+// reconfiguration (Reset). It is not safe for concurrent use.
 type Memory struct {
 	parses  parses
 	merges  merges
 	witness witness
 	beats   beatMemo
+}
+
+// parses caches the registry's reading of each entry's tags, by entry ID, so that the syncs
+// between two writes to an entry parse its tags once. A reading stands while the entry's tags
+// are the ones it was made from; those of entries a sync does not meet are swept at its end.
+type parses struct {
+	reg  *Registry
+	byID map[string]*parsedTags
+	pass uint64
+}
+
+type parsedTags struct {
+	tags   []string
+	parsed *Parsed
+	pass   uint64
+}
+
+// merges keeps the registry's merge of each hostname with what it was made from. The rules:
+//   - a merge is handed back while its hostname's claims (the same endpoints, in the same
+//     order) and owned entries (the same ID, version, address and tags) are those it was made
+//     from; a merge that turned claims down is never kept, so that every sync reports them;
+//     merges of hostnames a sync no longer meets are swept;
+//   - a hostname is settled, left out of the plan, when a sync planning from the known state
+//     reused its merge, none of its entries is marked, no other cluster's entry or adoption
+//     candidate shares it, and neither the last sync's plan nor this one's changed it: the
+//     plan, being pure, would find nothing again.
+type merges struct {
+	byHost map[string]*kept
+	pass   uint64
+	// noisy are the hostnames the last sync's plan changed; planned those this sync's plan
+	// changed so far (a sync may plan twice).
+	noisy, planned map[string]bool
+}
+
+type kept struct {
+	claims []*endpoint.Endpoint
+	owned  []entryKey
+	out    *endpoint.Endpoint
+	marked bool
+	pass   uint64 // the last sync that met it
+}
+
+// entryKey is what of an entry a merge depends on.
+type entryKey struct {
+	id, version, ip string
+	tags            []string
 }
 
 // NewMemory returns an empty memory for r's decisions.
@@ -37,18 +85,17 @@ func (m *Memory) wrote(sent []plan.Change, results []plan.Result) {
 	m.beats.wrote(sent, results)
 }
 
-// End closes a sync: what it did not meet is forgotten.
+// End closes a sync: what it planned is the next sync's noise, and what it did not meet is
+// forgotten.
 func (m *Memory) End() {
-	m.merges.end()
-	m.parses.sweep()
+	m.merges.noisy, m.merges.planned = m.merges.planned, nil
+	maps.DeleteFunc(m.merges.byHost, func(_ string, k *kept) bool { return k.pass != m.merges.pass })
+	maps.DeleteFunc(m.parses.byID, func(_ string, p *parsedTags) bool { return p.pass != m.parses.pass })
 }
 
 // Reset forgets everything: the registry's settings changed.
 func (m *Memory) Reset() {
-	m.parses.reset()
-	m.merges.reset()
-	m.witness.reset()
-	m.beats = beatMemo{}
+	*m = Memory{parses: parses{reg: m.parses.reg}}
 }
 
 // knownBeat is the newest heartbeat of this installation the memory holds, after taking
@@ -72,8 +119,8 @@ func (m *Memory) knownBeat(st *State, now time.Time) (known, began string) {
 // begin starts one decision (a sync may decide twice).
 func (m *Memory) begin() {
 	if m != nil {
-		m.parses.begin()
-		m.merges.begin()
+		m.parses.pass++
+		m.merges.pass++
 	}
 }
 
@@ -87,7 +134,7 @@ func (m *Memory) parser(r *Registry) tagParser {
 
 func (m *Memory) writers() writers {
 	if m == nil {
-		return noWitness{}
+		return &witness{}
 	}
 	return &m.witness
 }
@@ -107,7 +154,7 @@ func (m *Memory) othersBeats(st *State, read Read) map[string]*beatSeen {
 	if m == nil {
 		return st.beats.others
 	}
-	seen := make(map[string]beatSeen, len(st.beats.others))
+	seen := make(map[string]*beatSeen, len(st.beats.others))
 	if read.Partial {
 		maps.Copy(seen, m.beats.others)
 	}
@@ -116,21 +163,16 @@ func (m *Memory) othersBeats(st *State, read Read) map[string]*beatSeen {
 		if old, ok := m.beats.others[key]; ok && old.newest > c.newest {
 			c.newest, c.settings = old.newest, old.settings
 		}
-		seen[key] = c
+		seen[key] = &c
 	}
-	m.beats.others = seen
-	out := make(map[string]*beatSeen, len(seen))
-	for key := range seen {
-		s := seen[key]
-		out[key] = &s
-	}
-	return out
+	m.beats.others = seen // its entries are never written again, so the stages may read them
+	return seen
 }
 
 // learn takes what one decision saw: the former identities its read proved this cluster's (the
-// proof stands after their entries that gave it are taken up), the merges its claim stages
-// made or found no longer hold, and the changes its plan made (on a whole read, the entries
-// they do not delete are wanted here).
+// proof outlives the entries that gave it), the merges its claim stages made afresh or found no
+// longer hold, and the changes its plan made (on a whole read, the entries they do not delete
+// are wanted here).
 func (m *Memory) learn(st *State, w *Wanted, changes []plan.Change, read Read) {
 	if m == nil {
 		return
@@ -143,18 +185,81 @@ func (m *Memory) learn(st *State, w *Wanted, changes []plan.Change, read Read) {
 			m.witness.proven[f.ID] = true
 		}
 	}
-	m.merges.Keep(w.Merges)
-	m.merges.changed(changes)
+	if m.merges.byHost == nil {
+		m.merges.byHost = make(map[string]*kept, len(w.Merges))
+	}
+	for i := range w.Merges {
+		if r := &w.Merges[i]; r.Conflicted {
+			delete(m.merges.byHost, r.Host)
+		} else {
+			m.merges.byHost[r.Host] = &kept{claims: r.Claims, owned: keysOf(make([]entryKey, 0, len(r.Owned)), r.Owned),
+				out: r.Out, marked: r.Marked, pass: m.merges.pass}
+		}
+	}
+	if m.merges.planned == nil {
+		m.merges.planned = make(map[string]bool, len(changes))
+	}
+	for i := range changes {
+		m.merges.planned[strings.ToLower(changes[i].Hostname())] = true
+	}
 	if !read.Partial {
 		m.witness.kept(changes)
 	}
 }
 
-// settled are the hostnames of w the plan need not look at (merges.settled), none unless the
-// sync plans from the known state.
+// settled are the hostnames of w the plan need not look at (merges), none unless the sync
+// plans from the known state.
 func (m *Memory) settled(w *Wanted, st *State, read Read) map[string]bool {
 	if m == nil || !read.Partial {
 		return nil
 	}
-	return m.merges.settled(w.reused, st)
+	var out map[string]bool
+	for _, h := range w.reused {
+		if k := m.merges.byHost[h]; k == nil || k.marked || m.merges.noisy[h] || m.merges.planned[h] || len(st.Unowned[h]) > 0 || len(st.Foreign[h]) > 0 {
+			continue
+		}
+		if out == nil {
+			out = map[string]bool{}
+		}
+		out[h] = true
+	}
+	return out
+}
+
+// parse is the parser: the entry's parsed tags, from the memory while they hold.
+func (v *parses) parse(rec *endpoint.Record) *Parsed {
+	if v.byID == nil {
+		v.byID = map[string]*parsedTags{}
+	}
+	p := v.byID[rec.ID]
+	if p == nil || !slices.Equal(p.tags, rec.Tags) {
+		p = &parsedTags{tags: rec.Tags, parsed: v.reg.parse(rec)}
+		v.byID[rec.ID] = p
+	}
+	// The entry's own slice from now on: after a whole read every entry's tags are new
+	// strings, and comparing the same strings again is a pointer check, not their bytes.
+	p.tags, p.pass = rec.Tags, v.pass
+	return p.parsed
+}
+
+// Merged is the mergeSource desired reads. A merge handed back is this sync's: it is not swept,
+// and its entries' own tag slices are kept from now on, as parses keeps them.
+func (m *merges) Merged(host string, claims []*endpoint.Endpoint, owned []*endpoint.Record) (*endpoint.Endpoint, bool) {
+	k := m.byHost[host]
+	if k == nil || !slices.Equal(k.claims, claims) || len(k.owned) != len(owned) || slices.ContainsFunc(owned, func(rec *endpoint.Record) bool {
+		return !slices.ContainsFunc(k.owned, func(o entryKey) bool {
+			return o.id == rec.ID && o.version == rec.Version && o.ip == rec.IP && slices.Equal(o.tags, rec.Tags)
+		})
+	}) {
+		return nil, false
+	}
+	k.pass, k.owned = m.pass, keysOf(k.owned[:0], owned)
+	return k.out, true
+}
+
+func keysOf(keys []entryKey, owned []*endpoint.Record) []entryKey {
+	for _, rec := range owned {
+		keys = append(keys, entryKey{rec.ID, rec.Version, rec.IP, rec.Tags})
+	}
+	return keys
 }

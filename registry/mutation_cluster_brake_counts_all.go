@@ -2,6 +2,4 @@
 
 package registry
 
-// The cluster's brake counts, and holds, every namespace with an entry leaving: one namespace's
-// everyday deletion spends another's minimum and is held with it.
-const mutation = "cluster-brake-counts-all"
+const mutation = "cluster-brake-counts-all" // the cluster's brake counts every namespace with an entry leaving, and holds them all

@@ -2,5 +2,4 @@
 
 package registry
 
-// Marks and deletions are not charged to the write rate: a flap with a grace period of 0 is free.
-const mutation = "free-deletions"
+const mutation = "free-deletions" // marks and deletions are not charged to the write rate

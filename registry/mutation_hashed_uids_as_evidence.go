@@ -2,4 +2,4 @@
 
 package registry
 
-const mutation = "hashed-uids-as-evidence"
+const mutation = "hashed-uids-as-evidence" // a webhook's UIDs, hashed from the hostname, prove an entry names an object here

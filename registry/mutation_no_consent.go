@@ -2,6 +2,4 @@
 
 package registry
 
-// The consent check dropped: a cluster claims and serves a name another cluster holds without
-// both consenting (bothConsent).
-const mutation = "no-consent"
+const mutation = "no-consent" // a cluster takes a name another holds without both consenting (bothConsent)

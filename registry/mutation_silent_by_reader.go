@@ -2,7 +2,4 @@
 
 package registry
 
-// Another installation's heartbeat is read against this installation's threshold, not the
-// renewal period the mark carries: a live installation renewing on a longer period is reported
-// silent.
-const mutation = "silent-by-reader"
+const mutation = "silent-by-reader" // another installation's heartbeat is read against this one's threshold, not its own period

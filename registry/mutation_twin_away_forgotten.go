@@ -2,7 +2,4 @@
 
 package registry
 
-// A twin at work forgotten: a mark on an entry another writer of this identity wrote while
-// this process ran waits only its whole reads, so a twin away for a while loses its names
-// (witness.Waits).
-const mutation = "twin-away-forgotten"
+const mutation = "twin-away-forgotten" // a mark on an entry a twin wrote waits only its whole reads (witness.Waits)

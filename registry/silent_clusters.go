@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"time"
@@ -19,41 +20,30 @@ type SilentCluster struct {
 	Interval time.Duration
 }
 
-// silentClusters reports the other installations whose newest heartbeat is overdue
-// (silent); it holds nothing.
+// silentClusters reports the other installations whose newest heartbeat is overdue; it holds
+// nothing. A mark is read against four of the renewal periods it carries (this installation's
+// threshold for one that carries none), not the reader's threshold, which would report a live
+// installation renewing on a longer period.
 func (r *Registry) silentClusters(in *changesIn, changes []plan.Change) changed {
-	return changed{changes: changes, silent: r.silent(in.now, in.others)}
-}
-
-// silent are the installations of others whose newest heartbeat is older than four of
-// the renewal periods it carries (its own threshold; this installation's for a mark that
-// carries none) at now, sorted by name and identity; none when marks are off here. Each
-// installation renews its mark on its own period, so a reader's threshold would report a live
-// installation whose period is longer.
-func (r *Registry) silent(now time.Time, others map[string]*beatSeen) []SilentCluster {
 	if r.cfg.SilentClusterAfter <= 0 {
-		return nil
+		return changed{changes: changes}
 	}
 	var out []SilentCluster
-	for _, s := range others {
+	for _, s := range in.others {
 		t, err := time.Parse(time.RFC3339, s.newest)
 		after := r.cfg.SilentClusterAfter
 		if every := duration(s.settings.every); every > 0 && mutation != "silent-by-reader" {
 			after = every * beatQuarter
 		}
-		if err != nil || now.Sub(t) <= after {
-			continue
+		if err == nil && in.now.Sub(t) > after {
+			out = append(out, SilentCluster{Cluster: s.cluster, ClusterID: s.id, Entries: s.entries, LastSeen: t,
+				Interval: duration(s.settings.interval)})
 		}
-		out = append(out, SilentCluster{Cluster: s.cluster, ClusterID: s.id, Entries: s.entries, LastSeen: t,
-			Interval: duration(s.settings.interval)})
 	}
 	slices.SortFunc(out, func(a, b SilentCluster) int {
-		if c := strings.Compare(a.Cluster, b.Cluster); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ClusterID, b.ClusterID)
+		return cmp.Or(strings.Compare(a.Cluster, b.Cluster), strings.Compare(a.ClusterID, b.ClusterID))
 	})
-	return out
+	return changed{changes: changes, silent: out}
 }
 
 // ReleaseCommand is the command that lets s go, with a probe wait its interval answers in.
@@ -69,8 +59,8 @@ func (s *SilentCluster) ReleaseCommand() string {
 }
 
 // MinProbeWait is the shortest wait in which an operator syncing every interval answers a
-// release probe: two and a half intervals, so that one sync may fail (the default wait is this
-// for the default interval).
+// release probe: two and a half intervals, so that one sync may fail (the default wait, for
+// the default interval).
 func MinProbeWait(interval time.Duration) time.Duration {
 	return interval * 5 / 2
 }

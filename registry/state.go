@@ -3,6 +3,7 @@ package registry
 import (
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
@@ -20,18 +21,8 @@ func (r *Registry) parse(rec *endpoint.Record) *Parsed {
 	return &Parsed{v: v, class: r.classOf(&v)}
 }
 
-// Namesake is the identity of the other installation writing this cluster's name that wrote
-// the entry, "" when it is not such an entry.
-func (p *Parsed) Namesake() string {
-	if p.class != endpoint.OwnerNamesake {
-		return ""
-	}
-	id, _ := p.v.clusterID()
-	return id
-}
-
 // Shared reports whether the operator wrote TagShared on the entry: its cluster's consent to
-// share the hostname. On an adopted entry only the operator's block counts.
+// share the hostname.
 func (p *Parsed) Shared() bool { return p.v.has(TagShared) }
 
 // Marked reports whether the entry carries a pending-deletion mark the operator wrote.
@@ -40,8 +31,7 @@ func (p *Parsed) Marked() bool {
 	return marked
 }
 
-// tagParser parses entries' tags, from a cache of its own when an entry's tags are those it
-// parsed before (the registry's own parse when there is none).
+// tagParser parses entries' tags: the memory's cache, or the registry's own parse.
 type tagParser interface {
 	parse(rec *endpoint.Record) *Parsed
 }
@@ -49,25 +39,20 @@ type tagParser interface {
 // State is the server's entries sorted by who owns them. classify makes it; every later step
 // only reads it.
 type State struct {
-	// Owned entries carry k8s-operator and this installation's identity (or, written by an
-	// earlier version, no identity and one of the claims' UIDs or this cluster's name), all
-	// written by the operator.
+	// Owned entries are this installation's (classOf, resolveOpen), all written by the operator.
 	Owned []endpoint.Record
-	// Foreign entries carry k8s-operator and another cluster's tag or another installation's
-	// identity; they are never written. Keyed by lowercase hostname.
+	// Foreign entries are another cluster's or installation's, never written; by lowercase
+	// hostname.
 	Foreign map[string][]endpoint.Record
 	// Namesakes are the other installations that write this cluster's name, by identity,
-	// sorted. Unclaimed counts the entries an earlier version wrote under this cluster's name
-	// that no object here wants while a namesake shows: they may be the namesake's, and are
-	// left alone.
+	// sorted. Unclaimed counts the entries left alone that may be this cluster's (resolveOpen).
 	Namesakes []Namesake
 	Unclaimed int
-	// Former are the identities this installation had before (the same cluster name, every
-	// object their entries name lives here, and nothing seen writing them): their entries are
-	// this cluster's, taken up in place, by identity, sorted.
+	// Former are the identities this installation had before, whose entries are taken up in
+	// place, by identity, sorted.
 	Former []Namesake
-	// Unowned entries lack k8s-operator; they may only be adopted. Keyed by lowercase
-	// hostname, because DNS names compare without case.
+	// Unowned entries lack k8s-operator; they may only be adopted. By lowercase hostname, as
+	// DNS names compare without case.
 	Unowned map[string][]endpoint.Record
 	// CoOwned are the other clusters' lines that carry this cluster's co-owner tag (share.go).
 	CoOwned []endpoint.Record
@@ -81,7 +66,7 @@ type State struct {
 // view is the view of an entry some operator wrote (every owned entry is one); the zero view
 // for a hand-made or another cluster's.
 func (s *State) view(rec *endpoint.Record) view {
-	if p := s.parser.parse(rec); p.class == endpoint.OwnerThis || p.class == endpoint.OwnerEarlierVersion || p.class == endpoint.OwnerRenamed || p.class == endpoint.OwnerNamesake {
+	if p := s.parser.parse(rec); p.class != endpoint.OwnerHandMade && p.class != endpoint.OwnerOtherCluster {
 		return p.v
 	}
 	return view{}
@@ -97,43 +82,31 @@ func (s *State) ForeignCount() int {
 }
 
 // classify sorts the records of one read by owner, their tags parsed by parser (nil: parsed
-// afresh), with what witness saw other writers do (nil: nothing). Only tags the operator wrote
-// count: a tag an adopted entry carried before adoption (recorded in its loan) never makes it
-// another cluster's, nor marks it for deletion. The entries the tags leave open (an earlier
-// version's, this identity's under another name, this name's under another identity) are
-// decided by claims, the sources' endpoints (resolveOpen).
-func (r *Registry) classify(records []endpoint.Record, claims []*endpoint.Endpoint, parser tagParser, witness writers) *State {
+// afresh), with what seen says other writers did (nil: nothing). Only the operator's tags
+// count: a tag an adopted entry carried before adoption never makes it another's, nor marks
+// it. The claims, the sources' endpoints, decide what the tags leave open (resolveOpen).
+func (r *Registry) classify(records []endpoint.Record, claims []*endpoint.Endpoint, parser tagParser, seen writers) *State {
 	if parser == nil {
 		parser = r
 	}
-	if witness == nil {
-		witness = noWitness{}
+	if seen == nil {
+		seen = &witness{}
 	}
 	st := &State{Foreign: map[string][]endpoint.Record{}, Unowned: map[string][]endpoint.Record{},
-		Owned: make([]endpoint.Record, 0, len(records)), parser: parser, witness: witness}
+		Owned: make([]endpoint.Record, 0, len(records)), parser: parser, witness: seen}
 	var open []endpoint.Record
-	marks := r.cfg.SilentClusterAfter > 0
 	for i := range records {
 		rec := &records[i]
-		key := strings.ToLower(rec.Hostname)
-		p := parser.parse(rec)
-		switch p.class {
+		switch p := parser.parse(rec); p.class {
 		case endpoint.OwnerHandMade:
+			key := strings.ToLower(rec.Hostname)
 			st.Unowned[key] = append(st.Unowned[key], *rec)
-		case endpoint.OwnerThis:
-			st.Owned = append(st.Owned, *rec)
-			if marks {
-				st.beats.own(rec, &p.v)
-			}
 		case endpoint.OwnerEarlierVersion, endpoint.OwnerRenamed, endpoint.OwnerNamesake:
 			open = append(open, *rec)
 		default:
-			st.Foreign[key] = append(st.Foreign[key], *rec)
-			if marks {
+			r.file(st, rec, &p.v, p.class == endpoint.OwnerThis)
+			if p.class != endpoint.OwnerThis && r.cfg.SilentClusterAfter > 0 {
 				st.beats.other(&p.v)
-			}
-			if r.hasOwnCoOwner(p.v.op) {
-				st.CoOwned = append(st.CoOwned, *rec)
 			}
 		}
 	}
@@ -161,13 +134,9 @@ func (r *Registry) classify(records []endpoint.Record, claims []*endpoint.Endpoi
 	return st
 }
 
-// Marked reports whether one of these entries carries a pending-deletion mark the operator
-// wrote.
-func (s *State) Marked(owned []*endpoint.Record) bool {
-	return slices.ContainsFunc(owned, s.marked)
-}
+// Marked reports whether one of owned carries a pending-deletion mark the operator wrote.
+func (s *State) Marked(owned []*endpoint.Record) bool { return slices.ContainsFunc(owned, s.marked) }
 
-// marked reports whether rec carries a pending-deletion mark the operator wrote.
 func (s *State) marked(rec *endpoint.Record) bool {
 	v := s.view(rec)
 	_, marked := v.value(PrefixPending)
@@ -176,14 +145,11 @@ func (s *State) marked(rec *endpoint.Record) bool {
 
 // foreignHolder is the entry by which another cluster holds a hostname against this one, nil
 // when none does: theirs are the other clusters' entries of the hostname, ours this cluster's,
-// and consent whether this cluster consents to share it (its claims share it and its entries
-// carry TagShared). Where both consent, neither holds it against the other. A cluster with
-// entries of a hostname holds it against one without. Where both have some, as when two
-// clusters wrote it in one moment or one withdrew its consent, the one that consents holds it
-// against the one that does not, so a withdrawal never wins a name; between two that do not,
-// the cluster of the oldest entry does. Entry IDs are ULIDs, which sort by the time the server
-// made them, so both clusters, reading the same entries, decide alike: one keeps the name, and
-// the other gives it up.
+// consent whether this cluster consents to share it. Where both consent, neither holds it; a
+// cluster with entries of it holds it against one without; where both have some, the one that
+// consents holds it, so a withdrawal never wins a name, and between two that do not, the
+// cluster of the oldest entry does. Entry IDs are ULIDs, sorting by creation, so both clusters
+// decide alike.
 func (s *State) foreignHolder(theirs []endpoint.Record, ours []*endpoint.Record, consent bool) *endpoint.Record {
 	holder := oldest(theirs)
 	if holder == nil {
@@ -195,21 +161,16 @@ func (s *State) foreignHolder(theirs []endpoint.Record, ours []*endpoint.Record,
 		return nil
 	case len(ours) == 0 || they:
 		return holder
-	case consent:
+	case consent || slices.ContainsFunc(ours, func(rec *endpoint.Record) bool { return rec.ID < holder.ID }):
 		return nil
-	}
-	for _, rec := range ours {
-		if rec.ID < holder.ID {
-			return nil
-		}
 	}
 	return holder
 }
 
 // yielded reports whether this cluster's entry rec is on a hostname another cluster holds
-// against it (foreignHolder), its consent read from its entries of the hostname. Such an entry
-// goes without a grace period, since the name keeps answering through that cluster's entries;
-// so an entry of a cluster whose entries of the name all carry TagShared never yields.
+// against it (foreignHolder). Such an entry goes without a grace period, since the name keeps
+// answering through the holder's entries; so an entry of a cluster whose entries of the name
+// all carry TagShared never yields.
 func yielded(st *State, rec *endpoint.Record) bool {
 	h := strings.ToLower(rec.Hostname)
 	theirs := st.Foreign[h]
@@ -234,4 +195,92 @@ func oldest(recs []endpoint.Record) *endpoint.Record {
 		}
 	}
 	return out
+}
+
+// Ownership is whose one entry is and what the operator's tags on it say, as a sync decided
+// it: for people (explain, list), never for a rule.
+type Ownership struct {
+	Class endpoint.Owner
+	// Cluster and ClusterID are the owning installation's, as its tags name them (empty for a
+	// hand-made entry).
+	Cluster, ClusterID string
+	// Sources are the UIDs of the objects that want the entry's address; Namespace and Kinds
+	// the namespace holding the name and the kinds claiming it.
+	Sources   []string
+	Namespace string
+	Kinds     []string
+	// Marked: the entry carries a deletion mark; it goes at Due (zero when the mark cannot be
+	// read).
+	Marked bool
+	Due    time.Time
+	// UserTags are the tags that are not the operator's, verbatim.
+	UserTags []string
+	// Shared: the entry's hostname is shared with other clusters (TagShared); CoOwners are the
+	// other clusters that want its line too, as their co-owner tags name them.
+	Shared   bool
+	CoOwners []string
+	// LastSeen is the owning installation's newest heartbeat, zero when none is read;
+	// Release the command that lets a silent installation go.
+	LastSeen time.Time
+	Release  string
+}
+
+// Ownerships says whose each of st's entries is, by entry ID, as the decision that made st
+// decided (st settles the open cases: an earlier version's entry, a rename, a namesake);
+// silent are the installations it found silent.
+func (r *Registry) Ownerships(st *State, silent []SilentCluster) map[string]Ownership {
+	bySilent := map[string]SilentCluster{}
+	for _, s := range silent {
+		bySilent[s.Cluster+IdentitySeparator+s.ClusterID] = s
+	}
+	out := make(map[string]Ownership, len(st.Owned)+len(st.Foreign)+len(st.Unowned))
+	for i := range st.Owned {
+		v := st.view(&st.Owned[i])
+		o := r.ownership(&v)
+		o.Class = endpoint.OwnerThis
+		if v.has(TagPreExisting) {
+			o.Class = endpoint.OwnerAdopted
+		}
+		_, o.Marked = v.value(PrefixPending)
+		o.Due, _ = r.due(&v)
+		out[st.Owned[i].ID] = o
+	}
+	for _, recs := range st.Foreign {
+		for i := range recs {
+			v := viewOf(&recs[i])
+			o := r.ownership(&v)
+			s, silent := bySilent[o.Cluster+IdentitySeparator+o.ClusterID]
+			switch {
+			case silent:
+				o.Class, o.LastSeen, o.Release = endpoint.OwnerSilentCluster, s.LastSeen, s.ReleaseCommand()
+			case r.hasOwnCoOwner(recs[i].Tags):
+				o.Class = endpoint.OwnerCoOwned
+			case r.classOf(&v) == endpoint.OwnerNamesake:
+				o.Class = endpoint.OwnerNamesake
+			default:
+				o.Class = endpoint.OwnerOtherCluster
+			}
+			out[recs[i].ID] = o
+		}
+	}
+	for _, recs := range st.Unowned {
+		for i := range recs {
+			out[recs[i].ID] = Ownership{Class: endpoint.OwnerHandMade, UserTags: recs[i].Tags}
+		}
+	}
+	return out
+}
+
+// ownership is what the operator's tags in v name.
+func (r *Registry) ownership(v *view) Ownership {
+	o := Ownership{Sources: v.values(PrefixSource), Kinds: v.values(PrefixKind), UserTags: v.user, Shared: v.has(TagShared)}
+	for _, t := range r.coOwners(v) {
+		o.CoOwners = append(o.CoOwners, strings.TrimPrefix(t, PrefixCoOwner))
+	}
+	o.Namespace, _ = v.value(PrefixNamespace)
+	if names := v.clusterNames(); len(names) > 0 {
+		o.Cluster = names[0]
+	}
+	o.ClusterID, _ = v.clusterID()
+	return o
 }

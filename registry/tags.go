@@ -2,31 +2,28 @@ package registry
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
 
-// The operator's tags, exactly as they appear on entries. Together they form the reserved tag
-// namespace: no tag a user supplies (an annotation, a HostMapping's spec.tags, --default-tag)
-// may be one of them, so ownership cannot be forged from the cluster.
+// The operator's tags, exactly as entries carry them: the reserved tag namespace. No tag a user
+// supplies (an annotation, a HostMapping's spec.tags, --default-tag) may be one of them, so
+// ownership cannot be forged from the cluster.
 const (
-	// TagOwner marks an entry as written by a router-hosts-operator.
+	// TagOwner marks an entry a router-hosts-operator wrote.
 	TagOwner = "k8s-operator"
 	// TagPreExisting marks an adopted entry: released, never deleted.
 	TagPreExisting = "pre-existing:true"
-	// PrefixCluster names the owning cluster, exactly as the design writes it:
-	// cluster:<cluster-name>. The name is the people's, and two clusters may share one.
+	// PrefixCluster names the owning cluster (cluster:<name>); two clusters may share a name.
 	PrefixCluster = "cluster:"
-	// PrefixClusterID carries the installation's identity (ClusterID), which a namesake
-	// cannot share, in a tag of its own beside the cluster's name: cluster-id:<id>.
+	// PrefixClusterID carries the installation's identity, which a namesake cannot share.
 	PrefixClusterID = "cluster-id:"
-	// IdentitySeparator ends the cluster name in the cluster: tag of the versions that carried
-	// the identity there (cluster:<name>@<id>); such entries are still read, and taken up into
-	// the design's form.
+	// IdentitySeparator ends the name in earlier versions' cluster:<name>@<id>, still read.
 	IdentitySeparator = "@"
-	// PrefixReleaseProbe is written by `release` on one entry of the cluster it is asked to
-	// let go of: a running operator of that cluster takes it off at its next sync.
+	// PrefixReleaseProbe is put by `release` on one entry of the cluster it lets go; a running
+	// operator of that cluster takes it off at its next sync.
 	PrefixReleaseProbe = "release-probe:"
 	// PrefixSource carries the UID of one object that wants the entry's address.
 	PrefixSource = "source:"
@@ -38,57 +35,39 @@ const (
 	PrefixPending = "pending-deletion:"
 	// PrefixGracePeriod is the entry's own grace period in seconds.
 	PrefixGracePeriod = "grace-period:"
-	// PrefixOriginalIP, PrefixOriginalHostname and PrefixOriginalAlias are the loan record of
-	// an adopted entry: what the entry was when it was adopted, so that release gives it back.
+	// PrefixOriginalIP, PrefixOriginalHostname and PrefixOriginalAlias are an adopted entry's
+	// loan record: what it was, for release to give back.
 	PrefixOriginalIP       = "original-ip:"
 	PrefixOriginalHostname = "original-hostname:"
 	PrefixOriginalAlias    = "original-alias:"
-	// TagShared is on every entry written for claims that share their hostname with other
-	// clusters: another cluster may write addresses of its own for that hostname only while all
-	// of the holder's entries of it carry this tag (its consent).
+	// TagShared is a cluster's consent to share the hostname: another cluster may add its own
+	// addresses only while all of the holder's entries of it carry it.
 	TagShared = "shared:true"
-	// PrefixCoOwner names another cluster that wants the entry's line (address and hostname) as
-	// well, co-owner:<cluster-name>@<cluster-id> (the name alone for a cluster without an
-	// identity). That cluster writes it on the line it found, and takes it off when it no
-	// longer wants it; the line's writer keeps it, and hands the line to it rather than delete it.
+	// PrefixCoOwner names another cluster that wants the entry's line too (co-owner:<name>@<id>,
+	// or the name alone), put on and taken off by it; the writer hands it the line, not delete it.
 	PrefixCoOwner = "co-owner:"
-	// PrefixAlive is an installation's heartbeat: the RFC 3339 time it last wrote it, on one
-	// of its entries, every quarter of the silent-cluster threshold.
+	// PrefixAlive is an installation's heartbeat: the RFC 3339 time it last wrote it.
 	PrefixAlive = "alive:"
-	// PrefixAliveEvery and PrefixAliveInterval go beside the heartbeat: how often the
-	// installation renews it and its --interval, each in seconds. Another installation reads
-	// the first to tell when the mark is overdue, and release the second to wait long enough
-	// for its probe to be answered.
+	// PrefixAliveEvery and PrefixAliveInterval carry beside it, in seconds, its renewal period
+	// (by which others tell it overdue) and --interval (by which release waits for its probe).
 	PrefixAliveEvery    = "alive-every:"
 	PrefixAliveInterval = "alive-interval:"
-
-	preExistingPrefix = "pre-existing:"
-	sharedPrefix      = "shared:"
 )
 
-// reservedPrefixes are the prefixes of the reserved tag namespace; TagOwner is reserved
-// exactly.
+// reservedPrefixes are the reserved tag namespace's prefixes; TagOwner is reserved whole.
 var reservedPrefixes = []string{
 	PrefixCluster, PrefixClusterID, PrefixReleaseProbe, PrefixSource, PrefixNamespace, PrefixKind, PrefixPending, PrefixGracePeriod,
-	preExistingPrefix, PrefixOriginalIP, PrefixOriginalHostname, PrefixOriginalAlias,
-	sharedPrefix, PrefixCoOwner, PrefixAlive, PrefixAliveEvery, PrefixAliveInterval,
+	"pre-existing:", PrefixOriginalIP, PrefixOriginalHostname, PrefixOriginalAlias,
+	"shared:", PrefixCoOwner, PrefixAlive, PrefixAliveEvery, PrefixAliveInterval,
 }
 
 // ReservedPrefixes returns the reserved tag prefixes (TagOwner is reserved as a whole tag), for
 // the checks that must agree with the registry, such as the HostMapping CRD's schema.
-func ReservedPrefixes() []string { return append([]string(nil), reservedPrefixes...) }
+func ReservedPrefixes() []string { return slices.Clone(reservedPrefixes) }
 
 // Reserved reports whether t is in the operator's tag namespace.
 func Reserved(t string) bool {
-	if t == TagOwner {
-		return true
-	}
-	for _, p := range reservedPrefixes {
-		if strings.HasPrefix(t, p) {
-			return true
-		}
-	}
-	return false
+	return t == TagOwner || slices.ContainsFunc(reservedPrefixes, func(p string) bool { return strings.HasPrefix(t, p) })
 }
 
 // CheckUserTag refuses a user-supplied tag that is in the reserved namespace.
@@ -100,23 +79,13 @@ func CheckUserTag(t string) error {
 	return nil
 }
 
-// view is an entry's tags split by who wrote them.
-//
-// On an adopted entry the operator's tags are one block, which it writes after the user's own
-// tags: from TagPreExisting to the loan's PrefixOriginalIP, which closes it. Everything outside
-// the block is the user's, whatever it looks like: the tags the entry had when it was adopted
-// (kind:printer, a cluster: tag of the user's own) and any the user adds while it is on loan.
-// On any other entry every reserved tag is the operator's.
+// view is an entry's tags split by who wrote them. On an adopted entry the operator's tags are
+// one block after the user's, from TagPreExisting to the loan's PrefixOriginalIP (blockStart
+// is its index, -1 on another entry), and everything outside it is the user's, whatever it
+// looks like. On any other entry every reserved tag is the operator's.
 type view struct {
-	// op are the operator's tags.
-	op []string
-	// user are the user's tags, in the entry's order.
-	user []string
-	// loan is the adoption record, nil when there is none (not adopted, or adopted by a version
-	// that kept no record).
-	loan *loan
-	// blockStart is the index in the entry's tags where the operator's block starts, -1 when
-	// the entry has none.
+	op, user   []string
+	loan       *loan // nil when there is no record
 	blockStart int
 }
 
@@ -126,7 +95,6 @@ type loan struct {
 	aliases      []string
 }
 
-// viewOf splits rec's tags by who wrote them.
 func viewOf(rec *endpoint.Record) view {
 	v := view{blockStart: -1}
 	start, end := loanBlock(rec.Tags)
@@ -141,18 +109,14 @@ func viewOf(rec *endpoint.Record) view {
 		}
 		return v
 	}
-	v.blockStart = start
-	v.op = rec.Tags[start : end+1]
+	v.blockStart, v.op = start, rec.Tags[start:end+1]
 	v.user = append(append([]string{}, rec.Tags[:start]...), rec.Tags[end+1:]...)
-	l := &loan{}
+	l := &loan{ip: strings.TrimPrefix(rec.Tags[end], PrefixOriginalIP)}
 	for _, t := range v.op {
-		switch {
-		case strings.HasPrefix(t, PrefixOriginalIP):
-			l.ip = t[len(PrefixOriginalIP):]
-		case strings.HasPrefix(t, PrefixOriginalHostname):
-			l.hostname = t[len(PrefixOriginalHostname):]
-		case strings.HasPrefix(t, PrefixOriginalAlias):
-			l.aliases = append(l.aliases, t[len(PrefixOriginalAlias):])
+		if s, ok := strings.CutPrefix(t, PrefixOriginalHostname); ok {
+			l.hostname = s
+		} else if s, ok := strings.CutPrefix(t, PrefixOriginalAlias); ok {
+			l.aliases = append(l.aliases, s)
 		}
 	}
 	if l.hostname != "" {
@@ -161,24 +125,20 @@ func viewOf(rec *endpoint.Record) view {
 	return v
 }
 
-// loanBlock finds the operator's block on an adopted entry: the last PrefixOriginalIP tag
-// closes it, and the last TagPreExisting before that opens it. The user's own tags come
-// before it (as found) or after it (added during the loan), so a look-alike of theirs never
-// falls inside. It returns -1, -1 when there is no block.
+// loanBlock finds the operator's block on an adopted entry, -1, -1 when there is none: the last
+// PrefixOriginalIP tag closes it and the last TagPreExisting before that opens it, so that a
+// look-alike among the user's tags (before it as found, after it if added) never falls inside.
 func loanBlock(tags []string) (start, end int) {
-	end = -1
-	for k := len(tags) - 1; k >= 0; k-- {
-		if strings.HasPrefix(tags[k], PrefixOriginalIP) {
-			end = k
-			break
-		}
+	end = len(tags) - 1
+	for end >= 0 && !strings.HasPrefix(tags[end], PrefixOriginalIP) {
+		end--
 	}
-	for k := end - 1; k >= 0; k-- {
-		if tags[k] == TagPreExisting {
-			return k, end
-		}
+	for start = end - 1; start >= 0 && tags[start] != TagPreExisting; start-- {
 	}
-	return -1, -1
+	if start < 0 {
+		return -1, -1
+	}
+	return start, end
 }
 
 // ClusterTag is the cluster: tag of a cluster name, as the design writes it.
@@ -187,16 +147,14 @@ func ClusterTag(name string) string { return PrefixCluster + name }
 // IdentityTag is the tag that carries an installation's identity.
 func IdentityTag(id string) string { return PrefixClusterID + id }
 
-// TagIdentity reads the identity a tag carries: a cluster-id: tag, or a cluster: tag of the
-// versions that carried it after the name (cluster:<name>@<id>); ok is false for any other.
+// TagIdentity reads the identity a cluster-id: tag, or an earlier version's
+// cluster:<name>@<id>, carries; ok is false for any other tag.
 func TagIdentity(tag string) (id string, ok bool) {
 	if id, ok := strings.CutPrefix(tag, PrefixClusterID); ok {
 		return id, true
 	}
-	if _, id, ok := ParseClusterTag(tag); ok && id != "" {
-		return id, true
-	}
-	return "", false
+	_, id, _ = ParseClusterTag(tag)
+	return id, id != ""
 }
 
 // splitCluster reads a cluster: tag's value as a name and the identity that may follow it.
@@ -211,14 +169,12 @@ func splitCluster(value string) (name, id string) {
 // follow it; ok is false for any other tag.
 func ParseClusterTag(tag string) (name, id string, ok bool) {
 	value, ok := strings.CutPrefix(tag, PrefixCluster)
-	if !ok {
-		return "", "", false
+	if ok {
+		name, id = splitCluster(value)
 	}
-	name, id = splitCluster(value)
-	return name, id, true
+	return name, id, ok
 }
 
-// clusterNames returns the cluster names of the operator's cluster: tags.
 func (v *view) clusterNames() []string {
 	names := v.values(PrefixCluster)
 	for i, n := range names {
@@ -227,8 +183,7 @@ func (v *view) clusterNames() []string {
 	return names
 }
 
-// clusterIDs returns the identities on the entry: those in its cluster-id: tags, and those in
-// the cluster: tags of the versions that carried it after the name.
+// clusterIDs are the identities of the cluster-id: tags, then of earlier versions' cluster: tags.
 func (v *view) clusterIDs() []string {
 	ids := v.values(PrefixClusterID)
 	for _, n := range v.values(PrefixCluster) {
@@ -239,7 +194,6 @@ func (v *view) clusterIDs() []string {
 	return ids
 }
 
-// clusterID returns the entry's first identity.
 func (v *view) clusterID() (string, bool) {
 	if ids := v.clusterIDs(); len(ids) > 0 {
 		return ids[0], true
@@ -247,17 +201,9 @@ func (v *view) clusterID() (string, bool) {
 	return "", false
 }
 
-// has reports whether the operator wrote tag.
-func (v *view) has(tag string) bool {
-	for _, t := range v.op {
-		if t == tag {
-			return true
-		}
-	}
-	return false
-}
+func (v *view) has(tag string) bool { return slices.Contains(v.op, tag) }
 
-// value returns the value of the operator's first tag with prefix.
+// value is the value of the operator's first tag with prefix.
 func (v *view) value(prefix string) (string, bool) {
 	for _, t := range v.op {
 		if s, ok := strings.CutPrefix(t, prefix); ok {
@@ -267,7 +213,6 @@ func (v *view) value(prefix string) (string, bool) {
 	return "", false
 }
 
-// values returns the values of every operator tag with prefix.
 func (v *view) values(prefix string) []string {
 	var out []string
 	for _, t := range v.op {
@@ -278,8 +223,8 @@ func (v *view) values(prefix string) []string {
 	return out
 }
 
-// loanTrail is the end of the operator's block on an entry adopted with a record: the record
-// itself, closed by the original IP.
+// trail is the end of the operator's block on an entry adopted with a record: the record,
+// closed by the original IP.
 func (l *loan) trail() []string {
 	out := []string{PrefixOriginalHostname + l.hostname}
 	for _, a := range l.aliases {
