@@ -19,7 +19,7 @@ func planOnce(p *Planner, incremental bool, eps []*endpoint.Endpoint, records ..
 		s.Read = ReadKnown
 	}
 	p.plan(s, eps)
-	p.mem.End()
+	p.syncs++
 	return s
 }
 

@@ -81,7 +81,10 @@ type Planner struct {
 	refused refused
 	// stale: the last sync's writes met entries newer than it planned from.
 	stale bool
-	mem   *registry.Memory
+	// mem is the registry's memory of its decisions, which only Decide and Record read and
+	// write; syncs counts the syncs, which Decide's memory tells apart by it.
+	mem   registry.Memory
+	syncs uint64
 	// rates are the write-rate allowances of the objects and namespaces that wrote lately, as
 	// the registry's Record left them: it owns their rules, the planner keeps them.
 	rates registry.Rates
@@ -93,13 +96,13 @@ func New(reg *registry.Registry, read Reader, clk clock.PassiveClock) *Planner {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
-	return &Planner{reg: reg, read: read, clk: clk, mem: reg.NewMemory()}
+	return &Planner{reg: reg, read: read, clk: clk}
 }
 
 // Reset forgets everything learnt: the registry's settings changed.
 func (p *Planner) Reset() {
 	p.known.forget()
-	p.mem.Reset()
+	p.mem = registry.Memory{}
 	p.refused = refused{}
 	p.stale = false
 	p.rates = nil
@@ -142,6 +145,7 @@ type Sync struct {
 // server. Deletes and releases wait for a read of the whole server, since the entry may no
 // longer be the operator's to remove.
 func (p *Planner) Plan(ctx context.Context, eps []*endpoint.Endpoint, mode Mode) (*Sync, error) {
+	p.syncs++
 	s := &Sync{Mode: mode, Read: ReadKnown}
 	if mode == Full || !p.known.valid {
 		if err := p.readServer(ctx, s); err != nil {
@@ -181,7 +185,6 @@ func (p *Planner) Plan(ctx context.Context, eps []*endpoint.Endpoint, mode Mode)
 	for _, c := range s.WholeRead {
 		s.NeedFresh = s.NeedFresh || !p.skipped(s, c)
 	}
-	p.mem.End()
 	return s, nil
 }
 
@@ -194,7 +197,6 @@ func (p *Planner) readServer(ctx context.Context, s *Sync) error {
 		return fmt.Errorf("listing router-hosts entries: %w", err)
 	}
 	s.Read, s.records = ReadServer, records
-	p.mem.Observe(records, p.clk.Now())
 	return nil
 }
 
@@ -205,7 +207,7 @@ func (p *Planner) plan(s *Sync, eps []*endpoint.Endpoint) {
 	if s.Read != ReadServer {
 		records = p.known.records()
 	}
-	s.Decision = p.reg.Decide(p.clk.Now(), records, eps, registry.Given{Memory: p.mem,
+	s.Decision = p.reg.Decide(p.clk.Now(), records, eps, registry.Given{Memory: &p.mem, Sync: p.syncs,
 		Read: registry.Read{Partial: s.Read != ReadServer, Searched: s.searched, SearchesLone: true}, Rates: p.rates})
 	s.Entries = len(records)
 	if s.Mode == Event {
@@ -250,7 +252,7 @@ func (p *Planner) skipped(s *Sync, c plan.Change) bool {
 // write met an entry newer than s planned from (stale), which only a read of the whole server
 // plans again. A failed write forgets the known state, so the sync that follows reads it.
 func (p *Planner) Learn(s *Sync, results []plan.Result) (again bool) {
-	p.rates = p.reg.Record(&s.Decision, results, p.mem, p.rates, s.Read == ReadServer)
+	p.rates = p.reg.Record(&s.Decision, results, &p.mem, p.rates, s.Read == ReadServer)
 	failures := plan.Failures(results)
 	switch {
 	case len(failures) > 0 || s.NeedFresh || s.DeferredCreates:

@@ -44,7 +44,7 @@ func TestAHeartbeatOnAnEntryLeavingIsRenewedElsewhere(t *testing.T) {
 		{"none stays, and a fresh mark leaves", []endpoint.Record{unmarked, leaving}, false},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			mem := r.NewMemory()
+			mem := memoryOf(r)
 			// This process wrote the newer mark, on the entry now leaving or gone.
 			mem.beats.saw(t0.Add(-10 * time.Minute).UTC().Format(time.RFC3339))
 			if d := r.Decide(t0, tc.records, eps, Given{Memory: mem}); renewed(d) != tc.renew {
@@ -104,7 +104,7 @@ func TestAHeartbeatOnceReadProvesLife(t *testing.T) {
 		{"the newer mark is overdue too", true, t0.Add(4 * time.Hour), true},
 	} {
 		t.Run(tc.desc, func(t *testing.T) {
-			mem := r.NewMemory()
+			mem := memoryOf(r)
 			if tc.readBefore {
 				r.Decide(t0.Add(-time.Minute), []endpoint.Record{ancient, fresh}, nil, Given{Memory: mem})
 			}

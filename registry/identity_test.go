@@ -619,9 +619,9 @@ func TestAFormerIdentity(t *testing.T) {
 				}
 				eps = append(eps, &c)
 			}
-			mem := b.NewMemory()
+			mem := memoryOf(b)
 			if tc.seenWriting {
-				mem.Observe(slices.Clone(srv.entries), t0)
+				mem.sawRead(slices.Clone(srv.entries), t0)
 				srv.entries[0].Version += "+"
 			}
 			before := map[string]endpoint.Record{}
@@ -635,10 +635,9 @@ func TestAFormerIdentity(t *testing.T) {
 			}
 			for i := 1; i <= syncs; i++ {
 				now := t0.Add(time.Duration(i) * time.Minute)
-				mem.Observe(slices.Clone(srv.entries), now)
 				d := b.Decide(now, srv.entries, eps, Given{Memory: mem})
 				srv.apply(d.Changes)
-				mem.End()
+				mem.end()
 				st = seen{d.State, Wanted{Endpoints: d.Desired, Conflicts: d.Conflicts, Problems: d.Problems}}
 				if i == 1 && tc.want["a2.lan"] == "" && tc.silent == 0 {
 					if tags := tagsOf(srv, "a2.lan"); !carriesOwner(tags, "home", "cccccccc") || !slices.ContainsFunc(tags, func(t string) bool { return strings.HasPrefix(t, PrefixPending) }) {

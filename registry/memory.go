@@ -12,15 +12,17 @@ import (
 
 // Memory is what the registry keeps of its work from one decision to the next: the entries'
 // parsed tags (parses), the merges and the hostnames settled (merges), what this process saw
-// and wrote of its entries, from which twins are found (witness), and the heartbeats. Decide
-// reads and updates it; the caller keeps it between syncs and tells it what only the caller
-// sees: each whole read (Observe), the writes (Record), the end of a sync (End) and a
-// reconfiguration (Reset). It is not safe for concurrent use.
+// and wrote of its entries, from which twins are found (witness), and the heartbeats. The
+// caller keeps it between syncs and hands it to Decide and Record, which alone read and write
+// it; the zero Memory is empty. It is not safe for concurrent use.
 type Memory struct {
 	parses  parses
 	merges  merges
 	witness witness
 	beats   beatMemo
+	// gen is the registry's configuration it was made under, and sync the caller's sync it
+	// last decided (Given.Sync).
+	gen, sync uint64
 }
 
 // parses caches the registry's reading of each entry's tags, by entry ID, so that the syncs
@@ -69,33 +71,18 @@ type entryKey struct {
 	tags            []string
 }
 
-// NewMemory returns an empty memory for r's decisions.
-func (r *Registry) NewMemory() *Memory {
-	return &Memory{parses: parses{reg: r}}
-}
-
-// Observe takes a whole read of the server at now.
-func (m *Memory) Observe(records []endpoint.Record, now time.Time) {
-	m.witness.observe(records, &m.parses, now)
-}
-
 // wrote takes what became of a sync's writes: results[i] is what became of sent[i].
 func (m *Memory) wrote(sent []plan.Change, results []plan.Result) {
 	m.witness.wrote(sent, results)
 	m.beats.wrote(sent, results)
 }
 
-// End closes a sync: what it planned is the next sync's noise, and what it did not meet is
+// end closes a sync: what it planned is the next sync's noise, and what it did not meet is
 // forgotten.
-func (m *Memory) End() {
+func (m *Memory) end() {
 	m.merges.noisy, m.merges.planned = m.merges.planned, nil
 	maps.DeleteFunc(m.merges.byHost, func(_ string, k *kept) bool { return k.pass != m.merges.pass })
 	maps.DeleteFunc(m.parses.byID, func(_ string, p *parsedTags) bool { return p.pass != m.parses.pass })
-}
-
-// Reset forgets everything: the registry's settings changed.
-func (m *Memory) Reset() {
-	*m = Memory{parses: parses{reg: m.parses.reg}}
 }
 
 // knownBeat is the newest heartbeat of this installation the memory holds, after taking
@@ -116,11 +103,26 @@ func (m *Memory) knownBeat(st *State, now time.Time) (known, began string) {
 	return m.beats.newest, m.beats.began
 }
 
-// begin starts one decision (a sync may decide twice).
-func (m *Memory) begin() {
-	if m != nil {
-		m.parses.pass++
-		m.merges.pass++
+// begin starts one decision at now of records (a sync may decide twice): a memory of another
+// registry or of settings since changed starts afresh, the first decision of a sync closes the
+// last, and a whole read is observed.
+func (m *Memory) begin(r *Registry, g *Given, records []endpoint.Record, now time.Time) {
+	if m == nil {
+		return
+	}
+	switch {
+	case m.parses.reg == nil:
+		m.parses.reg, m.gen = r, r.gen
+	case m.parses.reg != r || m.gen != r.gen:
+		*m = Memory{parses: parses{reg: r}, gen: r.gen}
+	case m.sync != g.Sync:
+		m.end()
+	}
+	m.sync = g.Sync
+	m.parses.pass++
+	m.merges.pass++
+	if !g.Read.Partial {
+		m.witness.observe(records, &m.parses, now)
 	}
 }
 

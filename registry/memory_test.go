@@ -8,10 +8,19 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
 
+// memoryOf is an empty memory of r's decisions, ready for a read to be observed before the
+// first.
+func memoryOf(r *Registry) *Memory { return &Memory{parses: parses{reg: r}, gen: r.gen} }
+
+// sawRead observes a whole read at now with no decision, as one the caller made beside them.
+func (m *Memory) sawRead(records []endpoint.Record, now time.Time) {
+	m.witness.observe(records, &m.parses, now)
+}
+
 // decideOnce is one decision over a whole read, with the memory kept, as a sync makes it.
 func decideOnce(r *Registry, m *Memory, eps []*endpoint.Endpoint, records ...endpoint.Record) Decision {
 	d := r.Decide(t0, records, eps, Given{Memory: m})
-	m.End()
+	m.end()
 	return d
 }
 
@@ -27,7 +36,7 @@ func byHost(eps []*endpoint.Endpoint) map[string]*endpoint.Endpoint {
 // they change, and forgotten when a read no longer returns the entry.
 func TestViewsAreKeptWhileTagsHold(t *testing.T) {
 	r := newRegWith(t, func(*Config) {})
-	m := r.NewMemory()
+	m := memoryOf(r)
 	e := owned("e1", "web.lan", "10.0.0.1")
 	first := m.parses.parse(&e)
 	if m.parses.parse(&e) != first {
@@ -49,7 +58,7 @@ func TestViewsAreKeptWhileTagsHold(t *testing.T) {
 // so that it is planned, not settled, and its refusal reported by every sync.
 func TestAMergeReusedThenChangedIsForgotten(t *testing.T) {
 	r := newRegWith(t, func(*Config) {})
-	m := r.NewMemory()
+	m := memoryOf(r)
 	web := claim("web.lan", "default", "web", "uid-1", time.Hour, "10.0.0.1")
 	web.Aliases = []string{"files.lan"}
 	recs := []endpoint.Record{owned("e1", "web.lan", "10.0.0.1", "source:uid-1")}

@@ -74,6 +74,8 @@ type Registry struct {
 	filter  endpoint.DomainFilter
 	ten     tenancy
 	log     logrus.FieldLogger
+	// gen counts the configurations applied: a Memory of an earlier one starts afresh.
+	gen uint64
 }
 
 // New validates cfg and returns a Registry.
@@ -144,6 +146,7 @@ func (r *Registry) Reconfigure(cfg Config) error {
 	}
 	r.cfg, r.clusterTag, r.ownerTags, r.filter, r.ten, r.log = cfg, clusterTag, ownerTags, domains, ten, cfg.Log
 	r.coOwner = CoOwnerTag(cfg.ClusterName, cfg.ClusterID)
+	r.gen++
 	return nil
 }
 
@@ -184,6 +187,9 @@ type Given struct {
 	// Read is what the records are; Rates the write-rate allowances earlier syncs left.
 	Read  Read
 	Rates Rates
+	// Sync numbers the caller's syncs: every decision of one sync carries the same number,
+	// and the first of the next closes it in the memory.
+	Sync uint64
 }
 
 // Read says what the records handed to Decide are.
@@ -207,7 +213,7 @@ type Read struct {
 // what the decision saw after (Memory.learn).
 func (r *Registry) Decide(now time.Time, records []endpoint.Record, claims []*endpoint.Endpoint, g Given) Decision {
 	m := g.Memory
-	m.begin()
+	m.begin(r, &g, records, now)
 	// The claims outside the managed domains (--domain-filter, --exclude-domains) are set
 	// aside, as if the sources had not read them: as with external-dns, a filter is the user's
 	// choice, which no Event repeats, and such a claim proves no entry this cluster's nor that

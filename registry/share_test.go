@@ -341,14 +341,13 @@ func TestAMarkLostWithItsEntryWaitsItsTurn(t *testing.T) {
 		c.ClusterName, c.ClusterID, c.SilentClusterAfter, c.GracePeriod = "a", "aaaaaaaa", time.Hour, 0
 	})
 	one, two := claim("one.lan", "apps", "one", "u1", time.Hour, "10.0.0.1"), claim("two.lan", "apps", "two", "u2", time.Hour, "10.0.0.2")
-	srv, mem := &server{}, r.NewMemory()
+	srv, mem := &server{}, memoryOf(r)
 	sync := func(now time.Time, m *Memory, eps ...*endpoint.Endpoint) []plan.Change {
 		d := r.Decide(now, srv.entries, eps, Given{Memory: m})
-		srv.apply(d.Changes)
+		results := srv.apply(d.Changes)
 		if m != nil {
-			results := make([]plan.Result, len(d.Changes))
 			m.wrote(d.Changes, results)
-			m.End()
+			m.end()
 		}
 		return d.Changes
 	}
@@ -378,7 +377,7 @@ func TestAMarkLostWithItsEntryWaitsItsTurn(t *testing.T) {
 	}
 	// A restart: the new process knows no mark and writes none of its own for a quarter of the
 	// threshold, then one.
-	restarted := r.NewMemory()
+	restarted := memoryOf(r)
 	if c := sync(t0.Add(6*time.Minute), restarted, left); len(c) != 0 {
 		t.Errorf("the restarted process writes %v at once", c)
 	}

@@ -75,17 +75,16 @@ type install struct {
 func newInstall(t *testing.T, grace time.Duration, eps ...*endpoint.Endpoint) *install {
 	t.Helper()
 	r := newRegWith(t, func(c *Config) { c.ClusterID, c.GracePeriod = "aaaaaaaa", grace })
-	return &install{r: r, m: r.NewMemory(), eps: eps}
+	return &install{r: r, m: memoryOf(r), eps: eps}
 }
 
 // sync is one full sync at now, as the planner makes it: a whole read, the decision, the
 // writes and what became of them.
 func (in *install) sync(s *router, now time.Time) Decision {
 	records := slices.Clone(s.entries)
-	in.m.Observe(records, now)
 	d := in.r.Decide(now, records, in.eps, Given{Memory: in.m})
 	in.m.wrote(d.Changes, s.apply(d.Changes))
-	in.m.End()
+	in.m.end()
 	return d
 }
 
@@ -295,7 +294,7 @@ func TestOnlyAProbeAloneIsNoStrike(t *testing.T) {
 			for _, rw := range tc.rewrite {
 				s.edit(t, "web.lan", rw)
 				now = now.Add(time.Minute)
-				a.m.Observe(slices.Clone(s.entries), now)
+				a.m.sawRead(slices.Clone(s.entries), now)
 			}
 			if got := a.m.witness.Strikes(id); got != tc.strikes {
 				t.Fatalf("strikes %d, want %d", got, tc.strikes)
