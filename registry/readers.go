@@ -1,35 +1,10 @@
 package registry
 
 import (
-	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
-
-// SplitDefaultTags reads a list of default tags as a RouterHostsConfig writes it: the owner
-// tag is implied and dropped, cluster:<name> names the cluster, and any other reserved tag is
-// an error.
-func SplitDefaultTags(tags []string) (cluster string, user []string, err error) {
-	for _, t := range tags {
-		switch {
-		case t == TagOwner:
-		case strings.HasPrefix(t, PrefixCluster):
-			name := strings.TrimPrefix(t, PrefixCluster)
-			if cluster != "" && cluster != name {
-				return "", nil, fmt.Errorf("default tags name two clusters, %q and %q", cluster, name)
-			}
-			cluster = name
-		default:
-			if err := CheckUserTag(t); err != nil {
-				return "", nil, fmt.Errorf("default tag: %w", err)
-			}
-			user = append(user, t)
-		}
-	}
-	return cluster, user, nil
-}
 
 // SourceUIDs returns the UIDs of the objects that want rec's address, read from the tags the
 // operator wrote; observers use it instead of parsing tags.

@@ -64,33 +64,6 @@ func (l *Letting) Unknowable() string {
 		"stop that operator by hand (helm uninstall / scale to 0), then run release again with --force"
 }
 
-// Counts returns how many entries are given back and how many deleted.
-func (l *Letting) Counts() (released, deleted int) {
-	for _, c := range l.Changes {
-		switch c.Action {
-		case plan.Release:
-			released++
-		case plan.Delete:
-			deleted++
-		}
-	}
-	return released, deleted
-}
-
-// SharedCounts returns how many lines go to a cluster that co-owns them and how many of
-// other clusters' lines lose the cluster's co-owner tag.
-func (l *Letting) SharedCounts() (handed, withdrawn int) {
-	for _, c := range l.Changes {
-		switch c.Action {
-		case ActionHandOver:
-			handed++
-		case ActionWithdraw:
-			withdrawn++
-		}
-	}
-	return handed, withdrawn
-}
-
 // AmbiguousError refuses to release a cluster by name alone when several installations write
 // that name: only the identity says which to let go.
 type AmbiguousError struct {

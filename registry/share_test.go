@@ -245,7 +245,7 @@ func TestReleaseOfOneSharingCluster(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("release of a: %v, want %v", got, want)
 	}
-	if h, w := l.SharedCounts(); h != 1 || w != 1 {
+	if h, w := countActions(l.Changes, ActionHandOver), countActions(l.Changes, ActionWithdraw); h != 1 || w != 1 {
 		t.Errorf("SharedCounts = %d, %d", h, w)
 	}
 	s.srv.apply(l.Changes)
@@ -851,4 +851,15 @@ func TestTheShareStage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// countActions counts the changes of action a.
+func countActions(changes []plan.Change, a plan.Action) int {
+	n := 0
+	for _, c := range changes {
+		if c.Action == a {
+			n++
+		}
+	}
+	return n
 }

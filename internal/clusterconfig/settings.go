@@ -9,6 +9,7 @@ import (
 	"net"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/router-hosts-operator/router-hosts-operator/api/v1alpha1"
@@ -165,7 +166,7 @@ func defaultTags(s *Settings, spec *v1alpha1.RouterHostsConfigSpec, _ ReadSecret
 	if spec.DefaultTags == nil {
 		return nil
 	}
-	cluster, user, err := registry.SplitDefaultTags(spec.DefaultTags)
+	cluster, user, err := splitDefaultTags(spec.DefaultTags)
 	if err != nil {
 		return fmt.Errorf("spec.defaultTags: %w", err)
 	}
@@ -409,4 +410,27 @@ func readKeys(read ReadSecret, namespace, name string) (*routerhosts.PEM, error)
 		return nil, &MaterialError{fmt.Errorf("Secret %s/%s: %w", namespace, name, err)}
 	}
 	return keys, nil
+}
+
+// splitDefaultTags reads a list of default tags as a RouterHostsConfig writes it: the owner
+// tag is implied and dropped, cluster:<name> names the cluster, and any other reserved tag is
+// an error.
+func splitDefaultTags(tags []string) (cluster string, user []string, err error) {
+	for _, t := range tags {
+		switch {
+		case t == registry.TagOwner:
+		case strings.HasPrefix(t, registry.PrefixCluster):
+			name := strings.TrimPrefix(t, registry.PrefixCluster)
+			if cluster != "" && cluster != name {
+				return "", nil, fmt.Errorf("default tags name two clusters, %q and %q", cluster, name)
+			}
+			cluster = name
+		default:
+			if err := registry.CheckUserTag(t); err != nil {
+				return "", nil, fmt.Errorf("default tag: %w", err)
+			}
+			user = append(user, t)
+		}
+	}
+	return cluster, user, nil
 }

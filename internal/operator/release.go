@@ -121,8 +121,6 @@ func Release(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 		fields["cluster_id"] = letting.ClusterID
 	}
 	printStaying(out, cfg.ClusterName, letting)
-	released, deleted := letting.Counts()
-
 	if cfg.DryRun {
 		for i := range letting.Changes {
 			fmt.Fprintln(out, letting.Changes[i].String())
@@ -131,7 +129,12 @@ func Release(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 			log.WithFields(fields).WithFields(logrus.Fields{"id": p.Old.ID, "hostname": p.Old.Hostname}).
 				Info("dry run: the release probe would go on this entry; nothing is written")
 		}
-		fmt.Fprintf(out, "dry run: %s: %d released, %d deleted%s; nothing written\n", cluster, released, deleted, sharedSummary(letting.SharedCounts()))
+		n := map[plan.Action]int{}
+		for _, c := range letting.Changes {
+			n[c.Action]++
+		}
+		fmt.Fprintf(out, "dry run: %s: %d released, %d deleted%s; nothing written\n", cluster, n[plan.Release], n[plan.Delete],
+			sharedSummary(n[registry.ActionHandOver], n[registry.ActionWithdraw]))
 		return nil
 	}
 	if len(letting.Changes) == 0 {
@@ -188,8 +191,7 @@ func Release(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 	if stale := staleEntries(changes, results); len(stale) > 0 {
 		changes, results = decideAgain(ctx, prov, cfg.ClusterName, again.ClusterID, stale, changes, results, log.WithFields(fields), out)
 	}
-	released, deleted = 0, 0
-	handed, withdrawn := 0, 0
+	released, deleted, handed, withdrawn := 0, 0, 0, 0
 	for i := range changes {
 		c := &changes[i]
 		if ce := results[i].Err; ce != nil {
