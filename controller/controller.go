@@ -384,7 +384,7 @@ func (c *Controller) print(sy *planner.Sync) {
 		fmt.Fprintln(c.cfg.Out, "no changes")
 	}
 	for i := range sy.Held {
-		fmt.Fprintln(c.cfg.Out, sy.Held[i].String())
+		fmt.Fprintln(c.cfg.Out, heldLine(&sy.Held[i]))
 	}
 	if sy.Deferred > 0 {
 		fmt.Fprintf(c.cfg.Out, "%d more changes follow in the next syncs (the budget of writes per sync)\n", sy.Deferred)
@@ -560,4 +560,20 @@ func (c *Controller) triggered(s Schedule) Schedule {
 		s.Interval = c.settings().Interval
 	}
 	return s.Triggered(t, c.cfg.Clock.Now())
+}
+
+// heldLine is the dry run's line of a change held: the change, the stage that held it and why.
+func heldLine(h *registry.Held) string {
+	why := h.Reason
+	switch {
+	case h.Reason == registry.ReasonPolicy:
+		why += ", --policy=" + string(h.Policy)
+	case !h.Due.IsZero():
+		why += ", goes at " + h.Due.UTC().Format(time.RFC3339)
+	case h.Token != "":
+		why += ", confirm with " + h.Token
+	case h.Contested:
+		why += ", contested"
+	}
+	return "held by " + h.Stage + " (" + why + "): " + h.Change.String()
 }

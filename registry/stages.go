@@ -225,19 +225,3 @@ type Held struct {
 	Token     string
 	Contested bool
 }
-
-// String is one line of the dry run: the change, the stage that held it and why.
-func (h *Held) String() string {
-	why := h.Reason
-	switch {
-	case h.Reason == ReasonPolicy:
-		why += ", --policy=" + string(h.Policy)
-	case !h.Due.IsZero():
-		why += ", goes at " + h.Due.UTC().Format(time.RFC3339)
-	case h.Token != "":
-		why += ", confirm with " + h.Token
-	case h.Contested:
-		why += ", contested"
-	}
-	return "held by " + h.Stage + " (" + why + "): " + h.Change.String()
-}
