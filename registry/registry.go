@@ -25,10 +25,9 @@ const (
 type Config struct {
 	// ClusterName scopes ownership so several clusters can share one router-hosts server.
 	ClusterName string
-	// ClusterID is the installation's identity (Identity), written on every entry in a tag of
-	// its own beside the cluster's name, so that a namesake's entries are never taken for this cluster's and a
-	// rename keeps them. Empty: ownership by name alone (the external-dns webhook's, which has
-	// no cluster of its own to derive it from).
+	// ClusterID is the installation's identity (Identity), in a tag of its own on every entry,
+	// so that a namesake's entries are never taken for this cluster's and a rename keeps them.
+	// Empty: ownership by name alone (the external-dns webhook's).
 	ClusterID string
 	// DefaultTags are added to every entry the operator creates.
 	DefaultTags []string
@@ -45,32 +44,27 @@ type Config struct {
 	Budgets Budgets
 	// Brake holds back a sync that would delete most of the cluster's entries at once.
 	Brake Brake
-	// HostnameUIDs: the source: UIDs of this installation's claims are hashed from their
-	// hostnames (the external-dns webhook's), the same in every installation that claims the
-	// name, so they prove no entry this installation's: no identity is taken up as one it had
-	// before on their word.
+	// HostnameUIDs: the source: UIDs of the claims are hashed from their hostnames (the
+	// external-dns webhook's), the same in every installation, so they prove no entry ours.
 	HostnameUIDs bool
-	// SilentClusterAfter is how old the newest heartbeat of another installation may grow
-	// before it is reported silent; this installation renews its own every quarter of it. Zero:
-	// no mark is written and none is reported.
+	// SilentClusterAfter is how old another installation's newest heartbeat may grow before
+	// it is reported silent; this one renews its own every quarter of it. Zero: neither.
 	SilentClusterAfter time.Duration
-	// Interval is how often a full sync runs. The heartbeat carries it, since a release
-	// probe is answered within it.
+	// Interval is how often a full sync runs; the heartbeat carries it for release's probe.
 	Interval time.Duration
 	Log      logrus.FieldLogger
 }
 
 // Registry applies ownership policy around the pure plan. It keeps no state between calls:
-// what a sync may reuse from the last (parsed tags, merges) is handed in by its caller, so
-// every decision is a function of the entries, the claims, the settings and the time.
+// what a sync reuses from the last is the caller's Memory, so every decision is a function of
+// the entries, the claims, the settings and the time.
 type Registry struct {
 	cfg        Config
 	clusterTag string
-	// ownerTags are the tags every entry of this cluster carries: k8s-operator, the cluster's
-	// name and, in a tag of its own, its identity.
+	// ownerTags are on every entry of this cluster: k8s-operator, its name and its identity;
+	// coOwner is its co-owner tag (CoOwnerTag).
 	ownerTags []string
-	// coOwner is this installation's co-owner tag (CoOwnerTag).
-	coOwner string
+	coOwner   string
 	filter  endpoint.DomainFilter
 	ten     tenancy
 	log     logrus.FieldLogger
@@ -150,39 +144,31 @@ func (r *Registry) Reconfigure(cfg Config) error {
 	return nil
 }
 
-// Decision is everything the registry decided in one sync, each decision with its reason: the
-// entries by owner, the endpoints the cluster is to have with the claims and parts of claims
-// the claim stages refused, the plan, and what the change stages made of it.
+// Decision is everything the registry decided in one sync, each with its reason: the entries
+// by owner, the endpoints wanted and what the claim stages refused, the plan, and the verdict.
 type Decision struct {
 	State *State
-	// Desired holds the merged endpoint of every managed hostname; Conflicts the claims the
-	// claim stages turned down and Problems the parts of claims they dropped, each with its
-	// stage.
+	// Desired holds the merged endpoint of every hostname; Conflicts the claims turned down
+	// and Problems the parts of claims dropped, each with its stage.
 	Desired   []*endpoint.Endpoint
 	Conflicts []Conflict
 	Problems  []Problem
-	// Plan is the plan's changes as it made them, before the change stages; Planned the
-	// hostnames it looked at (the others were settled).
+	// Plan is the plan's changes before the change stages; Planned the hostnames it looked at.
 	Plan    []plan.Change
 	Planned int
-	// Verdict is what the change stages made of the plan: the writes to send, and the changes
-	// held back with their reasons.
 	Verdict
 	// Unmanaged are the claims on hostnames outside the managed domains, which Decide sets
 	// aside before it classifies, with no conflict and no Event; explain tells of them.
 	Unmanaged []*endpoint.Endpoint
-	// Now is the clock reading the sync decided by; Cluster and ClusterID the name and identity
-	// it decided for, which the report and the Events carry.
+	// Now is the clock reading it decided by; Cluster and ClusterID whom it decided for.
 	Now                time.Time
 	Cluster, ClusterID string
 }
 
-// Given is what a caller hands Decide beside the entries and the claims: what it kept from
-// earlier decisions, and what the entries are. The zero value is a sync that read the whole
-// server and kept nothing, which the registry decides the same as any other.
+// Given is what a caller hands Decide beside the entries and the claims. The zero value is a
+// sync that read the whole server and kept nothing, which decides the same as any other.
 type Given struct {
-	// Memory is what earlier decisions left that makes a sync among thousands of unchanged
-	// hostnames cheap, and what this process saw other writers do (memory.go).
+	// Memory is what earlier decisions left (memory.go).
 	Memory *Memory
 	// Read is what the records are; Rates the write-rate allowances earlier syncs left.
 	Read  Read
@@ -194,14 +180,12 @@ type Given struct {
 
 // Read says what the records handed to Decide are.
 type Read struct {
-	// Partial: they are the state known from earlier syncs, not a whole read of the server.
-	// The hostnames Merges says are settled are left out of the plan, and what only a whole
-	// read may send is held (the whole-read stage).
+	// Partial: they are the state known from earlier syncs, not a whole read: settled
+	// hostnames are left out of the plan, and what only a whole read may send is held.
 	Partial bool
-	// Searched is the one hostname, lowercase, the caller read afresh beside the known state:
-	// a create of it may go. SearchesLone: the caller searches the hostname of the plan's
-	// creates when they are all of one, and decides again if the server has more of it than
-	// was known, so such creates may go too.
+	// Searched is the hostname, lowercase, read afresh beside the known state: a create of it
+	// may go. SearchesLone: the caller searches the one hostname of the plan's creates and
+	// decides again if the server has more of it, so such creates may go too.
 	Searched     string
 	SearchesLone bool
 }
