@@ -7,9 +7,7 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
 
-// aliases decides every alias of the merged endpoints by the rule of names.go, and returns them
-// with the aliases they lost taken out (as copies). A conflict is reported on the claims that
-// asked for the alias (in.byHost).
+// aliases drops the aliases merged endpoints lose by names.go's rule, reported on their claims.
 func (r *Registry) aliases(in *claimsIn, merged []*endpoint.Endpoint) verdicts {
 	var claimants map[string][]int // alias → the merged endpoints that carry it
 	for i, m := range merged {
@@ -51,8 +49,7 @@ func (r *Registry) aliases(in *claimsIn, merged []*endpoint.Endpoint) verdicts {
 	return v
 }
 
-// aliasWinner decides alias a, which the merged endpoints idx carry: the namespace that keeps it
-// ("" when none of them does) and who holds it, in words.
+// aliasWinner is the namespace keeping alias a ("" if none of merged[idx]) and its holder in words.
 func (r *Registry) aliasWinner(in *claimsIn, a string, merged []*endpoint.Endpoint, idx []int, hostNS map[string]string) (winner, text string) {
 	st, owned, car := in.st, in.owned, in.car
 	theirs := car.foreign[a]
@@ -61,8 +58,7 @@ func (r *Registry) aliasWinner(in *claimsIn, a string, merged []*endpoint.Endpoi
 	case len(st.Foreign[a]) > 0 && len(owned[a]) == 0:
 		return "", r.ownerText(&st.Foreign[a][0])
 	case theirs != nil && !slices.ContainsFunc(owned[a], older) && !slices.ContainsFunc(car.owned[a], older):
-		// Another cluster's alias: ours yields unless an older entry of ours carries it (two
-		// clusters that added it at once both read the IDs alike).
+		// Another cluster's, unless an older entry of ours carries it (both read the IDs alike).
 		return "", r.ownerText(theirs)
 	case len(st.Unowned[a]) > 0:
 		return "", "the hand-made entry " + st.Unowned[a][0].Hostname

@@ -9,62 +9,46 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 )
 
-// mergeSource hands back the merge of a hostname made before from the same claims and entries
-// (the Memory's); what desired merges afresh, or finds no longer holds, is in Wanted.Merges.
+// mergeSource hands back a hostname's merge made before of the same claims and entries.
 type mergeSource interface {
 	Merged(host string, claims []*endpoint.Endpoint, owned []*endpoint.Record) (out *endpoint.Endpoint, ok bool)
 }
 
 // Merge is one hostname's merge and what it was made from.
 type Merge struct {
-	Host   string
-	Claims []*endpoint.Endpoint
-	Owned  []*endpoint.Record
-	// Out is the endpoint the plan sees; nil when every claim lost.
-	Out *endpoint.Endpoint
-	// Conflicted: the merge turned claims down or a later stage changed its endpoint, which a
-	// merge reused would leave unreported: neither it nor an earlier one is kept. Marked: one of
-	// the entries is marked for deletion.
-	Conflicted, Marked bool
+	Host       string
+	Claims     []*endpoint.Endpoint
+	Owned      []*endpoint.Record
+	Out        *endpoint.Endpoint // the endpoint the plan sees; nil when every claim lost
+	Conflicted bool               // claims lost or a later stage changed Out: not kept, so reported again
+	Marked     bool               // an entry of Owned is marked for deletion
 }
 
-// Wanted is what desired made of the sources' claims: one endpoint per hostname, the claims
-// (Conflicts) and parts of claims (Problems) it turned down, and the merges for the Memory.
+// Wanted is what desired made of the claims: an endpoint per hostname, its refusals, its merges.
 type Wanted struct {
 	Endpoints []*endpoint.Endpoint
 	Conflicts []Conflict
 	Problems  []Problem
 	Merges    []Merge
-	// reused are the hostnames whose merge was reused and no later stage changed; adopt the
-	// hand-made entries the plan may adopt, by hostname.
-	reused []string
-	adopt  map[string][]endpoint.Record
+	reused    []string                     // the hostnames whose merge was reused, unchanged since
+	adopt     map[string][]endpoint.Record // the hand-made entries the plan may adopt, by hostname
 }
 
-// Conflict is a claim on a name that lost to the namespace holding it, to another cluster or
-// to a hand-made entry.
+// Conflict is a claim on a name that lost to its holder: a namespace, cluster or hand-made entry.
 type Conflict struct {
-	// Hostname is the name: the claim's hostname, or one of its aliases (Alias).
-	Hostname string
-	Alias    bool
-	Loser    endpoint.SourceRef
-	// Winner names who holds the name: "namespace <ns>", "namespace/name" of the older claim,
-	// "cluster <name>" or a hand-made entry.
-	Winner string
-	// Stage is the claim stage that turned it down; Reason is ReasonHostnameConflict.
-	Stage, Reason string
+	Hostname      string // the claim's hostname, or one of its aliases (Alias)
+	Alias         bool
+	Loser         endpoint.SourceRef
+	Winner        string // "namespace <ns>", "<ns>/<name>", "cluster <name>" or a hand-made entry
+	Stage, Reason string // the claim stage that turned it down; ReasonHostnameConflict
 }
 
 // Problem is a part of an object's claim the registry refused to write.
 type Problem struct {
-	Source endpoint.SourceRef
-	// Kind is what was refused, the label of its metric.
-	Kind ProblemKind
-	// Tag is the reserved user tag dropped.
-	Tag, Message string
-	// Stage is the stage that refused it (a claim stage, or a change stage that held its
-	// write); Reason the word of its Event.
-	Stage, Reason string
+	Source        endpoint.SourceRef
+	Kind          ProblemKind
+	Tag, Message  string // Tag: the reserved user tag dropped
+	Stage, Reason string // the claim stage, or change stage that held the write; its Event's word
 }
 
 // ProblemKind says what kind of refusal a Problem is: the label of its metric.
@@ -80,7 +64,7 @@ const (
 	ProblemNotPermitted ProblemKind = "NotPermitted"
 	// ProblemGracePeriodCapped: a grace period above the maximum, which applies instead.
 	ProblemGracePeriodCapped ProblemKind = "GracePeriodCapped"
-	// ProblemOverBudget: an object or namespace over its budget keeps what it has and gets no new name.
+	// ProblemOverBudget: an object or namespace over its budget keeps what it has, no new name.
 	ProblemOverBudget ProblemKind = "OverBudget"
 )
 
@@ -100,11 +84,9 @@ func ProblemKinds() []ProblemKind {
 	return []ProblemKind{ProblemReservedTag, ProblemOutsideDomains, ProblemNotPermitted, ProblemGracePeriodCapped, ProblemOverBudget}
 }
 
-// current is the plan's input: the owned entries but those of settled (lowercase) hostnames,
-// the lines this cluster co-owns (coOwned) and the hand-made entries it may adopt. An adopted
-// entry keeps the user's tags ahead of the operator's block (TagPreExisting to the loan record);
-// a created one its heartbeat and co-owner tags, which pin it to its address, and it yields to
-// an older co-owned line it doubles (doublesCoOwned).
+// current is the plan's input: the owned entries but settled hostnames', the co-owned lines, the
+// hand-made entries to adopt. An adopted entry keeps the user's tags and loan trail; a created one
+// its heartbeat and co-owner tags (pinned), and yields to an older co-owned line it doubles.
 func (r *Registry) current(st *State, desired []*endpoint.Endpoint, settled map[string]bool, adopt map[string][]endpoint.Record) []plan.Current {
 	out := make([]plan.Current, 0, max(len(st.Owned)-len(settled), 0))
 	var shared map[string]bool // desired's shared hostnames other clusters have entries of
@@ -148,13 +130,11 @@ func (r *Registry) current(st *State, desired []*endpoint.Endpoint, settled map[
 	return out
 }
 
-// desired is runClaimStages with claimStages.
 func (r *Registry) desired(now time.Time, eps []*endpoint.Endpoint, st *State, merges mergeSource) Wanted {
 	return r.runClaimStages(claimStages[:], now, eps, st, merges)
 }
 
-// runClaimStages runs the claim stages of table in order over the sources' endpoints (merges,
-// may be nil, hands back merges made before); it writes to neither st nor eps.
+// runClaimStages runs table's stages in order over eps, writing to neither eps nor st.
 func (r *Registry) runClaimStages(table []claimStage, now time.Time, eps []*endpoint.Endpoint, st *State, merges mergeSource) Wanted {
 	in := &claimsIn{now: now, st: st, owned: ownedByHost(st), car: carriersOf(st), merges: merges}
 	var w Wanted
@@ -187,7 +167,6 @@ func (r *Registry) runClaimStages(table []claimStage, now time.Time, eps []*endp
 	return w
 }
 
-// ownedByHost is st's owned entries by lowercase hostname.
 func ownedByHost(st *State) map[string][]*endpoint.Record {
 	out := make(map[string][]*endpoint.Record, len(st.Owned))
 	for i := range st.Owned {

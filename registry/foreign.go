@@ -2,9 +2,7 @@ package registry
 
 import "github.com/router-hosts-operator/router-hosts-operator/endpoint"
 
-// foreign turns down the claims on a hostname another cluster holds against this one
-// (foreignHolder): this cluster consents when the claim is shared and its entries of the
-// hostname carry TagShared.
+// foreign turns down the claims on a hostname another cluster holds (foreignHolder).
 func (r *Registry) foreign(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 	if len(in.st.Foreign) == 0 {
 		return verdicts{endpoints: eps}

@@ -2,15 +2,13 @@ package registry
 
 import "github.com/router-hosts-operator/router-hosts-operator/endpoint"
 
-// hostnames turns down, before the merge, the hostname claims an alias or a hand-made entry
-// holds (hostnameHolder), when no entry of this cluster holds the hostname.
+// hostnames turns down claims on hostnames not ours that an alias or a hand-made entry holds.
 func (r *Registry) hostnames(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 	car := in.car
 	if car.owned == nil && car.foreign == nil && car.hand == nil && r.ten.adopters == nil && len(car.noAdopt) == 0 {
 		return verdicts{endpoints: eps}
 	}
-	// asking are the namespaces that ask for each alias an entry of theirs carries.
-	var asking map[string][]string
+	var asking map[string][]string // the namespaces asking for each alias an owned entry carries
 	if car.owned != nil {
 		for _, ep := range eps {
 			for _, a := range ep.Aliases {
@@ -34,9 +32,8 @@ func (r *Registry) hostnames(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 	return v
 }
 
-// hostnameHolder is who holds ep's hostname against its claim by the rule of names.go, in
-// words; "" when the claim may go on to the merge. asking are the namespaces that ask for the
-// hostname as an alias.
+// hostnameHolder is who holds ep's hostname against it by the rule of names.go, in words, ""
+// when none does; asking are the namespaces that ask for it as an alias.
 func (r *Registry) hostnameHolder(in *claimsIn, ep *endpoint.Endpoint, asking []string) string {
 	h, ns, st, car := ep.Hostname, ep.Sources[0].Namespace, in.st, in.car
 	holder := aliasHolder(car.owned[h], asking, st)

@@ -9,8 +9,7 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
 
-// merge merges the claims of each hostname (mergeHost), reusing a merge made before from the
-// same claims and entries unless a stage before it changed them.
+// merge merges each hostname's claims, or reuses a merge of the same ones no stage changed.
 func (r *Registry) merge(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 	byHost := make(map[string][]*endpoint.Endpoint, len(eps))
 	hosts := make([]string, 0, len(eps)) // as first met: sources list theirs sorted, so the sort is quick
@@ -34,7 +33,7 @@ func (r *Registry) merge(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 		} else if in.merges == nil {
 			m = r.mergeHost(in.now, h, claims, owned, in.st, &v.conflicts)
 		} else {
-			key := slices.Clone(claims) // mergeHost sorts claims; a merge is kept by them as they came
+			key := slices.Clone(claims) // as they came: mergeHost sorts claims
 			m = r.mergeHost(in.now, h, claims, owned, in.st, &v.conflicts)
 			v.merges = append(v.merges, Merge{Host: h, Claims: key, Owned: owned, Out: m, Marked: in.st.Marked(owned)})
 		}
@@ -45,10 +44,7 @@ func (r *Registry) merge(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 	return v
 }
 
-// holder is the namespace a hostname's owned entries name (the first in order, should hand
-// edits make them disagree), "" when none or when it let go: it wants no address of it and its
-// entries are all past their grace period. The next claim takes it then (taker), and the plan
-// makes its entries of the old ones in place, so the name never stops resolving.
+// holder is the namespace a hostname's owned entries name, "" when none or it is letting go.
 func (r *Registry) holder(now time.Time, owned []*endpoint.Record, claims []*endpoint.Endpoint, st *State) string {
 	best := firstNamespace(owned, st)
 	if best == "" || slices.ContainsFunc(claims, func(c *endpoint.Endpoint) bool {
@@ -63,32 +59,23 @@ func (r *Registry) holder(now time.Time, owned []*endpoint.Record, claims []*end
 	return ""
 }
 
-// taker is the claim that takes a hostname nobody holds: the oldest (claims are sorted) that
-// wants an address, else the oldest; one that cannot write any must not keep it from the others.
-func (r *Registry) taker(claims []*endpoint.Endpoint, owned []*endpoint.Record, st *State) *endpoint.Endpoint {
-	if i := slices.IndexFunc(claims, func(c *endpoint.Endpoint) bool { return r.wants(c, owned, st) }); i >= 0 {
-		return claims[i]
-	}
-	return claims[0]
-}
-
-// wants reports whether a claim asks for an address: one it resolves, or, with none, an entry
-// of its own it keeps.
+// wants reports whether a claim asks for an address: one it resolves, or one of its own entries'.
 func (r *Registry) wants(c *endpoint.Endpoint, owned []*endpoint.Record, st *State) bool {
 	return !c.NoAddress() || len(r.keptTargets(c, owned, st)) > 0
 }
 
-// mergeHost combines the claims on one hostname into the endpoint the plan sees, nil when every
-// claim lost to the holding namespace, and adds the claims of other namespaces to lost.
+// mergeHost is the endpoint the plan sees of a hostname's claims (nil if all lose); losers go to lost.
 func (r *Registry) mergeHost(now time.Time, host string, claims []*endpoint.Endpoint, owned []*endpoint.Record, st *State, lost *[]Conflict) *endpoint.Endpoint {
 	sort.SliceStable(claims, func(i, j int) bool { return olderClaim(claims[i], claims[j]) })
 	winner := r.holder(now, owned, claims, st)
 	winnerText := "namespace " + winner
-	if winner == "" {
-		t := r.taker(claims, owned, st).Sources[0]
+	if winner == "" { // the taker: the oldest claim that wants an address, else the oldest
+		t := claims[0].Sources[0]
+		if i := slices.IndexFunc(claims, func(c *endpoint.Endpoint) bool { return r.wants(c, owned, st) }); i >= 0 {
+			t = claims[i].Sources[0]
+		}
 		winner, winnerText = t.Namespace, t.Namespace+"/"+t.Name
 	}
-	// The hostname is shared only when every claim that makes it shares it.
 	m := &endpoint.Endpoint{Hostname: host, Shared: true, Sources: make([]endpoint.SourceRef, 0, len(claims))}
 	var targets, aliases, tags, kinds []string
 	var wishes []wish
@@ -135,26 +122,21 @@ func comment(srcs []endpoint.SourceRef) string {
 	return c
 }
 
-// wish is one claim's wish for one address.
 type wish struct {
 	ip    string
 	claim *endpoint.Endpoint
 }
 
-// perTarget are each address's tags and comment, decided by the objects that want it alone (so
-// one coming and going at another address rewrites no other entry): their source: tags, the
-// longest of their grace periods, shared:true when every one shares; the comment only where it
-// differs from all, the endpoint's, which CommentAt falls back to.
+// perTarget are each address's tags and comment, by the objects that want it alone (so no other
+// entry is rewritten); a comment only where it differs from all, CommentAt's fallback.
 func (r *Registry) perTarget(targets []string, wishes []wish, all string) (map[string][]string, map[string]string) {
 	tags := make(map[string][]string, len(targets))
 	var comments map[string]string
 	for _, ip := range targets {
-		var (
-			ts     []string
-			graces []*time.Duration // nil: the default
-			srcs   []endpoint.SourceRef
-			shared = true
-		)
+		var ts []string
+		var graces []*time.Duration // nil: the default
+		var srcs []endpoint.SourceRef
+		shared := true
 		for _, w := range wishes {
 			if w.ip != ip {
 				continue
@@ -179,8 +161,7 @@ func (r *Registry) perTarget(targets []string, wishes []wish, all string) (map[s
 	return tags, comments
 }
 
-// keptTargets are the addresses a claim with no address keeps: those of the hostname's
-// entries that carry its source tag and are not already on their way out.
+// keptTargets are the addresses a claim with none keeps: its entries' (source tag), unmarked.
 func (r *Registry) keptTargets(c *endpoint.Endpoint, owned []*endpoint.Record, st *State) []string {
 	var out []string
 	for _, rec := range owned {
@@ -194,11 +175,10 @@ func (r *Registry) keptTargets(c *endpoint.Endpoint, owned []*endpoint.Record, s
 	return out
 }
 
-// graceTag is the grace-period tag of an address wanted with these grace periods (nil: none
-// asked, the default): the longest, and no tag when an object that asked none has it.
+// graceTag is the tag of the longest of grace periods gs (nil: the default), none when it is the
+// default and an object asked none.
 func (r *Registry) graceTag(gs []*time.Duration) string {
-	var longest time.Duration
-	anyDefault, anySet := false, false
+	longest, anyDefault, anySet := time.Duration(0), false, false
 	for _, g := range gs {
 		if g == nil {
 			anyDefault, longest = true, max(longest, r.cfg.GracePeriod)
@@ -212,7 +192,6 @@ func (r *Registry) graceTag(gs []*time.Duration) string {
 	return PrefixGracePeriod + strconv.FormatInt(int64(longest/time.Second), 10)
 }
 
-// olderClaim orders claims by their oldest source: creation time, then UID.
 func olderClaim(a, b *endpoint.Endpoint) bool {
 	ta, tb := a.Sources[0].CreationTimestamp, b.Sources[0].CreationTimestamp
 	return ta.Before(tb) || ta.Equal(tb) && a.Sources[0].UID < b.Sources[0].UID

@@ -7,24 +7,13 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
 
-// Every name an entry carries, hostname or alias, obeys one rule:
-//
-//   - a name another cluster's entry carries is that cluster's, unless an entry of this cluster
-//     carries it already;
-//   - a name a hand-made entry carries as an alias is the user's; its hostname may only be
-//     adopted, by a namespace the tenancy rules let adopt, and never when tagged no-adopt;
-//   - within the cluster one namespace holds a name: the one whose entry carries it (as its
-//     hostname first, then as an alias it still asks for or on an entry on its way out); a name
-//     nobody holds goes to a hostname claim before an alias, then to the oldest claim.
-
-// carriers are the names entries carry as aliases, by lowercase name: the owned entries that
-// carry each, another cluster's entry that does, a hand-made entry's hostname; and the
-// hand-made entries' hostnames that must never be adopted.
+// carriers are the names entries carry as aliases, by lowercase name, for the rule every name
+// obeys, hostname or alias (docs/ownership.md, "Every name obeys one rule").
 type carriers struct {
-	owned   map[string][]*endpoint.Record
-	foreign map[string]*endpoint.Record // the one with the lowest ID
-	hand    map[string]string
-	noAdopt map[string]bool
+	owned   map[string][]*endpoint.Record // the owned entries that carry each
+	foreign map[string]*endpoint.Record   // another cluster's entry that does, the lowest ID
+	hand    map[string]string             // a hand-made entry's hostname that does
+	noAdopt map[string]bool               // the hand-made hostnames never to adopt (TagNoAdopt)
 }
 
 func carriersOf(st *State) carriers {
@@ -57,8 +46,8 @@ func carriersOf(st *State) carriers {
 	return c
 }
 
-// aliasHolder is the first namespace in order whose entry carries an alias and still asks for
-// it or is marked for deletion (the alias goes with it), "" when none does.
+// aliasHolder is the first namespace whose entry carries an alias it still asks for or is
+// marked for deletion (the alias goes with it), "" when none does.
 func aliasHolder(carrying []*endpoint.Record, asking []string, st *State) string {
 	best := ""
 	for _, rec := range carrying {
@@ -84,7 +73,6 @@ func firstNamespace(entries []*endpoint.Record, st *State) string {
 	return best
 }
 
-// without is names less drop, nil when nothing is left.
 func without(names, drop []string) []string {
 	out := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return slices.Contains(drop, n) })
 	if len(out) == 0 {
@@ -101,8 +89,8 @@ func lazy[K comparable, V any](m *map[K]V) map[K]V {
 	return *m
 }
 
-// sendOn is what a stage leaves of eps, by keep's verdict on each: the endpoint, a changed copy,
-// or nil to drop it. It keeps their order, and is eps itself while keep changes nothing.
+// sendOn is what a stage leaves of eps, in order, by keep's verdict on each (the endpoint, a
+// changed copy, or nil to drop it): eps itself while keep changes nothing.
 func sendOn(eps []*endpoint.Endpoint, keep func(*endpoint.Endpoint) *endpoint.Endpoint) []*endpoint.Endpoint {
 	out, copied := eps, false
 	for i, ep := range eps {

@@ -8,16 +8,7 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 )
 
-// Sharing a hostname between clusters. A cluster holds a hostname while it has entries of it
-// (foreignHolder); another writes addresses of its own for it only when both consent: its
-// claims are shared and every entry of the others carries the operator's TagShared. Where only
-// one consents, it holds the hostname. Each cluster writes, marks and deletes its own entries.
-// The router keeps one line per (address, hostname): two clusters that want one address share
-// it, its writer keeps it and the other writes only its co-owner tag on it, taken off when it
-// no longer wants the line; a writer that no longer wants it, or is released, hands it over to
-// its first co-owner, so the name never stops answering from that address.
-
-// The actions of sharing, as dry-run lines and logs name them; each is one UpdateHost.
+// The actions of sharing (docs/ownership.md, "One name, several clusters"), each one UpdateHost.
 const (
 	// ActionCoOwn writes this cluster's co-owner tag on another cluster's line it wants too.
 	ActionCoOwn plan.Action = "co-own"
@@ -45,22 +36,15 @@ func (r *Registry) ownCoOwner(t string) bool {
 	_, id := splitCluster(v)
 	return id == r.cfg.ClusterID
 }
-
-// hasOwnCoOwner reports whether tags carry a co-owner tag of this installation.
 func (r *Registry) hasOwnCoOwner(tags []string) bool { return slices.ContainsFunc(tags, r.ownCoOwner) }
 
-// bothConsent reports whether two sides of a hostname both consent to share it: the one point
-// where consent is checked.
-func bothConsent(ours, theirs bool) bool {
-	return mutation == "no-consent" || ours && theirs
-}
+// bothConsent reports whether both sides of a hostname consent to share it: the one check.
+func bothConsent(ours, theirs bool) bool { return mutation == "no-consent" || ours && theirs }
 
-// shared reports whether the operator wrote TagShared on rec, the consent of the cluster that
-// wrote it (a user's shared:true on an adopted entry is no consent).
+// shared reports whether the operator wrote TagShared on rec: a user's shared:true is no consent.
 func (s *State) shared(rec *endpoint.Record) bool { return s.parser.parse(rec).Shared() }
 
-// consents reports whether every one of recs, one side's entries of a hostname, carries the
-// operator's TagShared: that side's consent to share it.
+// consents reports whether every one of recs, one side's entries of a hostname, is shared.
 func (s *State) consents(recs []endpoint.Record) bool {
 	for i := range recs {
 		if !s.shared(&recs[i]) {
@@ -69,8 +53,6 @@ func (s *State) consents(recs []endpoint.Record) bool {
 	}
 	return true
 }
-
-// consentsOwn is consents for this cluster's entries.
 func (s *State) consentsOwn(recs []*endpoint.Record) bool {
 	return !slices.ContainsFunc(recs, func(rec *endpoint.Record) bool { return !s.shared(rec) })
 }
@@ -118,8 +100,7 @@ func (r *Registry) coOwned(st *State, desired []*endpoint.Endpoint, settled map[
 }
 
 // doublesCoOwned reports whether another cluster's shared line of rec's hostname and address is
-// older than rec. Two clusters can both hold one (only AddHost refuses doubles); both read from
-// the IDs (ULIDs) that the older stays, co-owned, and the other goes at once.
+// older (by ULID) than rec: both clusters read alike that it stays, co-owned, and rec goes.
 func doublesCoOwned(st *State, rec *endpoint.Record) bool {
 	for _, f := range st.Foreign[strings.ToLower(rec.Hostname)] {
 		if f.IP == rec.IP && f.ID < rec.ID && st.shared(&f) && !f.HasTag(TagPreExisting) {
@@ -129,17 +110,15 @@ func doublesCoOwned(st *State, rec *endpoint.Record) bool {
 	return false
 }
 
-// share names sharing's writes: an update of another cluster's line puts the co-owner tag on
-// (co-own) or off (withdraw); a delete of a line another cluster co-owns is its hand-over, at
-// once, when this cluster consents too: it claims the hostname shared, or not at all.
+// share names sharing's writes: co-own or withdraw, an update of another cluster's line; hand-over,
+// a delete of a line others co-own, when this cluster claims the hostname shared or not at all.
 func (r *Registry) share(in *changesIn, changes []plan.Change) changed {
 	out := make([]plan.Change, 0, len(changes))
 	var unshared map[string]bool // the hostnames this cluster claims without sharing them
 	for _, c := range changes {
 		switch c.Action {
 		case plan.Update:
-			// Putting the co-owner tag on or off is of another cluster's line, unless the update
-			// writes it as this cluster's own (co-owned under a rename, it is taken up).
+			// Co-own or withdraw, unless the update writes the line as this cluster's own (taken up).
 			if had, has := r.hasOwnCoOwner(c.Old.Tags), r.hasOwnCoOwner(c.New.Tags); had != has {
 				if v := viewOf(c.New); r.classOf(&v) != endpoint.OwnerThis {
 					c.Action = ActionWithdraw
@@ -171,8 +150,7 @@ func (r *Registry) share(in *changesIn, changes []plan.Change) changed {
 	return changed{changes: out}
 }
 
-// handedOver is the line rec given to the first of its co-owners: that cluster's owner tags
-// and the other co-owners'. This cluster's aliases and tags go; the new owner writes its own.
+// handedOver is rec given to its first co-owner: its owner tags and the others' co-owner tags only.
 func (r *Registry) handedOver(rec *endpoint.Record, co []string) *endpoint.Record {
 	n := *rec
 	name, id := splitCluster(strings.TrimPrefix(co[0], PrefixCoOwner))
