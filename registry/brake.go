@@ -12,25 +12,17 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 )
 
-// Brake holds back a mass deletion (docs/ownership.md, The mass-deletion brake): when more than
-// NamespaceShare of a namespace's entries, and at least NamespaceMinimum, or more than Share of
-// the cluster's, and at least Minimum, would be on their way out, nothing of the namespaces
-// concerned is marked or deleted and no new name is written there, until the user confirms
-// that very set or the cause goes away.
+// Brake holds back a mass deletion, and the new names of the namespaces concerned, until the user
+// confirms that very set or the cause goes away (docs/ownership.md, The mass-deletion brake).
 type Brake struct {
-	// Share is the part of the cluster's entries, in (0, 1], beyond which the brake holds
-	// (zero: off); Minimum the fewest entries leaving that trip it.
-	Share   float64
-	Minimum int
-	// NamespaceShare and NamespaceMinimum are the same for each namespace on its own.
-	NamespaceShare   float64
-	NamespaceMinimum int
-	// Confirm is the token of a held deletion the user lets through (Braked.Token).
-	Confirm string
+	// Share is the part of the cluster's entries, in (0, 1], leaving beyond which the brake holds
+	// (zero: off), once at least Minimum leave; NamespaceShare and NamespaceMinimum, of a namespace's.
+	Share, NamespaceShare     float64
+	Minimum, NamespaceMinimum int
+	Confirm                   string // the token of a held deletion the user lets through (Braked.Token)
 }
 
-// DefaultBrake holds a sync that would take more than half of the cluster's entries, or of one
-// namespace's, and at least ten: far from everyday churn, which retires a few entries at a time.
+// DefaultBrake holds more than half of the cluster's or a namespace's entries, and at least ten.
 func DefaultBrake() Brake {
 	return Brake{Share: 0.5, Minimum: 10, NamespaceShare: 0.5, NamespaceMinimum: 10}
 }
@@ -49,20 +41,17 @@ func checkBrake(b Brake) error {
 	return nil
 }
 
-// Braked is a deletion the brake holds.
+// Braked is a deletion the brake holds: Leaving the entries on their way out (marked, or to be)
+// in the namespaces held, Owned those they count against (the cluster's when its share tripped:
+// Cluster), Stopped the changes held, and Token the name of this set, which confirming lets go.
 type Braked struct {
-	// Leaving is the entries on their way out (marked, or to be) in the namespaces held, Owned
-	// those they count against (the cluster's when its share tripped), Stopped the changes held.
 	Leaving, Owned, Stopped int
-	// Cluster says the cluster's share tripped; Namespaces are those held, sorted by name.
-	Cluster    bool
-	Namespaces []BrakedNamespace
-	// Token names this set of entries; confirming it lets exactly this set go.
-	Token string
+	Cluster                 bool
+	Namespaces              []BrakedNamespace // sorted by name
+	Token                   string
 }
 
-// BrakedNamespace is one namespace the brake holds: its entries leaving, those it had before
-// the sync, and whether its own share tripped (else the cluster's held it).
+// BrakedNamespace is a namespace held: its entries leaving, those it had, whether its share tripped.
 type BrakedNamespace struct {
 	Name           string
 	Leaving, Owned int
@@ -85,9 +74,8 @@ func (b *Braked) Message() string {
 	if len(names) == 1 {
 		where = "namespace " + names[0]
 	}
-	return fmt.Sprintf("%s would be deleted at once (over the mass-deletion brake); "+
-		"none is marked or deleted, and no new name is written in %s, until the cause goes away or the deletion is confirmed with "+
-		"--confirm-mass-deletion=%s or the RouterHostsConfig's spec.deletion.brake.confirm: %q",
+	return fmt.Sprintf("%s would be deleted at once (over the mass-deletion brake); none is marked or deleted, and no new name is written in %s, "+
+		"until the cause goes away or the deletion is confirmed with --confirm-mass-deletion=%s or the RouterHostsConfig's spec.deletion.brake.confirm: %q",
 		strings.Join(what, " and "), where, b.Token, b.Token)
 }
 
@@ -95,9 +83,8 @@ func (b *Braked) Message() string {
 // the namespaces held and every renewal of the heartbeat; a duplicate's deletion always goes.
 func (r *Registry) brake(in *changesIn, changes []plan.Change) changed {
 	b := r.cfg.Brake
-	// Only a sync that marks can trip it; the others (most) need not count the entries.
 	if (b.Share == 0 && b.NamespaceShare == 0) || !slices.ContainsFunc(changes, func(c plan.Change) bool { return c.Action == plan.Mark }) {
-		return changed{changes: changes}
+		return changed{changes: changes} // only a sync that marks can trip it: no count
 	}
 	braked := b.verdict(in.st, changes)
 	if braked == nil || b.Confirm == braked.Token {
@@ -109,8 +96,7 @@ func (r *Registry) brake(in *changesIn, changes []plan.Change) changed {
 		switch {
 		case c.Action == plan.Mark || retiring(&c):
 			ns = namespaceOf(in.st.view(c.Old))
-		case c.Action == plan.Create || c.Action == plan.Adopt:
-			// A new name may be the other half of a replacement: it waits with the old.
+		case c.Action == plan.Create || c.Action == plan.Adopt: // maybe half of a replacement: it waits with the old
 			ns = namespaceOf(viewOf(c.New))
 		}
 		if beatOnly(&c) || ns != "" && slices.ContainsFunc(braked.Namespaces, func(n BrakedNamespace) bool { return n.Name == ns }) {
@@ -129,9 +115,8 @@ func namespaceOf(v view) string {
 	return ns
 }
 
-// verdict is the mass deletion the brake holds once changes are applied, nil for none. The
-// cluster's share counts, and holds, only the namespaces not held on their own that lose more
-// than that share of their own: no namespace's everyday deletion holds another.
+// verdict is the mass deletion the brake holds once changes are applied, nil for none; the cluster's
+// share counts and holds only the namespaces not held on their own that lose more than it of theirs.
 func (b Brake) verdict(st *State, changes []plan.Change) *Braked {
 	base, leaving, marking := map[string]int{}, map[string]map[string]bool{}, map[string]bool{}
 	leave := func(ns, id string) {
@@ -159,11 +144,9 @@ func (b Brake) verdict(st *State, changes []plan.Change) *Braked {
 		}
 	}
 	held := map[string]bool{} // the namespaces held: true where their own share tripped
-	if b.NamespaceShare > 0 {
-		for ns := range marking {
-			if n := len(leaving[ns]); n >= b.NamespaceMinimum && float64(n) > b.NamespaceShare*float64(base[ns]) {
-				held[ns] = true
-			}
+	for ns := range marking {
+		if n := len(leaving[ns]); b.NamespaceShare > 0 && n >= b.NamespaceMinimum && float64(n) > b.NamespaceShare*float64(base[ns]) {
+			held[ns] = true
 		}
 	}
 	cluster := false
@@ -171,8 +154,7 @@ func (b Brake) verdict(st *State, changes []plan.Change) *Braked {
 		var counted []string
 		rest, marks := 0, false
 		for ns, ids := range leaving {
-			most := float64(len(ids)) > b.Share*float64(base[ns])
-			if !held[ns] && len(ids) > 0 && (most || mutation == "cluster-brake-counts-all") {
+			if !held[ns] && len(ids) > 0 && (float64(len(ids)) > b.Share*float64(base[ns]) || mutation == "cluster-brake-counts-all") {
 				counted = append(counted, ns)
 				rest += len(ids)
 				marks = marks || marking[ns]

@@ -9,9 +9,8 @@ import (
 )
 
 // grace turns a planned delete into a pending-deletion mark, and deletes the entry (releases an
-// adopted one) once the mark is older than its grace period. A duplicate (its address served by
-// another entry) or an entry on a name another cluster holds goes at once. An update of a marked
-// entry lifts the mark: an unmark.
+// adopted one) once the mark is older than its grace period; a duplicate, or an entry on a name
+// another cluster holds, goes at once. An update of a marked entry lifts the mark: an unmark.
 func (r *Registry) grace(in *changesIn, changes []plan.Change) changed {
 	if !slices.ContainsFunc(changes, func(c plan.Change) bool { return c.Action == plan.Update || c.Action == plan.Delete }) {
 		return changed{changes: changes} // creates and adoptions only: a cold start
@@ -30,37 +29,36 @@ func (r *Registry) grace(in *changesIn, changes []plan.Change) changed {
 		switch {
 		case (c.Duplicate || yielded(in.st, c.Old)) && !cv.has(TagPreExisting):
 			v.changes = append(v.changes, c)
-			continue
 		case !marked: // or the mark mangled by hand: the grace period starts now
 			n := *c.Old
 			n.Tags = withOwnTag(n.Tags, &cv, PrefixPending, PrefixPending+in.now.UTC().Format(time.RFC3339))
-			if in.st.parser.parse(c.Old).class == endpoint.OwnerNamesake {
-				// Marked under the identity it had, it would be a namesake's, never deleted.
+			if in.st.parser.parse(c.Old).class == endpoint.OwnerNamesake { // else a namesake's mark, never due
 				for _, t := range [...][2]string{{PrefixCluster, r.clusterTag}, {PrefixClusterID, IdentityTag(r.cfg.ClusterID)}} {
 					nv := viewOf(&n)
 					n.Tags = withOwnTag(n.Tags, &nv, t[0], t[1])
 				}
 			}
 			v.changes = append(v.changes, plan.Change{Action: plan.Mark, Old: c.Old, New: &n})
-			due = in.now.Add(r.gracePeriod(&cv))
+			v.until(in.now.Add(r.gracePeriod(&cv)))
 		case in.now.Before(due):
 			v.held = append(v.held, Held{Change: c, Reason: ReasonGracePeriod, Due: due})
-		case in.st.witness.Waits(c.Old.ID):
-			// Due, but a twin may want the entry: the next whole reads let it lift the mark.
+			v.until(due)
+		case in.st.witness.Waits(c.Old.ID): // due, but a twin may want it: the next whole reads tell
 			v.held = append(v.held, Held{Change: c, Reason: ReasonGracePeriod})
-			continue
 		case cv.has(TagPreExisting):
 			v.changes = append(v.changes, plan.Change{Action: plan.Release, Old: c.Old, New: released(c.Old, &cv)})
-			continue
 		default:
 			v.changes = append(v.changes, plan.Change{Action: plan.Delete, Old: c.Old})
-			continue
-		}
-		if v.next.IsZero() || due.Before(v.next) {
-			v.next = due
 		}
 	}
 	return v
+}
+
+// until makes due the stage's next time, when it is the earliest yet.
+func (v *changed) until(due time.Time) {
+	if v.next.IsZero() || due.Before(v.next) {
+		v.next = due
+	}
 }
 
 // released is an adopted entry given back: the user's own tags in their order, and the address,

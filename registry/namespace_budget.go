@@ -9,26 +9,18 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
 
-// namespaceBudget holds a namespace to its budget of entries, counted as the router would store
-// them after the plan (docs/ownership.md, Budgets). The entries it has stay; what it adds goes
-// in the order of the oldest claim while it stays within, and the rest waits: a new hostname is
-// not written, a grown one keeps as many addresses as it has entries.
+// namespaceBudget holds a namespace to its budget of entries as the router would store them after
+// the plan (docs/ownership.md, Budgets): the entries it has stay, and what it adds goes by the oldest
+// claim while within; then a new hostname waits, a grown one keeps as many addresses as it has entries.
 func (r *Registry) namespaceBudget(in *claimsIn, merged []*endpoint.Endpoint) verdicts {
-	limit := r.cfg.Budgets.EntriesPerNamespace
-	if limit == 0 {
+	limit, bound := r.cfg.Budgets.EntriesPerNamespace, len(in.st.Owned)
+	for i := 0; limit > 0 && i < len(merged); i++ {
+		bound += len(merged[i].Targets)
+	}
+	if limit == 0 || bound <= limit { // within the budget whichever namespace holds what
 		return verdicts{endpoints: merged}
 	}
-	// Within the budget whichever namespace holds what: nothing to count per namespace.
-	bound := len(in.st.Owned)
-	for _, m := range merged {
-		bound += len(m.Targets)
-	}
-	if bound <= limit {
-		return verdicts{endpoints: merged}
-	}
-	// Each merged endpoint (by index) cut to as many addresses as its hostname has entries.
-	projected, has := map[string]int{}, map[string]int{}
-	wanted := make(map[string]bool, len(merged))
+	projected, has, wanted := map[string]int{}, map[string]int{}, make(map[string]bool, len(merged))
 	for _, m := range merged {
 		ns, n := m.Sources[0].Namespace, len(in.owned[m.Hostname])
 		wanted[m.Hostname] = true
@@ -52,7 +44,7 @@ func (r *Registry) namespaceBudget(in *claimsIn, merged []*endpoint.Endpoint) ve
 		}
 	}
 	sort.SliceStable(growing, func(a, b int) bool { return olderClaim(merged[growing[a]], merged[growing[b]]) })
-	cut := map[int]*endpoint.Endpoint{}
+	cut := map[int]*endpoint.Endpoint{} // by index, each merged endpoint cut to its entries' number
 	for _, i := range growing {
 		m := merged[i]
 		ns, n := m.Sources[0].Namespace, len(in.owned[m.Hostname])
@@ -92,16 +84,14 @@ func (r *Registry) namespaceBudget(in *claimsIn, merged []*endpoint.Endpoint) ve
 		if len(h) > 3 {
 			names += fmt.Sprintf(" and %d more", len(h)-3)
 		}
-		res.problems = append(res.problems, Problem{Source: s, Kind: ProblemOverBudget,
-			Message: fmt.Sprintf("namespace %s is at its budget of %d entries (entries marked for deletion count until they are gone): %s not written; the entries it has stay",
-				s.Namespace, limit, names)})
+		res.problems = append(res.problems, Problem{Source: s, Kind: ProblemOverBudget, Message: fmt.Sprintf(
+			"namespace %s is at its budget of %d entries (entries marked for deletion count until they are gone): %s not written; the entries it has stay", s.Namespace, limit, names)})
 	}
 	return res
 }
 
-// withAddresses is m cut to n addresses, those its entries have first (so that a moved address
-// is still re-pointed); nil for none. It is a copy, so its merge is not kept: kept, it would
-// settle the hostname unplanned once there is room.
+// withAddresses is m cut to n addresses, its entries' first (a moved address is still re-pointed);
+// nil for none. A copy, so that its merge, kept, does not settle the hostname unplanned later.
 func withAddresses(m *endpoint.Endpoint, recs []*endpoint.Record, n int) *endpoint.Endpoint {
 	if n == 0 {
 		return nil

@@ -8,8 +8,8 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
 
-// objectBudget freezes every claim of an object that asks for more than the budget per object:
-// it keeps the entries it has as they are and gets no new name.
+// objectBudget freezes the claims of an object over the budget per object: no new name, and the
+// entries it has as they are.
 func (r *Registry) objectBudget(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 	b := r.cfg.Budgets
 	if b.EntriesPerObject == 0 && b.AliasesPerObject == 0 && b.TagsPerObject == 0 {
@@ -62,20 +62,17 @@ func (r *Registry) objectBudget(in *claimsIn, eps []*endpoint.Endpoint) verdicts
 // objectSize is what an object asks for: entries (marked ones included) and aliases.
 type objectSize struct{ entries, aliases int }
 
-// objectSizes are the sizes of the objects that may be over a budget, nil when none may. The
-// sums go first into buckets by a hash of the UID, and only the objects of a bucket over a
-// budget are summed one by one: thousands of small objects cost no map.
+// objectSizes are the sizes of the objects that may be over a budget, nil when none may: summed by
+// buckets of UID hashes first, so that thousands of small objects cost no map.
 func (r *Registry) objectSizes(st *State, eps []*endpoint.Endpoint) map[string]objectSize {
-	b := r.cfg.Budgets
 	const nBuckets = 4096
 	var bucketEntries, bucketAliases [nBuckets]int32
-	seed := maphash.MakeSeed()
+	b, seed := r.cfg.Budgets, maphash.MakeSeed()
 	bucketOfUID := func(uid string) int { return int(maphash.String(seed, uid) % nBuckets) }
 	hotBucket := func(k int) bool {
 		return (b.EntriesPerObject > 0 && int(bucketEntries[k]) > b.EntriesPerObject) || (b.AliasesPerObject > 0 && int(bucketAliases[k]) > b.AliasesPerObject)
 	}
-	// An object's entries marked for deletion count until they are gone, but for those one of
-	// its claims wants again (unmarked, they count as its addresses).
+	// An object's marked entries count until they are gone, but those its claims want again.
 	marked := map[string]int{}
 	var wants map[string]bool // "uid hostname ip" of the claims, made when a marked entry is met
 	for i := 0; b.EntriesPerObject > 0 && i < len(st.Owned); i++ {
@@ -111,16 +108,13 @@ func (r *Registry) objectSizes(st *State, eps []*endpoint.Endpoint) map[string]o
 	}
 	sizes := map[string]objectSize{}
 	for _, ep := range eps {
-		uid := ep.Sources[0].UID
-		if !hotBucket(bucketOfUID(uid)) {
-			continue
+		if uid := ep.Sources[0].UID; hotBucket(bucketOfUID(uid)) {
+			s, seen := sizes[uid]
+			if !seen {
+				s.entries = marked[uid]
+			}
+			sizes[uid] = objectSize{s.entries + len(ep.Targets), s.aliases + len(ep.Aliases)}
 		}
-		s, seen := sizes[uid]
-		if !seen {
-			s.entries = marked[uid]
-		}
-		s.entries, s.aliases = s.entries+len(ep.Targets), s.aliases+len(ep.Aliases)
-		sizes[uid] = s
 	}
 	return sizes
 }
@@ -128,9 +122,8 @@ func (r *Registry) objectSizes(st *State, eps []*endpoint.Endpoint) map[string]o
 // frozen is a claim of an object over its budget: with no address, so that its entries of the
 // hostname keep theirs, and the aliases and tags they carry; nil when it has none.
 func (r *Registry) frozen(ep *endpoint.Endpoint, st *State, owned []*endpoint.Record) *endpoint.Endpoint {
-	tag := PrefixSource + ep.Sources[0].UID
+	tag, found := PrefixSource+ep.Sources[0].UID, false
 	var aliases, tags []string
-	found := false
 	for _, rec := range owned {
 		v := st.view(rec)
 		if _, marked := v.value(PrefixPending); marked || !v.has(tag) {

@@ -7,10 +7,8 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 )
 
-// policy holds every change --policy forbids (plan.Policy.Forbids), as external-dns applies its
-// policy after the plan: upsert-only deletes nothing, create-only changes no entry (an adoption
-// edits one). A change re-pointing an entry to the address of a held deletion is held with it,
-// or the address would be doubled.
+// policy holds every change --policy forbids (plan.Policy.Forbids) after the plan, as external-dns
+// does, and, lest the address be doubled, a change re-pointing an entry to a held deletion's.
 func (r *Registry) policy(_ *changesIn, changes []plan.Change) changed {
 	p := r.cfg.Policy
 	if !slices.ContainsFunc(changes, func(c plan.Change) bool { return p.Forbids(c.Action) }) {

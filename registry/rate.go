@@ -10,15 +10,13 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 )
 
-// Allowance is what one object's or namespace's write-rate budget has left (docs/ownership.md,
-// Budgets): Tokens writes at At, out of Cap.
+// Allowance is what a write-rate budget has left: Tokens writes at At, out of Cap (docs/ownership.md).
 type Allowance struct {
 	Tokens, Cap float64
 	At          time.Time
 }
 
-// Rates are the allowances left, by key ("object/<uid>", "namespace/<name>"); a key missing has
-// its whole allowance.
+// Rates are the allowances left by key ("object/<uid>", "namespace/<name>"); one missing is whole.
 type Rates map[string]Allowance
 
 // perMinute is the write-rate budget of key's kind; zero is none.
@@ -47,23 +45,20 @@ func renews(c *plan.Change) bool {
 	return was != mark
 }
 
-// rate holds back the changes of objects and namespaces that write faster than their budgets
-// (the server replays every write it keeps at each later call, so a flap would slow it for
-// good) until the allowances earlier syncs left cover them, and hands on the allowances at this
-// sync's time, before its writes (Record charges them).
+// rate holds back the changes of objects and namespaces over their write-rate budgets until the
+// allowances cover them, and hands on the allowances as of now, before the writes Record charges.
 func (r *Registry) rate(in *changesIn, changes []plan.Change) changed {
 	changes = byHostname(changes)
 	if len(changes) == 0 || r.cfg.Budgets.ObjectWritesPerMinute == 0 && r.cfg.Budgets.NamespaceWritesPerMinute == 0 {
 		return changed{changes: changes}
 	}
-	// A hostname's changes, changes[start:end], go or wait together; each charged one costs a
-	// write to keys (its object's and namespace's). away: every one takes an entry away.
+	// A hostname's changes, changes[start:end], go or wait together; each charged one costs a write.
 	type group struct {
 		start, end int
 		keys       [2]string
 		obj        string
 		cost       float64
-		away       bool
+		away       bool // every one takes an entry away
 	}
 	var groups []group
 	cost := map[string]float64{}
@@ -86,10 +81,9 @@ func (r *Registry) rate(in *changesIn, changes []plan.Change) changed {
 		}
 		groups = append(groups, g)
 	}
-	// Each key's allowance at now: refilled since last used or, first met, what it writes in
-	// this sync and a budget's worth more; left is what remains as the changes go.
-	out := changed{rates: make(Rates, len(cost))}
-	left := make(map[string]float64, len(cost))
+	// Each key's allowance now: refilled since last used or, first met, this sync's cost and a budget's
+	// worth more; left is what remains as the changes go.
+	out, left := changed{rates: make(Rates, len(cost))}, make(map[string]float64, len(cost))
 	for key, c := range cost {
 		b := r.perMinute(key)
 		if b == 0 {
@@ -122,8 +116,8 @@ func (r *Registry) rate(in *changesIn, changes []plan.Change) changed {
 				}
 			}
 		}
-		// What an object gone (no claim, refused or not, names it) takes away never waits, nor
-		// a renewal of the heartbeat, or the others would read the installation as silent.
+		// What an object gone (no claim names it) takes away never waits, nor a heartbeat's renewal,
+		// or the others would read the installation as silent.
 		if !fits && !(g.away && g.obj != "" && !live[g.obj]) {
 			due := in.now.Add(wait)
 			for _, c := range changes[g.start:g.end] {
@@ -134,16 +128,12 @@ func (r *Registry) rate(in *changesIn, changes []plan.Change) changed {
 				out.held = append(out.held, Held{Change: c, Reason: ReasonOverBudget, Due: due})
 				held[g.obj] = true
 			}
-			if out.next.IsZero() || due.Before(out.next) {
-				out.next = due
-			}
+			out.until(due)
 			continue
 		}
 		out.changes = append(out.changes, changes[g.start:g.end]...)
 		for _, key := range g.keys {
-			if _, ok := left[key]; ok {
-				left[key] -= g.cost
-			}
+			left[key] -= g.cost
 		}
 	}
 	out.paced = len(out.held)
@@ -151,9 +141,8 @@ func (r *Registry) rate(in *changesIn, changes []plan.Change) changed {
 		for _, src := range in.claims[i].Sources {
 			if held[src.UID] {
 				delete(held, src.UID) // one problem per object
-				out.problems = append(out.problems, Problem{Source: src, Kind: ProblemOverBudget, Message: fmt.Sprintf(
-					"changes faster than the write-rate budget (%d writes a minute for an object, %d for namespace %s): "+
-						"its latest state is written at that rate, and the states between are never written",
+				out.problems = append(out.problems, Problem{Source: src, Kind: ProblemOverBudget, Message: fmt.Sprintf("changes faster than the write-rate budget "+
+					"(%d writes a minute for an object, %d for namespace %s): its latest state is written at that rate, and the states between are never written",
 					r.cfg.Budgets.ObjectWritesPerMinute, r.cfg.Budgets.NamespaceWritesPerMinute, src.Namespace)})
 			}
 		}
@@ -161,10 +150,9 @@ func (r *Registry) rate(in *changesIn, changes []plan.Change) changed {
 	return out
 }
 
-// Record takes what became of the writes a decision sent (results[i] of d.Changes[i]): mem
-// learns them, and the allowances the caller keeps for the next Decide (kept, not written to)
-// come back charged for the writes that went through. An allowance whole again is forgotten: a
-// charged one at once, every one on a whole read, so that an object gone leaves nothing behind.
+// Record takes what became of a decision's writes (results[i] of d.Changes[i]): mem learns them,
+// and the allowances kept for the next Decide (not written to) come back charged for those that
+// went through, less those whole again (charged ones at once, every one on a whole read).
 func (r *Registry) Record(d *Decision, results []plan.Result, mem *Memory, kept Rates, wholeRead bool) Rates {
 	if mem != nil {
 		mem.wrote(d.Changes, results)

@@ -12,8 +12,7 @@ import (
 // nothing else about them changes, so that an upgrade does not rewrite every entry at once.
 const takeUpPerSync = 50
 
-// takeUp holds back the updates that only give an entry this installation's tags beyond the
-// first takeUpPerSync of the sync.
+// takeUp holds back the take-up updates (takeUpOnly) beyond the first takeUpPerSync of the sync.
 func (r *Registry) takeUp(in *changesIn, changes []plan.Change) changed {
 	if !slices.ContainsFunc(changes, func(c plan.Change) bool { return c.Action == plan.Update }) {
 		return changed{changes: changes}

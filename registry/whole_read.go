@@ -6,10 +6,9 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 )
 
-// wholeRead holds, in a sync planned from the known state, what only a whole read may send: a
-// delete or release could remove an entry no longer the operator's, a create of a hostname not
-// searched could double a hand-made line, and a hostname whose duplicate waits waits whole
-// (re-pointed onto the duplicate's address, it would leave two lines for one address).
+// wholeRead holds, in a sync planned from the known state, what only a whole read may send: a delete
+// or release could remove an entry no longer the operator's, a create of a hostname not searched
+// double a hand-made line, and a hostname whose duplicate waits waits whole (lest two lines share an address).
 func (r *Registry) wholeRead(in *changesIn, changes []plan.Change) changed {
 	if !in.read.Partial {
 		return changed{changes: changes}

@@ -8,19 +8,15 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 )
 
-// writesPerSync holds what goes beyond the budget of writes per sync for the syncs that follow
-// at once (Verdict.Deferred). A hostname's changes, planned against each other, go together,
-// and hostnames go in turns: each namespace in turn, and within one each object in turn, so
-// that no object, namespace or source with thousands of changes keeps the rest waiting.
-// Within the budget, the plan's order stands.
+// writesPerSync holds what goes beyond the budget of writes per sync for the syncs that follow at
+// once (Verdict.Deferred): a hostname's changes go together, in turns by namespace and within one
+// by object, so that no flood keeps the rest waiting; within the budget, the plan's order stands.
 func (r *Registry) writesPerSync(_ *changesIn, changes []plan.Change) changed {
 	limit := r.cfg.Budgets.WritesPerSync
 	if limit == 0 || len(changes) <= limit {
 		return changed{changes: changes}
 	}
-	// A hostname's changes, changes[start:end], its namespace and object, and its place among
-	// that object's.
-	type turn struct {
+	type turn struct { // a hostname's changes[start:end]; nth: its place among its object's
 		ns, obj                string
 		nth, round, start, end int
 	}
@@ -59,8 +55,7 @@ func (r *Registry) writesPerSync(_ *changesIn, changes []plan.Change) changed {
 	return v
 }
 
-// byHostname is changes with each hostname's next to each other: sorted, in a copy, if they
-// are not.
+// byHostname is changes with each hostname's together: sorted, in a copy, if they are not.
 func byHostname(changes []plan.Change) []plan.Change {
 	if !slices.IsSortedFunc(changes, func(a, b plan.Change) int { return strings.Compare(a.Hostname(), b.Hostname()) }) {
 		changes = slices.Clone(changes)
@@ -69,10 +64,9 @@ func byHostname(changes []plan.Change) []plan.Change {
 	return changes
 }
 
-// turnOf is whose turn a change is taken in, and whose budgets it spends: the namespace of the
-// entry it writes (removes, for a delete or release) and the object that causes it: the first
-// whose source: tag it puts on or takes off, else the first the entry names. So an object that
-// joins or leaves another's entry pays for that write.
+// turnOf is whose turn c is taken in and whose budgets it spends: the namespace of the entry it
+// writes (removes, for a delete or release), and the first object whose source: tag it puts on or
+// takes off, else the entry's first, so that one joining or leaving another's entry pays.
 func turnOf(c *plan.Change) (namespace, object string) {
 	rec := c.New
 	if rec == nil || c.Action == plan.Release {
