@@ -10,19 +10,15 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
 
-// Tenancy says which names each namespace may claim and which namespaces may adopt hand-made
-// entries. The zero Tenancy lets every namespace claim every name and adopt, as a cluster with
-// one admin wants; a shared cluster narrows it.
+// Tenancy says which names each namespace may claim and which may adopt hand-made entries; the
+// zero Tenancy lets every namespace do both, as a cluster with one admin wants.
 type Tenancy struct {
-	// Domains, when not empty, are the only names namespaces may claim: a namespace may claim
-	// a name (a hostname or an alias) when a rule whose pattern matches the namespace lists a
-	// domain the name equals or is under.
+	// Domains, when not empty, are the only names namespaces may claim: a name (hostname or
+	// alias) equal to or under a domain of a rule whose pattern matches the namespace.
 	Domains []NamespaceDomains
-	// Adopters are the patterns of the namespaces that may adopt hand-made entries; nil means
-	// every namespace, empty none.
+	// Adopters are the patterns of the namespaces that may adopt; nil means all, empty none.
 	Adopters []string
-	// MaxGracePeriod caps the grace period an object may ask for and an entry may carry; zero
-	// means no cap.
+	// MaxGracePeriod caps the grace period an object may ask for; zero means no cap.
 	MaxGracePeriod time.Duration
 }
 
@@ -33,35 +29,31 @@ type NamespaceDomains struct {
 	Domains   []string
 }
 
-// Budgets bound what the cluster may ask of the router, so that one object, namespace or
-// source cannot flood a server whose every call replays its whole log. Zero means no limit.
+// Budgets bound what the cluster may ask of the router, whose every call replays its whole
+// log, so that one object or namespace cannot flood it. Zero means no limit.
 type Budgets struct {
-	// EntriesPerObject bounds an object's hostnames times their addresses, AliasesPerObject
-	// and TagsPerObject the aliases and tags it asks for. An object over any of them keeps the
-	// entries it has exactly as they are and gets no new ones.
+	// EntriesPerObject bounds an object's hostnames times addresses, AliasesPerObject and
+	// TagsPerObject its aliases and tags: over any, it keeps what it has and gets nothing new.
 	EntriesPerObject, AliasesPerObject, TagsPerObject int
-	// EntriesPerNamespace bounds the entries of one namespace: a hostname it has no entry for
-	// yet is not written once the namespace is at the budget.
+	// EntriesPerNamespace bounds a namespace's entries: at it, no new hostname is written.
 	EntriesPerNamespace int
-	// WritesPerSync bounds the writes of one sync; the rest follow in the next, which starts
-	// at once. Every namespace and object gets its turn before any gets a second.
+	// WritesPerSync bounds one sync's writes; the rest follow in the next, at once, each
+	// namespace and object in turn.
 	WritesPerSync int
-	// ObjectWritesPerMinute and NamespaceWritesPerMinute bound how fast one object and one
-	// namespace write (rate.go): beyond, their latest state waits for the budget, so that a
-	// flapping object is coalesced rather than replayed into the server's log.
+	// ObjectWritesPerMinute and NamespaceWritesPerMinute bound how fast an object and a
+	// namespace write: beyond, their latest state waits, so a flapping object is coalesced.
 	ObjectWritesPerMinute, NamespaceWritesPerMinute int
 }
 
-// DefaultBudgets are the flags' defaults: far beyond what a homelab asks (a few hostnames an
-// object, a few hundred entries a cluster), and low enough that one object or namespace
-// cannot make thousands of entries.
+// DefaultBudgets are the flags' defaults: far beyond what a homelab asks, and low enough that
+// one object or namespace cannot make thousands of entries.
 func DefaultBudgets() Budgets {
 	return Budgets{EntriesPerObject: 256, AliasesPerObject: 64, TagsPerObject: 32, EntriesPerNamespace: 1000, WritesPerSync: 1000,
 		ObjectWritesPerMinute: 30, NamespaceWritesPerMinute: 300}
 }
 
-// TagNoAdopt on a hand-made entry says it must never be adopted: a claim on its hostname is a
-// conflict instead. It is the user's tag, written by hand on the router.
+// TagNoAdopt, the user's tag on a hand-made entry, says it is never adopted: a claim on its
+// hostname is a conflict instead.
 const TagNoAdopt = "no-adopt"
 
 // Check reports what is wrong with t.
