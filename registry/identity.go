@@ -10,26 +10,17 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
 
-// Which cluster owns an entry. Two clusters may choose one name; the identity beside it
-// (cluster-id:<id>) is the installation's, derived, and a namesake cannot share it. With an
-// identity configured, an entry of this identity and name is this cluster's, one of another
-// identity and name another's; the claims decide the rest (resolveOpen).
-
-// IdentityLength is the number of hex digits of an identity: 32 bits, so that two
-// installations sharing a router collide about once in four billion pairs.
+// IdentityLength is an identity's hex digits: 32 bits, one collision in four billion pairs.
 const IdentityLength = 8
 
-// Identity derives an installation's identity from the kube-system namespace's UID (which
-// names the cluster and outlives every install in it) and the namespace and name of its
-// leader-election Lease (which tell two installations in one cluster apart: they cannot share
-// a Lease without being one group of replicas).
+// Identity derives an installation's identity from the kube-system namespace's UID (the
+// cluster's, outliving every install) and its leader Lease's namespace and name (the install's).
 func Identity(kubeSystemUID, leaseNamespace, leaseName string) string {
 	sum := sha256.Sum256([]byte(kubeSystemUID + "/" + leaseNamespace + "/" + leaseName))
 	return hex.EncodeToString(sum[:])[:IdentityLength]
 }
 
-// checkIdentity refuses an identity that is not lowercase hex of IdentityLength digits; ""
-// (no identity: ownership by name alone) is allowed.
+// checkIdentity refuses an identity but IdentityLength lowercase hex digits or "" (none).
 func checkIdentity(id string) error {
 	if id != "" && (len(id) != IdentityLength || strings.Trim(id, "0123456789abcdef") != "") {
 		return fmt.Errorf("cluster identity %q: want %d lowercase hex digits", id, IdentityLength)
@@ -37,7 +28,7 @@ func checkIdentity(id string) error {
 	return nil
 }
 
-// classOf reads whose v's entry is, as far as its tags alone say.
+// classOf reads whose v's entry is by its tags alone; resolveOpen decides what they leave open.
 func (r *Registry) classOf(v *view) endpoint.Owner {
 	if !v.has(TagOwner) {
 		return endpoint.OwnerHandMade
@@ -47,8 +38,7 @@ func (r *Registry) classOf(v *view) endpoint.Owner {
 		return endpoint.OwnerOtherCluster
 	}
 	sameName := !slices.ContainsFunc(names, func(n string) bool { return n != r.cfg.ClusterName })
-	if r.cfg.ClusterID == "" {
-		// No identity: ownership by name alone, as before identities.
+	if r.cfg.ClusterID == "" { // no identity: ownership by name alone
 		if sameName {
 			return endpoint.OwnerThis
 		}
@@ -69,10 +59,7 @@ func (r *Registry) classOf(v *view) endpoint.Owner {
 	return endpoint.OwnerOtherCluster
 }
 
-// Namesake is another installation that writes this cluster's name: its identity, how many
-// of its entries the read met, and how many of those name objects of this cluster (Kin): a copy
-// of this cluster (restored from an etcd backup, a cloned VM) or this cluster under an identity
-// it had before, which a name of each cluster's own would not tell apart.
+// Namesake is another installation of this cluster's name: Entries read, Kin naming objects here.
 type Namesake struct {
 	ID           string
 	Entries, Kin int
@@ -91,26 +78,13 @@ func tally(ns []Namesake, id string, kin bool) []Namesake {
 	return ns
 }
 
-// resolveOpen decides the entries the tags alone leave open, once the whole read is sorted.
-// Only a UID no other cluster has (a source: tag, never a webhook's hashed from the hostname)
-// proves an entry names an object of this cluster.
-//   - Another identity under this name is a former one of this cluster (a renamed Lease,
-//     another release or namespace) when nothing was seen writing it and one of its entries
-//     names an object here: all its entries are taken up in place. Any other's are a
-//     namesake's, never written.
-//   - An entry an object here wants is this cluster's, whatever name it carries (a rename, or
-//     an earlier version's: takeUpPerSync at a time gives it the identity).
-//   - This identity under another name is this cluster's when it is marked (it goes as
-//     marked); or names no object and carries a shared line a claim here wants (handed over
-//     before the rename); or names objects under a former name, one whose entries of this
-//     identity an object here wants.
-//   - An earlier version's entry of this name is this cluster's unless a namesake shows.
-//   - Any other is another's, never written; those that may be this cluster's are Unclaimed.
+// resolveOpen decides the entries the tags leave open, once the whole read is sorted, as
+// docs/ownership.md says: namesakes' identities first (former ones are taken up), then the rest.
+// Only a source: UID no other cluster has (not a webhook's, hashed from the hostname) is proof.
 func (r *Registry) resolveOpen(st *State, open []endpoint.Record, claimed func(uid string) bool, wanted func(*endpoint.Record) bool) {
 	evidence := !r.cfg.HostnameUIDs || mutation == "hashed-uids-as-evidence"
 	kinOf := func(uids []string) bool { return evidence && slices.ContainsFunc(uids, claimed) }
-	// A former name, as a former identity, is judged per name (a twin still writing under it
-	// lifts the marks).
+	// A former name, as a former identity, is judged whole (a twin writing under it lifts marks).
 	former, formerNames := map[string]bool{}, map[string]bool{}
 	for i := range open {
 		p := st.parser.parse(&open[i])
@@ -131,8 +105,7 @@ func (r *Registry) resolveOpen(st *State, open []endpoint.Record, claimed func(u
 		}
 		id, _ := p.v.clusterID()
 		kin := kinOf(p.v.values(PrefixSource))
-		// An entry of a former identity that names no object here may be one a copy of it
-		// still wants, until the identity has been quiet longer than its heartbeats' period.
+		// One naming no object here may be a copy's until the identity is Quiet.
 		mine := former[id] && (kin || st.witness.Quiet(id, r.beatPeriod()))
 		if mine {
 			st.Former = tally(st.Former, id, kin)
@@ -151,12 +124,11 @@ func (r *Registry) resolveOpen(st *State, open []endpoint.Record, claimed func(u
 			continue
 		}
 		uids := p.v.values(PrefixSource)
-		_, marked := p.v.value(PrefixPending)
 		renamed := p.class == endpoint.OwnerRenamed
 		handed := renamed && len(uids) == 0 && p.v.has(TagShared) && wanted(rec)
 		sameName := !slices.ContainsFunc(p.v.clusterNames(), func(n string) bool { return n != r.cfg.ClusterName })
 		underFormer := renamed && len(uids) > 0 && !slices.ContainsFunc(p.v.clusterNames(), func(n string) bool { return !formerNames[n] })
-		mine := slices.ContainsFunc(uids, claimed) || handed || underFormer || renamed && marked ||
+		mine := slices.ContainsFunc(uids, claimed) || handed || underFormer || renamed && p.v.marked() ||
 			p.class == endpoint.OwnerEarlierVersion && sameName && len(st.Namesakes) == 0
 		if !mine && (sameName || renamed) {
 			st.Unclaimed++
@@ -181,8 +153,7 @@ func (r *Registry) file(st *State, rec *endpoint.Record, v *view, mine bool) {
 	}
 }
 
-// ownerText names who owns another installation's entry, for a conflict: "cluster <name>",
-// or for a namesake "cluster <name> (another installation of this name, cluster-id <id>)".
+// ownerText names the owner of another installation's entry, for a conflict.
 func (r *Registry) ownerText(rec *endpoint.Record) string {
 	v := viewOf(rec)
 	name := ""

@@ -9,21 +9,16 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 )
 
-// SilentCluster is another installation whose newest heartbeat is overdue by its own
-// threshold.
+// SilentCluster is another installation whose newest heartbeat is overdue by its own threshold.
 type SilentCluster struct {
-	// Cluster and ClusterID name it as its tags do; Entries counts its entries on the router.
-	Cluster, ClusterID string
-	Entries            int
-	// LastSeen is its newest mark; Interval the --interval the mark carries, zero when none.
-	LastSeen time.Time
-	Interval time.Duration
+	Cluster, ClusterID string        // as its tags name it
+	Entries            int           // on the router
+	LastSeen           time.Time     // its newest mark
+	Interval           time.Duration // the --interval the mark carries (zero: none)
 }
 
-// silentClusters reports the other installations whose newest heartbeat is overdue; it holds
-// nothing. A mark is read against four of the renewal periods it carries (this installation's
-// threshold for one that carries none), not the reader's threshold, which would report a live
-// installation renewing on a longer period.
+// silentClusters reports, holding nothing, the other installations whose newest mark is older
+// than four renewal periods it carries (none: the reader's threshold), as others may renew slower.
 func (r *Registry) silentClusters(in *changesIn, changes []plan.Change) changed {
 	if r.cfg.SilentClusterAfter <= 0 {
 		return changed{changes: changes}
@@ -58,9 +53,7 @@ func (s *SilentCluster) ReleaseCommand() string {
 	return cmd
 }
 
-// MinProbeWait is the shortest wait in which an operator syncing every interval answers a
-// release probe: two and a half intervals, so that one sync may fail (the default wait, for
-// the default interval).
+// MinProbeWait is the least wait for a probe's answer: 2.5 intervals, so that one sync may fail.
 func MinProbeWait(interval time.Duration) time.Duration {
 	return interval * 5 / 2
 }

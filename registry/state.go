@@ -8,63 +8,43 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
 
-// Parsed is what the operator reads from one entry's tags: the view of its own block and
-// whose the entry is, as far as its tags alone say.
+// Parsed is what the operator reads from one entry's tags: its view and class (classOf).
 type Parsed struct {
 	v     view
 	class endpoint.Owner
 }
 
-// parse reads rec's tags.
 func (r *Registry) parse(rec *endpoint.Record) *Parsed {
 	v := viewOf(rec)
 	return &Parsed{v: v, class: r.classOf(&v)}
 }
 
-// Shared reports whether the operator wrote TagShared on the entry: its cluster's consent to
-// share the hostname.
+// Shared reports whether the operator wrote TagShared on the entry: its cluster's consent.
 func (p *Parsed) Shared() bool { return p.v.has(TagShared) }
 
 // Marked reports whether the entry carries a pending-deletion mark the operator wrote.
-func (p *Parsed) Marked() bool {
-	_, marked := p.v.value(PrefixPending)
-	return marked
-}
+func (p *Parsed) Marked() bool { return p.v.marked() }
 
 // tagParser parses entries' tags: the memory's cache, or the registry's own parse.
 type tagParser interface {
 	parse(rec *endpoint.Record) *Parsed
 }
 
-// State is the server's entries sorted by who owns them. classify makes it; every later step
-// only reads it.
+// State is the server's entries by owner, maps by lowercase hostname; read-only after classify.
 type State struct {
-	// Owned entries are this installation's (classOf, resolveOpen), all written by the operator.
-	Owned []endpoint.Record
-	// Foreign entries are another cluster's or installation's, never written; by lowercase
-	// hostname.
-	Foreign map[string][]endpoint.Record
-	// Namesakes are the other installations that write this cluster's name, by identity,
-	// sorted. Unclaimed counts the entries left alone that may be this cluster's (resolveOpen).
-	Namesakes []Namesake
-	Unclaimed int
-	// Former are the identities this installation had before, whose entries are taken up in
-	// place, by identity, sorted.
-	Former []Namesake
-	// Unowned entries lack k8s-operator; they may only be adopted. By lowercase hostname, as
-	// DNS names compare without case.
-	Unowned map[string][]endpoint.Record
-	// CoOwned are the other clusters' lines that carry this cluster's co-owner tag (share.go).
-	CoOwned []endpoint.Record
-	// beats is what the entries say of the installations' heartbeats (heartbeat.go).
-	beats heartbeats
-
-	parser  tagParser
-	witness writers
+	Owned     []endpoint.Record            // this installation's (classOf, resolveOpen)
+	Foreign   map[string][]endpoint.Record // another's, never written
+	Namesakes []Namesake                   // other installations of this name, by identity
+	Unclaimed int                          // the entries left alone that may be this cluster's
+	Former    []Namesake                   // former identities, taken up in place; by identity
+	Unowned   map[string][]endpoint.Record // those without TagOwner: only adoptable
+	CoOwned   []endpoint.Record            // other clusters' lines with this one's co-owner tag
+	beats     heartbeats
+	parser    tagParser
+	witness   writers
 }
 
-// view is the view of an entry some operator wrote (every owned entry is one); the zero view
-// for a hand-made or another cluster's.
+// view is the view of an entry of this cluster's name or identity; the zero view for another.
 func (s *State) view(rec *endpoint.Record) view {
 	if p := s.parser.parse(rec); p.class != endpoint.OwnerHandMade && p.class != endpoint.OwnerOtherCluster {
 		return p.v
@@ -81,10 +61,7 @@ func (s *State) ForeignCount() int {
 	return n
 }
 
-// classify sorts the records of one read by owner, their tags parsed by parser (nil: parsed
-// afresh), with what seen says other writers did (nil: nothing). Only the operator's tags
-// count: a tag an adopted entry carried before adoption never makes it another's, nor marks
-// it. The claims, the sources' endpoints, decide what the tags leave open (resolveOpen).
+// classify sorts one read's records by owner (parser nil: afresh; seen nil: no other writer).
 func (r *Registry) classify(records []endpoint.Record, claims []*endpoint.Endpoint, parser tagParser, seen writers) *State {
 	if parser == nil {
 		parser = r
@@ -136,20 +113,14 @@ func (r *Registry) classify(records []endpoint.Record, claims []*endpoint.Endpoi
 
 // Marked reports whether one of owned carries a pending-deletion mark the operator wrote.
 func (s *State) Marked(owned []*endpoint.Record) bool { return slices.ContainsFunc(owned, s.marked) }
-
 func (s *State) marked(rec *endpoint.Record) bool {
 	v := s.view(rec)
-	_, marked := v.value(PrefixPending)
-	return marked
+	return v.marked()
 }
 
-// foreignHolder is the entry by which another cluster holds a hostname against this one, nil
-// when none does: theirs are the other clusters' entries of the hostname, ours this cluster's,
-// consent whether this cluster consents to share it. Where both consent, neither holds it; a
-// cluster with entries of it holds it against one without; where both have some, the one that
-// consents holds it, so a withdrawal never wins a name, and between two that do not, the
-// cluster of the oldest entry does. Entry IDs are ULIDs, sorting by creation, so both clusters
-// decide alike.
+// foreignHolder is the entry by which another cluster holds a hostname against this one (nil:
+// none): none where both consent to share, else the side with entries, the one that consents (a
+// withdrawal never wins a name), the oldest entry's (ULIDs: both sides decide alike).
 func (s *State) foreignHolder(theirs []endpoint.Record, ours []*endpoint.Record, consent bool) *endpoint.Record {
 	holder := oldest(theirs)
 	if holder == nil {
@@ -167,10 +138,8 @@ func (s *State) foreignHolder(theirs []endpoint.Record, ours []*endpoint.Record,
 	return holder
 }
 
-// yielded reports whether this cluster's entry rec is on a hostname another cluster holds
-// against it (foreignHolder). Such an entry goes without a grace period, since the name keeps
-// answering through the holder's entries; so an entry of a cluster whose entries of the name
-// all carry TagShared never yields.
+// yielded reports whether this cluster's rec is on a hostname another cluster holds against it
+// (foreignHolder): it goes without a grace period, as the name answers through the holder's.
 func yielded(st *State, rec *endpoint.Record) bool {
 	h := strings.ToLower(rec.Hostname)
 	theirs := st.Foreign[h]
@@ -197,37 +166,23 @@ func oldest(recs []endpoint.Record) *endpoint.Record {
 	return out
 }
 
-// Ownership is whose one entry is and what the operator's tags on it say, as a sync decided
-// it: for people (explain, list), never for a rule.
+// Ownership is whose an entry is and what its tags say: for people (explain, list), not rules.
 type Ownership struct {
-	Class endpoint.Owner
-	// Cluster and ClusterID are the owning installation's, as its tags name them (empty for a
-	// hand-made entry).
-	Cluster, ClusterID string
-	// Sources are the UIDs of the objects that want the entry's address; Namespace and Kinds
-	// the namespace holding the name and the kinds claiming it.
-	Sources   []string
-	Namespace string
-	Kinds     []string
-	// Marked: the entry carries a deletion mark; it goes at Due (zero when the mark cannot be
-	// read).
-	Marked bool
-	Due    time.Time
-	// UserTags are the tags that are not the operator's, verbatim.
-	UserTags []string
-	// Shared: the entry's hostname is shared with other clusters (TagShared); CoOwners are the
-	// other clusters that want its line too, as their co-owner tags name them.
-	Shared   bool
-	CoOwners []string
-	// LastSeen is the owning installation's newest heartbeat, zero when none is read;
-	// Release the command that lets a silent installation go.
-	LastSeen time.Time
-	Release  string
+	Class              endpoint.Owner
+	Cluster, ClusterID string    // as the owner's tags name it (empty: hand-made)
+	Sources            []string  // the UIDs of the objects that want the address
+	Namespace          string    // holding the name
+	Kinds              []string  // claiming the name
+	Marked             bool      // the entry carries a deletion mark
+	Due                time.Time // when the mark falls due (zero: unreadable)
+	UserTags           []string  // the tags not the operator's, verbatim
+	Shared             bool      // TagShared
+	CoOwners           []string  // the other clusters wanting the line, as their co-owner tags say
+	LastSeen           time.Time // a silent owner's newest heartbeat
+	Release            string    // the command that lets a silent owner go
 }
 
-// Ownerships says whose each of st's entries is, by entry ID, as the decision that made st
-// decided (st settles the open cases: an earlier version's entry, a rename, a namesake);
-// silent are the installations it found silent.
+// Ownerships says whose each of st's entries is, by ID, as decided; silent: those found silent.
 func (r *Registry) Ownerships(st *State, silent []SilentCluster) map[string]Ownership {
 	bySilent := map[string]SilentCluster{}
 	for _, s := range silent {
@@ -241,7 +196,7 @@ func (r *Registry) Ownerships(st *State, silent []SilentCluster) map[string]Owne
 		if v.has(TagPreExisting) {
 			o.Class = endpoint.OwnerAdopted
 		}
-		_, o.Marked = v.value(PrefixPending)
+		o.Marked = v.marked()
 		o.Due, _ = r.due(&v)
 		out[st.Owned[i].ID] = o
 	}
@@ -249,8 +204,7 @@ func (r *Registry) Ownerships(st *State, silent []SilentCluster) map[string]Owne
 		for i := range recs {
 			v := viewOf(&recs[i])
 			o := r.ownership(&v)
-			s, silent := bySilent[o.Cluster+IdentitySeparator+o.ClusterID]
-			switch {
+			switch s, silent := bySilent[o.Cluster+IdentitySeparator+o.ClusterID]; {
 			case silent:
 				o.Class, o.LastSeen, o.Release = endpoint.OwnerSilentCluster, s.LastSeen, s.ReleaseCommand()
 			case r.hasOwnCoOwner(recs[i].Tags):

@@ -8,9 +8,7 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
 
-// The operator's tags, exactly as entries carry them: the reserved tag namespace. No tag a user
-// supplies (an annotation, a HostMapping's spec.tags, --default-tag) may be one of them, so
-// ownership cannot be forged from the cluster.
+// The operator's tags: no user tag may be one, so ownership cannot be forged (docs/ownership.md).
 const (
 	// TagOwner marks an entry a router-hosts-operator wrote.
 	TagOwner = "k8s-operator"
@@ -22,8 +20,7 @@ const (
 	PrefixClusterID = "cluster-id:"
 	// IdentitySeparator ends the name in earlier versions' cluster:<name>@<id>, still read.
 	IdentitySeparator = "@"
-	// PrefixReleaseProbe is put by `release` on one entry of the cluster it lets go; a running
-	// operator of that cluster takes it off at its next sync.
+	// PrefixReleaseProbe is `release`'s probe, which a running operator of the cluster takes off.
 	PrefixReleaseProbe = "release-probe:"
 	// PrefixSource carries the UID of one object that wants the entry's address.
 	PrefixSource = "source:"
@@ -40,11 +37,10 @@ const (
 	PrefixOriginalIP       = "original-ip:"
 	PrefixOriginalHostname = "original-hostname:"
 	PrefixOriginalAlias    = "original-alias:"
-	// TagShared is a cluster's consent to share the hostname: another cluster may add its own
-	// addresses only while all of the holder's entries of it carry it.
+	// TagShared is a cluster's consent to share the hostname, needed on all its entries of it.
 	TagShared = "shared:true"
-	// PrefixCoOwner names another cluster that wants the entry's line too (co-owner:<name>@<id>,
-	// or the name alone), put on and taken off by it; the writer hands it the line, not delete it.
+	// PrefixCoOwner names another cluster that wants the entry's line too (co-owner:<name>@<id>
+	// or co-owner:<name>), put on and off by it; the writer hands it the line, not deletes it.
 	PrefixCoOwner = "co-owner:"
 	// PrefixAlive is an installation's heartbeat: the RFC 3339 time it last wrote it.
 	PrefixAlive = "alive:"
@@ -61,8 +57,7 @@ var reservedPrefixes = []string{
 	"shared:", PrefixCoOwner, PrefixAlive, PrefixAliveEvery, PrefixAliveInterval,
 }
 
-// ReservedPrefixes returns the reserved tag prefixes (TagOwner is reserved as a whole tag), for
-// the checks that must agree with the registry, such as the HostMapping CRD's schema.
+// ReservedPrefixes returns the reserved tag prefixes, for checks that must agree (the CRD's).
 func ReservedPrefixes() []string { return slices.Clone(reservedPrefixes) }
 
 // Reserved reports whether t is in the operator's tag namespace.
@@ -79,10 +74,8 @@ func CheckUserTag(t string) error {
 	return nil
 }
 
-// view is an entry's tags split by who wrote them. On an adopted entry the operator's tags are
-// one block after the user's, from TagPreExisting to the loan's PrefixOriginalIP (blockStart
-// is its index, -1 on another entry), and everything outside it is the user's, whatever it
-// looks like. On any other entry every reserved tag is the operator's.
+// view is an entry's tags by writer: on an adopted entry the operator's are the block from
+// TagPreExisting to PrefixOriginalIP (at blockStart, else -1); on another, the reserved ones.
 type view struct {
 	op, user   []string
 	loan       *loan // nil when there is no record
@@ -125,9 +118,8 @@ func viewOf(rec *endpoint.Record) view {
 	return v
 }
 
-// loanBlock finds the operator's block on an adopted entry, -1, -1 when there is none: the last
-// PrefixOriginalIP tag closes it and the last TagPreExisting before that opens it, so that a
-// look-alike among the user's tags (before it as found, after it if added) never falls inside.
+// loanBlock finds an adopted entry's operator block (-1, -1: none) from the last PrefixOriginalIP
+// back to a TagPreExisting, so that no look-alike among the user's tags falls inside.
 func loanBlock(tags []string) (start, end int) {
 	end = len(tags) - 1
 	for end >= 0 && !strings.HasPrefix(tags[end], PrefixOriginalIP) {
@@ -147,8 +139,7 @@ func ClusterTag(name string) string { return PrefixCluster + name }
 // IdentityTag is the tag that carries an installation's identity.
 func IdentityTag(id string) string { return PrefixClusterID + id }
 
-// TagIdentity reads the identity a cluster-id: tag, or an earlier version's
-// cluster:<name>@<id>, carries; ok is false for any other tag.
+// TagIdentity reads the identity of a cluster-id: or cluster:<name>@<id> tag; ok: it is one.
 func TagIdentity(tag string) (id string, ok bool) {
 	if id, ok := strings.CutPrefix(tag, PrefixClusterID); ok {
 		return id, true
@@ -165,8 +156,7 @@ func splitCluster(value string) (name, id string) {
 	return value, ""
 }
 
-// ParseClusterTag reads a cluster: tag as the cluster's name and the identity that may
-// follow it; ok is false for any other tag.
+// ParseClusterTag reads a cluster: tag as a name and a possible identity; ok: it is one.
 func ParseClusterTag(tag string) (name, id string, ok bool) {
 	value, ok := strings.CutPrefix(tag, PrefixCluster)
 	if ok {
@@ -193,7 +183,6 @@ func (v *view) clusterIDs() []string {
 	}
 	return ids
 }
-
 func (v *view) clusterID() (string, bool) {
 	if ids := v.clusterIDs(); len(ids) > 0 {
 		return ids[0], true
@@ -202,8 +191,12 @@ func (v *view) clusterID() (string, bool) {
 }
 
 func (v *view) has(tag string) bool { return slices.Contains(v.op, tag) }
+func (v *view) marked() bool {
+	_, ok := v.value(PrefixPending)
+	return ok
+}
 
-// value is the value of the operator's first tag with prefix.
+// value and values are what follows prefix in the operator's first tag and in each.
 func (v *view) value(prefix string) (string, bool) {
 	for _, t := range v.op {
 		if s, ok := strings.CutPrefix(t, prefix); ok {
@@ -212,7 +205,6 @@ func (v *view) value(prefix string) (string, bool) {
 	}
 	return "", false
 }
-
 func (v *view) values(prefix string) []string {
 	var out []string
 	for _, t := range v.op {
@@ -223,8 +215,7 @@ func (v *view) values(prefix string) []string {
 	return out
 }
 
-// trail is the end of the operator's block on an entry adopted with a record: the record,
-// closed by the original IP.
+// trail is the loan record ending an adopted entry's operator block, closed by the original IP.
 func (l *loan) trail() []string {
 	out := []string{PrefixOriginalHostname + l.hostname}
 	for _, a := range l.aliases {

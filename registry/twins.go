@@ -12,45 +12,23 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 )
 
-// Twins: two writers with one identity (a cluster restored from an etcd backup and its
-// original, a cloned VM, two releases on one Lease) each take the other's entries for their
-// own and undo each other's writes every interval. Nothing on the router tells them apart, so
-// each process keeps what it saw and wrote of its entries (witness), and a rewrite by another
-// writer of what this process wrote, or one that lifts or puts a mark, is a strike:
-//   - an entry with contestedAt strikes is contested: no update, mark, deletion or release
-//     goes to it, but a mark lifted still does (that keeps a name). It holds nothing else, and
-//     only while the rewrites go on (strikeMemory);
-//   - a mark on an entry this process neither wrote nor saw wanted waits markReads whole reads
-//     beyond its grace period, so that a twin that wants it lifts it first;
-//   - a person's one-off hand edit is one strike: corrected, as ever.
-// The fix is an identity of each one's own: --cluster-id pinned on one of them.
-
-// contestedAt is the number of strikes that make an entry contested.
-const contestedAt = 2
-
-// strikeMemory is how long a strike counts towards a contest: a twin's strikes come at every
-// interval of the other, a person's hand edits seldom.
-const strikeMemory = 30 * time.Minute
-
-// markReads is how many whole reads after its mark a mark on an entry this process does not
-// vouch for waits: a twin that wants the entry, syncing as often, lifts it meanwhile. One that
-// another writer of this identity created or rewrote while this process ran waits strikeMemory
-// after that write too, so a twin away for a while comes back to its names.
-const markReads = 3
+// Twins, two writers of one identity, undo each other's writes (docs/ownership.md, "Twins").
+const (
+	contestedAt  = 2                // strikes that make an entry contested: only an unmark goes to it
+	strikeMemory = 30 * time.Minute // how long a strike counts: a twin's recur, a person's seldom
+	markReads    = 3                // whole reads a mark not vouched for waits: a twin lifts it first
+)
 
 // Contested reports whether an entry with this many strikes is contested.
 func Contested(strikes int) bool { return strikes >= contestedAt }
 
 // Twin is another writer of this installation's identity, as the sync found it.
 type Twin struct {
-	// Disputed is the number of contested entries this sync would have written.
-	Disputed int
-	// ClusterID is the identity both write.
-	ClusterID string
+	Disputed  int    // the contested entries this sync would have written
+	ClusterID string // the identity both write
 }
 
-// Message is what the user is told, with the fix. It names no count (the twin_entries metric
-// does), so that it is said once while the fight lasts, not at each of its turns.
+// Message is what the user is told, with the fix and no count, so it is said once per fight.
 func (t *Twin) Message() string {
 	return fmt.Sprintf("another writer undoes this installation's writes to entries of its identity cluster-id %s, "+
 		"which it holds without writing them: a copy of this cluster (restored from an etcd backup, a cloned VM), a second "+
@@ -59,8 +37,7 @@ func (t *Twin) Message() string {
 		t.ClusterID)
 }
 
-// twins holds the writes to contested entries, but a mark lifted: a contested entry holds
-// only itself.
+// twins holds the writes to contested entries but a mark lifted; nothing else is held.
 func (r *Registry) twins(in *changesIn, changes []plan.Change) changed {
 	contested := func(c *plan.Change) bool {
 		return c.Old != nil && c.Action != plan.Unmark && Contested(in.st.witness.Strikes(c.Old.ID))
@@ -92,49 +69,38 @@ type writers interface {
 	Proven(identity string) bool
 }
 
-// witness is what this process saw and wrote of the entries of its identity or its cluster's
-// name, by entry ID. On a whole read, a version that moved without this process writing it is
-// another writer's: a namesake's shows its identity alive, and a rewrite of this identity's may
-// be a strike. Entries a whole read no longer returns are swept; a new process or a
-// reconfiguration starts empty, and before its first whole read nothing is another's.
+// witness is what this process saw and wrote of the entries of its identity or name, by ID: on
+// a whole read, a version moved without its write is a namesake alive, or may be a twin's strike.
 type witness struct {
-	seen  map[string]*seenEntry
-	alive map[string]bool
-	// since is when a whole read first saw each other identity, period the longest of
-	// beatPeriodOf its entries (Quiet).
-	since  map[string]time.Time
-	period map[string]time.Duration
-	now    time.Time // of the last whole read
-	// proven are the identities a read proved this cluster's former ones (Proven).
-	proven map[string]bool
-	// doubted are the entries of this identity this process does not vouch for: it neither
-	// wrote them nor saw a decision on a whole read keep them.
-	doubted map[string]*seenEntry
-	read    bool // a whole read was taken
+	seen    map[string]*seenEntry
+	alive   map[string]bool
+	since   map[string]time.Time     // when a whole read first saw each other identity (Quiet)
+	period  map[string]time.Duration // the longest beatPeriodOf its entries
+	now     time.Time                // of the last whole read
+	proven  map[string]bool          // former identities of this cluster (Proven)
+	doubted map[string]*seenEntry    // neither written nor kept by a whole read's plan
+	read    bool                     // a whole read was taken
 	pass    uint64
 }
 
+// seenEntry is one entry as last seen: ours, the version is this process's write; foreign, when
+// another writer last wrote it; markPass, the whole read that first saw its mark (or its write).
 type seenEntry struct {
 	version               string
-	ours, marked, vouched bool // ours: the version is this process's write
+	ours, marked, vouched bool
 	sig                   uint64
 	strikes               int
-	struck                time.Time
-	// foreign is when another writer was last seen creating or rewriting the entry.
-	foreign time.Time
-	// pass is the whole read that last saw the entry; markPass the one that first saw its
-	// mark (or the pass of the write that put it on).
-	pass, markPass uint64
+	struck, foreign       time.Time
+	pass, markPass        uint64
 }
 
 // observe takes a whole read, at now, its entries' tags parsed by parse.
 func (w *witness) observe(records []endpoint.Record, parse tagParser, now time.Time) {
 	if w.seen == nil {
 		w.seen, w.alive, w.doubted = map[string]*seenEntry{}, map[string]bool{}, map[string]*seenEntry{}
-		w.since, w.period = map[string]time.Time{}, map[string]time.Duration{}
+		w.since, w.period, w.proven = map[string]time.Time{}, map[string]time.Duration{}, map[string]bool{}
 	}
-	w.pass++
-	w.now = now
+	w.pass, w.now = w.pass+1, now
 	for i := range records {
 		rec := &records[i]
 		p := parse.parse(rec)
@@ -149,18 +115,16 @@ func (w *witness) observe(records []endpoint.Record, parse tagParser, now time.T
 			continue
 		}
 		e := w.seen[rec.ID]
-		if e == nil && ns != "" && w.read {
-			w.alive[ns] = true // a new entry of another identity: something writes it
-		}
 		if e == nil {
-			// A namesake's entry is never this process's to mark: vouching for it is moot.
-			e = &seenEntry{sig: othersBlind(rec), vouched: ns != ""}
+			e = &seenEntry{sig: othersBlind(rec), vouched: ns != ""} // a namesake's is never ours to mark
 			w.seen[rec.ID] = e
-			if !e.vouched {
+			if ns == "" {
 				w.doubted[rec.ID] = e
-				if w.read {
-					e.foreign = now // created since the last whole read, not by this process
-				}
+			}
+			if w.read && ns != "" {
+				w.alive[ns] = true // a new entry of another identity: something writes it
+			} else if w.read {
+				e.foreign = now // created since the last whole read, not by this process
 			}
 		}
 		if e.strikes > 0 && now.Sub(e.struck) > strikeMemory {
@@ -174,8 +138,7 @@ func (w *witness) observe(records []endpoint.Record, parse tagParser, now time.T
 			case ns != "":
 				w.alive[ns] = true
 			case !same:
-				// Any rewrite of a contested entry keeps the dispute alive; one that only puts on
-				// others' tags (a probe, a co-owner tag) is nothing.
+				// Any rewrite keeps a dispute alive; one of others' tags alone (same) is nothing.
 				if e.ours || p.Marked() != e.marked {
 					e.strikes, e.struck = e.strikes+1, now
 				} else if Contested(e.strikes) {
@@ -199,9 +162,7 @@ func (w *witness) observe(records []endpoint.Record, parse tagParser, now time.T
 	w.read = true
 }
 
-// wrote takes the results of this process's writes: results[i] is what became of sent[i]. A
-// create, adoption or update (a mark lifted too) is the process vouching for the entry; a mark
-// starts its count of whole reads.
+// wrote takes this process's writes (results[i]: sent[i]'s); all but a mark or release vouch.
 func (w *witness) wrote(sent []plan.Change, results []plan.Result) {
 	for i := range results {
 		r := &results[i]
@@ -230,8 +191,7 @@ func (w *witness) wrote(sent []plan.Change, results []plan.Result) {
 	}
 }
 
-// kept is told the changes a decision on a whole read planned: each entry it doubted that they
-// do not delete is wanted here, and vouched for.
+// kept vouches for each doubted entry a whole read's planned changes do not delete.
 func (w *witness) kept(planned []plan.Change) {
 	if len(w.doubted) == 0 {
 		return
@@ -271,13 +231,11 @@ func (w *witness) Strikes(id string) int {
 // Alive is writers: whether another installation was seen writing entries with identity.
 func (w *witness) Alive(identity string) bool { return w.alive[identity] }
 
-// Proven is writers: whether a read of this process proved identity one this cluster had
-// before (one of its entries named an object here, and nothing was seen writing it).
+// Proven is writers: whether identity was proven a former one of this cluster and is not alive.
 func (w *witness) Proven(identity string) bool { return w.proven[identity] && !w.alive[identity] }
 
-// Quiet is writers: whether this process's whole reads have seen identity, and never seen it
-// write, for longer than the period its heartbeats carried (fallback when none did): a
-// running installation of it would have renewed its mark meanwhile.
+// Quiet is writers: whether whole reads saw identity, never writing, for longer than its
+// heartbeats' period (fallback without one): a running installation would have renewed one.
 func (w *witness) Quiet(identity string, fallback time.Duration) bool {
 	since, ok := w.since[identity]
 	if !ok || w.alive[identity] {
@@ -287,8 +245,7 @@ func (w *witness) Quiet(identity string, fallback time.Duration) bool {
 	return period > 0 && w.now.Sub(since) > period
 }
 
-// othersBlind hashes an entry but for the tags others put on it without taking it (another
-// cluster's co-owner tags, the probe `release` puts on): a rewrite of those is no twin's.
+// othersBlind hashes an entry but for the co-owner and probe tags, whose rewrite is no twin's.
 func othersBlind(rec *endpoint.Record) uint64 {
 	h := fnv.New64a()
 	for _, part := range [...]string{rec.IP, rec.Hostname, rec.Comment} {
