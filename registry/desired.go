@@ -1,7 +1,6 @@
 package registry
 
 import (
-	"slices"
 	"strings"
 	"time"
 
@@ -30,7 +29,7 @@ type Wanted struct {
 	Conflicts []Conflict
 	Problems  []Problem
 	Merges    []Merge
-	reused    []string                     // the hostnames whose merge was reused, unchanged since
+	changed   map[string]bool              // the hostnames a stage changed (changedBy)
 	adopt     map[string][]endpoint.Record // the hand-made entries the plan may adopt, by hostname
 }
 
@@ -157,12 +156,10 @@ func (r *Registry) runClaimStages(table []claimStage, now time.Time, eps []*endp
 			w.adopt = v.adopt
 		}
 		w.Merges = append(w.Merges, v.merges...)
-		w.reused = append(w.reused, v.reused...)
 	}
-	w.Endpoints = eps
+	w.Endpoints, w.changed = eps, in.changed
 	if merges != nil {
 		w.Merges = in.unkept(w.Merges)
-		w.reused = slices.DeleteFunc(w.reused, func(h string) bool { return in.changed[h] })
 	}
 	return w
 }

@@ -44,7 +44,8 @@ type kept struct {
 	owned  []entryKey // what of each owned entry the merge depends on
 	out    *endpoint.Endpoint
 	marked bool
-	pass   uint64 // the last sync that met it
+	// pass is the last decision that met it, reused the last that handed it back.
+	pass, reused uint64
 }
 type entryKey struct {
 	id, version, ip string
@@ -179,8 +180,10 @@ func (m *Memory) settled(w *Wanted, st *State, read Read) map[string]bool {
 		return nil
 	}
 	var out map[string]bool
-	for _, h := range w.reused {
-		if k := m.merges.byHost[h]; k == nil || k.marked || m.merges.noisy[h] || m.merges.planned[h] || len(st.Unowned[h]) > 0 || len(st.Foreign[h]) > 0 {
+	for _, ep := range w.Endpoints {
+		h := ep.Hostname
+		if k := m.merges.byHost[h]; k == nil || k.reused != m.merges.pass || w.changed[h] || k.marked || m.merges.noisy[h] || m.merges.planned[h] ||
+			len(st.Unowned[h]) > 0 || len(st.Foreign[h]) > 0 {
 			continue
 		}
 		if out == nil {
@@ -215,7 +218,7 @@ func (m *merges) Merged(host string, claims []*endpoint.Endpoint, owned []*endpo
 	}) {
 		return nil, false
 	}
-	k.pass, k.owned = m.pass, keysOf(k.owned[:0], owned)
+	k.pass, k.reused, k.owned = m.pass, m.pass, keysOf(k.owned[:0], owned)
 	return k.out, true
 }
 func keysOf(keys []entryKey, owned []*endpoint.Record) []entryKey {

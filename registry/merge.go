@@ -28,11 +28,11 @@ func (r *Registry) merge(in *claimsIn, eps []*endpoint.Endpoint) verdicts {
 		if in.merges != nil && !in.changed[h] {
 			m, reused = in.merges.Merged(h, claims, owned)
 		}
-		if reused {
-			v.reused = append(v.reused, h)
-		} else if in.merges == nil {
+		switch {
+		case reused:
+		case in.merges == nil:
 			m = r.mergeHost(in.now, h, claims, owned, in.st, &v.conflicts)
-		} else {
+		default:
 			key := slices.Clone(claims) // as they came: mergeHost sorts claims
 			m = r.mergeHost(in.now, h, claims, owned, in.st, &v.conflicts)
 			v.merges = append(v.merges, Merge{Host: h, Claims: key, Owned: owned, Out: m, Marked: in.st.Marked(owned)})

@@ -65,9 +65,9 @@ type Registry struct {
 	// coOwner is its co-owner tag (CoOwnerTag).
 	ownerTags []string
 	coOwner   string
-	filter  endpoint.DomainFilter
-	ten     tenancy
-	log     logrus.FieldLogger
+	filter    endpoint.DomainFilter
+	ten       tenancy
+	log       logrus.FieldLogger
 	// gen counts the configurations applied: a Memory of an earlier one starts afresh.
 	gen uint64
 }

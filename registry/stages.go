@@ -58,7 +58,6 @@ type verdicts struct {
 	problems  []Problem
 	grouped   map[string][]*endpoint.Endpoint
 	merges    []Merge
-	reused    []string
 	adopt     map[string][]endpoint.Record
 }
 

@@ -303,9 +303,9 @@ func changesAt(r *Registry, records []endpoint.Record, claims []*endpoint.Endpoi
 // ("hostname [addresses] [aliases]", with the tags and grace period when there are any), the
 // hostnames it changed, its conflicts ("hostname h of namespace: winner", "alias a of ...") and
 // its problems ("Kind namespace/name", with the tag dropped), and the hand-made entries it
-// found adoptable ("hostname id"), and the merges it reused. The hostnames changed are those the loop sees it changed
+// found adoptable ("hostname id"). The hostnames changed are those the loop sees it changed
 // (changedBy) of eps, the endpoints it was handed.
-type claimWords struct{ endpoints, changed, conflicts, problems, adopt, reused []string }
+type claimWords struct{ endpoints, changed, conflicts, problems, adopt []string }
 
 func wordsOfVerdicts(eps []*endpoint.Endpoint, v verdicts) claimWords {
 	var w claimWords
@@ -319,7 +319,7 @@ func wordsOfVerdicts(eps []*endpoint.Endpoint, v verdicts) claimWords {
 		}
 		w.endpoints = append(w.endpoints, s)
 	}
-	w.changed, w.reused = changedBy(eps, &v), v.reused
+	w.changed = changedBy(eps, &v)
 	for _, h := range slices.Sorted(maps.Keys(v.adopt)) {
 		for _, rec := range v.adopt[h] {
 			w.adopt = append(w.adopt, h+" "+rec.ID)
