@@ -10,10 +10,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-	"google.golang.org/protobuf/proto"
 	testingclock "k8s.io/utils/clock/testing"
 
-	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/planner"
 	"github.com/router-hosts-operator/router-hosts-operator/provider"
@@ -335,16 +333,7 @@ func TestAStaleWriteIsPlannedAgainOnceFromAWholeRead(t *testing.T) {
 		l = startLoop(t, Config{Sources: []EndpointSource{r.src}, Registry: r.c.cfg.Registry, Provider: r.c.cfg.Provider, Reporters: []Reporter{rec},
 			MinEventSyncInterval: 20 * time.Millisecond})
 		l.waitsFor(is(at(time.Hour), planner.Full))
-		var left atomic.Int64
-		left.Store(wins)
-		r.svc.SetBefore(func(m string) error {
-			if m != inmemory.MethodUpdate || left.Add(-1) < 0 {
-				return nil
-			}
-			e := r.svc.Store().Lookup("a.lan")[0]
-			_, err := r.svc.Store().Update(&pb.UpdateHostRequest{Id: e.GetId(), ExpectedVersion: proto.String(e.GetVersion()), Comment: proto.String("edited")})
-			return err
-		})
+		r.svc.WinUpdatesOf("a.lan").Store(wins)
 		move = func(ip string) []*Report {
 			t.Helper()
 			l.clock.Step(10 * time.Second)

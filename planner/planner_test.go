@@ -3,17 +3,14 @@ package planner
 import (
 	"context"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 	testingclock "k8s.io/utils/clock/testing"
 
-	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
@@ -265,15 +262,7 @@ func TestAStaleWriteIsPlannedAgainFromAWholeRead(t *testing.T) {
 	s.sync(t, p, Full, claim("web.lan", "default", "web", "uid-1", time.Hour, "10.0.0.1"))
 	moved := claim("web.lan", "default", "web", "uid-1", time.Hour, "10.0.0.2")
 	// The other writer edits the entry just before each of the next `wins` UpdateHosts.
-	var wins atomic.Int64
-	s.svc.SetBefore(func(m string) error {
-		if m != inmemory.MethodUpdate || wins.Add(-1) < 0 {
-			return nil
-		}
-		e := s.svc.Store().Lookup("web.lan")[0]
-		_, err := s.svc.Store().Update(&pb.UpdateHostRequest{Id: e.GetId(), ExpectedVersion: proto.String(e.GetVersion()), Comment: proto.String("edited")})
-		return err
-	})
+	wins := s.svc.WinUpdatesOf("web.lan")
 	step := func(mode Mode) (*Sync, bool, []plan.Result) {
 		t.Helper()
 		sy, err := p.Plan(context.Background(), []*endpoint.Endpoint{moved}, mode)

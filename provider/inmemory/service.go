@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/test/bufconn"
+	"google.golang.org/protobuf/proto"
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 )
@@ -114,6 +115,22 @@ func (s *Service) SetBefore(hook func(method string) error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.before = hook
+}
+
+// WinUpdatesOf plays another writer that wins the race for hostname's entry: before each of the
+// next n UpdateHosts, n the counter it returns (zero at first), it edits the entry's comment, so
+// that the operator's update meets a newer version and gets Aborted.
+func (s *Service) WinUpdatesOf(hostname string) *atomic.Int64 {
+	wins := &atomic.Int64{}
+	s.SetBefore(func(m string) error {
+		if m != MethodUpdate || wins.Add(-1) < 0 {
+			return nil
+		}
+		e := s.Store().Lookup(hostname)[0]
+		_, err := s.Store().Update(&pb.UpdateHostRequest{Id: e.GetId(), ExpectedVersion: proto.String(e.GetVersion()), Comment: proto.String("edited")})
+		return err
+	})
+	return wins
 }
 
 // enter counts a call and applies the injected fault or hook, if any.
