@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -49,7 +50,8 @@ func main() {
 	defer stop()
 	if err := operator.Run(ctx, cfg, log, os.Stdout); err != nil {
 		code := operator.ExitCode(cfg, err)
-		if code != 1 || (cfg.Command != operator.CommandExplain && cfg.Command != operator.CommandList) {
+		var answer *operator.PlanExitError
+		if !errors.As(err, &answer) && (code != 1 || (cfg.Command != operator.CommandExplain && cfg.Command != operator.CommandList)) {
 			log.WithError(err).Error("router-hosts-operator failed")
 		}
 		os.Exit(code)

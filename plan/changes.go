@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
@@ -34,6 +35,9 @@ type Change struct {
 	// entry goes at once instead of after a grace period; waiting would leave two lines for one
 	// (hostname, address), since UpdateHost does not check uniqueness.
 	Duplicate bool
+	// Due, on a Mark, is when the marked entry falls due for deletion: the mark's time and the
+	// entry's grace period, as the registry decided them.
+	Due time.Time
 }
 
 // Fields returns what an update changes; creates and deletes return 0.

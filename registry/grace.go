@@ -38,8 +38,9 @@ func (r *Registry) grace(in *changesIn, changes []plan.Change) changed {
 					n.Tags = withOwnTag(n.Tags, &nv, t[0], t[1])
 				}
 			}
-			v.changes = append(v.changes, plan.Change{Action: plan.Mark, Old: c.Old, New: &n})
-			v.until(in.now.Add(r.gracePeriod(&cv)))
+			due := in.now.Add(r.gracePeriod(&cv))
+			v.changes = append(v.changes, plan.Change{Action: plan.Mark, Old: c.Old, New: &n, Due: due})
+			v.until(due)
 		case in.now.Before(due):
 			v.held = append(v.held, Held{Change: c, Reason: ReasonGracePeriod, Due: due})
 			v.until(due)

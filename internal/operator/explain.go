@@ -27,6 +27,7 @@ import (
 const (
 	CommandExplain = "explain"
 	CommandList    = "list"
+	CommandPlan    = "plan"
 )
 
 // surveyTimeout bounds the wait for one kind's list in explain's look for objects that are
@@ -46,12 +47,15 @@ func (e *NotAsWantedError) Error() string {
 // any error.
 func ExitCode(cfg *Config, err error) int {
 	var na *NotAsWantedError
+	var pe *PlanExitError
 	switch {
 	case err == nil:
 		return 0
+	case errors.As(err, &pe):
+		return pe.Code
 	case errors.As(err, &na):
 		return 1
-	case cfg != nil && (cfg.Command == CommandExplain || cfg.Command == CommandList):
+	case cfg != nil && (cfg.Command == CommandExplain || cfg.Command == CommandList || cfg.Command == CommandPlan):
 		return 2
 	}
 	return 1

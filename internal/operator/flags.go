@@ -70,6 +70,8 @@ type Config struct {
 	Targets []string
 	Output  string
 	Filter  explain.Filter
+	// Plan is what the plan command reads: the manifests and how to lay them over the cluster.
+	Plan PlanFlags
 
 	// Version is the binary's version, for the user agent and the start-up log; Build all
 	// the binary knows of its build.
@@ -134,6 +136,14 @@ func ParseFlags(args []string, build Build) (*Config, error) {
 	}
 	if cmd == CommandExplain || cmd == CommandList {
 		if err := cfg.readOnlyFlags(); err != nil {
+			return nil, err
+		}
+		if cfg.Output == "markdown" {
+			return nil, fmt.Errorf("--output=markdown: %s writes text or json; markdown is plan's", cmd)
+		}
+	}
+	if cmd == CommandPlan {
+		if err := cfg.planFlags(); err != nil {
 			return nil, err
 		}
 	}
@@ -279,8 +289,16 @@ func newApp(cfg *Config, build Build, getenv func(string) string) *kingpin.Appli
 		"the objects that name it but are never read, and whether the router's DNS answers it. Read-only; exit 0 when every name is on the router as its claims want, 1 when one is not, 2 on an error.")
 	explainCmd.Arg("target", "A hostname, or an object as KIND/NAMESPACE/NAME (ingress/default/web).").Required().StringsVar(&cfg.Targets)
 	app.Command(CommandList, "Print every entry on the router with its owner (the object, not a UID), its state and whether the router's DNS answers it. Read-only; --namespace, --owner and --state pick entries.")
-	app.Flag("output", "explain and list: text (for people) or json (a stable shape for scripts, docs/explain.md).").Short('o').
-		Default("text").SetValue(&enum{flag: "output", allowed: []string{"text", "json"}, target: &cfg.Output})
+	app.Command(CommandPlan, "Show what applying manifests would do to the router, before they are applied: each create, update and deletion by object, "+
+		"the refusals and holds they cause, the brake's verdict, a summary. Read-only; exit 0 for no change, 1 for changes, 2 on an error, 3 when something is refused or held (docs/plan.md).")
+	app.Flag("output", "explain, list and plan: text (for people), json (a stable shape for scripts, docs/explain.md and docs/plan.md) or markdown (plan: a pull-request comment).").Short('o').
+		Default("text").SetValue(&enum{flag: "output", allowed: []string{"text", "json", "markdown"}, target: &cfg.Output})
+	app.Flag("filename", "plan: the manifests, a file, a folder (its .yaml, .yml and .json files) or - for stdin, multi-document YAML as kustomize build or helm template writes it (repeatable).").
+		Short('f').StringsVar(&cfg.Plan.Files)
+	app.Flag("prune", "plan: plan the live objects that --selector selects and the manifests lack as deleted, as kubectl apply --prune does.").BoolVar(&cfg.Plan.Prune)
+	app.Flag("selector", "plan: the label selector of --prune.").Short('l').StringVar(&cfg.Plan.Selector)
+	app.Flag("offline", "plan: read no cluster: the manifests are the whole cluster (the router from --router-snapshot, or the flags' router).").BoolVar(&cfg.Plan.Offline)
+	app.Flag("router-snapshot", "plan: read the router's entries from this file, the output of `list -o json` (unfiltered), instead of the router.").StringVar(&cfg.Plan.RouterSnapshot)
 	app.Flag("owner", "list: only the entries of this owner: "+strings.Join(explain.Owners(), ", ")+".").StringVar(&cfg.Filter.Owner)
 	app.Flag("state", "list: only the entries in this state: "+strings.Join(explain.States(), ", ")+".").StringVar(&cfg.Filter.State)
 	app.Flag("force", "release: go ahead where it cannot know whether an operator of the cluster runs (entries written by a version that answers the probe only on entries it rewrites); a running operator that answers the probe still stops it.").

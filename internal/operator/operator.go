@@ -63,6 +63,12 @@ type Hooks struct {
 	StatusQPS float32
 	// DNSCheckGrace replaces the grace a name has to answer after a write (dnscheck).
 	DNSCheckGrace time.Duration
+
+	// kube replaces the Kubernetes clients (the plan command's, which lay manifests over the
+	// cluster); store is the in-memory router of --provider=inmemory (a router's entries as
+	// one read found them).
+	kube  *kubeClients
+	store *inmemory.Store
 }
 
 // Operator is the operator wired from a Config: sources, registry, provider, controller and the
@@ -119,6 +125,9 @@ func Run(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer) er
 	if cfg.Command == CommandExplain || cfg.Command == CommandList {
 		return Explain(ctx, cfg, log, out)
 	}
+	if cfg.Command == CommandPlan {
+		return Plan(ctx, cfg, log, out, os.Stdin)
+	}
 	op, err := New(ctx, cfg, log, out, Hooks{})
 	if err != nil {
 		return err
@@ -136,17 +145,19 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 			op.Close()
 		}
 	}()
-	restCfg, err := RESTConfig(cfg)
-	if err != nil {
-		return nil, err
-	}
-	restCfg.UserAgent = "router-hosts-operator/" + cfg.Version
 	op.metrics = metrics.New(cfg.Sources)
 	op.metrics.SetBuild(cfg.Version, cfg.Build.Commit)
-	restCfg.Wrap(op.metrics.WrapTransport)
-	kc, err := newKubeClients(restCfg, cfg.KubeAPIQPS, cfg.KubeAPIBurst, hooks.StatusQPS)
-	if err != nil {
-		return nil, err
+	kc := hooks.kube
+	if kc == nil {
+		restCfg, err := RESTConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		restCfg.UserAgent = "router-hosts-operator/" + cfg.Version
+		restCfg.Wrap(op.metrics.WrapTransport)
+		if kc, err = newKubeClients(restCfg, cfg.KubeAPIQPS, cfg.KubeAPIBurst, hooks.StatusQPS); err != nil {
+			return nil, err
+		}
 	}
 	op.leases, op.clients, op.events = kc.leases, kc.sources, kc.events
 
@@ -154,6 +165,9 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 	// settings it may override.
 	settings := cfg.settings()
 	if settings.ClusterID == "" {
+		if kc.namespaces == nil {
+			return nil, errors.New("no cluster to derive the installation's identity from; give --cluster-id")
+		}
 		if settings.ClusterID, err = clusterIdentity(ctx, kc.namespaces, cfg); err != nil {
 			return nil, err
 		}
@@ -199,7 +213,7 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 	op.settings = settings
 	rc := settings.Registry()
 	rc.Log = log.WithField("component", "registry")
-	if cfg.Once && cfg.Command != CommandExplain && cfg.Command != CommandList {
+	if cfg.Once && cfg.Command != CommandExplain && cfg.Command != CommandList && cfg.Command != CommandPlan {
 		// A run that syncs once answers a release probe at no interval: its mark says none.
 		// explain and list decide as the running operator does, with its interval.
 		rc.Interval = 0
@@ -209,7 +223,7 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 		return nil, fmt.Errorf("--cluster-name/--default-tag: %w", err)
 	}
 	var closeProv func()
-	op.Provider, closeProv, err = newProvider(cfg, settings, op.noRouter != nil, log, op.metrics)
+	op.Provider, closeProv, err = newProvider(cfg, settings, op.noRouter != nil, hooks.store, log, op.metrics)
 	if err != nil {
 		return nil, err
 	}
@@ -599,7 +613,7 @@ func runElected(ctx context.Context, cfg *Config, leases coordinationv1client.Le
 
 // newProvider connects to the router-hosts server, or starts the in-process store; m counts
 // every call and follows the client certificate.
-func newProvider(cfg *Config, s clusterconfig.Settings, waiting bool, log *logrus.Logger, m *metrics.Metrics) (*routerhosts.Provider, func(), error) {
+func newProvider(cfg *Config, s clusterconfig.Settings, waiting bool, store *inmemory.Store, log *logrus.Logger, m *metrics.Metrics) (*routerhosts.Provider, func(), error) {
 	opts := routerhosts.Options{
 		Endpoint: s.Endpoint, CAFile: cfg.TLSCA, CertFile: cfg.TLSCert, KeyFile: cfg.TLSKey, Keys: s.Keys,
 		ServerName: s.ServerName, Timeout: cfg.RequestTimeout, WriteConcurrency: cfg.WriteConcurrency,
@@ -613,7 +627,10 @@ func newProvider(cfg *Config, s clusterconfig.Settings, waiting bool, log *logru
 	}
 	if cfg.Provider == "inmemory" {
 		// Entries live only as long as the process: for trying the operator out.
-		conn, stop, err := inmemory.Dial(inmemory.NewService(inmemory.NewStore()))
+		if store == nil {
+			store = inmemory.NewStore()
+		}
+		conn, stop, err := inmemory.Dial(inmemory.NewService(store))
 		if err != nil {
 			return nil, nil, fmt.Errorf("starting the in-memory provider: %w", err)
 		}

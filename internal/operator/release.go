@@ -98,7 +98,7 @@ func Release(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 	if err != nil {
 		return fmt.Errorf("--cluster-name/--cluster-id: %w", err)
 	}
-	prov, closeProv, err := newProvider(cfg, cfg.settings(), false, log, metrics.New(nil))
+	prov, closeProv, err := newProvider(cfg, cfg.settings(), false, nil, log, metrics.New(nil))
 	if err != nil {
 		return err
 	}

@@ -62,7 +62,7 @@ func NewWebhook(cfg *Config, log *logrus.Logger, clk clock.Clock) (_ *Webhook, e
 	}
 	w.metrics = metrics.New([]string{webhook.SourceKind})
 	w.metrics.SetBuild(cfg.Version, cfg.Build.Commit)
-	prov, closeProv, err := newProvider(cfg, s, false, log, w.metrics)
+	prov, closeProv, err := newProvider(cfg, s, false, nil, log, w.metrics)
 	if err != nil {
 		return nil, err
 	}

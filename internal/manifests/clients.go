@@ -1,0 +1,242 @@
+package manifests
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	networkingv1client "k8s.io/client-go/kubernetes/typed/networking/v1"
+)
+
+// The built-in resources the sources read through typed clients.
+var (
+	ingressGVR = networkingv1.SchemeGroupVersion.WithResource("ingresses")
+	serviceGVR = corev1.SchemeGroupVersion.WithResource("services")
+)
+
+// Lists reads live objects of any resource through a dynamic client, in every namespace: the
+// Lister of a plan with cluster access.
+func Lists(c dynamic.Interface) Lister {
+	return func(ctx context.Context, gvr schema.GroupVersionResource) ([]unstructured.Unstructured, error) {
+		l, err := c.Resource(gvr).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		return l.Items, nil
+	}
+}
+
+// Ingresses is the typed Ingress client of the overlaid cluster: List, Get and Watch answer
+// from the overlay (a watch that never fires: the plan decides once), the rest is the live
+// client's (nil offline), which the plan never calls.
+func (o *Overlay) Ingresses(live networkingv1client.IngressesGetter) networkingv1client.IngressesGetter {
+	return ingressesGetter{o: o, live: live}
+}
+
+type ingressesGetter struct {
+	o    *Overlay
+	live networkingv1client.IngressesGetter
+}
+
+func (g ingressesGetter) Ingresses(ns string) networkingv1client.IngressInterface {
+	var live networkingv1client.IngressInterface
+	if g.live != nil {
+		live = g.live.Ingresses(ns)
+	}
+	return ingresses{IngressInterface: live, o: g.o, ns: ns}
+}
+
+type ingresses struct {
+	networkingv1client.IngressInterface
+	o  *Overlay
+	ns string
+}
+
+func (c ingresses) List(ctx context.Context, opts metav1.ListOptions) (*networkingv1.IngressList, error) {
+	out := &networkingv1.IngressList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}
+	return out, typedList(ctx, c.o, ingressGVR, c.ns, opts, func(u *unstructured.Unstructured) error {
+		var ing networkingv1.Ingress
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &ing); err != nil {
+			return err
+		}
+		out.Items = append(out.Items, ing)
+		return nil
+	})
+}
+
+func (c ingresses) Get(ctx context.Context, name string, _ metav1.GetOptions) (*networkingv1.Ingress, error) {
+	u, err := get(ctx, c.o, ingressGVR, c.ns, name)
+	if err != nil {
+		return nil, err
+	}
+	var ing networkingv1.Ingress
+	return &ing, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &ing)
+}
+
+func (c ingresses) Watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
+	return watch.NewFake(), nil
+}
+
+// Services is the typed Service client of the overlaid cluster, as Ingresses.
+func (o *Overlay) Services(live corev1client.ServicesGetter) corev1client.ServicesGetter {
+	return servicesGetter{o: o, live: live}
+}
+
+type servicesGetter struct {
+	o    *Overlay
+	live corev1client.ServicesGetter
+}
+
+func (g servicesGetter) Services(ns string) corev1client.ServiceInterface {
+	var live corev1client.ServiceInterface
+	if g.live != nil {
+		live = g.live.Services(ns)
+	}
+	return services{ServiceInterface: live, o: g.o, ns: ns}
+}
+
+type services struct {
+	corev1client.ServiceInterface
+	o  *Overlay
+	ns string
+}
+
+func (c services) List(ctx context.Context, opts metav1.ListOptions) (*corev1.ServiceList, error) {
+	out := &corev1.ServiceList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}
+	return out, typedList(ctx, c.o, serviceGVR, c.ns, opts, func(u *unstructured.Unstructured) error {
+		var svc corev1.Service
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &svc); err != nil {
+			return err
+		}
+		out.Items = append(out.Items, svc)
+		return nil
+	})
+}
+
+func (c services) Get(ctx context.Context, name string, _ metav1.GetOptions) (*corev1.Service, error) {
+	u, err := get(ctx, c.o, serviceGVR, c.ns, name)
+	if err != nil {
+		return nil, err
+	}
+	var svc corev1.Service
+	return &svc, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &svc)
+}
+
+func (c services) Watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
+	return watch.NewFake(), nil
+}
+
+func typedList(ctx context.Context, o *Overlay, gvr schema.GroupVersionResource, ns string, opts metav1.ListOptions, add func(*unstructured.Unstructured) error) error {
+	objs, err := o.list(ctx, gvr, ns, opts)
+	if err != nil {
+		return err
+	}
+	for i := range objs {
+		if err := add(&objs[i]); err != nil {
+			return fmt.Errorf("%s %s/%s: %w", gvr.Resource, objs[i].GetNamespace(), objs[i].GetName(), err)
+		}
+	}
+	return nil
+}
+
+func get(ctx context.Context, o *Overlay, gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
+	objs, err := o.list(ctx, gvr, ns, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for i := range objs {
+		if objs[i].GetName() == name {
+			return &objs[i], nil
+		}
+	}
+	return nil, apierrors.NewNotFound(gvr.GroupResource(), name)
+}
+
+// Dynamic is the dynamic client of the overlaid cluster, as Ingresses.
+func (o *Overlay) Dynamic(live dynamic.Interface) dynamic.Interface {
+	return dynamicClient{o: o, live: live}
+}
+
+type dynamicClient struct {
+	o    *Overlay
+	live dynamic.Interface
+}
+
+func (d dynamicClient) Resource(gvr schema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
+	var live dynamic.NamespaceableResourceInterface
+	if d.live != nil {
+		live = d.live.Resource(gvr)
+	}
+	return resource{NamespaceableResourceInterface: live, o: d.o, gvr: gvr}
+}
+
+type resource struct {
+	dynamic.NamespaceableResourceInterface
+	o   *Overlay
+	gvr schema.GroupVersionResource
+	ns  string
+}
+
+func (r resource) Namespace(ns string) dynamic.ResourceInterface {
+	r.ns = ns
+	return r
+}
+
+func (r resource) List(ctx context.Context, opts metav1.ListOptions) (*unstructured.UnstructuredList, error) {
+	objs, err := r.o.list(ctx, r.gvr, r.ns, opts)
+	if err != nil {
+		return nil, err
+	}
+	out := &unstructured.UnstructuredList{Object: map[string]any{"apiVersion": r.gvr.GroupVersion().String(), "kind": "List"}, Items: objs}
+	out.SetResourceVersion("1")
+	return out, nil
+}
+
+func (r resource) Get(ctx context.Context, name string, _ metav1.GetOptions, _ ...string) (*unstructured.Unstructured, error) {
+	return get(ctx, r.o, r.gvr, r.ns, name)
+}
+
+func (r resource) Watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
+	return watch.NewFake(), nil
+}
+
+// Discovery answers what the cluster serves: the live cluster's answer, or offline (live nil)
+// every resource of the given groups' versions that serves lists, so that each source reads
+// the manifests' objects of its kinds.
+func Discovery(live discovery.DiscoveryInterface, offline map[string][]string) discovery.DiscoveryInterface {
+	if live != nil {
+		return live
+	}
+	return offlineDiscovery{served: offline}
+}
+
+type offlineDiscovery struct {
+	discovery.DiscoveryInterface
+	served map[string][]string // resources by API group
+}
+
+func (d offlineDiscovery) ServerResourcesForGroupVersion(gv string) (*metav1.APIResourceList, error) {
+	parsed, err := schema.ParseGroupVersion(gv)
+	if err != nil {
+		return nil, err
+	}
+	res, ok := d.served[parsed.Group]
+	if !ok {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Group: parsed.Group}, gv)
+	}
+	out := &metav1.APIResourceList{GroupVersion: gv}
+	for _, r := range res {
+		out.APIResources = append(out.APIResources, metav1.APIResource{Name: r, Namespaced: true, Verbs: []string{"get", "list", "watch"}})
+	}
+	return out, nil
+}
