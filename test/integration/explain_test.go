@@ -148,6 +148,11 @@ func TestExplainGivesEveryReasonCode(t *testing.T) {
 				h.create(ingress(h.ns, "web", enabled(), "web.outside.lan"))
 				h.waitHost("web.outside.lan", "10.80.0.1")
 				return "web.outside.lan"
+			},
+			check: func(t *testing.T, h *harness, doc *explain.NamesJSON) {
+				if o := doc.Names[0].Claims[0].Outcomes[0]; !strings.Contains(o.Message, "(--domain-filter=inside.lan)") || !strings.Contains(o.Fix, "--domain-filter=inside.lan") {
+					t.Errorf("%q, fix %q: want the filter's value named", o.Message, o.Fix)
+				}
 			}},
 		{code: explain.Unclaimed, opts: options{ipResolution: static}, exit: 1,
 			setup: func(h *harness) string {
