@@ -115,7 +115,13 @@ type RouterEntry struct {
 	Hostname string   `json:"hostname"`
 	Address  string   `json:"address"`
 	Aliases  []string `json:"aliases,omitempty"`
-	Owner    Whose    `json:"owner"`
+	// Tags, Comment and Version are the entry as the router gave them (Version for an
+	// expected_version), so that list -o json holds all a router snapshot needs (ReadSnapshot):
+	// ownership is decided from the tags alone.
+	Tags    []string `json:"tags,omitempty"`
+	Comment string   `json:"comment,omitempty"`
+	Version string   `json:"version,omitempty"`
+	Owner   Whose    `json:"owner"`
 	// State is synced, pending-deletion, held, will-change, adopted, hand-made, namesake or
 	// other-cluster (States); Outcome says why, when a change or a hold concerns the entry.
 	State   string   `json:"state"`
@@ -467,7 +473,8 @@ func (d *decision) outside(host string) Outcome {
 // entry describes one router entry.
 func (d *decision) entry(rec *endpoint.Record) RouterEntry {
 	o := d.in.Owners[rec.ID]
-	e := RouterEntry{ID: rec.ID, Hostname: rec.Hostname, Address: rec.IP, Aliases: rec.Aliases, Owner: d.owner(o)}
+	e := RouterEntry{ID: rec.ID, Hostname: rec.Hostname, Address: rec.IP, Aliases: rec.Aliases, Tags: rec.Tags, Comment: rec.Comment,
+		Version: rec.Version, Owner: d.owner(o)}
 	switch o.Class {
 	case endpoint.OwnerThis:
 		e.State = StateSynced

@@ -163,7 +163,7 @@ func Explain(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 			}
 		}
 		if cfg.Output == "json" {
-			return explain.WriteJSON(out, explain.ListJSON{Version: explain.Version, Entries: entries})
+			return explain.WriteJSON(out, explain.NewListJSON(entries, cfg.Filter))
 		}
 		return explain.WriteList(out, entries)
 	}
