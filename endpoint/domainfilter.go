@@ -33,10 +33,8 @@ func NewDomainFilter(include, exclude []string) (DomainFilter, error) {
 
 // Match reports whether hostname (normalised) is managed.
 func (f DomainFilter) Match(hostname string) bool {
-	for _, d := range f.Exclude {
-		if under(hostname, d) {
-			return false
-		}
+	if f.ExcludedBy(hostname) != "" {
+		return false
 	}
 	if len(f.Include) == 0 {
 		return true
@@ -47,6 +45,31 @@ func (f DomainFilter) Match(hostname string) bool {
 		}
 	}
 	return false
+}
+
+// ExcludedBy is the domain of Exclude that hostname (normalised) equals or is under, "" when
+// none: explain names it, so that a person sees which exclusion to take out.
+func (f DomainFilter) ExcludedBy(hostname string) string {
+	for _, d := range f.Exclude {
+		if under(hostname, d) {
+			return d
+		}
+	}
+	return ""
+}
+
+// String is the filter as its flags are written, one --domain-filter or --exclude-domains per
+// domain since they repeat (a comma is not a separator there): "" for the empty filter, which
+// manages every name.
+func (f DomainFilter) String() string {
+	var parts []string
+	for _, d := range f.Include {
+		parts = append(parts, "--domain-filter="+d)
+	}
+	for _, d := range f.Exclude {
+		parts = append(parts, "--exclude-domains="+d)
+	}
+	return strings.Join(parts, " ")
 }
 
 func under(host, domain string) bool {

@@ -161,6 +161,34 @@ func TestDomainFilter(t *testing.T) {
 	if _, err := NewDomainFilter([]string{"bad_domain"}, nil); err == nil {
 		t.Error("an invalid domain was accepted")
 	}
+	if got := f.ExcludedBy("x.private.home.lan"); got != "private.home.lan" {
+		t.Errorf("ExcludedBy(x.private.home.lan) = %q, want private.home.lan", got)
+	}
+	if got := f.ExcludedBy("nas.home.lan"); got != "" {
+		t.Errorf("ExcludedBy(nas.home.lan) = %q, want none", got)
+	}
+}
+
+// TestDomainFilterString: the filter prints as its flags are written, normalised, one flag per
+// domain.
+func TestDomainFilterString(t *testing.T) {
+	for _, tc := range []struct {
+		include, exclude []string
+		want             string
+	}{
+		{nil, nil, ""},
+		{[]string{"Home.LAN.", "lab.internal"}, nil, "--domain-filter=home.lan --domain-filter=lab.internal"},
+		{nil, []string{"guest.home.lan"}, "--exclude-domains=guest.home.lan"},
+		{[]string{"home.lan"}, []string{"guest.home.lan"}, "--domain-filter=home.lan --exclude-domains=guest.home.lan"},
+	} {
+		f, err := NewDomainFilter(tc.include, tc.exclude)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := f.String(); got != tc.want {
+			t.Errorf("%v %v: %q, want %q", tc.include, tc.exclude, got, tc.want)
+		}
+	}
 }
 
 func TestValidateUpdateChecksOnlyWhatItWrites(t *testing.T) {

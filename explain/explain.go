@@ -32,6 +32,11 @@ type Input struct {
 	Answers map[string]Answer
 	// Now is when the decision was made.
 	Now time.Time
+	// DomainFilter is the domain filter the decision was made with (the settings in use), so
+	// that a claim outside it is told the filter's value; DomainFilterSetBy is the
+	// RouterHostsConfig that sets it, "" when the flags do, so that the fix names what to edit.
+	DomainFilter      endpoint.DomainFilter
+	DomainFilterSetBy string
 }
 
 // Object names one Kubernetes object.
@@ -110,7 +115,13 @@ type RouterEntry struct {
 	Hostname string   `json:"hostname"`
 	Address  string   `json:"address"`
 	Aliases  []string `json:"aliases,omitempty"`
-	Owner    Whose    `json:"owner"`
+	// Tags, Comment and Version are the entry as the router gave them (Version for an
+	// expected_version), so that list -o json holds all a router snapshot needs (ReadSnapshot):
+	// ownership is decided from the tags alone.
+	Tags    []string `json:"tags,omitempty"`
+	Comment string   `json:"comment,omitempty"`
+	Version string   `json:"version,omitempty"`
+	Owner   Whose    `json:"owner"`
 	// State is synced, pending-deletion, held, will-change, adopted, hand-made, namesake or
 	// other-cluster (States); Outcome says why, when a change or a hold concerns the entry.
 	State   string   `json:"state"`
@@ -368,8 +379,7 @@ func (d *decision) outcomes(n string, ep *endpoint.Endpoint, ref endpoint.Source
 	var out []Outcome
 	rep := d.in.Report
 	if d.unmanaged[ep.Hostname] {
-		out = append(out, Outcome{Code: OutsideDomainFilter, Message: ep.Hostname + " is outside the names this operator manages",
-			Fix: "widen --domain-filter (or narrow --exclude-domains), or the RouterHostsConfig's spec.domainFilter"})
+		out = append(out, d.outside(ep.Hostname))
 	}
 	for _, c := range rep.Conflicts {
 		if c.Loser.UID == ref.UID && (c.Hostname == n || (!c.Alias && c.Hostname == ep.Hostname)) {
@@ -427,10 +437,44 @@ func (d *decision) outcomes(n string, ep *endpoint.Endpoint, ref endpoint.Source
 	return out
 }
 
+// outside is the outcome of a claim on host, which the decision found outside the domain
+// filter: the filter's value as the decision had it, and the domain that excludes host when one
+// does. An Input without the filter (an empty one manages every name) gives the bare sentence.
+func (d *decision) outside(host string) Outcome {
+	o := Outcome{Code: OutsideDomainFilter, Message: host + " is outside the names this operator manages",
+		Fix: "widen --domain-filter (or narrow --exclude-domains), or the RouterHostsConfig's spec.domainFilter"}
+	f := d.in.DomainFilter.String()
+	if f == "" {
+		return o
+	}
+	by := d.in.DomainFilterSetBy
+	if by == "" {
+		o.Message += " (" + f + ")"
+	} else {
+		o.Message += " (" + f + ", as RouterHostsConfig " + by + " sets it)"
+	}
+	excluded := d.in.DomainFilter.ExcludedBy(host)
+	if excluded != "" {
+		o.Message += ": it is under the excluded " + excluded
+	}
+	switch {
+	case excluded != "" && by != "":
+		o.Fix = "take " + excluded + " out of spec.excludeDomains of RouterHostsConfig " + by + " (now " + f + ")"
+	case excluded != "":
+		o.Fix = "take " + excluded + " out of --exclude-domains (now " + f + "), or set the RouterHostsConfig's spec.excludeDomains"
+	case by != "":
+		o.Fix = "add the name's domain to spec.domainFilter of RouterHostsConfig " + by + " (now " + f + ")"
+	default:
+		o.Fix = "add the name's domain to --domain-filter (now " + f + "), or set the RouterHostsConfig's spec.domainFilter"
+	}
+	return o
+}
+
 // entry describes one router entry.
 func (d *decision) entry(rec *endpoint.Record) RouterEntry {
 	o := d.in.Owners[rec.ID]
-	e := RouterEntry{ID: rec.ID, Hostname: rec.Hostname, Address: rec.IP, Aliases: rec.Aliases, Owner: d.owner(o)}
+	e := RouterEntry{ID: rec.ID, Hostname: rec.Hostname, Address: rec.IP, Aliases: rec.Aliases, Tags: rec.Tags, Comment: rec.Comment,
+		Version: rec.Version, Owner: d.owner(o)}
 	switch o.Class {
 	case endpoint.OwnerThis:
 		e.State = StateSynced

@@ -20,8 +20,19 @@ const id = "0123abcd"
 // as the Input explain reads.
 func decided(t *testing.T, records []endpoint.Record, claims ...*endpoint.Endpoint) *Input {
 	t.Helper()
+	return decidedWithin(t, nil, []string{"guest.home.arpa"}, records, claims...)
+}
+
+// decidedWithin is decided with the domain filter include, exclude, which the Input carries as
+// the operator's does.
+func decidedWithin(t *testing.T, include, exclude []string, records []endpoint.Record, claims ...*endpoint.Endpoint) *Input {
+	t.Helper()
 	reg, err := registry.New(registry.Config{ClusterName: "home", ClusterID: id, GracePeriod: 5 * time.Minute, Brake: registry.DefaultBrake(),
-		Budgets: registry.DefaultBudgets(), ExcludeDomains: []string{"guest.home.arpa"}})
+		Budgets: registry.DefaultBudgets(), DomainFilter: include, ExcludeDomains: exclude})
+	if err != nil {
+		t.Fatal(err)
+	}
+	filter, err := endpoint.NewDomainFilter(include, exclude)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +45,7 @@ func decided(t *testing.T, records []endpoint.Record, claims ...*endpoint.Endpoi
 	}
 	rep := &controller.Report{Desired: d.Desired, Changes: d.Changes, Held: d.Held, Conflicts: d.Conflicts, Problems: d.Problems,
 		State: d.State, Objects: objects, Unmanaged: d.Unmanaged, Started: now}
-	return &Input{Report: rep, Owners: reg.Ownerships(d.State, d.Silent), Now: now}
+	return &Input{Report: rep, Owners: reg.Ownerships(d.State, d.Silent), Now: now, DomainFilter: filter}
 }
 
 func claim(ns, name, uid, host string, ips ...string) *endpoint.Endpoint {
@@ -114,6 +125,45 @@ func TestExplainName(t *testing.T) {
 				if e := got.Entries[0]; e.State != tc.state || !strings.Contains(e.Owner.Words, tc.words) {
 					t.Errorf("entry %s %q, want %s containing %q", e.State, e.Owner.Words, tc.state, tc.words)
 				}
+			}
+		})
+	}
+}
+
+// TestOutsideDomainFilterNamesTheFilter: a claim outside the domain filter is told the
+// filter's value as the decision had it, the domain that excludes it when one does, and where
+// to widen it: the flags, or the RouterHostsConfig that sets it.
+func TestOutsideDomainFilterNamesTheFilter(t *testing.T) {
+	for _, tc := range []struct {
+		desc             string
+		include, exclude []string
+		setBy            string
+		host             string
+		message, fix     string
+	}{
+		{desc: "under no domain of the filter", include: []string{"home.lab", "lab.internal"}, host: "web.example.org",
+			message: "web.example.org is outside the names this operator manages (--domain-filter=home.lab --domain-filter=lab.internal)",
+			fix:     "add the name's domain to --domain-filter (now --domain-filter=home.lab --domain-filter=lab.internal)"},
+		{desc: "excluded", include: []string{"home.lab"}, exclude: []string{"guest.home.lab"}, host: "tv.guest.home.lab",
+			message: "tv.guest.home.lab is outside the names this operator manages (--domain-filter=home.lab --exclude-domains=guest.home.lab): it is under the excluded guest.home.lab",
+			fix:     "take guest.home.lab out of --exclude-domains (now --domain-filter=home.lab --exclude-domains=guest.home.lab)"},
+		{desc: "set by a RouterHostsConfig", include: []string{"home.lab"}, setBy: "default", host: "web.example.org",
+			message: "web.example.org is outside the names this operator manages (--domain-filter=home.lab, as RouterHostsConfig default sets it)",
+			fix:     "add the name's domain to spec.domainFilter of RouterHostsConfig default (now --domain-filter=home.lab)"},
+		{desc: "excluded by a RouterHostsConfig", exclude: []string{"guest.home.lab"}, setBy: "default", host: "tv.guest.home.lab",
+			message: "(--exclude-domains=guest.home.lab, as RouterHostsConfig default sets it): it is under the excluded guest.home.lab",
+			fix:     "take guest.home.lab out of spec.excludeDomains of RouterHostsConfig default"},
+	} {
+		t.Run(tc.desc, func(t *testing.T) {
+			in := decidedWithin(t, tc.include, tc.exclude, nil, claim("apps", "web", "u1", tc.host, "10.0.0.1"))
+			in.DomainFilterSetBy = tc.setBy
+			got := ExplainName(in, tc.host)
+			if len(got.Claims) != 1 || len(got.Claims[0].Outcomes) == 0 {
+				t.Fatalf("%+v: want one claim with outcomes", got)
+			}
+			o := got.Claims[0].Outcomes[0]
+			if o.Code != OutsideDomainFilter || !strings.Contains(o.Message, tc.message) || !strings.Contains(o.Fix, tc.fix) {
+				t.Errorf("%s: %q, fix %q; want %s with %q, fix with %q", o.Code, o.Message, o.Fix, OutsideDomainFilter, tc.message, tc.fix)
 			}
 		})
 	}

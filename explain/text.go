@@ -30,10 +30,19 @@ type NamesJSON struct {
 	Said []Said `json:"said,omitempty"`
 }
 
-// ListJSON is list -o json's document.
+// ListJSON is list -o json's document, which is also a router snapshot (ReadSnapshot) when
+// nothing filtered it.
 type ListJSON struct {
-	Version string        `json:"version"`
-	Entries []RouterEntry `json:"entries"`
+	Version string `json:"version"`
+	// Filtered: --owner, --state or --namespace picked the entries, so the document is not
+	// the whole router and ReadSnapshot refuses it.
+	Filtered bool          `json:"filtered,omitempty"`
+	Entries  []RouterEntry `json:"entries"`
+}
+
+// NewListJSON is the document list -o json writes of entries, the ones f picked.
+func NewListJSON(entries []RouterEntry, f Filter) ListJSON {
+	return ListJSON{Version: Version, Filtered: f != Filter{}, Entries: entries}
 }
 
 // WriteJSON writes v indented.

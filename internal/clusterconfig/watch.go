@@ -359,6 +359,18 @@ func (w *Watcher) Settings() (Settings, error) {
 	return w.applied, w.problem
 }
 
+// DomainFilterSetBy names the RouterHostsConfig when its settings are in use and it sets the
+// domain filter (spec.domainFilter or spec.excludeDomains), "" when the flags do: explain tells
+// a person which of the two to widen.
+func (w *Watcher) DomainFilterSetBy() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.obj == nil || w.problem != nil || w.waiting || (w.obj.Spec.DomainFilter == nil && w.obj.Spec.ExcludeDomains == nil) {
+		return ""
+	}
+	return w.obj.Name
+}
+
 // Waiting reports whether nothing is in use yet: the object could not be used or read at the
 // start, and no evaluation has applied settings since.
 func (w *Watcher) Waiting() bool {

@@ -109,3 +109,35 @@ func TestTheLastGoodConfigurationStays(t *testing.T) {
 		})
 	}
 }
+
+// TestDomainFilterSetBy: the RouterHostsConfig is named as the domain filter's home only when
+// its settings are in use and it sets the filter; else the flags set the filter in use.
+func TestDomainFilterSetBy(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		spec *v1alpha1.RouterHostsConfigSpec // nil: no object
+		want string
+	}{
+		{"it sets the domains", &v1alpha1.RouterHostsConfigSpec{DomainFilter: []string{"home.lab"}}, "default"},
+		{"it sets the excluded domains", &v1alpha1.RouterHostsConfigSpec{ExcludeDomains: []string{"guest.home.lab"}}, "default"},
+		{"it clears the flags' domains", &v1alpha1.RouterHostsConfigSpec{DomainFilter: []string{}}, "default"},
+		{"it leaves them to the flags", &v1alpha1.RouterHostsConfigSpec{ClusterName: "homelab"}, ""},
+		{"its settings are not in use", &v1alpha1.RouterHostsConfigSpec{DomainFilter: []string{"home.lab"}, Policy: "bogus"}, ""},
+		{"there is none", nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			log, _ := logtest.NewNullLogger()
+			w := New(Options{Name: "default", Base: base(), Log: log, Reconfigure: func(Settings) error { return nil }})
+			w.started(base(), nil)
+			var obj *v1alpha1.RouterHostsConfig
+			if tc.spec != nil {
+				obj = &v1alpha1.RouterHostsConfig{Spec: *tc.spec}
+				obj.Name = "default"
+			}
+			w.evaluate(context.Background(), obj, nil)
+			if got := w.DomainFilterSetBy(); got != tc.want {
+				t.Errorf("%q, want %q", got, tc.want)
+			}
+		})
+	}
+}

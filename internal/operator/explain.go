@@ -138,7 +138,16 @@ func Explain(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 	// decision (one read of the router), then the survey, the events and the DNS below.
 	timing := log.WithFields(logrus.Fields{"start": started.Sub(start).Round(time.Millisecond), "decide": time.Since(started).Round(time.Millisecond)})
 	defer func() { timing.Debug("explain's steps") }()
-	in := &explain.Input{Report: rep, Owners: op.Registry.Ownerships(rep.State, rep.Silent), Now: rep.Started}
+	// The domain filter is the one the registry decided with: the settings in use, the
+	// RouterHostsConfig's over the flags.
+	domains, err := op.settings.Domains()
+	if err != nil {
+		return fmt.Errorf("the domain filter: %w", err)
+	}
+	in := &explain.Input{Report: rep, Owners: op.Registry.Ownerships(rep.State, rep.Silent), Now: rep.Started, DomainFilter: domains}
+	if op.Config != nil {
+		in.DomainFilterSetBy = op.Config.DomainFilterSetBy()
+	}
 	server := op.settings.VerifyDNS
 	if cfg.Command == CommandList {
 		entries := explain.List(in, cfg.Filter)
@@ -158,7 +167,7 @@ func Explain(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 			}
 		}
 		if cfg.Output == "json" {
-			return explain.WriteJSON(out, explain.ListJSON{Version: explain.Version, Entries: entries})
+			return explain.WriteJSON(out, explain.NewListJSON(entries, cfg.Filter))
 		}
 		return explain.WriteList(out, entries)
 	}

@@ -77,6 +77,45 @@ func NewStoreAt(clk clock.PassiveClock, entropy io.Reader) *Store {
 	return &Store{entries: map[string]*pb.HostEntry{}, clk: clk, entropy: entropy, ordered: true}
 }
 
+// NewStoreWith returns a store that holds entries exactly: their IDs, fields and versions as
+// given, as the router a snapshot was taken of holds them (explain.ReadSnapshot), so that reads
+// answer them as it would and a write's expected_version meets the version it had. The log
+// holds one event per entry, as after CompactAggregates (Compact), and every entry is stamped
+// now, since a snapshot has no times. An entry the server could not hold is refused: an ID that
+// is not a ULID or that comes twice, a version that is not a positive decimal counter (a stored
+// "0" would match the missing expected_version that must conflict), a field its rules refuse.
+// Two entries of one (ip, hostname) are kept, as the server keeps those an UpdateHost made.
+func NewStoreWith(entries []endpoint.Record) (*Store, error) {
+	s := NewStore()
+	now := s.clk.Now()
+	for i := range entries {
+		r := &entries[i]
+		key, err := parseID(r.ID)
+		if err != nil {
+			return nil, fmt.Errorf("entry %d (%s %s): %w", i+1, r.Hostname, r.IP, err)
+		}
+		if _, ok := s.entries[key]; ok {
+			return nil, fmt.Errorf("entry %s (%s %s): the ID comes twice", r.ID, r.Hostname, r.IP)
+		}
+		if v, err := strconv.ParseUint(r.Version, 10, 64); err != nil || v == 0 {
+			return nil, fmt.Errorf("entry %s (%s %s): version %q is not a positive decimal counter", r.ID, r.Hostname, r.IP, r.Version)
+		}
+		if err := validate(r.IP, r.Hostname, r.Aliases); err != nil {
+			return nil, fmt.Errorf("entry %s: %w", r.ID, err)
+		}
+		e := &pb.HostEntry{
+			Id: r.ID, IpAddress: r.IP, Hostname: r.Hostname, Tags: slices.Clone(r.Tags), Aliases: slices.Clone(r.Aliases),
+			CreatedAt: timestamppb.New(now), UpdatedAt: timestamppb.New(now), Version: r.Version,
+		}
+		if r.Comment != "" {
+			e.Comment = proto.String(r.Comment)
+		}
+		s.entries[key] = e
+		s.log = append(s.log, logRecord{id: key, entry: e})
+	}
+	return s, nil
+}
+
 // Live returns every live entry, in ID order, without a replay: how a test or a simulation
 // watches the server, not an RPC.
 func (s *Store) Live() []*pb.HostEntry {

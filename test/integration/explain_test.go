@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -18,6 +19,7 @@ import (
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
+	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/events"
 	"github.com/router-hosts-operator/router-hosts-operator/explain"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/operator"
@@ -148,6 +150,11 @@ func TestExplainGivesEveryReasonCode(t *testing.T) {
 				h.create(ingress(h.ns, "web", enabled(), "web.outside.lan"))
 				h.waitHost("web.outside.lan", "10.80.0.1")
 				return "web.outside.lan"
+			},
+			check: func(t *testing.T, h *harness, doc *explain.NamesJSON) {
+				if o := doc.Names[0].Claims[0].Outcomes[0]; !strings.Contains(o.Message, "(--domain-filter=inside.lan)") || !strings.Contains(o.Fix, "--domain-filter=inside.lan") {
+					t.Errorf("%q, fix %q: want the filter's value named", o.Message, o.Fix)
+				}
 			}},
 		{code: explain.Unclaimed, opts: options{ipResolution: static}, exit: 1,
 			setup: func(h *harness) string {
@@ -470,6 +477,25 @@ func TestExplainAndListAsProcesses(t *testing.T) {
 	}
 	if len(doc.Entries) != 1 || doc.Entries[0].Hostname != "printer.proc.lan" {
 		t.Errorf("list --owner=hand-made: %+v", doc.Entries)
+	}
+	if !doc.Filtered {
+		t.Error("list --owner=hand-made -o json does not say it is filtered")
+	}
+	// Unfiltered, the list is a router snapshot: the router's entries exactly.
+	out, code = run("list", "-o", "json")
+	snap, err := explain.ReadSnapshot(strings.NewReader(out))
+	if err != nil || code != 0 {
+		t.Fatalf("list -o json as a router snapshot: exit %d %v\n%s", code, err, out)
+	}
+	live, err := h.prov.Records(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := func(a, b endpoint.Record) int { return strings.Compare(a.ID, b.ID) }
+	slices.SortFunc(snap, byID)
+	slices.SortFunc(live, byID)
+	if !reflect.DeepEqual(snap, live) {
+		t.Errorf("the snapshot\n%+v\nis not the router's entries\n%+v", snap, live)
 	}
 }
 
