@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,4 +61,24 @@ func TestTheBinaryAsAKubectlPlugin(t *testing.T) {
 			}
 		})
 	}
+
+	// `kubectl router-hosts plan -f -` reads the manifests from stdin, as kubectl does, and says
+	// with its exit status that there are changes.
+	t.Run("plugin plan -f -", func(t *testing.T) {
+		snap := filepath.Join(dir, "snapshot.json")
+		if err := os.WriteFile(snap, []byte(`{"version":"router-hosts-operator/explain/v1","entries":[]}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(plugin, "plan", "--offline", "-f", "-", "--router-snapshot", snap, "--cluster-id", "0123abcd", "--log-level=error")
+		cmd.Stdin = strings.NewReader("apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: web\n  namespace: apps\n" +
+			"  annotations: {router-hosts.fzymgc.house/enabled: \"true\", router-hosts.fzymgc.house/ip-address: 10.1.1.1}\nspec:\n  rules: [{host: web.home.lab}]\n")
+		out, err := cmd.CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+			t.Errorf("exit %v, want 1 (changes)\n%s", err, out)
+		}
+		if !strings.Contains(string(out), "Ingress apps/web (added, stdin#1)\n  + web.home.lab → 10.1.1.1\n") {
+			t.Errorf("plan output:\n%s", out)
+		}
+	})
 }

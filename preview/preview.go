@@ -44,9 +44,6 @@ type Input struct {
 	Unread []Touched
 	// Config are the changes the manifests make to the RouterHostsConfig's spec.
 	Config []ConfigChange
-	// DomainFilter is the domain filter in use after the manifests, in the flags' words, for
-	// the names outside it.
-	DomainFilter string
 	// Notes are said as they are (how the router was read, say).
 	Notes []string
 }
@@ -75,10 +72,10 @@ type Plan struct {
 	// Config are the RouterHostsConfig's changed fields; what they do is among the groups.
 	Config []ConfigChange `json:"config,omitempty"`
 	// Brake is the brake's verdict: the deletions it would hold and how to confirm them.
-	Brake   *Brake    `json:"brake,omitempty"`
-	Unread  []Touched `json:"unread,omitempty"`
-	Notes   []string  `json:"notes,omitempty"`
-	Summary Summary   `json:"summary"`
+	Brake   *BrakeVerdict `json:"brake,omitempty"`
+	Unread  []Touched     `json:"unread,omitempty"`
+	Notes   []string      `json:"notes,omitempty"`
+	Summary Summary       `json:"summary"`
 }
 
 // Group is the lines of one object, or of entries no object read here names.
@@ -116,8 +113,8 @@ type Line struct {
 	Fix     string `json:"fix,omitempty"`
 }
 
-// Brake is the brake's verdict on the plan.
-type Brake struct {
+// BrakeVerdict is the brake's verdict on the plan.
+type BrakeVerdict struct {
 	Message string `json:"message"`
 	Token   string `json:"token"`
 	// Held is how many deletions it holds.
@@ -149,8 +146,8 @@ func (p *Plan) Exit() int {
 	return 0
 }
 
-// refusal is one refusal's identity, to tell a new one from one that holds today.
-type refusal struct{ uid, code, name string }
+// refusalKey is one refusal's identity, to tell a new one from one that holds today.
+type refusalKey struct{ uid, code, name string }
 
 // Make is the plan of in.
 func Make(in *Input) *Plan {
@@ -162,7 +159,7 @@ func Make(in *Input) *Plan {
 	b.refusals()
 	p.Groups = b.groups()
 	if br := in.After.Report.Braked; br != nil {
-		p.Brake = &Brake{Message: br.Message(), Token: br.Token}
+		p.Brake = &BrakeVerdict{Message: br.Message(), Token: br.Token}
 		for _, h := range in.After.Report.Held {
 			if h.Reason == registry.ReasonMassDeletionHeld {
 				p.Brake.Held++
@@ -348,15 +345,15 @@ func (b *builder) holds() {
 // name held by another, outside the filter, refused by the tenancy, an input problem. The ones
 // of objects the manifests leave as they are and that hold today too are counted, not shown.
 func (b *builder) refusals() {
-	before := map[refusal]bool{}
+	before := map[refusalKey]bool{}
 	if b.in.Before != nil {
-		for _, r := range refusalsOf(b.in.Before, "") {
-			before[refusal{r.uid, r.line.Code, r.line.Hostname}] = true
+		for _, r := range refusalsOf(b.in.Before) {
+			before[refusalKey{r.uid, r.line.Code, r.line.Hostname}] = true
 		}
 	}
-	for _, r := range refusalsOf(b.in.After, b.in.DomainFilter) {
+	for _, r := range refusalsOf(b.in.After) {
 		_, touched := b.touched[r.uid]
-		if !touched && before[refusal{r.uid, r.line.Code, r.line.Hostname}] {
+		if !touched && before[refusalKey{r.uid, r.line.Code, r.line.Hostname}] {
 			b.existing++
 			continue
 		}
@@ -381,9 +378,9 @@ var notRefusals = map[string]bool{explain.Synced: true, explain.Pending: true, r
 	registry.ReasonWholeReadNeeded: true, registry.ReasonTwinInstallation: true}
 
 // refusalsOf are the refusals of every object's claims in one decision, as explain words them.
-func refusalsOf(in *explain.Input, filter string) []uidLine {
+func refusalsOf(in *explain.Input) []uidLine {
 	var out []uidLine
-	seen := map[refusal]bool{}
+	seen := map[refusalKey]bool{}
 	for _, uid := range slices.Sorted(maps.Keys(in.Report.Objects)) {
 		names, _ := explain.Names(in, uid)
 		for _, n := range explain.ExplainNames(in, names) {
@@ -395,21 +392,17 @@ func refusalsOf(in *explain.Input, filter string) []uidLine {
 					if notRefusals[o.Code] {
 						continue
 					}
-					k := refusal{uid, o.Code, n.Name}
+					k := refusalKey{uid, o.Code, n.Name}
 					if seen[k] {
 						continue
 					}
 					seen[k] = true
-					l := Line{Sign: SignRefused, Action: "refused", Hostname: n.Name, Code: o.Code, Holder: o.Holder, Message: o.Message, Fix: o.Fix}
-					if o.Code == explain.OutsideDomainFilter && filter != "" && !strings.Contains(l.Message, filter) {
-						l.Message += " (" + filter + ")"
-					}
-					out = append(out, uidLine{uid, l})
+					out = append(out, uidLine{uid, Line{Sign: SignRefused, Action: "refused", Hostname: n.Name, Code: o.Code, Holder: o.Holder, Message: o.Message, Fix: o.Fix}})
 				}
 			}
 		}
 		for _, o := range explain.Problems(in, uid) {
-			k := refusal{uid, o.Code, ""}
+			k := refusalKey{uid, o.Code, ""}
 			if seen[k] || len(names) > 0 && o.Code == source.ReasonNoAddress {
 				continue
 			}

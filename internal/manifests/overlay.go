@@ -274,7 +274,9 @@ func (o *Overlay) Unread() []Object {
 			out = append(out, objs...)
 		}
 	}
-	slices.SortFunc(out, func(a, b Object) int { return compareStrings(KeyOf(a.Unstructured).String(), KeyOf(b.Unstructured).String()) })
+	slices.SortFunc(out, func(a, b Object) int {
+		return compareStrings(KeyOf(a.Unstructured).String(), KeyOf(b.Unstructured).String())
+	})
 	return out
 }
 

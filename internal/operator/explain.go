@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
+	"github.com/router-hosts-operator/router-hosts-operator/controller"
 	"github.com/router-hosts-operator/router-hosts-operator/dnscheck"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/events"
@@ -138,15 +139,9 @@ func Explain(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 	// decision (one read of the router), then the survey, the events and the DNS below.
 	timing := log.WithFields(logrus.Fields{"start": started.Sub(start).Round(time.Millisecond), "decide": time.Since(started).Round(time.Millisecond)})
 	defer func() { timing.Debug("explain's steps") }()
-	// The domain filter is the one the registry decided with: the settings in use, the
-	// RouterHostsConfig's over the flags.
-	domains, err := op.settings.Domains()
+	in, err := op.explainInput(rep)
 	if err != nil {
-		return fmt.Errorf("the domain filter: %w", err)
-	}
-	in := &explain.Input{Report: rep, Owners: op.Registry.Ownerships(rep.State, rep.Silent), Now: rep.Started, DomainFilter: domains}
-	if op.Config != nil {
-		in.DomainFilterSetBy = op.Config.DomainFilterSetBy()
+		return err
 	}
 	server := op.settings.VerifyDNS
 	if cfg.Command == CommandList {
@@ -276,6 +271,21 @@ func Explain(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer
 		return &NotAsWantedError{Names: missing}
 	}
 	return nil
+}
+
+// explainInput is one decision as explain and plan word it: the report, whose each entry is,
+// and the domain filter the registry decided with (the settings in use, the
+// RouterHostsConfig's over the flags).
+func (op *Operator) explainInput(rep *controller.Report) (*explain.Input, error) {
+	domains, err := op.settings.Domains()
+	if err != nil {
+		return nil, fmt.Errorf("the domain filter: %w", err)
+	}
+	in := &explain.Input{Report: rep, Owners: op.Registry.Ownerships(rep.State, rep.Silent), Now: rep.Started, DomainFilter: domains}
+	if op.Config != nil {
+		in.DomainFilterSetBy = op.Config.DomainFilterSetBy()
+	}
+	return in, nil
 }
 
 // saidWithin is how far back explain reads the running operator's Warning events; older ones

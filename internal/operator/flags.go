@@ -124,7 +124,7 @@ func ParseFlags(args []string, build Build) (*Config, error) {
 		_, env := os.LookupEnv(envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_")))
 		return *set[flag] || env
 	}
-	cmd, err := app.Parse(args)
+	cmd, err := app.Parse(stdinFiles(args))
 	if err != nil {
 		return nil, err
 	}
@@ -169,6 +169,21 @@ func ParseFlags(args []string, build Build) (*Config, error) {
 		}
 	}
 	return cfg, cfg.validate()
+}
+
+// stdinFiles spells `-f -` as --filename=-: kingpin reads a lone "-" as an empty value, and "-"
+// is how kubectl names stdin.
+func stdinFiles(args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		if (args[i] == "-f" || args[i] == "--filename") && i+1 < len(args) && args[i+1] == "-" {
+			out = append(out, "--filename=-")
+			i++
+			continue
+		}
+		out = append(out, args[i])
+	}
+	return out
 }
 
 // FlagModel is kingpin's model of the command line, for the flag table of the docs: every

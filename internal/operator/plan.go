@@ -25,7 +25,6 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/explain"
-	"github.com/router-hosts-operator/router-hosts-operator/internal/clusterconfig"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/manifests"
 	"github.com/router-hosts-operator/router-hosts-operator/preview"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
@@ -128,14 +127,19 @@ func Plan(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, s
 		bcfg := *cfg
 		hooks := Hooks{kube: overlaid(base, manifests.NewOverlay(live, nil, nil, now), cfg, records != nil)}
 		if records != nil {
-			bcfg.Provider, hooks.store = "inmemory", storeOf(records)
+			bcfg.Provider = "inmemory"
+			if hooks.store, err = storeOf(records); err != nil {
+				return err
+			}
 		}
 		op, rep, err := inspect(ctx, &bcfg, log, hooks)
 		if err != nil {
 			return err
 		}
 		defer op.Close()
-		before = &explain.Input{Report: rep, Owners: op.Registry.Ownerships(rep.State, rep.Silent), Now: rep.Started}
+		if before, err = op.explainInput(rep); err != nil {
+			return err
+		}
 		cfg.ClusterID = rep.ClusterID
 		if records == nil {
 			records = allRecords(rep.State)
@@ -149,14 +153,21 @@ func Plan(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, s
 	ov := manifests.NewOverlay(live, withoutServer(objs), prune, now)
 	acfg := *cfg
 	acfg.Provider = "inmemory"
-	op, rep, err := inspect(ctx, &acfg, log, Hooks{kube: overlaid(base, ov, cfg, true), store: storeOf(records)})
+	store, err := storeOf(records)
+	if err != nil {
+		return err
+	}
+	op, rep, err := inspect(ctx, &acfg, log, Hooks{kube: overlaid(base, ov, cfg, true), store: store})
 	if err != nil {
 		return err
 	}
 	defer op.Close()
-	after := &explain.Input{Report: rep, Owners: op.Registry.Ownerships(rep.State, rep.Silent), Now: rep.Started}
+	after, err := op.explainInput(rep)
+	if err != nil {
+		return err
+	}
 
-	in := &preview.Input{Before: before, After: after, DomainFilter: domainFilterWords(op.settings), Notes: notes}
+	in := &preview.Input{Before: before, After: after, Notes: notes}
 	touched := ov.Touched()
 	for _, k := range slices.SortedFunc(maps.Keys(touched), func(a, b manifests.Key) int { return strings.Compare(a.String(), b.String()) }) {
 		t := touched[k]
@@ -342,18 +353,6 @@ func words(v any) string {
 	return fmt.Sprint(v)
 }
 
-// domainFilterWords is the domain filter in use, as its flags are written.
-func domainFilterWords(s clusterconfig.Settings) string {
-	var parts []string
-	if len(s.DomainFilter) > 0 {
-		parts = append(parts, "--domain-filter="+strings.Join(s.DomainFilter, ","))
-	}
-	if len(s.ExcludeDomains) > 0 {
-		parts = append(parts, "--exclude-domains="+strings.Join(s.ExcludeDomains, ","))
-	}
-	return strings.Join(parts, " ")
-}
-
 // readSnapshot reads a router snapshot file.
 func readSnapshot(path string) ([]endpoint.Record, error) {
 	f, err := os.Open(path)
@@ -369,12 +368,12 @@ func readSnapshot(path string) ([]endpoint.Record, error) {
 }
 
 // storeOf is an in-memory router holding records exactly, versions included.
-func storeOf(records []endpoint.Record) *inmemory.Store {
+func storeOf(records []endpoint.Record) (*inmemory.Store, error) {
 	st, err := inmemory.NewStoreWith(records)
 	if err != nil {
-		panic(err) // records came from one read of a router or a checked snapshot
+		return nil, fmt.Errorf("the router's entries: %w", err)
 	}
-	return st
+	return st, nil
 }
 
 // allRecords are every entry of one read, whoever owns it.
