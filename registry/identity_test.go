@@ -667,3 +667,25 @@ func TestAFormerIdentity(t *testing.T) {
 		})
 	}
 }
+
+func TestObjectUIDs(t *testing.T) {
+	rec := func(comment string, uids ...string) endpoint.Record {
+		r := endpoint.Record{Comment: comment}
+		for _, u := range uids {
+			r.Tags = append(r.Tags, PrefixSource+u)
+		}
+		return r
+	}
+	got := ObjectUIDs([]endpoint.Record{
+		rec(commentPrefix+"Ingress apps/web", "u1"),
+		rec(commentPrefix+"Ingress apps/web", "u1"),                 // its second address
+		rec(commentPrefix+"Ingress apps/two (+1 more)", "u2", "u3"), // two objects: no pairing
+		rec(commentPrefix+"Ingress apps/again", "u4"),
+		rec(commentPrefix+"Ingress apps/again", "u5"), // made again: which is it?
+		rec("a person's note", "u6"),
+	})
+	want := map[string]string{"Ingress apps/web": "u1"}
+	if len(got) != len(want) || got["Ingress apps/web"] != "u1" {
+		t.Errorf("got %v, want %v", got, want)
+	}
+}

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 )
@@ -65,4 +66,27 @@ func Marked(rec *endpoint.Record) bool {
 	v := viewOf(rec)
 	_, marked := v.value(PrefixPending)
 	return marked
+}
+
+// ObjectUIDs are the UIDs the entries record of the objects their comments name ("Kind
+// namespace/name"), read from the entries one object alone wants: a plan without the cluster
+// gives a manifest's object the UID its entries know, so that it is taken for the object that
+// wrote them. An object named with two UIDs (deleted and made again) is left out.
+func ObjectUIDs(records []endpoint.Record) map[string]string {
+	out := map[string]string{}
+	twice := map[string]bool{}
+	for i := range records {
+		name, ok := strings.CutPrefix(records[i].Comment, commentPrefix)
+		uids := SourceUIDs(&records[i])
+		if !ok || len(uids) != 1 || strings.Contains(name, " (+") || twice[name] {
+			continue
+		}
+		if prev, seen := out[name]; seen && prev != uids[0] {
+			delete(out, name)
+			twice[name] = true
+			continue
+		}
+		out[name] = uids[0]
+	}
+	return out
 }

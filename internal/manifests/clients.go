@@ -172,6 +172,10 @@ type dynamicClient struct {
 	live dynamic.Interface
 }
 
+// IsWatchListSemanticsUnSupported tells client-go's informers to list, then watch: the overlay
+// answers a list, and its watches never speak, so a streamed list would wait forever.
+func (dynamicClient) IsWatchListSemanticsUnSupported() bool { return true }
+
 func (d dynamicClient) Resource(gvr schema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
 	var live dynamic.NamespaceableResourceInterface
 	if d.live != nil {

@@ -166,3 +166,35 @@ func TestOverlay(t *testing.T) {
 		t.Errorf("unread %v: want the ConfigMap", u)
 	}
 }
+
+// TestKnownUIDs: offline, an object the router's entries name keeps their UID and is older than
+// any object the manifests add; one they do not name is new.
+func TestKnownUIDs(t *testing.T) {
+	nas := obj("router-hosts.fzymgc.house/v1alpha1", "HostMapping", "apps", "nas", "", nil, nil)
+	printer := obj("router-hosts.fzymgc.house/v1alpha1", "HostMapping", "apps", "printer", "", nil, nil)
+	now := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	ov := NewOverlay(nil, []Object{{Unstructured: &nas}, {Unstructured: &printer}}, nil, now)
+	ov.Known(map[string]string{"HostMapping apps/nas": "uid-nas"})
+	gvr := schema.GroupVersionResource{Group: "router-hosts.fzymgc.house", Version: "v1alpha1", Resource: "hostmappings"}
+	list, err := ov.Dynamic(nil).Resource(gvr).List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(list.Items) != 2 {
+		t.Fatalf("%v %v", list, err)
+	}
+	for _, u := range list.Items {
+		switch u.GetName() {
+		case "nas":
+			if u.GetUID() != "uid-nas" || !u.GetCreationTimestamp().Time.Before(now) {
+				t.Errorf("nas %v: want the entries' UID and an earlier creation", u.Object["metadata"])
+			}
+		case "printer":
+			if u.GetUID() == "uid-nas" || !u.GetCreationTimestamp().Time.Equal(now) {
+				t.Errorf("printer %v: want a UID of its own, created now", u.Object["metadata"])
+			}
+		}
+	}
+	for k, tt := range ov.Touched() {
+		if want := map[string]Change{"nas": Replaced, "printer": Added}[k.Name]; tt.Change != want {
+			t.Errorf("%s: %s, want %s", k, tt.Change, want)
+		}
+	}
+}

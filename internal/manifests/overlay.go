@@ -101,6 +101,22 @@ type Overlay struct {
 	errs   map[schema.GroupResource]error
 	asked  map[schema.GroupResource]bool
 	result map[Key]Touched
+	// known are the UIDs of objects that are not live but that the router's entries name, by
+	// "Kind namespace/name" (registry.ObjectUIDs).
+	known map[string]string
+}
+
+// Known gives the objects the manifests add without a live object the UIDs the router's entries
+// record for them (offline, where nothing is live): such an object is the one that wrote its
+// entries, older than any the manifests add, and its change is Replaced.
+func (o *Overlay) Known(uids map[string]string) { o.known = uids }
+
+// refName is k as an entry's comment names its object.
+func (k Key) refName() string {
+	if k.Namespace == "" {
+		return k.Kind + " " + k.Name
+	}
+	return k.Kind + " " + k.Namespace + "/" + k.Name
 }
 
 // NewOverlay lays objs over what live lists (nil: objs are the whole cluster). prune, when not
@@ -163,6 +179,11 @@ func (o *Overlay) objects(ctx context.Context, gvr schema.GroupVersionResource) 
 		} else {
 			u.SetUID(syntheticUID(k))
 			u.SetCreationTimestamp(metav1.NewTime(o.now))
+			if uid, ok := o.known[k.refName()]; ok {
+				u.SetUID(types.UID(uid))
+				u.SetCreationTimestamp(metav1.NewTime(time.Unix(0, 0)))
+				t.Change = Replaced
+			}
 			u.SetResourceVersion("1")
 			_, has := u.Object["status"]
 			t.StatusUnknown = !has

@@ -151,6 +151,9 @@ func Plan(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, s
 
 	// The cluster as the manifests make it, decided on the same entries.
 	ov := manifests.NewOverlay(live, withoutServer(objs), prune, now)
+	if cfg.Plan.Offline {
+		ov.Known(registry.ObjectUIDs(records))
+	}
 	acfg := *cfg
 	acfg.Provider = "inmemory"
 	store, err := storeOf(records)
