@@ -383,18 +383,12 @@ func (d *decision) outcomes(n string, ep *endpoint.Endpoint, ref endpoint.Source
 	}
 	for _, c := range rep.Conflicts {
 		if c.Loser.UID == ref.UID && (c.Hostname == n || (!c.Alias && c.Hostname == ep.Hostname)) {
-			what := "the name"
-			if c.Alias {
-				what = "the alias " + c.Hostname
-			}
-			out = append(out, Outcome{Code: c.Reason, Stage: c.Stage, Holder: c.Winner,
-				Message: fmt.Sprintf("%s is held by %s", what, c.Winner),
-				Fix:     "remove the claim from one side, or have the holder let go; " + holderFix(c.Winner)})
+			out = append(out, conflictOutcome(&c))
 		}
 	}
 	for _, p := range rep.Problems {
 		if p.Source.UID == ref.UID {
-			out = append(out, Outcome{Code: p.Reason, Stage: p.Stage, Message: p.Message, Fix: problemFix(p.Reason)})
+			out = append(out, problemOutcome(&p))
 		}
 	}
 	for _, p := range problems {

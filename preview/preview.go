@@ -7,7 +7,6 @@ package preview
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -194,6 +193,7 @@ type builder struct {
 	lines   map[string][]Line  // by UID; "" for no object
 	// existing counts the refusals of today that the manifests do not touch.
 	existing int
+	byHost   map[string]*endpoint.Endpoint
 }
 
 func newBuilder(in *Input) *builder {
@@ -232,12 +232,13 @@ func (b *builder) objectsOf(c *plan.Change) []string {
 }
 
 func (b *builder) desired(host string) *endpoint.Endpoint {
-	for _, ep := range b.in.After.Report.Desired {
-		if ep.Hostname == host {
-			return ep
+	if b.byHost == nil {
+		b.byHost = make(map[string]*endpoint.Endpoint, len(b.in.After.Report.Desired))
+		for _, ep := range b.in.After.Report.Desired {
+			b.byHost[ep.Hostname] = ep
 		}
 	}
-	return nil
+	return b.byHost[host]
 }
 
 // add puts l under each object of uids that is known, else under no object.
@@ -344,73 +345,36 @@ func (b *builder) holds() {
 // refusals are what became of each object's claims other than a write or nothing to do: a
 // name held by another, outside the filter, refused by the tenancy, an input problem. The ones
 // of objects the manifests leave as they are and that hold today too are counted, not shown.
+// A new object whose address only its status would give (a load balancer's) has it unknown.
 func (b *builder) refusals() {
 	before := map[refusalKey]bool{}
 	if b.in.Before != nil {
-		for _, r := range refusalsOf(b.in.Before) {
-			before[refusalKey{r.uid, r.line.Code, r.line.Hostname}] = true
+		for _, r := range explain.ClaimOutcomes(b.in.Before) {
+			before[refusalKey{r.UID, r.Outcome.Code, r.Name}] = true
 		}
 	}
-	for _, r := range refusalsOf(b.in.After) {
-		_, touched := b.touched[r.uid]
-		if !touched && before[refusalKey{r.uid, r.line.Code, r.line.Hostname}] {
+	seen := map[refusalKey]bool{}
+	for _, r := range explain.ClaimOutcomes(b.in.After) {
+		k := refusalKey{r.UID, r.Outcome.Code, r.Name}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		t, touched := b.touched[r.UID]
+		if !touched && before[k] {
 			b.existing++
 			continue
 		}
-		if t, ok := b.touched[r.uid]; ok && t.StatusUnknown && r.line.Code == source.ReasonNoAddress {
-			r.line.Sign, r.line.Action = SignUnknown, "unknown"
-			r.line.Message = r.line.Hostname + ": address unknown: it comes from the object's status (a load balancer's address), which the manifests lack; the sync after it is assigned writes it"
-			r.line.Fix = ""
-		}
-		b.add([]string{r.uid}, r.line)
-	}
-}
-
-type uidLine struct {
-	uid  string
-	line Line
-}
-
-// refusalCodes are the outcomes of a claim that keep it from the router as it asks; the rest
-// (Synced, Pending, and the holds, which holds() words from the change) are not refusals.
-var notRefusals = map[string]bool{explain.Synced: true, explain.Pending: true, registry.ReasonGracePeriod: true,
-	registry.ReasonMassDeletionHeld: true, registry.ReasonPolicy: true, registry.ReasonTakeUpPaced: true,
-	registry.ReasonWholeReadNeeded: true, registry.ReasonTwinInstallation: true}
-
-// refusalsOf are the refusals of every object's claims in one decision, as explain words them.
-func refusalsOf(in *explain.Input) []uidLine {
-	var out []uidLine
-	seen := map[refusalKey]bool{}
-	for _, uid := range slices.Sorted(maps.Keys(in.Report.Objects)) {
-		names, _ := explain.Names(in, uid)
-		for _, n := range explain.ExplainNames(in, names) {
-			for _, c := range n.Claims {
-				if c.Object.UID != uid {
-					continue
-				}
-				for _, o := range c.Outcomes {
-					if notRefusals[o.Code] {
-						continue
-					}
-					k := refusalKey{uid, o.Code, n.Name}
-					if seen[k] {
-						continue
-					}
-					seen[k] = true
-					out = append(out, uidLine{uid, Line{Sign: SignRefused, Action: "refused", Hostname: n.Name, Code: o.Code, Holder: o.Holder, Message: o.Message, Fix: o.Fix}})
-				}
+		if touched && t.StatusUnknown && r.Outcome.Code == source.ReasonNoAddress {
+			for _, ep := range b.in.After.Report.Objects[r.UID].Endpoints {
+				b.add([]string{r.UID}, Line{Sign: SignUnknown, Action: "unknown", Hostname: ep.Hostname, Code: r.Outcome.Code,
+					Message: ep.Hostname + ": address unknown: it comes from the object's status (a load balancer's address), which the manifests lack; the sync after it is assigned writes it"})
 			}
+			continue
 		}
-		for _, o := range explain.Problems(in, uid) {
-			k := refusalKey{uid, o.Code, ""}
-			if seen[k] || len(names) > 0 && o.Code == source.ReasonNoAddress {
-				continue
-			}
-			seen[k] = true
-			out = append(out, uidLine{uid, Line{Sign: SignRefused, Action: "refused", Code: o.Code, Message: o.Message, Fix: o.Fix}})
-		}
+		o := r.Outcome
+		b.add([]string{r.UID}, Line{Sign: SignRefused, Action: "refused", Hostname: r.Name, Code: o.Code, Holder: o.Holder, Message: o.Message, Fix: o.Fix})
 	}
-	return out
 }
 
 // groups orders the groups: the manifests' objects first in their order of kind, namespace and
