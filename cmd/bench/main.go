@@ -191,6 +191,10 @@ type result struct {
 	// explainReads are explain's ListHosts / SearchHosts calls.
 	explainTook, listTook time.Duration
 	explainReads          string
+	// planTook and planReads time plan -f with one new object of the run's kind, laid over the
+	// run's objects: two decisions, one read of the router.
+	planTook  time.Duration
+	planReads string
 	// n is the entries the run converges to; objects, when set, the objects the operator
 	// caches (the class-wide run's Ingresses of every class), by which the memory budget goes.
 	n, objects int
@@ -479,7 +483,8 @@ func (b *bench) run(ctx context.Context, cl *cluster, n int, cost time.Duration)
 		if err := b.explainRun(ctx, b.conn, r, apps[0].hostname, sourceArgs...); err != nil {
 			return nil, err
 		}
-		step("explain %s: %v (ListHosts / SearchHosts %s); list: %v", apps[0].hostname, r.explainTook.Round(time.Millisecond), r.explainReads, r.listTook.Round(time.Millisecond))
+		step("explain %s: %v (ListHosts / SearchHosts %s); list: %v; plan -f: %v (%s)", apps[0].hostname, r.explainTook.Round(time.Millisecond), r.explainReads,
+			r.listTook.Round(time.Millisecond), r.planTook.Round(time.Millisecond), r.planReads)
 	}
 	if err := cl.shrink(ctx, n); err != nil {
 		return nil, err

@@ -24,6 +24,7 @@ const (
 	budgetLatencyP50L = 100 * time.Millisecond // up to 10,000 objects
 	budgetCreateP50   = 60 * time.Millisecond  // a new hostname, up to 1,000 objects
 	budgetExplain     = 2 * time.Second        // explain as a process, up to 1,000 objects and entries
+	budgetPlanCommand = 2 * budgetExplain      // plan decides twice (the cluster as it is and as the manifests make it)
 	budgetLatencySize = 1000
 	budgetLargeSize   = 10000
 )
@@ -129,6 +130,13 @@ func printTable(w io.Writer, server string, plan *planResult, results []*result,
 				return "-", noBudget
 			}
 			return fmt.Sprintf("%.0f", r.dnsPerMinute), check(true, r.dnsPerMinute <= float64(r.n))
+		}},
+		{"plan -f (one new object), whole process: s (ListHosts / SearchHosts)", "< 4 s at 1,000, one read", func(r *result) (string, grade) {
+			if r.planTook == 0 {
+				return "-", noBudget
+			}
+			return fmt.Sprintf("%.2f s (%s)", r.planTook.Seconds(), r.planReads),
+				check(r.n <= budgetLatencySize, r.planTook < budgetPlanCommand && (r.planReads == "-" || r.planReads == "1 / 0"))
 		}},
 		{"list, whole process: s", "reported", func(r *result) (string, grade) {
 			if r.listTook == 0 {

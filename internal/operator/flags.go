@@ -312,7 +312,7 @@ func newApp(cfg *Config, build Build, getenv func(string) string) *kingpin.Appli
 		Short('f').StringsVar(&cfg.Plan.Files)
 	app.Flag("prune", "plan: plan the live objects that --selector selects and the manifests lack as deleted, as kubectl apply --prune does.").BoolVar(&cfg.Plan.Prune)
 	app.Flag("selector", "plan: the label selector of --prune.").Short('l').StringVar(&cfg.Plan.Selector)
-	app.Flag("offline", "plan: read no cluster: the manifests are the whole cluster (the router from --router-snapshot, or the flags' router).").BoolVar(&cfg.Plan.Offline)
+	app.Flag("offline", "plan: read no cluster: the manifests are the whole cluster, and the router's entries come from --router-snapshot (the identity from its entries of --cluster-name, or --cluster-id).").BoolVar(&cfg.Plan.Offline)
 	app.Flag("router-snapshot", "plan: read the router's entries from this file, the output of `list -o json` (unfiltered), instead of the router.").StringVar(&cfg.Plan.RouterSnapshot)
 	app.Flag("owner", "list: only the entries of this owner: "+strings.Join(explain.Owners(), ", ")+".").StringVar(&cfg.Filter.Owner)
 	app.Flag("state", "list: only the entries in this state: "+strings.Join(explain.States(), ", ")+".").StringVar(&cfg.Filter.State)

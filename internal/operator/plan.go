@@ -105,12 +105,9 @@ func Plan(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, s
 	var base *kubeClients
 	var live manifests.Lister
 	if !cfg.Plan.Offline {
-		var rc any
-		cfg, rc, err = readOnlyCluster(ctx, cfg, log)
-		if err != nil {
+		if cfg, base, err = readOnlyCluster(ctx, cfg, log); err != nil {
 			return err
 		}
-		base = rc.(*kubeClients)
 		live = manifests.Lists(base.sources.Dynamic)
 	} else if cfg.ClusterID == "" && records != nil {
 		id, err := identityIn(records, cfg.ClusterName)
@@ -204,7 +201,7 @@ func Plan(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, s
 
 // readOnlyCluster is the configuration explain would use (ReadOnlyConfig: from a laptop, the
 // running operator's) and the clients to the cluster.
-func readOnlyCluster(ctx context.Context, cfg *Config, log *logrus.Logger) (*Config, any, error) {
+func readOnlyCluster(ctx context.Context, cfg *Config, log *logrus.Logger) (*Config, *kubeClients, error) {
 	cfg, restCfg, err := ReadOnlyConfig(ctx, cfg, log.Out)
 	if err != nil {
 		return nil, nil, err
