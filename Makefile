@@ -141,9 +141,10 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzNormalizeHostname$$' -fuzztime $(FUZZ_TIME) ./endpoint/
 	$(GO) test -run '^$$' -fuzz '^FuzzNormalizeIP$$' -fuzztime $(FUZZ_TIME) ./endpoint/
 
-# The packages that need no control plane (cmd/demo runs the whole demo).
-unit: controller-gen helm dnsmasq
-	HELM=$(HELM) CONTROLLER_GEN=$(CONTROLLER_GEN) $(GO) test -count=1 $$($(GO) list ./... | grep -v '/test/\(integration\|soak\|model\|externaldns\|gitops\)\|/cmd/demo')
+# The packages that need no control plane (cmd/demo runs the whole demo); the envtest assets
+# for their kubectl, which the example CI workflow's test runs.
+unit: controller-gen helm dnsmasq envtest-assets
+	HELM=$(HELM) CONTROLLER_GEN=$(CONTROLLER_GEN) KUBEBUILDER_ASSETS=$(ASSETS) $(GO) test -count=1 $$($(GO) list ./... | grep -v '/test/\(integration\|soak\|model\|externaldns\|gitops\)\|/cmd/demo')
 
 integration: envtest-assets helm promtool dnsmasq
 	HELM=$(HELM) PROMTOOL=$(PROMTOOL) KUBEBUILDER_ASSETS=$(ASSETS) $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -v ./test/integration/
@@ -200,8 +201,8 @@ BENCH_FLAGS   ?=
 bench: envtest-assets build
 	KUBEBUILDER_ASSETS=$(ASSETS) $(GO) run ./cmd/bench -operator $(BIN) $(BENCH_FLAGS)
 
-# Go hygiene, the chart (helm lint --strict), the GitHub workflows (actionlint) and the check
-# that the release's version agrees everywhere (hack/check-versions.sh).
+# Go hygiene, the chart (helm lint --strict), the GitHub workflows and examples/ci's (actionlint),
+# and the check that the release's version agrees everywhere (hack/check-versions.sh).
 lint: helm actionlint
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
@@ -213,6 +214,8 @@ lint: helm actionlint
 	cd $(GITOPS_TESTS) && $(GO) vet ./... && $(GO) mod tidy -diff
 	$(HELM) lint --strict charts/router-hosts-operator
 	$(ACTIONLINT) -no-color
+	# The example workflow for GitOps repositories, which lives outside .github/workflows.
+	$(ACTIONLINT) -no-color examples/ci/router-hosts-plan.yaml
 	bash hack/check-versions.sh
 
 # Regenerates the CRDs and DeepCopy from api/v1alpha1 (generate-crds, which needs only Go), what

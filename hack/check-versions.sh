@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The release's version, said once per place a user meets it, must agree everywhere (make lint):
 # the chart's version and appVersion, the newest release heading of CHANGELOG.md, the image tag
-# kustomize and the examples deploy (v<version>), and, on a release tag (GITHUB_REF_NAME=v*),
-# the tag itself. No manifest may deploy a floating "latest". (Placeholders such as vX.Y.Z in
+# kustomize and the examples deploy (v<version>), the release the example workflow installs,
+# and, on a release tag (GITHUB_REF_NAME=v*), the tag itself. No manifest may deploy a floating "latest". (Placeholders such as vX.Y.Z in
 # prose are not versions.)
 set -eu
 cd "$(dirname "$0")/.."
@@ -23,6 +23,10 @@ done
 while IFS= read -r line; do
   bad "deploys the operator's image at another tag than v$version: $line"
 done < <(grep -rnE 'ghcr.io/router-hosts-operator/router-hosts-operator:(v?[0-9]|latest)' examples kustomize charts docs README.md 2>/dev/null | grep -v ":v$version\b" || true)
+# The example workflow's release, which it downloads to plan with (examples/ci).
+wf=examples/ci/router-hosts-plan.yaml
+tag=$(sed -n 's/^ *OPERATOR_VERSION: *//p' $wf)
+[ "$tag" = "v$version" ] || bad "$wf installs the release \"$tag\", not v$version"
 # Values files that name the operator's image by repository and tag (external-dns's chart).
 while IFS= read -r f; do
   tag=$(grep -A1 'repository: ghcr.io/router-hosts-operator/router-hosts-operator' "$f" | sed -n 's/^ *tag: *//p')
