@@ -310,10 +310,11 @@ spec:
 	})
 
 	t.Run("a plan longer than a comment: its summary and a link", func(t *testing.T) {
-		// Offline, every object of a kind the operator reads is listed, changed or not.
+		// 900 new names: a line and a heading each.
 		var many strings.Builder
 		for i := range 900 {
-			fmt.Fprintf(&many, "---\napiVersion: v1\nkind: Service\nmetadata: {name: svc-%03d, namespace: media}\nspec: {ports: [{port: 80}]}\n", i)
+			fmt.Fprintf(&many, "---\napiVersion: router-hosts.fzymgc.house/v1alpha1\nkind: HostMapping\nmetadata: {name: svc-%03d, namespace: media}\n"+
+				"spec: {hostname: svc-%03d.home.arpa, ipAddress: 192.168.7.1}\n", i, i)
 		}
 		writeFile(t, filepath.Join(repo, "clusters/home/apps/many.yaml"), many.String())
 		addResource(t, repo, "many.yaml")
@@ -322,8 +323,8 @@ spec:
 		if r.failed != "" || r.exits["Plan"] == 0 {
 			t.Fatalf("exit %d, job failed at %q; want a plan with changes and the job passed\n%s", r.exits["Plan"], r.failed, r.log)
 		}
-		if len(r.summary) <= 65536 || !strings.Contains(r.summary, "#### Service media/svc-899 ") {
-			t.Fatalf("the plan is %d bytes, without the last Service; the test wants one longer than a comment", len(r.summary))
+		if len(r.summary) <= 65536 || !strings.Contains(r.summary, "#### HostMapping media/svc-899 ") {
+			t.Fatalf("the plan is %d bytes, without the last HostMapping; the test wants one longer than a comment", len(r.summary))
 		}
 		body := lastBody(t, 8)
 		head := strings.SplitAfterN(r.summary, "\n", 4)
@@ -548,8 +549,9 @@ func exampleDoc(t *testing.T, file, marker string) string {
 
 // snapshot is the router as `list -o json` prints it after the operator of cluster (identity
 // id) synced the repository's HostMapping default/printer: its entry, with the tags the
-// operator writes (its heartbeat too, renewed just now, with the default --silent-cluster-after
-// and --interval), beside a hand-made entry and another cluster's, which the plan leaves be.
+// operator writes (its heartbeat too, renewed a week ago, as a snapshot kept in a secret for a
+// week holds it: the renewal the plan then sees is the operator's own and no change of the
+// pull request's; the default --silent-cluster-after and --interval), beside a hand-made entry and another cluster's, which the plan leaves be.
 func snapshot(t *testing.T, cluster, id string) string {
 	t.Helper()
 	quarter, interval := flagDefault(t, "silent-cluster-after")/4, flagDefault(t, "interval")
@@ -557,7 +559,7 @@ func snapshot(t *testing.T, cluster, id string) string {
 	doc := explain.ListJSON{Version: explain.Version, Entries: []explain.RouterEntry{
 		{ID: "01JD8Z6Q0000000000000PR1NT", Hostname: "printer.home.arpa", Address: "192.168.1.30", Aliases: []string{"print.home.arpa"},
 			Tags: append(slices.Clone(owned), "namespace:default", "kind:HostMapping", "source:3f1c2a9e-5b7d-4e08-9a61-0c2d4b6e8f10", "office",
-				"alive:"+time.Now().UTC().Format(time.RFC3339), fmt.Sprintf("alive-every:%d", int(quarter.Seconds())),
+				"alive:"+time.Now().Add(-7*24*time.Hour).UTC().Format(time.RFC3339), fmt.Sprintf("alive-every:%d", int(quarter.Seconds())),
 				fmt.Sprintf("alive-interval:%d", int(interval.Seconds()))),
 			Comment: "router-hosts-operator: HostMapping default/printer", Version: "4",
 			Owner: explain.Whose{Class: "this", Cluster: cluster, ClusterID: id, Namespace: "default", Kinds: []string{"HostMapping"}, Words: "this cluster"}, State: explain.StateSynced},

@@ -51,7 +51,7 @@ type Input struct {
 type Touched struct {
 	Object explain.Object `json:"object"`
 	// Change is added, replaced or pruned.
-	Change string `json:"change"`
+	Change string `json:"change,omitempty"`
 	Origin string `json:"origin,omitempty"`
 	// StatusUnknown: the object's status is not in the manifests and no live object lends it.
 	StatusUnknown bool `json:"statusUnknown,omitempty"`
@@ -131,6 +131,13 @@ type Summary struct {
 	// counted, not shown.
 	Existing int `json:"existing"`
 	Unread   int `json:"unread"`
+	// Unchanged are the manifests' objects the router already holds as they want: counted,
+	// not shown.
+	Unchanged int `json:"unchanged"`
+	// Heartbeats are the renewals of this installation's heartbeat the sync would write: its
+	// own, on its schedule, whatever the manifests say (a snapshot's age shows as one); counted,
+	// not shown, and no change of the plan's.
+	Heartbeats int `json:"heartbeats"`
 }
 
 // Exit is the command's exit status: 0 for no change, 1 for changes that all go through, 3
@@ -181,7 +188,7 @@ func Make(in *Input) *Plan {
 			}
 		}
 	}
-	p.Summary.Existing = b.existing
+	p.Summary.Existing, p.Summary.Unchanged, p.Summary.Heartbeats = b.existing, b.unchanged, b.heartbeats
 	return p
 }
 
@@ -191,9 +198,10 @@ type builder struct {
 	refs    map[string]endpoint.SourceRef
 	touched map[string]Touched // by UID
 	lines   map[string][]Line  // by UID; "" for no object
-	// existing counts the refusals of today that the manifests do not touch.
-	existing int
-	byHost   map[string]*endpoint.Endpoint
+	// existing counts the refusals of today that the manifests do not touch, unchanged the
+	// manifests' objects with no line, heartbeats the renewals of the heartbeat.
+	existing, unchanged, heartbeats int
+	byHost                          map[string]*endpoint.Endpoint
 }
 
 func newBuilder(in *Input) *builder {
@@ -263,6 +271,10 @@ func (b *builder) changes() {
 	rep := b.in.After.Report
 	for i := range rep.Changes {
 		c := &rep.Changes[i]
+		if c.Action == plan.Update && registry.HeartbeatOnly(c.Old, c.New) {
+			b.heartbeats++
+			continue
+		}
 		b.add(b.objectsOf(c), lineOf(c))
 	}
 }
@@ -378,8 +390,9 @@ func (b *builder) refusals() {
 }
 
 // groups orders the groups: the manifests' objects first in their order of kind, namespace and
-// name, then the other objects, then the lines of no object; an object the manifests touch
-// has a group even with no line, so that a reader sees it was planned.
+// name, then the other objects, then the lines of no object. An object the manifests add that
+// claims names has a group even with no line, so that a reader sees it is already as it wants;
+// the others with no line are counted.
 func (b *builder) groups() []Group {
 	var out []Group
 	uids := map[string]bool{}
@@ -393,6 +406,10 @@ func (b *builder) groups() []Group {
 	}
 	for uid := range uids {
 		g := Group{Lines: b.lines[uid]}
+		if t, ok := b.touched[uid]; ok && len(g.Lines) == 0 && (t.Change != "added" || len(b.in.After.Report.Objects[uid].Endpoints) == 0) {
+			b.unchanged++
+			continue
+		}
 		if t, ok := b.touched[uid]; ok {
 			o := t.Object
 			g.Object, g.Change, g.Origin = &o, t.Change, t.Origin
@@ -510,6 +527,12 @@ func (s Summary) Line() string {
 	parts = append(parts, fmt.Sprintf("%d refused or held", s.Refusals))
 	if s.Unknown > 0 {
 		parts = append(parts, fmt.Sprintf("%d with an address not known from manifests", s.Unknown))
+	}
+	if s.Unchanged > 0 {
+		parts = append(parts, fmt.Sprintf("%d objects of the manifests already as they want (not shown)", s.Unchanged))
+	}
+	if s.Heartbeats > 0 {
+		parts = append(parts, fmt.Sprintf("%d renewals of this installation's heartbeat, its own (not shown)", s.Heartbeats))
 	}
 	if s.Existing > 0 {
 		parts = append(parts, fmt.Sprintf("%d refusals of today the manifests do not touch (not shown; explain tells them)", s.Existing))

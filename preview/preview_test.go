@@ -46,6 +46,7 @@ func TestMake(t *testing.T) {
 		before, after *explain.Input
 		manifest      []Touched
 		want          []string // "title|sign line" per line
+		wantGroups    []string // the titles, when given
 		summary       Summary
 		exit          int
 	}{
@@ -74,6 +75,16 @@ func TestMake(t *testing.T) {
 			want:    []string{"|! gone.lan: MassDeletionHeld: held: mark gone.lan; fix: set spec.deletion.brake.confirm: tok on the RouterHostsConfig (or --confirm-mass-deletion=tok), or bring the objects back"},
 			summary: Summary{Refusals: 1}, exit: 3},
 		{name: "nothing to do", after: decision(nil, nil, nil, nil, nil), summary: Summary{}, exit: 0},
+		{name: "a heartbeat's renewal is counted, not a change",
+			after: decision(nil, nil, []plan.Change{{Action: plan.Update, Old: &endpoint.Record{ID: "e2", Hostname: "h.lan", IP: "10.0.0.4", Tags: []string{registry.PrefixAlive + "2026-11-20T00:00:00Z"}},
+				New: &endpoint.Record{ID: "e2", Hostname: "h.lan", IP: "10.0.0.4", Tags: []string{registry.PrefixAlive + "2026-12-02T12:00:00Z"}}}}, nil, nil),
+			summary: Summary{Heartbeats: 1}, exit: 0},
+		{name: "an object already as it wants is counted; a new one that claims a name is shown",
+			after: decision(map[string][]*endpoint.Endpoint{"u-web": {web}, "u-old": {old}}, []*endpoint.Endpoint{web, old}, nil, nil, nil),
+			manifest: []Touched{{Object: explain.Object{Kind: "Ingress", Namespace: "apps", Name: "web", UID: "u-web"}, Change: "added"},
+				{Object: explain.Object{Kind: "Ingress", Namespace: "apps", Name: "old", UID: "u-old"}, Change: "replaced"},
+				{Object: explain.Object{Kind: "Namespace", Name: "apps", UID: "u-ns"}, Change: "added"}},
+			wantGroups: []string{"Ingress apps/web (added)"}, summary: Summary{Unchanged: 2}, exit: 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -90,6 +101,15 @@ func TestMake(t *testing.T) {
 			}
 			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
 				t.Errorf("lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+			if tc.wantGroups != nil {
+				var titles []string
+				for _, g := range p.Groups {
+					titles = append(titles, g.Title())
+				}
+				if strings.Join(titles, "|") != strings.Join(tc.wantGroups, "|") {
+					t.Errorf("groups %q, want %q", titles, tc.wantGroups)
+				}
 			}
 			if p.Summary != tc.summary {
 				t.Errorf("summary %+v, want %+v", p.Summary, tc.summary)

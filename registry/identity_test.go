@@ -689,3 +689,27 @@ func TestObjectUIDs(t *testing.T) {
 		t.Errorf("got %v, want %v", got, want)
 	}
 }
+
+func TestHeartbeatOnly(t *testing.T) {
+	old := &endpoint.Record{Hostname: "a.lan", IP: "10.0.0.1", Tags: []string{TagOwner, PrefixAlive + "2026-11-20T00:00:00Z", PrefixAliveEvery + "60"}}
+	renewed := *old
+	renewed.Tags = []string{TagOwner, PrefixAlive + "2026-12-02T00:00:00Z", PrefixAliveEvery + "60"}
+	moved := renewed
+	moved.IP = "10.0.0.2"
+	tagged := renewed
+	tagged.Tags = append([]string{"team:a"}, renewed.Tags...)
+	for _, tc := range []struct {
+		name string
+		cur  *endpoint.Record
+		want bool
+	}{
+		{"a renewal", &renewed, true},
+		{"a renewal with a move", &moved, false},
+		{"a renewal with a user's tag", &tagged, false},
+		{"nothing at all", old, false},
+	} {
+		if got := HeartbeatOnly(old, tc.cur); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

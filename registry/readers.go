@@ -90,3 +90,23 @@ func ObjectUIDs(records []endpoint.Record) map[string]string {
 	}
 	return out
 }
+
+// HeartbeatOnly reports whether an update from old to cur changes nothing but the heartbeat's
+// tags: the installation's own renewal, which its loop writes on its schedule whatever the
+// cluster holds.
+func HeartbeatOnly(old, cur *endpoint.Record) bool {
+	if old == nil || cur == nil || old.IP != cur.IP || old.Hostname != cur.Hostname || old.Comment != cur.Comment || !slices.Equal(old.Aliases, cur.Aliases) {
+		return false
+	}
+	rest := func(tags []string) []string {
+		var out []string
+		for _, t := range tags {
+			if !strings.HasPrefix(t, PrefixAlive) && !strings.HasPrefix(t, PrefixAliveEvery) && !strings.HasPrefix(t, PrefixAliveInterval) {
+				out = append(out, t)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	return !slices.Equal(old.Tags, cur.Tags) && slices.Equal(rest(old.Tags), rest(cur.Tags))
+}

@@ -198,3 +198,24 @@ func TestKnownUIDs(t *testing.T) {
 		}
 	}
 }
+
+func TestServedAs(t *testing.T) {
+	for _, tc := range []struct {
+		kind, group, resource string
+		want                  bool
+	}{
+		{"Gateway", "gateway.networking.k8s.io", "gateways", true},
+		{"Ingress", "networking.k8s.io", "ingresses", true},
+		{"IngressRouteTCP", "traefik.io", "ingressroutetcps", true},
+		{"HostMapping", "router-hosts.fzymgc.house", "hostmappings", true},
+		{"Gateway", "gateway.networking.k8s.io", "gatewayclasses", false},
+	} {
+		if got := servedAs(schema.GroupKind{Group: tc.group, Kind: tc.kind}, schema.GroupResource{Group: tc.group, Resource: tc.resource}); got != tc.want {
+			t.Errorf("%s as %s.%s: %v, want %v", tc.kind, tc.resource, tc.group, got, tc.want)
+		}
+	}
+	ingress := schema.GroupKind{Group: "networking.k8s.io", Kind: "Ingress"}
+	if servedAs(ingress, schema.GroupResource{Group: "extensions", Resource: "ingresses"}) {
+		t.Error("another group's resource is not the kind's")
+	}
+}

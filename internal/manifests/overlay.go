@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -39,11 +40,18 @@ func (k Key) String() string {
 	return kind + " " + k.Namespace + "/" + k.Name
 }
 
-// clusterScoped are the kinds the operator reads that live outside namespaces; every other kind
-// it reads is namespaced, so a manifest of one without a namespace lands where kubectl puts it.
+// clusterScoped are the kinds that live outside namespaces: the two the operator reads, and the
+// ones a GitOps repository carries most, so that they are named without one. Every other kind
+// the operator reads is namespaced, so a manifest of one without a namespace lands where kubectl
+// puts it; a kind it does not read is only named.
 var clusterScoped = map[schema.GroupKind]bool{
 	{Kind: "Namespace"}: true, {Group: v1alpha1.GroupVersion.Group, Kind: "RouterHostsConfig"}: true,
-	{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}: true,
+	{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}: true, {Kind: "PersistentVolume"}: true, {Kind: "Node"}: true,
+	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}: true, {Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}: true,
+	{Group: "storage.k8s.io", Kind: "StorageClass"}: true, {Group: "networking.k8s.io", Kind: "IngressClass"}: true,
+	{Group: "gateway.networking.k8s.io", Kind: "GatewayClass"}: true, {Group: "scheduling.k8s.io", Kind: "PriorityClass"}: true,
+	{Group: "admissionregistration.k8s.io", Kind: "ValidatingWebhookConfiguration"}: true,
+	{Group: "admissionregistration.k8s.io", Kind: "MutatingWebhookConfiguration"}:   true, {Group: "apiregistration.k8s.io", Kind: "APIService"}: true,
 }
 
 // KeyOf is u's key; a namespaced object without a namespace is in "default", as kubectl
@@ -57,11 +65,16 @@ func KeyOf(u *unstructured.Unstructured) Key {
 	return Key{Group: gvk.Group, Kind: gvk.Kind, Namespace: ns, Name: u.GetName()}
 }
 
-// resourceOf is the resource a kind is served as: its lowercase plural, as every kind the
-// operator reads is named.
-func resourceOf(gk schema.GroupKind) schema.GroupResource {
-	plural, _ := meta.UnsafeGuessKindToResource(gk.WithVersion(""))
-	return plural.GroupResource()
+// servedAs reports whether kind gk is served as resource gr: its lowercase plural, as every
+// kind the operator reads is named (Gateway: gateways, Ingress: ingresses, IngressRoute:
+// ingressroutes; client-go's guess would make Gateway "gatewaies").
+func servedAs(gk schema.GroupKind, gr schema.GroupResource) bool {
+	if gk.Group != gr.Group {
+		return false
+	}
+	lower := strings.ToLower(gk.Kind)
+	guess, _ := meta.UnsafeGuessKindToResource(gk.WithVersion(""))
+	return gr.Resource == lower+"s" || gr.Resource == lower+"es" || gr.Resource == guess.Resource
 }
 
 // Change is what the manifests do to one object.
@@ -93,13 +106,13 @@ type Lister func(ctx context.Context, gvr schema.GroupVersionResource) ([]unstru
 // the manifests laid over them.
 type Overlay struct {
 	live   Lister
-	byGR   map[schema.GroupResource][]Object
+	byKind map[schema.GroupKind][]Object
 	prune  labels.Selector
 	now    time.Time
 	mu     sync.Mutex
 	read   map[schema.GroupResource][]unstructured.Unstructured
 	errs   map[schema.GroupResource]error
-	asked  map[schema.GroupResource]bool
+	asked  map[schema.GroupKind]bool
 	result map[Key]Touched
 	// known are the UIDs of objects that are not live but that the router's entries name, by
 	// "Kind namespace/name" (registry.ObjectUIDs).
@@ -123,12 +136,12 @@ func (k Key) refName() string {
 // nil, deletes the live objects it selects that objs lack. now is the creation time of the
 // objects the manifests add, so that every older claim keeps its name.
 func NewOverlay(live Lister, objs []Object, prune labels.Selector, now time.Time) *Overlay {
-	o := &Overlay{live: live, byGR: map[schema.GroupResource][]Object{}, prune: prune, now: now,
+	o := &Overlay{live: live, byKind: map[schema.GroupKind][]Object{}, prune: prune, now: now,
 		read: map[schema.GroupResource][]unstructured.Unstructured{}, errs: map[schema.GroupResource]error{},
-		asked: map[schema.GroupResource]bool{}, result: map[Key]Touched{}}
+		asked: map[schema.GroupKind]bool{}, result: map[Key]Touched{}}
 	for _, obj := range objs {
-		gr := resourceOf(obj.GroupVersionKind().GroupKind())
-		o.byGR[gr] = append(o.byGR[gr], obj)
+		gk := obj.GroupVersionKind().GroupKind()
+		o.byKind[gk] = append(o.byKind[gk], obj)
 	}
 	return o
 }
@@ -138,7 +151,13 @@ func (o *Overlay) objects(ctx context.Context, gvr schema.GroupVersionResource) 
 	gr := gvr.GroupResource()
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.asked[gr] = true
+	var given []Object
+	for gk, objs := range o.byKind {
+		if servedAs(gk, gr) {
+			o.asked[gk] = true
+			given = append(given, objs...)
+		}
+	}
 	if got, ok := o.read[gr]; ok || o.errs[gr] != nil {
 		return setVersion(got, gvr), o.errs[gr]
 	}
@@ -155,11 +174,11 @@ func (o *Overlay) objects(ctx context.Context, gvr schema.GroupVersionResource) 
 	for i := range live {
 		byKey[KeyOf(&live[i])] = i
 	}
-	given := map[Key]bool{}
+	keys := map[Key]bool{}
 	var out []unstructured.Unstructured
-	for _, m := range o.byGR[gr] {
+	for _, m := range given {
 		k := KeyOf(m.Unstructured)
-		given[k] = true
+		keys[k] = true
 		u := m.DeepCopy()
 		u.SetNamespace(k.Namespace)
 		t := Touched{Key: k, Change: Added, Origin: m.Origin}
@@ -195,7 +214,7 @@ func (o *Overlay) objects(ctx context.Context, gvr schema.GroupVersionResource) 
 	for i := range live {
 		l := &live[i]
 		k := KeyOf(l)
-		if given[k] {
+		if keys[k] {
 			continue
 		}
 		if o.prune != nil && o.prune.Matches(labels.Set(l.GetLabels())) {
@@ -290,8 +309,8 @@ func (o *Overlay) Unread() []Object {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	var out []Object
-	for gr, objs := range o.byGR {
-		if !o.asked[gr] {
+	for gk, objs := range o.byKind {
+		if !o.asked[gk] {
 			out = append(out, objs...)
 		}
 	}
@@ -303,7 +322,7 @@ func (o *Overlay) Unread() []Object {
 
 // Find is the manifest object of gr, namespace and name, if the manifests hold one.
 func (o *Overlay) Find(k Key) (Object, bool) {
-	for _, m := range o.byGR[resourceOf(schema.GroupKind{Group: k.Group, Kind: k.Kind})] {
+	for _, m := range o.byKind[schema.GroupKind{Group: k.Group, Kind: k.Kind}] {
 		if KeyOf(m.Unstructured) == k {
 			return m, true
 		}

@@ -128,6 +128,9 @@ func syncedWrites(rep *controller.Report) []string {
 	var out []string
 	for i := range rep.Changes {
 		c := &rep.Changes[i]
+		if c.Action == plan.Update && registry.HeartbeatOnly(c.Old, c.New) {
+			continue // the plan counts the heartbeat's renewals apart
+		}
 		addr := ""
 		if c.New != nil && c.Action != plan.Mark && c.Action != plan.Delete {
 			addr = c.New.IP
