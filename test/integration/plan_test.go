@@ -234,9 +234,24 @@ func TestPlanANewIngressAndAChangedAddress(t *testing.T) {
 		"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: "+h.ns+"\ndata: {a: b}",
 		"apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: app\n  namespace: "+h.ns,
 	)
+	writes := h.writes()
+	countEvents := func() int {
+		evs, err := h.cp.Client.CoreV1().Events(h.ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(evs.Items)
+	}
+	events := countEvents()
 	p, code := h.planRun(o, "-f", path)
 	if code != 1 {
 		t.Errorf("exit %d, want 1 (changes, all allowed)", code)
+	}
+	if w := h.writes() - writes; w != 0 {
+		t.Errorf("the plan sent %d writes to the router; it writes nothing", w)
+	}
+	if n := countEvents() - events; n != 0 {
+		t.Errorf("the plan posted %d events; it posts none", n)
 	}
 	if c := lines(p, preview.SignCreate); len(c) != 1 || c[0].Hostname != "fresh.plan.lan" || c[0].Address != "10.81.0.1" {
 		t.Errorf("creates %+v: want + fresh.plan.lan → 10.81.0.1", c)
