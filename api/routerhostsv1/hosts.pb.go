@@ -1181,6 +1181,230 @@ func (x *ServerInfo) GetBuildInfo() string {
 	return ""
 }
 
+// Request to compact one aggregate or all aggregates over an event-count threshold
+type CompactAggregatesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Target selects which aggregate(s) to compact: a single aggregate by ID or all over a threshold
+	//
+	// Types that are valid to be assigned to Target:
+	//
+	//	*CompactAggregatesRequest_AggregateId
+	//	*CompactAggregatesRequest_OverThreshold
+	Target isCompactAggregatesRequest_Target `protobuf_oneof:"target"`
+	// If true, report what would be compacted without modifying anything
+	DryRun        bool `protobuf:"varint,3,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompactAggregatesRequest) Reset() {
+	*x = CompactAggregatesRequest{}
+	mi := &file_router_hosts_v1_hosts_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompactAggregatesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompactAggregatesRequest) ProtoMessage() {}
+
+func (x *CompactAggregatesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_router_hosts_v1_hosts_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompactAggregatesRequest.ProtoReflect.Descriptor instead.
+func (*CompactAggregatesRequest) Descriptor() ([]byte, []int) {
+	return file_router_hosts_v1_hosts_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *CompactAggregatesRequest) GetTarget() isCompactAggregatesRequest_Target {
+	if x != nil {
+		return x.Target
+	}
+	return nil
+}
+
+func (x *CompactAggregatesRequest) GetAggregateId() string {
+	if x != nil {
+		if x, ok := x.Target.(*CompactAggregatesRequest_AggregateId); ok {
+			return x.AggregateId
+		}
+	}
+	return ""
+}
+
+func (x *CompactAggregatesRequest) GetOverThreshold() int64 {
+	if x != nil {
+		if x, ok := x.Target.(*CompactAggregatesRequest_OverThreshold); ok {
+			return x.OverThreshold
+		}
+	}
+	return 0
+}
+
+func (x *CompactAggregatesRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+type isCompactAggregatesRequest_Target interface {
+	isCompactAggregatesRequest_Target()
+}
+
+type CompactAggregatesRequest_AggregateId struct {
+	// Compact exactly this aggregate (ULID)
+	AggregateId string `protobuf:"bytes,1,opt,name=aggregate_id,json=aggregateId,proto3,oneof"`
+}
+
+type CompactAggregatesRequest_OverThreshold struct {
+	// Compact every aggregate whose event count exceeds this threshold
+	OverThreshold int64 `protobuf:"varint,2,opt,name=over_threshold,json=overThreshold,proto3,oneof"`
+}
+
+func (*CompactAggregatesRequest_AggregateId) isCompactAggregatesRequest_Target() {}
+
+func (*CompactAggregatesRequest_OverThreshold) isCompactAggregatesRequest_Target() {}
+
+// Per-aggregate compaction result
+type CompactedAggregate struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Aggregate identifier (ULID)
+	AggregateId string `protobuf:"bytes,1,opt,name=aggregate_id,json=aggregateId,proto3" json:"aggregate_id,omitempty"`
+	// Event count before compaction
+	EventsBefore int64 `protobuf:"varint,2,opt,name=events_before,json=eventsBefore,proto3" json:"events_before,omitempty"`
+	// Event count after compaction
+	EventsAfter int64 `protobuf:"varint,3,opt,name=events_after,json=eventsAfter,proto3" json:"events_after,omitempty"`
+	// Preserved high-water (OCC) version — for audit/confirmation, not a write token
+	Version       int64 `protobuf:"varint,4,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompactedAggregate) Reset() {
+	*x = CompactedAggregate{}
+	mi := &file_router_hosts_v1_hosts_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompactedAggregate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompactedAggregate) ProtoMessage() {}
+
+func (x *CompactedAggregate) ProtoReflect() protoreflect.Message {
+	mi := &file_router_hosts_v1_hosts_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompactedAggregate.ProtoReflect.Descriptor instead.
+func (*CompactedAggregate) Descriptor() ([]byte, []int) {
+	return file_router_hosts_v1_hosts_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *CompactedAggregate) GetAggregateId() string {
+	if x != nil {
+		return x.AggregateId
+	}
+	return ""
+}
+
+func (x *CompactedAggregate) GetEventsBefore() int64 {
+	if x != nil {
+		return x.EventsBefore
+	}
+	return 0
+}
+
+func (x *CompactedAggregate) GetEventsAfter() int64 {
+	if x != nil {
+		return x.EventsAfter
+	}
+	return 0
+}
+
+func (x *CompactedAggregate) GetVersion() int64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+// Response after compaction
+type CompactAggregatesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Per-aggregate compaction results
+	Compacted []*CompactedAggregate `protobuf:"bytes,1,rep,name=compacted,proto3" json:"compacted,omitempty"`
+	// Total number of events reclaimed across all compacted aggregates
+	TotalEventsReclaimed int64 `protobuf:"varint,2,opt,name=total_events_reclaimed,json=totalEventsReclaimed,proto3" json:"total_events_reclaimed,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
+}
+
+func (x *CompactAggregatesResponse) Reset() {
+	*x = CompactAggregatesResponse{}
+	mi := &file_router_hosts_v1_hosts_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompactAggregatesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompactAggregatesResponse) ProtoMessage() {}
+
+func (x *CompactAggregatesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_router_hosts_v1_hosts_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompactAggregatesResponse.ProtoReflect.Descriptor instead.
+func (*CompactAggregatesResponse) Descriptor() ([]byte, []int) {
+	return file_router_hosts_v1_hosts_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *CompactAggregatesResponse) GetCompacted() []*CompactedAggregate {
+	if x != nil {
+		return x.Compacted
+	}
+	return nil
+}
+
+func (x *CompactAggregatesResponse) GetTotalEventsReclaimed() int64 {
+	if x != nil {
+		return x.TotalEventsReclaimed
+	}
+	return 0
+}
+
 var File_router_hosts_v1_hosts_proto protoreflect.FileDescriptor
 
 const file_router_hosts_v1_hosts_proto_rawDesc = "" +
@@ -1273,7 +1497,20 @@ const file_router_hosts_v1_hosts_proto_rawDesc = "" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12%\n" +
 	"\x0euptime_seconds\x18\x02 \x01(\x03R\ruptimeSeconds\x12\x1d\n" +
 	"\n" +
-	"build_info\x18\x03 \x01(\tR\tbuildInfo2\xfa\x05\n" +
+	"build_info\x18\x03 \x01(\tR\tbuildInfo\"\x8b\x01\n" +
+	"\x18CompactAggregatesRequest\x12#\n" +
+	"\faggregate_id\x18\x01 \x01(\tH\x00R\vaggregateId\x12'\n" +
+	"\x0eover_threshold\x18\x02 \x01(\x03H\x00R\roverThreshold\x12\x17\n" +
+	"\adry_run\x18\x03 \x01(\bR\x06dryRunB\b\n" +
+	"\x06target\"\x99\x01\n" +
+	"\x12CompactedAggregate\x12!\n" +
+	"\faggregate_id\x18\x01 \x01(\tR\vaggregateId\x12#\n" +
+	"\revents_before\x18\x02 \x01(\x03R\feventsBefore\x12!\n" +
+	"\fevents_after\x18\x03 \x01(\x03R\veventsAfter\x12\x18\n" +
+	"\aversion\x18\x04 \x01(\x03R\aversion\"\x94\x01\n" +
+	"\x19CompactAggregatesResponse\x12A\n" +
+	"\tcompacted\x18\x01 \x03(\v2#.router_hosts.v1.CompactedAggregateR\tcompacted\x124\n" +
+	"\x16total_events_reclaimed\x18\x02 \x01(\x03R\x14totalEventsReclaimed2\xe6\x06\n" +
 	"\fHostsService\x12L\n" +
 	"\aAddHost\x12\x1f.router_hosts.v1.AddHostRequest\x1a .router_hosts.v1.AddHostResponse\x12L\n" +
 	"\aGetHost\x12\x1f.router_hosts.v1.GetHostRequest\x1a .router_hosts.v1.GetHostResponse\x12U\n" +
@@ -1282,7 +1519,8 @@ const file_router_hosts_v1_hosts_proto_rawDesc = "" +
 	"\n" +
 	"DeleteHost\x12\".router_hosts.v1.DeleteHostRequest\x1a#.router_hosts.v1.DeleteHostResponse\x12T\n" +
 	"\tListHosts\x12!.router_hosts.v1.ListHostsRequest\x1a\".router_hosts.v1.ListHostsResponse0\x01\x12Z\n" +
-	"\vSearchHosts\x12#.router_hosts.v1.SearchHostsRequest\x1a$.router_hosts.v1.SearchHostsResponse0\x01\x12O\n" +
+	"\vSearchHosts\x12#.router_hosts.v1.SearchHostsRequest\x1a$.router_hosts.v1.SearchHostsResponse0\x01\x12j\n" +
+	"\x11CompactAggregates\x12).router_hosts.v1.CompactAggregatesRequest\x1a*.router_hosts.v1.CompactAggregatesResponse\x12O\n" +
 	"\bLiveness\x12 .router_hosts.v1.LivenessRequest\x1a!.router_hosts.v1.LivenessResponse\x12R\n" +
 	"\tReadiness\x12!.router_hosts.v1.ReadinessRequest\x1a\".router_hosts.v1.ReadinessResponse\x12I\n" +
 	"\x06Health\x12\x1e.router_hosts.v1.HealthRequest\x1a\x1f.router_hosts.v1.HealthResponseBXZVgithub.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1;routerhostsv1b\x06proto3"
@@ -1299,35 +1537,38 @@ func file_router_hosts_v1_hosts_proto_rawDescGZIP() []byte {
 	return file_router_hosts_v1_hosts_proto_rawDescData
 }
 
-var file_router_hosts_v1_hosts_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_router_hosts_v1_hosts_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_router_hosts_v1_hosts_proto_goTypes = []any{
-	(*HostEntry)(nil),             // 0: router_hosts.v1.HostEntry
-	(*AliasesUpdate)(nil),         // 1: router_hosts.v1.AliasesUpdate
-	(*TagsUpdate)(nil),            // 2: router_hosts.v1.TagsUpdate
-	(*AddHostRequest)(nil),        // 3: router_hosts.v1.AddHostRequest
-	(*AddHostResponse)(nil),       // 4: router_hosts.v1.AddHostResponse
-	(*GetHostRequest)(nil),        // 5: router_hosts.v1.GetHostRequest
-	(*GetHostResponse)(nil),       // 6: router_hosts.v1.GetHostResponse
-	(*UpdateHostRequest)(nil),     // 7: router_hosts.v1.UpdateHostRequest
-	(*UpdateHostResponse)(nil),    // 8: router_hosts.v1.UpdateHostResponse
-	(*DeleteHostRequest)(nil),     // 9: router_hosts.v1.DeleteHostRequest
-	(*DeleteHostResponse)(nil),    // 10: router_hosts.v1.DeleteHostResponse
-	(*ListHostsRequest)(nil),      // 11: router_hosts.v1.ListHostsRequest
-	(*ListHostsResponse)(nil),     // 12: router_hosts.v1.ListHostsResponse
-	(*SearchHostsRequest)(nil),    // 13: router_hosts.v1.SearchHostsRequest
-	(*SearchHostsResponse)(nil),   // 14: router_hosts.v1.SearchHostsResponse
-	(*LivenessRequest)(nil),       // 15: router_hosts.v1.LivenessRequest
-	(*LivenessResponse)(nil),      // 16: router_hosts.v1.LivenessResponse
-	(*ReadinessRequest)(nil),      // 17: router_hosts.v1.ReadinessRequest
-	(*ReadinessResponse)(nil),     // 18: router_hosts.v1.ReadinessResponse
-	(*HealthRequest)(nil),         // 19: router_hosts.v1.HealthRequest
-	(*HealthResponse)(nil),        // 20: router_hosts.v1.HealthResponse
-	(*ServerInfo)(nil),            // 21: router_hosts.v1.ServerInfo
-	(*timestamppb.Timestamp)(nil), // 22: google.protobuf.Timestamp
+	(*HostEntry)(nil),                 // 0: router_hosts.v1.HostEntry
+	(*AliasesUpdate)(nil),             // 1: router_hosts.v1.AliasesUpdate
+	(*TagsUpdate)(nil),                // 2: router_hosts.v1.TagsUpdate
+	(*AddHostRequest)(nil),            // 3: router_hosts.v1.AddHostRequest
+	(*AddHostResponse)(nil),           // 4: router_hosts.v1.AddHostResponse
+	(*GetHostRequest)(nil),            // 5: router_hosts.v1.GetHostRequest
+	(*GetHostResponse)(nil),           // 6: router_hosts.v1.GetHostResponse
+	(*UpdateHostRequest)(nil),         // 7: router_hosts.v1.UpdateHostRequest
+	(*UpdateHostResponse)(nil),        // 8: router_hosts.v1.UpdateHostResponse
+	(*DeleteHostRequest)(nil),         // 9: router_hosts.v1.DeleteHostRequest
+	(*DeleteHostResponse)(nil),        // 10: router_hosts.v1.DeleteHostResponse
+	(*ListHostsRequest)(nil),          // 11: router_hosts.v1.ListHostsRequest
+	(*ListHostsResponse)(nil),         // 12: router_hosts.v1.ListHostsResponse
+	(*SearchHostsRequest)(nil),        // 13: router_hosts.v1.SearchHostsRequest
+	(*SearchHostsResponse)(nil),       // 14: router_hosts.v1.SearchHostsResponse
+	(*LivenessRequest)(nil),           // 15: router_hosts.v1.LivenessRequest
+	(*LivenessResponse)(nil),          // 16: router_hosts.v1.LivenessResponse
+	(*ReadinessRequest)(nil),          // 17: router_hosts.v1.ReadinessRequest
+	(*ReadinessResponse)(nil),         // 18: router_hosts.v1.ReadinessResponse
+	(*HealthRequest)(nil),             // 19: router_hosts.v1.HealthRequest
+	(*HealthResponse)(nil),            // 20: router_hosts.v1.HealthResponse
+	(*ServerInfo)(nil),                // 21: router_hosts.v1.ServerInfo
+	(*CompactAggregatesRequest)(nil),  // 22: router_hosts.v1.CompactAggregatesRequest
+	(*CompactedAggregate)(nil),        // 23: router_hosts.v1.CompactedAggregate
+	(*CompactAggregatesResponse)(nil), // 24: router_hosts.v1.CompactAggregatesResponse
+	(*timestamppb.Timestamp)(nil),     // 25: google.protobuf.Timestamp
 }
 var file_router_hosts_v1_hosts_proto_depIdxs = []int32{
-	22, // 0: router_hosts.v1.HostEntry.created_at:type_name -> google.protobuf.Timestamp
-	22, // 1: router_hosts.v1.HostEntry.updated_at:type_name -> google.protobuf.Timestamp
+	25, // 0: router_hosts.v1.HostEntry.created_at:type_name -> google.protobuf.Timestamp
+	25, // 1: router_hosts.v1.HostEntry.updated_at:type_name -> google.protobuf.Timestamp
 	0,  // 2: router_hosts.v1.AddHostResponse.entry:type_name -> router_hosts.v1.HostEntry
 	0,  // 3: router_hosts.v1.GetHostResponse.entry:type_name -> router_hosts.v1.HostEntry
 	1,  // 4: router_hosts.v1.UpdateHostRequest.aliases:type_name -> router_hosts.v1.AliasesUpdate
@@ -1336,29 +1577,32 @@ var file_router_hosts_v1_hosts_proto_depIdxs = []int32{
 	0,  // 7: router_hosts.v1.ListHostsResponse.entry:type_name -> router_hosts.v1.HostEntry
 	0,  // 8: router_hosts.v1.SearchHostsResponse.entry:type_name -> router_hosts.v1.HostEntry
 	21, // 9: router_hosts.v1.HealthResponse.server:type_name -> router_hosts.v1.ServerInfo
-	3,  // 10: router_hosts.v1.HostsService.AddHost:input_type -> router_hosts.v1.AddHostRequest
-	5,  // 11: router_hosts.v1.HostsService.GetHost:input_type -> router_hosts.v1.GetHostRequest
-	7,  // 12: router_hosts.v1.HostsService.UpdateHost:input_type -> router_hosts.v1.UpdateHostRequest
-	9,  // 13: router_hosts.v1.HostsService.DeleteHost:input_type -> router_hosts.v1.DeleteHostRequest
-	11, // 14: router_hosts.v1.HostsService.ListHosts:input_type -> router_hosts.v1.ListHostsRequest
-	13, // 15: router_hosts.v1.HostsService.SearchHosts:input_type -> router_hosts.v1.SearchHostsRequest
-	15, // 16: router_hosts.v1.HostsService.Liveness:input_type -> router_hosts.v1.LivenessRequest
-	17, // 17: router_hosts.v1.HostsService.Readiness:input_type -> router_hosts.v1.ReadinessRequest
-	19, // 18: router_hosts.v1.HostsService.Health:input_type -> router_hosts.v1.HealthRequest
-	4,  // 19: router_hosts.v1.HostsService.AddHost:output_type -> router_hosts.v1.AddHostResponse
-	6,  // 20: router_hosts.v1.HostsService.GetHost:output_type -> router_hosts.v1.GetHostResponse
-	8,  // 21: router_hosts.v1.HostsService.UpdateHost:output_type -> router_hosts.v1.UpdateHostResponse
-	10, // 22: router_hosts.v1.HostsService.DeleteHost:output_type -> router_hosts.v1.DeleteHostResponse
-	12, // 23: router_hosts.v1.HostsService.ListHosts:output_type -> router_hosts.v1.ListHostsResponse
-	14, // 24: router_hosts.v1.HostsService.SearchHosts:output_type -> router_hosts.v1.SearchHostsResponse
-	16, // 25: router_hosts.v1.HostsService.Liveness:output_type -> router_hosts.v1.LivenessResponse
-	18, // 26: router_hosts.v1.HostsService.Readiness:output_type -> router_hosts.v1.ReadinessResponse
-	20, // 27: router_hosts.v1.HostsService.Health:output_type -> router_hosts.v1.HealthResponse
-	19, // [19:28] is the sub-list for method output_type
-	10, // [10:19] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	23, // 10: router_hosts.v1.CompactAggregatesResponse.compacted:type_name -> router_hosts.v1.CompactedAggregate
+	3,  // 11: router_hosts.v1.HostsService.AddHost:input_type -> router_hosts.v1.AddHostRequest
+	5,  // 12: router_hosts.v1.HostsService.GetHost:input_type -> router_hosts.v1.GetHostRequest
+	7,  // 13: router_hosts.v1.HostsService.UpdateHost:input_type -> router_hosts.v1.UpdateHostRequest
+	9,  // 14: router_hosts.v1.HostsService.DeleteHost:input_type -> router_hosts.v1.DeleteHostRequest
+	11, // 15: router_hosts.v1.HostsService.ListHosts:input_type -> router_hosts.v1.ListHostsRequest
+	13, // 16: router_hosts.v1.HostsService.SearchHosts:input_type -> router_hosts.v1.SearchHostsRequest
+	22, // 17: router_hosts.v1.HostsService.CompactAggregates:input_type -> router_hosts.v1.CompactAggregatesRequest
+	15, // 18: router_hosts.v1.HostsService.Liveness:input_type -> router_hosts.v1.LivenessRequest
+	17, // 19: router_hosts.v1.HostsService.Readiness:input_type -> router_hosts.v1.ReadinessRequest
+	19, // 20: router_hosts.v1.HostsService.Health:input_type -> router_hosts.v1.HealthRequest
+	4,  // 21: router_hosts.v1.HostsService.AddHost:output_type -> router_hosts.v1.AddHostResponse
+	6,  // 22: router_hosts.v1.HostsService.GetHost:output_type -> router_hosts.v1.GetHostResponse
+	8,  // 23: router_hosts.v1.HostsService.UpdateHost:output_type -> router_hosts.v1.UpdateHostResponse
+	10, // 24: router_hosts.v1.HostsService.DeleteHost:output_type -> router_hosts.v1.DeleteHostResponse
+	12, // 25: router_hosts.v1.HostsService.ListHosts:output_type -> router_hosts.v1.ListHostsResponse
+	14, // 26: router_hosts.v1.HostsService.SearchHosts:output_type -> router_hosts.v1.SearchHostsResponse
+	24, // 27: router_hosts.v1.HostsService.CompactAggregates:output_type -> router_hosts.v1.CompactAggregatesResponse
+	16, // 28: router_hosts.v1.HostsService.Liveness:output_type -> router_hosts.v1.LivenessResponse
+	18, // 29: router_hosts.v1.HostsService.Readiness:output_type -> router_hosts.v1.ReadinessResponse
+	20, // 30: router_hosts.v1.HostsService.Health:output_type -> router_hosts.v1.HealthResponse
+	21, // [21:31] is the sub-list for method output_type
+	11, // [11:21] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_router_hosts_v1_hosts_proto_init() }
@@ -1371,13 +1615,17 @@ func file_router_hosts_v1_hosts_proto_init() {
 	file_router_hosts_v1_hosts_proto_msgTypes[7].OneofWrappers = []any{}
 	file_router_hosts_v1_hosts_proto_msgTypes[9].OneofWrappers = []any{}
 	file_router_hosts_v1_hosts_proto_msgTypes[11].OneofWrappers = []any{}
+	file_router_hosts_v1_hosts_proto_msgTypes[22].OneofWrappers = []any{
+		(*CompactAggregatesRequest_AggregateId)(nil),
+		(*CompactAggregatesRequest_OverThreshold)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_router_hosts_v1_hosts_proto_rawDesc), len(file_router_hosts_v1_hosts_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   22,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

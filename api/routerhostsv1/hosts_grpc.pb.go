@@ -23,15 +23,16 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	HostsService_AddHost_FullMethodName     = "/router_hosts.v1.HostsService/AddHost"
-	HostsService_GetHost_FullMethodName     = "/router_hosts.v1.HostsService/GetHost"
-	HostsService_UpdateHost_FullMethodName  = "/router_hosts.v1.HostsService/UpdateHost"
-	HostsService_DeleteHost_FullMethodName  = "/router_hosts.v1.HostsService/DeleteHost"
-	HostsService_ListHosts_FullMethodName   = "/router_hosts.v1.HostsService/ListHosts"
-	HostsService_SearchHosts_FullMethodName = "/router_hosts.v1.HostsService/SearchHosts"
-	HostsService_Liveness_FullMethodName    = "/router_hosts.v1.HostsService/Liveness"
-	HostsService_Readiness_FullMethodName   = "/router_hosts.v1.HostsService/Readiness"
-	HostsService_Health_FullMethodName      = "/router_hosts.v1.HostsService/Health"
+	HostsService_AddHost_FullMethodName           = "/router_hosts.v1.HostsService/AddHost"
+	HostsService_GetHost_FullMethodName           = "/router_hosts.v1.HostsService/GetHost"
+	HostsService_UpdateHost_FullMethodName        = "/router_hosts.v1.HostsService/UpdateHost"
+	HostsService_DeleteHost_FullMethodName        = "/router_hosts.v1.HostsService/DeleteHost"
+	HostsService_ListHosts_FullMethodName         = "/router_hosts.v1.HostsService/ListHosts"
+	HostsService_SearchHosts_FullMethodName       = "/router_hosts.v1.HostsService/SearchHosts"
+	HostsService_CompactAggregates_FullMethodName = "/router_hosts.v1.HostsService/CompactAggregates"
+	HostsService_Liveness_FullMethodName          = "/router_hosts.v1.HostsService/Liveness"
+	HostsService_Readiness_FullMethodName         = "/router_hosts.v1.HostsService/Readiness"
+	HostsService_Health_FullMethodName            = "/router_hosts.v1.HostsService/Health"
 )
 
 // HostsServiceClient is the client API for HostsService service.
@@ -44,6 +45,8 @@ type HostsServiceClient interface {
 	DeleteHost(ctx context.Context, in *DeleteHostRequest, opts ...grpc.CallOption) (*DeleteHostResponse, error)
 	ListHosts(ctx context.Context, in *ListHostsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[ListHostsResponse], error)
 	SearchHosts(ctx context.Context, in *SearchHostsRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SearchHostsResponse], error)
+	// Compact bloated aggregates by folding their event log to a single event
+	CompactAggregates(ctx context.Context, in *CompactAggregatesRequest, opts ...grpc.CallOption) (*CompactAggregatesResponse, error)
 	Liveness(ctx context.Context, in *LivenessRequest, opts ...grpc.CallOption) (*LivenessResponse, error)
 	Readiness(ctx context.Context, in *ReadinessRequest, opts ...grpc.CallOption) (*ReadinessResponse, error)
 	Health(ctx context.Context, in *HealthRequest, opts ...grpc.CallOption) (*HealthResponse, error)
@@ -135,6 +138,16 @@ func (c *hostsServiceClient) SearchHosts(ctx context.Context, in *SearchHostsReq
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type HostsService_SearchHostsClient = grpc.ServerStreamingClient[SearchHostsResponse]
 
+func (c *hostsServiceClient) CompactAggregates(ctx context.Context, in *CompactAggregatesRequest, opts ...grpc.CallOption) (*CompactAggregatesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CompactAggregatesResponse)
+	err := c.cc.Invoke(ctx, HostsService_CompactAggregates_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *hostsServiceClient) Liveness(ctx context.Context, in *LivenessRequest, opts ...grpc.CallOption) (*LivenessResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(LivenessResponse)
@@ -175,6 +188,8 @@ type HostsServiceServer interface {
 	DeleteHost(context.Context, *DeleteHostRequest) (*DeleteHostResponse, error)
 	ListHosts(*ListHostsRequest, grpc.ServerStreamingServer[ListHostsResponse]) error
 	SearchHosts(*SearchHostsRequest, grpc.ServerStreamingServer[SearchHostsResponse]) error
+	// Compact bloated aggregates by folding their event log to a single event
+	CompactAggregates(context.Context, *CompactAggregatesRequest) (*CompactAggregatesResponse, error)
 	Liveness(context.Context, *LivenessRequest) (*LivenessResponse, error)
 	Readiness(context.Context, *ReadinessRequest) (*ReadinessResponse, error)
 	Health(context.Context, *HealthRequest) (*HealthResponse, error)
@@ -205,6 +220,9 @@ func (UnimplementedHostsServiceServer) ListHosts(*ListHostsRequest, grpc.ServerS
 }
 func (UnimplementedHostsServiceServer) SearchHosts(*SearchHostsRequest, grpc.ServerStreamingServer[SearchHostsResponse]) error {
 	return status.Error(codes.Unimplemented, "method SearchHosts not implemented")
+}
+func (UnimplementedHostsServiceServer) CompactAggregates(context.Context, *CompactAggregatesRequest) (*CompactAggregatesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CompactAggregates not implemented")
 }
 func (UnimplementedHostsServiceServer) Liveness(context.Context, *LivenessRequest) (*LivenessResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Liveness not implemented")
@@ -330,6 +348,24 @@ func _HostsService_SearchHosts_Handler(srv interface{}, stream grpc.ServerStream
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type HostsService_SearchHostsServer = grpc.ServerStreamingServer[SearchHostsResponse]
 
+func _HostsService_CompactAggregates_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CompactAggregatesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HostsServiceServer).CompactAggregates(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HostsService_CompactAggregates_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HostsServiceServer).CompactAggregates(ctx, req.(*CompactAggregatesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _HostsService_Liveness_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(LivenessRequest)
 	if err := dec(in); err != nil {
@@ -406,6 +442,10 @@ var HostsService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteHost",
 			Handler:    _HostsService_DeleteHost_Handler,
+		},
+		{
+			MethodName: "CompactAggregates",
+			Handler:    _HostsService_CompactAggregates_Handler,
 		},
 		{
 			MethodName: "Liveness",
