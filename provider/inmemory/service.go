@@ -24,6 +24,7 @@ const (
 	MethodDelete    = "DeleteHost"
 	MethodList      = "ListHosts"
 	MethodSearch    = "SearchHosts"
+	MethodCompact   = "CompactAggregates"
 	MethodLiveness  = "Liveness"
 	MethodReadiness = "Readiness"
 	MethodHealth    = "Health"
@@ -51,7 +52,7 @@ type fault struct {
 // NewService serves store; several services may share one store.
 func NewService(store *Store) *Service {
 	s := &Service{store: store, calls: map[string]*atomic.Int64{}, faults: map[string]*fault{}}
-	for _, m := range []string{MethodAdd, MethodGet, MethodUpdate, MethodDelete, MethodList, MethodSearch, MethodLiveness, MethodReadiness, MethodHealth} {
+	for _, m := range []string{MethodAdd, MethodGet, MethodUpdate, MethodDelete, MethodList, MethodSearch, MethodCompact, MethodLiveness, MethodReadiness, MethodHealth} {
 		s.calls[m] = &atomic.Int64{}
 	}
 	return s
@@ -79,7 +80,8 @@ func (s *Service) CallCounts() map[string]int64 {
 }
 
 // WriteCalls is the number of AddHost, UpdateHost and DeleteHost calls: the figure that must
-// stay zero when a sync finds nothing to change.
+// stay zero when a sync finds nothing to change. CompactAggregates is not among them: it
+// changes no entry, and Calls(MethodCompact) counts it.
 func (s *Service) WriteCalls() int64 {
 	return s.Calls(MethodAdd) + s.Calls(MethodUpdate) + s.Calls(MethodDelete)
 }
@@ -232,6 +234,16 @@ func (s *Service) SearchHosts(req *pb.SearchHostsRequest, stream grpc.ServerStre
 		}
 	}
 	return nil
+}
+
+// CompactAggregates implements the RPC on Store.CompactAggregates. An older server (before
+// 0.10.7) answers it Unimplemented, and one that refuses the caller PermissionDenied: SetFault
+// plays either.
+func (s *Service) CompactAggregates(_ context.Context, req *pb.CompactAggregatesRequest) (*pb.CompactAggregatesResponse, error) {
+	if err := s.enter(MethodCompact); err != nil {
+		return nil, err
+	}
+	return s.store.CompactAggregates(req)
 }
 
 // Liveness implements the server's own health RPC (there is no grpc.health.v1).

@@ -102,3 +102,41 @@ func TestCommandHookRunsAShellCommand(t *testing.T) {
 		t.Fatalf("err %v, want the command's output and status", err)
 	}
 }
+
+// TestCompactionRunsNoHookNorWritesTheHostsFile: CompactAggregates changes no entry, so the
+// server neither runs its hooks nor rewrites its hosts file for it, as the real one does not.
+func TestCompactionRunsNoHookNorWritesTheHostsFile(t *testing.T) {
+	srv := start(t)
+	c := dial(t, srv.Addr(), clientConfig{caFile: srv.CAFile(), certFile: srv.CertFile(), keyFile: srv.KeyFile()})
+	hosts := filepath.Join(t.TempDir(), "hosts")
+	srv.WriteHostsFile(hosts)
+	srv.OnSuccess(func() error { return nil })
+	resp, err := c.AddHost(ctx(t), &pb.AddHostRequest{IpAddress: "10.0.0.1", Hostname: "a.lan"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.UpdateHost(ctx(t), &pb.UpdateHostRequest{Id: resp.GetId(), ExpectedVersion: proto.String("1"), Comment: proto.String("x")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.HooksIdle(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	runs, _ := srv.HookRuns()
+	// Gone, so that a rewrite would show.
+	if err := os.Remove(hosts); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.CompactAggregates(ctx(t), &pb.CompactAggregatesRequest{Target: &pb.CompactAggregatesRequest_AggregateId{AggregateId: resp.GetId()}})
+	if err != nil || got.GetTotalEventsReclaimed() != 1 {
+		t.Fatalf("CompactAggregates: %v, %v; want one event reclaimed", got, err)
+	}
+	if err := srv.HooksIdle(ctx(t)); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := srv.HookRuns(); n != runs {
+		t.Fatalf("%d hook runs after the compaction, want %d", n, runs)
+	}
+	if _, err := os.Stat(hosts); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the hosts file was written again (%v)", err)
+	}
+}
