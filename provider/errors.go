@@ -38,3 +38,9 @@ func AuthFailure(err error) string {
 	}
 	return ErrAuthentication.Error()
 }
+
+// ErrCompactionUnsupported is wrapped by a compaction router-hosts would not do: a server older
+// than 0.10.7 has no CompactAggregates (Unimplemented), and one may refuse the caller the RPC
+// (PermissionDenied). Either answers every later call the same way, so callers stop asking
+// rather than retrying; the entries are as they were, only their logs stay long.
+var ErrCompactionUnsupported = errors.New("router-hosts does not compact aggregates for the operator")
