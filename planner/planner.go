@@ -248,11 +248,12 @@ func (p *Planner) skipped(s *Sync, c plan.Change) bool {
 }
 
 // Learn takes what became of s's writes, results[i] being the provider's result for
-// s.Changes[i], and reports whether a sync should follow at once: s left changes to it, or a
+// s.Changes[i], and of the compactions of s.Compact the caller sent (compacted, by ID; none
+// when it sent none), and reports whether a sync should follow at once: s left changes to it, or a
 // write met an entry newer than s planned from (stale), which only a read of the whole server
 // plans again. A failed write forgets the known state, so the sync that follows reads it.
-func (p *Planner) Learn(s *Sync, results []plan.Result) (again bool) {
-	p.rates = p.reg.Record(&s.Decision, results, &p.mem, p.rates, s.Read == ReadServer)
+func (p *Planner) Learn(s *Sync, results []plan.Result, compacted []registry.Compacted) (again bool) {
+	p.rates = p.reg.Record(&s.Decision, results, compacted, &p.mem, p.rates, s.Read == ReadServer)
 	failures := plan.Failures(results)
 	switch {
 	case len(failures) > 0 || s.NeedFresh || s.DeferredCreates:

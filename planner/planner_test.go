@@ -58,7 +58,7 @@ func (s *server) sync(t *testing.T, p *Planner, mode Mode, eps ...*endpoint.Endp
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Learn(sy, s.prov.ApplyChanges(context.Background(), sy.Changes))
+	p.Learn(sy, s.prov.ApplyChanges(context.Background(), sy.Changes), nil)
 	return sy
 }
 
@@ -150,7 +150,7 @@ func TestSyncModes(t *testing.T) {
 			if err := plan.ErrorOf(results); err != nil {
 				t.Fatal(err)
 			}
-			if again := p.Learn(sy, results); again != tc.fresh {
+			if again := p.Learn(sy, results, nil); again != tc.fresh {
 				t.Errorf("Learn asks for another sync: %v, want %v", again, tc.fresh)
 			}
 			recs, err := s.prov.Records(context.Background())
@@ -270,7 +270,7 @@ func TestAStaleWriteIsPlannedAgainFromAWholeRead(t *testing.T) {
 			t.Fatal(err)
 		}
 		results := s.prov.ApplyChanges(context.Background(), sy.Changes)
-		return sy, p.Learn(sy, results), results
+		return sy, p.Learn(sy, results, nil), results
 	}
 	stale := func(results []plan.Result) bool {
 		return len(results) == 1 && results[0].Err != nil && results[0].Err.Stale

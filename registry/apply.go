@@ -39,6 +39,15 @@ type Verdict struct {
 	// Answers take the release probes off this cluster's entries, each a write of its own: the
 	// one write of a dry run, so that release learns the operator runs.
 	Answers []plan.Change
+	// Compact are the entries whose event logs the caller folds (CompactAggregates by ID) once
+	// every write of Changes went through and nothing is held for later, and tells Record what
+	// became of them: entries this installation alone owns past the threshold of events, and
+	// those it deleted that a whole read no longer shows (compact.go). OwnEvents is the largest
+	// event count of an entry it alone owns, as far as the memory knows.
+	Compact   []string
+	OwnEvents int64
+	// compactKeys are the write-rate allowances each of Compact is charged to.
+	compactKeys map[string][2]string
 }
 
 // runChangeStages turns the plan's changes into what is safe to write at in.now, by the stages
@@ -62,6 +71,11 @@ func (r *Registry) runChangeStages(table []changeStage, in *changesIn, changes [
 		res.DeferredCreates = res.DeferredCreates || v.deferredCreates
 		res.WholeRead = append(res.WholeRead, v.wholeRead...)
 		res.Answers = append(res.Answers, v.answers...)
+		res.Compact = append(res.Compact, v.compact...)
+		res.OwnEvents = max(res.OwnEvents, v.ownEvents)
+		if v.compactKeys != nil {
+			res.compactKeys = v.compactKeys
+		}
 		if v.twin != nil {
 			res.Twin = v.twin
 		}

@@ -16,6 +16,7 @@ type Memory struct {
 	merges    merges
 	witness   witness
 	beats     beatMemo
+	folds     folds
 	gen, sync uint64 // the registry configuration it was made under; the last Given.Sync decided
 }
 
@@ -102,7 +103,7 @@ func (m *Memory) begin(r *Registry, g *Given, records []endpoint.Record, now tim
 	}
 }
 
-// parser, writers and mergeSource are the memory's parts, or stand-ins without a memory.
+// parser, writers, foldsOf and mergeSource are the memory's parts, or stand-ins without a memory.
 func (m *Memory) parser(r *Registry) tagParser {
 	if m == nil {
 		return r
@@ -114,6 +115,12 @@ func (m *Memory) writers() writers {
 		return &witness{}
 	}
 	return &m.witness
+}
+func (m *Memory) foldsOf() *folds {
+	if m == nil {
+		return nil
+	}
+	return &m.folds
 }
 func (m *Memory) mergeSource() mergeSource {
 	if m == nil {
@@ -171,6 +178,7 @@ func (m *Memory) learn(st *State, w *Wanted, changes []plan.Change, read Read) {
 	}
 	if !read.Partial {
 		m.witness.kept(changes)
+		m.folds.sweep(st)
 	}
 }
 

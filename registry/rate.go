@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -150,25 +151,49 @@ func (r *Registry) rate(in *changesIn, changes []plan.Change) changed {
 	return out
 }
 
-// Record takes what became of a decision's writes (results[i] of d.Changes[i]): mem learns them,
-// and the allowances kept for the next Decide (not written to) come back charged for those that
-// went through, less those whole again (charged ones at once, every one on a whole read).
-func (r *Registry) Record(d *Decision, results []plan.Result, mem *Memory, kept Rates, wholeRead bool) Rates {
+// Record takes what became of a decision's writes (results[i] of d.Changes[i]) and of the
+// compactions it named (compacted, by ID): mem learns them, and the allowances kept for the
+// next Decide (not written to) come back charged for those that went through, a compaction as
+// one write, less those whole again (charged ones at once, every one on a whole read).
+func (r *Registry) Record(d *Decision, results []plan.Result, compacted []Compacted, mem *Memory, kept Rates, wholeRead bool) Rates {
 	if mem != nil {
 		mem.wrote(d.Changes, results)
+		mem.folded(r, d, results, compacted)
 	}
-	if len(d.Rates) == 0 && !wholeRead {
+	folded := slices.ContainsFunc(compacted, func(c Compacted) bool { return c.Err == nil })
+	if len(d.Rates) == 0 && !wholeRead && !folded {
 		return kept // nothing to charge or forget: no copy
 	}
 	left := maps.Clone(d.Rates)
+	charge := func(key string) {
+		a, ok := left[key]
+		if !ok {
+			return
+		}
+		a.Tokens--
+		left[key] = a
+	}
 	for i := range results {
 		if c := &d.Changes[i]; results[i].Err == nil && charged(c) {
 			ns, obj := turnOf(c)
-			for _, key := range [2]string{"object/" + obj, "namespace/" + ns} {
-				if a, ok := left[key]; ok {
-					a.Tokens--
-					left[key] = a
+			charge("object/" + obj)
+			charge("namespace/" + ns)
+		}
+	}
+	for _, c := range compacted {
+		if c.Err != nil {
+			continue
+		}
+		for _, key := range d.compactKeys[c.ID] {
+			// The compact stage took it only from an allowance that was whole: as first met.
+			if b := r.perMinute(key); b > 0 {
+				if _, ok := left[key]; !ok {
+					if left == nil {
+						left = Rates{}
+					}
+					left[key] = Allowance{Tokens: b, Cap: b, At: d.Now}
 				}
+				charge(key)
 			}
 		}
 	}

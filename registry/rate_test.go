@@ -25,7 +25,7 @@ func (w *pacedWorld) sync(now time.Time, eps ...*endpoint.Endpoint) pacing {
 	p := w.r.pace(now, d.Changes, d.Desired, w.rates)
 	w.srv.apply(p.Send)
 	// Kept as the planner keeps them: the keys touched replaced, those whole forgotten.
-	w.rates = w.r.Record(&Decision{Verdict: Verdict{Rates: p.Rates, Changes: p.Send}}, make([]plan.Result, len(p.Send)), nil, w.rates, false)
+	w.rates = w.r.Record(&Decision{Verdict: Verdict{Rates: p.Rates, Changes: p.Send}}, make([]plan.Result, len(p.Send)), nil, nil, w.rates, false)
 	return p
 }
 
@@ -151,7 +151,7 @@ func TestAWriteThatFailedSpendsNothing(t *testing.T) {
 	for i := 200; i < len(results); i++ {
 		results[i].Err = &plan.ChangeError{Change: p.Send[i], Err: fmt.Errorf("unavailable")}
 	}
-	rates := r.Record(&Decision{Verdict: Verdict{Rates: p.Rates, Changes: p.Send}}, results, nil, nil, false)
+	rates := r.Record(&Decision{Verdict: Verdict{Rates: p.Rates, Changes: p.Send}}, results, nil, nil, nil, false)
 	if a := rates["namespace/apps"]; a.Cap != 900 || a.Tokens != 700 {
 		t.Fatalf("the namespace's allowance after 200 of 600 went through: %+v, want 700 of 900 left (600 and the budget)", a)
 	}
@@ -364,12 +364,12 @@ func TestRecordForgetsWhatIsWhole(t *testing.T) {
 		"namespace/all":  {Tokens: 300, Cap: 300, At: t0},
 		"namespace/gone": {Tokens: -700, Cap: 1300, At: t0},
 	}}}
-	kept := r.Record(d, nil, nil, Rates{"namespace/all": {Tokens: 1, Cap: 300, At: t0}}, false)
+	kept := r.Record(d, nil, nil, nil, Rates{"namespace/all": {Tokens: 1, Cap: 300, At: t0}}, false)
 	if _, ok := kept["namespace/all"]; len(kept) != 3 || ok {
 		t.Fatalf("after a sync: %v", kept)
 	}
 	before := maps.Clone(kept)
-	after := r.Record(&Decision{Now: t0.Add(10 * time.Second)}, nil, nil, kept, true)
+	after := r.Record(&Decision{Now: t0.Add(10 * time.Second)}, nil, nil, nil, kept, true)
 	if !maps.Equal(kept, before) {
 		t.Fatalf("Record wrote to the allowances it was handed: %v, was %v", kept, before)
 	}

@@ -52,7 +52,12 @@ type Config struct {
 	SilentClusterAfter time.Duration
 	// Interval is how often a full sync runs; the heartbeat carries it for release's probe.
 	Interval time.Duration
-	Log      logrus.FieldLogger
+	// CompactOwnEntries: the event logs of the entries this installation alone owns are folded
+	// once they pass CompactAbove events (0: DefaultCompactAbove), and those of the entries it
+	// deleted once a whole read no longer shows them (compact.go).
+	CompactOwnEntries bool
+	CompactAbove      int
+	Log               logrus.FieldLogger
 }
 
 // Registry applies ownership policy around the pure plan. It keeps no state between calls:
@@ -134,6 +139,9 @@ func (r *Registry) Reconfigure(cfg Config) error {
 	}
 	if err := checkBrake(cfg.Brake); err != nil {
 		return err
+	}
+	if cfg.CompactAbove < 0 {
+		return fmt.Errorf("compaction threshold %d is negative", cfg.CompactAbove)
 	}
 	if cfg.SilentClusterAfter < 0 {
 		return fmt.Errorf("silent-cluster threshold %s is negative", cfg.SilentClusterAfter)
@@ -218,6 +226,7 @@ func (r *Registry) Decide(now time.Time, records []endpoint.Record, claims []*en
 	in := &changesIn{now: now, st: st, desired: w.Endpoints, claims: claims, read: g.Read, rates: g.Rates}
 	in.known, in.began = m.knownBeat(st, now)
 	in.others = m.othersBeats(st, g.Read)
+	in.folds = m.foldsOf()
 	v, problems := r.runChangeStages(changeStages[:], in, changes)
 	m.learn(st, &w, changes, g.Read)
 	return Decision{State: st, Desired: w.Endpoints, Conflicts: w.Conflicts, Problems: append(slices.Clip(w.Problems), problems...),

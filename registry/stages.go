@@ -151,6 +151,7 @@ var changeStages = [...]changeStage{
 	{"whole-read", (*Registry).wholeRead},           // what only a whole read may send
 	{"rate", (*Registry).rate},                      // an object or namespace over its write rate
 	{"writes-per-sync", (*Registry).writesPerSync},  // beyond the budget, the next syncs at once
+	{"compact", (*Registry).compact},                // the logs of its own entries, after the writes
 }
 
 // changesIn is what every change stage of one decision reads: the sync's facts, the endpoints
@@ -170,6 +171,9 @@ type changesIn struct {
 	// installations' newest heartbeats read so far (Memory.othersBeats).
 	known, began string
 	others       map[string]*beatSeen
+	// folds is what the memory knows of compactions: the versions entries were compacted at,
+	// the entries this process deleted (nil without a memory).
+	folds *folds
 }
 
 // changed is what one change stage made of the changes.
@@ -195,6 +199,11 @@ type changed struct {
 	rates     Rates
 	problems  []Problem
 	silent    []SilentCluster
+	// compact are the entries whose logs the sync folds after its writes, compactKeys the
+	// write-rate allowances each is charged to; ownEvents the largest own entry's events.
+	compact     []string
+	compactKeys map[string][2]string
+	ownEvents   int64
 }
 
 // The reasons of the registry's decisions, each the word of the Event (or, where none is
