@@ -20,6 +20,7 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 	"github.com/router-hosts-operator/router-hosts-operator/planner"
 	"github.com/router-hosts-operator/router-hosts-operator/provider"
+	"github.com/router-hosts-operator/router-hosts-operator/provider/routerhosts"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )
 
@@ -36,6 +37,12 @@ type Provider interface {
 	// ApplyChanges returns one result per change, at the change's index, and never writes
 	// into the changes.
 	ApplyChanges(ctx context.Context, changes []plan.Change) []plan.Result
+}
+
+// Compactor is a Provider that folds entries' event logs on the server (routerhosts'); the
+// loop sends it the entries a decision names (registry.Verdict.Compact).
+type Compactor interface {
+	Compact(ctx context.Context, ids []string) ([]routerhosts.Compaction, error)
 }
 
 // Reporter is told the outcome of every sync (report.go), e.g. to write the status of
@@ -98,6 +105,9 @@ type Controller struct {
 	// unmanaged are the hostnames the last decision found outside the managed domains: a sync
 	// whose read of the server fails reports on the other objects alone, as one that decides.
 	unmanaged map[string]bool
+	// noCompaction is the server's answer that it does not compact for the operator, said once:
+	// the loop compacts no more while the process lives (touched under syncing).
+	noCompaction error
 }
 
 // LoopSettings are the loop's part of the settings, which may change while it runs; the
@@ -278,8 +288,10 @@ func (c *Controller) sync(ctx context.Context, mode planner.Mode) (*Report, erro
 		return reportOf(in, sy, nil, false, c.cfg.Clock.Now()), nil
 	}
 	results := c.write(ctx, in, sy, log)
-	again := c.learn(in, sy, results)
+	compacted := c.compact(ctx, sy, results, log)
+	again := c.learn(in, sy, results, compacted)
 	rep := reportOf(in, sy, results, again, c.cfg.Clock.Now())
+	rep.CompactedEvents = foldedEvents(compacted)
 	c.report(ctx, rep)
 	return rep, errorOf(rep)
 }
@@ -428,6 +440,46 @@ func (c *Controller) write(ctx context.Context, in *reading, sy *planner.Sync, l
 	return results
 }
 
+// compact folds the event logs of the entries the decision named (sy.Compact), after the
+// writes and only when every one went through and nothing waits for a later sync (paced,
+// deferred, left to a whole read): so it never comes before a change. It returns what became
+// of each, for the planner's Learn, which charges them to the write-rate budgets. A server that
+// does not compact for the operator is said once, and asked no more while the process lives.
+func (c *Controller) compact(ctx context.Context, sy *planner.Sync, results []plan.Result, log logrus.FieldLogger) []registry.Compacted {
+	comp, ok := c.cfg.Provider.(Compactor)
+	if !ok || len(sy.Compact) == 0 || c.noCompaction != nil || len(plan.Failures(results)) > 0 ||
+		sy.Paced > 0 || sy.Deferred > 0 || sy.NeedFresh || len(sy.WholeRead) > 0 || len(sy.Refused) > 0 {
+		return nil
+	}
+	got, err := comp.Compact(ctx, sy.Compact)
+	out := make([]registry.Compacted, len(got))
+	for i, g := range got {
+		out[i] = registry.Compacted{ID: g.ID, EventsBefore: g.EventsBefore, EventsAfter: g.EventsAfter, Version: g.Version, Err: g.Err}
+	}
+	switch {
+	case errors.Is(err, provider.ErrCompactionUnsupported):
+		c.noCompaction = err
+		log.WithError(err).Warn("router-hosts does not compact the operator's entries (a server before 0.10.7, or a certificate without the right): " +
+			"their event logs are left as they are until the operator restarts; the syncs go on")
+	case err != nil:
+		log.WithError(err).Info("compaction: some entries were not compacted; the next whole read names them again")
+	default:
+		log.WithFields(logrus.Fields{"entries": len(out), "events": foldedEvents(out)}).Debug("compacted the event logs of own entries")
+	}
+	return out
+}
+
+// foldedEvents are the events compactions took out of the server's log.
+func foldedEvents(compacted []registry.Compacted) int64 {
+	n := int64(0)
+	for _, c := range compacted {
+		if c.Err == nil && c.EventsBefore > c.EventsAfter {
+			n += c.EventsBefore - c.EventsAfter
+		}
+	}
+	return n
+}
+
 // unpaired are the results of changes whose provider returned n results for them: every change
 // failed, as with a server that answered nonsense, since none can be told apart.
 func unpaired(changes []plan.Change, n int) []plan.Result {
@@ -439,12 +491,12 @@ func unpaired(changes []plan.Change, n int) []plan.Result {
 	return out
 }
 
-// learn tells the planner what became of the writes and reports whether another sync follows
+// learn tells the planner what became of the writes and compactions, and reports whether another sync follows
 // at once: the planner asks for one, or entries were removed while claims waited for them
 // (other namespaces' for the hostname, or a namespace's at its budget of entries), and those
 // claims can now be written.
-func (c *Controller) learn(in *reading, sy *planner.Sync, results []plan.Result) (again bool) {
-	fresh := c.planner.Learn(sy, results)
+func (c *Controller) learn(in *reading, sy *planner.Sync, results []plan.Result, compacted []registry.Compacted) (again bool) {
+	fresh := c.planner.Learn(sy, results, compacted)
 	if whole, _ := plan.SplitRefused(results); fresh || whole != nil {
 		// The sync that follows (at once, or after the backoff) writes what this one left out
 		// or could not send: the change's latency runs on until then.

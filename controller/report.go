@@ -114,6 +114,10 @@ type Report struct {
 	// Paced is the number of changes held back by the write-rate budgets, written when they
 	// allow (NextExpiry).
 	Paced int
+	// CompactedEvents are the events the sync's compactions took out of the server's log;
+	// OwnEvents is the largest event count of an entry this installation alone owns, as the
+	// registry knows it (registry.Verdict.OwnEvents).
+	CompactedEvents, OwnEvents int64
 	// Pending is the number of owned entries marked for deletion; Foreign the number owned by
 	// other clusters.
 	Pending, Foreign int
@@ -182,7 +186,7 @@ func reportOf(in *reading, sy *planner.Sync, results []plan.Result, again bool, 
 	st := sy.State
 	rep := &Report{Cluster: sy.Cluster, ClusterID: sy.ClusterID, Desired: sy.Desired, Endpoints: in.managed(), Unmanaged: sy.Unmanaged, Objects: objectsOf(in.sources),
 		Entries: entriesAfter(withCoOwned(st), sy.Changes, results), Failed: failed, Results: results,
-		Changes: sy.Changes, Deferred: sy.Deferred, Paced: sy.Paced, Pending: sy.Pending, Foreign: st.ForeignCount(), SourceEndpoints: in.counts, Conflicts: sy.Conflicts,
+		Changes: sy.Changes, Deferred: sy.Deferred, Paced: sy.Paced, OwnEvents: sy.OwnEvents, Pending: sy.Pending, Foreign: st.ForeignCount(), SourceEndpoints: in.counts, Conflicts: sy.Conflicts,
 		Namesakes: st.Namesakes, Unclaimed: st.Unclaimed, Former: st.Former, Braked: sy.Braked, TakeUpLeft: sy.TakeUpLeft, Twin: sy.Twin, Silent: sy.Silent,
 		Problems: sy.Problems, Held: sy.Held, State: st, Started: in.started, Duration: end.Sub(in.started), ListDuration: sy.ReadDuration, Read: sy.Read,
 		Mode: in.mode, ChangedAt: in.changed, Again: again, NextExpiry: sy.NextExpiry}

@@ -58,6 +58,8 @@ type Metrics struct {
 	silentClusters   prometheus.Gauge
 	formerEntries    prometheus.Gauge
 	pacedChanges     prometheus.Gauge
+	compactedEvents  prometheus.Counter
+	ownEvents        prometheus.Gauge
 	// clientCertExpiry has no labels; it is a vector so that it has no series until a
 	// certificate is loaded: a zero would read as a certificate that expired in 1970.
 	clientCertExpiry *prometheus.GaugeVec
@@ -147,6 +149,10 @@ func New(sourceNames []string) *Metrics {
 			Help: "Entries of an identity this installation had before (the same cluster name, every object they name lives here) that it takes up in place."}),
 		pacedChanges: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "paced_changes",
 			Help: "Changes the last sync held back because their object or namespace writes faster than its write-rate budget; its latest state is written when the budget allows."}),
+		compactedEvents: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "compacted_events_total",
+			Help: "Events the operator's compactions (--compact-own-entries) took out of the router's log: the events of an entry this installation alone owns, or deleted, folded into one."}),
+		ownEvents: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "largest_own_aggregate_events",
+			Help: "The largest event count in the router's log of an entry this installation alone owns, as the operator knows it (its version, less the version it was last compacted at); counted with --compact-own-entries off too."}),
 		clientCertExpiry: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "client_certificate_expiry_timestamp_seconds",
 			Help: "Unix time at which the client certificate presented to router-hosts expires (its NotAfter); the certificate in use, from the files or the RouterHostsConfig's Secret."}, nil),
 		tlsReloadErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "tls_reload_errors_total",
@@ -159,7 +165,7 @@ func New(sourceNames []string) *Metrics {
 		verifyDNSQueries: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "verify_dns_queries_total",
 			Help: "Questions put to the router's DNS (--verify-dns), by result: answered, no_data, nxdomain, error (no answer in time, SERVFAIL, REFUSED)."}, []string{"result"}),
 	}
-	m.Registry.MustRegister(m.buildInfo, m.changeLatency, m.inputs, m.failedHostnames, m.conflicts, m.deferred, m.namesakes, m.unclaimed, m.deletionsHeld, m.twinEntries, m.silentClusters, m.formerEntries, m.pacedChanges, m.syncedEntries, m.syncErrors, m.syncDuration, m.pending, m.serverConnected, m.routerConfigured, m.lastSync,
+	m.Registry.MustRegister(m.buildInfo, m.changeLatency, m.inputs, m.failedHostnames, m.conflicts, m.deferred, m.namesakes, m.unclaimed, m.deletionsHeld, m.twinEntries, m.silentClusters, m.formerEntries, m.pacedChanges, m.compactedEvents, m.ownEvents, m.syncedEntries, m.syncErrors, m.syncDuration, m.pending, m.serverConnected, m.routerConfigured, m.lastSync,
 		m.changes, m.sourceEndpoints, m.foreign, m.isLeader, m.lastDuration, m.lastList, m.kubeRequests, m.serverRequests,
 		m.clientCertExpiry, m.tlsReloadErrors, m.namesNotAnswering, m.verifyDNSUp, m.verifyDNSQueries, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Counters with known labels start at zero, so rates work from the first scrape.
@@ -247,6 +253,8 @@ func (m *Metrics) Report(_ context.Context, r *controller.Report) {
 	}
 	m.formerEntries.Set(float64(former))
 	m.pacedChanges.Set(float64(r.Paced))
+	m.compactedEvents.Add(float64(r.CompactedEvents))
+	m.ownEvents.Set(float64(r.OwnEvents))
 	m.inputs.set(r)
 	wrote := false
 	for i := range r.Results {

@@ -247,6 +247,10 @@ type ServerSpec struct {
 	// +kubebuilder:validation:Pattern=`^[^\s:]+:[0-9]{1,5}$|^\[[0-9A-Fa-f:.]+\]:[0-9]{1,5}$`
 	// +optional
 	VerifyDNS string `json:"verifyDNS,omitempty"`
+	// Fold the router's event log of each entry this installation alone owns once it passes 100
+	// events, and of each it deleted (--compact-own-entries); left out, the flag's.
+	// +optional
+	CompactOwnEntries *bool `json:"compactOwnEntries,omitempty"`
 }
 
 // SecretReference names a Secret.

@@ -333,6 +333,9 @@ func server(s *Settings, spec *v1alpha1.RouterHostsConfigSpec, read ReadSecret) 
 		}
 		s.VerifyDNS = srv.VerifyDNS
 	}
+	if srv.CompactOwnEntries != nil {
+		s.CompactOwnEntries = *srv.CompactOwnEntries
+	}
 	if ref := srv.TLSSecretRef; ref != nil {
 		keys, err := readKeys(read, ref.Namespace, ref.Name)
 		if err != nil {

@@ -31,6 +31,8 @@ func i64(v int64) *int64 { return &v }
 
 func i32(v int32) *int32 { return &v }
 
+func boolp(v bool) *bool { return &v }
+
 // secrets serves the test server's client material as the Secret ns/mtls.
 func secrets(t *testing.T) ReadSecret {
 	t.Helper()
@@ -67,6 +69,8 @@ func TestOverlay(t *testing.T) {
 		err   string
 		// material: err is a MaterialError, the Secret's mTLS material not loading.
 		material bool
+		// flags, when set, changes the flags' settings the spec is laid over.
+		flags func(*Settings)
 	}{
 		{name: "no object: the flags", spec: nil, check: func(t *testing.T, s Settings) {
 			if !s.Equal(base()) {
@@ -164,6 +168,26 @@ func TestOverlay(t *testing.T) {
 					t.Errorf("%+v", s)
 				}
 			}},
+		{name: "compactOwnEntries: set, it wins", spec: &v1alpha1.RouterHostsConfigSpec{Server: &v1alpha1.ServerSpec{Endpoint: "r:1", CompactOwnEntries: boolp(true)}},
+			check: func(t *testing.T, s Settings) {
+				if !s.CompactOwnEntries {
+					t.Errorf("compactOwnEntries %v, want true", s.CompactOwnEntries)
+				}
+			}},
+		{name: "compactOwnEntries: left out, the flag's", spec: &v1alpha1.RouterHostsConfigSpec{Server: &v1alpha1.ServerSpec{Endpoint: "r:1"}},
+			flags: func(s *Settings) { s.CompactOwnEntries = true },
+			check: func(t *testing.T, s Settings) {
+				if !s.CompactOwnEntries {
+					t.Errorf("compactOwnEntries %v, want the flag's true", s.CompactOwnEntries)
+				}
+			}},
+		{name: "compactOwnEntries: false wins over the flag", spec: &v1alpha1.RouterHostsConfigSpec{Server: &v1alpha1.ServerSpec{Endpoint: "r:1", CompactOwnEntries: boolp(false)}},
+			flags: func(s *Settings) { s.CompactOwnEntries = true },
+			check: func(t *testing.T, s Settings) {
+				if s.CompactOwnEntries {
+					t.Errorf("compactOwnEntries %v, want false", s.CompactOwnEntries)
+				}
+			}},
 		{name: "verifyDNS: not host:port", spec: &v1alpha1.RouterHostsConfigSpec{Server: &v1alpha1.ServerSpec{Endpoint: "r:1", VerifyDNS: "router.lan"}},
 			err: "spec.server.verifyDNS"},
 		{name: "ownership: silentClusterAfter wins over the flag", spec: &v1alpha1.RouterHostsConfigSpec{Ownership: &v1alpha1.OwnershipSpec{SilentClusterAfter: &metav1.Duration{Duration: 72 * time.Hour}}},
@@ -185,7 +209,11 @@ func TestOverlay(t *testing.T) {
 			err: "above the maximum grace period"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := Overlay(base(), tc.spec, read)
+			flags := base()
+			if tc.flags != nil {
+				tc.flags(&flags)
+			}
+			s, err := Overlay(flags, tc.spec, read)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
 					t.Fatalf("error %v, want one saying %q", err, tc.err)

@@ -236,6 +236,8 @@ func newApp(cfg *Config, build Build, getenv func(string) string) *kingpin.Appli
 		Default("ingress-status").StringsVar(&cfg.ipResolution)
 	app.Flag("silent-cluster-after", "This installation's silence threshold: it renews its heartbeat every quarter of it, one write, and the heartbeat carries that period, so the others report it silent (a SilentCluster warning, the silent_clusters metric, a log line with the release command) once its newest heartbeat is older than this; an earlier version's heartbeat, which carries none, is read against it. Nothing is deleted for it (0: no heartbeat, no report).").
 		Default("168h").SetValue(&duration{flag: "silent-cluster-after", target: &cfg.SilentClusterAfter})
+	app.Flag("compact-own-entries", "Fold the router's event log of each entry this installation alone owns once it passes "+strconv.Itoa(registry.DefaultCompactAbove)+" events, and of each it deleted, after the sync's writes (CompactAggregates by ID, at most 10 a sync, each one write of the write-rate budgets); the entry and its version stay as they are. A server before 0.10.7, or a certificate without the right, is said once and the syncs go on (the RouterHostsConfig's spec.server.compactOwnEntries wins; default: off).").
+		BoolVar(&cfg.CompactOwnEntries)
 	app.Flag("grace-period", "How long an entry whose address is no longer wanted stays, marked, before it is deleted or, if adopted, given back; an object's grace-period annotation replaces it for that object.").
 		Default("5m").SetValue(&duration{flag: "grace-period", target: &cfg.GracePeriod})
 	app.Flag("default-tag", "Tag added to every entry the operator creates (repeatable); the operator's reserved tags are refused.").StringsVar(&cfg.DefaultTags)
