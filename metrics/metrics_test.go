@@ -306,3 +306,23 @@ func TestVerifyDNSMetrics(t *testing.T) {
 		t.Fatal("verify_dns_up once nothing is known")
 	}
 }
+
+// TestCompactionMetrics: the events the syncs' compactions folded add up; the largest own
+// entry's events follow the last sync that planned, and a failed read leaves them.
+func TestCompactionMetrics(t *testing.T) {
+	m := New(nil)
+	for _, r := range []*controller.Report{
+		{Mode: planner.Full, CompactedEvents: 120, OwnEvents: 150},
+		{Mode: planner.Full, CompactedEvents: 9, OwnEvents: 31},
+		{Mode: planner.Full, Step: controller.StepList, Err: errors.New("down")},
+	} {
+		m.Report(context.Background(), r)
+	}
+	got := scrape(t, m)
+	if v := got["compacted_events_total{}"]; v != 129 {
+		t.Errorf("compacted_events_total = %v, want 129", v)
+	}
+	if v := got["largest_own_aggregate_events{}"]; v != 31 {
+		t.Errorf("largest_own_aggregate_events = %v, want 31", v)
+	}
+}
