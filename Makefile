@@ -169,7 +169,7 @@ soak: envtest-assets
 # planner and provider. MODEL_STEPS party actions (default 100,000); MODEL_SEED=N replays a run
 # (each run prints its seed); MODEL_MUTATION=NAME builds the operator with that rule broken on
 # purpose (no-consent, free-deletions, cluster-freeze, hashed-uids-as-evidence,
-# twin-away-forgotten), which must fail; the runs it shrank (TestRegressions) play first. Two
+# twin-away-forgotten, compact-foreign), which must fail; the runs it shrank (TestRegressions) play first. Two
 # more in registry/mutation_*.go are the registry tests' to catch (go test -tags
 # mutation,mutation_<name> ./registry), not the model's (docs/reliability.md). make test runs it at the default on MODEL_TEST_SEED; a new seed
 # can still find the open limits docs/reliability.md lists.

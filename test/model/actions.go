@@ -76,6 +76,7 @@ var moves = []move{
 	})},
 	{"hand-add", 3, func(w *World, r *rand.Rand) Action { return Action{Kind: "hand-add", I: r.Int(), J: r.Int()} }, playHandAdd},
 	{"hand-edit", 3, func(w *World, r *rand.Rand) Action { return Action{Kind: "hand-edit", I: r.Int(), J: r.Int()} }, playHandEdit},
+	{"hand-churn", 2, func(w *World, r *rand.Rand) Action { return Action{Kind: "hand-churn", I: r.Int()} }, playHandChurn},
 	{"hand-delete", 1, func(w *World, r *rand.Rand) Action { return Action{Kind: "hand-delete", I: r.Int()} }, playHandDelete},
 	{"restart", 2, drawInstallation("restart"), playLifecycle(func(w *World, in *installation, _ Action) error {
 		in.up = true
@@ -228,6 +229,31 @@ func playHandEdit(w *World, a Action) (string, error) {
 		req.Tags = &pb.TagsUpdate{Values: append(slices.Clone(e.GetTags()), tag)}
 	}
 	_, _ = w.svc.Store().Update(req)
+	return person, nil
+}
+
+// churn is how many events a hand-churn writes on its entry.
+const churn = 8
+
+// playHandChurn is a person's script that rewrites one entry, any writer's, as it is, again
+// and again: every write is an event of its log, so hand-made entries and every cluster's
+// grow long histories, which only their own installation may compact (O10).
+func playHandChurn(w *World, a Action) (string, error) {
+	es := w.entries()
+	ids := sortedIDs(es)
+	if len(ids) == 0 {
+		return "", nil
+	}
+	id := ids[a.I%len(ids)]
+	for range churn {
+		e, err := w.svc.Store().Get(id)
+		if err != nil {
+			break
+		}
+		if _, err := w.svc.Store().Update(&pb.UpdateHostRequest{Id: id, ExpectedVersion: proto.String(e.GetVersion()), Tags: &pb.TagsUpdate{Values: e.GetTags()}}); err != nil {
+			break
+		}
+	}
 	return person, nil
 }
 

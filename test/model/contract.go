@@ -26,6 +26,8 @@ type turn struct {
 	party         string
 	before, after map[string]*pb.HostEntry
 	writes        []write
+	// compacted are the CompactAggregates the installations sent during the step.
+	compacted []compaction
 	// rest: the step is a sync of a quiet world (no party but the installations acts).
 	rest bool
 	// settleFailed says why a settling did not reach rest; unserved are the addresses wanted
@@ -50,6 +52,7 @@ var Contract = []Invariant{
 		return nil
 	}},
 	{"O9", "served-or-said", "At rest, every address an object wants answers on the router (an entry of that hostname at that address), or its installation reports the conflict, problem or hold that keeps it off.", func(_ *World, s *turn) []string { return s.unserved }},
+	{"O10", "own-compactions", "An installation compacts only the event logs of entries it wrote alone, live or deleted, one by its ID: never a hand-made or adopted entry, another installation's, or a line it shares or another cluster co-owns.", ownCompactions},
 }
 
 // ownEntries is O1.
@@ -74,6 +77,40 @@ func ownEntries(w *World, s *turn) []string {
 		}):
 		default:
 			out = append(out, fmt.Sprintf("%s wrote %s, which is %s's: %s", in.name, describe(wr.before), ownerName(l), change(wr)))
+		}
+	}
+	return out
+}
+
+// ownCompactions is O10: each entry an installation compacted during the step, as the router
+// showed it last (a deleted one, before its deletion), carries its name and an identity it has
+// had, was not made by a person, and carries neither pre-existing:true, shared:true nor a
+// co-owner tag.
+func ownCompactions(w *World, s *turn) []string {
+	in := w.installation(s.party)
+	var out []string
+	for _, c := range s.compacted {
+		e := s.after[c.id]
+		if e == nil {
+			e = s.before[c.id]
+		}
+		l := w.history.life[c.id]
+		if e == nil && l != nil {
+			e = l.last
+		}
+		switch {
+		case in == nil || c.inst != in.name:
+			out = append(out, fmt.Sprintf("%s compacted %s during a step of %s", c.inst, c.id, s.party))
+		case c.id == "":
+			out = append(out, fmt.Sprintf("%s compacted by a threshold, every writer's entries", in.name))
+		case e == nil:
+			out = append(out, fmt.Sprintf("%s compacted %s, which no one wrote", in.name, c.id))
+		case l != nil && l.creator == person, slices.Contains(e.GetTags(), registry.TagPreExisting):
+			out = append(out, fmt.Sprintf("%s compacted %s, which a person made", in.name, describe(e)))
+		case !carriesIdentity(e, in):
+			out = append(out, fmt.Sprintf("%s compacted %s, which is %s's", in.name, describe(e), ownerName(l)))
+		case slices.ContainsFunc(e.GetTags(), func(t string) bool { return t == registry.TagShared || strings.HasPrefix(t, registry.PrefixCoOwner) }):
+			out = append(out, fmt.Sprintf("%s compacted %s, which another cluster may share or co-owns", in.name, describe(e)))
 		}
 	}
 	return out

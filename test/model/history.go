@@ -39,6 +39,8 @@ type life struct {
 	// pastDueAt is when the last was counted.
 	pastDue   int
 	pastDueAt time.Time
+	// last is the entry as the router last showed it: a deleted one's, before the deletion.
+	last *pb.HostEntry
 }
 
 // write is one write a step made, as the router's state before and after shows it: a create
@@ -157,6 +159,7 @@ func (w *World) record(party string, ws []write) {
 			w.history.life[wr.id] = l
 		}
 		l := w.history.life[wr.id]
+		l.last = wr.after
 		// A mark another writer put on, lifted, is not the object's doing (O5).
 		lifted := wr.before != nil && tagValue(wr.before, registry.PrefixPending) != "" && tagValue(wr.after, registry.PrefixPending) == "" && l.lastWriter != party
 		l.lastWriter = party

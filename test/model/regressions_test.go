@@ -58,6 +58,17 @@ var regressions = []struct {
 			{Kind: "stop", Party: "t"},
 		}, slices.Repeat([]Action{{Kind: "tick", D: time.Minute}, {Kind: "sync", Party: "a"}}, 40)...),
 	},
+	{
+		// The compact-foreign mutation's run: a namesake compacted the twin's entry whose log
+		// a person's script had made long (O10).
+		name: "a namesake leaves another installation's long log alone", seed: 1,
+		actions: []Action{
+			{Kind: "create", Party: "T", I: 7582468639515319993, J: 3238642280712712661},
+			{Kind: "sync", Party: "t"},
+			{Kind: "hand-churn", I: 7756793223429037911},
+			{Kind: "sync", Party: "n"},
+		},
+	},
 }
 
 // TestRegressions plays each shrunk run against the whole contract.

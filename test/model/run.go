@@ -109,6 +109,7 @@ func Play(seed int64, actions []Action) (*Failure, error) {
 // play runs one action and returns its step as the router saw it.
 func (w *World) play(a Action) (*turn, error) {
 	w.steps++
+	w.compacted = nil
 	before := w.entries()
 	party := ""
 	for _, m := range moves {
@@ -120,7 +121,7 @@ func (w *World) play(a Action) (*turn, error) {
 			break
 		}
 	}
-	s := &turn{party: party, before: before, after: w.entries()}
+	s := &turn{party: party, before: before, after: w.entries(), compacted: w.compacted}
 	s.writes = diff(s.before, s.after)
 	w.record(party, s.writes)
 	return s, nil

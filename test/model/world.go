@@ -15,6 +15,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -32,6 +33,11 @@ import (
 
 // Interval is every installation's --interval: a sync step stands for the sync it runs.
 const Interval = time.Minute
+
+// compactAbove is every installation's threshold of events (registry.Config.CompactAbove):
+// small, so that the entries of every party pass it within a few writes and compaction runs
+// (--compact-own-entries) throughout.
+const compactAbove = 6
 
 // objectBudget is every installation's --object-writes-per-minute in the simulation: small,
 // so that a flapping object reaches it within a few steps.
@@ -105,6 +111,30 @@ type World struct {
 	history  history
 	// steps counts the actions played.
 	steps int
+	// compacted are the CompactAggregates the installations sent during the step being played.
+	compactMu sync.Mutex
+	compacted []compaction
+}
+
+// compaction is one CompactAggregates an installation sent: by the entry's ID, or (id empty)
+// by a threshold, which no installation may send.
+type compaction struct{ inst, id string }
+
+// compactions is an installation's connection to the router, which tells the world every
+// CompactAggregates it carries.
+type compactions struct {
+	grpc.ClientConnInterface
+	w    *World
+	inst string
+}
+
+func (c compactions) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	if r, ok := args.(*pb.CompactAggregatesRequest); ok {
+		c.w.compactMu.Lock()
+		c.w.compacted = append(c.w.compacted, compaction{inst: c.inst, id: r.GetAggregateId()})
+		c.w.compactMu.Unlock()
+	}
+	return c.ClientConnInterface.Invoke(ctx, method, args, reply, opts...)
 }
 
 // hosts and ips are the small pools every party draws from, so that they meet.
@@ -205,7 +235,7 @@ func (w *World) startInstallation(in *installation) error {
 	budgets := registry.DefaultBudgets()
 	budgets.ObjectWritesPerMinute = objectBudget
 	cfg := registry.Config{ClusterName: in.clusterName, ClusterID: in.id, GracePeriod: in.grace, Budgets: budgets,
-		Brake: registry.DefaultBrake(), SilentClusterAfter: silentAfter, Log: w.log,
+		Brake: registry.DefaultBrake(), SilentClusterAfter: silentAfter, Log: w.log, CompactOwnEntries: true, CompactAbove: compactAbove,
 		// A webhook says its UIDs are hashed from hostnames, as its wiring does.
 		HostnameUIDs: in.cluster.webhook}
 	reg, err := registry.New(cfg)
@@ -218,7 +248,7 @@ func (w *World) startInstallation(in *installation) error {
 	}
 	w.stop = append(w.stop, stop)
 	// One write at a time: writes in flight together would take their IDs in any order.
-	prov := routerhosts.NewFromConn(conn, routerhosts.Options{Log: w.log, WriteConcurrency: 1})
+	prov := routerhosts.NewFromConn(compactions{ClientConnInterface: conn, w: w, inst: in.name}, routerhosts.Options{Log: w.log, WriteConcurrency: 1})
 	in.conn = nil
 	in.ctl = controller.New(controller.Config{Sources: []controller.EndpointSource{clusterView{in}}, Registry: reg, Provider: prov,
 		Interval: Interval, Log: w.log, Clock: w.clock})
