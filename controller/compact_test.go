@@ -207,3 +207,33 @@ func TestAServerThatDoesNotCompactIsSaidOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestAChangeStopsTheCompactions: a cluster change that arrives while a sync compacts stops the
+// compactions left, so that the sync that writes it waits for one call at most; the next
+// whole read names them again.
+func TestAChangeStopsTheCompactions(t *testing.T) {
+	r := newCompactRig(t)
+	r.want(claimFor("a.lan", "u1", "10.0.0.1"), claimFor("b.lan", "u2", "10.0.0.2"), claimFor("c.lan", "u3", "10.0.0.3"))
+	r.sync(t, true)
+	for _, h := range []string{"a.lan", "b.lan", "c.lan"} {
+		r.bump(t, r.idOf(t, h), 10)
+	}
+	r.svc.SetBefore(func(method string) error {
+		if method == inmemory.MethodCompact {
+			r.c.notify()
+		}
+		return nil
+	})
+	rep := r.sync(t, true)
+	if n := r.svc.Calls(inmemory.MethodCompact); n != 1 || rep.CompactedEvents != 10 {
+		t.Fatalf("%d compactions, %d events, with a change arriving at the first; want 1 and 10", n, rep.CompactedEvents)
+	}
+	r.svc.SetBefore(nil)
+	r.sync(t, false) // the change's sync
+	r.sync(t, true)
+	for _, h := range []string{"a.lan", "b.lan", "c.lan"} {
+		if n := r.store.EventsOf(r.idOf(t, h)); n != 1 {
+			t.Errorf("%s's log holds %d events after the next whole read, want 1", h, n)
+		}
+	}
+}

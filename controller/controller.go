@@ -442,8 +442,10 @@ func (c *Controller) write(ctx context.Context, in *reading, sy *planner.Sync, l
 
 // compact folds the event logs of the entries the decision named (sy.Compact), after the
 // writes and only when every one went through and nothing waits for a later sync (paced,
-// deferred, left to a whole read): so it never comes before a change. It returns what became
-// of each, for the planner's Learn, which charges them to the write-rate budgets. A server that
+// deferred, left to a whole read), one entry at a time, and stops as soon as a cluster change
+// arrives: so it never comes before a change, and a change waits at most one call for the sync
+// that writes it (the whole read after names the rest again). It returns what became of each
+// it sent, for the planner's Learn, which charges them to the write-rate budgets. A server that
 // does not compact for the operator is said once, and asked no more while the process lives.
 func (c *Controller) compact(ctx context.Context, sy *planner.Sync, results []plan.Result, log logrus.FieldLogger) []registry.Compacted {
 	comp, ok := c.cfg.Provider.(Compactor)
@@ -451,21 +453,30 @@ func (c *Controller) compact(ctx context.Context, sy *planner.Sync, results []pl
 		sy.Paced > 0 || sy.Deferred > 0 || sy.NeedFresh || len(sy.WholeRead) > 0 || len(sy.Refused) > 0 {
 		return nil
 	}
-	got, err := comp.Compact(ctx, sy.Compact)
-	out := make([]registry.Compacted, len(got))
-	for i, g := range got {
-		out[i] = registry.Compacted{ID: g.ID, EventsBefore: g.EventsBefore, EventsAfter: g.EventsAfter, Version: g.Version, Err: g.Err}
+	out := make([]registry.Compacted, 0, len(sy.Compact))
+	var failed error
+	for _, id := range sy.Compact {
+		if c.changedAt.Load() != 0 || ctx.Err() != nil {
+			break
+		}
+		got, err := comp.Compact(ctx, []string{id})
+		for _, g := range got {
+			out = append(out, registry.Compacted{ID: g.ID, EventsBefore: g.EventsBefore, EventsAfter: g.EventsAfter, Version: g.Version, Err: g.Err})
+		}
+		if errors.Is(err, provider.ErrCompactionUnsupported) {
+			c.noCompaction = err
+			log.WithError(err).Warn("router-hosts does not compact the operator's entries (a server before 0.10.7, or a certificate without the right): " +
+				"their event logs are left as they are until the operator restarts; the syncs go on")
+			return out
+		}
+		if err != nil && failed == nil {
+			failed = err
+		}
 	}
-	switch {
-	case errors.Is(err, provider.ErrCompactionUnsupported):
-		c.noCompaction = err
-		log.WithError(err).Warn("router-hosts does not compact the operator's entries (a server before 0.10.7, or a certificate without the right): " +
-			"their event logs are left as they are until the operator restarts; the syncs go on")
-	case err != nil:
-		log.WithError(err).Info("compaction: some entries were not compacted; the next whole read names them again")
-	default:
-		log.WithFields(logrus.Fields{"entries": len(out), "events": foldedEvents(out)}).Debug("compacted the event logs of own entries")
+	if failed != nil {
+		log.WithError(failed).Info("compaction: some entries were not compacted; the next whole read names them again")
 	}
+	log.WithFields(logrus.Fields{"entries": len(out), "events": foldedEvents(out)}).Debug("compacted the event logs of own entries")
 	return out
 }
 
