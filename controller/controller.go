@@ -20,7 +20,6 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 	"github.com/router-hosts-operator/router-hosts-operator/planner"
 	"github.com/router-hosts-operator/router-hosts-operator/provider"
-	"github.com/router-hosts-operator/router-hosts-operator/provider/routerhosts"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )
 
@@ -42,7 +41,7 @@ type Provider interface {
 // Compactor is a Provider that folds entries' event logs on the server (routerhosts'); the
 // loop sends it the entries a decision names (registry.Verdict.Compact).
 type Compactor interface {
-	Compact(ctx context.Context, ids []string) ([]routerhosts.Compaction, error)
+	Compact(ctx context.Context, ids []string) ([]provider.Compaction, error)
 }
 
 // Reporter is told the outcome of every sync (report.go), e.g. to write the status of

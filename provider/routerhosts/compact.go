@@ -15,23 +15,6 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/provider"
 )
 
-// Compaction is what became of one aggregate Compact was asked to fold.
-type Compaction struct {
-	// ID is the aggregate's (the entry's) ID as asked.
-	ID string
-	// EventsBefore and EventsAfter are the aggregate's events in the server's log before and
-	// after: equal for one of a single event, which is left alone, and both 0 for an ID the
-	// server does not know.
-	EventsBefore, EventsAfter int64
-	// Version is the aggregate's version, which compaction keeps: the entry's, or its
-	// tombstone's when it is deleted. It confirms, it is not sent back.
-	Version int64
-	// Err is why the aggregate was not compacted: the call's error, wrapping
-	// provider.ErrCompactionUnsupported when the server does not offer the RPC or refuses it,
-	// or plan.ErrNotStarted when the call was never made. nil when compacted.
-	Err error
-}
-
 // Compact asks the server to fold each aggregate of ids into one event, with one
 // CompactAggregates by ID each, never by threshold: a threshold would fold every writer's
 // entries, and the operator compacts only what it was told to. Compaction changes no entry and
@@ -41,9 +24,9 @@ type Compaction struct {
 // (provider.ErrCompactionUnsupported), no further call starts. It returns one Compaction per
 // ID, at the ID's index, and an error when any was not compacted: the first failure, wrapping
 // ErrCompactionUnsupported when the server was the reason.
-func (p *Provider) Compact(ctx context.Context, ids []string) ([]Compaction, error) {
+func (p *Provider) Compact(ctx context.Context, ids []string) ([]provider.Compaction, error) {
 	p.refresh()
-	out := make([]Compaction, len(ids))
+	out := make([]provider.Compaction, len(ids))
 	// stop ends the starting of calls; unsupported is the server's answer that made it.
 	stop, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -86,7 +69,7 @@ func (p *Provider) Compact(ctx context.Context, ids []string) ([]Compaction, err
 	var first error
 	for i, id := range ids {
 		if !started[i] {
-			out[i] = Compaction{ID: id, Err: plan.NotStarted(cause)}
+			out[i] = provider.Compaction{ID: id, Err: plan.NotStarted(cause)}
 		}
 		if first == nil && out[i].Err != nil {
 			first = out[i].Err
@@ -102,8 +85,8 @@ func (p *Provider) Compact(ctx context.Context, ids []string) ([]Compaction, err
 }
 
 // compact sends one CompactAggregates for id.
-func (p *Provider) compact(ctx context.Context, id string) Compaction {
-	c := Compaction{ID: id}
+func (p *Provider) compact(ctx context.Context, id string) provider.Compaction {
+	c := provider.Compaction{ID: id}
 	cctx, cancel := p.callCtx(ctx)
 	defer cancel()
 	resp, err := p.rpc().CompactAggregates(cctx, &pb.CompactAggregatesRequest{Target: &pb.CompactAggregatesRequest_AggregateId{AggregateId: id}})

@@ -27,7 +27,7 @@ type turn struct {
 	before, after map[string]*pb.HostEntry
 	writes        []write
 	// compacted are the CompactAggregates the installations sent during the step.
-	compacted []compaction
+	compacted []compactCall
 	// rest: the step is a sync of a quiet world (no party but the installations acts).
 	rest bool
 	// settleFailed says why a settling did not reach rest; unserved are the addresses wanted

@@ -113,12 +113,12 @@ type World struct {
 	steps int
 	// compacted are the CompactAggregates the installations sent during the step being played.
 	compactMu sync.Mutex
-	compacted []compaction
+	compacted []compactCall
 }
 
-// compaction is one CompactAggregates an installation sent: by the entry's ID, or (id empty)
+// compactCall is one CompactAggregates an installation sent: by the entry's ID, or (id empty)
 // by a threshold, which no installation may send.
-type compaction struct{ inst, id string }
+type compactCall struct{ inst, id string }
 
 // compactions is an installation's connection to the router, which tells the world every
 // CompactAggregates it carries.
@@ -131,7 +131,7 @@ type compactions struct {
 func (c compactions) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
 	if r, ok := args.(*pb.CompactAggregatesRequest); ok {
 		c.w.compactMu.Lock()
-		c.w.compacted = append(c.w.compacted, compaction{inst: c.inst, id: r.GetAggregateId()})
+		c.w.compacted = append(c.w.compacted, compactCall{inst: c.inst, id: r.GetAggregateId()})
 		c.w.compactMu.Unlock()
 	}
 	return c.ClientConnInterface.Invoke(ctx, method, args, reply, opts...)
