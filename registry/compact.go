@@ -144,19 +144,25 @@ func (r *Registry) compact(in *changesIn, changes []plan.Change) changed {
 	}
 	var cands []candidate
 	consider := func(rec *endpoint.Record, events int64) {
-		if keys := budgetKeys(rec); on && events > above && !touched[rec.ID] && spare(keys) {
+		if !on || events <= above || touched[rec.ID] {
+			return // before the tags are read: most entries are not candidates
+		}
+		if keys := budgetKeys(rec); spare(keys) {
 			cands = append(cands, candidate{rec.ID, events, keys})
 		}
 	}
 	for i := range in.st.Owned {
 		rec := &in.st.Owned[i]
+		events := in.folds.events(rec.ID, versionOf(rec))
+		if events <= v.ownEvents && (!on || events <= above) && mutation != "compact-foreign" {
+			continue // neither the largest yet nor a candidate: its tags need not be read
+		}
 		if !r.sole(in.st, rec) {
 			if mutation == "compact-foreign" {
 				consider(rec, versionOf(rec))
 			}
 			continue
 		}
-		events := in.folds.events(rec.ID, versionOf(rec))
 		v.ownEvents = max(v.ownEvents, events)
 		if !in.st.marked(rec) {
 			consider(rec, events)
