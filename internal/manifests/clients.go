@@ -63,24 +63,12 @@ type ingresses struct {
 }
 
 func (c ingresses) List(ctx context.Context, opts metav1.ListOptions) (*networkingv1.IngressList, error) {
-	out := &networkingv1.IngressList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}
-	return out, typedList(ctx, c.o, ingressGVR, c.ns, opts, func(u *unstructured.Unstructured) error {
-		var ing networkingv1.Ingress
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &ing); err != nil {
-			return err
-		}
-		out.Items = append(out.Items, ing)
-		return nil
-	})
+	items, err := typedList[networkingv1.Ingress](ctx, c.o, ingressGVR, c.ns, opts)
+	return &networkingv1.IngressList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: items}, err
 }
 
 func (c ingresses) Get(ctx context.Context, name string, _ metav1.GetOptions) (*networkingv1.Ingress, error) {
-	u, err := get(ctx, c.o, ingressGVR, c.ns, name)
-	if err != nil {
-		return nil, err
-	}
-	var ing networkingv1.Ingress
-	return &ing, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &ing)
+	return typedGet[networkingv1.Ingress](ctx, c.o, ingressGVR, c.ns, name)
 }
 
 func (c ingresses) Watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
@@ -112,41 +100,44 @@ type services struct {
 }
 
 func (c services) List(ctx context.Context, opts metav1.ListOptions) (*corev1.ServiceList, error) {
-	out := &corev1.ServiceList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}}
-	return out, typedList(ctx, c.o, serviceGVR, c.ns, opts, func(u *unstructured.Unstructured) error {
-		var svc corev1.Service
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &svc); err != nil {
-			return err
-		}
-		out.Items = append(out.Items, svc)
-		return nil
-	})
+	items, err := typedList[corev1.Service](ctx, c.o, serviceGVR, c.ns, opts)
+	return &corev1.ServiceList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: items}, err
 }
 
 func (c services) Get(ctx context.Context, name string, _ metav1.GetOptions) (*corev1.Service, error) {
-	u, err := get(ctx, c.o, serviceGVR, c.ns, name)
-	if err != nil {
-		return nil, err
-	}
-	var svc corev1.Service
-	return &svc, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &svc)
+	return typedGet[corev1.Service](ctx, c.o, serviceGVR, c.ns, name)
 }
 
 func (c services) Watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
 	return watch.NewFake(), nil
 }
 
-func typedList(ctx context.Context, o *Overlay, gvr schema.GroupVersionResource, ns string, opts metav1.ListOptions, add func(*unstructured.Unstructured) error) error {
+// typedList and typedGet answer a typed client's List and Get from the overlay, converting
+// its objects to T.
+func typedList[T any](ctx context.Context, o *Overlay, gvr schema.GroupVersionResource, ns string, opts metav1.ListOptions) ([]T, error) {
 	objs, err := o.list(ctx, gvr, ns, opts)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	out := make([]T, len(objs))
 	for i := range objs {
-		if err := add(&objs[i]); err != nil {
-			return fmt.Errorf("%s %s/%s: %w", gvr.Resource, objs[i].GetNamespace(), objs[i].GetName(), err)
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(objs[i].Object, &out[i]); err != nil {
+			return nil, fmt.Errorf("%s %s/%s: %w", gvr.Resource, objs[i].GetNamespace(), objs[i].GetName(), err)
 		}
 	}
-	return nil
+	return out, nil
+}
+
+func typedGet[T any](ctx context.Context, o *Overlay, gvr schema.GroupVersionResource, ns, name string) (*T, error) {
+	u, err := get(ctx, o, gvr, ns, name)
+	if err != nil {
+		return nil, err
+	}
+	var out T
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &out); err != nil {
+		return nil, fmt.Errorf("%s %s/%s: %w", gvr.Resource, ns, name, err)
+	}
+	return &out, nil
 }
 
 func get(ctx context.Context, o *Overlay, gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
