@@ -39,7 +39,7 @@ EXTERNAL_DNS_TESTS := test/externaldns
 # that neither library enters the operator's go.mod.
 GITOPS_TESTS  := test/gitops
 
-.PHONY: all build cross dist krew-manifest test unit integration soak model demo bench lint generate generate-crds generate-sources envtest-assets envtest-floor helm actionlint external-dns promtool controller-gen clean fuzz image
+.PHONY: all build cross dist krew-manifest test unit integration soak model demo bench year lint generate generate-crds generate-sources envtest-assets envtest-floor helm actionlint external-dns promtool controller-gen clean fuzz image
 
 all: lint build test
 
@@ -200,6 +200,17 @@ demo: envtest-assets build
 BENCH_FLAGS   ?=
 bench: envtest-assets build
 	KUBEBUILDER_ASSETS=$(ASSETS) $(GO) run ./cmd/bench -operator $(BIN) $(BENCH_FLAGS)
+
+# A year of a homelab's churn, compressed, through the operator onto the real router-hosts server,
+# without and with --compact-own-entries: the log's size and each call's cost month by month
+# (docs/performance.md, "A year on the real router"; about 15 minutes). The server is the one
+# ../shared/real-router/build.sh builds into .cache/real-router from a snapshot of router-hosts;
+# the sqlite3 shell reads its log. YEAR_FLAGS=-server=test runs on the test server instead.
+REAL_ROUTER   ?= $(CURDIR)/.cache/real-router
+YEAR_FLAGS    ?=
+year: envtest-assets
+	@test -x $(REAL_ROUTER)/router-hosts || case "$(YEAR_FLAGS)" in *-server=test*) ;; *) echo "no router-hosts server in $(REAL_ROUTER): build it as ../shared/real-router/README.md says, or set REAL_ROUTER" >&2; exit 2;; esac
+	KUBEBUILDER_ASSETS=$(ASSETS) $(GO) run ./cmd/year -router-hosts $(REAL_ROUTER)/router-hosts $(YEAR_FLAGS)
 
 # Go hygiene, the chart (helm lint --strict), the GitHub workflows and examples/ci's (actionlint),
 # and the check that the release's version agrees everywhere (hack/check-versions.sh).

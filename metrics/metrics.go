@@ -48,6 +48,7 @@ type Metrics struct {
 	lastList         prometheus.Gauge
 	kubeRequests     *prometheus.CounterVec
 	serverRequests   *prometheus.CounterVec
+	serverDuration   *prometheus.HistogramVec
 	failedHostnames  prometheus.Gauge
 	conflicts        prometheus.Gauge
 	deferred         prometheus.Gauge
@@ -127,6 +128,9 @@ func New(sourceNames []string) *Metrics {
 			[]string{"method", "code"}),
 		serverRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "router_hosts_requests_total",
 			Help: "Calls to the router-hosts server, by RPC and gRPC status code (for ListHosts, how the stream ended)."}, []string{"method", "code"}),
+		serverDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "router_hosts_request_duration_seconds",
+			Help:    "Time each call to the router-hosts server took, by RPC (for ListHosts, until the stream ended). A router whose event log grows answers AddHost, SearchHosts and ListHosts more slowly with age.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}, []string{"method"}),
 		failedHostnames: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "failed_hostnames",
 			Help: "Hostnames whose writes failed or were refused in the last sync; they are retried at the interval."}),
 		conflicts: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "hostname_conflicts",
@@ -166,7 +170,7 @@ func New(sourceNames []string) *Metrics {
 			Help: "Questions put to the router's DNS (--verify-dns), by result: answered, no_data, nxdomain, error (no answer in time, SERVFAIL, REFUSED)."}, []string{"result"}),
 	}
 	m.Registry.MustRegister(m.buildInfo, m.changeLatency, m.inputs, m.failedHostnames, m.conflicts, m.deferred, m.namesakes, m.unclaimed, m.deletionsHeld, m.twinEntries, m.silentClusters, m.formerEntries, m.pacedChanges, m.compactedEvents, m.ownEvents, m.syncedEntries, m.syncErrors, m.syncDuration, m.pending, m.serverConnected, m.routerConfigured, m.lastSync,
-		m.changes, m.sourceEndpoints, m.foreign, m.isLeader, m.lastDuration, m.lastList, m.kubeRequests, m.serverRequests,
+		m.changes, m.sourceEndpoints, m.foreign, m.isLeader, m.lastDuration, m.lastList, m.kubeRequests, m.serverRequests, m.serverDuration,
 		m.clientCertExpiry, m.tlsReloadErrors, m.namesNotAnswering, m.verifyDNSUp, m.verifyDNSQueries, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Counters with known labels start at zero, so rates work from the first scrape.
 	for _, r := range []string{"source", "list", "authentication", "apply"} {
@@ -427,9 +431,10 @@ func (m *Metrics) CountVerifyDNSQuery(result string) {
 	m.verifyDNSQueries.WithLabelValues(result).Inc()
 }
 
-// ObserveRPC counts one call to the router-hosts server (routerhosts.Options.Observe).
-func (m *Metrics) ObserveRPC(method string, code codes.Code) {
+// ObserveRPC counts and times one call to the router-hosts server (routerhosts.Options.Observe).
+func (m *Metrics) ObserveRPC(method string, code codes.Code, took time.Duration) {
 	m.serverRequests.WithLabelValues(method, code.String()).Inc()
+	m.serverDuration.WithLabelValues(method).Observe(took.Seconds())
 }
 
 // WrapTransport counts every request the Kubernetes client sends (rest.Config.Wrap), so a

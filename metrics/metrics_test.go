@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
@@ -324,5 +326,26 @@ func TestCompactionMetrics(t *testing.T) {
 	}
 	if v := got["largest_own_aggregate_events{}"]; v != 31 {
 		t.Errorf("largest_own_aggregate_events = %v, want 31", v)
+	}
+}
+
+// TestRouterCallsAreCountedAndTimed: each call to the router counts once by its code and adds
+// its time to the method's histogram, whatever the code, so a slowing router shows in the mean.
+func TestRouterCallsAreCountedAndTimed(t *testing.T) {
+	m := New(nil)
+	m.ObserveRPC("AddHost", codes.OK, 30*time.Millisecond)
+	m.ObserveRPC("AddHost", codes.AlreadyExists, 50*time.Millisecond)
+	m.ObserveRPC("ListHosts", codes.OK, 200*time.Millisecond)
+	got := scrape(t, m)
+	for key, want := range map[string]float64{
+		"router_hosts_requests_total{code=OK,method=AddHost}":            1,
+		"router_hosts_requests_total{code=AlreadyExists,method=AddHost}": 1,
+		"router_hosts_request_duration_seconds{method=AddHost}":          2,
+		"router_hosts_request_duration_seconds{method=AddHost}_sum":      0.08,
+		"router_hosts_request_duration_seconds{method=ListHosts}_sum":    0.2,
+	} {
+		if v := got[key]; v < want-1e-9 || v > want+1e-9 {
+			t.Errorf("%s = %v, want %v", key, v, want)
+		}
 	}
 }

@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// TestCompactOwnEntriesFlag: --compact-own-entries and its environment variable switch
-// compaction on in the registry's settings; off by default.
+// TestCompactOwnEntriesFlag: compaction is on by default; --no-compact-own-entries and its
+// environment variable set to false switch it off in the registry's settings.
 func TestCompactOwnEntriesFlag(t *testing.T) {
 	tls := []string{"--router-hosts-endpoint=r:1", "--tls-ca=a", "--tls-cert=b", "--tls-key=c"}
 	for _, tc := range []struct {
@@ -14,9 +14,10 @@ func TestCompactOwnEntriesFlag(t *testing.T) {
 		args      []string
 		want      bool
 	}{
-		{name: "off by default", args: tls},
+		{name: "on by default", args: tls, want: true},
 		{name: "the flag", args: append([]string{"--compact-own-entries"}, tls...), want: true},
-		{name: "its environment variable", env: "true", args: tls, want: true},
+		{name: "turned off", args: append([]string{"--no-compact-own-entries"}, tls...)},
+		{name: "its environment variable", env: "false", args: tls},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(envPrefix+"COMPACT_OWN_ENTRIES", tc.env)

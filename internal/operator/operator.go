@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -107,6 +108,10 @@ type Operator struct {
 	routerNamed chan struct{}
 	nameRouter  sync.Once
 }
+
+// Gatherer is the operator's metrics, what /metrics serves: for a program that runs the
+// operator in its own process and reads what it measured (make year).
+func (op *Operator) Gatherer() prometheus.Gatherer { return op.metrics.Registry }
 
 // Run wires the operator from cfg, then runs one sync (--once) or the loop until ctx ends;
 // or the command cfg names instead (webhook, release). Plan lines of --dry-run go to out.

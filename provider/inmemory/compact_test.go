@@ -238,6 +238,10 @@ func TestCompactionKeepsTheVersion(t *testing.T) {
 	if r := compact(); r.GetVersion() != 6 || r.GetEventsBefore() != 3 || r.GetEventsAfter() != 1 {
 		t.Fatalf("compacting the deleted entry: %v, want 3 events into 1 at version 6", r)
 	}
+	counts := svc.Store().EventCounts()
+	if counts[strings.ToUpper(id)] != 1 || len(counts) != 4 {
+		t.Errorf("EventCounts %v: want the compacted entry's one event among the history's 4 aggregates, deleted ones too", counts)
+	}
 }
 
 // TestCompactAggregatesFaults: SetFault plays a server without the RPC (before 0.10.7:

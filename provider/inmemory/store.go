@@ -189,6 +189,18 @@ func (s *Store) EventsOf(id string) int {
 	return n
 }
 
+// EventCounts is the number of events in the log of each aggregate it holds, live or deleted,
+// by ID in upper case: the log's size as a long simulation watches it grow.
+func (s *Store) EventCounts() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int)
+	for _, r := range s.log {
+		out[r.id]++
+	}
+	return out
+}
+
 // replay rebuilds the live entries from log into live (emptied first) and returns it, paying
 // the replay cost; the map values are the log's own records, which callers must clone before
 // handing out. A nil live gets a new map.

@@ -44,9 +44,9 @@ type Options struct {
 	Timeout time.Duration
 	// WriteConcurrency is the number of writes in flight at once.
 	WriteConcurrency int
-	// Observe, when set, is told the outcome of every call: the RPC's short name ("AddHost")
-	// and its status code (for ListHosts, how the stream ended).
-	Observe func(method string, code codes.Code)
+	// Observe, when set, is told the outcome of every call: the RPC's short name ("AddHost"),
+	// its status code and how long it took (for ListHosts, how the stream ended and when).
+	Observe func(method string, code codes.Code, took time.Duration)
 	// Credentials, when set, is told of the client certificate each time mTLS material is
 	// taken into use (at the start, after the files changed, from a new Secret), and of each
 	// change of the files that could not be loaded. It must not call the provider.
@@ -316,7 +316,7 @@ func NewFromConn(conn grpc.ClientConnInterface, opts Options) *Provider {
 }
 
 // observed wraps conn so that every call is reported to observe; nil observe leaves it as is.
-func observed(conn grpc.ClientConnInterface, observe func(string, codes.Code)) grpc.ClientConnInterface {
+func observed(conn grpc.ClientConnInterface, observe func(string, codes.Code, time.Duration)) grpc.ClientConnInterface {
 	if observe == nil {
 		return conn
 	}
@@ -324,25 +324,27 @@ func observed(conn grpc.ClientConnInterface, observe func(string, codes.Code)) g
 }
 
 // observedConn reports each call by the method's short name, so a metric can count the writes a
-// sync sends without the provider knowing about metrics.
+// sync sends, and time what each costs the router, without the provider knowing about metrics.
 type observedConn struct {
 	grpc.ClientConnInterface
-	observe func(string, codes.Code)
+	observe func(string, codes.Code, time.Duration)
 }
 
 func (c *observedConn) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	start := time.Now()
 	err := c.ClientConnInterface.Invoke(ctx, method, args, reply, opts...)
-	c.observe(path.Base(method), status.Code(err))
+	c.observe(path.Base(method), status.Code(err), time.Since(start))
 	return err
 }
 
 func (c *observedConn) NewStream(ctx context.Context, desc *grpc.StreamDesc, method string, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	start := time.Now()
 	st, err := c.ClientConnInterface.NewStream(ctx, desc, method, opts...)
 	if err != nil {
-		c.observe(path.Base(method), status.Code(err))
+		c.observe(path.Base(method), status.Code(err), time.Since(start))
 		return nil, err
 	}
-	return &observedStream{ClientStream: st, method: path.Base(method), observe: c.observe}, nil
+	return &observedStream{ClientStream: st, method: path.Base(method), observe: c.observe, start: start}, nil
 }
 
 // observedStream reports a server stream once it ends: a server's error on a streaming call
@@ -350,7 +352,8 @@ func (c *observedConn) NewStream(ctx context.Context, desc *grpc.StreamDesc, met
 type observedStream struct {
 	grpc.ClientStream
 	method  string
-	observe func(string, codes.Code)
+	observe func(string, codes.Code, time.Duration)
+	start   time.Time
 	done    bool
 }
 
@@ -362,7 +365,7 @@ func (s *observedStream) RecvMsg(m any) error {
 		if errors.Is(err, io.EOF) {
 			code = codes.OK
 		}
-		s.observe(s.method, code)
+		s.observe(s.method, code, time.Since(s.start))
 	}
 	return err
 }

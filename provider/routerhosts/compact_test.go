@@ -113,7 +113,7 @@ func TestCompact(t *testing.T) {
 			}
 			var mu sync.Mutex
 			observed := map[string]int{}
-			observe := func(method string, code codes.Code) {
+			observe := func(method string, code codes.Code, _ time.Duration) {
 				mu.Lock()
 				observed[method+" "+code.String()]++
 				mu.Unlock()

@@ -427,7 +427,7 @@ func TestRecordsIsOneListHosts(t *testing.T) {
 func TestObserveReportsEveryCallWithItsOutcome(t *testing.T) {
 	svc, conn := inmemory.DialTest(t)
 	seen := map[string]int{}
-	observe := func(method string, code codes.Code) { seen[method+" "+code.String()]++ }
+	observe := func(method string, code codes.Code, _ time.Duration) { seen[method+" "+code.String()]++ }
 	log := logrus.New()
 	log.SetLevel(logrus.ErrorLevel)
 	p := NewFromConn(conn, Options{Timeout: 5 * time.Second, Observe: observe, Log: log})

@@ -325,7 +325,7 @@ topologySpreadConstraints:
 podDisruptionBudget: {minAvailable: 2}
 startupProbe: null
 metrics: {port: 9090, service: {annotations: {prometheus.io/scrape: "true"}}}
-routerHosts: {compactOwnEntries: true}
+routerHosts: {compactOwnEntries: false}
 `
 
 // TestHelmChartValues: values.schema.json turns a typo into helm's error, naming the value, on
@@ -387,7 +387,7 @@ func TestHelmChartValues(t *testing.T) {
 		{"topologySpreadConstraints", len(pod.TopologySpreadConstraints) == 1},
 		{"startup probe off", c.StartupProbe == nil && c.LivenessProbe != nil && c.ReadinessProbe != nil},
 		{"metrics port", slices.Contains(c.Args, "--metrics-address=:9090") && c.Ports[0].ContainerPort == 9090},
-		{"compaction", slices.Contains(c.Args, "--compact-own-entries")},
+		{"compaction turned off", slices.Contains(c.Args, "--no-compact-own-entries")},
 		{"a PodDisruptionBudget of 2", len(all["PodDisruptionBudget"]) == 1 && strings.Contains(string(all["PodDisruptionBudget"][0]), "minAvailable: 2")},
 		{"the metrics Service, annotated", len(all["Service"]) == 1 && strings.Contains(string(all["Service"][0]), "prometheus.io/scrape")},
 	} {
@@ -411,7 +411,7 @@ func TestHelmChartValues(t *testing.T) {
 		}
 	}
 	if c.LivenessProbe != nil || c.ReadinessProbe != nil || c.StartupProbe != nil || len(c.Ports) != 0 || !slices.Contains(c.Args, "--metrics-address=") ||
-		slices.Contains(c.Args, "--compact-own-entries") ||
+		slices.ContainsFunc(c.Args, func(a string) bool { return strings.Contains(a, "compact-own-entries") }) ||
 		dep.Spec.Template.Spec.ServiceAccountName != "existing" {
 		t.Errorf("minimal values: probes %v %v %v, ports %v, args %v, service account %q", c.LivenessProbe, c.ReadinessProbe, c.StartupProbe, c.Ports, c.Args, dep.Spec.Template.Spec.ServiceAccountName)
 	}
