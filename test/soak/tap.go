@@ -168,6 +168,15 @@ func (t *tap) DeleteHost(ctx context.Context, req *pb.DeleteHostRequest) (*pb.De
 	return resp, err
 }
 
+// CompactAggregates passes an installation's compactions on (on by default), so that the churn
+// folds logs as a router in use does; a compaction changes nothing an entry says, so the ledger,
+// which judges what the writes did to entries, does not keep it.
+func (t *tap) CompactAggregates(ctx context.Context, req *pb.CompactAggregatesRequest) (*pb.CompactAggregatesResponse, error) {
+	ctx, cancel := routerSide(ctx)
+	defer cancel()
+	return t.upstream().CompactAggregates(ctx, req)
+}
+
 func (t *tap) GetHost(ctx context.Context, req *pb.GetHostRequest) (*pb.GetHostResponse, error) {
 	return t.upstream().GetHost(ctx, req)
 }
