@@ -1,7 +1,7 @@
 // Command year is `make year`: a year of a homelab's churn, compressed, driven through the
-// operator onto a router-hosts server, once without compaction (--no-compact-own-entries) and once with it. It
-// prints, for every period of the year, the server's log (aggregates, events, bytes) and what
-// its calls cost (timed with probes that write nothing, and the operator's own calls), and at
+// operator onto a router-hosts server, once without compaction (--no-compact-own-entries) and
+// once with it. It prints, for every period of the year, the server's log (aggregates, events,
+// bytes) and what its calls cost (timed with probes that write nothing, and the operator's own calls), and at
 // the end, the same live entries on a fresh server: what remains of the year's cost is the
 // server's share.
 //
