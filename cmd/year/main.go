@@ -99,7 +99,7 @@ func (o options) startRouter(ctx context.Context, dir string) (router, error) {
 	}
 	switch o.server {
 	case "real":
-		return startReal(ctx, o.bin, dir)
+		return startReal(o.bin, dir)
 	case "test":
 		return startTest(dir)
 	}

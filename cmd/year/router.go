@@ -5,15 +5,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
-	"time"
 
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
-	"github.com/router-hosts-operator/router-hosts-operator/test/harness"
 	"github.com/router-hosts-operator/router-hosts-operator/test/rhclient"
+	"github.com/router-hosts-operator/router-hosts-operator/test/rhreal"
 	"github.com/router-hosts-operator/router-hosts-operator/test/rhtestserver"
 )
 
@@ -48,60 +45,27 @@ type router interface {
 	stop()
 }
 
-// realRouter is the real router-hosts server, a process of its own with its SQLite event log.
-type realRouter struct {
-	dir  string
-	pki  rhtestserver.PKI
-	addr string
-	proc *harness.Process
-}
+// realRouter is the real router-hosts server (test/rhreal), a process of its own with its
+// SQLite event log.
+type realRouter struct{ srv *rhreal.Server }
 
-// startReal starts the real server from bin with a fresh database in dir.
-func startReal(ctx context.Context, bin, dir string) (*realRouter, error) {
-	pki, err := rhtestserver.WritePKI(filepath.Join(dir, "pki"))
-	if err != nil {
-		return nil, fmt.Errorf("writing the PKI: %w", err)
-	}
-	addr, err := harness.Addr()
+func startReal(bin, dir string) (*realRouter, error) {
+	srv, err := rhreal.Start(bin, dir)
 	if err != nil {
 		return nil, err
 	}
-	cfg := fmt.Sprintf("[server]\nbind_address = %q\nhosts_file_path = %q\n\n[database]\npath = %q\n\n[tls]\ncert_path = %q\nkey_path = %q\nca_cert_path = %q\n",
-		addr, filepath.Join(dir, "hosts"), filepath.Join(dir, "hosts.db"), pki.ServerCertFile(), pki.ServerKeyFile(), pki.CAFile())
-	toml := filepath.Join(dir, "server.toml")
-	if err := os.WriteFile(toml, []byte(cfg), 0o600); err != nil {
-		return nil, fmt.Errorf("writing the server's configuration: %w", err)
-	}
-	proc, err := harness.Start(exec.Command(bin, "serve", "--config", toml), filepath.Join(dir, "server.log"))
-	if err != nil {
-		return nil, fmt.Errorf("starting router-hosts: %w", err)
-	}
-	r := &realRouter{dir: dir, pki: pki, addr: addr, proc: proc}
-	cli, closeCli, err := r.conn().dial()
-	if err != nil {
-		r.stop()
-		return nil, err
-	}
-	defer closeCli()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if _, err = rhclient.List(ctx, cli); err == nil {
-			return r, nil
-		}
-		if proc.Exited() || time.Now().After(deadline) {
-			r.stop()
-			return nil, fmt.Errorf("router-hosts did not answer (%w); its log:\n%s", err, proc.Tail(20))
-		}
-	}
+	return &realRouter{srv: srv}, nil
 }
 
 func (r *realRouter) conn() conn {
-	return conn{endpoint: r.addr, ca: r.pki.CAFile(), cert: r.pki.CertFile(), key: r.pki.KeyFile()}
+	p := r.srv.PKI()
+	return conn{endpoint: r.srv.Addr(), ca: p.CAFile(), cert: p.CertFile(), key: p.KeyFile()}
 }
 
 // log reads the server's database beside it, read-only, with the sqlite3 shell: the server
 // has no call that tells its log's size.
 func (r *realRouter) log(ctx context.Context) (logSize, error) {
-	db := filepath.Join(r.dir, "hosts.db")
+	db := r.srv.DBFile()
 	out, err := exec.CommandContext(ctx, "sqlite3", "-readonly", "-separator", " ", db,
 		"SELECT aggregate_id, count(*) FROM events GROUP BY aggregate_id").Output()
 	if err != nil {
@@ -119,15 +83,15 @@ func (r *realRouter) log(ctx context.Context) (logSize, error) {
 		}
 		l.eventsOf[strings.ToUpper(id)] = c
 	}
-	for _, f := range []string{"hosts.db", "hosts.db-wal"} {
-		if st, err := os.Stat(filepath.Join(r.dir, f)); err == nil {
+	for _, f := range []string{db, db + "-wal"} {
+		if st, err := os.Stat(f); err == nil {
 			l.bytes += st.Size()
 		}
 	}
 	return l, nil
 }
 
-func (r *realRouter) stop() { r.proc.Stop(syscall.SIGTERM, 10*time.Second) }
+func (r *realRouter) stop() { r.srv.Close() }
 
 // testRouter is the router-hosts test server in this process (in-memory event log, real gRPC
 // and mTLS): what the year's own test runs on.

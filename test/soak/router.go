@@ -1,18 +1,10 @@
 package soak
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"syscall"
-	"time"
 
-	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
-	"github.com/router-hosts-operator/router-hosts-operator/test/harness"
-	"github.com/router-hosts-operator/router-hosts-operator/test/rhclient"
+	"github.com/router-hosts-operator/router-hosts-operator/test/rhreal"
 	"github.com/router-hosts-operator/router-hosts-operator/test/rhtestserver"
 )
 
@@ -56,82 +48,5 @@ func (r *testRouter) Close()                { r.srv.Stop() }
 func (r *testRouter) Describe() string      { return "router-hosts test server" }
 func (r *testRouter) hostsErr() error       { return r.srv.HostsFileErr() }
 
-// realRouter is the real router-hosts server, run from its binary with a config of its own:
-// SQLite on disk, so a restart keeps the data, and the hosts file it renders itself.
-type realRouter struct {
-	bin, dir string
-	pki      rhtestserver.PKI
-	addr     string
-	proc     *harness.Process
-}
-
-func startRealRouter(bin, dir string) (*realRouter, error) {
-	pki, err := rhtestserver.WritePKI(filepath.Join(dir, "pki"))
-	if err != nil {
-		return nil, err
-	}
-	addr, err := harness.Addr()
-	if err != nil {
-		return nil, err
-	}
-	r := &realRouter{bin: bin, dir: dir, pki: pki, addr: addr}
-	config := fmt.Sprintf("[server]\nbind_address = %q\nhosts_file_path = %q\n\n[database]\npath = %q\n\n[tls]\ncert_path = %q\nkey_path = %q\nca_cert_path = %q\n",
-		addr, r.HostsFile(), filepath.Join(dir, "hosts.db"), pki.ServerCertFile(), pki.ServerKeyFile(), pki.CAFile())
-	// The server refuses a config file others may write.
-	if err := os.WriteFile(r.config(), []byte(config), 0o600); err != nil {
-		return nil, fmt.Errorf("writing the server's config: %w", err)
-	}
-	if err := r.Start(); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-func (r *realRouter) config() string        { return filepath.Join(r.dir, "server.toml") }
-func (r *realRouter) Addr() string          { return r.addr }
-func (r *realRouter) PKI() rhtestserver.PKI { return r.pki }
-func (r *realRouter) HostsFile() string     { return filepath.Join(r.dir, "hosts") }
-func (r *realRouter) Describe() string      { return "router-hosts server (" + r.bin + ")" }
-func (r *realRouter) logPath() string       { return filepath.Join(r.dir, "server.log") }
-
-// Start runs the server and waits until it answers Readiness.
-func (r *realRouter) Start() error {
-	proc, err := harness.Start(exec.Command(r.bin, "serve", "--config", r.config()), r.logPath())
-	if err != nil {
-		return err
-	}
-	r.proc = proc
-	cli, closeCli, err := rhclient.Dial(r.addr, rhclient.Files{CA: r.pki.CAFile(), Cert: r.pki.CertFile(), Key: r.pki.KeyFile()})
-	if err != nil {
-		return err
-	}
-	defer closeCli()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		resp, err := cli.Readiness(ctx, &pb.ReadinessRequest{})
-		cancel()
-		if err == nil && resp.GetReady() {
-			return nil
-		}
-		if proc.Exited() {
-			return fmt.Errorf("the router-hosts server exited at start; see %s", r.logPath())
-		}
-		if time.Now().After(deadline) {
-			return errors.Join(errors.New("the router-hosts server did not become ready in 30 s"), err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// Stop sends SIGTERM, as a reboot does, and SIGKILL if the server has not drained in 10 s.
-func (r *realRouter) Stop() error {
-	if r.proc == nil {
-		return nil
-	}
-	r.proc.Stop(syscall.SIGTERM, 10*time.Second)
-	r.proc = nil
-	return nil
-}
-
-func (r *realRouter) Close() { _ = r.Stop() }
+// startRealRouter runs the real server from bin (test/rhreal).
+func startRealRouter(bin, dir string) (*rhreal.Server, error) { return rhreal.Start(bin, dir) }
