@@ -82,6 +82,16 @@ func (k *known) searched(hostname string, found []endpoint.Record) (changed bool
 	return changed || before != len(found)
 }
 
+// has reports whether an entry of hostname (any case) is known.
+func (k *known) has(hostname string) bool {
+	for i := range k.list {
+		if strings.EqualFold(k.list[i].Hostname, hostname) {
+			return true
+		}
+	}
+	return false
+}
+
 func sameRecord(a, b *endpoint.Record) bool {
 	return a.ID == b.ID && a.Version == b.Version && a.IP == b.IP && a.Hostname == b.Hostname &&
 		a.Comment == b.Comment && slices.Equal(a.Aliases, b.Aliases) && slices.Equal(a.Tags, b.Tags)

@@ -78,6 +78,7 @@ type Planner struct {
 	clk  clock.PassiveClock
 
 	known   known
+	ahead   ahead
 	refused refused
 	// stale: the last sync's writes met entries newer than it planned from.
 	stale bool
@@ -132,6 +133,7 @@ type Sync struct {
 
 	records  []endpoint.Record // a whole read, which Learn keeps as the known state
 	searched string            // the hostname searched (ReadHost), lowercase
+	ahead    bool              // the search was started before the decision (ahead)
 	plans    int               // the times the registry and the plan ran
 }
 
@@ -141,17 +143,23 @@ type Sync struct {
 //
 // An event sync plans from the known state. A new hostname (a create) must not double a line
 // someone added by hand meanwhile, which the known state may not have: a create of one
-// hostname searches the server for it and plans again; creates of several read the whole
-// server. Deletes and releases wait for a read of the whole server, since the entry may no
-// longer be the operator's to remove.
+// hostname searches the server for it (beside the decision, when the endpoints told which
+// hostname it would be: ahead) and plans again; creates of several read the whole server.
+// Deletes and releases wait for a read of the whole server, since the entry may no longer be
+// the operator's to remove.
 func (p *Planner) Plan(ctx context.Context, eps []*endpoint.Endpoint, mode Mode) (*Sync, error) {
 	p.syncs++
 	s := &Sync{Mode: mode, Read: ReadKnown}
+	var early *search
 	if mode == Full || !p.known.valid {
 		if err := p.readServer(ctx, s); err != nil {
 			return nil, err
 		}
+	} else {
+		early = p.ahead.start(ctx, p.read, p.clk, &p.known, eps)
 	}
+	defer early.drop()
+	p.ahead.remember(eps)
 	p.plan(s, eps)
 	if s.Read == ReadKnown {
 		// A lone hostname's creates went on the promise of a search (Read.SearchesLone);
@@ -163,9 +171,7 @@ func (p *Planner) Plan(ctx context.Context, eps []*endpoint.Endpoint, mode Mode)
 		}
 		switch {
 		case len(hosts) == 1:
-			start := p.clk.Now()
-			found, err := p.read.Search(ctx, hosts[0])
-			s.ReadDuration += p.clk.Since(start)
+			found, err := p.search(ctx, s, hosts[0], early)
 			if err != nil {
 				return nil, fmt.Errorf("searching router-hosts for %s: %w", hosts[0], err)
 			}
@@ -186,6 +192,22 @@ func (p *Planner) Plan(ctx context.Context, eps []*endpoint.Endpoint, mode Mode)
 		s.NeedFresh = s.NeedFresh || !p.skipped(s, c)
 	}
 	return s, nil
+}
+
+// search reads the entries of host: the answer of the search started ahead, if it was of host,
+// or a search now, the guess thrown away.
+func (p *Planner) search(ctx context.Context, s *Sync, host string, early *search) ([]endpoint.Record, error) {
+	if early != nil && early.host == host {
+		found, took, err := early.wait()
+		s.ReadDuration += took
+		s.ahead = true
+		return found, err
+	}
+	early.drop()
+	start := p.clk.Now()
+	found, err := p.read.Search(ctx, host)
+	s.ReadDuration += p.clk.Since(start)
+	return found, err
 }
 
 // readServer reads every entry.

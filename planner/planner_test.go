@@ -97,14 +97,15 @@ func TestSyncModes(t *testing.T) {
 		lists    int64 // ListHosts calls
 		searches int64 // SearchHosts calls
 		plans    int   // the times the registry and the plan ran (0: once)
+		ahead    bool  // the search ran beside the decision, not after it
 		sent     []string
 		fresh    bool // NeedFresh: a read of the whole server must follow
 	}{
 		{name: "the interval reads the whole server", mode: Full, eps: []*endpoint.Endpoint{web}, read: ReadServer, lists: 1},
 		{name: "an event with nothing new reads nothing", mode: Event, eps: []*endpoint.Endpoint{web}, read: ReadKnown},
 		{name: "a new address is written from the known state", mode: Event, eps: []*endpoint.Endpoint{moved}, read: ReadKnown, sent: []string{"update web.lan"}},
-		{name: "a new hostname is searched and created in the same sync", mode: Event, eps: []*endpoint.Endpoint{web, nas}, read: ReadHost, searches: 1, sent: []string{"create nas.lan"}},
-		{name: "a new hostname written by hand meanwhile is adopted, not doubled", mode: Event, hand: "nas.lan", eps: []*endpoint.Endpoint{web, nas}, read: ReadHost, searches: 1, plans: 2, sent: []string{"adopt nas.lan"}},
+		{name: "a new hostname is searched and created in the same sync", mode: Event, eps: []*endpoint.Endpoint{web, nas}, read: ReadHost, searches: 1, ahead: true, sent: []string{"create nas.lan"}},
+		{name: "a new hostname written by hand meanwhile is adopted, not doubled", mode: Event, hand: "nas.lan", eps: []*endpoint.Endpoint{web, nas}, read: ReadHost, searches: 1, ahead: true, plans: 2, sent: []string{"adopt nas.lan"}},
 		{name: "new hostnames read the whole server", mode: Event, eps: []*endpoint.Endpoint{web, nas, db}, read: ReadServer, lists: 1, plans: 2, sent: []string{"create db.lan", "create nas.lan"}},
 		{name: "a hostname let go is marked from the known state", mode: Event, eps: nil, read: ReadKnown, sent: []string{"mark web.lan"}},
 		{name: "a deletion due waits for a read of the whole server", mode: Event, marked: true, eps: nil, read: ReadKnown, fresh: true},
@@ -137,6 +138,9 @@ func TestSyncModes(t *testing.T) {
 			}
 			if l, q := s.svc.Calls(inmemory.MethodList), s.svc.Calls(inmemory.MethodSearch); l != tc.lists || q != tc.searches {
 				t.Errorf("ListHosts %d, SearchHosts %d; want %d, %d", l, q, tc.lists, tc.searches)
+			}
+			if sy.ahead != tc.ahead {
+				t.Errorf("searched ahead of the decision: %v, want %v", sy.ahead, tc.ahead)
 			}
 			// A search that finds what was known of the hostname leaves the first plan standing.
 			if want := max(tc.plans, 1); sy.plans != want {
