@@ -32,7 +32,7 @@ type Config struct {
 	Clock clock.Clock
 
 	// OnStartedLeading runs in a goroutine of its own when this replica takes the Lease; its
-	// context ends when it stops leading. OnStoppedLeading runs when Run returns.
+	// context ends when it stops leading. OnStoppedLeading, when set, runs when Run returns;
 	// OnNewLeader, when set, is told of every new holder, this replica included.
 	OnStartedLeading func(context.Context)
 	OnStoppedLeading func()
@@ -101,7 +101,9 @@ func Run(ctx context.Context, cfg Config) {
 	if e.clock == nil {
 		e.clock = clock.RealClock{}
 	}
-	defer cfg.OnStoppedLeading()
+	if cfg.OnStoppedLeading != nil {
+		defer cfg.OnStoppedLeading()
+	}
 	if !e.acquire(ctx) {
 		return
 	}
