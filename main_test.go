@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -113,5 +114,22 @@ func TestWebhookDefaults(t *testing.T) {
 					cfg.Budgets.EntriesPerNamespace, c.metrics, c.cluster, c.perNamespace)
 			}
 		})
+	}
+}
+
+// TestTheBinaryLinksNoClientset: the operator's binary links none of client-go's clientset,
+// its scheme of every API group, its informers or its discovery client (package kube says
+// why); a new import of one of them shows here rather than in the memory budget.
+func TestTheBinaryLinksNoClientset(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		for _, banned := range []string{"k8s.io/client-go/kubernetes", "k8s.io/client-go/informers", "k8s.io/client-go/discovery"} {
+			if dep == banned || strings.HasPrefix(dep, banned+"/") {
+				t.Errorf("the binary links %s; go list -deps -f '{{.ImportPath}}: {{.Imports}}' . names its importer", dep)
+			}
+		}
 	}
 }

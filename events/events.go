@@ -17,12 +17,11 @@ import (
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/kube"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
 )
@@ -127,13 +126,14 @@ type warning struct {
 	host string
 }
 
-// New starts an event broadcaster writing through client, its events reported by instance
-// (Instance); stop flushes and ends it. client should have a rate limiter of its own, so that
-// a burst of events never delays the informers or the leader Lease.
-func New(client typedcorev1.EventsGetter, instance string, log logrus.FieldLogger) (r *Recorder, stop func()) {
+// New starts an event broadcaster writing to sink, its events reported by instance
+// (Instance); stop flushes and ends it. sink's client should have a rate limiter of its own,
+// so that a burst of events never delays the informers or the leader Lease. Every event is on
+// an object reference, so the recorder's scheme needs none of the objects' kinds.
+func New(sink record.EventSink, instance string, log logrus.FieldLogger) (r *Recorder, stop func()) {
 	b := record.NewBroadcaster()
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.Events("")})
-	return NewWithRecorder(b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: Component, Host: instance}), log), b.Shutdown
+	b.StartRecordingToSink(sink)
+	return NewWithRecorder(b.NewRecorder(kube.Scheme, corev1.EventSource{Component: Component, Host: instance}), log), b.Shutdown
 }
 
 // NewWithRecorder uses an existing recorder (tests pass record.FakeRecorder).

@@ -11,15 +11,16 @@ import (
 	"github.com/sirupsen/logrus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/kube"
 )
 
 // crdWatch runs a dynamic informer for each custom resource once the apiserver serves it. A
@@ -27,7 +28,7 @@ import (
 // Traefik later needs no restart, and a missing CRD never delays or blocks anything else.
 type crdWatch struct {
 	client    dynamic.Interface
-	disc      discovery.DiscoveryInterface
+	disc      kube.Discovery
 	namespace string
 	selector  string
 	interval  time.Duration
@@ -53,7 +54,7 @@ type crdWatch struct {
 	missing map[schema.GroupVersionResource]bool
 }
 
-func newCRDWatch(client dynamic.Interface, disc discovery.DiscoveryInterface, cfg Config, ignore func(old, cur metav1.Object) bool,
+func newCRDWatch(client dynamic.Interface, disc kube.Discovery, cfg Config, ignore func(old, cur metav1.Object) bool,
 	transform cache.TransformFunc, onChange func(old, cur metav1.Object)) *crdWatch {
 	interval := cfg.DiscoveryInterval
 	if interval <= 0 {
@@ -138,12 +139,11 @@ func (w *crdWatch) check(ctx context.Context, gvrs []schema.GroupVersionResource
 			w.mu.Unlock()
 			continue
 		}
-		f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(w.client, 0, w.namespace, w.tweak)
-		inf := f.ForResource(gvr)
-		if err := inf.Informer().SetTransform(w.transform); err != nil {
+		inf := w.informer(gvr)
+		if err := inf.SetTransform(w.transform); err != nil {
 			return fmt.Errorf("cache transform for %s: %w", gvr, err)
 		}
-		if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(obj any) { w.changed(nil, obj) },
 			UpdateFunc: func(old, obj any) { w.changed(old, obj) },
 			DeleteFunc: func(obj any) { w.changed(nil, obj) },
@@ -153,15 +153,15 @@ func (w *crdWatch) check(ctx context.Context, gvrs []schema.GroupVersionResource
 		w.mu.Lock()
 		w.started[gvr] = true
 		w.mu.Unlock()
-		f.Start(ctx.Done())
+		go inf.RunWithContext(ctx)
 		activate := func() bool {
-			if !waitSynced(ctx, inf.Informer().HasSynced) {
+			if !waitSynced(ctx, inf.HasSynced) {
 				return false
 			}
 			w.mu.Lock()
 			// A lister of the indexer as it is: the dynamic lister would insist on
 			// unstructured objects, and a transform may cache typed ones.
-			w.active[gvr] = cache.NewGenericLister(inf.Informer().GetIndexer(), gvr.GroupResource())
+			w.active[gvr] = cache.NewGenericLister(inf.GetIndexer(), gvr.GroupResource())
 			wasMissing := w.missing[gvr]
 			w.mu.Unlock()
 			if wasMissing {
@@ -184,7 +184,24 @@ func (w *crdWatch) check(ctx context.Context, gvrs []schema.GroupVersionResource
 	return nil
 }
 
-func (w *crdWatch) tweak(o *metav1.ListOptions) { o.LabelSelector = w.selector }
+// informer is the shared informer of one resource through the dynamic client, in the
+// namespace and with the label selector of the source, as client-go's dynamic informer
+// factory builds it (whose package would link every API group's informers).
+func (w *crdWatch) informer(gvr schema.GroupVersionResource) cache.SharedIndexInformer {
+	res := w.client.Resource(gvr).Namespace(w.namespace)
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = w.selector
+			return res.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = w.selector
+			return res.Watch(ctx, o)
+		},
+	}
+	return cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, w.client), &unstructured.Unstructured{},
+		cache.SharedIndexInformerOptions{Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, ObjectDescription: gvr.String()})
+}
 
 // discoveryError is a discovery that did not answer whether a resource is served.
 type discoveryError struct {

@@ -18,7 +18,7 @@ type ingressKind struct {
 
 func (k *ingressKind) start(ctx context.Context, c Clients, cfg Config, changed func(old, cur metav1.Object)) error {
 	k.optIn = cfg.optIn
-	ings := c.Ingresses.Ingresses(cfg.Namespace)
+	ings := c.Ingresses(cfg.Namespace)
 	return startTyped(ctx, &k.typedKind, c, cfg, "Ingress", ings.List, ings.Watch, &networkingv1.Ingress{}, slimIngress, changed)
 }
 

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/kube/clientset"
 )
 
 func ing(name string, ann map[string]string, status []string, hosts ...string) *networkingv1.Ingress {
@@ -67,7 +68,7 @@ func buildIngress(t *testing.T, ctx context.Context, c Clients, chain []string) 
 
 // fakeClients are the sources' clients on a fake clientset, which cannot stream lists.
 func fakeClients(c *fake.Clientset) Clients {
-	return Clients{Ingresses: c.NetworkingV1(), Services: c.CoreV1(), WatchListUnsupported: true}
+	return Clients{Ingresses: clientset.Ingresses(c), Services: clientset.Services(c), WatchListUnsupported: true}
 }
 
 // hostTargets renders endpoints as hostname → targets.

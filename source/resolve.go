@@ -231,7 +231,7 @@ func (r *Resolver) SetChain(chain []Strategy) error {
 			continue
 		}
 		name := st.Name
-		svcs := r.client.Services.Services(st.Namespace)
+		svcs := r.client.Services(st.Namespace)
 		inf, err := newInformer(r.client, svcs.List, svcs.Watch, &corev1.Service{}, func(o *metav1.ListOptions) {
 			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
 		}, slimService)

@@ -15,7 +15,7 @@ import (
 type serviceKind struct{ typedKind }
 
 func (k *serviceKind) start(ctx context.Context, c Clients, cfg Config, changed func(old, cur metav1.Object)) error {
-	svcs := c.Services.Services(cfg.Namespace)
+	svcs := c.Services(cfg.Namespace)
 	return startTyped(ctx, &k.typedKind, c, cfg, "Service", svcs.List, svcs.Watch, &corev1.Service{}, slimAnnotatedService, changed)
 }
 

@@ -12,11 +12,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	networkingv1client "k8s.io/client-go/kubernetes/typed/networking/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/router-hosts-operator/router-hosts-operator/internal/kube"
 )
 
 // The annotations, as in the design. Only "enabled" is required.
@@ -35,15 +34,15 @@ const (
 	AnnotationHostname = annotationPrefix + "hostname"
 )
 
-// Clients are the API clients the sources read through: one typed client per API group they
-// use, not a whole clientset. A clientset links the client code of every API group into the
-// binary, and the binary's pages are much of an idle operator's memory (docs/performance.md,
-// "Where the memory goes", has the figures).
+// Clients are the API clients the sources read through: the typed clients of package kube,
+// not client-go's clientset, which links the client code of every API group into the binary,
+// whose pages are much of an idle operator's memory (docs/performance.md, "Where the memory
+// goes").
 type Clients struct {
-	Ingresses networkingv1client.IngressesGetter
-	Services  corev1client.ServicesGetter
+	Ingresses kube.Ingresses
+	Services  kube.Services
 	Dynamic   dynamic.Interface
-	Discovery discovery.DiscoveryInterface
+	Discovery kube.Discovery
 	// WatchListUnsupported turns off streaming lists, for fake clientsets (unit tests), which
 	// cannot serve them; a real apiserver can.
 	WatchListUnsupported bool

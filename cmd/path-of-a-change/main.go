@@ -29,6 +29,7 @@ import (
 
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/kube/clientset"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/routerhosts"
@@ -60,7 +61,7 @@ func run(ctx context.Context, measured bool) ([]string, error) {
 		})
 	}
 	cs := fake.NewClientset(objs...)
-	clients := source.Clients{Ingresses: cs.NetworkingV1(), Services: cs.CoreV1(), WatchListUnsupported: true}
+	clients := source.Clients{Ingresses: clientset.Ingresses(cs), Services: clientset.Services(cs), WatchListUnsupported: true}
 	log := logrus.New()
 	log.SetLevel(logrus.WarnLevel)
 	strategies, err := source.ParseIPResolution([]string{"ingress-status"})

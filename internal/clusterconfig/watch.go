@@ -15,12 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/router-hosts-operator/router-hosts-operator/api/v1alpha1"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/kube"
 )
 
 // Options wire a Watcher.
@@ -30,9 +29,9 @@ type Options struct {
 	// Base is what the flags say.
 	Base      Settings
 	Dynamic   dynamic.Interface
-	Discovery discovery.DiscoveryInterface
+	Discovery kube.Discovery
 	// Secrets reads the mTLS Secret; the operator may read that one Secret only.
-	Secrets corev1client.SecretsGetter
+	Secrets kube.Secrets
 	// Status writes the object's status, with its own rate limit.
 	Status dynamic.Interface
 	// Reconfigure puts settings that passed Check in use; on its error the settings in use stay.
@@ -119,7 +118,7 @@ func (w *Watcher) started(s Settings, err error) {
 }
 
 func (w *Watcher) load(ctx context.Context) (Settings, error) {
-	served, err := discovery.IsResourceEnabled(w.opts.Discovery, v1alpha1.RouterHostsConfigResource)
+	served, err := kube.IsResourceEnabled(w.opts.Discovery, v1alpha1.RouterHostsConfigResource)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return w.opts.Base, fmt.Errorf("looking for the RouterHostsConfig CRD: %w", err)
 	}
@@ -146,7 +145,7 @@ func (w *Watcher) load(ctx context.Context) (Settings, error) {
 	w.obj = obj
 	w.mu.Unlock()
 	read := func(namespace, name string) (map[string][]byte, error) {
-		s, err := w.opts.Secrets.Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+		s, err := w.opts.Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			// Worded as the Secret's watch words it, so that the first evaluation finds the
 			// same problem and does not log it again.
@@ -221,7 +220,7 @@ func (w *Watcher) awaitCRD(ctx context.Context) bool {
 			return false
 		case <-t.C:
 		}
-		served, err := discovery.IsResourceEnabled(w.opts.Discovery, v1alpha1.RouterHostsConfigResource)
+		served, err := kube.IsResourceEnabled(w.opts.Discovery, v1alpha1.RouterHostsConfigResource)
 		switch {
 		case err == nil && served:
 			w.mu.Lock()
@@ -398,10 +397,10 @@ type secretWatch struct {
 	failed error
 }
 
-func watchSecret(ctx context.Context, secrets corev1client.SecretsGetter, namespace, name string, changed func()) *secretWatch {
+func watchSecret(ctx context.Context, secrets kube.Secrets, namespace, name string, changed func()) *secretWatch {
 	ctx, cancel := context.WithCancel(ctx)
 	sw := &secretWatch{namespace: namespace, name: name, stop: cancel}
-	api := secrets.Secrets(namespace)
+	api := secrets(namespace)
 	list := func(ctx context.Context, o metav1.ListOptions) (*corev1.SecretList, error) {
 		l, err := api.List(ctx, o)
 		sw.mu.Lock()

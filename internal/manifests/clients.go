@@ -12,10 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	networkingv1client "k8s.io/client-go/kubernetes/typed/networking/v1"
+
+	"github.com/router-hosts-operator/router-hosts-operator/internal/kube"
 )
 
 // The built-in resources the sources read through typed clients.
@@ -37,27 +36,14 @@ func Lists(c dynamic.Interface) Lister {
 }
 
 // Ingresses is the typed Ingress client of the overlaid cluster: List, Get and Watch answer
-// from the overlay (a watch that never fires: the plan decides once), the rest is the live
-// client's (nil offline), which the plan never calls.
-func (o *Overlay) Ingresses(live networkingv1client.IngressesGetter) networkingv1client.IngressesGetter {
-	return ingressesGetter{o: o, live: live}
-}
-
-type ingressesGetter struct {
-	o    *Overlay
-	live networkingv1client.IngressesGetter
-}
-
-func (g ingressesGetter) Ingresses(ns string) networkingv1client.IngressInterface {
-	var live networkingv1client.IngressInterface
-	if g.live != nil {
-		live = g.live.Ingresses(ns)
+// from the overlay (a watch that never fires: the plan decides once).
+func (o *Overlay) Ingresses() kube.Ingresses {
+	return func(ns string) kube.Reader[*networkingv1.Ingress, *networkingv1.IngressList] {
+		return ingresses{o: o, ns: ns}
 	}
-	return ingresses{IngressInterface: live, o: g.o, ns: ns}
 }
 
 type ingresses struct {
-	networkingv1client.IngressInterface
 	o  *Overlay
 	ns string
 }
@@ -76,25 +62,11 @@ func (c ingresses) Watch(context.Context, metav1.ListOptions) (watch.Interface, 
 }
 
 // Services is the typed Service client of the overlaid cluster, as Ingresses.
-func (o *Overlay) Services(live corev1client.ServicesGetter) corev1client.ServicesGetter {
-	return servicesGetter{o: o, live: live}
-}
-
-type servicesGetter struct {
-	o    *Overlay
-	live corev1client.ServicesGetter
-}
-
-func (g servicesGetter) Services(ns string) corev1client.ServiceInterface {
-	var live corev1client.ServiceInterface
-	if g.live != nil {
-		live = g.live.Services(ns)
-	}
-	return services{ServiceInterface: live, o: g.o, ns: ns}
+func (o *Overlay) Services() kube.Services {
+	return func(ns string) kube.Reader[*corev1.Service, *corev1.ServiceList] { return services{o: o, ns: ns} }
 }
 
 type services struct {
-	corev1client.ServiceInterface
 	o  *Overlay
 	ns string
 }
@@ -208,7 +180,7 @@ func (r resource) Watch(context.Context, metav1.ListOptions) (watch.Interface, e
 // Discovery answers what the cluster serves: the live cluster's answer, or offline (live nil)
 // every resource of the given groups' versions that serves lists, so that each source reads
 // the manifests' objects of its kinds.
-func Discovery(live discovery.DiscoveryInterface, offline map[string][]string) discovery.DiscoveryInterface {
+func Discovery(live kube.Discovery, offline map[string][]string) kube.Discovery {
 	if live != nil {
 		return live
 	}
@@ -216,7 +188,6 @@ func Discovery(live discovery.DiscoveryInterface, offline map[string][]string) d
 }
 
 type offlineDiscovery struct {
-	discovery.DiscoveryInterface
 	served map[string][]string // resources by API group
 }
 

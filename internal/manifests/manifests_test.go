@@ -141,7 +141,7 @@ func TestOverlay(t *testing.T) {
 	if f := byName["fresh"]; f.GetNamespace() != "default" || !f.GetCreationTimestamp().Time.Equal(now) || f.GetUID() == "" {
 		t.Errorf("fresh %v: want it in default, created now, with a UID", f.Object)
 	}
-	ings, err := ov.Ingresses(nil).Ingresses("apps").List(context.Background(), metav1.ListOptions{LabelSelector: "part=x"})
+	ings, err := ov.Ingresses()("apps").List(context.Background(), metav1.ListOptions{LabelSelector: "part=x"})
 	if err != nil || len(ings.Items) != 1 || ings.Items[0].Name != "web" {
 		t.Errorf("typed list in apps with part=x: %v %v, want web alone", ings, err)
 	}

@@ -14,13 +14,13 @@ import (
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
 	"github.com/router-hosts-operator/router-hosts-operator/dnscheck"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/events"
 	"github.com/router-hosts-operator/router-hosts-operator/explain"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/kube"
 	"github.com/router-hosts-operator/router-hosts-operator/source"
 )
 
@@ -336,12 +336,12 @@ func (op *Operator) said(ctx context.Context, doc *explain.NamesJSON, clusterID 
 
 // warningsOn lists the Warning events the installation identity posted on the object uid since
 // then, oldest first.
-func warningsOn(ctx context.Context, c corev1client.EventsGetter, identity string, obj explain.Object, uid string, since time.Time) ([]explain.Said, error) {
+func warningsOn(ctx context.Context, c kube.Events, identity string, obj explain.Object, uid string, since time.Time) ([]explain.Said, error) {
 	ns := obj.Namespace
 	if ns == "" {
 		ns = metav1.NamespaceDefault // a cluster-scoped object's events live there
 	}
-	list, err := c.Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.uid=" + uid + ",type=" + corev1.EventTypeWarning})
+	list, err := c(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.uid=" + uid + ",type=" + corev1.EventTypeWarning})
 	if err != nil {
 		return nil, err
 	}

@@ -18,18 +18,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/sirupsen/logrus"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
-	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
-	networkingv1client "k8s.io/client-go/kubernetes/typed/networking/v1"
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 
@@ -38,6 +34,8 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/events"
 	"github.com/router-hosts-operator/router-hosts-operator/health"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/clusterconfig"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/kube"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/leader"
 	"github.com/router-hosts-operator/router-hosts-operator/metrics"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/routerhosts"
@@ -94,11 +92,11 @@ type Operator struct {
 	// start, for the read-only commands (explain, list) that look beyond the sources.
 	clients  source.Clients
 	settings clusterconfig.Settings
-	events   corev1client.EventsGetter
+	events   kube.Events
 	metrics  *metrics.Metrics
 	checker  *health.Checker
 	recorder *events.Recorder
-	leases   coordinationv1client.LeasesGetter
+	leases   kube.Leases
 	closers  []func()
 
 	// noRouter is why the operator started without a router (a NoRouterError), nil when it
@@ -245,7 +243,7 @@ func New(ctx context.Context, cfg *Config, log *logrus.Logger, out io.Writer, ho
 	}
 	var stopEvents func()
 	host, _ := os.Hostname()
-	op.recorder, stopEvents = events.New(kc.events, events.Instance(settings.ClusterID, host), log.WithField("component", "events"))
+	op.recorder, stopEvents = events.New(kc.eventSink, events.Instance(settings.ClusterID, host), log.WithField("component", "events"))
 	op.closers = append(op.closers, stopEvents)
 	if op.Config != nil {
 		op.recorder.SetClusterObject(op.Config.ObjectRef)
@@ -319,8 +317,8 @@ func (op *Operator) routerIsNamed() {
 // clusterIdentity derives the installation's identity (registry.Identity) from the
 // kube-system namespace's UID, which lives as long as the cluster, and the leader Lease's
 // namespace and name, which tell two installations in one cluster apart.
-func clusterIdentity(ctx context.Context, ns corev1client.NamespacesGetter, cfg *Config) (string, error) {
-	ks, err := ns.Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+func clusterIdentity(ctx context.Context, ns kube.Getter[*corev1.Namespace], cfg *Config) (string, error) {
+	ks, err := ns.Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
 	if err != nil {
 		return "", fmt.Errorf("reading the kube-system namespace's UID, from which the cluster's identity is derived "+
 			"(grant get on namespaces/kube-system, as the chart does, or set --cluster-id): %w", err)
@@ -475,17 +473,19 @@ func (op *Operator) synced() bool {
 	return true
 }
 
-// kubeClients are the operator's Kubernetes clients: typed clients for the API groups it uses,
-// not a clientset, which would link the client code of every group into the binary (see
-// source.Clients).
+// kubeClients are the operator's Kubernetes clients: typed clients for the API groups it uses
+// (package kube), not client-go's clientset, which would link the client code of every group
+// into the binary.
 type kubeClients struct {
 	sources source.Clients
 	status  dynamic.Interface
-	events  corev1client.EventsGetter
-	secrets corev1client.SecretsGetter
+	// events reads events (explain); eventSink writes them, through the same rate limiter.
+	events    kube.Events
+	eventSink record.EventSink
+	secrets   kube.Secrets
 	// namespaces reads the kube-system namespace, whose UID the identity derives from.
-	namespaces corev1client.NamespacesGetter
-	leases     coordinationv1client.LeasesGetter
+	namespaces kube.Getter[*corev1.Namespace]
+	leases     kube.Leases
 }
 
 // newKubeClients builds the clients from restCfg. Built-in kinds travel as protobuf: listing
@@ -505,15 +505,20 @@ func newKubeClients(restCfg *rest.Config, qps float32, burst int, statusQPS floa
 	protoCfg.ContentType = runtime.ContentTypeProtobuf
 	protoCfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	kc := &kubeClients{}
-	var err error
-	if kc.sources.Ingresses, err = networkingv1client.NewForConfig(protoCfg); err != nil {
-		return nil, fmt.Errorf("creating the networking.k8s.io client: %w", err)
+	networking, err := kube.NewNetworking(protoCfg)
+	if err != nil {
+		return nil, err
 	}
-	if kc.sources.Services, err = corev1client.NewForConfig(protoCfg); err != nil {
-		return nil, fmt.Errorf("creating the core client: %w", err)
+	core, err := kube.NewCore(protoCfg)
+	if err != nil {
+		return nil, err
 	}
-	if kc.sources.Discovery, err = discovery.NewDiscoveryClientForConfig(protoCfg); err != nil {
-		return nil, fmt.Errorf("creating the discovery client: %w", err)
+	// The mTLS Secret and the kube-system namespace share the sources' client: one object
+	// each, read rarely.
+	kc.sources.Ingresses, kc.sources.Services = networking.Ingresses, core.Services
+	kc.secrets, kc.namespaces = core.Secrets, core.Namespaces()
+	if kc.sources.Discovery, err = kube.NewDiscovery(protoCfg); err != nil {
+		return nil, err
 	}
 	if kc.sources.Dynamic, err = dynamic.NewForConfig(dynCfg); err != nil {
 		return nil, fmt.Errorf("creating the dynamic client: %w", err)
@@ -525,18 +530,16 @@ func newKubeClients(restCfg *rest.Config, qps float32, burst int, statusQPS floa
 	if kc.status, err = dynamic.NewForConfig(statusCfg); err != nil {
 		return nil, fmt.Errorf("creating the status client: %w", err)
 	}
-	if kc.events, err = corev1client.NewForConfig(ownLimiter(protoCfg)); err != nil {
-		return nil, fmt.Errorf("creating the events client: %w", err)
-	}
-	// The mTLS Secret shares the sources' client: one object, read rarely.
-	core, err := corev1client.NewForConfig(protoCfg)
+	eventsCore, err := kube.NewCore(ownLimiter(protoCfg))
 	if err != nil {
-		return nil, fmt.Errorf("creating the Secret client: %w", err)
+		return nil, err
 	}
-	kc.secrets, kc.namespaces = core, core
-	if kc.leases, err = coordinationv1client.NewForConfig(ownLimiter(protoCfg)); err != nil {
-		return nil, fmt.Errorf("creating the leader-election client: %w", err)
+	kc.events, kc.eventSink = eventsCore.Events, eventsCore.EventSink()
+	coordination, err := kube.NewCoordination(ownLimiter(protoCfg))
+	if err != nil {
+		return nil, err
 	}
+	kc.leases = coordination.Leases
 	return kc, nil
 }
 
@@ -571,40 +574,29 @@ func serveHTTP(addr string, l serverLimits, m *metrics.Metrics, checker *health.
 // the loop has returned, and stands by to lead again, rather than exiting: another replica
 // can take the Lease only once it has expired, after the loop stopped. On shutdown the Lease
 // is released, so a rolling update hands over in seconds instead of a lease duration.
-func runElected(ctx context.Context, cfg *Config, leases coordinationv1client.LeasesGetter, log *logrus.Logger, lead func(context.Context) error) error {
+func runElected(ctx context.Context, cfg *Config, leases kube.Leases, log *logrus.Logger, lead func(context.Context) error) error {
 	host, _ := os.Hostname()
 	id := fmt.Sprintf("%s_%d", host, time.Now().UnixNano())
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: cfg.LeaderElectionNS, Name: cfg.LeaderElectionID},
-		Client:     leases,
-		LockConfig: resourcelock.ResourceLockConfig{Identity: id},
-	}
 	for {
 		// led receives lead's result; the elector runs lead in a goroutine of its own and
 		// does not wait for it.
 		led := make(chan error, 1)
 		var leading atomic.Bool
-		elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-			Lock: lock, ReleaseOnCancel: true, Name: cfg.LeaderElectionID,
+		leader.Run(ctx, leader.Config{
+			Client: leases(cfg.LeaderElectionNS), Namespace: cfg.LeaderElectionNS, Name: cfg.LeaderElectionID, Identity: id,
 			LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
-			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: func(ctx context.Context) {
-					leading.Store(true)
-					log.WithField("identity", id).Info("became leader; syncing")
-					led <- lead(ctx)
-				},
-				OnStoppedLeading: func() { log.WithField("identity", id).Info("stopped leading") },
-				OnNewLeader: func(current string) {
-					if current != id {
-						log.WithField("leader", current).Info("standing by; another replica leads")
-					}
-				},
+			OnStartedLeading: func(ctx context.Context) {
+				leading.Store(true)
+				log.WithField("identity", id).Info("became leader; syncing")
+				led <- lead(ctx)
+			},
+			OnStoppedLeading: func() { log.WithField("identity", id).Info("stopped leading") },
+			OnNewLeader: func(current string) {
+				if current != id {
+					log.WithField("leader", current).Info("standing by; another replica leads")
+				}
 			},
 		})
-		if err != nil {
-			return fmt.Errorf("leader election: %w", err)
-		}
-		elector.Run(ctx)
 		var leadErr error
 		if leading.Load() {
 			leadErr = <-led

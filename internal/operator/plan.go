@@ -19,12 +19,13 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/router-hosts-operator/router-hosts-operator/api/v1alpha1"
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/explain"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/kube"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/manifests"
 	"github.com/router-hosts-operator/router-hosts-operator/preview"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
@@ -237,16 +238,16 @@ func inspect(ctx context.Context, cfg *Config, log *logrus.Logger, hooks Hooks) 
 // a plan writes nothing, and with the router's entries in memory (snapshot) no Secret of the
 // RouterHostsConfig is read.
 func overlaid(base *kubeClients, ov *manifests.Overlay, cfg *Config, inMemory bool) *kubeClients {
-	kc := &kubeClients{events: noEvents{}, secrets: noSecrets{}}
+	kc := &kubeClients{eventSink: noEvents{}, secrets: noSecrets}
 	if base != nil {
 		kc.events, kc.namespaces = base.events, base.namespaces
 		if !inMemory {
 			kc.secrets = base.secrets
 		}
-		kc.sources = source.Clients{Ingresses: ov.Ingresses(base.sources.Ingresses), Services: ov.Services(base.sources.Services),
+		kc.sources = source.Clients{Ingresses: ov.Ingresses(), Services: ov.Services(),
 			Dynamic: ov.Dynamic(base.sources.Dynamic), Discovery: base.sources.Discovery, WatchListUnsupported: true}
 	} else {
-		kc.sources = source.Clients{Ingresses: ov.Ingresses(nil), Services: ov.Services(nil), Dynamic: ov.Dynamic(nil),
+		kc.sources = source.Clients{Ingresses: ov.Ingresses(), Services: ov.Services(), Dynamic: ov.Dynamic(nil),
 			Discovery: manifests.Discovery(nil, servedOffline(cfg)), WatchListUnsupported: true}
 	}
 	kc.status = kc.sources.Dynamic
@@ -420,14 +421,26 @@ func identityIn(records []endpoint.Record, cluster string) (string, error) {
 // Secret.
 type noEvents struct{}
 
-func (noEvents) Events(string) corev1client.EventInterface { return nil }
+func (noEvents) Create(e *corev1.Event) (*corev1.Event, error)          { return e, nil }
+func (noEvents) Update(e *corev1.Event) (*corev1.Event, error)          { return e, nil }
+func (noEvents) Patch(e *corev1.Event, _ []byte) (*corev1.Event, error) { return e, nil }
 
-type noSecrets struct{}
+func noSecrets(string) kube.Reader[*corev1.Secret, *corev1.SecretList] { return secretsNotFound{} }
 
-func (noSecrets) Secrets(string) corev1client.SecretInterface { return secretsNotFound{} }
-
-type secretsNotFound struct{ corev1client.SecretInterface }
+type secretsNotFound struct{}
 
 func (secretsNotFound) Get(_ context.Context, name string, _ metav1.GetOptions) (*corev1.Secret, error) {
-	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, name)
+	return nil, notFound(name)
+}
+
+func (secretsNotFound) List(context.Context, metav1.ListOptions) (*corev1.SecretList, error) {
+	return nil, notFound("")
+}
+
+func (secretsNotFound) Watch(context.Context, metav1.ListOptions) (watch.Interface, error) {
+	return nil, notFound("")
+}
+
+func notFound(name string) error {
+	return apierrors.NewNotFound(schema.GroupResource{Resource: "secrets"}, name)
 }

@@ -210,7 +210,7 @@ func (o *objects) secret(ctx context.Context, name string) (*corev1.Secret, erro
 	if s, ok := o.secrets[name]; ok {
 		return s, nil
 	}
-	s, err := o.kr.core.Secrets(o.ns).Get(ctx, name, metav1.GetOptions{})
+	s, err := o.kr.secrets(o.ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("reading the Secret %s/%s: %w", o.ns, name, err)
 	}
@@ -225,7 +225,7 @@ func (o *objects) configMap(ctx context.Context, name string) (*corev1.ConfigMap
 	if cm, ok := o.configMaps[name]; ok {
 		return cm, nil
 	}
-	cm, err := o.kr.core.ConfigMaps(o.ns).Get(ctx, name, metav1.GetOptions{})
+	cm, err := o.kr.configMaps(o.ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("reading the ConfigMap %s/%s: %w", o.ns, name, err)
 	}

@@ -14,9 +14,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
-	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+
+	"github.com/router-hosts-operator/router-hosts-operator/internal/kube"
 )
 
 // PodSelector is the label the chart and kustomize give the operator's Pods, by which the Leases
@@ -65,21 +65,26 @@ var tlsFlags = []string{"tls-ca", "tls-cert", "tls-key"}
 func RunningConfig(ctx context.Context, rc *rest.Config, given *Config, note io.Writer) (*Config, error) {
 	rc = rest.CopyConfig(rc)
 	rc.UserAgent = "router-hosts-operator/" + given.Version
-	core, err := corev1client.NewForConfig(rc)
+	core, err := kube.NewCore(rc)
 	if err != nil {
-		return nil, fmt.Errorf("creating the core client: %w", err)
+		return nil, err
 	}
-	leases, err := coordinationv1client.NewForConfig(rc)
+	coordination, err := kube.NewCoordination(rc)
 	if err != nil {
-		return nil, fmt.Errorf("creating the coordination client: %w", err)
+		return nil, err
 	}
-	return runningConfig(ctx, kubeReader{leases: leases, core: core}, given, note)
+	kr := kubeReader{leases: coordination.Leases, pods: core.Pods, secrets: core.Secrets, configMaps: core.ConfigMaps, serviceAccounts: core.ServiceAccounts}
+	return runningConfig(ctx, kr, given, note)
 }
 
-// kubeReader is what RunningConfig reads: Leases, Pods, Secrets and ConfigMaps.
+// kubeReader is what RunningConfig reads: Leases, Pods, service accounts, Secrets and
+// ConfigMaps.
 type kubeReader struct {
-	leases coordinationv1client.LeasesGetter
-	core   corev1client.CoreV1Interface
+	leases          kube.Leases
+	pods            kube.Pods
+	serviceAccounts kube.ServiceAccounts
+	secrets         kube.Secrets
+	configMaps      kube.ConfigMaps
 }
 
 func runningConfig(ctx context.Context, kr kubeReader, given *Config, note io.Writer) (*Config, error) {
@@ -192,7 +197,7 @@ func findOperator(ctx context.Context, kr kubeReader, want lookFor) (*corev1.Pod
 	found := map[string]*installation{}
 	// The field selector is the apiserver's filter; the names are compared again for clients
 	// that ignore it.
-	leases, err := kr.leases.Leases(want.namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", want.id).String()})
+	leases, err := kr.leases(want.namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", want.id).String()})
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing the Leases named %s %s: %w%s", want.id, where, err, narrowHint(err, want))
 	}
@@ -201,7 +206,7 @@ func findOperator(ctx context.Context, kr kubeReader, want lookFor) (*corev1.Pod
 			found[l.Namespace+"/"+l.Name] = &installation{namespace: l.Namespace, lease: l.Name, leaseObj: l}
 		}
 	}
-	pods, err := kr.core.Pods(want.namespace).List(ctx, metav1.ListOptions{LabelSelector: PodSelector})
+	pods, err := kr.pods(want.namespace).List(ctx, metav1.ListOptions{LabelSelector: PodSelector})
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing the Pods labelled %s %s: %w%s", PodSelector, where, err, narrowHint(err, want))
 	}
@@ -216,7 +221,7 @@ func findOperator(ctx context.Context, kr kubeReader, want lookFor) (*corev1.Pod
 		}
 		k := p.Namespace + "/" + id
 		if found[k] == nil && !absent[k] {
-			l, err := kr.leases.Leases(p.Namespace).Get(ctx, id, metav1.GetOptions{})
+			l, err := kr.leases(p.Namespace).Get(ctx, id, metav1.GetOptions{})
 			switch {
 			case err == nil:
 				found[k] = &installation{namespace: p.Namespace, lease: id, leaseObj: l}
@@ -296,7 +301,7 @@ func (in *installation) prove(ctx context.Context, kr kubeReader) error {
 	if i := strings.LastIndex(host, "_"); i > 0 {
 		host = host[:i]
 	}
-	p, err := kr.core.Pods(in.namespace).Get(ctx, host, metav1.GetOptions{})
+	p, err := kr.pods(in.namespace).Get(ctx, host, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		p = nil
@@ -347,7 +352,7 @@ func operatorMarks(ctx context.Context, kr kubeReader, p *corev1.Pod, lease stri
 	if sa == "" || sa == "default" {
 		return "runs as the namespace's default service account, not the operator's", nil
 	}
-	a, err := kr.core.ServiceAccounts(p.Namespace).Get(ctx, sa, metav1.GetOptions{})
+	a, err := kr.serviceAccounts(p.Namespace).Get(ctx, sa, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return "runs as the service account " + sa + ", which does not exist", nil

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/router-hosts-operator/router-hosts-operator/internal/kube/clientset"
 	"github.com/router-hosts-operator/router-hosts-operator/test/rhtestserver"
 )
 
@@ -408,7 +409,7 @@ func TestRunningConfig(t *testing.T) {
 				chartServiceAccount("b", chartSA, true), chartServiceAccount("tenant", chartSA, true)}, c.objs...)
 			cs := fake.NewClientset(objs...)
 			var note bytes.Buffer
-			cfg, err := runningConfig(context.Background(), kubeReader{leases: cs.CoordinationV1(), core: cs.CoreV1()}, given, &note)
+			cfg, err := runningConfig(context.Background(), kubeReader{leases: clientset.Leases(cs), pods: clientset.Pods(cs), serviceAccounts: clientset.ServiceAccounts(cs), secrets: clientset.Secrets(cs), configMaps: clientset.ConfigMaps(cs)}, given, &note)
 			if c.err == "" && err == nil {
 				want := c.note
 				if want == "" {

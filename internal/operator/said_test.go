@@ -13,6 +13,7 @@ import (
 
 	"github.com/router-hosts-operator/router-hosts-operator/events"
 	"github.com/router-hosts-operator/router-hosts-operator/explain"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/kube/clientset"
 )
 
 // TestExplainShowsOnlyItsInstallationsEvents: of the Warning events on an object, explain
@@ -58,7 +59,7 @@ func TestExplainShowsOnlyItsInstallationsEvents(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cs := fake.NewClientset(c.event)
-			got, err := warningsOn(context.Background(), cs.CoreV1(), identity, web, string(web.UID), now.Add(-saidWithin))
+			got, err := warningsOn(context.Background(), clientset.Events(cs), identity, web, string(web.UID), now.Add(-saidWithin))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/api/v1alpha1"
 	"github.com/router-hosts-operator/router-hosts-operator/dnscheck"
 	"github.com/router-hosts-operator/router-hosts-operator/events"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/kube/clientset"
 	"github.com/router-hosts-operator/router-hosts-operator/test/dnsmasq"
 )
 
@@ -44,7 +45,7 @@ func newRouterDNS(t *testing.T, o options) *routerDNS {
 		t.Fatal(err)
 	}
 	t.Cleanup(dns.Stop)
-	rec, stop := events.New(cp.Client.CoreV1(), harnessInstance(t), logrus.New())
+	rec, stop := events.New(clientset.EventSink(cp.Client), harnessInstance(t), logrus.New())
 	t.Cleanup(stop)
 	rec.SetLeading(true)
 	o.realClock, o.warner, o.interval, o.dnsGrace = true, rec, dnsInterval, dnsGrace

@@ -13,6 +13,7 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/events"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/kube/clientset"
 )
 
 // eventsFor lists the events recorded about one object, by reason.
@@ -48,7 +49,7 @@ func flushed(t *testing.T, rec *events.Recorder, ns string) {
 }
 
 func TestEventsOnTransitionsOnly(t *testing.T) {
-	rec, stop := events.New(cp.Client.CoreV1(), harnessInstance(t), logrus.New())
+	rec, stop := events.New(clientset.EventSink(cp.Client), harnessInstance(t), logrus.New())
 	defer stop()
 	rec.SetLeading(true)
 	h := newHarness(t, options{reporters: []controller.Reporter{rec}, warner: rec})

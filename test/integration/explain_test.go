@@ -22,6 +22,7 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/events"
 	"github.com/router-hosts-operator/router-hosts-operator/explain"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/kube/clientset"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/operator"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
@@ -508,7 +509,7 @@ func TestExplainShowsWhatTheRunningOperatorSaid(t *testing.T) {
 	if _, err := createConfig(t, "apiVersion: router-hosts.fzymgc.house/v1alpha1\nkind: RouterHostsConfig\nmetadata: {name: "+name+"}\nspec: {}\n", false); err != nil {
 		t.Fatal(err)
 	}
-	rec, stop := events.New(cp.Client.CoreV1(), harnessInstance(t), logrus.New())
+	rec, stop := events.New(clientset.EventSink(cp.Client), harnessInstance(t), logrus.New())
 	defer stop()
 	rec.SetLeading(true)
 	opts := options{ipResolution: []string{"static:10.82.0.1"}, configName: name, reporters: []controller.Reporter{rec}, warner: rec,

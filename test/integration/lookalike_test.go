@@ -24,6 +24,7 @@ import (
 	"github.com/router-hosts-operator/router-hosts-operator/endpoint"
 	"github.com/router-hosts-operator/router-hosts-operator/events"
 	"github.com/router-hosts-operator/router-hosts-operator/explain"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/kube/clientset"
 	"github.com/router-hosts-operator/router-hosts-operator/internal/operator"
 	"github.com/router-hosts-operator/router-hosts-operator/registry"
 	"github.com/router-hosts-operator/router-hosts-operator/test/rhtestserver"
@@ -197,7 +198,7 @@ func TestThePluginTrustsOnlyTheOperatorsPod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, stop := events.New(core, events.Instance(registry.Identity(string(ks.UID), opNS, lease), leader.Name), logrus.New())
+	rec, stop := events.New(clientset.EventSink(cp.Client), events.Instance(registry.Identity(string(ks.UID), opNS, lease), leader.Name), logrus.New())
 	defer stop()
 	rec.SetLeading(true)
 	ref := endpoint.SourceRef{Kind: "Ingress", Group: "networking.k8s.io", Version: "v1", Namespace: tenantNS, Name: "shop", UID: string(shop.UID)}

@@ -26,6 +26,7 @@ import (
 	pb "github.com/router-hosts-operator/router-hosts-operator/api/routerhostsv1"
 	"github.com/router-hosts-operator/router-hosts-operator/controller"
 	"github.com/router-hosts-operator/router-hosts-operator/events"
+	"github.com/router-hosts-operator/router-hosts-operator/internal/kube/clientset"
 	"github.com/router-hosts-operator/router-hosts-operator/plan"
 	"github.com/router-hosts-operator/router-hosts-operator/provider/inmemory"
 	"github.com/router-hosts-operator/router-hosts-operator/test/rhtestserver"
@@ -206,7 +207,7 @@ func TestEntryDeletedEvent(t *testing.T) {
 	var logBuf lockedLog
 	log := logrus.New()
 	log.SetOutput(&logBuf)
-	rec, stop := events.New(cp.Client.CoreV1(), harnessInstance(t), log)
+	rec, stop := events.New(clientset.EventSink(cp.Client), harnessInstance(t), log)
 	defer stop()
 	rec.SetLeading(true)
 	h := newHarness(t, options{grace: time.Minute, reporters: []controller.Reporter{rec}, warner: rec})
