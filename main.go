@@ -58,6 +58,9 @@ func main() {
 	}
 }
 
+// logTime is the logs' timestamp: RFC 3339 to the millisecond.
+const logTime = "2006-01-02T15:04:05.000Z07:00"
+
 // newLogger builds the process logger from --log-level and --log-format.
 func newLogger(level, format string) (*logrus.Logger, error) {
 	log := logrus.New()
@@ -67,11 +70,13 @@ func newLogger(level, format string) (*logrus.Logger, error) {
 		return nil, fmt.Errorf("--log-level: %w", err)
 	}
 	log.SetLevel(lvl)
+	// Milliseconds, so that a sync's lines can be set beside a change's other traces (an
+	// apiserver's audit log, the router's, a timed kubectl) to the part of it that each took.
 	switch format {
 	case "json":
-		log.SetFormatter(&logrus.JSONFormatter{})
+		log.SetFormatter(&logrus.JSONFormatter{TimestampFormat: logTime})
 	default:
-		log.SetFormatter(&logrus.TextFormatter{FullTimestamp: true})
+		log.SetFormatter(&logrus.TextFormatter{FullTimestamp: true, TimestampFormat: logTime})
 	}
 	return log, nil
 }

@@ -133,3 +133,25 @@ func TestTheBinaryLinksNoClientset(t *testing.T) {
 		}
 	}
 }
+
+// TestLogLinesCarryMilliseconds: both formats stamp a line to the millisecond, so that a
+// sync's lines can be set beside other traces of the same change.
+func TestLogLinesCarryMilliseconds(t *testing.T) {
+	for _, tc := range []struct{ format, want string }{
+		{"text", `time="\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}(Z|[+-]\d\d:\d\d)" level=info msg=hello`},
+		{"json", `"time":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}(Z|[+-]\d\d:\d\d)"`},
+	} {
+		t.Run(tc.format, func(t *testing.T) {
+			log, err := newLogger("info", tc.format)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b bytes.Buffer
+			log.SetOutput(&b)
+			log.Info("hello")
+			if !regexp.MustCompile(tc.want).MatchString(b.String()) {
+				t.Errorf("line %q does not match %s", b.String(), tc.want)
+			}
+		})
+	}
+}
